@@ -1,0 +1,1 @@
+"""Stepscope: step-through simulations of Linux networking internals and LLM serving."""

@@ -1,0 +1,1383 @@
+"""sk_buff geometry and buffer operations, as Linux 6.4 does them on x86-64.
+
+Models ``struct sk_buff`` (include/linux/skbuff.h:844) and its head buffer: the
+``head``/``data``/``tail``/``end`` offsets, ``len``/``data_len``, ``truesize``, ``users``, the
+shared ``skb_shared_info`` (``dataref``, ``frags[]``, ``frag_list``), fclone pairing and the
+allocation rounding of ``kmalloc_reserve`` (net/core/skbuff.c:557). Numbers follow the
+Stepscope kernel facts sheet §1 (x86-64: sizeof sk_buff rounds to 256, skb_shared_info is 320,
+NET_SKB_PAD 64, NET_IP_ALIGN 0, MAX_TCP_HEADER 320, MAX_SKB_FRAGS 17).
+
+The machine is mutable only inside one run; every frame gets a plain-value snapshot.
+Fatal kernel outcomes (BUG(), use-after-free) are returned as step results, never raised.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.sim.core.trace import SourceRef
+from app.sim.skbuff.ops import Op
+
+# ---- constants (x86-64, Linux 6.4) -----------------------------------------------------------
+SMP_CACHE_BYTES = 64
+PAGE_SIZE = 4096
+SHINFO = 320  # SKB_DATA_ALIGN(sizeof(struct skb_shared_info))
+SKB_STRUCT = 256  # SKB_DATA_ALIGN(sizeof(struct sk_buff)), 224 or 232 rounded
+TRUESIZE_OVERHEAD = SKB_STRUCT + SHINFO  # SKB_TRUESIZE(0) = 576
+SMALL_HEAD_CACHE_SIZE = 640  # SKB_SMALL_HEAD_CACHE_SIZE = SKB_HEAD_ALIGN(MAX_TCP_HEADER)
+NET_SKB_PAD = 64
+NET_IP_ALIGN = 0
+MAX_TCP_HEADER = 320
+MAX_SKB_FRAGS = 17
+KMALLOC_BUCKETS = (8, 16, 32, 64, 96, 128, 192, 256, 512, 1024, 2048, 4096, 8192)
+KMALLOC_MAX_CACHE_SIZE = 8192
+KMALLOC_MAX_SIZE = PAGE_SIZE << 10  # 4 MiB
+NAPI_SMALL_FRAG = 1024
+SMALL_FRAG_END = NAPI_SMALL_FRAG - SHINFO  # SKB_WITH_OVERHEAD(1024) = 704
+PAGE_HEAD_MAX = PAGE_SIZE - SHINFO  # SKB_WITH_OVERHEAD(PAGE_SIZE) = 3776
+DATAREF_SHIFT = 16
+DATAREF_MASK = (1 << DATAREF_SHIFT) - 1
+GRO_MAX_SIZE = 65536  # GRO_LEGACY_MAX_SIZE, the default dev->gro_max_size
+HALF_PAGE_TRUESIZE = PAGE_SIZE // 2
+# Kernels newer than 6.4: the 6.12 small-head cache holds 704 bytes, so data areas up to 384 fit.
+SMALL_HEAD_6_12_DATA = 384
+
+BUG_RESULTS = (
+    "skb_over_panic",
+    "skb_under_panic",
+    "skb_put_nonlinear",
+    "__skb_pull",
+    "pskb_expand_head_shared",
+    "skb_frag_overflow",
+    "use_after_free",
+)
+
+HEADER_LABELS = frozenset(
+    "eth ethernet mac vlan ip ipv4 ipv6 ip6 tcp udp icmp icmpv6 arp gre vxlan geneve "
+    "hdr hdrs header headers mpls".split()
+)
+
+
+def _src(function: str, path: str, line: int) -> SourceRef:
+    return SourceRef(function=function, path=path, line=line)
+
+
+SKBUFF_H = "include/linux/skbuff.h"
+SKBUFF_C = "net/core/skbuff.c"
+# Line numbers: Linux 6.4 (facts sheet §1). Those marked ~ were not on the sheet and are close.
+SOURCES: dict[str, SourceRef] = {
+    "alloc_skb": _src("alloc_skb", SKBUFF_H, 1285),
+    "alloc_skb_fclone": _src("alloc_skb_fclone", SKBUFF_H, 1335),
+    "netdev_alloc_skb": _src("__netdev_alloc_skb", SKBUFF_C, 702),
+    "napi_alloc_skb": _src("__napi_alloc_skb", SKBUFF_C, 776),
+    "tcp_stream_alloc_skb": _src("tcp_stream_alloc_skb", "net/ipv4/tcp.c", 861),
+    "skb_reserve": _src("skb_reserve", SKBUFF_H, 2735),
+    "skb_put": _src("skb_put", SKBUFF_C, 2383),
+    "skb_push": _src("skb_push", SKBUFF_C, 2404),
+    "skb_pull": _src("skb_pull", SKBUFF_C, 2424),
+    "skb_trim": _src("skb_trim", SKBUFF_C, 2463),
+    "pskb_trim": _src("pskb_trim", SKBUFF_H, 3067),
+    "skb_headroom": _src("skb_headroom", SKBUFF_H, 2696),
+    "skb_tailroom": _src("skb_tailroom", SKBUFF_H, 2707),
+    "skb_headlen": _src("skb_headlen", SKBUFF_H, 2405),
+    "skb_add_rx_frag": _src("skb_add_rx_frag", SKBUFF_C, 833),  # ~
+    "skb_gro_receive_list": _src("skb_gro_receive_list", "net/core/gro.c", 228),  # ~
+    "skb_get": _src("skb_get", SKBUFF_H, 1889),  # ~
+    "skb_clone": _src("skb_clone", SKBUFF_C, 1853),
+    "skb_copy": _src("skb_copy", SKBUFF_C, 1933),
+    "pskb_copy": _src("__pskb_copy_fclone", SKBUFF_C, 1972),
+    "pskb_expand_head": _src("pskb_expand_head", SKBUFF_C, 2036),
+    "skb_linearize": _src("skb_linearize", SKBUFF_H, 3730),
+    "kfree_skb": _src("kfree_skb_reason", SKBUFF_C, 1030),  # ~
+    "consume_skb": _src("consume_skb", SKBUFF_C, 1190),  # ~
+    "__skb_header_release": _src("__skb_header_release", SKBUFF_H, 1970),
+}
+
+# Callers a scenario may name with "via" (shown in the narration with their location).
+KNOWN_CALLERS: dict[str, str] = {
+    "eth_type_trans": "net/ethernet/eth.c:155",
+    "ip_rcv_core": "net/ipv4/ip_input.c:456",
+    "ip_local_deliver_finish": "net/ipv4/ip_input.c:227",
+    "tcp_v4_rcv": "net/ipv4/tcp_ipv4.c:1976",
+    "tcp_rcv_established": "net/ipv4/tcp_input.c:5973",
+    "tcp_data_queue": "net/ipv4/tcp_input.c:5035",
+    "tcp_sendmsg_locked": "net/ipv4/tcp.c:1217",
+    "tcp_skb_entail": "net/ipv4/tcp.c:666",
+    "__tcp_transmit_skb": "net/ipv4/tcp_output.c:1234",
+    "__tcp_retransmit_skb": "net/ipv4/tcp_output.c",
+    "__ip_queue_xmit": "net/ipv4/ip_output.c:507",
+    "neigh_hh_output": "include/net/neighbour.h:491",
+    "eth_header": "net/ethernet/eth.c:79",
+    "igb_clean_rx_irq": "drivers/net/ethernet/intel/igb/igb_main.c:8883",
+    "igb_construct_skb": "drivers/net/ethernet/intel/igb/igb_main.c",
+    "napi_gro_receive": "net/core/gro.c:648",
+    "skb_gro_receive": "net/core/gro.c:153",
+    "napi_consume_skb": "net/core/skbuff.c",
+    "tcp_clean_rtx_queue": "net/ipv4/tcp_input.c",
+    "tcp_recvmsg_locked": "net/ipv4/tcp.c",
+}
+
+# Callers that use the unchecked double-underscore variant of the op they are shown with.
+UNCHECKED_CALLERS: dict[str, str] = {
+    "ip_local_deliver_finish": "__skb_pull",
+    "tcp_rcv_established": "__skb_pull",
+    "tcp_data_queue": "__skb_pull",
+    "neigh_hh_output": "__skb_push",
+}
+
+TABLE_FIELDS = (
+    "len",
+    "data_len",
+    "headlen",
+    "truesize",
+    "users",
+    "dataref",
+    "nr_frags",
+    "headroom",
+    "tailroom",
+    "data",
+    "tail",
+    "end",
+)
+BYTE_FIELDS = frozenset(
+    {"len", "data_len", "headlen", "truesize", "headroom", "tailroom", "data", "tail", "end"}
+)
+DIFF_FIELDS = (*TABLE_FIELDS, "buffer", "status", "cloned", "fclone", "frag_list")
+
+
+# ---- allocation arithmetic (pure) ------------------------------------------------------------
+def data_align(x: int) -> int:
+    """SKB_DATA_ALIGN: round up to SMP_CACHE_BYTES (64)."""
+    return -(-x // SMP_CACHE_BYTES) * SMP_CACHE_BYTES
+
+
+def head_align(x: int) -> int:
+    """SKB_HEAD_ALIGN: aligned data area plus the aligned skb_shared_info."""
+    return data_align(x) + SHINFO
+
+
+def get_order(size: int) -> int:
+    """get_order(): the smallest page order whose block holds ``size`` bytes."""
+    order = 0
+    while (PAGE_SIZE << order) < size:
+        order += 1
+    return order
+
+
+def kmalloc_size_roundup(size: int) -> int:
+    """kmalloc_size_roundup() (mm/slab_common.c:743) for SLUB on x86-64 with 4 KiB pages."""
+    if size == 0:
+        return 0
+    if size > KMALLOC_MAX_CACHE_SIZE:
+        return PAGE_SIZE << get_order(size)
+    return next(b for b in KMALLOC_BUCKETS if b >= size)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HeadAlloc:
+    """Where a head buffer came from and how many bytes were really allocated."""
+
+    where: str
+    nbytes: int
+
+    @property
+    def end(self) -> int:
+        return self.nbytes - SHINFO
+
+
+def kmalloc_reserve(size: int) -> HeadAlloc | None:
+    """kmalloc_reserve() (net/core/skbuff.c:557): small-head cache, kmalloc bucket or pages."""
+    obj = head_align(size)
+    if obj <= SMALL_HEAD_CACHE_SIZE:
+        return HeadAlloc(where="skbuff_small_head", nbytes=SMALL_HEAD_CACHE_SIZE)
+    got = kmalloc_size_roundup(obj)
+    if got > KMALLOC_MAX_SIZE:
+        return None
+    if got > KMALLOC_MAX_CACHE_SIZE:
+        return HeadAlloc(where=f"pages order {get_order(got)}", nbytes=got)
+    name = f"kmalloc-{got // 1024}k" if got >= 1024 else f"kmalloc-{got}"
+    return HeadAlloc(where=name, nbytes=got)
+
+
+def default_frag_truesize(size: int) -> int:
+    """Default truesize charged for an RX frag: half a page (igb/ixgbe style), else whole pages."""
+    if size <= HALF_PAGE_TRUESIZE:
+        return HALF_PAGE_TRUESIZE
+    return -(-size // PAGE_SIZE) * PAGE_SIZE
+
+
+# ---- engine state (mutable within one run only) ----------------------------------------------
+@dataclass(slots=True)
+class Region:
+    start: int
+    end: int
+    label: str
+    kind: str  # "header" | "payload"
+
+
+@dataclass(slots=True)
+class Frag:
+    page: str
+    offset: int
+    size: int
+
+
+@dataclass(slots=True)
+class Buffer:
+    id: str
+    nbytes: int
+    end: int
+    where: str
+    dataref: int = 1
+    freed: bool = False
+    frags: list[Frag] = field(default_factory=list)
+    frag_list: list[str] = field(default_factory=list)
+    regions: list[Region] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Skb:
+    name: str
+    buffer: str
+    end: int
+    truesize: int
+    data: int = 0
+    tail: int = 0
+    len: int = 0
+    data_len: int = 0
+    users: int = 1
+    fclone: str = "none"  # none | orig | clone | unavailable
+    pair: str | None = None  # fclone pair id (sk_buff_fclones) for orig/clone
+    cloned: bool = False
+    nohdr: bool = False
+    has_sk: bool = False
+    origin: str = ""
+    status: str = "live"  # live | dropped | consumed | in_frag_list
+    owner: str | None = None  # head skb whose frag_list holds this one
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Step:
+    """What one op did: the outcome plus the words and marks for its frame."""
+
+    primary: str
+    result: str
+    narration: str
+    source: SourceRef
+    notes: tuple[str, ...] = ()
+    mark: str | None = None
+    bug: str | None = None  # the message the kernel would print, for BUG outcomes
+
+
+def _label_kind(label: str, default: str) -> str:
+    return "header" if label.strip().lower() in HEADER_LABELS else default
+
+
+class SkbMachine:
+    """All skbs, head buffers and pages of one scenario."""
+
+    def __init__(self) -> None:
+        self.skbs: dict[str, Skb] = {}
+        self.buffers: dict[str, Buffer] = {}
+        self.pages: dict[str, int] = {}
+        self.fclone_refs: dict[str, int] = {}
+        self._counters = {"buf": 0, "page": 0, "fc": 0}
+
+    # -- helpers -------------------------------------------------------------------------------
+    def _next(self, kind: str) -> str:
+        self._counters[kind] += 1
+        return f"{kind}{self._counters[kind]}"
+
+    def buf(self, skb: Skb) -> Buffer:
+        return self.buffers[skb.buffer]
+
+    @staticmethod
+    def tailroom(skb: Skb) -> int:
+        return 0 if skb.data_len else skb.end - skb.tail
+
+    def dataref(self, skb: Skb) -> int:
+        return self.buf(skb).dataref & DATAREF_MASK
+
+    def skb_cloned(self, skb: Skb) -> bool:
+        """skb_cloned(): the cloned bit is set and someone else still holds the data."""
+        return skb.cloned and (self.buf(skb).dataref & DATAREF_MASK) != 1
+
+    def skb_header_cloned(self, skb: Skb) -> bool:
+        """skb_header_cloned(): another skb may still read the header bytes."""
+        if not skb.cloned:
+            return False
+        d = self.buf(skb).dataref
+        return (d & DATAREF_MASK) - ((d >> DATAREF_SHIFT) & DATAREF_MASK) != 1
+
+    def values(self, name: str) -> dict[str, Any]:
+        """The comparable field values of one skb (for the table and the change list)."""
+        s = self.skbs[name]
+        b = self.buf(s)
+        return {
+            "len": s.len,
+            "data_len": s.data_len,
+            "headlen": s.len - s.data_len,
+            "truesize": s.truesize,
+            "users": s.users,
+            "dataref": b.dataref & DATAREF_MASK,
+            "nr_frags": len(b.frags),
+            "headroom": s.data,
+            "tailroom": self.tailroom(s),
+            "data": s.data,
+            "tail": s.tail,
+            "end": s.end,
+            "buffer": s.buffer,
+            "status": s.status,
+            "cloned": s.cloned,
+            "fclone": s.fclone,
+            "frag_list": tuple(b.frag_list),
+        }
+
+    def snapshot_skb(self, name: str) -> dict[str, Any]:
+        s = self.skbs[name]
+        b = self.buf(s)
+        return {
+            "name": s.name,
+            "head": 0,
+            "data": s.data,
+            "tail": s.tail,
+            "end": s.end,
+            "len": s.len,
+            "data_len": s.data_len,
+            "truesize": s.truesize,
+            "headroom": s.data,
+            "tailroom": self.tailroom(s),
+            "users": s.users,
+            "dataref": b.dataref & DATAREF_MASK,
+            "dataref_nohdr": (b.dataref >> DATAREF_SHIFT) & DATAREF_MASK,
+            "nr_frags": len(b.frags),
+            "headlen": s.len - s.data_len,
+            "buffer": b.id,
+            "alloc": b.where,
+            "alloc_bytes": b.nbytes,
+            "frags": [
+                {"page": f.page, "offset": f.offset, "size": f.size, "refs": self.pages[f.page]}
+                for f in b.frags
+            ],
+            "frag_list": list(b.frag_list),
+            "fclone": s.fclone,
+            "cloned": s.cloned,
+            "nohdr": s.nohdr,
+            "status": s.status,
+            "regions": [
+                {"start": r.start, "end": r.end, "label": r.label, "kind": r.kind}
+                for r in b.regions
+            ],
+        }
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "skbs": [self.snapshot_skb(n) for n in self.skbs],
+            "buffers": {
+                b.id: {
+                    "size": b.nbytes,
+                    "end": b.end,
+                    "dataref": b.dataref & DATAREF_MASK,
+                    "dataref_nohdr": (b.dataref >> DATAREF_SHIFT) & DATAREF_MASK,
+                    "freed": b.freed,
+                    "alloc": b.where,
+                }
+                for b in self.buffers.values()
+            },
+            "pages": {p: {"refs": r} for p, r in self.pages.items()},
+        }
+
+    @staticmethod
+    def _write_region(b: Buffer, start: int, end: int, label: str, kind: str) -> None:
+        """Record bytes [start, end) as written; newer writes cover older ones."""
+        if end <= start:
+            return
+        kept: list[Region] = []
+        for r in b.regions:
+            if r.end <= start or r.start >= end:
+                kept.append(r)
+                continue
+            if r.start < start:
+                kept.append(Region(r.start, start, r.label, r.kind))
+            if r.end > end:
+                kept.append(Region(end, r.end, r.label, r.kind))
+        kept.append(Region(start, end, label, kind))
+        kept.sort(key=lambda r: (r.start, r.end))
+        b.regions = kept
+
+    @staticmethod
+    def _copy_regions(src: list[Region], lo: int, hi: int, shift: int) -> list[Region]:
+        out = []
+        for r in src:
+            s, e = max(r.start, lo), min(r.end, hi)
+            if e > s:
+                out.append(Region(s + shift, e + shift, r.label, r.kind))
+        return out
+
+    def _new_buffer(self, alloc: HeadAlloc) -> Buffer:
+        b = Buffer(id=self._next("buf"), nbytes=alloc.nbytes, end=alloc.end, where=alloc.where)
+        self.buffers[b.id] = b
+        return b
+
+    def _new_skb(self, name: str, alloc: HeadAlloc, *, fclone: str = "none", origin: str) -> Skb:
+        b = self._new_buffer(alloc)
+        s = Skb(
+            name=name, buffer=b.id, end=b.end, truesize=b.end + TRUESIZE_OVERHEAD, origin=origin
+        )
+        if fclone == "orig":
+            s.fclone = "orig"
+            s.pair = self._next("fc")
+            self.fclone_refs[s.pair] = 1
+        self.skbs[name] = s
+        return s
+
+    def _step(
+        self,
+        op: Op,
+        primary: str,
+        result: str,
+        text: str,
+        *,
+        notes: tuple[str, ...] = (),
+        mark: str | None = None,
+        bug: str | None = None,
+    ) -> Step:
+        if op.via:
+            where = KNOWN_CALLERS.get(op.via)
+            who = f"{op.via} ({where})" if where else op.via
+            text = f"Called from {who}. {text}"
+            variant = UNCHECKED_CALLERS.get(op.via)
+            if variant and result == "ok" and variant.lstrip("_") == op.op:
+                notes = (
+                    *notes,
+                    f"{op.via} actually calls {variant}, the variant without the "
+                    f"length check: the caller has already validated the lengths.",
+                )
+        if result != "ok" and result != "null" and mark is None:
+            mark = "panic"
+        return Step(
+            primary=primary,
+            result=result,
+            narration=text,
+            source=SOURCES[op.op],
+            notes=notes,
+            mark=mark,
+            bug=bug,
+        )
+
+    @staticmethod
+    def _panic_line(kind: str, s: Skb, sz: int, data: int, length: int, tail: int) -> str:
+        return (
+            f"skbuff: {kind}: text:<caller> len:{length} put:{sz} head:<head> "
+            f"data:<head+{data}> tail:{tail:#x} end:{s.end:#x} dev:<NULL>"
+        )
+
+    # -- dispatch ------------------------------------------------------------------------------
+    def apply(self, op: Op) -> Step:
+        """Run one op and say what happened."""
+        for n in (op.skb, op.src):
+            if n is None or n not in self.skbs:
+                continue
+            if op.op in ("skb_clone", "skb_copy", "pskb_copy") and n == op.skb:
+                continue  # the name being created
+            s = self.skbs[n]
+            if s.status != "live":
+                return self._use_after_free(op, s)
+        handler = getattr(self, "op_" + op.op.lstrip("_"))
+        step: Step = handler(op)
+        return step
+
+    def _use_after_free(self, op: Op, s: Skb) -> Step:
+        if s.status == "in_frag_list":
+            why = (
+                f"'{s.name}' was handed to '{s.owner}''s frag_list by skb_gro_receive_list: its "
+                f"caller gave up ownership, and the skb is freed together with '{s.owner}'. "
+                f"Touching it afterwards through the old pointer is a use-after-free bug "
+                f"(KASAN reports it once the memory is actually released)."
+            )
+        else:
+            why = (
+                f"'{s.name}' was already released ({s.status}); its sk_buff went back to the slab "
+                f"and may hold another packet by now. {op.op} on it is a use-after-free: with "
+                f"KASAN the kernel prints 'BUG: KASAN: use-after-free in {op.op}'; without it the "
+                f"write silently corrupts whatever reuses the memory."
+            )
+        return self._step(
+            op,
+            s.name,
+            "use_after_free",
+            why,
+            mark="panic",
+            bug=f"BUG: KASAN: use-after-free in {SOURCES[op.op].function}",
+        )
+
+    # -- allocation ----------------------------------------------------------------------------
+    def _alloc_narr(self, call: str, size: int, alloc: HeadAlloc) -> str:
+        obj = head_align(size)
+        if alloc.where == "skbuff_small_head":
+            how = (
+                f"SKB_HEAD_ALIGN({size}) = {data_align(size)} + 320 = {obj} bytes fits the "
+                f"640-byte skbuff_small_head cache"
+            )
+        else:
+            how = (
+                f"SKB_HEAD_ALIGN({size}) = {data_align(size)} + 320 = {obj} bytes is served by "
+                f"{alloc.where} ({alloc.nbytes} bytes)"
+            )
+        slack = alloc.end - size
+        return (
+            f"{call} sizes the head with kmalloc_reserve: {how}. skb_shared_info takes the last "
+            f"320 bytes, so end = {alloc.end}; the {slack} bytes of rounding slack become "
+            f"tailroom. truesize = end + 576 = {alloc.end + TRUESIZE_OVERHEAD}."
+        )
+
+    def _alloc_notes(self, size: int) -> tuple[str, ...]:
+        if data_align(size) <= SMALL_HEAD_6_12_DATA:
+            return (
+                "Linux 6.12 grows the small-head cache to 704 bytes (it must also fit "
+                "GRO_MAX_HEAD + NET_SKB_PAD), so a data area this small gets end = 384 and "
+                "truesize = 960 there.",
+            )
+        return ()
+
+    def _kmalloc_or_null(self, op: Op, size: int) -> HeadAlloc | Step:
+        alloc = kmalloc_reserve(size)
+        if alloc is None:
+            return self._step(
+                op,
+                op.skb,
+                "null",
+                f"A {head_align(size)}-byte head is larger than KMALLOC_MAX_SIZE "
+                f"(4 MiB); the allocation fails and {op.op} returns NULL.",
+                mark="null",
+            )
+        return alloc
+
+    def op_alloc_skb(self, op: Op) -> Step:
+        size = op.size or 0
+        alloc = self._kmalloc_or_null(op, size)
+        if isinstance(alloc, Step):
+            return alloc
+        self._new_skb(op.skb, alloc, origin="alloc_skb")
+        text = (
+            self._alloc_narr(f"alloc_skb({size}) → __alloc_skb", size, alloc)
+            + " data = tail = 0: headroom 0, len 0."
+        )
+        return self._step(op, op.skb, "ok", text, notes=self._alloc_notes(size))
+
+    def op_alloc_skb_fclone(self, op: Op) -> Step:
+        size = op.size or 0
+        alloc = self._kmalloc_or_null(op, size)
+        if isinstance(alloc, Step):
+            return alloc
+        self._new_skb(op.skb, alloc, fclone="orig", origin="alloc_skb_fclone")
+        text = (
+            self._alloc_narr(f"alloc_skb_fclone({size})", size, alloc)
+            + " The sk_buff comes from skbuff_fclone_cache as the first half of a pair "
+            "(fclone = orig, fclone_ref 1): a later skb_clone can use the companion "
+            "without allocating."
+        )
+        return self._step(op, op.skb, "ok", text, notes=self._alloc_notes(size))
+
+    def _rx_alloc(self, op: Op, napi: bool) -> Step:
+        want = op.len or 0
+        padded = want + NET_SKB_PAD + NET_IP_ALIGN
+        fn = "__napi_alloc_skb" if napi else "__netdev_alloc_skb"
+        notes: tuple[str, ...] = ()
+        if napi and padded <= SMALL_FRAG_END:
+            alloc = HeadAlloc(where="napi 1K frag", nbytes=NAPI_SMALL_FRAG)
+            how = (
+                f"{padded} ≤ 704, so it takes a fixed 1 KiB page fragment "
+                f"(NAPI_HAS_SMALL_PAGE_FRAG): end = SKB_WITH_OVERHEAD(1024) = 704"
+            )
+        elif (not napi and padded <= SMALL_FRAG_END) or padded > PAGE_HEAD_MAX:
+            got = self._kmalloc_or_null(op, padded)
+            if isinstance(got, Step):
+                return got
+            alloc = got
+            why = "≤ 704" if padded <= SMALL_FRAG_END else "> 3776 (more than a page)"
+            how = (
+                f"{padded} is {why}, so it falls back to __alloc_skb: SKB_HEAD_ALIGN({padded}) = "
+                f"{head_align(padded)} from {alloc.where} ({alloc.nbytes} bytes), end = {alloc.end}"
+            )
+            if not napi:
+                notes = (
+                    "Linux 6.12 moves this lower threshold to the small-head cache size "
+                    "(SKB_WITH_OVERHEAD(704) = 384).",
+                )
+        else:
+            alloc = HeadAlloc(where="page_frag", nbytes=head_align(padded))
+            how = (
+                f"704 < {padded} ≤ 3776, so the head is a page fragment of "
+                f"SKB_HEAD_ALIGN({padded}) = {data_align(padded)} + 320 = {alloc.nbytes} bytes "
+                f"(head_frag = 1), end = {alloc.end}"
+            )
+        s = self._new_skb(op.skb, alloc, origin=op.op)
+        s.data = s.tail = NET_SKB_PAD + NET_IP_ALIGN
+        text = (
+            f"{fn}(len {want}) adds NET_SKB_PAD 64 (+ NET_IP_ALIGN 0 on x86) → {padded}. {how}. "
+            f"truesize = end + 576 = {s.truesize}. It then skb_reserve()s 64: data = tail = 64, "
+            f"headroom 64, tailroom {s.end - s.tail}."
+        )
+        return self._step(op, op.skb, "ok", text, notes=notes)
+
+    def op_netdev_alloc_skb(self, op: Op) -> Step:
+        return self._rx_alloc(op, napi=False)
+
+    def op_napi_alloc_skb(self, op: Op) -> Step:
+        return self._rx_alloc(op, napi=True)
+
+    def op_tcp_stream_alloc_skb(self, op: Op) -> Step:
+        size = op.size or 0
+        total = size + MAX_TCP_HEADER
+        alloc = self._kmalloc_or_null(op, total)
+        if isinstance(alloc, Step):
+            return alloc
+        s = self._new_skb(op.skb, alloc, fclone="orig", origin="tcp_stream_alloc_skb")
+        s.truesize = alloc.end + TRUESIZE_OVERHEAD  # SKB_TRUESIZE(skb_end_offset(skb))
+        s.data = s.tail = MAX_TCP_HEADER
+        text = (
+            f"tcp_stream_alloc_skb({size}) calls alloc_skb_fclone({size} + MAX_TCP_HEADER 320 = "
+            f"{total}): SKB_HEAD_ALIGN({total}) = {head_align(total)} → {alloc.where} "
+            f"({alloc.nbytes} bytes), end = {alloc.end}. It sets truesize = SKB_TRUESIZE(end) = "
+            f"{s.truesize} and reserves 320 bytes for the TCP, IP and link headers: "
+            f"headroom {s.data}, tailroom {s.end - s.tail}. User data will go into page frags."
+        )
+        return self._step(op, op.skb, "ok", text, notes=self._alloc_notes(total))
+
+    # -- linear-area pointer ops ---------------------------------------------------------------
+    def op_skb_reserve(self, op: Op) -> Step:
+        s = self.skbs[op.skb]
+        n = op.len or 0
+        d0, t0 = s.data, s.tail
+        s.data += n
+        s.tail += n
+        notes: list[str] = []
+        mark = None
+        if s.len:
+            notes.append(
+                "skb_reserve is meant for an empty buffer; on one holding data it just "
+                "slides the window over bytes that are not the packet any more."
+            )
+        text = (
+            f"skb_reserve moves data and tail together by {n}: data {d0} → {s.data}, "
+            f"tail {t0} → {s.tail}. headroom is now {s.data}; len stays {s.len}."
+        )
+        if s.tail > s.end:
+            mark = "overrun"
+            text += (
+                f" Nothing checks the size: tail ({s.tail}) is now past end ({s.end}), into "
+                f"skb_shared_info. The next skb_put will hit skb_over_panic."
+            )
+        return self._step(op, s.name, "ok", text, notes=tuple(notes), mark=mark)
+
+    def op_skb_put(self, op: Op) -> Step:
+        s = self.skbs[op.skb]
+        n = op.len or 0
+        if s.data_len:
+            return self._step(
+                op,
+                s.name,
+                "skb_put_nonlinear",
+                f"skb_put starts with SKB_LINEAR_ASSERT: the skb is nonlinear (data_len "
+                f"{s.data_len}), so BUG_ON fires — 'kernel BUG at net/core/skbuff.c'. Appending to "
+                f"the linear tail would put bytes in front of the paged data, out of order.",
+                bug="kernel BUG at net/core/skbuff.c (SKB_LINEAR_ASSERT in skb_put)",
+            )
+        new_tail = s.tail + n
+        if new_tail > s.end:
+            line = self._panic_line("skb_over_panic", s, n, s.data, s.len + n, new_tail)
+            return self._step(
+                op,
+                s.name,
+                "skb_over_panic",
+                f"skb_put({n}) moves tail {s.tail} → {new_tail}, past end {s.end} (tailroom was "
+                f"only "
+                f"{s.end - s.tail}). skb_over_panic → skb_panic prints the geometry with pr_emerg "
+                f"and calls BUG(): the kernel oopses instead of overwriting skb_shared_info. "
+                f'Printed: "{line}".',
+                bug=line,
+            )
+        b = self.buf(s)
+        t0, l0 = s.tail, s.len
+        s.tail = new_tail
+        s.len += n
+        label = op.label or "data"
+        self._write_region(b, t0, new_tail, label, _label_kind(label, "payload"))
+        notes = []
+        if self.skb_cloned(s):
+            notes.append(
+                "This skb's data is shared with a clone; real code makes it private "
+                "first (skb_cow_data or pskb_expand_head) before writing."
+            )
+        text = (
+            f"skb_put extends the data area by {n} bytes at the tail and returns the old tail "
+            f"for the caller to fill: tail {t0} → {s.tail}, len {l0} → {s.len}, tailroom "
+            f"{s.end - t0} → {s.end - s.tail}."
+        )
+        return self._step(op, s.name, "ok", text, notes=tuple(notes))
+
+    def op_skb_push(self, op: Op) -> Step:
+        s = self.skbs[op.skb]
+        n = op.len or 0
+        new_data = s.data - n
+        if new_data < 0:
+            line = self._panic_line("skb_under_panic", s, n, new_data, s.len + n, s.tail)
+            return self._step(
+                op,
+                s.name,
+                "skb_under_panic",
+                f"skb_push({n}) would move data {s.data} → {new_data}, in front of head: only "
+                f"{s.data} bytes of headroom exist. skb_under_panic → skb_panic prints the "
+                f"geometry "
+                f"and calls BUG(). Callers that are unsure use skb_cow_head() first. "
+                f'Printed: "{line}".',
+                bug=line,
+            )
+        b = self.buf(s)
+        d0, l0 = s.data, s.len
+        s.data = new_data
+        s.len += n
+        label = op.label or "hdr"
+        self._write_region(b, new_data, d0, label, _label_kind(label, "header"))
+        notes = []
+        if self.skb_header_cloned(s):
+            notes.append(
+                "The header bytes are shared with another skb (skb_header_cloned); "
+                "real code calls skb_cow_head() first so it does not scribble on them."
+            )
+        elif self.skb_cloned(s):
+            notes.append(
+                "The data is shared, but the other holders only reference the payload "
+                "(the dataref split set by __skb_header_release), so writing headers into "
+                "the headroom is safe — that is why TCP releases headers on queued skbs."
+            )
+        text = (
+            f"skb_push prepends {n} bytes: data {d0} → {s.data}, len {l0} → {s.len}, "
+            f"headroom {d0} → {s.data}. The caller writes the {label} header at the new data."
+        )
+        return self._step(op, s.name, "ok", text, notes=tuple(notes))
+
+    def op_skb_pull(self, op: Op) -> Step:
+        s = self.skbs[op.skb]
+        n = op.len or 0
+        if n > s.len:
+            return self._step(
+                op,
+                s.name,
+                "null",
+                f"skb_pull({n}) asks for more than len {s.len}: skb_pull_inline returns NULL and "
+                f"leaves the skb unchanged (no panic). Callers treat this as a truncated packet.",
+                mark="null",
+            )
+        if s.len - n < s.data_len:
+            return self._step(
+                op,
+                s.name,
+                "__skb_pull",
+                f"Only {s.len - s.data_len} bytes are linear (headlen) but skb_pull({n}) goes past "
+                f"them into paged data (data_len {s.data_len}). __skb_pull sees len < data_len "
+                f"after subtracting and calls BUG(). Code that may cross into frags uses "
+                f"pskb_may_pull()/pskb_pull(), which copy paged bytes into the head first.",
+                bug="kernel BUG at include/linux/skbuff.h (__skb_pull)",
+            )
+        d0, l0 = s.data, s.len
+        s.data += n
+        s.len -= n
+        text = (
+            f"skb_pull removes {n} bytes from the front: data {d0} → {s.data}, len {l0} → "
+            f"{s.len}, headroom {d0} → {s.data}. The bytes stay in the buffer; they are just "
+            f"in front of data now, and the function returns the new data pointer."
+        )
+        return self._step(op, s.name, "ok", text)
+
+    def _linear_trim(self, s: Skb, n: int) -> str:
+        l0, t0 = s.len, s.tail
+        s.len = n
+        s.tail = s.data + n
+        return f"len {l0} → {s.len}, tail {t0} → {s.tail}"
+
+    def op_skb_trim(self, op: Op) -> Step:
+        s = self.skbs[op.skb]
+        n = op.len or 0
+        if s.len <= n:
+            return self._step(
+                op,
+                s.name,
+                "ok",
+                f"skb_trim({n}) only shortens: len is already {s.len}, nothing changes.",
+            )
+        if s.data_len:
+            return self._step(
+                op,
+                s.name,
+                "ok",
+                f"skb_trim({n}) on a nonlinear skb (data_len {s.data_len}): __skb_set_length hits "
+                f"WARN_ON(skb_is_nonlinear) and returns without trimming. len stays {s.len}. "
+                f"Paged skbs need pskb_trim.",
+                mark="warn",
+                notes=("The WARN prints a stack trace once but does not stop the kernel.",),
+            )
+        what = self._linear_trim(s, n)
+        return self._step(
+            op,
+            s.name,
+            "ok",
+            f"skb_trim cuts the linear data to {n} bytes by moving tail back: {what}.",
+        )
+
+    def op_pskb_trim(self, op: Op) -> Step:
+        s = self.skbs[op.skb]
+        n = op.len or 0
+        if s.len <= n:
+            return self._step(
+                op, s.name, "ok", f"pskb_trim({n}): len is already {s.len}, nothing to trim."
+            )
+        if not s.data_len:
+            what = self._linear_trim(s, n)
+            return self._step(
+                op, s.name, "ok", f"pskb_trim({n}) on a linear skb is a plain __skb_trim: {what}."
+            )
+        pre = ""
+        if self.skb_cloned(s):
+            if s.users != 1:
+                return self._shared_bug(op, s, "___pskb_trim must unclone first")
+            res = self._expand(s, 0, 0)
+            if isinstance(res, str):
+                return self._step(
+                    op, s.name, "null", f"___pskb_trim needs a private copy: {res}", mark="null"
+                )
+            pre = f"The data was shared, so ___pskb_trim first unclones it: {res} "
+        b = self.buf(s)
+        l0, dl0 = s.len, s.data_len
+        offset = s.len - s.data_len
+        keep: list[Frag] = []
+        dropped = 0
+        for f in b.frags:
+            if offset >= n:
+                self.pages[f.page] -= 1
+                dropped += 1
+                continue
+            if offset + f.size > n:
+                f.size = n - offset
+            offset += f.size
+            keep.append(f)
+        b.frags = keep
+        for member in list(b.frag_list):
+            m = self.skbs[member]
+            if offset >= n:
+                b.frag_list.remove(member)
+                self._release(m, "consumed")
+                continue
+            if offset + m.len > n and not m.data_len:
+                self._linear_trim(m, n - offset)
+            offset += m.len
+        if n > s.len - s.data_len:
+            s.data_len -= s.len - n
+            s.len = n
+        else:
+            s.len = n
+            s.data_len = 0
+            s.tail = s.data + n
+        text = (
+            f"{pre}pskb_trim({n}) → ___pskb_trim walks the frags: keeps what lies below {n}, "
+            f"shrinks the frag that crosses it and drops {dropped} frag(s) beyond (put_page). "
+            f"len {l0} → {s.len}, data_len {dl0} → {s.data_len}. truesize is not reduced."
+        )
+        return self._step(op, s.name, "ok", text)
+
+    # -- queries -------------------------------------------------------------------------------
+    def op_skb_headroom(self, op: Op) -> Step:
+        s = self.skbs[op.skb]
+        return self._step(
+            op,
+            s.name,
+            "ok",
+            f"skb_headroom = data − head = {s.data} bytes free in front of the data.",
+        )
+
+    def op_skb_tailroom(self, op: Op) -> Step:
+        s = self.skbs[op.skb]
+        if s.data_len:
+            text = (
+                f"skb_tailroom is 0: the skb is nonlinear (data_len {s.data_len}), and bytes "
+                f"appended to the head would land before the paged data. (end − tail would "
+                f"be {s.end - s.tail}.)"
+            )
+        else:
+            text = f"skb_tailroom = end − tail = {s.end} − {s.tail} = {s.end - s.tail} bytes."
+        return self._step(op, s.name, "ok", text)
+
+    def op_skb_headlen(self, op: Op) -> Step:
+        s = self.skbs[op.skb]
+        return self._step(
+            op,
+            s.name,
+            "ok",
+            f"skb_headlen = len − data_len = {s.len} − {s.data_len} = "
+            f"{s.len - s.data_len} bytes in the linear area (tail − data).",
+        )
+
+    # -- paged data ----------------------------------------------------------------------------
+    def op_skb_add_rx_frag(self, op: Op) -> Step:
+        s = self.skbs[op.skb]
+        b = self.buf(s)
+        size = op.size or 0
+        offset = op.offset or 0
+        ts = op.truesize if op.truesize is not None else default_frag_truesize(size)
+        if len(b.frags) >= MAX_SKB_FRAGS:
+            return self._step(
+                op,
+                s.name,
+                "skb_frag_overflow",
+                f"The skb already has MAX_SKB_FRAGS = {MAX_SKB_FRAGS} frags. skb_add_rx_frag does "
+                f"not check the index itself: frags[{len(b.frags)}] lies past the end of "
+                f"skb_shared_info's array, so the write corrupts the memory after it "
+                f"(KASAN reports "
+                f"an out-of-bounds write). Callers must stop at 17 — skb_gro_receive returns "
+                f"-E2BIG, tcp_sendmsg starts a new skb. The simulation treats it as fatal.",
+                bug=f"BUG: KASAN: slab-out-of-bounds write (frags[{len(b.frags)}])",
+            )
+        page = self._next("page")
+        self.pages[page] = 1
+        b.frags.append(Frag(page=page, offset=offset, size=size))
+        l0, dl0, t0 = s.len, s.data_len, s.truesize
+        s.len += size
+        s.data_len += size
+        s.truesize += ts
+        ts_why = (
+            "given"
+            if op.truesize is not None
+            else "default: half a 4 KiB page, as igb/ixgbe charge"
+            if size <= HALF_PAGE_TRUESIZE
+            else "default: the whole pages it spans"
+        )
+        text = (
+            f"skb_add_rx_frag attaches {size} bytes at offset {offset} of {page} as frags"
+            f"[{len(b.frags) - 1}]: nr_frags {len(b.frags) - 1} → {len(b.frags)}, len {l0} → "
+            f"{s.len}, data_len {dl0} → {s.data_len}, truesize {t0} → {s.truesize} "
+            f"(+{ts}, {ts_why}). The head is untouched; skb_tailroom is now 0."
+        )
+        notes: list[str] = []
+        if s.origin == "tcp_stream_alloc_skb":
+            notes.append(
+                "On transmit, tcp_sendmsg_locked fills frags with "
+                "skb_copy_to_page_nocache + skb_fill_page_desc (or grows the last frag) "
+                "and charges truesize by the bytes copied; the geometry is the same."
+            )
+        if self.skb_cloned(s):
+            notes.append(
+                "The skb_shared_info is shared with a clone, which now sees a frag its "
+                "len does not count; drivers only add frags to private skbs."
+            )
+        return self._step(op, s.name, "ok", text, notes=tuple(notes))
+
+    def op_skb_gro_receive_list(self, op: Op) -> Step:
+        p = self.skbs[op.skb]
+        s = self.skbs[op.src or ""]
+        off = op.offset or 0
+        if off > s.len - s.data_len:
+            return self._step(
+                op,
+                p.name,
+                "null",
+                f"The GRO header offset {off} is beyond '{s.name}''s linear part "
+                f"({s.len - s.data_len} bytes); nothing is merged.",
+                mark="null",
+            )
+        if p.len + (s.len - off) >= GRO_MAX_SIZE:
+            return self._step(
+                op,
+                p.name,
+                "null",
+                f"'{p.name}' (len {p.len}) plus '{s.name}' ({s.len - off}) would reach "
+                f"gro_max_size 65536: skb_gro_receive_list returns -E2BIG and GRO flushes the held "
+                f"packet instead. Nothing changes.",
+                mark="null",
+            )
+        b = self.buf(p)
+        s.data += off
+        s.len -= off
+        b.frag_list.append(s.name)
+        s.status = "in_frag_list"
+        s.owner = p.name
+        l0, dl0, t0 = p.len, p.data_len, p.truesize
+        p.len += s.len
+        p.data_len += s.len
+        p.truesize += s.truesize
+        pulled = f" It first pulls the {off}-byte GRO header offset from '{s.name}'." if off else ""
+        text = (
+            f"skb_gro_receive_list chains '{s.name}' onto '{p.name}''s frag_list (after "
+            f"NAPI_GRO_CB(p)->last).{pulled} '{p.name}' grows by the whole of it: len {l0} → "
+            f"{p.len}, data_len {dl0} → {p.data_len}, truesize {t0} → {p.truesize}. "
+            f"'{s.name}' loses its destructor and now belongs to '{p.name}'."
+        )
+        return self._step(op, p.name, "ok", text)
+
+    # -- references, clones and copies ---------------------------------------------------------
+    def op_skb_get(self, op: Op) -> Step:
+        s = self.skbs[op.skb]
+        s.users += 1
+        return self._step(
+            op,
+            s.name,
+            "ok",
+            f"skb_get takes another reference on the sk_buff itself: users "
+            f"{s.users - 1} → {s.users}. Nothing is copied; the skb is now "
+            f"skb_shared(), so it must not be modified in place.",
+        )
+
+    def op_skb_clone(self, op: Op) -> Step:
+        src = self.skbs[op.src or "skb"]
+        b = self.buf(src)
+        fast = src.fclone == "orig" and src.pair is not None and self.fclone_refs[src.pair] == 1
+        n = Skb(
+            name=op.skb,
+            buffer=src.buffer,
+            end=src.end,
+            truesize=src.truesize,
+            data=src.data,
+            tail=src.tail,
+            len=src.len,
+            data_len=src.data_len,
+            origin="skb_clone",
+        )
+        if fast:
+            assert src.pair is not None
+            self.fclone_refs[src.pair] = 2
+            n.fclone, n.pair = "clone", src.pair
+            how = (
+                f"'{src.name}' is an fclone orig with fclone_ref 1, so the companion sk_buff "
+                f"already "
+                "allocated next to it is used: no allocation, fclone_ref 1 → 2."
+            )
+        else:
+            n.fclone = "unavailable"
+            why = (
+                "its fclone companion is busy (fclone_ref 2)"
+                if src.fclone == "orig"
+                else "it has no free fclone companion"
+            )
+            how = (
+                f"'{src.name}' {why}, so the new sk_buff comes from skbuff_cache "
+                "(fclone = unavailable)."
+            )
+        src.cloned = True
+        n.cloned = True
+        d0 = b.dataref & DATAREF_MASK
+        b.dataref += 1
+        self.skbs[n.name] = n
+        hdr = ""
+        if src.nohdr:
+            hdr = (
+                f" Because '{src.name}' released its header (nohdr), the clone's hdr_len is its "
+                f"headroom ({src.data}) and dataref's payload-only count stays at "
+                f"{(b.dataref >> DATAREF_SHIFT) & DATAREF_MASK}: the clone may write headers."
+            )
+        text = (
+            f"skb_clone makes '{n.name}' share '{src.name}''s head buffer {b.id} and frags: "
+            f"{how} Both get cloned = 1; dataref {d0} → {b.dataref & DATAREF_MASK}. The clone "
+            f"has users 1 and no socket.{hdr}"
+        )
+        return self._step(op, n.name, "ok", text, mark="clone")
+
+    def op_skb_copy(self, op: Op) -> Step:
+        src = self.skbs[op.src or "skb"]
+        size = src.end + src.data_len
+        alloc = kmalloc_reserve(size)
+        if alloc is None:
+            return self._step(
+                op,
+                src.name,
+                "null",
+                f"skb_copy needs a {size}-byte head, beyond KMALLOC_MAX_SIZE; it returns NULL.",
+                mark="null",
+            )
+        sb = self.buf(src)
+        n = self._new_skb(op.skb, alloc, origin="skb_copy")
+        nb = self.buf(n)
+        n.data = src.data
+        n.tail = src.data + src.len
+        n.len = src.len
+        nb.regions = self._copy_regions(sb.regions, 0, src.tail, 0)
+        if src.data_len:
+            self._write_region(nb, src.tail, n.tail, "paged data", "payload")
+        text = (
+            f"skb_copy allocates a private, fully linear copy '{n.name}': end + data_len = "
+            f"{src.end} + {src.data_len} = {size}, re-rounded by kmalloc_reserve to "
+            f"{alloc.where} ({alloc.nbytes} bytes) → end {n.end}. It reserves the same "
+            f"headroom ({n.data}), skb_put()s len {n.len} and copies headroom and data "
+            f"(paged bytes included). truesize = {n.truesize}; dataref 1; nothing is shared."
+        )
+        return self._step(op, n.name, "ok", text, mark="clone")
+
+    def op_pskb_copy(self, op: Op) -> Step:
+        src = self.skbs[op.src or "skb"]
+        headlen = src.len - src.data_len
+        size = src.data + headlen
+        alloc = kmalloc_reserve(size)
+        if alloc is None:
+            return self._step(
+                op,
+                src.name,
+                "null",
+                f"pskb_copy needs a {size}-byte head, beyond KMALLOC_MAX_SIZE; it returns NULL.",
+                mark="null",
+            )
+        sb = self.buf(src)
+        n = self._new_skb(op.skb, alloc, origin="pskb_copy")
+        nb = self.buf(n)
+        n.data = src.data
+        n.tail = src.data + headlen
+        n.len = src.len
+        n.data_len = src.data_len
+        n.truesize += src.data_len
+        nb.regions = self._copy_regions(sb.regions, src.data, src.tail, 0)
+        for f in sb.frags:
+            nb.frags.append(Frag(page=f.page, offset=f.offset, size=f.size))
+            self.pages[f.page] += 1
+        for m in sb.frag_list:
+            self.skbs[m].users += 1
+            nb.frag_list.append(m)
+        shared = ""
+        if sb.frags:
+            shared = (
+                f" Its {len(sb.frags)} frag(s) are shared, not copied: each page gets a "
+                "reference (skb_frag_ref)."
+            )
+        if sb.frag_list:
+            shared += " The frag_list skbs are shared too (skb_clone_fraglist: users + 1)."
+        text = (
+            f"pskb_copy gives '{n.name}' a private head for headroom + headlen = {src.data} + "
+            f"{headlen} = {size} bytes, re-rounded to {alloc.where} ({alloc.nbytes} bytes) → "
+            f"end {n.end}, and copies only the linear data.{shared} len {n.len}, data_len "
+            f"{n.data_len}, truesize = end + 576 + data_len = {n.truesize}."
+        )
+        return self._step(op, n.name, "ok", text, mark="clone")
+
+    def _shared_bug(self, op: Op, s: Skb, why: str = "") -> Step:
+        extra = f" ({why})" if why else ""
+        return self._step(
+            op,
+            s.name,
+            "pskb_expand_head_shared",
+            f"pskb_expand_head starts with BUG_ON(skb_shared(skb)): users is {s.users}, not 1"
+            f"{extra}. Reallocating the head under another holder of this sk_buff would pull the "
+            f"data out from under it, so the kernel stops with 'kernel BUG at net/core/skbuff.c'.",
+            bug="kernel BUG at net/core/skbuff.c (pskb_expand_head: skb_shared)",
+        )
+
+    def _expand(self, s: Skb, nhead: int, ntail: int) -> str:
+        """pskb_expand_head's effect; returns a sentence. Fails (returns "ENOMEM: ...") only when
+        the head would exceed KMALLOC_MAX_SIZE."""
+        osize = s.end
+        size = osize + nhead + ntail
+        alloc = kmalloc_reserve(size)
+        if alloc is None:
+            return f"ENOMEM: a {head_align(size)}-byte head exceeds KMALLOC_MAX_SIZE"
+        old = self.buf(s)
+        was_cloned = self.skb_cloned(s)
+        new = self._new_buffer(alloc)
+        new.regions = self._copy_regions(old.regions, 0, s.tail, nhead)
+        new.frags = [Frag(page=f.page, offset=f.offset, size=f.size) for f in old.frags]
+        new.frag_list = list(old.frag_list)
+        if was_cloned:
+            for f in old.frags:
+                self.pages[f.page] += 1
+            for m in old.frag_list:
+                self.skbs[m].users += 1
+            s.buffer = new.id
+            old_desc = self._drop_data_ref(old, s)
+        else:
+            old.freed = True
+            old.dataref = 0
+            old_desc = f"the old head {old.id} is freed (frags move to the new one)"
+            s.buffer = new.id
+        s.data += nhead
+        s.tail += nhead
+        s.end = new.end
+        s.cloned = False
+        s.nohdr = False
+        grow = ""
+        if not s.has_sk:
+            s.truesize += new.end - osize
+            grow = f" truesize += {new.end - osize} → {s.truesize} (no owning socket)."
+        else:
+            grow = " truesize is unchanged: the skb is charged to a socket."
+        return (
+            f"new size {osize} + {nhead} + {ntail} = {size} → {alloc.where} ({alloc.nbytes} "
+            f"bytes), end {osize} → {new.end}, data and tail shift by {nhead}, dataref 1 on "
+            f"{new.id}; {old_desc}.{grow}"
+        )
+
+    def op_pskb_expand_head(self, op: Op) -> Step:
+        s = self.skbs[op.skb]
+        if s.users != 1:
+            return self._shared_bug(op, s)
+        res = self._expand(s, op.nhead or 0, op.ntail or 0)
+        if res.startswith("ENOMEM"):
+            return self._step(
+                op,
+                s.name,
+                "null",
+                f"pskb_expand_head fails with -ENOMEM ({res[8:]}); the skb is unchanged.",
+                mark="null",
+            )
+        return self._step(
+            op,
+            s.name,
+            "ok",
+            f"pskb_expand_head copies head..tail into a new buffer with {op.nhead or 0} "
+            f"more bytes in front and {op.ntail or 0} behind: {res}",
+        )
+
+    def op_skb_linearize(self, op: Op) -> Step:
+        s = self.skbs[op.skb]
+        if not s.data_len:
+            return self._step(
+                op,
+                s.name,
+                "ok",
+                "skb_linearize: the skb is already linear (data_len 0); it returns 0.",
+            )
+        delta = s.data_len
+        tail0, end0 = s.tail, s.end
+        eat = tail0 + delta - end0
+        pre = ""
+        if eat > 0 or self.skb_cloned(s):
+            if s.users != 1:
+                return self._shared_bug(op, s, "__pskb_pull_tail must expand the head")
+            ntail = eat + 128 if eat > 0 else 0
+            res = self._expand(s, 0, ntail)
+            if res.startswith("ENOMEM"):
+                return self._step(
+                    op,
+                    s.name,
+                    "null",
+                    f"__pskb_pull_tail cannot grow the head ({res[8:]}); "
+                    f"skb_linearize returns -ENOMEM and the skb is unchanged.",
+                    mark="null",
+                )
+            if eat > 0:
+                pre = (
+                    f"The {delta} paged bytes do not fit: eat = tail {tail0} + {delta} − end "
+                    f"{end0} = {eat} > 0, so __pskb_pull_tail "
+                    f"calls pskb_expand_head(0, eat + 128 = {ntail}) — 128 spare bytes for "
+                    f"later growth: {res} "
+                )
+            else:
+                pre = f"The data is shared with a clone, so it is made private first: {res} "
+        b = self.buf(s)
+        t0 = s.tail
+        self._write_region(b, s.tail, s.tail + delta, "from frags", "payload")
+        nfr = len(b.frags)
+        for f in b.frags:
+            self.pages[f.page] -= 1
+        b.frags = []
+        members = list(b.frag_list)
+        for m in members:
+            self._release(self.skbs[m], "consumed")
+        b.frag_list = []
+        s.tail += delta
+        s.data_len = 0
+        gone = f"{nfr} frag page reference(s)"
+        if members:
+            gone += f" and the frag_list skb(s) {', '.join(members)} (consume_skb)"
+        text = (
+            f"{pre}skb_linearize → __pskb_pull_tail(data_len {delta}) copies the paged bytes "
+            f"behind the linear data: tail {t0} → {s.tail}, data_len {delta} → 0, len stays "
+            f"{s.len}. It releases {gone}. truesize is not reduced."
+        )
+        return self._step(op, s.name, "ok", text)
+
+    def op_skb_header_release(self, op: Op) -> Step:
+        s = self.skbs[op.skb]
+        b = self.buf(s)
+        notes: tuple[str, ...] = ()
+        if (b.dataref & DATAREF_MASK) != 1:
+            notes = (
+                "The data is already shared; __skb_header_release uses atomic_set and would "
+                "overwrite the count. Callers only use it on a private skb.",
+            )
+        s.nohdr = True
+        b.dataref = 1 + (1 << DATAREF_SHIFT)
+        text = (
+            "__skb_header_release sets nohdr and dataref = 1 + (1 << 16) = 0x10001: this skb "
+            "now counts only as a payload reference. A clone made from it may push its own "
+            "headers into the shared headroom, because skb_header_cloned() compares all "
+            "references (low 16 bits) with payload-only ones (high 16 bits)."
+        )
+        return self._step(op, s.name, "ok", text, notes=notes)
+
+    # -- freeing -------------------------------------------------------------------------------
+    def _drop_data_ref(self, b: Buffer, s: Skb) -> str:
+        """skb_release_data's dataref handling for a cloned skb; frees the head at zero."""
+        sub = (1 << DATAREF_SHIFT) + 1 if s.nohdr else 1
+        d0 = b.dataref & DATAREF_MASK
+        b.dataref -= sub
+        if b.dataref & DATAREF_MASK:
+            return f"{b.id}'s dataref {d0} → {b.dataref & DATAREF_MASK}, still used by another skb"
+        return f"{b.id}'s dataref {d0} → 0: " + self._free_head(b)
+
+    def _free_head(self, b: Buffer) -> str:
+        b.freed = True
+        b.dataref = 0
+        parts = [f"head {b.id} ({b.nbytes} bytes, {b.where}) is freed"]
+        if b.frags:
+            for f in b.frags:
+                self.pages[f.page] -= 1
+            parts.append(f"{len(b.frags)} frag page reference(s) dropped")
+        for m in b.frag_list:
+            ms = self.skbs[m]
+            self._release(ms, ms.status if ms.status in ("dropped", "consumed") else "consumed")
+        if b.frag_list:
+            parts.append(f"frag_list {', '.join(b.frag_list)} released")
+        return ", ".join(parts)
+
+    def _release(self, s: Skb, how: str) -> str:
+        """Drop one user; on the last, release data and the sk_buff (kfree_skbmem)."""
+        s.users -= 1
+        if s.users > 0:
+            return (
+                f"users {s.users + 1} → {s.users}; someone else still holds '{s.name}', "
+                "nothing is freed"
+            )
+        s.status = how
+        b = self.buf(s)
+        if s.cloned:
+            data = self._drop_data_ref(b, s)
+        else:
+            data = self._free_head(b)
+        mem = ""
+        if s.pair is not None:
+            self.fclone_refs[s.pair] -= 1
+            ref = self.fclone_refs[s.pair]
+            mem = f"; fclone_ref → {ref}" + (
+                ", the fclone pair goes back to skbuff_fclone_cache"
+                if ref == 0
+                else ", its companion is free again"
+            )
+        return f"users 1 → 0: {data}{mem}"
+
+    def _free_op(self, op: Op, how: str) -> Step:
+        s = self.skbs[op.skb]
+        res = self._release(s, how)
+        if how == "dropped":
+            text = (
+                f"kfree_skb → kfree_skb_reason(SKB_DROP_REASON_NOT_SPECIFIED): {res}. It fires "
+                f"the skb:kfree_skb tracepoint, so drop monitors (dropwatch, perf) count this "
+                f"as a dropped packet."
+            )
+        else:
+            text = (
+                f"consume_skb: {res}. It fires skb:consume_skb instead of skb:kfree_skb: the "
+                f"packet was used normally, so drop monitors ignore it."
+            )
+        return self._step(op, s.name, "ok", text, mark="free")
+
+    def op_kfree_skb(self, op: Op) -> Step:
+        return self._free_op(op, "dropped")
+
+    def op_consume_skb(self, op: Op) -> Step:
+        return self._free_op(op, "consumed")

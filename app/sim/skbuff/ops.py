@@ -1,0 +1,382 @@
+"""Operation schema for the sk_buff explainer: parse and validate raw JSON ops (stdlib only).
+
+A scenario is ``{"ops": [{"op": "alloc_skb", "size": 1500}, {"op": "skb_put", "len": 100}]}``.
+Op names are the Linux 6.4 function names they model. :func:`parse` checks everything a user
+can get wrong *before* anything runs and reports every problem at once as a
+:class:`~app.sim.core.ParamError` whose ``loc`` points at the op and field to change. Runtime
+outcomes (NULL returns, BUG()s, use-after-free) are not input errors: the run shows them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from app.sim.core.errors import ParamError, ParamIssue
+
+MAX_OPS = 500
+MiB = 1024 * 1024
+# KMALLOC_MAX_SIZE on x86-64 6.4 (page allocator, order 10): no head can be larger.
+MAX_ALLOC_BYTES = 4 * MiB
+SHINFO = 320  # SKB_DATA_ALIGN(sizeof(struct skb_shared_info))
+# The largest data area whose SKB_HEAD_ALIGN still fits in MAX_ALLOC_BYTES.
+MAX_HEAD_DATA = MAX_ALLOC_BYTES - SHINFO
+MAX_FIELD = MAX_ALLOC_BYTES
+# A frag must live in one page-frag chunk; sk_page_frag() hands out up to 32 KiB compound pages.
+MAX_FRAG_SPAN = 32 * 1024
+MAX_LABEL = 16
+MAX_VIA = 48
+
+NAME_RE = re.compile(r"[a-z][a-z0-9_]{0,15}")
+VIA_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,47}")
+
+CREATE, DERIVE, ACT, CHAIN = "create", "derive", "act", "chain"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OpSpec:
+    """What an op takes: its kind and its integer/str fields (besides skb and via)."""
+
+    kind: str
+    required: tuple[str, ...] = ()
+    optional: tuple[str, ...] = ()
+    # The largest value each integer field accepts, with the reason shown to the user.
+    limits: tuple[tuple[str, int, str], ...] = ()
+
+
+def _alloc_limit(field: str, extra: int, why: str) -> tuple[tuple[str, int, str], ...]:
+    return ((field, MAX_HEAD_DATA - extra, why),)
+
+
+SPECS: dict[str, OpSpec] = {
+    "alloc_skb": OpSpec(
+        kind=CREATE,
+        required=("size",),
+        limits=_alloc_limit("size", 0, "the head plus 320 bytes of skb_shared_info must fit 4 MiB"),
+    ),
+    "alloc_skb_fclone": OpSpec(
+        kind=CREATE,
+        required=("size",),
+        limits=_alloc_limit("size", 0, "the head plus 320 bytes of skb_shared_info must fit 4 MiB"),
+    ),
+    "netdev_alloc_skb": OpSpec(
+        kind=CREATE,
+        required=("len",),
+        limits=_alloc_limit("len", 64, "len + NET_SKB_PAD + 320 must fit 4 MiB"),
+    ),
+    "napi_alloc_skb": OpSpec(
+        kind=CREATE,
+        required=("len",),
+        limits=_alloc_limit("len", 64, "len + NET_SKB_PAD + 320 must fit 4 MiB"),
+    ),
+    "tcp_stream_alloc_skb": OpSpec(
+        kind=CREATE,
+        required=("size",),
+        limits=_alloc_limit("size", 320, "size + MAX_TCP_HEADER + 320 must fit 4 MiB"),
+    ),
+    "skb_reserve": OpSpec(kind=ACT, required=("len",)),
+    "skb_put": OpSpec(kind=ACT, required=("len",), optional=("label",)),
+    "skb_push": OpSpec(kind=ACT, required=("len",), optional=("label",)),
+    "skb_pull": OpSpec(kind=ACT, required=("len",)),
+    "skb_trim": OpSpec(kind=ACT, required=("len",)),
+    "pskb_trim": OpSpec(kind=ACT, required=("len",)),
+    "skb_headroom": OpSpec(kind=ACT),
+    "skb_tailroom": OpSpec(kind=ACT),
+    "skb_headlen": OpSpec(kind=ACT),
+    "skb_add_rx_frag": OpSpec(kind=ACT, required=("size",), optional=("offset", "truesize")),
+    "skb_gro_receive_list": OpSpec(kind=CHAIN, required=("from",), optional=("offset",)),
+    "skb_get": OpSpec(kind=ACT),
+    "skb_clone": OpSpec(kind=DERIVE, optional=("from",)),
+    "skb_copy": OpSpec(kind=DERIVE, optional=("from",)),
+    "pskb_copy": OpSpec(kind=DERIVE, optional=("from",)),
+    "pskb_expand_head": OpSpec(kind=ACT, optional=("nhead", "ntail")),
+    "skb_linearize": OpSpec(kind=ACT),
+    "kfree_skb": OpSpec(kind=ACT),
+    "consume_skb": OpSpec(kind=ACT),
+    "__skb_header_release": OpSpec(kind=ACT),
+}
+
+OP_NAMES: tuple[str, ...] = tuple(SPECS)
+CREATORS: tuple[str, ...] = tuple(n for n, s in SPECS.items() if s.kind == CREATE)
+INT_FIELDS = ("size", "len", "offset", "truesize", "nhead", "ntail")
+STR_FIELDS = ("label",)
+DERIVE_PREFIX = {"skb_clone": "clone", "skb_copy": "copy", "pskb_copy": "copy"}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Op:
+    """One validated op. ``src`` is the JSON field "from"; unused fields stay None."""
+
+    op: str
+    skb: str = "skb"
+    src: str | None = None
+    size: int | None = None
+    len: int | None = None
+    offset: int | None = None
+    truesize: int | None = None
+    nhead: int | None = None
+    ntail: int | None = None
+    label: str | None = None
+    via: str | None = None  # optional caller name shown in the narration, e.g. "eth_type_trans"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SkbParams:
+    """A whole scenario: the ops in order."""
+
+    ops: tuple[Op, ...]
+
+
+def _allowed(spec: OpSpec) -> tuple[str, ...]:
+    base = ("op", "skb", "via")
+    return base + spec.required + spec.optional
+
+
+def parse(raw: Any) -> SkbParams:
+    """Validate raw JSON-shaped params and return frozen :class:`SkbParams`."""
+    if not isinstance(raw, dict):
+        raise ParamError.single((), 'params must be an object like {"ops": [...]}.')
+    issues: list[ParamIssue] = []
+    for key in raw:
+        if key != "ops":
+            issues.append(
+                ParamIssue(loc=(str(key),), msg=f"unknown field '{key}'; only \"ops\" is allowed.")
+            )
+    if "ops" not in raw:
+        issues.append(
+            ParamIssue(
+                loc=("ops",),
+                msg='"ops" is missing; give a list of ops, e.g. '
+                '[{"op": "alloc_skb", "size": 1500}].',
+            )
+        )
+        raise ParamError(issues)
+    raw_ops = raw["ops"]
+    if not isinstance(raw_ops, list):
+        issues.append(
+            ParamIssue(
+                loc=("ops",), msg=f'"ops" must be a list of op objects, not {_kind(raw_ops)}.'
+            )
+        )
+        raise ParamError(issues)
+    if not raw_ops:
+        issues.append(
+            ParamIssue(
+                loc=("ops",),
+                msg="ops is empty; start with an allocation such as "
+                '{"op": "alloc_skb", "size": 1500}.',
+            )
+        )
+        raise ParamError(issues)
+    if len(raw_ops) > MAX_OPS:
+        issues.append(
+            ParamIssue(
+                loc=("ops",),
+                msg=f"at most {MAX_OPS} ops are allowed; you gave {len(raw_ops)}. "
+                f"Remove {len(raw_ops) - MAX_OPS}.",
+            )
+        )
+        raise ParamError(issues)
+
+    names: list[str] = []  # skbs created so far, in order
+    ops: list[Op] = []
+    for i, item in enumerate(raw_ops):
+        op = _parse_one(i, item, names, issues)
+        if op is not None:
+            ops.append(op)
+    if issues:
+        raise ParamError(issues)
+    return SkbParams(ops=tuple(ops))
+
+
+def _kind(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, int):
+        return "a number"
+    if isinstance(v, float):
+        return "a decimal number"
+    if isinstance(v, str):
+        return "a string"
+    if isinstance(v, list):
+        return "a list"
+    if isinstance(v, dict):
+        return "an object"
+    return type(v).__name__
+
+
+def _names_hint(names: list[str]) -> str:
+    if not names:
+        return "no skb exists yet"
+    shown = ", ".join(f"'{n}'" for n in names[:8])
+    return f"existing skbs: {shown}" + (" …" if len(names) > 8 else "")
+
+
+def _parse_one(i: int, item: Any, names: list[str], issues: list[ParamIssue]) -> Op | None:
+    start = len(issues)
+
+    def bad(field: str | None, msg: str) -> None:
+        loc: tuple[str | int, ...] = ("ops", i) if field is None else ("ops", i, field)
+        issues.append(ParamIssue(loc=loc, msg=msg))
+
+    if not isinstance(item, dict):
+        bad(
+            None,
+            f'each op must be an object like {{"op": "skb_put", "len": 100}}, not {_kind(item)}.',
+        )
+        return None
+    name = item.get("op")
+    if "op" not in item:
+        bad("op", 'this op has no "op" field; name the kernel function, e.g. "skb_put".')
+        return None
+    if not isinstance(name, str) or name not in SPECS:
+        shown = ", ".join(OP_NAMES)
+        bad("op", f"unknown op {name!r}; use one of: {shown}.")
+        return None
+    spec = SPECS[name]
+    if i == 0 and spec.kind != CREATE:
+        bad(
+            "op",
+            f"the first op must create an skb ({', '.join(CREATORS)}); you started with {name}.",
+        )
+
+    allowed = _allowed(spec)
+    for key in item:
+        if key not in allowed:
+            extra = ", ".join(a for a in allowed if a != "op")
+            bad(str(key), f"{name} has no field '{key}'; its fields are: {extra}.")
+    for req in spec.required:
+        if req not in item:
+            bad(req, f'{name} needs "{req}"; add it, e.g. "{req}": {_example(req)}.')
+
+    values: dict[str, Any] = {}
+    limits = {f: (mx, why) for f, mx, why in spec.limits}
+    for f in INT_FIELDS:
+        if f in item and f in allowed:
+            v = item[f]
+            if isinstance(v, bool) or not isinstance(v, int):
+                bad(f, f"{f} must be a whole number of bytes, not {_kind(v)}.")
+            elif v < 0:
+                bad(f, f"{f} must be ≥ 0; you gave {v}.")
+            elif f in limits and v > limits[f][0]:
+                mx, why = limits[f]
+                bad(f, f"{f} must be at most {mx} ({why}); you gave {v}.")
+            elif v > MAX_FIELD:
+                bad(f, f"{f} must be at most {MAX_FIELD} (4 MiB); you gave {v}.")
+            else:
+                values[f] = v
+    if "label" in item and "label" in allowed:
+        v = item["label"]
+        if not isinstance(v, str) or not v.strip():
+            bad("label", f'label must be a short non-empty string such as "TCP", not {_kind(v)}.')
+        elif len(v) > MAX_LABEL:
+            bad("label", f"label must be at most {MAX_LABEL} characters; {v!r} has {len(v)}.")
+        else:
+            values["label"] = v
+    if "via" in item:
+        v = item["via"]
+        if not isinstance(v, str) or not VIA_RE.fullmatch(v):
+            bad(
+                "via",
+                'via names the calling kernel function, e.g. "eth_type_trans" '
+                "(letters, digits, _; up to 48).",
+            )
+        else:
+            values["via"] = v
+    if name == "skb_add_rx_frag" and "size" in values:
+        span = values["size"] + values.get("offset", 0)
+        if span > MAX_FRAG_SPAN:
+            bad(
+                "size",
+                f"offset + size must fit one 32 KiB page-frag chunk (≤ {MAX_FRAG_SPAN}); "
+                f"you gave {span}.",
+            )
+
+    def name_field(field: str, default: str | None) -> str | None:
+        if field not in item:
+            return default
+        v = item[field]
+        if not isinstance(v, str) or not NAME_RE.fullmatch(v):
+            bad(
+                field,
+                f"{field} must name an skb: a lowercase letter then up to 15 lowercase "
+                f"letters, digits or _; {v!r} is not one.",
+            )
+            return None
+        return v
+
+    target = name_field("skb", None)
+    src: str | None = None
+    if spec.kind == CREATE:
+        target = target or "skb"
+        if target in names:
+            bad(
+                "skb",
+                f"an skb named '{target}' already exists; give the new one another name "
+                'with "skb".',
+            )
+        names.append(target)
+    elif spec.kind == DERIVE:
+        src = name_field("from", "skb")
+        if src is not None and src not in names:
+            bad("from", f"there is no skb named '{src}' before this op; {_names_hint(names)}.")
+        if target is None and "skb" not in item:
+            prefix = DERIVE_PREFIX[name]
+            n = 1
+            while f"{prefix}{n}" in names:
+                n += 1
+            target = f"{prefix}{n}"
+        if target is not None:
+            if target in names:
+                bad(
+                    "skb",
+                    f"an skb named '{target}' already exists; give the new one another name "
+                    'with "skb".',
+                )
+            names.append(target)
+    elif spec.kind == CHAIN:
+        target = target or "skb"
+        src = name_field("from", None)
+        for field, n in (("skb", target), ("from", src)):
+            if n is not None and n not in names:
+                bad(field, f"there is no skb named '{n}' before this op; {_names_hint(names)}.")
+        if src is not None and src == target:
+            bad(
+                "from",
+                f"an skb cannot be chained onto its own frag_list; pick another skb "
+                f"than '{target}'.",
+            )
+    else:
+        target = target or "skb"
+        if target not in names:
+            bad("skb", f"there is no skb named '{target}' before this op; {_names_hint(names)}.")
+
+    if len(issues) > start or target is None:
+        return None
+    return Op(op=name, skb=target, src=src, **values)
+
+
+def _example(field: str) -> str:
+    return {"from": '"skb"'}.get(field, "100")
+
+
+def dump(params: SkbParams) -> dict[str, Any]:
+    """The raw JSON-shaped form of ``params``; ``parse(dump(p)) == p``."""
+    out: list[dict[str, Any]] = []
+    for op in params.ops:
+        spec = SPECS[op.op]
+        d: dict[str, Any] = {"op": op.op}
+        if spec.kind in (DERIVE, CHAIN):
+            d["from"] = op.src
+            d["skb"] = op.skb
+        elif op.skb != "skb":
+            d["skb"] = op.skb
+        for f in (*INT_FIELDS, *STR_FIELDS, "via"):
+            v = getattr(op, f)
+            if v is not None:
+                d[f] = v
+        out.append(d)
+    return {"ops": out}

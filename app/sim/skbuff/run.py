@@ -1,0 +1,108 @@
+"""Run an sk_buff scenario: one frame per executed op, stopping at the first fatal outcome."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.sim.core.trace import Field, Frame, Trace
+from app.sim.skbuff.model import BUG_RESULTS, BYTE_FIELDS, DIFF_FIELDS, TABLE_FIELDS, SkbMachine
+from app.sim.skbuff.ops import SkbParams
+
+SIM_VERSION = "skb-1"
+
+
+def run(params: SkbParams) -> Trace:
+    """Execute ``params.ops`` in order and return the frozen trace (pure, deterministic)."""
+    m = SkbMachine()
+    frames: list[Frame] = []
+    ended: str | None = None
+    for i, op in enumerate(params.ops):
+        before = {n: m.values(n) for n in m.skbs}
+        step = m.apply(op)
+        primary = step.primary if step.primary in m.skbs else op.skb
+        after = m.values(primary) if primary in m.skbs else {}
+        old = before.get(primary)
+        if step.result in BUG_RESULTS:
+            changed: list[str] = []
+        elif old is None:
+            changed = [f for f in DIFF_FIELDS if f in after]
+        else:
+            changed = [f for f in DIFF_FIELDS if old.get(f) != after.get(f)]
+        state: dict[str, Any] = {"primary": primary, **m.snapshot(), "changed": changed}
+        if step.bug:
+            state["bug"] = {"name": step.result, "message": step.bug}
+        fields = tuple(
+            Field(
+                name=f,
+                value=after[f],
+                unit="bytes" if f in BYTE_FIELDS else "",
+                changed=f in changed,
+            )
+            for f in TABLE_FIELDS
+            if f in after
+        )
+        frames.append(
+            Frame(
+                index=i,
+                op=op.op,
+                result=step.result,
+                narration=step.narration,
+                source=step.source,
+                state=state,
+                fields=fields,
+                mark=step.mark,
+                notes=step.notes,
+            )
+        )
+        if step.result in BUG_RESULTS:
+            ended = step.result
+            break
+    summary = {"ops": len(params.ops), "frames": len(frames), "skbs": len(m.skbs)}
+    return Trace(
+        explainer="skb",
+        sim_version=SIM_VERSION,
+        params=params,
+        frames=tuple(frames),
+        summary=summary,
+        ended_early=ended,
+    )
+
+
+API_INT_FIELDS = (
+    "head",
+    "data",
+    "tail",
+    "end",
+    "len",
+    "data_len",
+    "truesize",
+    "headroom",
+    "tailroom",
+    "users",
+    "dataref",
+    "nr_frags",
+)
+
+
+def api_frames(trace: Trace) -> list[dict[str, Any]]:
+    """The public JSON shape of a trace's frames (``POST /api/v1/explainers/skb/run``)."""
+    out: list[dict[str, Any]] = []
+    for fr in trace.frames:
+        skbs = {s["name"]: {k: s[k] for k in API_INT_FIELDS} for s in fr.state["skbs"]}
+        primary = fr.state["primary"]
+        item: dict[str, Any] = {
+            "index": fr.index,
+            "op": fr.op,
+            "result": fr.result,
+            "skb": skbs.get(primary, {}),
+        }
+        if len(skbs) > 1:
+            item["skbs"] = skbs
+        item["narration"] = fr.narration
+        item["source"] = (
+            {"function": fr.source.function, "path": fr.source.path, "line": fr.source.line}
+            if fr.source
+            else None
+        )
+        out.append(item)
+    return out

@@ -1,0 +1,1 @@
+"""Persistence (SQLModel over SQLite): visitor sessions, progress, saved scenarios. Never trace logic."""

@@ -1,0 +1,35 @@
+"""Alembic environment: uses the connection handed over by app.store.db.init_db when given."""
+
+from __future__ import annotations
+
+from alembic import context
+from sqlalchemy import engine_from_config, pool
+from sqlmodel import SQLModel
+
+import app.store.models  # noqa: F401  (registers the tables on SQLModel.metadata)
+
+config = context.config
+target_metadata = SQLModel.metadata
+
+
+def run() -> None:
+    connection = config.attributes.get("connection")
+    if connection is not None:
+        context.configure(
+            connection=connection, target_metadata=target_metadata, render_as_batch=True
+        )
+        with context.begin_transaction():
+            context.run_migrations()
+        return
+    engine = engine_from_config(
+        config.get_section(config.config_ini_section) or {},
+        prefix="sqlalchemy.",
+        poolclass=pool.NullPool,
+    )
+    with engine.connect() as conn:
+        context.configure(connection=conn, target_metadata=target_metadata, render_as_batch=True)
+        with context.begin_transaction():
+            context.run_migrations()
+
+
+run()

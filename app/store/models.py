@@ -1,0 +1,44 @@
+"""Tables. Saved scenarios keep params and sim_version, never traces: traces are re-run."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlmodel import Field, SQLModel
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+class VisitorSession(SQLModel, table=True):
+    __tablename__ = "visitor_session"
+
+    id: str = Field(primary_key=True, max_length=64)
+    created_at: datetime = Field(default_factory=utcnow)
+    last_seen: datetime = Field(default_factory=utcnow)
+
+
+class Progress(SQLModel, table=True):
+    """The last step a visitor saw of one walkthrough ("continue where you left off")."""
+
+    session_id: str = Field(primary_key=True, foreign_key="visitor_session.id", max_length=64)
+    walkthrough: str = Field(primary_key=True, max_length=200)
+    step: int = 0
+    count: int = 0
+    title: str = Field(default="", max_length=200)
+    url: str = Field(default="", max_length=400)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class Scenario(SQLModel, table=True):
+    """An immutable shared scenario."""
+
+    id: str = Field(primary_key=True, max_length=32)
+    explainer: str = Field(index=True, max_length=40)
+    params_json: str
+    sim_version: str = Field(max_length=40)
+    title: str | None = Field(default=None, max_length=200)
+    created_at: datetime = Field(default_factory=utcnow)
+    forked_from: str | None = Field(default=None, max_length=32)
+    session_id: str | None = Field(default=None, index=True, max_length=64)

@@ -1,0 +1,88 @@
+"""One shape for every input error: HTTP 422 with ``detail: [{loc, msg, type}]``.
+
+The API answers JSON; pages answer an HTML page that says what to change. Nothing a user types
+can produce a 500 or a stack trace.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from app.sim.core import ParamError
+
+
+def wants_json(request: Request) -> bool:
+    return (
+        request.url.path.startswith("/api/")
+        or "application/json" in request.headers.get("accept", "").split(",")[0]
+    )
+
+
+def param_error_detail(
+    exc: ParamError, prefix: tuple[str | int, ...] = ("body",)
+) -> list[dict[str, Any]]:
+    return [{**i.as_dict(), "loc": [*prefix, *i.loc]} for i in exc.issues]
+
+
+def install(app: Any) -> None:
+    from app.web.templating import render
+
+    @app.exception_handler(ParamError)
+    async def _param_error(request: Request, exc: ParamError) -> Response:
+        detail = param_error_detail(exc)
+        if wants_json(request):
+            return JSONResponse({"detail": detail}, status_code=422)
+        return render(
+            request,
+            "pages/error.html",
+            {"status": 422, "title": "These parameters don't work", "issues": detail},
+            status_code=422,
+        )
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(request: Request, exc: RequestValidationError) -> Response:
+        detail = jsonable_encoder(
+            [
+                {"loc": e.get("loc", []), "msg": e.get("msg", ""), "type": e.get("type", "")}
+                for e in exc.errors()
+            ]
+        )
+        if wants_json(request):
+            return JSONResponse({"detail": detail}, status_code=422)
+        return render(
+            request,
+            "pages/error.html",
+            {"status": 422, "title": "That request doesn't work", "issues": detail},
+            status_code=422,
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> Response:
+        if wants_json(request):
+            return JSONResponse(
+                {"detail": exc.detail},
+                status_code=exc.status_code,
+                headers=getattr(exc, "headers", None),
+            )
+        title = "Page not found" if exc.status_code == 404 else "Something went wrong"
+        return render(
+            request,
+            "pages/error.html",
+            {"status": exc.status_code, "title": title, "message": str(exc.detail)},
+            status_code=exc.status_code,
+        )
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> Response:  # pragma: no cover
+        import logging
+
+        logging.getLogger("stepscope").exception("unhandled error")
+        if wants_json(request):
+            return JSONResponse({"detail": "internal error"}, status_code=500)
+        return HTMLResponse("<h1>Something went wrong</h1>", status_code=500)

@@ -1,0 +1,132 @@
+"""HTML pages: home, the player (preset or custom scenario) and the scenario editor."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from app.sim import registry
+from app.sim.core import ParamError
+from app.sim.registry import Explainer
+from app.web import content
+from app.web.editor import editor_context, form_to_raw, issues_by_place
+from app.web.errors import param_error_detail
+from app.web.player import decode_params, encode_params, player_context
+from app.web.runner import explainer_or_404, run
+from app.web.templating import render
+
+router = APIRouter()
+
+StepQuery = Annotated[int | None, Query(ge=0, le=1_000_000, description="0-based step to show")]
+
+
+@router.get("/", response_class=HTMLResponse)
+def home(request: Request) -> Response:
+    cards = []
+    for ex in registry.explainers().values():
+        presets = []
+        for p in ex.presets:
+            lesson = content.lesson(p.lesson)
+            presets.append({"preset": p, "summary": lesson.summary if lesson else ""})
+        cards.append({"explainer": ex, "presets": presets})
+    return render(request, "pages/home.html", {"cards": cards})
+
+
+@router.get("/explainers/{name}", response_class=HTMLResponse)
+def explainer_default(name: str, request: Request, step: StepQuery = None) -> Response:
+    ex = explainer_or_404(name)
+    return _preset_page(request, ex, ex.default_preset, step)
+
+
+@router.get("/explainers/{name}/presets/{slug}", response_class=HTMLResponse)
+def preset_page(name: str, slug: str, request: Request, step: StepQuery = None) -> Response:
+    return _preset_page(request, explainer_or_404(name), slug, step)
+
+
+def _preset_page(request: Request, ex: Explainer, slug: str, step: int | None) -> Response:
+    preset = ex.preset(slug)
+    if preset is None:
+        raise HTTPException(404, f"{ex.title} has no preset called {slug!r}.")
+    raw = dict(preset.params)
+    _, trace = run(ex, raw)
+    ctx = player_context(
+        ex, trace, raw_params=raw, step=step, preset=preset, lesson=content.lesson(preset.lesson)
+    )
+    return render(request, "pages/player.html", ctx)
+
+
+def _decode_or_422(token: str) -> Any:
+    try:
+        return decode_params(token)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ParamError.single(
+            ("p",), "this scenario link is damaged; open the editor and rebuild it"
+        ) from exc
+
+
+@router.get("/explainers/{name}/custom", response_class=HTMLResponse)
+def custom_page(
+    name: str,
+    request: Request,
+    p: str = Query(..., max_length=200_000),
+    step: StepQuery = None,
+    title: str | None = Query(None, max_length=200),
+) -> Response:
+    ex = explainer_or_404(name)
+    raw = _decode_or_422(p)
+    _, trace = run(ex, raw)
+    ctx = player_context(
+        ex, trace, raw_params=raw, step=step, title=title or f"Custom {ex.title} scenario"
+    )
+    return render(request, "pages/player.html", ctx)
+
+
+@router.get("/explainers/{name}/edit", response_class=HTMLResponse)
+def edit_page(
+    name: str,
+    request: Request,
+    preset: str | None = None,
+    p: str | None = Query(None, max_length=200_000),
+) -> Response:
+    ex = explainer_or_404(name)
+    if p:
+        raw = _decode_or_422(p)
+    else:
+        found = ex.preset(preset or ex.default_preset)
+        if found is None:
+            raise HTTPException(404, f"{ex.title} has no preset called {preset!r}.")
+        raw = dict(found.params)
+    return render(request, "pages/editor.html", editor_context(ex, raw, issues={}))
+
+
+@router.post("/explainers/{name}/edit", response_class=HTMLResponse)
+async def edit_submit(name: str, request: Request) -> Response:
+    ex = explainer_or_404(name)
+    form = await request.form()
+    action = str(form.get("action", "validate"))
+    raw, action_issues = form_to_raw(ex, form, action)
+    issues: dict[Any, list[str]] = dict(action_issues)
+    valid = False
+    if not issues:
+        try:
+            ex.parse(raw)
+            valid = True
+        except ParamError as exc:
+            issues = issues_by_place(exc)
+    is_htmx = request.headers.get("HX-Request") == "true"
+    if action == "run" and valid:
+        target = f"/explainers/{ex.name}/custom?p={encode_params(raw)}"
+        if is_htmx:
+            return Response(status_code=200, headers={"HX-Redirect": target})
+        return RedirectResponse(target, status_code=303)
+    ctx = editor_context(ex, raw, issues=issues, checked=action in ("validate", "run"), valid=valid)
+    status = 422 if (issues and not is_htmx and action == "run") else 200
+    template = "partials/editor_form.html" if is_htmx else "pages/editor.html"
+    return render(request, template, ctx, status_code=status)
+
+
+def json_issues(exc: ParamError) -> str:
+    return json.dumps(param_error_detail(exc, ()))

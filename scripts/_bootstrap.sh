@@ -1,0 +1,24 @@
+# Shared by scripts/serve and scripts/test: a local venv with the project installed, and the
+# front-end packages from the npm registry. Sourced, not run.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+PY="${PYTHON:-python3.11}"
+command -v "$PY" >/dev/null 2>&1 || PY=python3
+extras="${1:-}"
+stamp=".venv/.installed${extras:+-$extras}"
+if [ ! -x .venv/bin/python ]; then
+  echo "==> creating .venv with $PY"
+  "$PY" -m venv .venv
+fi
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  echo "==> installing Python packages"
+  .venv/bin/python -m pip install --quiet --upgrade pip
+  .venv/bin/python -m pip install --quiet -e ".${extras:+[$extras]}"
+  touch "$stamp"
+fi
+if [ ! -d node_modules/htmx.org ] || [ package.json -nt node_modules/.package-lock.json ]; then
+  echo "==> installing front-end packages from npm"
+  npm install --no-audit --no-fund --loglevel=error
+fi
+mkdir -p data

@@ -1,0 +1,175 @@
+// The step-through player shared by every explainer.
+// Frames are server-rendered into <template id="frame-N"> elements; stepping morphs the stage,
+// the field table and the side panel in place (stable ids), so CSS transitions glide pointers.
+// Announces every change as a "stepscope:step" event; the URL always carries ?step=N.
+(function () {
+  "use strict";
+  const root = document.getElementById("player");
+  if (!root) return;
+  const count = parseInt(root.dataset.count || "0", 10);
+  let step = parseInt(root.dataset.step || "0", 10);
+  let timer = null;
+  const speeds = [0.5, 1, 2, 4];
+  const $ = (id) => document.getElementById(id);
+  const parts = { stage: $("stage"), fields: $("fields"), side: $("side") };
+
+  function morph(el, html) {
+    if (!el) return;
+    if (window.Idiomorph) {
+      window.Idiomorph.morph(el, html, { morphStyle: "innerHTML" });
+    } else {
+      el.innerHTML = html;
+    }
+  }
+
+  function render(n) {
+    const tpl = $("frame-" + n);
+    if (!tpl) return;
+    for (const [name, el] of Object.entries(parts)) {
+      const src = tpl.content.querySelector('[data-part="' + name + '"]');
+      if (src) morph(el, src.innerHTML);
+    }
+  }
+
+  function setHref(id, n) {
+    const a = $(id);
+    if (!a) return;
+    const url = new URL(window.location.href);
+    url.searchParams.set("step", String(n));
+    a.setAttribute("href", url.pathname + url.search);
+  }
+
+  function sync(history) {
+    root.dataset.step = String(step);
+    const no = $("step-no");
+    if (no) no.textContent = String(step);
+    const scrub = $("scrubber");
+    if (scrub && String(scrub.value) !== String(step)) scrub.value = String(step);
+    setHref("btn-prev", Math.max(step - 1, 0));
+    setHref("btn-next", Math.min(step + 1, count - 1));
+    setHref("btn-first", 0);
+    setHref("btn-last", count - 1);
+    if (history) {
+      const url = new URL(window.location.href);
+      url.searchParams.set("step", String(step));
+      // In an iframe, pushed entries would hijack the host page's Back button.
+      if (root.dataset.embed === "1") history = "replace";
+      try {
+        if (history === "push") window.history.pushState({ step }, "", url);
+        else window.history.replaceState({ step }, "", url);
+      } catch (e) { /* file:// (offline export) may refuse URL changes; stepping still works */ }
+    }
+    document.dispatchEvent(new CustomEvent("stepscope:step", { detail: { step, count } }));
+  }
+
+  function goto(n, history) {
+    if (count === 0) return false;
+    const target = Math.max(0, Math.min(count - 1, n | 0));
+    if (target === step) {
+      sync(null);
+      return false;
+    }
+    step = target;
+    render(step);
+    sync(history === undefined ? "push" : history);
+    return true;
+  }
+
+  function interval() {
+    const sel = $("speed");
+    const speed = sel ? parseFloat(sel.value) : 1;
+    return Math.round(1400 / (speed || 1));
+  }
+
+  function play() {
+    if (timer || count < 2) return;
+    if (step >= count - 1) goto(0, "replace");
+    const btn = $("btn-play");
+    if (btn) { btn.innerHTML = '<span class="play-icon" aria-hidden="true">Pause</span>'; btn.setAttribute("aria-label", "Pause"); }
+    root.classList.add("playing");
+    timer = window.setInterval(() => {
+      if (step >= count - 1) { pause(); return; }
+      goto(step + 1, "replace");
+    }, interval());
+  }
+
+  function pause() {
+    if (timer) window.clearInterval(timer);
+    timer = null;
+    root.classList.remove("playing");
+    const btn = $("btn-play");
+    if (btn) { btn.innerHTML = '<span class="play-icon" aria-hidden="true">Play</span>'; btn.setAttribute("aria-label", "Play"); }
+  }
+
+  function toggle() { timer ? pause() : play(); }
+
+  function changeSpeed(delta) {
+    const sel = $("speed");
+    if (!sel) return;
+    const i = speeds.indexOf(parseFloat(sel.value));
+    const j = Math.max(0, Math.min(speeds.length - 1, (i < 0 ? 1 : i) + delta));
+    sel.value = String(speeds[j]);
+    if (timer) { pause(); play(); }
+  }
+
+  function clickTo(id, fn) {
+    const el = $(id);
+    if (!el) return;
+    el.addEventListener("click", (ev) => { ev.preventDefault(); fn(); });
+  }
+  clickTo("btn-first", () => { pause(); goto(0); });
+  clickTo("btn-prev", () => { pause(); goto(step - 1); });
+  clickTo("btn-next", () => { pause(); goto(step + 1); });
+  clickTo("btn-last", () => { pause(); goto(count - 1); });
+  clickTo("btn-play", toggle);
+  clickTo("btn-help", () => { const d = $("keymap"); if (d && d.showModal) d.showModal(); });
+  const speedSel = $("speed");
+  if (speedSel) speedSel.addEventListener("change", () => { if (timer) { pause(); play(); } });
+  const scrub = $("scrubber");
+  if (scrub) {
+    scrub.addEventListener("input", () => { pause(); goto(parseInt(scrub.value, 10), "replace"); });
+    scrub.addEventListener("change", () => sync("replace"));
+  }
+  document.querySelectorAll(".marks .mark").forEach((m) => {
+    m.addEventListener("click", () => { pause(); goto(parseInt(m.dataset.step, 10)); });
+  });
+
+  // Keys: a handler may decline (return false) so an embedding page can take the key instead.
+  function onKey(ev) {
+    if (ev.defaultPrevented || ev.altKey || ev.ctrlKey || ev.metaKey) return;
+    const t = ev.target;
+    const tag = t && t.tagName ? t.tagName.toLowerCase() : "";
+    if (tag === "input" || tag === "textarea" || tag === "select" || (t && t.isContentEditable)) return;
+    let handled = true;
+    switch (ev.key) {
+      case "ArrowRight": pause(); goto(step + 1); break;
+      case "ArrowLeft": pause(); goto(step - 1); break;
+      case "Home": pause(); goto(0); break;
+      case "End": pause(); goto(count - 1); break;
+      case " ": case "Spacebar": toggle(); break;
+      case "[": changeSpeed(-1); break;
+      case "]": changeSpeed(1); break;
+      case "?": { const d = $("keymap"); if (d && d.showModal && !d.open) d.showModal(); break; }
+      default: handled = false;
+    }
+    if (handled) ev.preventDefault();
+  }
+  document.addEventListener("keydown", onKey);
+
+  window.addEventListener("popstate", () => {
+    const n = parseInt(new URL(window.location.href).searchParams.get("step") || "0", 10);
+    pause();
+    goto(isNaN(n) ? 0 : n, null);
+  });
+
+  window.Stepscope = {
+    goto: (n) => goto(n),
+    next: () => goto(step + 1),
+    prev: () => goto(step - 1),
+    play, pause,
+    get step() { return step; },
+    get count() { return count; },
+  };
+  sync(null);
+  if (root.dataset.autoplay === "1") play();
+})();

@@ -1,0 +1,115 @@
+"""The player as a user drives it: keyboard stepping, pointer positions read off the SVG, the URL."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+
+def ptr(page, skb: str, name: str) -> int:
+    return int(page.get_attribute(f"#stage #ptr-{skb}-{name}", "data-offset"))
+
+
+def step_no(page) -> int:
+    return int(page.inner_text("#step-no"))
+
+
+def test_keyboard_steps_move_pointers(live_server, page) -> None:
+    """→ steps forward, ← back; data/tail pointers on the SVG follow the kernel's arithmetic."""
+    ops = '{"ops":[{"op":"alloc_skb","size":1500},{"op":"skb_reserve","len":64},{"op":"skb_put","len":100},{"op":"skb_push","len":20}]}'
+    import base64
+
+    token = base64.urlsafe_b64encode(ops.encode()).decode().rstrip("=")
+    page.goto(f"{live_server.url}/explainers/skb/custom?p={token}")
+    page.wait_for_selector("#stage svg")
+    assert (ptr(page, "skb", "data"), ptr(page, "skb", "tail"), ptr(page, "skb", "end")) == (
+        0,
+        0,
+        1728,
+    )
+    page.keyboard.press("ArrowRight")
+    assert step_no(page) == 1
+    assert (ptr(page, "skb", "data"), ptr(page, "skb", "tail")) == (64, 64)
+    page.keyboard.press("ArrowRight")
+    assert ptr(page, "skb", "tail") == 164
+    page.keyboard.press("ArrowRight")
+    assert ptr(page, "skb", "data") == 44
+    assert re.search(r"[?&]step=3\b", page.url)
+    page.keyboard.press("ArrowLeft")
+    assert ptr(page, "skb", "data") == 64 and step_no(page) == 2
+    # the pointer element is the same node, moved by CSS transform (it glides, not re-created)
+    style = page.get_attribute("#stage #ptr-skb-tail", "style")
+    assert "translate(" in style
+
+
+def test_home_end_space_and_reload(live_server, page) -> None:
+    """End jumps to the last step, Home to the first; reload and back keep the step from the URL."""
+    page.goto(f"{live_server.url}/explainers/skb/presets/rx-frame")
+    count = int(page.get_attribute("#player", "data-count"))
+    page.keyboard.press("End")
+    assert step_no(page) == count - 1
+    page.reload()
+    assert step_no(page) == count - 1
+    page.keyboard.press("Home")
+    assert step_no(page) == 0
+    page.go_back()
+    page.wait_for_function(f"document.getElementById('step-no').textContent == '{count - 1}'")
+    page.keyboard.press("Home")
+    page.keyboard.press(" ")  # play
+    page.wait_for_function(
+        "Number(document.getElementById('step-no').textContent) >= 1", timeout=5000
+    )
+    page.keyboard.press(" ")  # pause
+    assert page.get_attribute("#btn-play", "aria-label") == "Play"
+
+
+def test_changed_fields_are_highlighted_and_narration_updates(live_server, page) -> None:
+    """The field table marks what the step changed; the narration names the op."""
+    page.goto(f"{live_server.url}/explainers/skb/presets/rx-frame?step=1")
+    changed = page.eval_on_selector_all(
+        "#fields td.changed", "els => els.map(e => e.dataset.field)"
+    )
+    assert changed, "a step that changes the skb highlights fields"
+    side = page.inner_text("#side")
+    assert "Linux 6.4" in side
+
+
+def test_panic_preset_ends_with_the_bug(live_server, page) -> None:
+    """The panic walkthrough's last step shows the BUG banner and the BUG name."""
+    page.goto(f"{live_server.url}/explainers/skb/presets/panic")
+    page.keyboard.press("End")
+    assert page.is_visible("#stage #panic-banner")
+    assert "skb_over_panic" in page.inner_text("#side")
+
+
+def test_editor_builds_and_runs_a_scenario(live_server, page) -> None:
+    """In the editor a user adds an op, sees a field error, fixes it and runs the scenario."""
+    page.goto(f"{live_server.url}/explainers/skb/edit?preset=panic")
+    rows_before = page.locator(".op-row").count()
+    page.click("text=Add an op")
+    page.wait_for_function(f"document.querySelectorAll('.op-row').length == {rows_before + 1}")
+    last = rows_before
+    page.fill(f"input[name=len-{last}]", "-3")
+    page.locator(f"input[name=len-{last}]").dispatch_event("change")
+    page.wait_for_selector(f"#err-{last}-len")
+    page.fill(f"input[name=len-{last}]", "3")
+    page.locator(f"input[name=len-{last}]").dispatch_event("change")
+    page.wait_for_selector(".ok-msg, .err-msg")
+    page.click("#run-btn")
+    page.wait_for_url(re.compile(r"/explainers/skb/custom\?p="))
+    assert int(page.get_attribute("#player", "data-count")) >= 1
+
+
+def test_phone_layout_has_no_horizontal_scroll(live_server, browser) -> None:
+    """On a phone-sized screen the page fits its width (the side panel folds under the picture)."""
+    ctx = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
+    pg = ctx.new_page()
+    pg.goto(f"{live_server.url}/explainers/skb/presets/tcp-transmit")
+    overflow = pg.evaluate(
+        "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+    )
+    ctx.close()
+    assert overflow <= 1

@@ -1,0 +1,118 @@
+"""Hypothesis: geometry invariants hold in every frame of random op sequences; runs are pure."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from app.sim.skbuff import parse, run
+from app.sim.skbuff.model import BUG_RESULTS
+
+ALLOCS = st.one_of(
+    st.builds(lambda n: {"op": "alloc_skb", "size": n}, st.integers(0, 9000)),
+    st.builds(lambda n: {"op": "alloc_skb_fclone", "size": n}, st.integers(0, 9000)),
+    st.builds(lambda n: {"op": "netdev_alloc_skb", "len": n}, st.integers(0, 9000)),
+    st.builds(lambda n: {"op": "napi_alloc_skb", "len": n}, st.integers(0, 9000)),
+    st.builds(lambda n: {"op": "tcp_stream_alloc_skb", "size": n}, st.integers(0, 3000)),
+)
+SMALL = st.integers(0, 2000)
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> dict[str, Any]:
+    ops: list[dict[str, Any]] = [draw(ALLOCS)]
+    names = ["skb"]
+    for i in range(draw(st.integers(0, 25))):
+        target = draw(st.sampled_from(names))
+        kind = draw(
+            st.sampled_from(
+                [
+                    "skb_reserve",
+                    "skb_put",
+                    "skb_push",
+                    "skb_pull",
+                    "skb_trim",
+                    "pskb_trim",
+                    "skb_add_rx_frag",
+                    "skb_get",
+                    "skb_clone",
+                    "skb_copy",
+                    "pskb_copy",
+                    "pskb_expand_head",
+                    "skb_linearize",
+                    "kfree_skb",
+                    "consume_skb",
+                    "__skb_header_release",
+                    "skb_tailroom",
+                    "alloc",
+                    "skb_gro_receive_list",
+                ]
+            )
+        )
+        if kind in ("skb_put", "skb_push", "skb_pull", "skb_trim", "pskb_trim", "skb_reserve"):
+            ops.append({"op": kind, "skb": target, "len": draw(SMALL)})
+        elif kind == "skb_add_rx_frag":
+            ops.append({"op": kind, "skb": target, "size": draw(st.integers(0, 4096))})
+        elif kind in ("skb_clone", "skb_copy", "pskb_copy"):
+            new = f"n{i}"
+            ops.append({"op": kind, "from": target, "skb": new})
+            names.append(new)
+        elif kind == "pskb_expand_head":
+            ops.append(
+                {
+                    "op": kind,
+                    "skb": target,
+                    "nhead": draw(st.integers(0, 512)),
+                    "ntail": draw(st.integers(0, 512)),
+                }
+            )
+        elif kind == "alloc":
+            a = dict(draw(ALLOCS))
+            a["skb"] = f"n{i}"
+            ops.append(a)
+            names.append(f"n{i}")
+        elif kind == "skb_gro_receive_list":
+            other = draw(st.sampled_from(names))
+            if other != target:
+                ops.append({"op": kind, "skb": target, "from": other})
+        else:
+            ops.append({"op": kind, "skb": target})
+    return {"ops": ops}
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios())
+def test_geometry_invariants(raw: dict[str, Any]) -> None:
+    """0 ≤ data ≤ tail ≤ end; len = tail − data + data_len; headroom = data; skb_tailroom rule;
+    truesize ≥ end + 576 without frags — in every frame until an unchecked skb_reserve overrun."""
+    trace = run(parse(raw))
+    for fr in trace.frames:
+        if fr.mark == "overrun":
+            break
+        for s in fr.state["skbs"]:
+            assert 0 <= s["data"] <= s["tail"] <= s["end"], s
+            assert s["len"] == s["tail"] - s["data"] + s["data_len"], s
+            assert s["headroom"] == s["data"]
+            assert s["headlen"] == s["len"] - s["data_len"]
+            expect_tail = 0 if s["data_len"] > 0 else s["end"] - s["tail"]
+            assert s["tailroom"] == expect_tail
+            if not s["frags"] and not s["frag_list"]:
+                assert s["truesize"] >= s["end"] + 576, s
+            assert s["nr_frags"] <= 17
+        for b in fr.state["buffers"].values():
+            assert b["end"] == b["size"] - 320
+    ended = trace.ended_early
+    assert (ended is None) == (trace.frames[-1].result not in BUG_RESULTS)
+    if ended is None:
+        assert len(trace.frames) == len(raw["ops"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(scenarios())
+def test_runs_are_deterministic(raw: dict[str, Any]) -> None:
+    """run(params) is pure: the same params give equal traces."""
+    p = parse(raw)
+    assert run(p) == run(p)
+    assert run(parse(raw)) == run(p)

@@ -1,0 +1,105 @@
+"""Presets, registry entry, the public api_frames shape and the lesson files."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from app.sim import registry
+from app.sim.registry import Preset
+from app.sim.skbuff import api_frames, parse, run
+from app.sim.skbuff.scenarios import PRESETS
+
+CONTENT = Path(__file__).resolve().parents[3] / "content"
+SLUGS = ["tcp-transmit", "rx-frame", "clone-retransmit", "gro-linearize", "panic"]
+
+
+def test_registered_explainer() -> None:
+    """The "skb" explainer is registered with its title, version and default preset."""
+    e = registry.get("skb")
+    assert e is not None and e.title == "sk_buff geometry" and e.sim_version == "skb-1"
+    assert [p.slug for p in e.presets] == SLUGS and e.default_preset == "tcp-transmit"
+
+
+@pytest.mark.parametrize("preset", PRESETS, ids=lambda p: p.slug)
+def test_preset_runs(preset: Preset) -> None:
+    """Every preset runs in 6-14 frames; only "panic" ends early."""
+    t = run(parse(preset.params))
+    assert 6 <= len(t.frames) <= 14 or preset.slug == "panic"
+    assert (t.ended_early is not None) == (preset.slug == "panic")
+    json.dumps([dict(f.state) for f in t.frames])  # JSON-able
+    assert all(f.source is not None for f in t.frames)
+
+
+def test_tcp_transmit_final_headroom() -> None:
+    """tcp-transmit: TCP 32 + IP 20 + eth 14 pushed on the fclone leave headroom 254."""
+    t = run(parse(registry.get("skb").preset("tcp-transmit").params))  # type: ignore[union-attr]
+    clone_frames = [f for f in t.frames if f.op == "skb_headroom"]
+    assert "254" in clone_frames[0].narration
+    c = next(s for s in clone_frames[0].state["skbs"] if s["name"] == "clone1")
+    assert (c["headroom"], c["fclone"], c["len"]) == (254, "clone", 1514)
+    assert [r["label"] for r in c["regions"]] == ["eth", "IP", "TCP"]
+
+
+def test_rx_frame_pulls_to_payload() -> None:
+    """rx-frame: eth_type_trans, ip_local_deliver_finish and TCP pull 14/20/32 → data at payload."""
+    t = run(parse(registry.get("skb").preset("rx-frame").params))  # type: ignore[union-attr]
+    pulls = [f for f in t.frames if f.op == "skb_pull"]
+    assert [f.state["skbs"][0]["data"] for f in pulls] == [78, 98, 130]
+    assert "eth_type_trans" in pulls[0].narration
+
+
+def test_panic_preset() -> None:
+    """panic: the last frame is skb_over_panic and marked panic."""
+    t = run(parse(registry.get("skb").preset("panic").params))  # type: ignore[union-attr]
+    assert t.ended_early == "skb_over_panic" and t.frames[-1].mark == "panic"
+
+
+def test_api_frames_shape() -> None:
+    """api_frames: index/op/result/skb/narration/source; "skbs" only with more than one skb."""
+    t = run(parse(registry.get("skb").preset("tcp-transmit").params))  # type: ignore[union-attr]
+    frames = api_frames(t)
+    keys = {
+        "head",
+        "data",
+        "tail",
+        "end",
+        "len",
+        "data_len",
+        "truesize",
+        "headroom",
+        "tailroom",
+        "users",
+        "dataref",
+        "nr_frags",
+    }
+    assert set(frames[0]) == {"index", "op", "result", "skb", "narration", "source"}
+    assert set(frames[0]["skb"]) == keys and all(
+        isinstance(v, int) for v in frames[0]["skb"].values()
+    )
+    assert frames[0]["source"] == {
+        "function": "tcp_stream_alloc_skb",
+        "path": "net/ipv4/tcp.c",
+        "line": 861,
+    }
+    assert set(frames[3]["skbs"]) == {"skb", "clone1"} and frames[3]["skb"]["dataref"] == 2
+    json.dumps(frames)
+
+
+@pytest.mark.parametrize("preset", PRESETS, ids=lambda p: p.slug)
+def test_lesson_file(preset: Preset) -> None:
+    """content/skb-<slug>.md has front matter naming this preset and 150-400 words of prose."""
+    text = (CONTENT / f"{preset.lesson}.md").read_text(encoding="utf-8")
+    m = re.match(r"---\n(.*?)\n---\n(.*)", text, re.S)
+    assert m, "front matter between --- lines"
+    meta = dict(line.split(": ", 1) for line in m.group(1).splitlines())
+    assert meta["explainer"] == "skb" and meta["preset"] == preset.slug
+    assert meta["title"] and meta["summary"]
+    intro = re.split(r"^## Step ", m.group(2), flags=re.M)[0]
+    assert 150 <= len(intro.split()) <= 400
+    n = len(run(parse(preset.params)).frames)
+    for step in re.findall(r"^## Step (\d+)", m.group(2), flags=re.M):
+        assert int(step) < n

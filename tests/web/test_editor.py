@@ -1,0 +1,65 @@
+"""The htmx scenario editor: add, remove, reorder, edit, with per-field errors."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+HX = {"HX-Request": "true"}
+
+
+def form(ops: list[dict], **extra: str) -> dict[str, str]:
+    data = {"count": str(len(ops)), **extra}
+    for i, op in enumerate(ops):
+        for key, value in op.items():
+            data[f"{key}-{i}"] = str(value)
+    return data
+
+
+def test_editor_starts_from_a_preset(client: TestClient) -> None:
+    """/explainers/skb/edit?preset=rx-frame shows that preset's ops as rows."""
+    html = client.get("/explainers/skb/edit?preset=rx-frame").text
+    assert 'id="op-row-0"' in html and 'name="op-0"' in html
+
+
+def test_field_error_is_shown_beside_the_field(client: TestClient) -> None:
+    """A negative length marks that field invalid with the simulation's message."""
+    ops = [{"op": "alloc_skb", "size": 256}, {"op": "skb_put", "len": -5}]
+    html = client.post("/explainers/skb/edit", data=form(ops), headers=HX).text
+    assert 'id="err-1-len"' in html
+    assert "-5" in html
+    assert "Fix the highlighted fields" in html
+
+
+def test_add_remove_and_reorder(client: TestClient) -> None:
+    """Actions insert a row, delete a row and swap rows, keeping values."""
+    ops = [
+        {"op": "alloc_skb", "size": 256},
+        {"op": "skb_reserve", "len": 16},
+        {"op": "skb_put", "len": 7},
+    ]
+    html = client.post("/explainers/skb/edit", data=form(ops, action="add:-1"), headers=HX).text
+    assert 'id="op-row-3"' in html
+    html = client.post("/explainers/skb/edit", data=form(ops, action="remove:1"), headers=HX).text
+    assert 'id="op-row-2"' not in html and 'value="7"' in html
+    html = client.post("/explainers/skb/edit", data=form(ops, action="down:1"), headers=HX).text
+    assert html.index('value="skb_put" selected') < html.index('value="skb_reserve" selected')
+
+
+def test_run_redirects_to_the_custom_player(client: TestClient) -> None:
+    """Run with valid ops answers HX-Redirect to the custom scenario link; plain POST a 303."""
+    ops = [{"op": "alloc_skb", "size": 256}, {"op": "skb_put", "len": 10}]
+    r = client.post("/explainers/skb/edit", data=form(ops, action="run"), headers=HX)
+    assert r.headers["HX-Redirect"].startswith("/explainers/skb/custom?p=")
+    page = client.get(r.headers["HX-Redirect"])
+    assert page.status_code == 200 and 'data-count="2"' in page.text
+    r = client.post("/explainers/skb/edit", data=form(ops, action="run"), follow_redirects=False)
+    assert r.status_code == 303
+
+
+def test_run_with_errors_does_not_redirect(client: TestClient) -> None:
+    """Run with an unknown op stays on the editor; a plain POST answers 422."""
+    ops = [{"op": "alloc_skb", "size": 256}, {"op": "skb_wat", "len": 1}]
+    r = client.post("/explainers/skb/edit", data=form(ops, action="run"), headers=HX)
+    assert "HX-Redirect" not in r.headers and "skb_wat" in r.text
+    r = client.post("/explainers/skb/edit", data=form(ops, action="run"))
+    assert r.status_code == 422

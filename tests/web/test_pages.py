@@ -1,0 +1,96 @@
+"""Pages: home, the player at a step, custom links, and errors that help instead of crashing."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.sim import registry
+from app.web.player import decode_params, encode_params
+
+PRESETS = [(e.name, p.slug) for e in registry.explainers().values() for p in e.presets]
+
+
+def test_home_lists_explainers_and_walkthroughs(client: TestClient) -> None:
+    """The home page links every explainer and every preset walkthrough."""
+    html = client.get("/").text
+    for name, slug in PRESETS:
+        assert f"/explainers/{name}/presets/{slug}" in html
+
+
+@pytest.mark.parametrize(("name", "slug"), PRESETS)
+def test_every_preset_page_renders_all_frames(client: TestClient, name: str, slug: str) -> None:
+    """Each walkthrough page holds one template per frame and shows step 0 with its source link."""
+    r = client.get(f"/explainers/{name}/presets/{slug}")
+    assert r.status_code == 200
+    count = int(re.search(r'data-count="(\d+)"', r.text).group(1))
+    assert count >= 1
+    assert len(re.findall(r'<template id="frame-\d+"', r.text)) == count
+    assert 'data-step="0"' in r.text
+
+
+def test_step_query_selects_the_shown_frame(client: TestClient) -> None:
+    """?step=N renders frame N server-side, so reload and copied links land on the same step."""
+    html = client.get("/explainers/skb/presets/rx-frame?step=2").text
+    assert 'data-step="2"' in html
+    assert 'id="step-no">2<' in html
+
+
+def test_step_beyond_the_end_is_clamped(client: TestClient) -> None:
+    """A step past the last frame shows the last frame rather than failing."""
+    html = client.get("/explainers/skb/presets/panic?step=9999").text
+    count = int(re.search(r'data-count="(\d+)"', html).group(1))
+    assert f'data-step="{count - 1}"' in html
+
+
+def test_frames_name_the_kernel_function_with_elixir_link(client: TestClient) -> None:
+    """Every frame links its modelled function to the Linux 6.4 source on elixir.bootlin.com."""
+    html = client.get("/explainers/skb/presets/tcp-transmit").text
+    assert "https://elixir.bootlin.com/linux/v6.4/source/" in html
+
+
+def test_custom_link_round_trip(client: TestClient) -> None:
+    """A custom scenario is a plain link: params travel in ?p= and render the same frames."""
+    raw = {"ops": [{"op": "alloc_skb", "size": 1500}, {"op": "skb_reserve", "len": 64}]}
+    token = encode_params(raw)
+    assert decode_params(token) == raw
+    r = client.get(f"/explainers/skb/custom?p={token}&step=1")
+    assert r.status_code == 200
+    assert 'data-count="2"' in r.text and 'data-step="1"' in r.text
+
+
+def test_invalid_custom_link_is_a_helpful_422(client: TestClient) -> None:
+    """A custom link with bad params answers a 422 page naming the op and reason."""
+    token = encode_params({"ops": [{"op": "alloc_skb", "size": -1}]})
+    r = client.get(f"/explainers/skb/custom?p={token}")
+    assert r.status_code == 422
+    assert "ops.0.size" in r.text
+    r = client.get("/explainers/skb/custom?p=%%%garbage")
+    assert r.status_code == 422
+
+
+def test_unknown_pages_are_helpful_404s(client: TestClient) -> None:
+    """Unknown explainers and presets answer a 404 page with a way back."""
+    for url in ("/explainers/nope", "/explainers/skb/presets/nope", "/no/such/page"):
+        r = client.get(url)
+        assert r.status_code == 404
+        assert 'href="/"' in r.text
+
+
+def test_bad_step_is_422_not_500(client: TestClient) -> None:
+    """?step=abc or a negative step is rejected with 422."""
+    assert client.get("/explainers/skb?step=abc").status_code == 422
+    assert client.get("/explainers/skb?step=-3").status_code == 422
+
+
+def test_static_and_vendor_assets_are_served(client: TestClient) -> None:
+    """The player script, stylesheet and npm packages (htmx, idiomorph) are served."""
+    for url in (
+        "/static/js/player.js",
+        "/static/css/app.css",
+        "/vendor/htmx.org/dist/htmx.min.js",
+        "/vendor/idiomorph/dist/idiomorph.min.js",
+    ):
+        assert client.get(url).status_code == 200, url
