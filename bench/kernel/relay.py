@@ -1,0 +1,129 @@
+"""Userspace delay line: a transparent L2 relay between two interfaces.
+
+Run inside the middle namespace (``ip netns exec ss-mid python relay.py ...``).
+Every frame read on one interface is written to the other one ``--delay-ms``
+later, in both directions, so the round-trip time gains ``2 * delay``.  It
+exists because this kernel is built without ``sch_netem``.
+
+The sockets use ``PACKET_VNET_HDR`` so the virtio-net header (GSO size,
+checksum offsets) travels with each frame: TSO/GSO super-packets from the
+sender keep their offload state and the qdisc on the way out (``tbf``)
+segments them, as a real NIC path would.  The relay stops by itself after
+``--seconds`` or on SIGTERM and writes a one-line JSON stats record.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import select
+import signal
+import socket
+import sys
+import time
+
+ETH_P_ALL = 0x0003
+SOL_PACKET = 263
+PACKET_VNET_HDR = 15
+PACKET_IGNORE_OUTGOING = 23
+PACKET_OUTGOING = 4
+BUF = 1 << 17
+
+
+def _open(ifname: str) -> socket.socket:
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+    s.setsockopt(SOL_PACKET, PACKET_VNET_HDR, 1)
+    try:
+        s.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
+    except OSError:
+        pass  # older kernels: we also filter on pkttype below
+    s.setsockopt(socket.SOL_SOCKET, 33, 64 << 20)  # SO_RCVBUFFORCE
+    s.setsockopt(socket.SOL_SOCKET, 32, 64 << 20)  # SO_SNDBUFFORCE
+    s.bind((ifname, ETH_P_ALL))
+    s.setblocking(False)
+    return s
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--a", required=True, help="interface towards the sender")
+    ap.add_argument("--b", required=True, help="interface towards the receiver")
+    ap.add_argument("--delay-ms", type=float, required=True, help="one-way delay per direction")
+    ap.add_argument("--seconds", type=float, default=60.0, help="hard lifetime")
+    ap.add_argument("--stats", help="write JSON stats here at exit")
+    args = ap.parse_args()
+
+    delay = args.delay_ms / 1000.0
+    sa, sb = _open(args.a), _open(args.b)
+    # per input socket: (queue of (due, frame), output socket, counters key)
+    qa: collections.deque[tuple[float, bytes]] = collections.deque()
+    qb: collections.deque[tuple[float, bytes]] = collections.deque()
+    route = {sa.fileno(): (sa, qa), sb.fileno(): (sb, qb)}
+    out = [(qa, sb, "a2b"), (qb, sa, "b2a")]
+    stats = {
+        "a2b_frames": 0, "b2a_frames": 0, "a2b_bytes": 0, "b2a_bytes": 0,
+        "a2b_send_drops": 0, "b2a_send_drops": 0, "max_frame": 0, "late_ms_max": 0.0,
+        "late_over_0_5ms": 0, "late_over_1ms": 0,
+    }
+    stop = False
+
+    def _term(*_: object) -> None:
+        nonlocal stop
+        stop = True
+
+    signal.signal(signal.SIGTERM, _term)
+    signal.signal(signal.SIGINT, _term)
+    deadline = time.monotonic() + args.seconds
+    fds = [sa, sb]
+    print("relay ready", flush=True)
+    while not stop:
+        now = time.monotonic()
+        if now > deadline:
+            break
+        for q, osock, key in out:
+            while q and q[0][0] <= now:
+                due, frame = q.popleft()
+                late = (now - due) * 1000.0
+                if late > stats["late_ms_max"]:
+                    stats["late_ms_max"] = late
+                if late > 0.5:
+                    stats["late_over_0_5ms"] += 1
+                    if late > 1.0:
+                        stats["late_over_1ms"] += 1
+                try:
+                    osock.send(frame)
+                except BlockingIOError:
+                    stats[key + "_send_drops"] += 1
+                except OSError:  # ENOBUFS: the egress qdisc (tbf) dropped it
+                    stats[key + "_send_drops"] += 1
+        heads = [q[0][0] for q in (qa, qb) if q]
+        timeout = max(0.0, min(heads) - time.monotonic()) if heads else 0.05
+        try:
+            readable, _, _ = select.select(fds, [], [], timeout)
+        except InterruptedError:
+            continue
+        now = time.monotonic()
+        for s in readable:
+            sock, q = route[s.fileno()]
+            key = "a2b" if sock is sa else "b2a"
+            while True:
+                try:
+                    frame, addr = sock.recvfrom(BUF)
+                except (BlockingIOError, InterruptedError):
+                    break
+                if addr[2] == PACKET_OUTGOING:
+                    continue
+                q.append((now + delay, frame))
+                stats[key + "_frames"] += 1
+                stats[key + "_bytes"] += len(frame) - 10
+                if len(frame) - 10 > stats["max_frame"]:
+                    stats["max_frame"] = len(frame) - 10
+    if args.stats:
+        with open(args.stats, "w", encoding="utf-8") as fh:
+            json.dump(stats, fh)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,334 @@
+"""Measure the real kernel's cwnd for reno / cubic / bbr on a real bottleneck.
+
+Topology (all inside network namespaces this script creates and deletes):
+
+    ss-snd [s0 10.77.0.1] --veth-- [m0] ss-mid [m1] --veth-- [r0 10.77.0.2] ss-rcv
+                                    relay.py: +RTT/2 each way
+                                    tbf on m1 egress = the bottleneck
+
+This kernel has no sch_netem (nor fq / fq_codel), so the propagation delay is
+added by a userspace L2 relay (bench/kernel/relay.py) in ss-mid; the tbf qdisc
+on ss-mid's egress towards the receiver is the bottleneck, with its byte
+limit set to --buffer-bdp x BDP.  The bottleneck is deliberately *not* on the
+sender's own veth: there TCP Small Queues would count the tbf backlog against
+the socket and the queue (and the losses) would never build.
+
+cwnd is sampled two ways: getsockopt(TCP_INFO) (+TCP_CC_INFO for BBR) polled by
+a thread in the sender every --interval-ms, and the tcp:tcp_probe tracepoint
+(one event per incoming ACK) in a private tracefs instance.
+
+Example:  sudo .venv/bin/python bench/kernel_cwnd.py --cc cubic --rate-mbit 20 --seconds 15
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE / "kernel"))
+
+import analyze  # noqa: E402
+
+NS_SND, NS_MID, NS_RCV = "ss-snd", "ss-mid", "ss-rcv"
+ALL_NS = (NS_SND, NS_MID, NS_RCV)
+SND_IP, RCV_IP = "10.77.0.1", "10.77.0.2"
+TRACEFS = Path("/sys/kernel/tracing")
+CSV_FIELDS = (
+    "t ca_state snd_cwnd snd_ssthresh rtt rttvar min_rtt pacing_rate delivery_rate "
+    "unacked lost retrans total_retrans bytes_acked delivered snd_mss "
+    "bbr_bw bbr_min_rtt bbr_pacing_gain bbr_cwnd_gain"
+).split()
+
+
+def sh(*cmd: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if check and res.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed: {res.stderr.strip()}")
+    return res
+
+
+def in_ns(ns: str, *cmd: str) -> list[str]:
+    return ["ip", "netns", "exec", ns, *cmd]
+
+
+def teardown() -> None:
+    """Delete our namespaces (only the ss- ones we create); the veths go with them."""
+    existing = sh("ip", "netns", "list", check=False).stdout.split()
+    for ns in ALL_NS:
+        if ns in existing:
+            sh("ip", "netns", "del", ns, check=False)
+
+
+def setup(rate_mbit: float, limit_bytes: int, burst_bytes: int) -> None:
+    teardown()
+    for ns in ALL_NS:
+        sh("ip", "netns", "add", ns)
+        sh("ip", "-n", ns, "link", "set", "lo", "up")
+    sh("ip", "link", "add", "s0", "netns", NS_SND, "type", "veth", "peer", "name", "m0",
+       "netns", NS_MID)
+    sh("ip", "link", "add", "m1", "netns", NS_MID, "type", "veth", "peer", "name", "r0",
+       "netns", NS_RCV)
+    sh("ip", "-n", NS_SND, "addr", "add", f"{SND_IP}/24", "dev", "s0")
+    sh("ip", "-n", NS_RCV, "addr", "add", f"{RCV_IP}/24", "dev", "r0")
+    for ns, dev in ((NS_SND, "s0"), (NS_MID, "m0"), (NS_MID, "m1"), (NS_RCV, "r0")):
+        sh("ip", "-n", ns, "link", "set", dev, "up")
+    # no route cache / metrics reuse between runs (fresh netns anyway)
+    sh(*in_ns(NS_SND, "sysctl", "-qw", "net.ipv4.tcp_no_metrics_save=1"))
+    sh(*in_ns(NS_MID, "tc", "qdisc", "add", "dev", "m1", "root", "tbf",
+              "rate", f"{rate_mbit}mbit", "burst", str(burst_bytes), "limit", str(limit_bytes)))
+
+
+def tc_stats() -> dict[str, Any]:
+    out = sh(*in_ns(NS_MID, "tc", "-s", "qdisc", "show", "dev", "m1"), check=False).stdout
+    d: dict[str, Any] = {"text": out}
+    m = re.search(r"Sent (\d+) bytes (\d+) pkt \(dropped (\d+), overlimits (\d+)", out)
+    if m:
+        d.update(sent_bytes=int(m[1]), sent_pkt=int(m[2]), dropped=int(m[3]),
+                 overlimits=int(m[4]))
+    return d
+
+
+class ProbeTrace:
+    """tcp:tcp_probe in a private tracefs instance, clock = CLOCK_MONOTONIC."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.mounted = False
+        self.inst: Path | None = None
+        self.error: str | None = None
+
+    def start(self) -> bool:
+        try:
+            if not (TRACEFS / "instances").is_dir():
+                TRACEFS.mkdir(parents=True, exist_ok=True)
+                sh("mount", "-t", "tracefs", "nodev", str(TRACEFS))
+                self.mounted = True
+            inst = TRACEFS / "instances" / f"ss-cwnd-{os.getpid()}"
+            inst.mkdir()
+            self.inst = inst
+            (inst / "buffer_size_kb").write_text("32768")
+            (inst / "trace_clock").write_text("mono")
+            ev = inst / "events" / "tcp" / "tcp_probe"
+            (ev / "filter").write_text(f"dport == {self.port}")
+            (ev / "enable").write_text("1")
+            return True
+        except (OSError, RuntimeError) as exc:
+            self.error = str(exc)
+            self.stop()
+            return False
+
+    def collect(self) -> tuple[str, str]:
+        assert self.inst is not None
+        (self.inst / "events" / "tcp" / "tcp_probe" / "enable").write_text("0")
+        overrun = ""
+        for cpu in sorted((self.inst / "per_cpu").glob("cpu*")):
+            m = re.search(r"^overrun: (\d+)", (cpu / "stats").read_text(), re.M)
+            if m and m[1] != "0":
+                overrun += f"{cpu.name}:{m[1]} "
+        return (self.inst / "trace").read_text(), overrun.strip()
+
+    def stop(self) -> None:
+        if self.inst is not None and self.inst.exists():
+            try:
+                (self.inst / "events" / "tcp" / "tcp_probe" / "enable").write_text("0")
+            except OSError:
+                pass
+            try:
+                self.inst.rmdir()
+            except OSError as exc:
+                print(f"warning: could not remove {self.inst}: {exc}", file=sys.stderr)
+        self.inst = None
+        if self.mounted:
+            sh("umount", str(TRACEFS), check=False)
+            self.mounted = False
+
+
+def ensure_cc(cc: str) -> None:
+    path = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
+    if cc in path.read_text().split():
+        return
+    if shutil.which("modprobe"):
+        sh("modprobe", f"tcp_{cc}", check=False)
+    if cc not in path.read_text().split():
+        raise SystemExit(f"congestion control {cc!r} is not available on this kernel "
+                         f"(have: {path.read_text().strip()})")
+
+
+def _wait_line(proc: subprocess.Popen[str], want: str, timeout: float) -> None:
+    assert proc.stdout is not None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if want in line:
+            return
+        if not line and proc.poll() is not None:
+            break
+    raise RuntimeError(f"helper did not report {want!r} (rc={proc.poll()})")
+
+
+def run_one(args: argparse.Namespace, cc: str, out_dir: Path) -> dict[str, Any]:
+    ensure_cc(cc)
+    py = sys.executable
+    bdp_bytes = args.rate_mbit * 1e6 / 8 * args.rtt_ms / 1000
+    limit = max(int(bdp_bytes * args.buffer_bdp), 3 * 1514)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    base = out_dir / f"{stamp}-{cc}-{args.rate_mbit:g}mbit-{args.rtt_ms:g}ms"
+    tmp = Path(f"/tmp/ss-cwnd-{os.getpid()}")
+    tmp.mkdir(exist_ok=True)
+    procs: list[subprocess.Popen[str]] = []
+    trace = ProbeTrace(args.port)
+    try:
+        setup(args.rate_mbit, limit, args.burst_bytes)
+        relay = subprocess.Popen(
+            in_ns(NS_MID, py, str(HERE / "kernel" / "relay.py"), "--a", "m0", "--b", "m1",
+                  "--delay-ms", str(args.rtt_ms / 2), "--seconds", str(args.seconds + 30),
+                  "--stats", str(tmp / "relay.json")),
+            stdout=subprocess.PIPE, text=True)
+        procs.append(relay)
+        _wait_line(relay, "relay ready", 10)
+        recv = subprocess.Popen(
+            in_ns(NS_RCV, py, str(HERE / "kernel" / "flow.py"), "recv", "--bind", RCV_IP,
+                  "--port", str(args.port), "--seconds", str(args.seconds + 10)),
+            stdout=subprocess.PIPE, text=True)
+        procs.append(recv)
+        _wait_line(recv, "recv ready", 10)
+        use_trace = not args.no_trace and trace.start()
+        send = subprocess.run(
+            in_ns(NS_SND, py, str(HERE / "kernel" / "flow.py"), "send", "--dst", RCV_IP,
+                  "--port", str(args.port), "--cc", cc, "--seconds", str(args.seconds),
+                  "--interval-ms", str(args.interval_ms), "--out", str(tmp / "send.json")),
+            capture_output=True, text=True, timeout=args.seconds + 30)
+        if send.returncode != 0:
+            raise RuntimeError(f"sender failed: {send.stderr.strip()}")
+        probe_text, overrun = trace.collect() if use_trace else ("", "")
+        recv.wait(timeout=15)
+        relay.terminate()
+        relay.wait(timeout=5)
+        tc = tc_stats()
+        snd = json.loads((tmp / "send.json").read_text())
+        relay_stats = json.loads((tmp / "relay.json").read_text())
+    finally:
+        trace.stop()
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+                try:
+                    p.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+        teardown()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    probe = analyze.parse_probe_trace(probe_text, snd["t0_monotonic"]) if probe_text else []
+    run = {
+        "config": {
+            "cc": cc, "rate_mbit": args.rate_mbit, "rtt_ms": args.rtt_ms,
+            "buffer_bdp": args.buffer_bdp, "limit_bytes": limit,
+            "burst_bytes": args.burst_bytes, "seconds": args.seconds,
+            "interval_ms": args.interval_ms, "kernel": os.uname().release,
+            "hz": _kernel_hz(),
+        },
+        "tc": tc,
+        "relay": relay_stats,
+        "trace": {"enabled": bool(probe_text), "error": trace.error, "overrun": overrun},
+        "sent_bytes": snd["sent_bytes"],
+        "tcp_info": snd["samples"],
+        "tcp_probe": probe,
+    }
+    run["summary"] = analyze.summarize(run)
+    base.with_suffix(".json").write_text(json.dumps(run))
+    with open(base.with_suffix(".csv"), "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=CSV_FIELDS, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(snd["samples"])
+    if probe:
+        with open(f"{base}-probe.csv", "w", newline="", encoding="utf-8") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(probe[0]))
+            w.writeheader()
+            w.writerows(probe)
+    run["files"] = [str(base.with_suffix(".json")), str(base.with_suffix(".csv"))]
+    return run
+
+
+def _kernel_hz() -> int | None:
+    try:
+        import gzip
+
+        with gzip.open("/proc/config.gz", "rt") as fh:
+            m = re.search(r"^CONFIG_HZ=(\d+)", fh.read(), re.M)
+        return int(m[1]) if m else None
+    except OSError:
+        return None
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(
+        description="Measure real-kernel cwnd (reno/cubic/bbr) through a tbf bottleneck "
+                    "in private ss-* network namespaces.",
+        epilog="Needs root (namespaces, tc, tracefs). Writes data/kernel/*.json|csv.")
+    ap.add_argument("--cc", default="cubic",
+                    help="reno, cubic, bbr or a comma list (e.g. reno,cubic,bbr)")
+    ap.add_argument("--rate-mbit", type=float, default=20.0, help="tbf rate (default 20)")
+    ap.add_argument("--rtt-ms", type=float, default=40.0,
+                    help="base RTT added by the userspace delay relay (default 40)")
+    ap.add_argument("--buffer-bdp", type=float, default=1.0,
+                    help="tbf limit in BDPs of the base RTT (default 1.0)")
+    ap.add_argument("--burst-bytes", type=int, default=3028,
+                    help="tbf burst; GSO packets bigger than this get segmented (default 3028)")
+    ap.add_argument("--seconds", type=float, default=15.0, help="flow length (default 15)")
+    ap.add_argument("--interval-ms", type=float, default=5.0, help="TCP_INFO poll period")
+    ap.add_argument("--port", type=int, default=5201)
+    ap.add_argument("--no-trace", action="store_true", help="skip the tcp_probe tracepoint")
+    ap.add_argument("--out-dir", default=str(ROOT / "data" / "kernel"))
+    args = ap.parse_args()
+
+    if os.geteuid() != 0:
+        print("kernel_cwnd.py needs root: it creates network namespaces, a tbf qdisc and a "
+              "tracefs instance.\nRun: sudo .venv/bin/python bench/kernel_cwnd.py "
+              + " ".join(sys.argv[1:]), file=sys.stderr)
+        return 2
+    for tool in ("ip", "tc"):
+        if not shutil.which(tool):
+            print(f"missing {tool} (apt-get install iproute2)", file=sys.stderr)
+            return 2
+    ccs = [c.strip() for c in args.cc.split(",") if c.strip()]
+    for cc in ccs:
+        if cc not in ("reno", "cubic", "bbr"):
+            ap.error(f"--cc {cc!r}: choose reno, cubic or bbr")
+    out_dir = Path(args.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    print(f"kernel {os.uname().release}, tbf {args.rate_mbit:g} Mbit/s, base RTT "
+          f"{args.rtt_ms:g} ms (userspace relay), buffer {args.buffer_bdp:g} BDP, "
+          f"{args.seconds:g} s per flow")
+    try:
+        for cc in ccs:
+            run = run_one(args, cc, out_dir)
+            print(analyze.format_summary(run["summary"]))
+            r = run["relay"]
+            frames = (r.get("a2b_frames", 0) + r.get("b2a_frames", 0)) or 1
+            print(f"   relay: {100 * r.get('late_over_1ms', 0) / frames:.2f}% of frames >1 ms "
+                  f"late, max {r.get('late_ms_max', 0):.2f} ms; largest frame "
+                  f"{r.get('max_frame')} B; files: {', '.join(run['files'])}")
+            if run["trace"]["error"] or run["trace"]["overrun"]:
+                print(f"   tcp_probe: {run['trace']}")
+    except KeyboardInterrupt:
+        print("interrupted; namespaces removed", file=sys.stderr)
+        return 130
+    finally:
+        teardown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
