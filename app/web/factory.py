@@ -6,7 +6,7 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from app.settings import Settings
-from app.web import errors, sharing
+from app.web import errors
 from app.web.routes import api, pages
 
 VENDOR_DIST = ("htmx.org/dist", "idiomorph/dist", "reveal.js/dist", "reveal.js/plugin")
@@ -24,7 +24,6 @@ def build_app(settings: Settings) -> FastAPI:
     app.state.engine = make_engine(settings.database_url)
     init_db(app.state.engine)
     errors.install(app)
-    sharing.install(app)  # sessions, /s/ links, /embed, /export, /examples
     app.include_router(api.router)
     app.include_router(pages.router)
     app.mount("/static", StaticFiles(directory=str(settings.root / "static")), name="static")
