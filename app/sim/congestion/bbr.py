@@ -1,0 +1,707 @@
+"""BBR v1 as Linux 6.4 runs it (net/ipv4/tcp_bbr.c), with the kernel's fixed-point units.
+
+Bandwidth is kept in packets per µs << 24 (``BW_SCALE``) and gains in 1/256 (``BBR_SCALE``), so
+``bdp = ceil(bw · min_rtt · gain)`` and the pacing rate come out exactly as the kernel's.
+
+``bbr_main`` is the ``cong_control`` hook, so BBR bypasses ``cong_avoid`` and PRR: on every ACK
+it updates its model (round counting and the 10-round windowed-max bw filter, ACK-aggregation
+estimate, gain cycling, full-pipe detection, DRAIN, the 10 s min_rtt filter and PROBE_RTT), then
+sets the pacing rate and cwnd. The long-term (policer) bandwidth sampler is included too.
+
+Modes: STARTUP (pacing and cwnd gain 2/ln2 = 2.89) until three rounds without 25 % bw growth;
+DRAIN (pacing gain 0.35) until inflight ≤ 1 BDP; PROBE_BW cycling pacing gains 1.25, 0.75, 1×6,
+one min_rtt each; PROBE_RTT (cwnd 4 for ≥ 200 ms and one round) when min_rtt has not been
+lowered (strictly) for 10 s.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import TYPE_CHECKING
+
+from app.sim.congestion.flow import (
+    CA_LOSS,
+    CA_OPEN,
+    CA_RECOVERY,
+    HZ,
+    JIFFIES_BASE,
+    TCP_INFINITE_SSTHRESH,
+    TCP_INIT_CWND,
+)
+from app.sim.congestion.reno import CongestionOps
+from app.sim.core.trace import SourceRef
+
+if TYPE_CHECKING:
+    from app.sim.congestion.flow import Flow
+
+BW_SCALE = 24
+BW_UNIT = 1 << BW_SCALE
+BBR_SCALE = 8
+BBR_UNIT = 1 << BBR_SCALE
+
+STARTUP, DRAIN, PROBE_BW, PROBE_RTT = range(4)
+MODE_NAMES = ("STARTUP", "DRAIN", "PROBE_BW", "PROBE_RTT")
+
+CYCLE_LEN = 8
+BBR_BW_RTTS = CYCLE_LEN + 2  # max-bw filter window, in rounds
+BBR_MIN_RTT_WIN_SEC = 10
+BBR_PROBE_RTT_MODE_MS = 200
+BBR_MIN_TSO_RATE = 1_200_000  # bit/s
+BBR_PACING_MARGIN_PERCENT = 1
+BBR_HIGH_GAIN = BBR_UNIT * 2885 // 1000 + 1  # 739
+BBR_DRAIN_GAIN = BBR_UNIT * 1000 // 2885  # 88
+BBR_CWND_GAIN = BBR_UNIT * 2  # 512
+BBR_PACING_GAIN = (BBR_UNIT * 5 // 4, BBR_UNIT * 3 // 4) + (BBR_UNIT,) * 6
+BBR_CYCLE_RAND = 7
+BBR_CWND_MIN_TARGET = 4
+BBR_FULL_BW_THRESH = BBR_UNIT * 5 // 4
+BBR_FULL_BW_CNT = 3
+BBR_LT_INTVL_MIN_RTTS = 4
+BBR_LT_LOSS_THRESH = 50
+BBR_LT_BW_RATIO = BBR_UNIT // 8
+BBR_LT_BW_DIFF = 4000 // 8
+BBR_LT_BW_MAX_RTTS = 48
+BBR_EXTRA_ACKED_GAIN = BBR_UNIT
+BBR_EXTRA_ACKED_WIN_RTTS = 5
+BBR_ACK_EPOCH_ACKED_RESET_THRESH = 1 << 20
+BBR_EXTRA_ACKED_MAX_US = 100 * 1000
+
+SK_PACING_SHIFT = 10  # sk_pacing_shift default: ~1 ms of data per TSO burst
+GSO_LEGACY_MAX_SIZE = 65536
+MAX_TCP_HEADER = 320
+U32 = 0xFFFFFFFF
+
+# Line numbers in Linux v6.4 tcp_bbr.c (constants at :130-202).
+SRC_MAIN = SourceRef(function="bbr_main", path="net/ipv4/tcp_bbr.c", line=1023)
+SRC_INIT = SourceRef(function="bbr_init", path="net/ipv4/tcp_bbr.c", line=1035)
+SRC_SSTHRESH = SourceRef(function="bbr_ssthresh", path="net/ipv4/tcp_bbr.c", line=1102)
+SRC_CHECK_DRAIN = SourceRef(function="bbr_check_drain", path="net/ipv4/tcp_bbr.c", line=877)
+SRC_RESET_PROBE_BW = SourceRef(
+    function="bbr_reset_probe_bw_mode", path="net/ipv4/tcp_bbr.c", line=596
+)
+SRC_MIN_RTT = SourceRef(function="bbr_update_min_rtt", path="net/ipv4/tcp_bbr.c", line=930)
+SRC_PROBE_RTT_DONE = SourceRef(
+    function="bbr_check_probe_rtt_done", path="net/ipv4/tcp_bbr.c", line=891
+)
+
+
+class RateSample:
+    """struct rate_sample (include/net/tcp.h), filled by the engine as tcp_rate_gen does."""
+
+    __slots__ = (
+        "prior_mstamp",
+        "prior_delivered",
+        "delivered",
+        "interval_us",
+        "rtt_us",
+        "losses",
+        "acked_sacked",
+        "prior_in_flight",
+        "is_app_limited",
+        "is_retrans",
+        "is_ack_delayed",
+    )
+
+    def __init__(self) -> None:
+        self.prior_mstamp = 0.0
+        self.prior_delivered = 0
+        self.delivered = -1
+        self.interval_us = -1
+        self.rtt_us = -1
+        self.losses = 0
+        self.acked_sacked = 0
+        self.prior_in_flight = 0
+        self.is_app_limited = False
+        self.is_retrans = False
+        self.is_ack_delayed = False
+
+
+class MinMax:
+    """lib/win_minmax.c: Kathleen Nichols' windowed max with three (time, value) samples."""
+
+    __slots__ = ("t", "v")
+
+    def __init__(self) -> None:
+        self.t = [0, 0, 0]
+        self.v = [0, 0, 0]
+
+    def reset(self, t: int, meas: int) -> int:
+        self.t[:] = (t, t, t)
+        self.v[:] = (meas, meas, meas)
+        return meas
+
+    def get(self) -> int:
+        return self.v[0]
+
+    def running_max(self, win: int, t: int, meas: int) -> int:
+        tt, vv = self.t, self.v
+        if meas >= vv[0] or t - tt[2] > win:  # a new max, or nothing left in the window
+            return self.reset(t, meas)
+        if meas >= vv[1]:
+            tt[1] = tt[2] = t
+            vv[1] = vv[2] = meas
+        elif meas >= vv[2]:
+            tt[2] = t
+            vv[2] = meas
+        # minmax_subwin_update: age the choices as the window slides
+        dt = t - tt[0]
+        if dt > win:
+            tt[0], tt[1], tt[2] = tt[1], tt[2], t
+            vv[0], vv[1], vv[2] = vv[1], vv[2], meas
+            if t - tt[0] > win:
+                tt[0], tt[1], tt[2] = tt[1], tt[2], t
+                vv[0], vv[1], vv[2] = vv[1], vv[2], meas
+        elif tt[1] == tt[0] and dt > win // 4:
+            tt[1] = tt[2] = t
+            vv[1] = vv[2] = meas
+        elif tt[2] == tt[1] and dt > win // 2:
+            tt[2] = t
+            vv[2] = meas
+        return vv[0]
+
+
+def _jiffies(now: float) -> int:
+    return int(now * HZ) + JIFFIES_BASE
+
+
+class Bbr(CongestionOps):
+    """``struct bbr`` and the bbr_* hooks."""
+
+    name = "bbr"
+    ssthresh_src = SRC_SSTHRESH
+    init_src = SRC_INIT
+
+    __slots__ = (
+        "rng",
+        "min_rtt_us",
+        "min_rtt_stamp",
+        "probe_rtt_done_stamp",
+        "bw",
+        "rtt_cnt",
+        "next_rtt_delivered",
+        "cycle_mstamp",
+        "mode",
+        "prev_ca_state",
+        "packet_conservation",
+        "round_start",
+        "idle_restart",
+        "probe_rtt_round_done",
+        "lt_is_sampling",
+        "lt_rtt_cnt",
+        "lt_use_bw",
+        "lt_bw",
+        "lt_last_delivered",
+        "lt_last_stamp",
+        "lt_last_lost",
+        "pacing_gain",
+        "cwnd_gain",
+        "full_bw_reached",
+        "full_bw_cnt",
+        "cycle_idx",
+        "has_seen_rtt",
+        "prior_cwnd",
+        "full_bw",
+        "ack_epoch_mstamp",
+        "extra_acked",
+        "ack_epoch_acked",
+        "extra_acked_win_rtts",
+        "extra_acked_win_idx",
+        "rs",
+        "probe_rtt_count",
+        "tso_goal",
+        "dm_us",
+    )
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng  # get_random_u32_below for the PROBE_BW start phase
+        self.bw = MinMax()
+        self.rs = RateSample()
+        self.extra_acked = [0, 0]
+        self.probe_rtt_count = 0
+        self.tso_goal = 2  # bbr_tso_segs_goal(), recomputed whenever the pacing rate changes
+        self.dm_us = 0  # tp->delivered_mstamp in µs, set once per ACK by cong_control
+
+    # -- hooks ------------------------------------------------------------------------------
+
+    def init(self, tp: Flow, now: float) -> None:
+        """bbr_init: STARTUP, empty bw filter, min_rtt from the handshake, initial pacing."""
+        self.prior_cwnd = 0
+        tp.ssthresh = TCP_INFINITE_SSTHRESH
+        self.rtt_cnt = 0
+        self.next_rtt_delivered = tp.delivered
+        self.prev_ca_state = CA_OPEN
+        self.packet_conservation = 0
+        self.probe_rtt_done_stamp = 0
+        self.probe_rtt_round_done = 0
+        self.min_rtt_us = tp.min_rtt_us  # tcp_min_rtt(): the handshake's sample
+        self.min_rtt_stamp = _jiffies(now)
+        self.bw.reset(self.rtt_cnt, 0)
+        self.has_seen_rtt = 0
+        self._init_pacing_rate_from_rtt(tp)
+        self.round_start = 0
+        self.idle_restart = 0
+        self.full_bw_reached = 0
+        self.full_bw = 0
+        self.full_bw_cnt = 0
+        self.cycle_mstamp = 0
+        self.cycle_idx = 0
+        self._reset_lt_bw_sampling(tp)
+        self.mode = STARTUP
+        self.pacing_gain = BBR_HIGH_GAIN
+        self.cwnd_gain = BBR_HIGH_GAIN
+        self.ack_epoch_mstamp = int(now * 1e6)
+        self.ack_epoch_acked = 0
+        self.extra_acked_win_rtts = 0
+        self.extra_acked_win_idx = 0
+        self.extra_acked[0] = self.extra_acked[1] = 0
+
+    def ssthresh(self, tp: Flow, now: float) -> int:
+        """bbr_ssthresh: remember cwnd for after recovery; ssthresh itself is unchanged."""
+        self._save_cwnd(tp)
+        return tp.ssthresh
+
+    def loss_text(self, tp: Flow, cwnd: int, ssthresh: int) -> tuple[dict[str, float], str]:
+        return (
+            {"prior_cwnd": self.prior_cwnd},
+            f"loss at cwnd {cwnd}: BBR does not cut to a fraction; it saves cwnd "
+            f"{self.prior_cwnd} to restore after recovery and keeps one round of packet "
+            f"conservation (send one packet per packet delivered)",
+        )
+
+    def set_state(self, tp: Flow, new_state: int, now: float) -> None:
+        """bbr_set_state: an RTO ends the round and restarts full-pipe detection."""
+        if new_state == CA_LOSS:
+            self.prev_ca_state = CA_LOSS
+            self.full_bw = 0
+            self.round_start = 1
+            rs = RateSample()
+            rs.losses = 1
+            self._lt_bw_sampling(tp, rs, now)
+
+    def cong_avoid(self, tp: Flow, acked: int, now: float) -> None:  # pragma: no cover
+        raise AssertionError("BBR uses cong_control")
+
+    def cong_control(self, tp: Flow, rs: RateSample, now: float) -> None:
+        """bbr_main: update the model, then set pacing rate and cwnd.
+
+        The guards around some calls are the callees' own first checks, hoisted.
+        """
+        self.dm_us = int(tp.delivered_mstamp * 1e6)
+        self._update_bw(tp, rs, now)
+        self._update_ack_aggregation(tp, rs)
+        if self.mode == PROBE_BW and self._is_next_cycle_phase(tp, rs, now):
+            self._advance_cycle_phase(tp)
+        if self.round_start and not self.full_bw_reached:
+            self._check_full_bw_reached(rs)
+        if self.mode == DRAIN or (self.mode == STARTUP and self.full_bw_reached):
+            self._check_drain(tp, now)
+        self._update_min_rtt(tp, rs, now)
+        self._update_gains()
+        bw = self.lt_bw if self.lt_use_bw else self.bw.v[0]
+        self._set_pacing_rate(tp, bw, self.pacing_gain)
+        self._set_cwnd(tp, rs, rs.acked_sacked, bw, self.cwnd_gain)
+
+    # -- model --------------------------------------------------------------------------
+
+    def _bw(self) -> int:
+        return self.lt_bw if self.lt_use_bw else self.bw.v[0]
+
+    def bw_bytes_per_sec(self, tp: Flow) -> float:
+        return self._bw() * tp.mss * 1e6 / BW_UNIT
+
+    def _rate_bytes_per_sec(self, tp: Flow, rate: int, gain: int) -> int:
+        rate *= tp.mss
+        rate *= gain
+        rate >>= BBR_SCALE
+        rate *= 1_000_000 // 100 * (100 - BBR_PACING_MARGIN_PERCENT)
+        return rate >> BW_SCALE
+
+    def _init_pacing_rate_from_rtt(self, tp: Flow) -> None:
+        if tp.srtt_us:
+            rtt_us = max(tp.srtt_us >> 3, 1)
+            self.has_seen_rtt = 1
+        else:
+            rtt_us = 1000
+        bw = tp.cwnd * BW_UNIT // rtt_us
+        self._set_rate(tp, self._rate_bytes_per_sec(tp, bw, BBR_HIGH_GAIN))
+
+    def _set_pacing_rate(self, tp: Flow, bw: int, gain: int) -> None:
+        rate = self._rate_bytes_per_sec(tp, bw, gain)
+        if not self.has_seen_rtt and tp.srtt_us:
+            self._init_pacing_rate_from_rtt(tp)
+        if rate != tp.pacing_rate and (self.full_bw_reached or rate > tp.pacing_rate):
+            self._set_rate(tp, rate)
+
+    def _set_rate(self, tp: Flow, rate: int) -> None:
+        tp.pacing_rate = rate
+        self.tso_goal = self.tso_segs_goal(tp)
+
+    def tso_segs_goal(self, tp: Flow) -> int:
+        """bbr_tso_segs_goal: about 1 ms of data at the pacing rate, 2..127 segments."""
+        rate = int(tp.pacing_rate)
+        nbytes = min(rate >> SK_PACING_SHIFT, GSO_LEGACY_MAX_SIZE - 1 - MAX_TCP_HEADER)
+        min_segs = 1 if rate < (BBR_MIN_TSO_RATE >> 3) else 2
+        return min(max(nbytes // tp.mss, min_segs), 0x7F)
+
+    def _save_cwnd(self, tp: Flow) -> None:
+        if self.prev_ca_state < CA_RECOVERY and self.mode != PROBE_RTT:
+            self.prior_cwnd = tp.cwnd
+        else:
+            self.prior_cwnd = max(self.prior_cwnd, tp.cwnd)
+
+    def _bdp(self, bw: int, gain: int) -> int:
+        if self.min_rtt_us == U32:
+            return TCP_INIT_CWND
+        w = bw * self.min_rtt_us
+        return (((w * gain) >> BBR_SCALE) + BW_UNIT - 1) // BW_UNIT
+
+    def _quantization_budget(self, tp: Flow, cwnd: int) -> int:
+        cwnd += 3 * self.tso_goal
+        cwnd = (cwnd + 1) & ~1
+        if self.mode == PROBE_BW and self.cycle_idx == 0:
+            cwnd += 2
+        return cwnd
+
+    def _inflight(self, tp: Flow, bw: int, gain: int) -> int:
+        return self._quantization_budget(tp, self._bdp(bw, gain))
+
+    def _packets_in_net_at_edt(self, tp: Flow, inflight_now: int, now: float) -> int:
+        interval_us = int((tp.wstamp - now) * 1e6) if tp.wstamp > now else 0
+        interval_delivered = (self._bw() * interval_us) >> BW_SCALE
+        inflight_at_edt = inflight_now
+        if self.pacing_gain > BBR_UNIT:
+            inflight_at_edt += self.tso_goal
+        if interval_delivered >= inflight_at_edt:
+            return 0
+        return inflight_at_edt - interval_delivered
+
+    def _ack_aggregation_cwnd(self, tp: Flow) -> int:
+        aggr = 0
+        if BBR_EXTRA_ACKED_GAIN and self.full_bw_reached:
+            max_aggr = self._bw() * BBR_EXTRA_ACKED_MAX_US // BW_UNIT
+            e0, e1 = self.extra_acked
+            aggr = (BBR_EXTRA_ACKED_GAIN * (e0 if e0 > e1 else e1)) >> BBR_SCALE
+            if aggr > max_aggr:
+                aggr = max_aggr
+        return aggr
+
+    def _set_cwnd_to_recover_or_restore(self, tp: Flow, rs: RateSample, acked: int) -> int | None:
+        """Packet conservation for the first round of Recovery; restore cwnd when it ends.
+
+        Returns the new cwnd if packet conservation decides it, else None after storing the
+        starting cwnd in ``tp.cwnd``.
+        """
+        prev_state, state = self.prev_ca_state, tp.ca_state
+        cwnd = tp.cwnd
+        if rs.losses > 0:
+            cwnd = max(cwnd - rs.losses, 1)
+        if state == CA_RECOVERY and prev_state != CA_RECOVERY:
+            self.packet_conservation = 1
+            self.next_rtt_delivered = tp.delivered  # start a round now
+            cwnd = tp.in_flight() + acked
+        elif prev_state >= CA_RECOVERY and state < CA_RECOVERY:
+            cwnd = max(cwnd, self.prior_cwnd)
+            self.packet_conservation = 0
+        self.prev_ca_state = state
+        if self.packet_conservation:
+            return max(cwnd, tp.in_flight() + acked)
+        tp.cwnd = cwnd
+        return None
+
+    def _set_cwnd(self, tp: Flow, rs: RateSample, acked: int, bw: int, gain: int) -> None:
+        """bbr_set_cwnd: slow-start toward target = bdp·gain + aggregation + TSO budget."""
+        if acked:
+            cons = self._set_cwnd_to_recover_or_restore(tp, rs, acked)
+            if cons is not None:
+                cwnd = cons
+            else:
+                cwnd = tp.cwnd
+                target = self._bdp(bw, gain)
+                if self.full_bw_reached:
+                    target += self._ack_aggregation_cwnd(tp)
+                target = self._quantization_budget(tp, target)
+                if self.full_bw_reached:
+                    cwnd += acked
+                    if cwnd > target:
+                        cwnd = target
+                elif cwnd < target or tp.delivered < TCP_INIT_CWND:
+                    cwnd = cwnd + acked
+                if cwnd < BBR_CWND_MIN_TARGET:
+                    cwnd = BBR_CWND_MIN_TARGET
+        else:
+            cwnd = tp.cwnd
+        tp.cwnd = cwnd if cwnd < tp.cwnd_clamp else tp.cwnd_clamp
+        if self.mode == PROBE_RTT and tp.cwnd > BBR_CWND_MIN_TARGET:
+            tp.cwnd = BBR_CWND_MIN_TARGET
+
+    def _is_next_cycle_phase(self, tp: Flow, rs: RateSample, now: float) -> bool:
+        is_full_length = self.dm_us - self.cycle_mstamp > self.min_rtt_us
+        if self.pacing_gain == BBR_UNIT:
+            return is_full_length
+        inflight = self._packets_in_net_at_edt(tp, rs.prior_in_flight, now)
+        bw = self.bw.v[0]
+        if self.pacing_gain > BBR_UNIT:
+            return is_full_length and (
+                rs.losses > 0 or inflight >= self._inflight(tp, bw, self.pacing_gain)
+            )
+        return is_full_length or inflight <= self._inflight(tp, bw, BBR_UNIT)
+
+    def _advance_cycle_phase(self, tp: Flow) -> None:
+        self.cycle_idx = (self.cycle_idx + 1) & (CYCLE_LEN - 1)
+        self.cycle_mstamp = self.dm_us
+
+    def _set_mode(
+        self,
+        tp: Flow,
+        mode: int,
+        now: float,
+        why: str,
+        extra: dict[str, float],
+        old: int | None = None,
+    ) -> None:
+        if old is None:
+            old = self.mode
+        self.mode = mode
+        detail = {
+            "from": MODE_NAMES[old],
+            "to": MODE_NAMES[mode],
+            "cwnd": tp.cwnd,
+            "bw_mbps": round(self.bw_bytes_per_sec(tp) * 8 / 1e6, 3),
+            "min_rtt_ms": round(self.min_rtt_us / 1e3, 3) if self.min_rtt_us != U32 else None,
+            **extra,
+        }
+        tp.event("bbr_mode", now, detail, f"BBR {MODE_NAMES[old]} → {MODE_NAMES[mode]}: {why}")
+
+    def _reset_probe_bw_mode(self, tp: Flow, now: float, why: str) -> None:
+        self.cycle_idx = CYCLE_LEN - 1 - self.rng.randrange(BBR_CYCLE_RAND)
+        self._advance_cycle_phase(tp)
+        self._set_mode(
+            tp,
+            PROBE_BW,
+            now,
+            f"{why}; gain cycling starts at phase {self.cycle_idx} "
+            f"(pacing gain {BBR_PACING_GAIN[self.cycle_idx] / BBR_UNIT:g})",
+            {"cycle_idx": self.cycle_idx},
+        )
+
+    def _reset_mode(self, tp: Flow, now: float, why: str) -> None:
+        if not self.full_bw_reached:
+            self._set_mode(tp, STARTUP, now, why, {})
+        else:
+            self._reset_probe_bw_mode(tp, now, why)
+
+    def _reset_lt_bw_sampling_interval(self, tp: Flow) -> None:
+        self.lt_last_stamp = int(tp.delivered_mstamp * 1e3)  # ms
+        self.lt_last_delivered = tp.delivered
+        self.lt_last_lost = tp.lost
+        self.lt_rtt_cnt = 0
+
+    def _reset_lt_bw_sampling(self, tp: Flow) -> None:
+        self.lt_bw = 0
+        self.lt_use_bw = 0
+        self.lt_is_sampling = False
+        self._reset_lt_bw_sampling_interval(tp)
+
+    def _lt_bw_interval_done(self, tp: Flow, bw: int, now: float) -> None:
+        if self.lt_bw:
+            diff = abs(bw - self.lt_bw)
+            if (
+                diff * BBR_UNIT <= BBR_LT_BW_RATIO * self.lt_bw
+                or self._rate_bytes_per_sec(tp, diff, BBR_UNIT) <= BBR_LT_BW_DIFF
+            ):
+                self.lt_bw = (bw + self.lt_bw) >> 1
+                self.lt_use_bw = 1
+                self.pacing_gain = BBR_UNIT
+                self.lt_rtt_cnt = 0
+                tp.event(
+                    "bbr_mode",
+                    now,
+                    {
+                        "from": MODE_NAMES[self.mode],
+                        "to": MODE_NAMES[self.mode],
+                        "lt_bw_mbps": round(self.lt_bw * tp.mss * 8 / BW_UNIT, 3),
+                    },
+                    "BBR long-term sampler: two lossy intervals delivered the same rate, "
+                    "so it assumes a policer and paces at that rate with gain 1",
+                )
+                return
+        self.lt_bw = bw
+        self._reset_lt_bw_sampling_interval(tp)
+
+    def _lt_bw_sampling(self, tp: Flow, rs: RateSample, now: float) -> None:
+        """bbr_lt_bw_sampling: detect a token-bucket policer from lossy, steady intervals."""
+        if self.lt_use_bw:
+            if self.mode == PROBE_BW and self.round_start:
+                self.lt_rtt_cnt += 1
+                if self.lt_rtt_cnt >= BBR_LT_BW_MAX_RTTS:
+                    self._reset_lt_bw_sampling(tp)
+                    self._reset_probe_bw_mode(tp, now, "48 rounds on the long-term rate are over")
+            return
+        if not self.lt_is_sampling:
+            if not rs.losses:
+                return
+            self._reset_lt_bw_sampling_interval(tp)
+            self.lt_is_sampling = True
+        if rs.is_app_limited:
+            self._reset_lt_bw_sampling(tp)
+            return
+        if self.round_start:
+            self.lt_rtt_cnt = (self.lt_rtt_cnt + 1) & 0x7F
+        if self.lt_rtt_cnt < BBR_LT_INTVL_MIN_RTTS:
+            return
+        if self.lt_rtt_cnt > 4 * BBR_LT_INTVL_MIN_RTTS:
+            self._reset_lt_bw_sampling(tp)
+            return
+        if not rs.losses:
+            return
+        lost = tp.lost - self.lt_last_lost
+        delivered = tp.delivered - self.lt_last_delivered
+        if not delivered or (lost << BBR_SCALE) < BBR_LT_LOSS_THRESH * delivered:
+            return
+        t = int(tp.delivered_mstamp * 1e3) - self.lt_last_stamp
+        if t < 1:
+            return
+        t *= 1000
+        self._lt_bw_interval_done(tp, delivered * BW_UNIT // t, now)
+
+    def _update_bw(self, tp: Flow, rs: RateSample, now: float) -> None:
+        self.round_start = 0
+        if rs.delivered < 0 or rs.interval_us <= 0:
+            return
+        if rs.prior_delivered >= self.next_rtt_delivered:
+            self.next_rtt_delivered = tp.delivered
+            self.rtt_cnt += 1
+            self.round_start = 1
+            self.packet_conservation = 0
+        self._lt_bw_sampling(tp, rs, now)
+        bw = rs.delivered * BW_UNIT // rs.interval_us
+        if not rs.is_app_limited or bw >= self.bw.v[0]:
+            self.bw.running_max(BBR_BW_RTTS, self.rtt_cnt, bw)
+
+    def _update_ack_aggregation(self, tp: Flow, rs: RateSample) -> None:
+        if rs.acked_sacked <= 0 or rs.delivered < 0 or rs.interval_us <= 0:
+            return
+        if self.round_start:
+            self.extra_acked_win_rtts = min(0x1F, self.extra_acked_win_rtts + 1)
+            if self.extra_acked_win_rtts >= BBR_EXTRA_ACKED_WIN_RTTS:
+                self.extra_acked_win_rtts = 0
+                self.extra_acked_win_idx ^= 1
+                self.extra_acked[self.extra_acked_win_idx] = 0
+        dm = self.dm_us
+        epoch_us = dm - self.ack_epoch_mstamp
+        if epoch_us < 0:
+            epoch_us = 0
+        expected = self._bw() * epoch_us // BW_UNIT
+        if (
+            self.ack_epoch_acked <= expected
+            or self.ack_epoch_acked + rs.acked_sacked >= BBR_ACK_EPOCH_ACKED_RESET_THRESH
+        ):
+            self.ack_epoch_acked = 0
+            self.ack_epoch_mstamp = dm
+            expected = 0
+        acked = self.ack_epoch_acked + rs.acked_sacked
+        self.ack_epoch_acked = acked = acked if acked < 0xFFFFF else 0xFFFFF
+        extra = acked - expected
+        if extra > tp.cwnd:
+            extra = tp.cwnd
+        if extra > self.extra_acked[self.extra_acked_win_idx]:
+            self.extra_acked[self.extra_acked_win_idx] = extra if extra < 0xFFFF else 0xFFFF
+
+    def _check_full_bw_reached(self, rs: RateSample) -> None:
+        if self.full_bw_reached or not self.round_start or rs.is_app_limited:
+            return
+        bw_thresh = (self.full_bw * BBR_FULL_BW_THRESH) >> BBR_SCALE
+        if self.bw.v[0] >= bw_thresh:
+            self.full_bw = self.bw.v[0]
+            self.full_bw_cnt = 0
+            return
+        self.full_bw_cnt += 1
+        self.full_bw_reached = int(self.full_bw_cnt >= BBR_FULL_BW_CNT)
+
+    def _check_drain(self, tp: Flow, now: float) -> None:
+        if self.mode == STARTUP and self.full_bw_reached:
+            bdp = self._inflight(tp, self.bw.v[0], BBR_UNIT)
+            tp.ssthresh = bdp
+            self._set_mode(
+                tp,
+                DRAIN,
+                now,
+                f"bw stopped growing by 25 % for {BBR_FULL_BW_CNT} rounds at "
+                f"{self.bw_bytes_per_sec(tp) * 8 / 1e6:.1f} Mbit/s, so the pipe is full;"
+                f" pace at 0.35× to drain the queue STARTUP built (target inflight "
+                f"{bdp})",
+                {"target_inflight": bdp},
+            )
+        if self.mode == DRAIN:
+            inflight = self._packets_in_net_at_edt(tp, tp.in_flight(), now)
+            bdp = self._inflight(tp, self.bw.v[0], BBR_UNIT)
+            if inflight <= bdp:
+                self._reset_probe_bw_mode(
+                    tp, now, f"inflight {inflight} ≤ 1 BDP ({bdp} packets): the queue is drained"
+                )
+
+    def _check_probe_rtt_done(self, tp: Flow, now: float) -> None:
+        j = _jiffies(now)
+        if not (self.probe_rtt_done_stamp and j > self.probe_rtt_done_stamp):
+            return
+        self.min_rtt_stamp = j
+        tp.cwnd = max(tp.cwnd, self.prior_cwnd)
+        self._reset_mode(
+            tp,
+            now,
+            f"200 ms and one round at ≤ {BBR_CWND_MIN_TARGET} packets done;"
+            f" min_rtt is {self.min_rtt_us / 1e3:.2f} ms, cwnd restored to "
+            f"{tp.cwnd}",
+        )
+
+    def _update_min_rtt(self, tp: Flow, rs: RateSample, now: float) -> None:
+        j = _jiffies(now)
+        filter_expired = j > self.min_rtt_stamp + BBR_MIN_RTT_WIN_SEC * HZ
+        if rs.rtt_us >= 0 and (
+            rs.rtt_us < self.min_rtt_us or (filter_expired and not rs.is_ack_delayed)
+        ):
+            self.min_rtt_us = rs.rtt_us
+            self.min_rtt_stamp = j
+        if filter_expired and not self.idle_restart and self.mode != PROBE_RTT:
+            old = self.mode
+            self.mode = PROBE_RTT  # before bbr_save_cwnd, which then keeps max(prior, cwnd)
+            self._save_cwnd(tp)
+            self.probe_rtt_done_stamp = 0
+            self.probe_rtt_count += 1
+            self._set_mode(
+                tp,
+                PROBE_RTT,
+                now,
+                f"min_rtt was not lowered (strictly) for {BBR_MIN_RTT_WIN_SEC} s; cap "
+                f"cwnd at {BBR_CWND_MIN_TARGET} packets for ≥ 200 ms to drain the queue"
+                f" and measure the path's RTT (cwnd {self.prior_cwnd} saved)",
+                {"prior_cwnd": self.prior_cwnd},
+                old=old,
+            )
+        if self.mode == PROBE_RTT:
+            # ignore low-rate samples while cwnd is tiny
+            tp.app_limited = (tp.delivered + tp.in_flight()) or 1
+            if not self.probe_rtt_done_stamp and tp.in_flight() <= BBR_CWND_MIN_TARGET:
+                self.probe_rtt_done_stamp = j + BBR_PROBE_RTT_MODE_MS * HZ // 1000
+                self.probe_rtt_round_done = 0
+                self.next_rtt_delivered = tp.delivered
+            elif self.probe_rtt_done_stamp:
+                if self.round_start:
+                    self.probe_rtt_round_done = 1
+                if self.probe_rtt_round_done:
+                    self._check_probe_rtt_done(tp, now)
+        if rs.delivered > 0:
+            self.idle_restart = 0
+
+    def _update_gains(self) -> None:
+        mode = self.mode
+        if mode == STARTUP:
+            self.pacing_gain = self.cwnd_gain = BBR_HIGH_GAIN
+        elif mode == DRAIN:
+            self.pacing_gain = BBR_DRAIN_GAIN
+            self.cwnd_gain = BBR_HIGH_GAIN
+        elif mode == PROBE_BW:
+            self.pacing_gain = BBR_UNIT if self.lt_use_bw else BBR_PACING_GAIN[self.cycle_idx]
+            self.cwnd_gain = BBR_CWND_GAIN
+        else:
+            self.pacing_gain = self.cwnd_gain = BBR_UNIT

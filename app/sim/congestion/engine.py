@@ -1,0 +1,943 @@
+"""The event loop: flows, one drop-tail bottleneck, receivers, timers and sampling.
+
+Model (a dumbbell):
+
+* Senders reach the bottleneck instantly; all of a flow's propagation delay sits after it, split
+  evenly between the data path (bottleneck → receiver) and the ACK path (receiver → sender).
+  ACKs never queue. Every data packet is ``mss + 52`` bytes on the wire.
+* The bottleneck is FIFO, drop-tail, and computed arithmetically: a packet arriving at ``t`` leaves
+  at ``max(t, last_departure) + size/rate`` unless the packets already waiting reach the limit
+  (the one being transmitted is not counted, as in a qdisc). Optional random loss is drawn from
+  ``random.Random(seed)`` before the queue.
+* Because the path is FIFO with a fixed delay per flow, a flow's packets reach its receiver in the
+  order they were sent. So the receiver processes a packet when it is sent (its arrival time is
+  already known), which saves one event per packet. The receiver ACKs every second full segment
+  (``__tcp_ack_snd_check``), at once while data is out of order or a hole was just filled, the
+  first few segments at once (quick-ACK mode), and otherwise after the 40 ms delayed-ACK timer.
+  Each ACK carries the cumulative ACK, how many segments the receiver holds out of order (what
+  SACK blocks tell the sender) and the segment that triggered it (RACK's newest delivery, the RTT
+  sample and the delivery-rate sample, as TCP timestamps and ``tcp_rate_skb_delivered`` give).
+* Senders: Linux 6.4's ACK processing order (``tcp_ack``): clean the retransmit queue (RTT
+  estimator, ``pkts_acked``), RACK loss marking, the CA-state machine (``tcp_fastretrans_alert``:
+  Open/Disorder/Recovery/Loss), then ``tcp_cong_control`` (BBR's ``cong_control``, PRR in
+  Recovery, else ``cong_avoid``), then transmit: lost segments first, then new data, while
+  ``tcp_packets_in_flight < cwnd``; BBR's segments leave in TSO-sized bursts at ``tcp_wstamp_ns``.
+* Timers are lazy: one heap entry per flow and timer; re-arming just moves a deadline, and a timer
+  that fires early re-queues itself. Time series are sampled every ``sample_ms``.
+
+Simplifications, each a deliberate choice (what Linux does differs as said):
+
+* no handshake: a flow starts established, with one RTT sample (base RTT + the queue then) as
+  the SYN/ACK would give; no receive-window limit (autotuning never binds); segments are full;
+* the delayed-ACK timer is a fixed 40 ms (TCP_ATO_MIN; Linux adapts ``ato`` from it); the
+  first 5 segments are ACKed at once (quick-ACK); no SACK compression (every out-of-order
+  segment is SACKed at once, as with tcp_comp_sack_nr = 0);
+* loss detection is RACK with a reorder window of min_rtt/4 below 3 SACKed segments and 0 after,
+  but without RACK's reorder timer (the check runs on the next ACK); no TLP, F-RTO or undo
+  (the path never reorders, so there is nothing spurious to undo);
+* on RTO every outstanding un-SACKed segment is marked lost (6.4 with RACK leaves segments
+  sent within the last RTT unmarked; after ≥ 200 ms of silence that is normally none);
+* the RTT sample of an ACK comes from the segment that triggered it (Linux's srtt uses the
+  oldest newly ACKed segment, usually sent a few µs earlier in the same burst);
+* TSO only for paced (BBR) flows, as bursts of ``bbr_tso_segs_goal`` segments; no TSQ.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+import random
+from typing import Any
+
+from app.sim.congestion.bbr import BBR_UNIT, MODE_NAMES, Bbr
+from app.sim.congestion.cubic import Cubic, sk_pacing_rate
+from app.sim.congestion.flow import (
+    CA_CWR,
+    CA_DISORDER,
+    CA_LOSS,
+    CA_NAMES,
+    CA_OPEN,
+    CA_RECOVERY,
+    DUPTHRESH,
+    MAX_EVENTS_TOTAL,
+    TCP_DELACK_MIN_S,
+    TCP_INFINITE_SSTHRESH,
+    TCP_RTO_MAX_US,
+    TCP_RTO_MIN_US,
+    Flow,
+)
+from app.sim.congestion.params import CwndParams
+from app.sim.congestion.reno import CongestionOps, Reno
+
+EV_ACK, EV_PACE, EV_DELACK, EV_RTO, EV_SAMPLE, EV_START = range(6)
+_RTO_MAX_S = TCP_RTO_MAX_US / 1e6
+
+
+def make_ca(name: str, rng: random.Random) -> CongestionOps:
+    if name == "reno":
+        return Reno()
+    if name == "cubic":
+        return Cubic()
+    if name == "bbr":
+        return Bbr(rng)
+    raise ValueError(name)
+
+
+class Engine:
+    """One run. ``run()`` walks the heap to ``duration_s``; results stay on the flows."""
+
+    def __init__(self, p: CwndParams) -> None:
+        self.p = p
+        self.end = p.duration_s
+        self.rng = random.Random(p.seed)
+        self.loss_rate = p.link.loss_rate
+        rate_bps = p.link.rate_mbps * 1e6
+        self.tx = p.wire_bytes * 8 / rate_bps  # seconds to serialise one packet
+        self.limit = p.buffer_limit_packets
+        # accept while the packets waiting (not the one in service) are fewer than the limit
+        self.limit_time = self.limit * self.tx * (1 + 1e-9)
+        self.last_dep = 0.0
+        self.accepted = 0
+        self.tail_drops = 0
+        self.random_drops = 0
+        self.acks = 0
+        self.events_processed = 0
+        self.heap: list[tuple[Any, ...]] = []
+        self.seq = itertools.count()
+        self.flows = [
+            Flow(
+                index=i,
+                cc_name=f.cc,
+                ca=make_ca(f.cc, self.rng),
+                start=f.start_s,
+                rtt=p.flow_rtt_ms(i) / 1e3,
+                mss=p.mss,
+            )
+            for i, f in enumerate(p.flows)
+        ]
+        for f in self.flows:
+            f.max_events = max(500, MAX_EVENTS_TOTAL // len(self.flows))
+        self.sample_s = p.sample_ms / 1e3
+        self.n_samples = int(math.floor(p.duration_s / self.sample_s + 1e-9)) + 1
+        self.queue: dict[str, list[Any]] = {"t": [], "packets": [], "drops": []}
+        for f in self.flows:
+            self.push_event(f.start, EV_START, f.index)
+        self.push_event(0.0, EV_SAMPLE, 0)
+
+    def push_event(self, t: float, kind: int, *rest: Any) -> None:
+        heapq.heappush(self.heap, (t, next(self.seq), kind, *rest))
+
+    # -- main loop ---------------------------------------------------------------------------
+
+    def run(self, until: float | None = None) -> None:
+        """Process events up to ``until`` (default: the end). Calling it again resumes, so a
+        test can walk the run in steps; finishing in steps gives the same result as at once."""
+        heap = self.heap
+        pop = heapq.heappop
+        flows = self.flows
+        end = self.end if until is None else min(until, self.end)
+        on_ack = self.on_ack
+        push = heapq.heappush
+        counter = self.seq
+        n = self.events_processed - self.acks
+        acks = self.acks
+        while heap:
+            if heap[0][0] > end:
+                break
+            ev = pop(heap)
+            now = ev[0]
+            kind = ev[2]
+            if kind == EV_ACK:
+                # A flow's ACKs arrive in the order they were sent (FIFO path, fixed delay), so
+                # they wait in its own queue with only the head in the heap; keep draining it
+                # while it is ahead of every other event.
+                f = ev[3]
+                q = f.ackq
+                while True:
+                    t, a, sk, pkt = q.popleft()
+                    acks += 1
+                    on_ack(f, t, a, sk, pkt)
+                    if not q:
+                        f.ack_armed = False
+                        break
+                    nt = q[0][0]
+                    if nt > end or (heap and nt >= heap[0][0]):
+                        push(heap, (nt, next(counter), EV_ACK, f))
+                        break
+                continue
+            n += 1
+            if kind == EV_PACE:
+                f = flows[ev[3]]
+                f.pace_armed = False
+                self.push(f, now)
+            elif kind == EV_DELACK:
+                self.on_delack(flows[ev[3]], now)
+            elif kind == EV_RTO:
+                self.on_rto_timer(flows[ev[3]], now)
+            elif kind == EV_SAMPLE:
+                self.sample(now, ev[3])
+            else:
+                self.start_flow(flows[ev[3]], now)
+        self.acks = acks
+        self.events_processed = n + acks
+        if end >= self.end:
+            for f in flows:
+                if isinstance(f.ca, Cubic):
+                    f.ca._close_epoch(f, self.end)
+
+    # -- flows start -----------------------------------------------------------------------
+
+    def start_flow(self, f: Flow, now: float) -> None:
+        """The connection is established at ``start_s``; the handshake gave one RTT sample."""
+        queue_wait = max(0.0, self.last_dep - now)
+        m = int((f.rtt + queue_wait) * 1e6)
+        f.rtt_estimator(m)
+        f.min_rtt_us = m
+        f.delivered_mstamp = f.first_tx_mstamp = f.wstamp = now
+        f.ca.init(f, now)
+        f.series = {k: [] for k in SERIES_KEYS}
+        if not f.is_cubic:
+            del f.series["w_cubic"], f.series["w_est"]
+        if not f.is_bbr:
+            del f.series["bw_mbps"], f.series["pacing_gain"], f.series["min_rtt_ms"]
+        text = (
+            f"flow {f.index} ({f.cc_name}) starts: cwnd = IW {f.cwnd} segments, ssthresh = "
+            f"∞, handshake RTT {m / 1e3:.2f} ms → RTO {f.rto_s * 1e3:.0f} ms"
+        )
+        if f.is_bbr:
+            text += (
+                f"; BBR paces its first window at 2.89 × {f.cwnd} segments per RTT "
+                f"({f.pacing_rate * 8 / 1e6:.2f} Mbit/s)"
+            )
+        f.event("start", now, {"cwnd": f.cwnd, "rtt_ms": m / 1e3, "rto_ms": f.rto_s * 1e3}, text)
+        self.push(f, now)
+
+    # -- sending -------------------------------------------------------------------------------
+
+    def push(self, f: Flow, now: float) -> None:
+        """tcp_xmit_retransmit_queue then tcp_write_xmit: send while in_flight < cwnd."""
+        room = f.cwnd - (f.snd_nxt - f.snd_una - f.sacked_out - len(f.holes) + f.retrans_out)
+        if room <= 0:
+            return
+        if f.snd_nxt == f.snd_una:  # tcp_rate_skb_sent: restart the delivery-rate clock
+            f.first_tx_mstamp = f.delivered_mstamp = now
+            arm = True
+        else:
+            arm = False
+        in_reduction = f.ca_state == CA_RECOVERY or f.ca_state == CA_CWR
+        transmit = self.transmit
+        if not f.paced:
+            if f.rtxq:
+                while room > 0:
+                    seq = self.next_retransmit(f, now)
+                    if seq < 0:
+                        break
+                    transmit(f, seq, now, True)
+                    room -= 1
+                    if in_reduction:
+                        f.prr_out += 1
+            if room > 0:
+                self.send_new(f, room, now)
+                if in_reduction:
+                    f.prr_out += room
+        else:
+            ca = f.ca
+            assert isinstance(ca, Bbr)
+            while room > 0:
+                if f.wstamp > now:  # tcp_pacing_check: wait for the earliest departure time
+                    if not f.pace_armed:
+                        f.pace_armed = True
+                        self.push_event(f.wstamp, EV_PACE, f.index)
+                    break
+                burst = ca.tso_goal  # tcp_cwnd_test: also at most half of cwnd
+                half = f.cwnd >> 1
+                if half < burst:
+                    burst = half if half > 1 else 1
+                if room < burst:
+                    burst = room
+                left = burst
+                while left and f.rtxq:
+                    seq = self.next_retransmit(f, now)
+                    if seq < 0:
+                        break
+                    transmit(f, seq, now, True)
+                    left -= 1
+                if left:
+                    self.send_new(f, left, now)
+                room -= burst
+                if in_reduction:
+                    f.prr_out += burst
+                # tcp_update_skb_after_send: the next burst leaves len/rate later, less up to
+                # half of that as credit for lateness; the first 10 segments are not paced
+                prior = f.wstamp
+                if prior < now:
+                    f.wstamp = now
+                f.data_segs_out += burst
+                rate = f.pacing_rate
+                if rate and f.data_segs_out >= 10:
+                    len_s = burst * f.mss / rate
+                    credit = f.wstamp - prior
+                    f.wstamp += len_s - min(len_s / 2, credit)
+        if arm:
+            self.arm_rto(f, now)
+
+    def next_retransmit(self, f: Flow, now: float) -> int:
+        """The lowest segment marked lost and not yet retransmitted, or -1."""
+        rtxq = f.rtxq
+        holes = f.holes
+        while rtxq:
+            seq = heapq.heappop(rtxq)
+            if seq in holes and holes[seq] is None:
+                holes[seq] = now
+                f.retrans_out += 1
+                f.retransmits += 1
+                return seq
+        return -1
+
+    def send_new(self, f: Flow, n: int, now: float) -> None:
+        """``transmit`` for ``n`` new segments at once (the hot path, so with locals)."""
+        seq0 = f.snd_nxt
+        f.snd_nxt = seq0 + n
+        heap = self.heap
+        counter = self.seq
+        tx = self.tx
+        lim = self.limit_time
+        owd = f.owd
+        last = self.last_dep
+        loss = self.loss_rate
+        idx = f.index
+        ooo = f.ooo
+        d, dm, ft, al = f.delivered, f.delivered_mstamp, f.first_tx_mstamp, f.app_limited
+        accepted = 0
+        nxt = f.rcv_nxt  # receiver state in locals; written back before anything reads it
+        pending = f.rcv_pending
+        hpush = heapq.heappush
+        q = f.ackq
+        qadd = q.append
+        for seq in range(seq0, seq0 + n):
+            pkt = (seq, now, False, d, dm, ft, al)
+            b = last - now
+            if b > lim or (loss and self.rng.random() < loss):
+                if b > lim:
+                    self.tail_drops += 1
+                else:
+                    self.random_drops += 1
+                f.drops += 1
+                f.undetected.append(pkt)
+                continue
+            last = (last if b > 0 else now) + tx
+            accepted += 1
+            r = last + owd
+            if pending and f.rcv_deadline <= r:  # the delayed-ACK timer fired first
+                pending = False
+                f.rcv_nxt = nxt
+                self.send_ack(f, f.rcv_deadline, f.rcv_pending_pkt)
+            if seq == nxt:
+                nxt += 1
+                if ooo:
+                    while nxt in ooo:
+                        ooo.remove(nxt)
+                        nxt += 1
+                elif f.quick > 0:
+                    f.quick -= 1
+                elif not pending:
+                    pending = True
+                    f.rcv_pending_pkt = pkt
+                    f.rcv_deadline = dl = r + TCP_DELACK_MIN_S
+                    if not f.delack_armed:
+                        f.delack_armed = True
+                        hpush(heap, (dl, next(counter), EV_DELACK, idx))
+                    continue
+            elif seq > nxt:
+                ooo.add(seq)
+            pending = False
+            qadd((r + owd, nxt, len(ooo), pkt))
+        f.rcv_nxt = nxt
+        f.rcv_pending = pending
+        if q and not f.ack_armed:
+            f.ack_armed = True
+            hpush(heap, (q[0][0], next(counter), EV_ACK, f))
+        self.last_dep = last
+        self.accepted += accepted
+
+    def transmit(self, f: Flow, seq: int, now: float, retrans: bool) -> None:
+        """One segment into the bottleneck; if it gets through, into the receiver."""
+        pkt = (seq, now, retrans, f.delivered, f.delivered_mstamp, f.first_tx_mstamp, f.app_limited)
+        if self.loss_rate and self.rng.random() < self.loss_rate:
+            self.random_drops += 1
+            f.drops += 1
+            f.undetected.append(pkt)
+            return
+        backlog = self.last_dep - now
+        if backlog > self.limit_time:
+            self.tail_drops += 1
+            f.drops += 1
+            f.undetected.append(pkt)
+            return
+        dep = (self.last_dep if backlog > 0 else now) + self.tx
+        self.last_dep = dep
+        self.accepted += 1
+        r = dep + f.owd  # arrival at the receiver
+        # -- receiver (tcp_rcv_established / tcp_data_queue / __tcp_ack_snd_check) --
+        if f.rcv_pending and f.rcv_deadline <= r:
+            # the delayed-ACK timer expired before this segment arrived
+            f.rcv_pending = False
+            self.send_ack(f, f.rcv_deadline, f.rcv_pending_pkt)
+        nxt = f.rcv_nxt
+        if seq == nxt:
+            nxt += 1
+            ooo = f.ooo
+            if ooo:  # fills (part of) a hole: ACK at once
+                while nxt in ooo:
+                    ooo.remove(nxt)
+                    nxt += 1
+                f.rcv_nxt = nxt
+            else:
+                f.rcv_nxt = nxt
+                if f.quick > 0:
+                    f.quick -= 1
+                elif not f.rcv_pending:  # first of two: wait for the next or the timer
+                    f.rcv_pending = True
+                    f.rcv_pending_pkt = pkt
+                    f.rcv_deadline = d = r + TCP_DELACK_MIN_S
+                    if not f.delack_armed:
+                        f.delack_armed = True
+                        heapq.heappush(self.heap, (d, next(self.seq), EV_DELACK, f.index))
+                    return
+        elif seq > nxt:
+            f.ooo.add(seq)  # out of order: SACK it at once
+        f.rcv_pending = False
+        self.send_ack(f, r, pkt)
+
+    def send_ack(self, f: Flow, t: float, pkt: Any) -> None:
+        """The receiver sends an ACK at ``t``; it reaches the sender ``owd`` later."""
+        at = t + f.owd
+        f.ackq.append((at, f.rcv_nxt, len(f.ooo), pkt))
+        if not f.ack_armed:
+            f.ack_armed = True
+            heapq.heappush(self.heap, (at, next(self.seq), EV_ACK, f))
+
+    def on_delack(self, f: Flow, now: float) -> None:
+        f.delack_armed = False
+        if not f.rcv_pending:
+            return
+        if f.rcv_deadline <= now:
+            f.rcv_pending = False
+            self.send_ack(f, now, f.rcv_pending_pkt)
+        else:
+            f.delack_armed = True
+            self.push_event(f.rcv_deadline, EV_DELACK, f.index)
+
+    # -- ACK processing ------------------------------------------------------------------------
+
+    def on_ack(self, f: Flow, now: float, ack_no: int, sacked: int, pkt: tuple[Any, ...]) -> None:
+        """tcp_ack for one ACK: scoreboard, RTT, loss marking, CA state, cwnd, transmit."""
+        is_bbr = f.is_bbr
+        if (
+            not sacked
+            and ack_no > f.snd_una
+            and not f.sacked_out
+            and not f.holes
+            and f.ca_state == CA_OPEN
+            and not f.undetected
+        ):
+            if is_bbr:
+                self.bbr_fast_ack(f, now, ack_no, pkt)
+                return
+            # The common case, in one place: in-order progress in state Open. Nothing can be
+            # newly lost (a drop blocks the cumulative ACK and would show up as SACKs).
+            delivered = ack_no - f.snd_una
+            f.snd_una = ack_no
+            f.delivered += delivered
+            if pkt[2]:
+                rtt_us = -1
+            else:
+                rtt_us = int((now - pkt[1]) * 1e6)
+                # tcp_rtt_estimator, inlined here for speed (Flow.rtt_estimator is the
+                # commented version): srtt ×8, mdev ×4, rttvar floored at 200 ms per RTT
+                m = rtt_us
+                srtt = f.srtt_us
+                m -= srtt >> 3
+                srtt += m
+                mdev = f.mdev_us
+                if m < 0:
+                    m = -m - (mdev >> 2)
+                    if m > 0:
+                        m >>= 3
+                else:
+                    m -= mdev >> 2
+                mdev += m
+                f.mdev_us = mdev
+                if mdev > f.mdev_max_us:
+                    f.mdev_max_us = mdev
+                    if mdev > f.rttvar_us:
+                        f.rttvar_us = mdev
+                if ack_no > f.rtt_seq:
+                    if f.mdev_max_us < f.rttvar_us:
+                        f.rttvar_us -= (f.rttvar_us - f.mdev_max_us) >> 2
+                    f.rtt_seq = f.snd_nxt
+                    f.mdev_max_us = TCP_RTO_MIN_US
+                if srtt < 1:
+                    srtt = 1
+                f.srtt_us = srtt
+                rto_us = (srtt >> 3) + f.rttvar_us
+                f.rto_s = -(-rto_us // 1000) / 1000 if rto_us < TCP_RTO_MAX_US else _RTO_MAX_S
+                if rtt_us < f.min_rtt_us:
+                    f.min_rtt_us = rtt_us
+                f.last_rtt_us = rtt_us
+            if pkt[1] > f.rack_xmit:
+                f.rack_xmit = pkt[1]
+            f.ca.acked_and_cong_avoid(f, delivered, rtt_us, now)
+            nxt = f.snd_nxt
+            if nxt == ack_no:
+                f.rto_deadline = 0.0
+                self.push(f, now)
+                return
+            f.backoff = 0
+            f.rto_deadline = now + f.rto_s
+            if not f.rto_armed:
+                f.rto_armed = True
+                heapq.heappush(self.heap, (f.rto_deadline, next(self.seq), EV_RTO, f.index))
+            room = f.cwnd - (nxt - ack_no)
+            if room > 0:
+                self.send_new(f, room, now)
+            return
+        if is_bbr:
+            prior_in_flight = f.snd_nxt - f.snd_una - f.sacked_out - len(f.holes) + f.retrans_out
+        delivered = 0
+        una_adv = False
+        if ack_no > f.snd_una:
+            delivered = ack_no - f.snd_una
+            f.snd_una = ack_no
+            una_adv = True
+            if f.holes:
+                self.cum_ack_holes(f, ack_no)
+        seq = pkt[0]
+        s_old = f.sacked_out
+        if sacked != s_old or seq >= ack_no:
+            delivered += sacked - s_old
+            f.sacked_out = sacked
+            if seq >= ack_no:  # the segment that triggered this ACK is SACKed
+                f.sacked_set.add(seq)
+                holes = f.holes
+                if seq in holes and holes.pop(seq) is not None:
+                    f.retrans_out -= 1
+            if not sacked:
+                f.sacked_set.clear()
+        f.delivered += delivered
+
+        # RTT sample (Karn: none from a retransmission), tcp_rtt_estimator, pkts_acked
+        if not pkt[2]:
+            rtt_us = int((now - pkt[1]) * 1e6)
+            f.rtt_estimator(rtt_us)
+            if rtt_us < f.min_rtt_us:
+                f.min_rtt_us = rtt_us
+            f.last_rtt_us = rtt_us
+        else:
+            rtt_us = -1
+        ca = f.ca
+        if ca.has_pkts_acked:
+            ca.pkts_acked(f, rtt_us, now)
+
+        # RACK: the newest delivered transmission marks everything sent before it as lost
+        if pkt[1] > f.rack_xmit:
+            f.rack_xmit = pkt[1]
+        newly_lost = self.rack_mark_lost(f) if f.undetected else 0
+
+        # tcp_fastretrans_alert: leave Recovery/Loss once high_seq is ACKed; enter Recovery
+        state = f.ca_state
+        if state >= CA_RECOVERY or f.holes or f.sacked_out or state == CA_DISORDER:
+            self.ca_state_machine(f, now)
+
+        # tcp_cong_control
+        if is_bbr:
+            self.bbr_rate_sample(f, now, delivered, newly_lost, pkt, rtt_us, prior_in_flight)
+        elif f.ca_state == CA_RECOVERY or f.ca_state == CA_CWR:
+            self.cwnd_reduction(f, delivered, newly_lost, una_adv)
+        elif una_adv:
+            ca.cong_avoid(f, delivered, now)
+
+        # tcp_rearm_rto on forward progress; no timer with nothing outstanding
+        if f.snd_nxt == f.snd_una:
+            f.rto_deadline = 0.0
+        elif una_adv:
+            f.backoff = 0
+            self.arm_rto(f, now)
+        self.push(f, now)
+
+    def bbr_fast_ack(self, f: Flow, now: float, ack_no: int, pkt: tuple[Any, ...]) -> None:
+        """The in-order, state-Open ACK for BBR: no SACK, no loss, then ``bbr_main``."""
+        prior_in_flight = f.snd_nxt - f.snd_una + f.retrans_out
+        delivered = ack_no - f.snd_una
+        f.snd_una = ack_no
+        f.delivered += delivered
+        if pkt[2]:
+            rtt_us = -1
+        else:
+            rtt_us = int((now - pkt[1]) * 1e6)
+            f.rtt_estimator(rtt_us)
+            if rtt_us < f.min_rtt_us:
+                f.min_rtt_us = rtt_us
+            f.last_rtt_us = rtt_us
+        if pkt[1] > f.rack_xmit:
+            f.rack_xmit = pkt[1]
+        self.bbr_rate_sample(f, now, delivered, 0, pkt, rtt_us, prior_in_flight)
+        if f.snd_nxt == ack_no:
+            f.rto_deadline = 0.0
+        else:
+            f.backoff = 0
+            f.rto_deadline = now + f.rto_s
+            if not f.rto_armed:
+                f.rto_armed = True
+                heapq.heappush(self.heap, (f.rto_deadline, next(self.seq), EV_RTO, f.index))
+        self.push(f, now)
+
+    def cum_ack_holes(self, f: Flow, ack_no: int) -> None:
+        hh = f.hole_heap
+        holes = f.holes
+        while hh and hh[0] < ack_no:
+            seq = heapq.heappop(hh)
+            if seq in holes and holes.pop(seq) is not None:
+                f.retrans_out -= 1
+
+    def rack_mark_lost(self, f: Flow) -> int:
+        """tcp_rack_mark_lost (tcp_recovery.c): lost if sent before the newest delivery.
+
+        RACK waits a reorder window (min_rtt/4) first, unless the flow is already in Recovery
+        or three segments are SACKed (tcp_rack_reo_wnd); the path never reorders, so with a
+        window of 0 the oldest hole is lost as soon as anything sent after it arrives.
+        """
+        und = f.undetected
+        rx = f.rack_xmit
+        if f.ca_state >= CA_RECOVERY or f.sacked_out >= DUPTHRESH:
+            reo = 0.0
+        else:
+            reo = f.min_rtt_us / 4e6
+        holes = f.holes
+        n = 0
+        while und:
+            p = und[0]
+            x = p[1]
+            if x >= rx or rx - x < reo:
+                break
+            und.popleft()
+            seq = p[0]
+            if p[2]:  # a dropped retransmission: lost again
+                if holes.get(seq) == x:
+                    holes[seq] = None
+                    f.retrans_out -= 1
+                    heapq.heappush(f.rtxq, seq)
+                    n += 1
+            elif seq >= f.snd_una and seq not in holes:
+                holes[seq] = None
+                heapq.heappush(f.hole_heap, seq)
+                heapq.heappush(f.rtxq, seq)
+                n += 1
+        f.lost += n
+        return n
+
+    def ca_state_machine(self, f: Flow, now: float) -> None:
+        state = f.ca_state
+        if state == CA_RECOVERY and f.snd_una >= f.high_seq:
+            # tcp_end_cwnd_reduction: cwnd = ssthresh (BBR keeps its own cwnd)
+            before = f.cwnd
+            if not f.is_bbr and f.ssthresh < TCP_INFINITE_SSTHRESH:
+                f.cwnd = f.ssthresh
+            self.set_ca_state(f, CA_OPEN, now)
+            f.event(
+                "recovery_exit",
+                now,
+                {"cwnd": f.cwnd, "ssthresh": _ss(f), "cwnd_before": before},
+                f"recovery ends: every segment sent before the loss (up to {f.high_seq}) is "
+                f"ACKed; "
+                + (
+                    f"BBR's cwnd goes back to at least the {_prior(f)} it saved when the loss began"
+                    if f.is_bbr
+                    else f"cwnd = ssthresh = {f.cwnd} (PRR had it at {before})"
+                ),
+            )
+        elif state == CA_LOSS and f.snd_una >= f.high_seq:
+            self.set_ca_state(f, CA_OPEN, now)
+            f.event(
+                "recovery_exit",
+                now,
+                {"cwnd": f.cwnd, "ssthresh": _ss(f)},
+                f"loss recovery after the timeout ends at cwnd {f.cwnd}: everything sent "
+                f"before the RTO is ACKed",
+            )
+        if f.ca_state <= CA_DISORDER:
+            if f.holes:
+                self.enter_recovery(f, now)
+            elif f.sacked_out:
+                if f.ca_state != CA_DISORDER:
+                    self.set_ca_state(f, CA_DISORDER, now)
+            elif f.ca_state != CA_OPEN:
+                self.set_ca_state(f, CA_OPEN, now)
+
+    def set_ca_state(self, f: Flow, state: int, now: float) -> None:
+        """tcp_set_ca_state (tcp_cong.c:37): the CC's set_state hook sees every change."""
+        f.ca.set_state(f, state, now)
+        f.ca_state = state
+
+    def enter_recovery(self, f: Flow, now: float) -> None:
+        """tcp_enter_recovery + tcp_init_cwnd_reduction (tcp_input.c:2611)."""
+        cwnd = f.cwnd
+        f.high_seq = f.snd_nxt
+        f.snd_cwnd_cnt = 0
+        f.prior_cwnd = cwnd
+        f.prr_delivered = 0
+        f.prr_out = 0
+        lost = len(f.holes)
+        first = min(f.holes)
+        f.loss_events += 1
+        f.ssthresh = f.ca.ssthresh(f, now)
+        self.set_ca_state(f, CA_RECOVERY, now)
+        detail, text = f.ca.loss_text(f, cwnd, f.ssthresh)
+        f.event(
+            "loss",
+            now,
+            {
+                "cwnd": cwnd,
+                "ssthresh": _ss(f),
+                "lost": lost,
+                "first_lost_seq": first,
+                "sacked": f.sacked_out,
+                **detail,
+            },
+            text,
+        )
+        if f.is_bbr:
+            how = "BBR skips PRR and sets cwnd itself"
+        else:
+            how = (
+                f"PRR (RFC 6937) will walk cwnd from {cwnd} down to ssthresh {f.ssthresh} "
+                f"over about one round trip, sending ~{f.ssthresh / max(cwnd, 1):.2f} segments "
+                f"per segment delivered"
+            )
+        f.event(
+            "recovery_enter",
+            now,
+            {"cwnd": cwnd, "ssthresh": _ss(f), "high_seq": f.high_seq, "lost": lost},
+            f"{f.sacked_out} segments SACKed beyond segment {first}, so RACK marks {lost} "
+            f"segment{'s' if lost != 1 else ''} lost and the flow enters Recovery until "
+            f"segment {f.high_seq} is ACKed; {how}",
+        )
+
+    def cwnd_reduction(self, f: Flow, acked_sacked: int, newly_lost: int, una_adv: bool) -> None:
+        """tcp_cwnd_reduction (PRR, RFC 6937) as in Linux 6.4."""
+        if acked_sacked <= 0 or not f.prior_cwnd:
+            return
+        in_flight = f.snd_nxt - f.snd_una - f.sacked_out - len(f.holes) + f.retrans_out
+        delta = f.ssthresh - in_flight
+        f.prr_delivered += acked_sacked
+        if delta < 0:
+            sndcnt = -(-(f.ssthresh * f.prr_delivered) // f.prior_cwnd) - f.prr_out
+        else:
+            sndcnt = max(f.prr_delivered - f.prr_out, acked_sacked)
+            if una_adv and not newly_lost:
+                sndcnt += 1
+            sndcnt = min(delta, sndcnt)
+        if sndcnt < (0 if f.prr_out else 1):  # force the fast retransmit on entry
+            sndcnt = 0 if f.prr_out else 1
+        f.cwnd = in_flight + sndcnt
+
+    def bbr_rate_sample(
+        self,
+        f: Flow,
+        now: float,
+        delivered: int,
+        lost: int,
+        pkt: Any,
+        rtt_us: int,
+        prior_in_flight: int,
+    ) -> None:
+        """tcp_rate_gen (tcp_rate.c), then BBR's cong_control with that sample."""
+        ca = f.ca
+        assert isinstance(ca, Bbr)
+        rs = ca.rs
+        if f.app_limited and f.delivered > f.app_limited:
+            f.app_limited = 0
+        if delivered:
+            f.delivered_mstamp = now
+        rs.acked_sacked = delivered
+        rs.losses = lost
+        rs.prior_in_flight = prior_in_flight
+        rs.rtt_us = rtt_us
+        rs.is_ack_delayed = False  # only runt (sub-MSS) segments are flagged; ours are full
+        if delivered > 0:
+            rs.prior_delivered = pkt[3]
+            rs.prior_mstamp = pkt[4]
+            rs.is_app_limited = bool(pkt[6])
+            rs.is_retrans = pkt[2]
+            f.first_tx_mstamp = pkt[1]
+            rs.delivered = f.delivered - pkt[3]
+            interval = int(max(pkt[1] - pkt[5], now - pkt[4]) * 1e6)
+            if interval < f.min_rtt_us:
+                interval = -1
+            else:
+                f.rate_delivered = rs.delivered
+                f.rate_interval_us = interval
+            rs.interval_us = interval
+        else:
+            rs.delivered = -1
+            rs.interval_us = -1
+        ca.cong_control(f, rs, now)
+
+    # -- retransmission timer --------------------------------------------------------------------
+
+    def arm_rto(self, f: Flow, now: float) -> None:
+        f.rto_deadline = now + f.rto_s
+        if not f.rto_armed:
+            f.rto_armed = True
+            self.push_event(f.rto_deadline, EV_RTO, f.index)
+
+    def on_rto_timer(self, f: Flow, now: float) -> None:
+        f.rto_armed = False
+        if not f.rto_deadline or f.snd_nxt == f.snd_una:
+            return
+        if now < f.rto_deadline:
+            f.rto_armed = True
+            self.push_event(f.rto_deadline, EV_RTO, f.index)
+            return
+        self.enter_loss(f, now)
+
+    def enter_loss(self, f: Flow, now: float) -> None:
+        """tcp_retransmit_timer → tcp_enter_loss (tcp_input.c:2137)."""
+        f.rtos += 1
+        cwnd = f.cwnd
+        state = f.ca_state
+        new_reduction = (
+            state <= CA_DISORDER or f.snd_una >= f.high_seq or (state == CA_LOSS and f.backoff == 0)
+        )
+        if new_reduction:
+            f.prior_cwnd = cwnd
+            f.ssthresh = f.ca.ssthresh(f, now)
+        # tcp_timeout_mark_lost: everything outstanding that is not SACKed is lost
+        sacked = {s for s in f.sacked_set if s >= f.snd_una}
+        old = f.holes
+        holes: dict[int, float | None] = {}
+        newly = 0
+        for s in range(f.snd_una, f.snd_nxt):
+            if s not in sacked:
+                holes[s] = None
+                if s not in old:
+                    newly += 1
+        f.holes = holes
+        f.hole_heap = list(holes)
+        f.rtxq = list(holes)  # ascending: already a heap
+        f.retrans_out = 0
+        f.undetected.clear()
+        f.lost += newly
+        f.cwnd = f.in_flight() + 1
+        f.snd_cwnd_cnt = 0
+        f.high_seq = f.snd_nxt
+        self.set_ca_state(f, CA_LOSS, now)
+        rto = f.rto_s
+        f.backoff += 1
+        f.rto_s = min(f.rto_s * 2, _RTO_MAX_S)
+        if f.is_cubic:
+            why = (
+                f"ssthresh = {f.ssthresh} = {cwnd} × 717/1024; entering Loss resets CUBIC "
+                f"(W_max = 0), so its next epoch starts with K = 0"
+            )
+        elif f.is_bbr:
+            why = "BBR restarts full-pipe detection and will restore its saved cwnd after recovery"
+        else:
+            why = f"ssthresh = {f.ssthresh} = max({cwnd} / 2, 2)"
+        if not new_reduction:
+            why = f"ssthresh stays {f.ssthresh} (already reduced for this window)"
+        f.event(
+            "rto",
+            now,
+            {
+                "cwnd_before": cwnd,
+                "cwnd": f.cwnd,
+                "ssthresh": _ss(f),
+                "rto_ms": rto * 1e3,
+                "next_rto_ms": f.rto_s * 1e3,
+                "lost": len(holes),
+                "backoff": f.backoff,
+            },
+            f"retransmission timeout after {rto * 1e3:.0f} ms without progress: "
+            f"{len(holes)} segments marked lost, cwnd {cwnd} → {f.cwnd} "
+            f"(packets in flight + 1), {why}; the timer backs off to {f.rto_s * 1e3:.0f} ms",
+        )
+        # the timer retransmits the head itself, without waiting for pacing
+        seq = self.next_retransmit(f, now)
+        if seq >= 0:
+            self.transmit(f, seq, now, True)
+        f.rto_deadline = now + f.rto_s
+        f.rto_armed = True
+        self.push_event(f.rto_deadline, EV_RTO, f.index)
+
+    # -- sampling -------------------------------------------------------------------------------
+
+    def sample(self, now: float, k: int) -> None:
+        dt = self.sample_s
+        tx = self.tx
+        b = self.last_dep - now
+        waiting = max(0, math.ceil(b / tx - 1e-6) - 1) if b > 0 else 0
+        q = self.queue
+        q["t"].append(round(now, 6))
+        q["packets"].append(waiting)
+        q["drops"].append(self.tail_drops + self.random_drops)
+        for f in self.flows:
+            if f.start > now + 1e-12 or not f.series:
+                continue
+            s = f.series
+            s["t"].append(round(now, 6))
+            s["cwnd"].append(f.cwnd)
+            s["ssthresh"].append(_ss(f))
+            s["inflight"].append(f.in_flight())
+            s["srtt_ms"].append(round(f.srtt_us / 8000, 3))
+            if f.last_rtt_us >= 0:
+                f.rtt_samples.append(f.last_rtt_us)
+            s["pacing_mbps"].append(round(sk_pacing_rate(f) * 8e-6, 3))
+            span = min(dt, now - f.start) or dt
+            s["delivery_mbps"].append(
+                round((f.delivered - f.last_sample_delivered) * f.mss * 8e-6 / span, 3)
+            )
+            f.last_sample_delivered = f.delivered
+            s["ca_state"].append(CA_NAMES[f.ca_state])
+            ca = f.ca
+            if isinstance(ca, Bbr):
+                s["bbr_mode"].append(MODE_NAMES[ca.mode])
+                s["bw_mbps"].append(round(ca.bw_bytes_per_sec(f) * 8e-6, 3))
+                s["pacing_gain"].append(ca.pacing_gain / BBR_UNIT)
+                s["min_rtt_ms"].append(round(ca.min_rtt_us / 1e3, 3))
+            else:
+                s["bbr_mode"].append(None)
+            if isinstance(ca, Cubic):
+                live = ca.epoch_start != 0
+                s["w_cubic"].append(ca.bic_target if live else None)
+                s["w_est"].append(ca.tcp_cwnd if live else None)
+        if k + 1 < self.n_samples:
+            self.push_event((k + 1) * dt, EV_SAMPLE, k + 1)
+
+
+SERIES_KEYS = (
+    "t",
+    "cwnd",
+    "ssthresh",
+    "inflight",
+    "srtt_ms",
+    "pacing_mbps",
+    "delivery_mbps",
+    "bbr_mode",
+    "ca_state",
+    "w_cubic",
+    "w_est",
+    "bw_mbps",
+    "pacing_gain",
+    "min_rtt_ms",
+)
+
+
+def _prior(f: Flow) -> int:
+    ca = f.ca
+    return ca.prior_cwnd if isinstance(ca, Bbr) else f.prior_cwnd
+
+
+def _ss(f: Flow) -> int | None:
+    return None if f.ssthresh >= TCP_INFINITE_SSTHRESH else f.ssthresh

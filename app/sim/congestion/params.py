@@ -1,0 +1,386 @@
+"""Parameters of a congestion-control run: a dumbbell with one bottleneck and 1-16 flows.
+
+``parse(raw)`` turns JSON-shaped input into frozen :class:`CwndParams` (or raises
+:class:`~app.sim.core.ParamError` naming every bad field); ``dump(params)`` gives the raw form
+back, so ``parse(dump(p)) == p``.
+
+Units follow the API: rates in Mbit/s, delays in ms, durations in s, sizes in bytes, ``cwnd`` in
+segments. Every data packet on the wire is ``mss + HEADER_BYTES`` bytes (IPv4 20 + TCP 20 + the
+timestamp option 12, as Linux sends by default), so an MSS of 1448 makes 1500-byte packets.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from app.sim.core.errors import ParamError, ParamIssue
+
+CC_NAMES = ("reno", "cubic", "bbr")
+HEADER_BYTES = 52  # 20 IPv4 + 20 TCP + 12 TCP timestamp option (tcp_options_write)
+MAX_FLOWS = 16
+MAX_DURATION_S = 600.0
+MIN_RATE_MBPS = 0.1
+MAX_RATE_MBPS = 10_000.0
+MAX_RTT_MS = 10_000.0
+MAX_BUFFER_PACKETS = 1_000_000
+MAX_SAMPLES = 60_000  # per series: duration_s / sample_ms
+MAX_FLOW_SAMPLES = 120_000  # samples × flows: bounds a trace's memory and JSON size
+# Limit that protects the server: about 500 k events per wall second on this machine.
+MAX_PACKET_EVENTS = 20_000_000
+
+_LINK_KEYS = ("rate_mbps", "rtt_ms", "buffer_packets", "buffer_bytes", "buffer_bdp", "loss_rate")
+_FLOW_KEYS = ("cc", "start_s", "rtt_ms")
+_TOP_KEYS = ("link", "flows", "duration_s", "mss", "seed", "sample_ms")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LinkParams:
+    """The bottleneck: rate, base (propagation) RTT, drop-tail buffer and random loss."""
+
+    rate_mbps: float
+    rtt_ms: float
+    buffer_packets: int | None = None
+    buffer_bytes: int | None = None
+    buffer_bdp: float | None = None
+    loss_rate: float = 0.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FlowParams:
+    """One bulk sender: its congestion control, start time and optional own base RTT."""
+
+    cc: str
+    start_s: float = 0.0
+    rtt_ms: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CwndParams:
+    link: LinkParams
+    flows: tuple[FlowParams, ...]
+    duration_s: float = 60.0
+    mss: int = 1448
+    seed: int = 0
+    sample_ms: float = 10.0
+
+    # Derived values used by the engine and the views (not part of the raw form).
+    @property
+    def wire_bytes(self) -> int:
+        return self.mss + HEADER_BYTES
+
+    @property
+    def bdp_packets(self) -> float:
+        """Bandwidth-delay product of the link's base RTT, in wire packets."""
+        return self.link.rate_mbps * 1e6 * self.link.rtt_ms / 1e3 / (8 * self.wire_bytes)
+
+    @property
+    def buffer_limit_packets(self) -> int:
+        """Drop-tail limit in packets waiting (the packet being transmitted is not counted)."""
+        link = self.link
+        if link.buffer_packets is not None:
+            return link.buffer_packets
+        if link.buffer_bytes is not None:
+            return max(1, link.buffer_bytes // self.wire_bytes)
+        assert link.buffer_bdp is not None
+        return max(1, round(link.buffer_bdp * self.bdp_packets))
+
+    def flow_rtt_ms(self, i: int) -> float:
+        rtt = self.flows[i].rtt_ms
+        return self.link.rtt_ms if rtt is None else rtt
+
+    @property
+    def estimated_events(self) -> int:
+        """Packet events the run can cause: data packets the link can carry plus ~1 ACK per 2."""
+        return math.ceil(estimate_packets(self.link.rate_mbps, self.duration_s, self.mss) * 1.5)
+
+
+def estimate_packets(rate_mbps: float, duration_s: float, mss: int) -> float:
+    return rate_mbps * 1e6 * duration_s / (8 * (mss + HEADER_BYTES))
+
+
+def _is_number(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _kind(v: object) -> str:
+    if isinstance(v, bool):
+        return "a boolean"
+    if v is None:
+        return "null"
+    if isinstance(v, str):
+        return f"the text {v!r}"
+    if isinstance(v, (list, tuple)):
+        return "a list"
+    if isinstance(v, Mapping):
+        return "an object"
+    return repr(v)
+
+
+class _Checker:
+    def __init__(self) -> None:
+        self.issues: list[ParamIssue] = []
+
+    def add(self, loc: tuple[str | int, ...], msg: str) -> None:
+        self.issues.append(ParamIssue(loc=loc, msg=msg))
+
+    def unknown(
+        self, raw: Mapping[str, Any], allowed: tuple[str, ...], loc: tuple[str | int, ...]
+    ) -> None:
+        for key in raw:
+            if key not in allowed:
+                self.add(
+                    (*loc, str(key)), f"unknown field {key!r}; valid fields: {', '.join(allowed)}"
+                )
+
+    def number(
+        self,
+        raw: Mapping[str, Any],
+        key: str,
+        loc: tuple[str | int, ...],
+        *,
+        default: float | None = None,
+        required: bool = False,
+        gt: float | None = None,
+        ge: float | None = None,
+        le: float | None = None,
+        lt: float | None = None,
+        unit: str = "",
+    ) -> float | None:
+        here = (*loc, key)
+        if key not in raw or (raw[key] is None and not required):
+            if required:
+                self.add(here, f"{key} is required")
+            return default
+        v = raw[key]
+        if not _is_number(v):
+            self.add(here, f"{key} must be a number; you gave {_kind(v)}")
+            return default
+        u = f" {unit}" if unit else ""
+        if gt is not None and not v > gt:
+            self.add(here, f"{key} must be > {gt:g}{u}; you gave {v:g}")
+        elif ge is not None and not v >= ge:
+            self.add(here, f"{key} must be ≥ {ge:g}{u}; you gave {v:g}")
+        elif le is not None and not v <= le:
+            self.add(here, f"{key} must be ≤ {le:g}{u}; you gave {v:g}")
+        elif lt is not None and not v < lt:
+            self.add(here, f"{key} must be < {lt:g}{u}; you gave {v:g}")
+        return float(v)
+
+    def integer(
+        self,
+        raw: Mapping[str, Any],
+        key: str,
+        loc: tuple[str | int, ...],
+        *,
+        default: int,
+        ge: int | None = None,
+        le: int | None = None,
+    ) -> int:
+        here = (*loc, key)
+        if key not in raw:
+            return default
+        v = raw[key]
+        if isinstance(v, float) and v.is_integer():
+            v = int(v)
+        if not isinstance(v, int) or isinstance(v, bool):
+            self.add(here, f"{key} must be a whole number; you gave {_kind(v)}")
+            return default
+        if ge is not None and v < ge:
+            self.add(here, f"{key} must be ≥ {ge}; you gave {v}")
+        elif le is not None and v > le:
+            self.add(here, f"{key} must be ≤ {le}; you gave {v}")
+        return v
+
+
+def parse(raw: Any) -> CwndParams:
+    """Validate JSON-shaped parameters; raise ParamError listing every problem found."""
+    if isinstance(raw, CwndParams):
+        return raw
+    c = _Checker()
+    if not isinstance(raw, Mapping):
+        raise ParamError.single((), f"parameters must be an object; you gave {_kind(raw)}")
+    c.unknown(raw, _TOP_KEYS, ())
+
+    link = _parse_link(c, raw.get("link"))
+    flows = _parse_flows(c, raw.get("flows"), "flows" in raw)
+    duration = c.number(raw, "duration_s", (), default=60.0, gt=0, le=MAX_DURATION_S, unit="s")
+    mss = c.integer(raw, "mss", (), default=1448, ge=536, le=9000)
+    seed = c.integer(raw, "seed", (), default=0, ge=0, le=2**63 - 1)
+    sample_ms = c.number(raw, "sample_ms", (), default=10.0, ge=1, le=10_000, unit="ms")
+    assert duration is not None and sample_ms is not None
+
+    if flows:
+        for i, f in enumerate(flows):
+            if f.start_s >= duration and duration > 0:
+                c.add(
+                    ("flows", i, "start_s"),
+                    f"start_s must be before the end of the run ({duration:g} s); you gave {f.start_s:g}",
+                )
+    if not c.issues and flows:
+        n = duration / (sample_ms / 1e3)
+        limit = min(MAX_SAMPLES, MAX_FLOW_SAMPLES // len(flows))
+        if n > limit:
+            c.add(
+                ("sample_ms",),
+                f"sample_ms {sample_ms:g} gives {n:,.0f} samples per series for each of "
+                f"{len(flows)} flow{'s' if len(flows) > 1 else ''}; the limit is {limit:,}: "
+                f"use sample_ms ≥ {math.ceil(duration * 1e3 / limit)}",
+            )
+    if c.issues or link is None or flows is None:
+        raise ParamError(c.issues)
+
+    params = CwndParams(
+        link=link, flows=tuple(flows), duration_s=duration, mss=mss, seed=seed, sample_ms=sample_ms
+    )
+    _check_buffer_size(c, params)
+    _check_budget(c, params)
+    if c.issues:
+        raise ParamError(c.issues)
+    return params
+
+
+def _parse_link(c: _Checker, raw: Any) -> LinkParams | None:
+    loc: tuple[str | int, ...] = ("link",)
+    if raw is None:
+        c.add(loc, 'link is required, e.g. {"rate_mbps": 100, "rtt_ms": 40, "buffer_bdp": 1}')
+        return None
+    if not isinstance(raw, Mapping):
+        c.add(loc, f"link must be an object; you gave {_kind(raw)}")
+        return None
+    c.unknown(raw, _LINK_KEYS, loc)
+    before = len(c.issues)
+    rate = c.number(raw, "rate_mbps", loc, required=True, gt=0, unit="Mbit/s")
+    if rate is not None and rate > 0 and not MIN_RATE_MBPS <= rate <= MAX_RATE_MBPS:
+        c.add(
+            (*loc, "rate_mbps"),
+            f"rate_mbps must be between {MIN_RATE_MBPS:g} and {MAX_RATE_MBPS:g} Mbit/s "
+            f"(0.1 Mbit/s – 10 Gbit/s); you gave {rate:g}",
+        )
+    rtt = c.number(raw, "rtt_ms", loc, required=True, gt=0, le=MAX_RTT_MS, unit="ms")
+    loss = c.number(raw, "loss_rate", loc, default=0.0, ge=0, le=0.5)
+    given = [k for k in ("buffer_packets", "buffer_bytes", "buffer_bdp") if raw.get(k) is not None]
+    bp = bb = None
+    bd: float | None = None
+    if len(given) != 1:
+        what = "none" if not given else ", ".join(given)
+        c.add(
+            (*loc, "buffer_packets"),
+            f"give exactly one of buffer_packets, buffer_bytes or buffer_bdp; you gave {what}",
+        )
+    elif given[0] == "buffer_packets":
+        bp = c.integer(raw, "buffer_packets", loc, default=0, ge=1, le=MAX_BUFFER_PACKETS)
+    elif given[0] == "buffer_bytes":
+        bb = c.integer(raw, "buffer_bytes", loc, default=0, ge=1, le=MAX_BUFFER_PACKETS * 9052)
+    else:
+        bd = c.number(raw, "buffer_bdp", loc, gt=0, le=1000)
+    if len(c.issues) > before or rate is None or rtt is None:
+        return None
+    return LinkParams(
+        rate_mbps=rate,
+        rtt_ms=rtt,
+        buffer_packets=bp,
+        buffer_bytes=bb,
+        buffer_bdp=bd,
+        loss_rate=loss or 0.0,
+    )
+
+
+def _parse_flows(c: _Checker, raw: Any, present: bool) -> list[FlowParams] | None:
+    if not present or raw is None:
+        c.add(("flows",), 'flows is required: a list of 1 to 16 flows such as {"cc": "cubic"}')
+        return None
+    if not isinstance(raw, (list, tuple)):
+        c.add(("flows",), f"flows must be a list; you gave {_kind(raw)}")
+        return None
+    if not raw:
+        c.add(("flows",), "flows must list at least one flow; you gave none")
+        return None
+    if len(raw) > MAX_FLOWS:
+        c.add(("flows",), f"at most {MAX_FLOWS} flows share the bottleneck; you gave {len(raw)}")
+        return None
+    out: list[FlowParams] = []
+    ok = True
+    for i, f in enumerate(raw):
+        loc: tuple[str | int, ...] = ("flows", i)
+        if not isinstance(f, Mapping):
+            c.add(loc, f"each flow must be an object; you gave {_kind(f)}")
+            ok = False
+            continue
+        before = len(c.issues)
+        c.unknown(f, _FLOW_KEYS, loc)
+        cc = f.get("cc")
+        if cc is None:
+            c.add((*loc, "cc"), f"cc is required; choose one of {', '.join(CC_NAMES)}")
+        elif not isinstance(cc, str) or cc.lower() not in CC_NAMES:
+            c.add(
+                (*loc, "cc"),
+                f"unknown congestion control; choose one of {', '.join(CC_NAMES)}; you gave {_kind(cc)}",
+            )
+        start = c.number(f, "start_s", loc, default=0.0, ge=0, unit="s")
+        rtt = c.number(f, "rtt_ms", loc, default=None, gt=0, le=MAX_RTT_MS, unit="ms")
+        if len(c.issues) > before:
+            ok = False
+            continue
+        assert isinstance(cc, str) and start is not None
+        out.append(FlowParams(cc=cc.lower(), start_s=start, rtt_ms=rtt))
+    return out if ok else None
+
+
+def _check_buffer_size(c: _Checker, p: CwndParams) -> None:
+    if p.link.buffer_bytes is not None and p.link.buffer_bytes < p.wire_bytes:
+        c.add(
+            ("link", "buffer_bytes"),
+            f"buffer_bytes must hold at least one {p.wire_bytes}-byte packet; "
+            f"you gave {p.link.buffer_bytes}",
+        )
+    elif p.buffer_limit_packets > MAX_BUFFER_PACKETS:
+        c.add(
+            ("link", "buffer_bdp" if p.link.buffer_bdp is not None else "buffer_bytes"),
+            f"the buffer would hold {p.buffer_limit_packets:,} packets; the limit is "
+            f"{MAX_BUFFER_PACKETS:,}",
+        )
+
+
+def _check_budget(c: _Checker, p: CwndParams) -> None:
+    events = p.estimated_events
+    if events <= MAX_PACKET_EVENTS:
+        return
+    scale = MAX_PACKET_EVENTS / events
+    c.add(
+        ("duration_s",),
+        f"this scenario would simulate about {events / 1e6:,.1f} million packet events "
+        f"({p.link.rate_mbps:g} Mbit/s × {p.duration_s:g} s ÷ {p.wire_bytes}-byte packets, "
+        f"plus ACKs); the limit is {MAX_PACKET_EVENTS / 1e6:g} million. Shorten duration_s to "
+        f"≤ {math.floor(p.duration_s * scale * 10) / 10:g} s or lower link.rate_mbps to "
+        f"≤ {math.floor(p.link.rate_mbps * scale * 10) / 10:g}",
+    )
+
+
+def dump(p: CwndParams) -> dict[str, Any]:
+    """The raw (JSON-shaped) form of ``p``; ``parse(dump(p)) == p``."""
+    link: dict[str, Any] = {"rate_mbps": p.link.rate_mbps, "rtt_ms": p.link.rtt_ms}
+    if p.link.buffer_packets is not None:
+        link["buffer_packets"] = p.link.buffer_packets
+    elif p.link.buffer_bytes is not None:
+        link["buffer_bytes"] = p.link.buffer_bytes
+    else:
+        link["buffer_bdp"] = p.link.buffer_bdp
+    if p.link.loss_rate:
+        link["loss_rate"] = p.link.loss_rate
+    flows: list[dict[str, Any]] = []
+    for f in p.flows:
+        d: dict[str, Any] = {"cc": f.cc, "start_s": f.start_s}
+        if f.rtt_ms is not None:
+            d["rtt_ms"] = f.rtt_ms
+        flows.append(d)
+    return {
+        "link": link,
+        "flows": flows,
+        "duration_s": p.duration_s,
+        "mss": p.mss,
+        "seed": p.seed,
+        "sample_ms": p.sample_ms,
+    }

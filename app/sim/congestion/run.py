@@ -1,0 +1,291 @@
+"""``run(params) -> Trace``: simulate, then shape series, summary and step frames.
+
+Output contract (the JSON API returns ``series`` and ``summary``):
+
+``series["flows"][i]``: ``cc``, ``index``, ``start_s``, ``rtt_ms`` and lists sampled every
+``sample_ms`` from the flow's start: ``t`` (s), ``cwnd`` (segments), ``ssthresh`` (segments;
+``None`` while it is still the initial "infinite" 0x7fffffff), ``inflight``
+(``tcp_packets_in_flight``), ``srtt_ms``, ``pacing_mbps`` (sk_pacing_rate; for reno/cubic the
+advisory rate Linux computes but does not enforce without fq), ``delivery_mbps`` (segments newly
+ACKed or SACKed over the last sample interval × MSS), ``bbr_mode`` (None for non-BBR),
+``ca_state`` ("Open", "Disorder", "CWR", "Recovery", "Loss"); CUBIC also ``w_cubic`` (the
+kernel's last ``bic_target``, the cubic curve one min RTT ahead) and ``w_est`` (``tcp_cwnd``, the
+Reno-friendly estimate), both None outside an epoch; BBR also ``bw_mbps`` (max-filter bw),
+``pacing_gain`` and ``min_rtt_ms``. Then ``events``: time-ordered dicts ``t``, ``type``,
+``detail`` (numbers of the event), ``text`` (our sentence) and ``state`` (a snapshot: ``cwnd``,
+``ssthresh``, ``inflight``, ``srtt_ms``, ``ca_state``). Types and their ``detail``:
+
+* ``start``: cwnd, rtt_ms (handshake sample), rto_ms.
+* ``loss`` (the congestion response on entering Recovery): cwnd (before), ssthresh (after),
+  lost, first_lost_seq, sacked; CUBIC adds w_max, k_s, beta, fast_convergence (0/1); Reno
+  factor; BBR prior_cwnd.
+* ``recovery_enter``: cwnd, ssthresh, high_seq, lost. ``recovery_exit``: cwnd, ssthresh, and
+  cwnd_before after fast recovery (absent after an RTO's Loss state).
+* ``rto``: cwnd_before, cwnd (= 1), ssthresh, rto_ms, next_rto_ms, lost, backoff.
+* ``hystart_exit``: cwnd, ssthresh, delay_min_ms, method ("ack_train" or "delay") and its
+  train_ms/curr_rtt_ms and threshold_ms.
+* ``epoch_start`` (CUBIC): cwnd, w_max, k_s, origin_point, delay_min_ms.
+* ``bbr_mode``: from, to, cwnd, bw_mbps, min_rtt_ms, and cycle_idx / target_inflight /
+  prior_cwnd where relevant (from == to marks the long-term "policer" rate taking over).
+
+A flow keeps at most max(500, 8000 / flows) events; later ones are only counted
+(``summary.flows[i].events_dropped``). For CUBIC, ``epochs`` lists ``t0``, ``t_end``,
+``w_max``, ``k_s``, ``origin_point``, ``cwnd_start``, ``tcp_cwnd_start``, ``delay_min_ms`` and
+``c``: the kernel's target over an epoch is ``origin_point + c·(t − t0 + delay_min − k_s)³``
+(segments, t in s; ``delay_min`` rounded up to whole ms as the kernel's jiffies do), and the
+Reno-friendly estimate starts at ``tcp_cwnd_start`` and gains one segment per
+``reno_ack_per_segment`` ACKed segments (``w_est`` samples it).
+
+``series["queue"]``: ``t``, ``packets`` (waiting at the bottleneck, not counting the one being
+sent) and ``drops`` (cumulative drops, tail and random).
+
+``summary``: per flow ``goodput_mbps`` (payload cumulatively ACKed by the end ÷ time since the
+flow started), ``retransmits``, ``drops``, ``rtos``, ``loss_events``, ``rtt_mean_ms`` /
+``rtt_p95_ms``; overall ``goodput_mbps``, ``utilisation`` (bottleneck busy time from the first
+start), ``jain_fairness`` (on goodput), ``rtt_mean_ms`` / ``rtt_p95_ms`` (the latest RTT sample
+of each flow at every sample tick, i.e. time-weighted), ``drops``, ``retransmits``,
+``packets_simulated`` and more.
+
+Traces are cached (``run`` is memoised on the frozen params): treat them as read-only.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any
+
+from app.sim.congestion import sources
+from app.sim.congestion.engine import Engine
+from app.sim.congestion.flow import CA_NAMES, TCP_INFINITE_SSTHRESH, Flow
+from app.sim.congestion.params import CwndParams, parse
+from app.sim.core.trace import Field, Frame, Trace
+
+EXPLAINER = "cwnd"
+SIM_VERSION = "cwnd-1"
+MAX_FRAMES = 1000
+
+_MARKS = {
+    "start": "start",
+    "loss": "loss",
+    "recovery_enter": "recovery",
+    "recovery_exit": "recovery",
+    "rto": "rto",
+    "hystart_exit": "hystart",
+    "epoch_start": "epoch",
+    "bbr_mode": "mode",
+}
+
+
+def run(params: CwndParams | Any) -> Trace:
+    """Simulate ``params`` (frozen, or raw JSON-shaped); deterministic and memoised."""
+    return _run_cached(parse(params), SIM_VERSION)
+
+
+@functools.lru_cache(maxsize=16)
+def _run_cached(params: CwndParams, sim_version: str) -> Trace:
+    # Keyed on the frozen params and the simulator version.
+    return simulate(params)
+
+
+def simulate(params: CwndParams) -> Trace:
+    """Uncached run (benchmarks call this)."""
+    eng = Engine(params)
+    eng.run()
+    flows = eng.flows
+    series = {"flows": [_flow_series(params, f) for f in flows], "queue": eng.queue}
+    summary = _summary(params, eng)
+    frames = _frames(params, flows)
+    return Trace(
+        explainer=EXPLAINER,
+        sim_version=SIM_VERSION,
+        params=params,
+        frames=tuple(frames),
+        series=series,
+        summary=summary,
+    )
+
+
+def _flow_series(p: CwndParams, f: Flow) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "cc": f.cc_name,
+        "index": f.index,
+        "start_s": f.start,
+        "rtt_ms": p.flow_rtt_ms(f.index),
+    }
+    out.update(f.series or {"t": [], "cwnd": []})
+    out["events"] = f.events
+    if f.is_cubic:
+        out["epochs"] = f.epochs
+    return out
+
+
+def _rtt_stats(samples: list[int]) -> tuple[float | None, float | None]:
+    """Mean and 95th percentile (nearest rank) in ms of RTT samples in µs."""
+    if not samples:
+        return None, None
+    xs = sorted(samples)
+    p95 = xs[max(0, math.ceil(0.95 * len(xs)) - 1)]
+    return round(sum(xs) / len(xs) / 1e3, 3), round(p95 / 1e3, 3)
+
+
+def _summary(p: CwndParams, eng: Engine) -> dict[str, Any]:
+    end = p.duration_s
+    flows_out = []
+    goodputs = []
+    all_rtts: list[int] = []
+    for f in eng.flows:
+        active = max(end - f.start, 1e-9)
+        goodput = f.snd_una * p.mss * 8 / active / 1e6
+        goodputs.append(goodput)
+        all_rtts += f.rtt_samples
+        mean, p95 = _rtt_stats(f.rtt_samples)
+        flows_out.append(
+            {
+                "index": f.index,
+                "cc": f.cc_name,
+                "start_s": f.start,
+                "goodput_mbps": round(goodput, 3),
+                "delivered_segments": f.snd_una,
+                "retransmits": f.retransmits,
+                "drops": f.drops,
+                "rtos": f.rtos,
+                "loss_events": f.loss_events,
+                "rtt_mean_ms": mean,
+                "rtt_p95_ms": p95,
+                "final_cwnd": f.cwnd,
+                "final_ssthresh": None if f.ssthresh >= TCP_INFINITE_SSTHRESH else f.ssthresh,
+                "final_ca_state": CA_NAMES[f.ca_state],
+                "events_dropped": f.events_dropped,
+            }
+        )
+    mean_all, p95_all = _rtt_stats(all_rtts)
+    first = min(f.start for f in eng.flows)
+    span = max(end - first, 1e-9)
+    busy = eng.accepted * eng.tx - max(0.0, eng.last_dep - end)
+    n = len(goodputs)
+    sq = sum(g * g for g in goodputs)
+    jain = (sum(goodputs) ** 2 / (n * sq)) if sq > 0 else None
+    payload_capacity = p.link.rate_mbps * p.mss / p.wire_bytes
+    return {
+        "flows": flows_out,
+        "goodput_mbps": round(sum(goodputs), 3),
+        "capacity_mbps": p.link.rate_mbps,
+        "payload_capacity_mbps": round(payload_capacity, 3),
+        "utilisation": round(min(1.0, busy / span), 4),
+        "jain_fairness": round(jain, 4) if jain is not None else None,
+        "rtt_mean_ms": mean_all,
+        "rtt_p95_ms": p95_all,
+        "drops": eng.tail_drops + eng.random_drops,
+        "tail_drops": eng.tail_drops,
+        "random_losses": eng.random_drops,
+        "retransmits": sum(f.retransmits for f in eng.flows),
+        "rtos": sum(f.rtos for f in eng.flows),
+        "packets_simulated": eng.accepted + eng.tail_drops + eng.random_drops,
+        "acks_simulated": eng.acks,
+        "events_processed": eng.events_processed,
+        "bdp_packets": round(p.bdp_packets, 2),
+        "buffer_packets": p.buffer_limit_packets,
+        "wire_bytes": p.wire_bytes,
+        "duration_s": p.duration_s,
+    }
+
+
+def _frames(p: CwndParams, flows: list[Flow]) -> list[Frame]:
+    evs: list[tuple[float, int, int, dict[str, Any]]] = []
+    for f in flows:
+        for j, e in enumerate(f.events):
+            evs.append((e["t"], f.index, j, e))
+    evs.sort(key=lambda x: (x[0], x[1], x[2]))
+    if len(evs) > MAX_FRAMES:
+        evs = _coarsen(evs)
+    frames = []
+    ccs = {f.index: f.cc_name for f in flows}
+    prev: dict[int, dict[str, Any]] = {}
+    for i, (t, fi, _j, e) in enumerate(evs):
+        d = e["detail"]
+        snap = e["state"]
+        state: dict[str, Any] = {"t": t, "flow": fi, "cc": ccs[fi], "event": e["type"], **snap, **d}
+        old = prev.get(fi, {})
+        rows = [
+            Field(name="flow", value=fi),
+            Field(name="cc", value=ccs[fi]),
+            Field(name="t", value=round(t, 4), unit="s"),
+        ]
+        for key, unit in (
+            ("cwnd", "segments"),
+            ("ssthresh", "segments"),
+            ("inflight", "segments"),
+            ("srtt_ms", "ms"),
+            ("ca_state", ""),
+        ):
+            v = d.get(key, snap[key]) if key in ("cwnd", "ssthresh") else snap[key]
+            rows.append(
+                Field(
+                    name=key,
+                    value="∞" if v is None else v,
+                    unit=unit,
+                    changed=key in old and old[key] != v,
+                )
+            )
+            state[key] = v
+        for key, unit in (
+            ("w_max", "segments"),
+            ("k_s", "s"),
+            ("lost", "segments"),
+            ("rto_ms", "ms"),
+            ("bw_mbps", "Mbit/s"),
+            ("min_rtt_ms", "ms"),
+        ):
+            if d.get(key) is not None:
+                rows.append(
+                    Field(
+                        name=key, value=d[key], unit=unit, changed=key in old and old[key] != d[key]
+                    )
+                )
+        if e["type"] == "bbr_mode":
+            rows.append(Field(name="mode", value=f"{d['from']} → {d['to']}", changed=True))
+        if "method" in d:
+            rows.append(Field(name="method", value=d["method"]))
+        prev[fi] = {**old, **{k: v for k, v in state.items() if k not in ("t", "event")}}
+        frames.append(
+            Frame(
+                index=i,
+                op=e["type"],
+                result="ok",
+                narration=e["text"],
+                source=sources.for_event(e["type"], ccs[fi], d),
+                state=state,
+                fields=tuple(rows),
+                mark=_MARKS.get(e["type"]),
+                time=t,
+            )
+        )
+    return frames
+
+
+def _coarsen(
+    evs: list[tuple[float, int, int, dict[str, Any]]],
+) -> list[tuple[float, int, int, dict[str, Any]]]:
+    """Keep at most MAX_FRAMES steps, sharing the budget fairly between event kinds.
+
+    Kinds with few events keep them all; the budget left is split evenly between the rest,
+    each sampled evenly in time, so every kind stays visible on the scrubber.
+    """
+    by_kind: dict[str, list[int]] = {}
+    for k, ev in enumerate(evs):
+        by_kind.setdefault(ev[3]["type"], []).append(k)
+    keep: set[int] = set()
+    room = MAX_FRAMES
+    kinds = sorted(by_kind, key=lambda kind: (len(by_kind[kind]), kind))
+    for n, kind in enumerate(kinds):
+        idx = by_kind[kind]
+        share = room // (len(kinds) - n)
+        if len(idx) <= share:
+            chosen = idx
+        else:
+            step = len(idx) / share
+            chosen = [idx[int(j * step)] for j in range(share)]
+        keep.update(chosen)
+        room -= len(chosen)
+    return [evs[k] for k in sorted(keep)]
