@@ -75,18 +75,60 @@ def setup(rate_mbit: float, limit_bytes: int, burst_bytes: int) -> None:
     for ns in ALL_NS:
         sh("ip", "netns", "add", ns)
         sh("ip", "-n", ns, "link", "set", "lo", "up")
-    sh("ip", "link", "add", "s0", "netns", NS_SND, "type", "veth", "peer", "name", "m0",
-       "netns", NS_MID)
-    sh("ip", "link", "add", "m1", "netns", NS_MID, "type", "veth", "peer", "name", "r0",
-       "netns", NS_RCV)
+    sh(
+        "ip",
+        "link",
+        "add",
+        "s0",
+        "netns",
+        NS_SND,
+        "type",
+        "veth",
+        "peer",
+        "name",
+        "m0",
+        "netns",
+        NS_MID,
+    )
+    sh(
+        "ip",
+        "link",
+        "add",
+        "m1",
+        "netns",
+        NS_MID,
+        "type",
+        "veth",
+        "peer",
+        "name",
+        "r0",
+        "netns",
+        NS_RCV,
+    )
     sh("ip", "-n", NS_SND, "addr", "add", f"{SND_IP}/24", "dev", "s0")
     sh("ip", "-n", NS_RCV, "addr", "add", f"{RCV_IP}/24", "dev", "r0")
     for ns, dev in ((NS_SND, "s0"), (NS_MID, "m0"), (NS_MID, "m1"), (NS_RCV, "r0")):
         sh("ip", "-n", ns, "link", "set", dev, "up")
     # no route cache / metrics reuse between runs (fresh netns anyway)
     sh(*in_ns(NS_SND, "sysctl", "-qw", "net.ipv4.tcp_no_metrics_save=1"))
-    sh(*in_ns(NS_MID, "tc", "qdisc", "add", "dev", "m1", "root", "tbf",
-              "rate", f"{rate_mbit}mbit", "burst", str(burst_bytes), "limit", str(limit_bytes)))
+    sh(
+        *in_ns(
+            NS_MID,
+            "tc",
+            "qdisc",
+            "add",
+            "dev",
+            "m1",
+            "root",
+            "tbf",
+            "rate",
+            f"{rate_mbit}mbit",
+            "burst",
+            str(burst_bytes),
+            "limit",
+            str(limit_bytes),
+        )
+    )
 
 
 def tc_stats() -> dict[str, Any]:
@@ -94,8 +136,7 @@ def tc_stats() -> dict[str, Any]:
     d: dict[str, Any] = {"text": out}
     m = re.search(r"Sent (\d+) bytes (\d+) pkt \(dropped (\d+), overlimits (\d+)", out)
     if m:
-        d.update(sent_bytes=int(m[1]), sent_pkt=int(m[2]), dropped=int(m[3]),
-                 overlimits=int(m[4]))
+        d.update(sent_bytes=int(m[1]), sent_pkt=int(m[2]), dropped=int(m[3]), overlimits=int(m[4]))
     return d
 
 
@@ -161,8 +202,10 @@ def ensure_cc(cc: str) -> None:
     if shutil.which("modprobe"):
         sh("modprobe", f"tcp_{cc}", check=False)
     if cc not in path.read_text().split():
-        raise SystemExit(f"congestion control {cc!r} is not available on this kernel "
-                         f"(have: {path.read_text().strip()})")
+        raise SystemExit(
+            f"congestion control {cc!r} is not available on this kernel "
+            f"(have: {path.read_text().strip()})"
+        )
 
 
 def _wait_line(proc: subprocess.Popen[str], want: str, timeout: float) -> None:
@@ -191,24 +234,68 @@ def run_one(args: argparse.Namespace, cc: str, out_dir: Path) -> dict[str, Any]:
     try:
         setup(args.rate_mbit, limit, args.burst_bytes)
         relay = subprocess.Popen(
-            in_ns(NS_MID, py, str(HERE / "kernel" / "relay.py"), "--a", "m0", "--b", "m1",
-                  "--delay-ms", str(args.rtt_ms / 2), "--seconds", str(args.seconds + 30),
-                  "--stats", str(tmp / "relay.json")),
-            stdout=subprocess.PIPE, text=True)
+            in_ns(
+                NS_MID,
+                py,
+                str(HERE / "kernel" / "relay.py"),
+                "--a",
+                "m0",
+                "--b",
+                "m1",
+                "--delay-ms",
+                str(args.rtt_ms / 2),
+                "--seconds",
+                str(args.seconds + 30),
+                "--stats",
+                str(tmp / "relay.json"),
+            ),
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         procs.append(relay)
         _wait_line(relay, "relay ready", 10)
         recv = subprocess.Popen(
-            in_ns(NS_RCV, py, str(HERE / "kernel" / "flow.py"), "recv", "--bind", RCV_IP,
-                  "--port", str(args.port), "--seconds", str(args.seconds + 10)),
-            stdout=subprocess.PIPE, text=True)
+            in_ns(
+                NS_RCV,
+                py,
+                str(HERE / "kernel" / "flow.py"),
+                "recv",
+                "--bind",
+                RCV_IP,
+                "--port",
+                str(args.port),
+                "--seconds",
+                str(args.seconds + 10),
+            ),
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         procs.append(recv)
         _wait_line(recv, "recv ready", 10)
         use_trace = not args.no_trace and trace.start()
         send = subprocess.run(
-            in_ns(NS_SND, py, str(HERE / "kernel" / "flow.py"), "send", "--dst", RCV_IP,
-                  "--port", str(args.port), "--cc", cc, "--seconds", str(args.seconds),
-                  "--interval-ms", str(args.interval_ms), "--out", str(tmp / "send.json")),
-            capture_output=True, text=True, timeout=args.seconds + 30)
+            in_ns(
+                NS_SND,
+                py,
+                str(HERE / "kernel" / "flow.py"),
+                "send",
+                "--dst",
+                RCV_IP,
+                "--port",
+                str(args.port),
+                "--cc",
+                cc,
+                "--seconds",
+                str(args.seconds),
+                "--interval-ms",
+                str(args.interval_ms),
+                "--out",
+                str(tmp / "send.json"),
+            ),
+            capture_output=True,
+            text=True,
+            timeout=args.seconds + 30,
+        )
         if send.returncode != 0:
             raise RuntimeError(f"sender failed: {send.stderr.strip()}")
         probe_text, overrun = trace.collect() if use_trace else ("", "")
@@ -233,10 +320,15 @@ def run_one(args: argparse.Namespace, cc: str, out_dir: Path) -> dict[str, Any]:
     probe = analyze.parse_probe_trace(probe_text, snd["t0_monotonic"]) if probe_text else []
     run = {
         "config": {
-            "cc": cc, "rate_mbit": args.rate_mbit, "rtt_ms": args.rtt_ms,
-            "buffer_bdp": args.buffer_bdp, "limit_bytes": limit,
-            "burst_bytes": args.burst_bytes, "seconds": args.seconds,
-            "interval_ms": args.interval_ms, "kernel": os.uname().release,
+            "cc": cc,
+            "rate_mbit": args.rate_mbit,
+            "rtt_ms": args.rtt_ms,
+            "buffer_bdp": args.buffer_bdp,
+            "limit_bytes": limit,
+            "burst_bytes": args.burst_bytes,
+            "seconds": args.seconds,
+            "interval_ms": args.interval_ms,
+            "kernel": os.uname().release,
             "hz": _kernel_hz(),
         },
         "tc": tc,
@@ -275,17 +367,31 @@ def _kernel_hz() -> int | None:
 def main() -> int:
     ap = argparse.ArgumentParser(
         description="Measure real-kernel cwnd (reno/cubic/bbr) through a tbf bottleneck "
-                    "in private ss-* network namespaces.",
-        epilog="Needs root (namespaces, tc, tracefs). Writes data/kernel/*.json|csv.")
-    ap.add_argument("--cc", default="cubic",
-                    help="reno, cubic, bbr or a comma list (e.g. reno,cubic,bbr)")
+        "in private ss-* network namespaces.",
+        epilog="Needs root (namespaces, tc, tracefs). Writes data/kernel/*.json|csv.",
+    )
+    ap.add_argument(
+        "--cc", default="cubic", help="reno, cubic, bbr or a comma list (e.g. reno,cubic,bbr)"
+    )
     ap.add_argument("--rate-mbit", type=float, default=20.0, help="tbf rate (default 20)")
-    ap.add_argument("--rtt-ms", type=float, default=40.0,
-                    help="base RTT added by the userspace delay relay (default 40)")
-    ap.add_argument("--buffer-bdp", type=float, default=1.0,
-                    help="tbf limit in BDPs of the base RTT (default 1.0)")
-    ap.add_argument("--burst-bytes", type=int, default=3028,
-                    help="tbf burst; GSO packets bigger than this get segmented (default 3028)")
+    ap.add_argument(
+        "--rtt-ms",
+        type=float,
+        default=40.0,
+        help="base RTT added by the userspace delay relay (default 40)",
+    )
+    ap.add_argument(
+        "--buffer-bdp",
+        type=float,
+        default=1.0,
+        help="tbf limit in BDPs of the base RTT (default 1.0)",
+    )
+    ap.add_argument(
+        "--burst-bytes",
+        type=int,
+        default=3028,
+        help="tbf burst; GSO packets bigger than this get segmented (default 3028)",
+    )
     ap.add_argument("--seconds", type=float, default=15.0, help="flow length (default 15)")
     ap.add_argument("--interval-ms", type=float, default=5.0, help="TCP_INFO poll period")
     ap.add_argument("--port", type=int, default=5201)
@@ -294,9 +400,12 @@ def main() -> int:
     args = ap.parse_args()
 
     if os.geteuid() != 0:
-        print("kernel_cwnd.py needs root: it creates network namespaces, a tbf qdisc and a "
-              "tracefs instance.\nRun: sudo .venv/bin/python bench/kernel_cwnd.py "
-              + " ".join(sys.argv[1:]), file=sys.stderr)
+        print(
+            "kernel_cwnd.py needs root: it creates network namespaces, a tbf qdisc and a "
+            "tracefs instance.\nRun: sudo .venv/bin/python bench/kernel_cwnd.py "
+            + " ".join(sys.argv[1:]),
+            file=sys.stderr,
+        )
         return 2
     for tool in ("ip", "tc"):
         if not shutil.which(tool):
@@ -308,18 +417,22 @@ def main() -> int:
             ap.error(f"--cc {cc!r}: choose reno, cubic or bbr")
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    print(f"kernel {os.uname().release}, tbf {args.rate_mbit:g} Mbit/s, base RTT "
-          f"{args.rtt_ms:g} ms (userspace relay), buffer {args.buffer_bdp:g} BDP, "
-          f"{args.seconds:g} s per flow")
+    print(
+        f"kernel {os.uname().release}, tbf {args.rate_mbit:g} Mbit/s, base RTT "
+        f"{args.rtt_ms:g} ms (userspace relay), buffer {args.buffer_bdp:g} BDP, "
+        f"{args.seconds:g} s per flow"
+    )
     try:
         for cc in ccs:
             run = run_one(args, cc, out_dir)
             print(analyze.format_summary(run["summary"]))
             r = run["relay"]
             frames = (r.get("a2b_frames", 0) + r.get("b2a_frames", 0)) or 1
-            print(f"   relay: {100 * r.get('late_over_1ms', 0) / frames:.2f}% of frames >1 ms "
-                  f"late, max {r.get('late_ms_max', 0):.2f} ms; largest frame "
-                  f"{r.get('max_frame')} B; files: {', '.join(run['files'])}")
+            print(
+                f"   relay: {100 * r.get('late_over_1ms', 0) / frames:.2f}% of frames >1 ms "
+                f"late, max {r.get('late_ms_max', 0):.2f} ms; largest frame "
+                f"{r.get('max_frame')} B; files: {', '.join(run['files'])}"
+            )
             if run["trace"]["error"] or run["trace"]["overrun"]:
                 print(f"   tcp_probe: {run['trace']}")
     except KeyboardInterrupt:

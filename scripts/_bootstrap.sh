@@ -21,4 +21,11 @@ if [ ! -d node_modules/htmx.org ] || [ package.json -nt node_modules/.package-lo
   echo "==> installing front-end packages from npm"
   npm install --no-audit --no-fund --loglevel=error
 fi
+if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1; then
+  # PNG export (and the browser tests) draw pages in Debian's chromium.
+  echo "==> installing Debian's chromium (PNG export, browser tests)"
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null; } \
+    || echo "warning: chromium not installed; PNG export will answer 503"
+fi
 mkdir -p data

@@ -8,7 +8,8 @@ from sqlmodel import Field, SQLModel
 
 
 def utcnow() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
+    # Aware: SQLModel's datetime columns refuse naive values (and read back as UTC).
+    return datetime.now(UTC)
 
 
 class VisitorSession(SQLModel, table=True):

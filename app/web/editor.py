@@ -54,6 +54,8 @@ def form_to_raw(
     explainer: Explainer, form: Mapping[str, Any], action: str
 ) -> tuple[Any, dict[Place, list[str]]]:
     """Rebuild raw params from the posted form and apply an add/remove/up/down action."""
+    if "link.rate_mbps" in form:
+        return _cwnd_form_to_raw(form, action), {}
     if "json" in form:
         text = str(form.get("json", ""))
         try:
@@ -91,6 +93,78 @@ def form_to_raw(
     return {"ops": ops}, {}
 
 
+LINK_FIELDS = ("rate_mbps", "rtt_ms", "loss_rate")
+BUFFER_KINDS = ("buffer_packets", "buffer_bytes", "buffer_bdp")
+TOP_FIELDS = ("duration_s", "mss", "seed", "sample_ms")
+FLOW_FIELDS = ("cc", "start_s", "rtt_ms")
+CC_CHOICES = ("reno", "cubic", "bbr")
+MAX_FLOW_ROWS = 16
+_NUM = re.compile(r"^-?(\d+\.?\d*|\.\d+)([eE]-?\d+)?$")
+
+
+def _number(text: str) -> Any:
+    """A typed number where the text is one; otherwise the text, for the validator to name."""
+    text = text.strip()
+    if _INT.match(text):
+        return int(text)
+    if _NUM.match(text):
+        return float(text)
+    return text
+
+
+def is_link_flows(raw: Any) -> bool:
+    return (
+        isinstance(raw, Mapping)
+        and isinstance(raw.get("link"), Mapping)
+        and isinstance(raw.get("flows"), list)
+    )
+
+
+def _cwnd_form_to_raw(form: Mapping[str, Any], action: str) -> dict[str, Any]:
+    link: dict[str, Any] = {}
+    for key in LINK_FIELDS:
+        value = str(form.get(f"link.{key}", "")).strip()
+        if value != "":
+            link[key] = _number(value)
+    kind = str(form.get("link.buffer_kind", "buffer_packets"))
+    kind = kind if kind in BUFFER_KINDS else "buffer_packets"
+    value = str(form.get("link.buffer_value", "")).strip()
+    if value != "":
+        link[kind] = _number(value)
+    raw: dict[str, Any] = {"link": link}
+    for key in TOP_FIELDS:
+        value = str(form.get(key, "")).strip()
+        if value != "":
+            raw[key] = _number(value)
+    try:
+        count = min(int(str(form.get("flow_count", "0"))), MAX_FLOW_ROWS + 1)
+    except ValueError:
+        count = 0
+    flows: list[dict[str, Any]] = []
+    for i in range(count):
+        flow: dict[str, Any] = {}
+        for key in FLOW_FIELDS:
+            value = str(form.get(f"flows.{i}.{key}", "")).strip()
+            if value != "":
+                flow[key] = value if key == "cc" else _number(value)
+        flows.append(flow)
+    verb, _, arg = action.partition(":")
+    if verb == "add_flow":
+        flows.append({"cc": "cubic", "start_s": 0})
+    elif verb == "remove_flow" and arg.isdigit() and int(arg) < len(flows):
+        flows.pop(int(arg))
+    raw["flows"] = flows
+    return raw
+
+
+def dotted_issues(exc: ParamError) -> dict[str, list[str]]:
+    """Issues keyed by dotted path ("link.rate_mbps", "flows.0.cc"), for nested-form editors."""
+    found: dict[str, list[str]] = {}
+    for issue in exc.issues:
+        found.setdefault(".".join(str(p) for p in issue.loc), []).append(issue.msg)
+    return found
+
+
 def issues_by_place(exc: ParamError) -> dict[Place, list[str]]:
     found: dict[Place, list[str]] = {}
     for issue in exc.issues:
@@ -116,6 +190,7 @@ def editor_context(
     issues: Mapping[Place, list[str]],
     checked: bool = False,
     valid: bool = False,
+    dotted: Mapping[str, list[str]] | None = None,
 ) -> dict[str, Any]:
     fields = op_fields(explainer)
     rows = []
@@ -135,8 +210,26 @@ def editor_context(
                     "field_issues": {k: issues.get((i, k), []) for k in shown},
                 }
             )
+    link_flows = None
+    if is_link_flows(raw):
+        link = raw["link"]
+        kind = next((k for k in BUFFER_KINDS if k in link), "buffer_packets")
+        link_flows = {
+            "link": {k: link.get(k, "") for k in LINK_FIELDS},
+            "buffer_kind": kind,
+            "buffer_value": link.get(kind, ""),
+            "top": {k: raw.get(k, "") for k in TOP_FIELDS},
+            "flows": [
+                {k: (f.get(k, "") if isinstance(f, Mapping) else "") for k in FLOW_FIELDS}
+                for f in raw["flows"]
+            ],
+            "issues": dotted or {},
+            "buffer_kinds": BUFFER_KINDS,
+            "cc_choices": CC_CHOICES,
+        }
     return {
         "explainer": explainer,
+        "link_flows": link_flows,
         "op_list": is_op_list(raw),
         "op_names": sorted(fields) if fields else [],
         "op_fields_json": json.dumps(fields),

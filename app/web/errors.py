@@ -27,7 +27,13 @@ def wants_json(request: Request) -> bool:
 def param_error_detail(
     exc: ParamError, prefix: tuple[str | int, ...] = ("body",)
 ) -> list[dict[str, Any]]:
-    return [{**i.as_dict(), "loc": [*prefix, *i.loc]} for i in exc.issues]
+    return [
+        {
+            **i.as_dict(),
+            "loc": list(i.loc) if i.loc[:1] in (("query",), ("path",)) else [*prefix, *i.loc],
+        }
+        for i in exc.issues
+    ]
 
 
 def install(app: Any) -> None:

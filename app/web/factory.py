@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+from importlib.util import find_spec
+from pathlib import Path
+
 from fastapi import FastAPI
+from fastapi.middleware.gzip import GZipMiddleware
+from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
 from app.settings import Settings
-from app.web import errors
-from app.web.routes import api, pages
+from app.web import errors, sharing
+from app.web.routes import api, compare, pages
 
+_PLOTLY = find_spec("plotly")
+PLOTLY_JS = (
+    Path(_PLOTLY.origin).parent / "package_data" / "plotly.min.js"
+    if _PLOTLY and _PLOTLY.origin
+    else None
+)
 VENDOR_DIST = ("htmx.org/dist", "idiomorph/dist", "reveal.js/dist", "reveal.js/plugin")
 
 
@@ -24,8 +35,13 @@ def build_app(settings: Settings) -> FastAPI:
     app.state.engine = make_engine(settings.database_url)
     init_db(app.state.engine)
     errors.install(app)
+    app.add_middleware(
+        GZipMiddleware, minimum_size=2048
+    )  # frame stores and plotly.js compress well
+    sharing.install(app)  # sessions, /s/ links, /embed, /export, /examples
     app.include_router(api.router)
     app.include_router(pages.router)
+    app.include_router(compare.router)
     app.mount("/static", StaticFiles(directory=str(settings.root / "static")), name="static")
     # Front-end packages come from npm into node_modules; only their dist folders are served.
     for package in VENDOR_DIST:
@@ -34,4 +50,15 @@ def build_app(settings: Settings) -> FastAPI:
             StaticFiles(directory=str(settings.node_modules / package), check_dir=False),
             name=f"vendor-{package}",
         )
+
+    # plotly.js ships inside the plotly wheel; serve that one file from there.
+    @app.get("/vendor/plotly/plotly.min.js", include_in_schema=False)
+    def plotly_js() -> FileResponse:
+        assert PLOTLY_JS is not None
+        return FileResponse(
+            PLOTLY_JS,
+            media_type="text/javascript",
+            headers={"Cache-Control": "public, max-age=86400"},
+        )
+
     return app

@@ -86,14 +86,19 @@ def reductions(info: list[dict[str, Any]], probe: list[dict[str, Any]]) -> list[
         if not entered and cur["snd_ssthresh"] >= prev["snd_ssthresh"]:
             continue
         new = cur["snd_ssthresh"]
-        ev: dict[str, Any] = {"t": cur["t"], "cwnd_before": prev["snd_cwnd"], "ssthresh": new,
-                              "pinned_by": "tcp_info"}
+        ev: dict[str, Any] = {
+            "t": cur["t"],
+            "cwnd_before": prev["snd_cwnd"],
+            "ssthresh": new,
+            "pinned_by": "tcp_info",
+        }
         if probe:
             a, b = _at(probe, prev["t"] - 0.003), _at(probe, cur["t"] + 0.003)
             for k in range(a + 1, b + 1):
                 if probe[k]["snd_ssthresh"] == new and probe[k - 1]["snd_ssthresh"] != new:
-                    ev.update(t=probe[k]["t"], cwnd_before=probe[k - 1]["snd_cwnd"],
-                              pinned_by="tcp_probe")
+                    ev.update(
+                        t=probe[k]["t"], cwnd_before=probe[k - 1]["snd_cwnd"], pinned_by="tcp_probe"
+                    )
                     break
         w = ev["cwnd_before"]
         ev["ratio"] = round(new / w, 4) if w else None
@@ -137,8 +142,12 @@ def recovery_episodes(info: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for i, r in enumerate(info):
         bad = r["ca_state"] in (CA_RECOVERY, CA_LOSS)
         if bad and cur is None:
-            cur = {"t": r["t"], "cwnd_before": info[max(0, i - 1)]["snd_cwnd"],
-                   "state": r["ca_state"], "cwnd_min": r["snd_cwnd"]}
+            cur = {
+                "t": r["t"],
+                "cwnd_before": info[max(0, i - 1)]["snd_cwnd"],
+                "state": r["ca_state"],
+                "cwnd_min": r["snd_cwnd"],
+            }
         elif bad and cur is not None:
             cur["state"] = max(cur["state"], r["ca_state"])
             cur["cwnd_min"] = min(cur["cwnd_min"], r["snd_cwnd"])
@@ -205,8 +214,9 @@ def bbr_summary(info: list[dict[str, Any]], series: list[dict[str, Any]]) -> dic
     }
     up = [s for g, s, _ in runs if g == 1.25 and startup_end is not None and s > startup_end]
     if len(up) > 2:
-        out["gain_cycle_period_ms"] = round(1000 * statistics.median(
-            [b - a for a, b in zip(up, up[1:], strict=False)]), 1)
+        out["gain_cycle_period_ms"] = round(
+            1000 * statistics.median([b - a for a, b in zip(up, up[1:], strict=False)]), 1
+        )
     # ProbeRTT: cwnd pinned at the 4-packet floor
     src = series or info
     low = _runs([(r["t"], r["snd_cwnd"] <= 4) for r in src])
@@ -214,17 +224,23 @@ def bbr_summary(info: list[dict[str, Any]], series: list[dict[str, Any]]) -> dic
     out["probe_rtt_dips"] = [
         {"t": round(s, 3), "dur_ms": round(1000 * (e - s), 1)} for s, e in dips
     ]
-    out["probe_rtt_min_cwnd"] = min((r["snd_cwnd"] for r in src if r["t"] > (startup_end or 0)),
-                                    default=None)
+    out["probe_rtt_min_cwnd"] = min(
+        (r["snd_cwnd"] for r in src if r["t"] > (startup_end or 0)), default=None
+    )
     if len(dips) > 1:
-        out["probe_rtt_spacing_s"] = [round(b[0] - a[0], 2) for a, b in zip(dips, dips[1:],
-                                                                         strict=False)]
+        out["probe_rtt_spacing_s"] = [
+            round(b[0] - a[0], 2) for a, b in zip(dips, dips[1:], strict=False)
+        ]
+
     # plateau in ProbeBW, away from ProbeRTT dips
     def in_dip(t: float) -> bool:
         return any(s - 0.05 <= t <= e + 0.5 for s, e in dips)
 
-    steady = [r for r in info if startup_end is not None and r["t"] > startup_end + 1.0
-              and not in_dip(r["t"])]
+    steady = [
+        r
+        for r in info
+        if startup_end is not None and r["t"] > startup_end + 1.0 and not in_dip(r["t"])
+    ]
     if steady:
         cw = [r["snd_cwnd"] for r in steady]
         mss = steady[-1]["snd_mss"] or 1448
@@ -280,7 +296,8 @@ def summarize(run: dict[str, Any]) -> dict[str, Any]:
     losses = [e for e in ev if e["kind"] in ("fast-recovery", "RTO", "loss")]
     if losses and "kernel_formula" in losses[0]:
         s["ssthresh_matches_formula"] = (
-            f"{sum(e['ssthresh'] == e['kernel_formula'] for e in losses)}/{len(losses)}")
+            f"{sum(e['ssthresh'] == e['kernel_formula'] for e in losses)}/{len(losses)}"
+        )
     if losses:
         s["loss_ratio_mean"] = round(statistics.mean(e["ratio"] for e in losses), 4)
         gaps = [e["interval_to_next_s"] for e in losses if "interval_to_next_s" in e]
@@ -288,15 +305,22 @@ def summarize(run: dict[str, Any]) -> dict[str, Any]:
             s["loss_interval_mean_s"] = round(statistics.mean(gaps), 3)
     if cc == "bbr":
         s["bbr"] = bbr_summary(info, run.get("tcp_probe") or [])
-        s["bbr"]["ssthresh_set"] = sorted({r["snd_ssthresh"] for r in info
-                                           if r["snd_ssthresh"] < INF_SSTHRESH})
+        s["bbr"]["ssthresh_set"] = sorted(
+            {r["snd_ssthresh"] for r in info if r["snd_ssthresh"] < INF_SSTHRESH}
+        )
         end = s["bbr"].get("startup_end_s") or 0.0
         s["bbr"]["recoveries_after_startup"] = [
-            {"t": e["t"], "dur_ms": e.get("dur_ms"), "cwnd": [e["cwnd_before"], e["cwnd_min"],
-                                                              e.get("cwnd_after")]}
-            for e in episodes if e["t"] > end + 0.5]
-        s["bbr"]["retrans_after_startup"] = last["total_retrans"] - info[
-            _at(info, end + 0.5)]["total_retrans"]
+            {
+                "t": e["t"],
+                "dur_ms": e.get("dur_ms"),
+                "cwnd": [e["cwnd_before"], e["cwnd_min"], e.get("cwnd_after")],
+            }
+            for e in episodes
+            if e["t"] > end + 0.5
+        ]
+        s["bbr"]["retrans_after_startup"] = (
+            last["total_retrans"] - info[_at(info, end + 0.5)]["total_retrans"]
+        )
     return s
 
 
@@ -319,9 +343,11 @@ def format_summary(s: dict[str, Any]) -> str:
             + (f" growth/RTT {e['growth_pkts_per_rtt']}" if "growth_pkts_per_rtt" in e else "")
         )
     if "loss_ratio_mean" in s:
-        lines.append(f"   mean post-loss ratio {s['loss_ratio_mean']}, "
-                     f"mean interval between cuts {s.get('loss_interval_mean_s', '-')} s, "
-                     f"ssthresh == kernel formula in {s.get('ssthresh_matches_formula', '-')}")
+        lines.append(
+            f"   mean post-loss ratio {s['loss_ratio_mean']}, "
+            f"mean interval between cuts {s.get('loss_interval_mean_s', '-')} s, "
+            f"ssthresh == kernel formula in {s.get('ssthresh_matches_formula', '-')}"
+        )
     b = s.get("bbr")
     if b:
         lines.append(

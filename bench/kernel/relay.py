@@ -62,9 +62,16 @@ def main() -> int:
     route = {sa.fileno(): (sa, qa), sb.fileno(): (sb, qb)}
     out = [(qa, sb, "a2b"), (qb, sa, "b2a")]
     stats = {
-        "a2b_frames": 0, "b2a_frames": 0, "a2b_bytes": 0, "b2a_bytes": 0,
-        "a2b_send_drops": 0, "b2a_send_drops": 0, "max_frame": 0, "late_ms_max": 0.0,
-        "late_over_0_5ms": 0, "late_over_1ms": 0,
+        "a2b_frames": 0,
+        "b2a_frames": 0,
+        "a2b_bytes": 0,
+        "b2a_bytes": 0,
+        "a2b_send_drops": 0,
+        "b2a_send_drops": 0,
+        "max_frame": 0,
+        "late_ms_max": 0.0,
+        "late_over_0_5ms": 0,
+        "late_over_1ms": 0,
     }
     stop = False
 

@@ -63,3 +63,46 @@ def test_run_with_errors_does_not_redirect(client: TestClient) -> None:
     assert "HX-Redirect" not in r.headers and "skb_wat" in r.text
     r = client.post("/explainers/skb/edit", data=form(ops, action="run"))
     assert r.status_code == 422
+
+
+CWND_FORM = {
+    "link.rate_mbps": "20",
+    "link.rtt_ms": "40",
+    "link.buffer_kind": "buffer_bdp",
+    "link.buffer_value": "1",
+    "duration_s": "5",
+    "flow_count": "1",
+    "flows.0.cc": "cubic",
+    "flows.0.start_s": "0",
+}
+
+
+def test_cwnd_editor_shows_link_and_flow_fields(client: TestClient) -> None:
+    """The congestion editor is a form: link fields, run fields and one row per flow."""
+    html = client.get("/explainers/cwnd/edit?preset=bbr-vs-cubic").text
+    assert 'name="link.rate_mbps"' in html and 'name="flows.1.cc"' in html
+
+
+def test_cwnd_editor_errors_sit_beside_their_fields(client: TestClient) -> None:
+    """A zero rate, a negative buffer and an unknown cc are each reported beside the field."""
+    bad = {**CWND_FORM, "link.rate_mbps": "0", "link.buffer_value": "-1", "flows.0.cc": "vegas"}
+    html = client.post("/explainers/cwnd/edit", data=bad, headers=HX).text
+    assert 'id="err-link-rate_mbps"' in html
+    assert 'id="err-link-buffer"' in html
+    assert 'id="err-flows-0-cc"' in html
+
+
+def test_cwnd_editor_adds_and_removes_flows_and_runs(client: TestClient) -> None:
+    """Add a flow, remove it again, then Run opens the custom player."""
+    html = client.post(
+        "/explainers/cwnd/edit", data={**CWND_FORM, "action": "add_flow"}, headers=HX
+    ).text
+    assert 'id="flow-row-1"' in html
+    two = {**CWND_FORM, "flow_count": "2", "flows.1.cc": "reno", "flows.1.start_s": "1"}
+    html = client.post(
+        "/explainers/cwnd/edit", data={**two, "action": "remove_flow:0"}, headers=HX
+    ).text
+    assert 'id="flow-row-1"' not in html and 'value="reno" selected' in html
+    r = client.post("/explainers/cwnd/edit", data={**CWND_FORM, "action": "run"}, headers=HX)
+    page = client.get(r.headers["HX-Redirect"])
+    assert page.status_code == 200 and 'id="cwnd-chart"' in page.text

@@ -50,6 +50,8 @@ def trace_json(explainer: Explainer, trace: Trace) -> dict[str, Any]:
         return {"sim_version": trace.sim_version, **body}
     if hasattr(module, "api_frames"):
         return {"sim_version": trace.sim_version, "frames": module.api_frames(trace)}
+    if trace.series:  # time-series explainers (cwnd): the series themselves are the contract
+        return {"sim_version": trace.sim_version, **trace.series, "summary": trace.summary}
     return {
         "sim_version": trace.sim_version,
         "frames": [

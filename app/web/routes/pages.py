@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Request
@@ -12,8 +11,7 @@ from app.sim import registry
 from app.sim.core import ParamError
 from app.sim.registry import Explainer
 from app.web import content
-from app.web.editor import editor_context, form_to_raw, issues_by_place
-from app.web.errors import param_error_detail
+from app.web.editor import dotted_issues, editor_context, form_to_raw, issues_by_place
 from app.web.player import decode_params, encode_params, player_context
 from app.web.runner import explainer_or_404, run
 from app.web.templating import render
@@ -109,6 +107,7 @@ async def edit_submit(name: str, request: Request) -> Response:
     action = str(form.get("action", "validate"))
     raw, action_issues = form_to_raw(ex, form, action)
     issues: dict[Any, list[str]] = dict(action_issues)
+    dotted: dict[str, list[str]] = {}
     valid = False
     if not issues:
         try:
@@ -116,17 +115,16 @@ async def edit_submit(name: str, request: Request) -> Response:
             valid = True
         except ParamError as exc:
             issues = issues_by_place(exc)
+            dotted = dotted_issues(exc)
     is_htmx = request.headers.get("HX-Request") == "true"
     if action == "run" and valid:
         target = f"/explainers/{ex.name}/custom?p={encode_params(raw)}"
         if is_htmx:
             return Response(status_code=200, headers={"HX-Redirect": target})
         return RedirectResponse(target, status_code=303)
-    ctx = editor_context(ex, raw, issues=issues, checked=action in ("validate", "run"), valid=valid)
+    ctx = editor_context(
+        ex, raw, issues=issues, checked=action in ("validate", "run"), valid=valid, dotted=dotted
+    )
     status = 422 if (issues and not is_htmx and action == "run") else 200
     template = "partials/editor_form.html" if is_htmx else "pages/editor.html"
     return render(request, template, ctx, status_code=status)
-
-
-def json_issues(exc: ParamError) -> str:
-    return json.dumps(param_error_detail(exc, ()))

@@ -114,12 +114,14 @@ def _lane(skb: Mapping[str, Any], y: float, sx: float, *, is_primary: bool) -> s
     for row, ptr in enumerate(POINTERS):
         off = int(skb.get(ptr, 0))
         x = _x(off, sx)
+        near_right = x > WIDTH - 100  # keep the label inside the picture
         parts.append(
             f'<g id="ptr-{_attr(name)}-{ptr}" class="ptr glide ptr-{ptr}" data-ptr="{ptr}" '
             f'data-skb="{_attr(name)}" data-offset="{off}" style="transform: translate({x}px, 0px)">'
             f'<line x1="0" y1="{4 + row * 15}" x2="0" y2="{LANE_H}" stroke="{PTR_COLOUR[ptr]}"/>'
             f'<path d="M -4 {LANE_H - 6} L 4 {LANE_H - 6} L 0 {LANE_H} Z" fill="{PTR_COLOUR[ptr]}"/>'
-            f'<text class="ptr-label" x="4" y="{14 + row * 15}" fill="{PTR_COLOUR[ptr]}">{ptr} {off}</text></g>'
+            f'<text class="ptr-label" x="{-4 if near_right else 4}" y="{14 + row * 15}" '
+            f'text-anchor="{"end" if near_right else "start"}" fill="{PTR_COLOUR[ptr]}">{ptr} {off}</text></g>'
         )
     parts.append("</g>")
     return "".join(parts)

@@ -1,0 +1,182 @@
+"""Reads and writes of the store, as keyword-only functions over a SQLModel ``Session``.
+
+Routes call these; nothing here knows about HTTP or about simulations. Saved scenarios are
+immutable: there is a create and a get, never an update.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import Engine
+from sqlmodel import Session, col, select
+
+from app.store.models import Progress, Scenario, VisitorSession, utcnow
+
+# 12 bytes of randomness → 16 URL-safe characters (96 bits): short enough to read aloud,
+# far too many to guess.
+SCENARIO_ID_BYTES = 12
+SESSION_ID_BYTES = 24
+SCENARIO_ID_RE = re.compile(r"^[A-Za-z0-9_-]{10,32}$")
+SESSION_ID_RE = re.compile(r"^[A-Za-z0-9_-]{20,64}$")
+TITLE_MAX = 200
+
+
+def session_for(engine: Engine) -> Session:
+    """A unit of work; ``expire_on_commit=False`` so returned rows stay readable after commit."""
+    return Session(engine, expire_on_commit=False)
+
+
+def new_scenario_id() -> str:
+    return secrets.token_urlsafe(SCENARIO_ID_BYTES)
+
+
+def new_session_id() -> str:
+    return secrets.token_urlsafe(SESSION_ID_BYTES)
+
+
+def is_scenario_id(value: str) -> bool:
+    return bool(SCENARIO_ID_RE.fullmatch(value))
+
+
+def is_session_id(value: str) -> bool:
+    return bool(SESSION_ID_RE.fullmatch(value))
+
+
+# --- saved scenarios -------------------------------------------------------------------------
+
+
+def create_scenario(
+    *,
+    db: Session,
+    explainer: str,
+    params: Any,
+    sim_version: str,
+    title: str | None = None,
+    forked_from: str | None = None,
+    owner: str | None = None,
+) -> Scenario:
+    """Save a scenario under a fresh id. ``params`` must already be canonical (parse → dump)."""
+    if title is not None and len(title) > TITLE_MAX:
+        raise ValueError(f"title is at most {TITLE_MAX} characters")
+    params_json = json.dumps(params, sort_keys=True, separators=(",", ":"))
+    for _ in range(5):  # a collision at 96 bits is practically impossible, but never overwrite
+        scenario_id = new_scenario_id()
+        if db.get(Scenario, scenario_id) is None:
+            break
+    else:  # pragma: no cover
+        raise RuntimeError("could not draw an unused scenario id")
+    row = Scenario(
+        id=scenario_id,
+        explainer=explainer,
+        params_json=params_json,
+        sim_version=sim_version,
+        title=title,
+        forked_from=forked_from,
+        session_id=owner,
+    )
+    db.add(row)
+    db.commit()
+    return row
+
+
+def get_scenario(*, db: Session, scenario_id: str) -> Scenario | None:
+    if not is_scenario_id(scenario_id):
+        return None
+    return db.get(Scenario, scenario_id)
+
+
+def scenario_params(*, scenario: Scenario) -> Any:
+    return json.loads(scenario.params_json)
+
+
+def scenarios_of(*, db: Session, session_id: str, limit: int = 100) -> list[Scenario]:
+    """The scenarios one visitor saved, newest first."""
+    stmt = (
+        select(Scenario)
+        .where(Scenario.session_id == session_id)
+        .order_by(col(Scenario.created_at).desc(), col(Scenario.id))
+        .limit(limit)
+    )
+    return list(db.exec(stmt))
+
+
+def forks_of(*, db: Session, scenario_id: str, limit: int = 20) -> list[Scenario]:
+    stmt = (
+        select(Scenario)
+        .where(Scenario.forked_from == scenario_id)
+        .order_by(col(Scenario.created_at).desc())
+        .limit(limit)
+    )
+    return list(db.exec(stmt))
+
+
+# --- visitor sessions ------------------------------------------------------------------------
+
+
+def create_visitor(*, db: Session) -> VisitorSession:
+    row = VisitorSession(id=new_session_id())
+    db.add(row)
+    db.commit()
+    return row
+
+
+def get_visitor(*, db: Session, session_id: str) -> VisitorSession | None:
+    if not is_session_id(session_id):
+        return None
+    return db.get(VisitorSession, session_id)
+
+
+def touch_visitor(
+    *, db: Session, visitor: VisitorSession, every: timedelta = timedelta(hours=1)
+) -> None:
+    """Record that the visitor came back; at most one write per ``every`` to keep reads cheap."""
+    now = utcnow()
+    if now - visitor.last_seen >= every:
+        visitor.last_seen = now
+        db.add(visitor)
+        db.commit()
+
+
+# --- progress ("continue where you left off") ------------------------------------------------
+
+
+def record_progress(
+    *,
+    db: Session,
+    session_id: str,
+    walkthrough: str,
+    step: int,
+    count: int,
+    title: str = "",
+    url: str = "",
+) -> Progress:
+    row = db.get(Progress, (session_id, walkthrough))
+    if row is None:
+        row = Progress(session_id=session_id, walkthrough=walkthrough)
+    row.step = step
+    row.count = count
+    row.title = title[:TITLE_MAX]
+    row.url = url[:400]
+    row.updated_at = utcnow()
+    db.add(row)
+    db.commit()
+    return row
+
+
+def get_progress(*, db: Session, session_id: str, walkthrough: str) -> Progress | None:
+    return db.get(Progress, (session_id, walkthrough))
+
+
+def recent_progress(*, db: Session, session_id: str, limit: int = 20) -> list[Progress]:
+    stmt = (
+        select(Progress)
+        .where(Progress.session_id == session_id)
+        .order_by(col(Progress.updated_at).desc())
+        .limit(limit)
+    )
+    return list(db.exec(stmt))

@@ -1,0 +1,259 @@
+"""Plotly figures. This module is the only place that imports Plotly.
+
+Figures get fixed ``div_id``s so the HTML is reproducible, and carry a vertical cursor shape
+(``shapes[0]``) that the player's chart script moves to the current step's time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#999999")
+EVENT_STYLE = {
+    "loss": ("x", "#D55E00"),
+    "rto": ("x-thin", "#D55E00"),
+    "recovery_enter": ("triangle-down", "#D55E00"),
+    "recovery_exit": ("triangle-up", "#009E73"),
+    "hystart_exit": ("diamond", "#0072B2"),
+    "epoch_start": ("circle-open", "#555555"),
+    "bbr_mode": ("square", "#CC79A7"),
+}
+
+
+def _colour(i: int) -> str:
+    return PALETTE[i % len(PALETTE)]
+
+
+def _cursor(t: float) -> dict[str, Any]:
+    return {
+        "type": "line",
+        "xref": "x",
+        "yref": "paper",
+        "x0": t,
+        "x1": t,
+        "y0": 0,
+        "y1": 1,
+        "line": {"color": "#D55E00", "width": 2, "dash": "dot"},
+    }
+
+
+def _layout(fig: go.Figure, *, height: int, cursor_t: float, title: str = "") -> None:
+    fig.update_layout(
+        height=height,
+        margin={"l": 60, "r": 20, "t": 40 if title else 16, "b": 40},
+        title={"text": title, "x": 0.01, "font": {"size": 15}} if title else None,
+        hovermode="x unified",
+        legend={"orientation": "h", "y": -0.08, "x": 0},
+        template="plotly_white",
+        font={"family": "system-ui, sans-serif", "size": 13},
+        shapes=[_cursor(cursor_t)],
+        uirevision="keep",
+    )
+
+
+def cwnd_figure(
+    series: Mapping[str, Any],
+    *,
+    div_id: str,
+    cursor_t: float = 0.0,
+    title: str = "",
+    show_overlay: bool = True,
+) -> str:
+    """cwnd (+ ssthresh, CUBIC overlay, events), queue, RTT and pacing/delivery rate, one x-axis."""
+    flows: Sequence[Mapping[str, Any]] = series.get("flows", ())
+    any_bbr = any(f.get("cc") == "bbr" for f in flows)
+    rows = 4
+    titles = (
+        "cwnd (segments)",
+        "bottleneck queue (packets)",
+        "smoothed RTT (ms)",
+        "pacing / delivery rate (Mbit/s)",
+    )
+    fig = make_subplots(
+        rows=rows,
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.05,
+        row_heights=[0.42, 0.2, 0.19, 0.19],
+        subplot_titles=titles,
+    )
+    for i, flow in enumerate(flows):
+        name = f"flow {i} {flow.get('cc', '')}"
+        colour = _colour(i)
+        t = flow.get("t", [])
+        group = f"flow{i}"
+        fig.add_trace(
+            go.Scattergl(
+                x=t,
+                y=flow.get("cwnd", []),
+                name=f"{name} cwnd",
+                legendgroup=group,
+                line={"color": colour, "width": 2},
+            ),
+            row=1,
+            col=1,
+        )
+        ssthresh = [v if v is not None and v < 1e8 else None for v in flow.get("ssthresh", [])]
+        fig.add_trace(
+            go.Scattergl(
+                x=t,
+                y=ssthresh,
+                name=f"{name} ssthresh",
+                legendgroup=group,
+                line={"color": colour, "width": 1, "dash": "dash"},
+            ),
+            row=1,
+            col=1,
+        )
+        if show_overlay and flow.get("cc") == "cubic":
+            if "w_cubic" in flow:
+                fig.add_trace(
+                    go.Scattergl(
+                        x=t,
+                        y=flow["w_cubic"],
+                        name=f"{name} W(t) cubic",
+                        legendgroup=group,
+                        line={"color": "#555555", "width": 1, "dash": "dot"},
+                    ),
+                    row=1,
+                    col=1,
+                )
+            if "w_est" in flow:
+                fig.add_trace(
+                    go.Scattergl(
+                        x=t,
+                        y=flow["w_est"],
+                        name=f"{name} Reno-friendly W_est",
+                        legendgroup=group,
+                        line={"color": "#009E73", "width": 1, "dash": "dashdot"},
+                    ),
+                    row=1,
+                    col=1,
+                )
+        fig.add_trace(
+            go.Scattergl(
+                x=t,
+                y=flow.get("srtt_ms", []),
+                name=f"{name} srtt",
+                legendgroup=group,
+                showlegend=False,
+                line={"color": colour, "width": 1.5},
+            ),
+            row=3,
+            col=1,
+        )
+        if flow.get("cc") == "bbr" or not any_bbr:
+            fig.add_trace(
+                go.Scattergl(
+                    x=t,
+                    y=flow.get("pacing_mbps", []),
+                    name=f"{name} pacing",
+                    legendgroup=group,
+                    showlegend=False,
+                    line={"color": colour, "width": 1.5},
+                ),
+                row=4,
+                col=1,
+            )
+        fig.add_trace(
+            go.Scattergl(
+                x=t,
+                y=flow.get("delivery_mbps", []),
+                name=f"{name} delivery",
+                legendgroup=group,
+                showlegend=False,
+                line={"color": colour, "width": 1, "dash": "dot"},
+            ),
+            row=4,
+            col=1,
+        )
+        _event_markers(fig, flow, name, group)
+    queue = series.get("queue", {})
+    fig.add_trace(
+        go.Scattergl(
+            x=queue.get("t", []),
+            y=queue.get("packets", []),
+            name="queue",
+            line={"color": "#999999", "width": 1.5},
+            fill="tozeroy",
+            showlegend=False,
+        ),
+        row=2,
+        col=1,
+    )
+    fig.update_xaxes(title_text="time (s)", row=rows, col=1)
+    _layout(fig, height=760, cursor_t=cursor_t, title=title)
+    return fig.to_html(
+        full_html=False,
+        include_plotlyjs=False,
+        div_id=div_id,
+        config={"responsive": True, "displaylogo": False},
+    )
+
+
+def _event_markers(fig: go.Figure, flow: Mapping[str, Any], name: str, group: str) -> None:
+    by_type: dict[str, list[Mapping[str, Any]]] = {}
+    for ev in flow.get("events", ()):
+        if ev.get("type") in EVENT_STYLE:
+            by_type.setdefault(ev["type"], []).append(ev)
+    for kind, events in by_type.items():
+        symbol, colour = EVENT_STYLE[kind]
+        fig.add_trace(
+            go.Scatter(
+                x=[e["t"] for e in events],
+                y=[e.get("detail", {}).get("cwnd") for e in events],
+                mode="markers",
+                name=f"{name} {kind.replace('_', ' ')}",
+                legendgroup=group,
+                showlegend=False,
+                marker={
+                    "symbol": symbol,
+                    "size": 9,
+                    "color": colour,
+                    "line": {"width": 1.5, "color": colour},
+                },
+                hovertext=[e.get("text", "") for e in events],
+                hoverinfo="text",
+            ),
+            row=1,
+            col=1,
+        )
+
+
+def fairness_figure(summary: Mapping[str, Any], *, div_id: str) -> str:
+    """Goodput per flow as bars, with Jain's fairness index in the title."""
+    flows = summary.get("flows", ())
+    labels = [f"flow {f.get('index', i)} {f.get('cc', '')}" for i, f in enumerate(flows)]
+    fig = go.Figure(
+        go.Bar(
+            x=labels,
+            y=[f.get("goodput_mbps", 0) for f in flows],
+            marker={"color": [_colour(i) for i in range(len(flows))]},
+            text=[f"{f.get('goodput_mbps', 0):.1f}" for f in flows],
+            textposition="auto",
+        )
+    )
+    jain = summary.get("jain_fairness")
+    fig.update_layout(
+        height=300,
+        margin={"l": 60, "r": 20, "t": 44, "b": 40},
+        title={
+            "text": f"Goodput per flow (Mbit/s) · Jain's fairness index {jain:.3f}"
+            if jain is not None
+            else "Goodput per flow (Mbit/s)",
+            "x": 0.01,
+            "font": {"size": 15},
+        },
+        template="plotly_white",
+        yaxis={"title": "Mbit/s"},
+    )
+    return fig.to_html(
+        full_html=False,
+        include_plotlyjs=False,
+        div_id=div_id,
+        config={"responsive": True, "displaylogo": False},
+    )

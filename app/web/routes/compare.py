@@ -1,0 +1,81 @@
+"""Compare mode for congestion control: the same link, one algorithm per chart, one time cursor."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse, Response
+from markupsafe import Markup
+
+from app.sim.core import ParamError, ParamIssue
+from app.web.charts import cwnd_figure
+from app.web.runner import explainer_or_404, run
+from app.web.templating import render
+from app.web.viz.cwnd import summary_table
+
+router = APIRouter()
+ALGOS = ("reno", "cubic", "bbr")
+
+
+@router.get("/explainers/cwnd/compare", response_class=HTMLResponse)
+def compare(
+    request: Request,
+    algos: Annotated[
+        str, Query(max_length=40, description="2 or 3 of reno, cubic, bbr")
+    ] = "reno,cubic,bbr",
+    rate_mbps: Annotated[float, Query()] = 100.0,
+    rtt_ms: Annotated[float, Query()] = 40.0,
+    buffer_bdp: Annotated[float, Query()] = 1.0,
+    duration_s: Annotated[float, Query()] = 30.0,
+) -> Response:
+    ex = explainer_or_404("cwnd")
+    chosen = [a.strip() for a in algos.split(",") if a.strip()]
+    bad = [a for a in chosen if a not in ALGOS]
+    if bad or not 2 <= len(chosen) <= 3 or len(set(chosen)) != len(chosen):
+        raise ParamError(
+            [
+                ParamIssue(
+                    loc=("query", "algos"),
+                    msg=f"choose 2 or 3 different algorithms from {', '.join(ALGOS)}; you gave {algos!r}",
+                )
+            ]
+        )
+    panels: list[dict[str, Any]] = []
+    for i, cc in enumerate(chosen):
+        raw = {
+            "link": {"rate_mbps": rate_mbps, "rtt_ms": rtt_ms, "buffer_bdp": buffer_bdp},
+            "flows": [{"cc": cc, "start_s": 0}],
+            "duration_s": duration_s,
+        }
+        try:
+            _, trace = run(ex, raw)
+        except ParamError as exc:  # report against the query fields the user typed
+            raise ParamError(
+                [
+                    ParamIssue(loc=("query", str(issue.loc[-1])), msg=issue.msg)
+                    for issue in exc.issues
+                ]
+            ) from exc
+        panels.append(
+            {
+                "cc": cc,
+                "chart": Markup(cwnd_figure(trace.series, div_id=f"compare-{i}", title=cc.upper())),
+                "summary": Markup(summary_table(trace.summary)),
+                "goodput": trace.summary.get("goodput_mbps"),
+            }
+        )
+    ctx = {
+        "panels": panels,
+        "form": {
+            "algos": ",".join(chosen),
+            "rate_mbps": rate_mbps,
+            "rtt_ms": rtt_ms,
+            "buffer_bdp": buffer_bdp,
+            "duration_s": duration_s,
+        },
+        "algos": ALGOS,
+        "chosen": chosen,
+        "duration_s": duration_s,
+    }
+    return render(request, "pages/compare.html", ctx)

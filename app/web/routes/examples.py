@@ -1,0 +1,42 @@
+"""``/examples/slides``: a reveal.js deck (reveal.js from npm) embedding three scenarios.
+
+Each slide's iframe is an ``/embed/...`` player; ``static/js/slides.js`` lets one clicker drive
+both: PageDown/→ step the animation until its last step, then move to the next slide.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, Response
+
+from app.sim import registry
+from app.web.templating import render
+
+router = APIRouter(prefix="/examples", tags=["examples"])
+
+SLIDES = 3
+
+
+def deck_scenarios(limit: int = SLIDES) -> list[dict[str, Any]]:
+    """Presets taken round-robin across explainers, so the deck shows off more than one."""
+    queues = [[(ex, p) for p in ex.presets] for ex in registry.explainers().values()]
+    picked: list[dict[str, Any]] = []
+    while len(picked) < limit and any(queues):
+        for queue in queues:
+            if queue and len(picked) < limit:
+                ex, preset = queue.pop(0)
+                picked.append(
+                    {
+                        "explainer": ex,
+                        "preset": preset,
+                        "src": f"/embed/{ex.name}/presets/{preset.slug}?controls=min&theme=light",
+                    }
+                )
+    return picked
+
+
+@router.get("/slides", response_class=HTMLResponse)
+def slides(request: Request) -> Response:
+    return render(request, "examples/slides.html", {"slides": deck_scenarios()})

@@ -1,0 +1,203 @@
+"""Shareable scenario links: save a scenario immutably, open it at ``/s/{id}``, fork it.
+
+``POST /api/v1/scenarios`` validates params exactly like a run (the explainer's own ``parse``)
+and stores them canonically (``parse`` then ``dump``) with the simulation version they were made
+with. Opening a link re-runs the params, so a scenario saved under an older simulation still
+opens, with a note saying the simulation has changed since.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.sim import registry
+from app.sim.core import ParamError
+from app.store import repo
+from app.store.models import Scenario
+from app.web.player import encode_params, player_context
+from app.web.sessions import visitor_id
+from app.web.sources import ScenarioNotFound, from_scenario, prefixed, run_source
+from app.web.templating import render
+
+router = APIRouter()
+
+StepQuery = Annotated[int | None, Query(ge=0, le=1_000_000, description="0-based step to show")]
+
+
+class ScenarioIn(BaseModel):
+    """A scenario to save. ``params`` are validated exactly as ``POST /explainers/{name}/run``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    explainer: Annotated[str, Field(min_length=1, max_length=40, examples=["skb"])]
+    params: Annotated[Any, Field(examples=[{"ops": [{"op": "alloc_skb", "size": 1500}]}])]
+    title: Annotated[str | None, Field(max_length=repo.TITLE_MAX)] = None
+    forked_from: Annotated[
+        str | None, Field(max_length=32, description="id this was forked from")
+    ] = None
+
+
+def scenario_json(request: Request, row: Scenario) -> dict[str, Any]:
+    ex = registry.get(row.explainer)
+    return {
+        "id": row.id,
+        "explainer": row.explainer,
+        "params": json.loads(row.params_json),
+        "sim_version": row.sim_version,
+        "current_sim_version": ex.sim_version if ex else None,
+        "title": row.title,
+        "created_at": row.created_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "forked_from": row.forked_from,
+        "url": f"/s/{row.id}",
+        "share_url": str(request.url_for("shared_page", scenario_id=row.id)),
+        "embed_url": f"/embed/s/{row.id}",
+    }
+
+
+@router.post(
+    "/api/v1/scenarios",
+    status_code=201,
+    tags=["api"],
+    responses={
+        201: {"description": "Saved; `url` opens it"},
+        422: {"description": "Invalid explainer, params, title or forked_from"},
+    },
+)
+def create_scenario(body: ScenarioIn, request: Request) -> JSONResponse:
+    """Save a scenario immutably and answer its short id and link ``/s/{id}``."""
+    ex = registry.get(body.explainer)
+    if ex is None:
+        names = ", ".join(registry.explainers()) or "none"
+        raise ParamError.single(
+            ("explainer",),
+            f"there is no explainer called {body.explainer!r}; choose one of: {names}",
+        )
+    try:
+        params = ex.parse(body.params)
+    except ParamError as exc:
+        raise prefixed(exc, "params") from exc
+    canonical = ex.dump(params)
+    title = (body.title or "").strip() or None
+    engine = request.app.state.engine
+    with repo.session_for(engine) as db:
+        if (
+            body.forked_from is not None
+            and repo.get_scenario(db=db, scenario_id=body.forked_from) is None
+        ):
+            raise ParamError.single(("forked_from",), "no saved scenario has this id")
+        owner = visitor_id(request)
+        row = repo.create_scenario(
+            db=db,
+            explainer=ex.name,
+            params=canonical,
+            sim_version=ex.sim_version,
+            title=title,
+            forked_from=body.forked_from,
+            owner=owner,
+        )
+    out = scenario_json(request, row)
+    return JSONResponse(
+        {
+            "id": row.id,
+            "url": out["url"],
+            "share_url": out["share_url"],
+            "embed_url": out["embed_url"],
+        },
+        status_code=201,
+        headers={"Location": out["url"]},
+    )
+
+
+@router.get(
+    "/api/v1/scenarios/{scenario_id}",
+    tags=["api"],
+    responses={404: {"description": "No scenario has this id"}},
+)
+def get_scenario(scenario_id: str, request: Request) -> dict[str, Any]:
+    """The stored record of a shared scenario (params as saved, canonical)."""
+    with repo.session_for(request.app.state.engine) as db:
+        row = repo.get_scenario(db=db, scenario_id=scenario_id)
+    if row is None:
+        raise HTTPException(404, f"No shared scenario has the id {scenario_id!r}.")
+    return scenario_json(request, row)
+
+
+@router.get(
+    "/s/{scenario_id}", response_class=HTMLResponse, name="shared_page", include_in_schema=False
+)
+def shared_page(scenario_id: str, request: Request, step: StepQuery = None) -> Response:
+    source = from_scenario(request, scenario_id)
+    trace = run_source(source)
+    ctx = player_context(
+        source.explainer, trace, raw_params=source.raw, step=step, title=source.title
+    )
+    row = source.scenario
+    assert row is not None
+    parent = None
+    if row.forked_from:
+        with repo.session_for(request.app.state.engine) as db:
+            parent = repo.get_scenario(db=db, scenario_id=row.forked_from)
+    ctx.update(
+        source=source,
+        scenario=row,
+        walkthrough_key=source.walkthrough_key,
+        sim_changed=source.sim_changed,
+        parent=parent,
+        share_url=str(request.url_for("shared_page", scenario_id=row.id)),
+    )
+    return render(request, "pages/share.html", ctx)
+
+
+@router.get("/s/{scenario_id}/fork", name="fork_scenario", include_in_schema=False)
+def fork(scenario_id: str, request: Request) -> Response:
+    """Open a copy of the scenario in the editor; sharing the edited copy makes a new id."""
+    source = from_scenario(request, scenario_id)
+    target = (
+        f"/explainers/{source.explainer.name}/edit?p={encode_params(source.raw)}"
+        f"&forked_from={scenario_id}"
+    )
+    return RedirectResponse(target, status_code=303)
+
+
+@router.get(
+    "/my-scenarios", response_class=HTMLResponse, name="my_scenarios", include_in_schema=False
+)
+def my_scenarios(request: Request) -> Response:
+    """The scenarios this browser saved and the walkthroughs it has been through."""
+    sid = visitor_id(request)
+    scenarios, progress = [], []
+    if sid:
+        with repo.session_for(request.app.state.engine) as db:
+            scenarios = repo.scenarios_of(db=db, session_id=sid)
+            progress = repo.recent_progress(db=db, session_id=sid)
+    explainers = registry.explainers()
+    rows = [{"row": s, "explainer": explainers.get(s.explainer)} for s in scenarios]
+    return render(
+        request,
+        "pages/my_scenarios.html",
+        {"has_session": sid is not None, "scenarios": rows, "progress": progress},
+    )
+
+
+def install(app: Any) -> None:
+    @app.exception_handler(ScenarioNotFound)
+    async def _not_found(request: Request, exc: ScenarioNotFound) -> Response:
+        if request.url.path.startswith("/api/"):
+            return JSONResponse(
+                {"detail": f"No shared scenario has the id {exc.scenario_id!r}."}, status_code=404
+            )
+        return render(
+            request,
+            "pages/not_found_scenario.html",
+            {
+                "scenario_id": exc.scenario_id,
+                "looks_like_id": repo.is_scenario_id(exc.scenario_id),
+                "embed": request.url.path.startswith("/embed/"),
+            },
+            status_code=404,
+        )

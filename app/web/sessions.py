@@ -1,0 +1,168 @@
+"""Anonymous visitor sessions and walkthrough progress.
+
+A first visit to a page sets a random session id cookie (HttpOnly, SameSite=Lax, Secure over
+HTTPS) and stores the session. Nothing depends on it: with cookies off every page works, the
+player just can't offer "continue at step N" and "my scenarios" stays empty. Embeds, the API,
+exports and static files never set a cookie.
+
+The player reports the shown step to ``POST /api/v1/progress``; the server resolves the
+walkthrough key itself (preset or shared scenario), so a client can't plant arbitrary links.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any
+
+from fastapi import APIRouter, FastAPI, HTTPException, Request
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import Response
+
+from app.sim.core import ParamError
+from app.store import repo
+from app.store.models import Progress
+from app.web.sources import ScenarioNotFound, Source, from_preset, from_scenario, run_source
+from app.web.templating import templates
+
+COOKIE = "stepscope_sid"
+COOKIE_MAX_AGE = 400 * 24 * 3600  # browsers cap cookie lifetimes at 400 days
+NO_SESSION_PREFIXES = (
+    "/static/",
+    "/vendor/",
+    "/embed/",
+    "/api/",
+    "/export/",
+    "/docs",
+    "/redoc",
+    "/openapi.json",
+    "/favicon",
+)
+_PRESET_KEY = re.compile(r"^/explainers/([a-z0-9_-]{1,40})/presets/([a-z0-9_-]{1,80})$")
+_SCENARIO_KEY = re.compile(r"^/s/([A-Za-z0-9_-]{10,32})$")
+
+router = APIRouter(prefix="/api/v1", tags=["sessions"])
+
+
+def visitor_id(request: Request) -> str | None:
+    """The stored session of this request, or None (no cookie, cookies off, unknown id)."""
+    return getattr(request.state, "visitor_id", None)
+
+
+def _wants_session(request: Request) -> bool:
+    path = request.url.path
+    return request.method == "GET" and not path.startswith(NO_SESSION_PREFIXES)
+
+
+def _lookup(engine: Any, sid: str) -> str | None:
+    with repo.session_for(engine) as db:
+        found = repo.get_visitor(db=db, session_id=sid)
+        if found is None:
+            return None
+        repo.touch_visitor(db=db, visitor=found)
+        return found.id
+
+
+def _create(engine: Any) -> str:
+    with repo.session_for(engine) as db:
+        return repo.create_visitor(db=db).id
+
+
+def install(app: FastAPI) -> None:
+    @app.middleware("http")
+    async def _session(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        path = request.url.path
+        if path.startswith(("/static/", "/vendor/", "/embed/")):
+            return await call_next(request)  # embeds neither need nor set a cookie
+        sid = request.cookies.get(COOKIE)
+        found = await run_in_threadpool(_lookup, app.state.engine, sid) if sid else None
+        request.state.visitor_id = found
+        response = await call_next(request)
+        html = response.headers.get("content-type", "").startswith("text/html")
+        if found is None and html and response.status_code < 400 and _wants_session(request):
+            new_id = await run_in_threadpool(_create, app.state.engine)
+            response.set_cookie(
+                COOKIE,
+                new_id,
+                max_age=COOKIE_MAX_AGE,
+                path="/",
+                httponly=True,
+                samesite="lax",
+                secure=request.url.scheme == "https",
+            )
+        return response
+
+    templates.env.globals["resume_for"] = resume_for
+
+
+def resume_for(request: Request, walkthrough: str | None) -> Progress | None:
+    """Template helper: the visitor's saved step for this walkthrough, if any (and not step 0)."""
+    sid = visitor_id(request)
+    if not sid or not walkthrough:
+        return None
+    with repo.session_for(request.app.state.engine) as db:
+        found = repo.get_progress(db=db, session_id=sid, walkthrough=walkthrough)
+    return found if found and found.step > 0 else None
+
+
+def resolve_walkthrough(request: Request, key: str) -> Source:
+    """The preset or saved scenario a walkthrough key names; 422 naming ``walkthrough`` if none."""
+    bad = ParamError.single(
+        ("walkthrough",),
+        "is not a walkthrough: use a preset page path "
+        "(/explainers/NAME/presets/SLUG) or a shared scenario path (/s/ID)",
+    )
+    if m := _PRESET_KEY.fullmatch(key):
+        try:
+            return from_preset(m.group(1), m.group(2))
+        except HTTPException:
+            raise bad from None
+    if m := _SCENARIO_KEY.fullmatch(key):
+        try:
+            return from_scenario(request, m.group(1))
+        except (ScenarioNotFound, HTTPException):
+            raise bad from None
+    raise bad
+
+
+class ProgressIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    walkthrough: Annotated[
+        str,
+        Field(
+            min_length=1, max_length=200, description="Preset path or /s/{id} of the walkthrough"
+        ),
+    ]
+    step: Annotated[int, Field(ge=0, le=1_000_000, description="0-based step shown")]
+
+
+@router.post("/progress")
+def save_progress(body: ProgressIn, request: Request) -> dict[str, Any]:
+    """Remember the step this visitor reached in a walkthrough ("continue where you left off").
+
+    Answers ``saved: false`` when the request carries no session (cookies off): nothing breaks.
+    """
+    source = resolve_walkthrough(request, body.walkthrough)
+    count = len(run_source(source).frames)
+    if body.step >= max(count, 1):
+        raise ParamError.single(
+            ("step",), f"must be below {count}, the number of steps; you gave {body.step}"
+        )
+    sid = visitor_id(request)
+    if sid is None:
+        return {"saved": False, "reason": "no session cookie", "step": body.step, "count": count}
+    with repo.session_for(request.app.state.engine) as db:
+        repo.record_progress(
+            db=db,
+            session_id=sid,
+            walkthrough=body.walkthrough,
+            step=body.step,
+            count=count,
+            title=source.title,
+            url=source.page_path,
+        )
+    return {"saved": True, "step": body.step, "count": count}

@@ -1,0 +1,116 @@
+"""The congestion-control view: charts drawn once per trace, and a per-step card of the moment.
+
+The charts share one time axis with a cursor the stepper moves (static/js/chart-cursor.js);
+each step's card shows the TCP congestion-avoidance state and BBR mode at that instant.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Mapping
+from html import escape
+from typing import Any
+
+from app.sim.core import Frame, Trace
+from app.web.charts import cwnd_figure, fairness_figure
+from app.web.viz import View, register_view
+
+CA_STATES = ("Open", "Disorder", "CWR", "Recovery", "Loss")
+BBR_MODES = ("STARTUP", "DRAIN", "PROBE_BW", "PROBE_RTT")
+
+
+def _at(flow: Mapping[str, Any], key: str, t: float) -> Any:
+    times = flow.get("t") or []
+    values = flow.get(key) or []
+    if not times or not values:
+        return None
+    # the first sample at or after the event, so the card shows the state the event produced
+    i = max(0, min(len(values) - 1, bisect_left(times, t - 1e-9)))
+    return values[i]
+
+
+def _pills(label: str, options: tuple[str, ...], current: Any) -> str:
+    items = "".join(
+        f'<li class="pill on" aria-current="true">{opt}</li>'
+        if opt == current
+        else f'<li class="pill">{opt}</li>'
+        for opt in options
+    )
+    return f'<div class="pill-row"><span class="pill-label">{label}</span><ul class="pills">{items}</ul></div>'
+
+
+def picture(trace: Trace, frame: Frame) -> str:
+    state = frame.state
+    flows = trace.series.get("flows", ())
+    idx = state.get("flow")
+    t = float(frame.time if frame.time is not None else state.get("t", 0.0))
+    parts = [f'<div class="cwnd-moment" id="cwnd-moment" data-time="{t:.6f}">']
+    if isinstance(idx, int) and 0 <= idx < len(flows):
+        flow = flows[idx]
+        cc = str(flow.get("cc", ""))
+        parts.append(
+            f'<p class="moment-head"><b>t = {t:.3f} s</b> · flow {idx} ({escape(cc)}) · '
+            f"cwnd {escape(str(_at(flow, 'cwnd', t)))} segments</p>"
+        )
+        parts.append(_pills("CA state", CA_STATES, _at(flow, "ca_state", t)))
+        if cc == "bbr":
+            parts.append(_pills("BBR mode", BBR_MODES, _at(flow, "bbr_mode", t)))
+    else:
+        parts.append(f'<p class="moment-head"><b>t = {t:.3f} s</b></p>')
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def static(trace: Trace) -> str:
+    t0 = trace.frames[0].time if trace.frames and trace.frames[0].time is not None else 0.0
+    html = [
+        '<div class="chart" data-cursor="1">',
+        cwnd_figure(trace.series, div_id="cwnd-chart", cursor_t=float(t0)),
+        "</div>",
+    ]
+    summary = trace.summary
+    flows = summary.get("flows", ())
+    if len(flows) > 1:
+        html.append(
+            '<div class="chart">' + fairness_figure(summary, div_id="fairness-chart") + "</div>"
+        )
+    html.append(summary_table(summary))
+    return "".join(html)
+
+
+def summary_table(summary: Mapping[str, Any]) -> str:
+    rows = []
+    for f in summary.get("flows", ()):
+        rows.append(
+            "<tr>"
+            f"<td>{escape(str(f.get('index', '')))}</td><td>{escape(str(f.get('cc', '')))}</td>"
+            f"<td>{f.get('goodput_mbps', 0):.2f}</td><td>{f.get('retransmits', 0)}</td>"
+            f"<td>{f.get('rtos', 0)}</td><td>{f.get('rtt_mean_ms', 0):.1f}</td>"
+            f"<td>{f.get('rtt_p95_ms', 0):.1f}</td></tr>"
+        )
+    util = summary.get("utilisation")
+    jain = summary.get("jain_fairness")
+    head = (
+        f"<p class='summary-line'>Utilisation <b>{util * 100:.1f} %</b> · Jain's fairness "
+        f"<b>{jain:.3f}</b> · drops <b>{summary.get('drops', 0)}</b> · mean RTT "
+        f"<b>{summary.get('rtt_mean_ms', 0):.1f} ms</b> (p95 {summary.get('rtt_p95_ms', 0):.1f} ms)</p>"
+        if util is not None and jain is not None
+        else ""
+    )
+    return (
+        '<details class="run-summary" open><summary>Summary of the whole run</summary>'
+        + head
+        + '<table class="fields summary-table"><thead><tr><th>flow</th><th>cc</th>'
+        "<th>goodput Mbit/s</th><th>retransmits</th><th>RTOs</th><th>mean RTT ms</th>"
+        "<th>p95 RTT ms</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table></details>"
+    )
+
+
+register_view(
+    "cwnd",
+    View(
+        picture=picture,
+        static=static,
+        scripts=("/vendor/plotly/plotly.min.js", "/static/js/chart-cursor.js"),
+    ),
+)

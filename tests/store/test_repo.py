@@ -1,0 +1,99 @@
+"""The store's keyword-only functions: immutable scenarios, visitor sessions, progress."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlmodel import Session
+
+from app.store import repo
+from app.store.db import init_db, make_engine
+from app.store.models import Scenario
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[Session]:
+    engine = make_engine(f"sqlite:///{tmp_path / 'repo.db'}")
+    init_db(engine)
+    with repo.session_for(engine) as session:
+        yield session
+
+
+def test_scenario_ids_are_short_url_safe_and_unguessable() -> None:
+    """Ids are ≥ 10 URL-safe characters drawn from secrets (1000 draws never repeat)."""
+    ids = {repo.new_scenario_id() for _ in range(1000)}
+    assert len(ids) == 1000
+    for sid in ids:
+        assert re.fullmatch(r"[A-Za-z0-9_-]{10,32}", sid)
+        assert repo.is_scenario_id(sid)
+
+
+def test_create_and_get_scenario_round_trip(db: Session) -> None:
+    """A saved scenario keeps explainer, params, sim_version, title, forked-from and a created time."""
+    parent = repo.create_scenario(db=db, explainer="skb", params={"ops": []}, sim_version="skb-1")
+    row = repo.create_scenario(
+        db=db,
+        explainer="skb",
+        params={"ops": [{"op": "alloc_skb", "size": 9}]},
+        sim_version="skb-1",
+        title="Tiny",
+        forked_from=parent.id,
+        owner=None,
+    )
+    got = repo.get_scenario(db=db, scenario_id=row.id)
+    assert got is not None
+    assert repo.scenario_params(scenario=got) == {"ops": [{"op": "alloc_skb", "size": 9}]}
+    assert (got.explainer, got.sim_version, got.title, got.forked_from) == (
+        "skb",
+        "skb-1",
+        "Tiny",
+        parent.id,
+    )
+    assert got.created_at is not None
+    assert [f.id for f in repo.forks_of(db=db, scenario_id=parent.id)] == [row.id]
+
+
+def test_get_scenario_rejects_malformed_ids(db: Session) -> None:
+    """Malformed or unknown ids find nothing (and never reach SQL as odd strings)."""
+    for bad in ("", "short", "x" * 200, "../../etc", "abc def ghi jk"):
+        assert repo.get_scenario(db=db, scenario_id=bad) is None
+    assert repo.get_scenario(db=db, scenario_id="A" * 16) is None
+
+
+def test_title_longer_than_200_is_refused(db: Session) -> None:
+    """The store itself refuses a title over 200 characters."""
+    with pytest.raises(ValueError, match="200"):
+        repo.create_scenario(db=db, explainer="skb", params={}, sim_version="v", title="x" * 201)
+
+
+def test_visitor_scenarios_and_progress(db: Session) -> None:
+    """Each visitor sees only their own scenarios; progress is upserted per walkthrough."""
+    a = repo.create_visitor(db=db)
+    b = repo.create_visitor(db=db)
+    assert repo.is_session_id(a.id) and a.id != b.id
+    mine = repo.create_scenario(db=db, explainer="skb", params={}, sim_version="v", owner=a.id)
+    repo.create_scenario(db=db, explainer="skb", params={}, sim_version="v", owner=b.id)
+    assert [s.id for s in repo.scenarios_of(db=db, session_id=a.id)] == [mine.id]
+    repo.record_progress(
+        db=db, session_id=a.id, walkthrough="/s/x", step=2, count=5, title="T", url="/s/x"
+    )
+    repo.record_progress(
+        db=db, session_id=a.id, walkthrough="/s/x", step=4, count=5, title="T", url="/s/x"
+    )
+    got = repo.get_progress(db=db, session_id=a.id, walkthrough="/s/x")
+    assert got is not None and got.step == 4
+    assert [p.step for p in repo.recent_progress(db=db, session_id=a.id)] == [4]
+    assert repo.get_progress(db=db, session_id=b.id, walkthrough="/s/x") is None
+    assert repo.get_visitor(db=db, session_id=a.id) is not None
+    assert repo.get_visitor(db=db, session_id="not a session") is None
+
+
+def test_scenarios_are_never_overwritten(db: Session) -> None:
+    """Two saves of the same params make two records with different ids."""
+    one = repo.create_scenario(db=db, explainer="skb", params={"ops": []}, sim_version="v")
+    two = repo.create_scenario(db=db, explainer="skb", params={"ops": []}, sim_version="v")
+    assert one.id != two.id
+    assert db.get(Scenario, one.id) is not None and db.get(Scenario, two.id) is not None

@@ -1,0 +1,104 @@
+"""The congestion-control explainer over HTTP: the API contract, the player, compare mode."""
+
+from __future__ import annotations
+
+import re
+
+from fastapi.testclient import TestClient
+
+ISSUE_EXAMPLE = {
+    "link": {"rate_mbps": 100, "rtt_ms": 40, "buffer_packets": 333},
+    "flows": [{"cc": "cubic", "start_s": 0}],
+    "duration_s": 4,
+    "mss": 1448,
+    "seed": 0,
+}
+
+
+def test_run_returns_the_series_contract(client: TestClient) -> None:
+    """POST /api/v1/explainers/cwnd/run returns flows (t, cwnd, ssthresh, srtt_ms, pacing_mbps, events), queue and summary."""
+    r = client.post("/api/v1/explainers/cwnd/run", json=ISSUE_EXAMPLE)
+    assert r.status_code == 200, r.text
+    body = r.json()
+    flow = body["flows"][0]
+    assert flow["cc"] == "cubic"
+    for key in ("t", "cwnd", "ssthresh", "srtt_ms", "pacing_mbps", "events"):
+        assert key in flow
+    n = len(flow["t"])
+    assert n == len(flow["cwnd"]) == len(flow["srtt_ms"]) == len(flow["pacing_mbps"])
+    # sampled every sample_ms (default 10 ms)
+    assert abs((flow["t"][1] - flow["t"][0]) - 0.010) < 1e-9
+    assert set(body["queue"]) >= {"t", "packets", "drops"}
+    assert "goodput_mbps" in body["summary"]["flows"][0]
+
+
+def test_sample_ms_changes_the_sampling(client: TestClient) -> None:
+    """sample_ms sets the spacing of the time series."""
+    body = client.post(
+        "/api/v1/explainers/cwnd/run", json={**ISSUE_EXAMPLE, "sample_ms": 50}
+    ).json()
+    t = body["flows"][0]["t"]
+    assert abs((t[1] - t[0]) - 0.050) < 1e-9
+
+
+def test_bad_input_names_the_field(client: TestClient) -> None:
+    """Non-positive rate, no flows, unknown cc and a duration over 600 s each answer 422 naming the field."""
+    cases = [
+        (
+            {**ISSUE_EXAMPLE, "link": {"rate_mbps": 0, "rtt_ms": 40, "buffer_packets": 10}},
+            ["body", "link", "rate_mbps"],
+        ),
+        ({**ISSUE_EXAMPLE, "flows": []}, ["body", "flows"]),
+        ({**ISSUE_EXAMPLE, "flows": [{"cc": "vegas"}]}, ["body", "flows", 0, "cc"]),
+        ({**ISSUE_EXAMPLE, "duration_s": 601}, ["body", "duration_s"]),
+    ]
+    for body, loc in cases:
+        r = client.post("/api/v1/explainers/cwnd/run", json=body)
+        assert r.status_code == 422, body
+        assert any(d["loc"] == loc for d in r.json()["detail"]), r.json()
+
+
+def test_player_page_has_charts_with_a_cursor_and_event_steps(client: TestClient) -> None:
+    """A cwnd walkthrough renders the Plotly chart (fixed div id), its cursor, and one step per event."""
+    html = client.get("/explainers/cwnd/presets/reno-sawtooth").text
+    assert 'id="cwnd-chart"' in html
+    assert "/vendor/plotly/plotly.min.js" in html
+    times = re.findall(r'<template id="frame-\d+"[^>]* data-time="([0-9.]+)"', html)
+    assert len(times) >= 3
+    assert [float(t) for t in times] == sorted(float(t) for t in times)
+
+
+def test_multi_flow_preset_shows_fairness(client: TestClient) -> None:
+    """A preset with several flows adds the fairness view with Jain's index."""
+    html = client.get("/explainers/cwnd/presets/cubic-vs-reno").text
+    assert 'id="fairness-chart"' in html
+    assert "Jain" in html
+
+
+def test_compare_mode_draws_one_chart_per_algorithm(client: TestClient) -> None:
+    """/explainers/cwnd/compare runs each chosen algorithm on the same link, one chart each."""
+    r = client.get("/explainers/cwnd/compare?algos=reno,cubic&duration_s=5")
+    assert r.status_code == 200
+    assert (
+        'id="compare-0"' in r.text and 'id="compare-1"' in r.text and 'id="compare-2"' not in r.text
+    )
+    assert 'id="time-cursor"' in r.text
+
+
+def test_compare_rejects_bad_choices(client: TestClient) -> None:
+    """Unknown or too few algorithms, or a bad link, answer 422 naming the query field."""
+    r = client.get(
+        "/explainers/cwnd/compare?algos=cubic,foo", headers={"accept": "application/json"}
+    )
+    assert r.status_code == 422
+    assert r.json()["detail"][0]["loc"] == ["query", "algos"]
+    assert client.get("/explainers/cwnd/compare?algos=cubic").status_code == 422
+    r = client.get("/explainers/cwnd/compare?rate_mbps=0", headers={"accept": "application/json"})
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["query", "rate_mbps"]
+    assert client.get("/explainers/cwnd/compare?rate_mbps=abc").status_code == 422
+
+
+def test_plotly_js_is_served_from_the_wheel(client: TestClient) -> None:
+    """plotly.min.js comes from the installed plotly package, not from the repository."""
+    r = client.get("/vendor/plotly/plotly.min.js")
+    assert r.status_code == 200 and len(r.content) > 1_000_000

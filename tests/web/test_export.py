@@ -1,0 +1,235 @@
+"""Exports: this step as SVG and PNG (drawn server-side), the trace as JSON, an offline HTML file."""
+
+from __future__ import annotations
+
+import html as htmllib
+import json
+import re
+import struct
+import xml.etree.ElementTree as ET
+import zlib
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.sim import registry
+from app.web.player import encode_params
+
+EXPLAINERS = list(registry.explainers())
+RAW = {
+    "ops": [
+        {"op": "alloc_skb", "size": 1500},
+        {"op": "skb_reserve", "len": 64},
+        {"op": "skb_put", "len": 100},
+    ]
+}
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def page_stage(client: TestClient, url: str, step: int) -> str:
+    """The stage markup of frame ``step`` exactly as the player page holds it."""
+    html = client.get(url).text
+    tpl = re.search(
+        rf'<template id="frame-{step}"[^>]*>\s*<div data-part="stage">(.*?)</div>\s*<div data-part="fields">',
+        html,
+        re.S,
+    )
+    assert tpl, "the page has that frame"
+    return tpl.group(1)
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", data[16:24])
+
+
+def png_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
+    """Decode an 8-bit RGB/RGBA PNG into rows of pixel bytes (enough for Chromium's output)."""
+    w, h = png_size(data)
+    pos, idat, colour = 8, b"", 0
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos : pos + 8])
+        chunk = data[pos + 8 : pos + 8 + length]
+        if kind == b"IHDR":
+            assert chunk[8] == 8
+            colour = chunk[9]
+        elif kind == b"IDAT":
+            idat += chunk
+        pos += 12 + length
+    bpp = {2: 3, 6: 4}[colour]
+    raw = zlib.decompress(idat)
+    rows, prev, stride = [], bytearray(w * bpp), w * bpp
+    for y in range(h):
+        f, line = (
+            raw[y * (stride + 1)],
+            bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)]),
+        )
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append(bytes(line))
+        prev = line
+    return w, bpp, rows
+
+
+@pytest.mark.parametrize("name", EXPLAINERS)
+def test_svg_export_is_the_pages_frame_picture(client: TestClient, name: str) -> None:
+    """The SVG file parses as XML and holds the page's picture of that step verbatim, styled."""
+    ex = registry.get(name)
+    step = 1
+    r = client.get(f"/export/svg?explainer={name}&preset={ex.default_preset}&step={step}")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("image/svg+xml")
+    assert r.headers["content-disposition"].startswith('attachment; filename="stepscope-')
+    root = ET.fromstring(r.content)
+    assert root.tag == f"{SVG}svg" and root.get("data-theme") == "light"
+    assert root.find(f"{SVG}style") is not None and "--blue" in root.find(f"{SVG}style").text
+    picture = page_stage(client, f"/explainers/{name}/presets/{ex.default_preset}", step)
+    assert picture.strip() and picture.strip() in r.text
+
+
+def test_svg_export_of_a_shared_and_a_custom_scenario(client: TestClient) -> None:
+    """Shared and custom scenarios export the same picture for the same params and step."""
+    sid = client.post("/api/v1/scenarios", json={"explainer": "skb", "params": RAW}).json()["id"]
+    shared = client.get(f"/export/svg?scenario={sid}&step=2")
+    custom = client.get(f"/export/svg?explainer=skb&p={encode_params(RAW)}&step=2")
+    assert shared.status_code == custom.status_code == 200
+    assert shared.text == custom.text
+    assert page_stage(client, f"/s/{sid}", 2).strip() in shared.text
+    # width and height come from the picture's own viewBox
+    root = ET.fromstring(shared.content)
+    inner = root.find(f"{SVG}svg")
+    vb = inner.get("viewBox").split()
+    assert (root.get("width"), root.get("height")) == (vb[2], vb[3])
+    dark = client.get(f"/export/svg?scenario={sid}&step=2&theme=dark")
+    assert ET.fromstring(dark.content).get("data-theme") == "dark"
+
+
+def test_step_past_the_end_exports_the_last_frame(client: TestClient) -> None:
+    """Like the page, a step past the end is the last frame."""
+    last = client.get("/export/svg?explainer=skb&preset=rx-frame&step=999")
+    count = client.get("/export/json?explainer=skb&preset=rx-frame").json()["count"]
+    assert last.status_code == 200
+    assert f"step{count - 1}.svg" in last.headers["content-disposition"]
+
+
+def test_png_export_is_drawn_server_side_at_the_pictures_size(client: TestClient) -> None:
+    """The PNG is a real image the size of the picture times the scale, in the chosen theme."""
+    svg = client.get("/export/svg?explainer=skb&preset=rx-frame&step=2")
+    root = ET.fromstring(svg.content)
+    w, h = float(root.get("width")), float(root.get("height"))
+    one = client.get("/export/png?explainer=skb&preset=rx-frame&step=2&scale=1")
+    assert one.status_code == 200 and one.headers["content-type"] == "image/png"
+    pw, ph = png_size(one.content)
+    assert pw == round(w) and abs(ph - h) <= 1
+    two = client.get("/export/png?explainer=skb&preset=rx-frame&step=2&scale=2")
+    assert png_size(two.content)[0] == 2 * pw
+    # the page's palette: payload green (#009E73) is on the picture; theme colours the background
+    width, bpp, rows = png_pixels(one.content)
+    colours = {row[i : i + 3] for row in rows[::4] for i in range(0, width * bpp, bpp * 4)}
+    assert bytes.fromhex("009E73") in colours
+    assert rows[0][:3] == bytes.fromhex("ffffff")
+    dark = client.get("/export/png?explainer=skb&preset=rx-frame&step=2&scale=1&theme=dark")
+    assert png_pixels(dark.content)[2][0][:3] == bytes.fromhex("14171b")
+
+
+def test_png_steps_differ(client: TestClient) -> None:
+    """Different steps make different pictures."""
+    a = client.get("/export/png?explainer=skb&preset=rx-frame&step=0&scale=1").content
+    b = client.get("/export/png?explainer=skb&preset=rx-frame&step=3&scale=1").content
+    assert a != b
+
+
+@pytest.mark.parametrize("name", EXPLAINERS)
+def test_json_export_is_the_whole_trace(client: TestClient, name: str) -> None:
+    """The JSON holds every frame of the page, the canonical params and the sim_version."""
+    ex = registry.get(name)
+    preset = ex.preset(ex.default_preset)
+    r = client.get(f"/export/json?explainer={name}&preset={preset.slug}")
+    assert r.status_code == 200
+    body = json.loads(r.content)
+    page = client.get(f"/explainers/{name}/presets/{preset.slug}").text
+    assert body["count"] == int(re.search(r'data-count="(\d+)"', page).group(1))
+    assert body["explainer"] == name and body["sim_version"] == ex.sim_version
+    assert body["params"] == ex.dump(ex.parse(dict(preset.params)))
+    run = client.post(f"/api/v1/explainers/{name}/run", json=dict(preset.params)).json()
+    assert {k: v for k, v in body.items() if k in run} == run
+
+
+@pytest.mark.parametrize("name", EXPLAINERS)
+def test_offline_html_is_self_contained_with_every_frame(client: TestClient, name: str) -> None:
+    """The offline file inlines CSS and scripts, refers to no server file, and has every frame."""
+    ex = registry.get(name)
+    r = client.get(f"/export/html?explainer={name}&preset={ex.default_preset}")
+    assert r.status_code == 200 and "attachment" in r.headers["content-disposition"]
+    html = r.text
+    page = client.get(f"/explainers/{name}/presets/{ex.default_preset}").text
+    frames = lambda h: re.findall(r'<template id="frame-\d+".*?</template>', h, re.S)  # noqa: E731
+    assert frames(html) == frames(page) and frames(html)
+    assert not re.search(r'(src|href)="/(static|vendor)/', html)
+    assert "<link" not in html
+    assert "window.Stepscope" in html and "Idiomorph" in html  # player.js and idiomorph inlined
+    assert "--blue" in html  # the stylesheet inlined
+    assert html.count("<script>") >= 2
+
+
+def test_export_bad_input_is_422_naming_the_field(client: TestClient) -> None:
+    """Every wrong combination or value is a 422 naming the field; unknown scenarios are 404."""
+    sid = client.post("/api/v1/scenarios", json={"explainer": "skb", "params": RAW}).json()["id"]
+    cases = [
+        ("/export/svg", "explainer"),
+        ("/export/svg?explainer=nope", "explainer"),
+        ("/export/svg?explainer=skb&preset=nope", "preset"),
+        (f"/export/svg?scenario={sid}&explainer=skb", "scenario"),
+        ("/export/svg?explainer=skb&preset=rx-frame&p=abc", "p"),
+        ("/export/svg?explainer=skb&p=%25%25garbage", "p"),
+        (
+            f"/export/svg?explainer=skb&p={encode_params({'ops': [{'op': 'alloc_skb', 'size': -5}]})}",
+            "ops",
+        ),
+        ("/export/svg?explainer=skb&step=-2", "step"),
+        ("/export/png?explainer=skb&scale=9", "scale"),
+        ("/export/html?explainer=skb&theme=neon", "theme"),
+        ("/export/json?explainer=" + "x" * 100, "explainer"),
+    ]
+    for url, field in cases:
+        r = client.get(url, headers={"accept": "application/json"})
+        assert r.status_code == 422, url
+        locs = [d["loc"] for d in r.json()["detail"]]
+        assert any(field in [str(p) for p in loc] for loc in locs), (url, locs)
+        page = client.get(url)
+        assert page.status_code == 422 and field in htmllib.unescape(page.text)
+    for fmt in ("svg", "png", "json", "html"):
+        assert client.get(f"/export/{fmt}?scenario=AAAAAAAAAAAAAAAA").status_code == 404
+
+
+@pytest.mark.parametrize("name", EXPLAINERS)
+def test_every_explainer_exports_a_png_of_its_picture_area(client: TestClient, name: str) -> None:
+    """Each explainer's step exports as a PNG as wide as its picture (charts included, if any)."""
+    ex = registry.get(name)
+    svg = ET.fromstring(client.get(f"/export/svg?explainer={name}&step=1").content)
+    r = client.get(f"/export/png?explainer={name}&preset={ex.default_preset}&step=1&scale=1")
+    assert r.status_code == 200
+    w, h = png_size(r.content)
+    assert w == round(float(svg.get("width"))) and h > 20
+
+
+def test_png_without_chromium_is_a_503_not_a_500(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server without Chromium answers PNG requests with 503 and what to install."""
+    from app.web.routes import export
+
+    monkeypatch.setattr(export, "CHROMIUM", "/nonexistent/chromium")
+    monkeypatch.setattr(export, "_png_cache", type(export._png_cache)())
+    r = client.get("/export/png?explainer=skb&preset=panic&step=0")
+    assert r.status_code == 503 and "chromium" in r.json()["detail"].lower()
