@@ -1,5 +1,5 @@
 FROM python:3.11-slim-bookworm
-RUN apt-get update && apt-get install -y --no-install-recommends nodejs npm && rm -rf /var/lib/apt/lists/*
+RUN apt-get update && apt-get install -y --no-install-recommends nodejs npm chromium && rm -rf /var/lib/apt/lists/*
 WORKDIR /srv/stepscope
 COPY pyproject.toml package.json ./
 COPY app ./app

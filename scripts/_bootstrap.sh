@@ -7,9 +7,17 @@ PY="${PYTHON:-python3.11}"
 command -v "$PY" >/dev/null 2>&1 || PY=python3
 extras="${1:-}"
 stamp=".venv/.installed${extras:+-$extras}"
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 if [ ! -x .venv/bin/python ]; then
   echo "==> creating .venv with $PY"
-  "$PY" -m venv .venv
+  if ! "$PY" -m venv .venv 2>/dev/null; then
+    # Debian's python3.11 ships venv/ensurepip separately.
+    rm -rf .venv
+    echo "==> installing Debian's python3-venv"
+    as_root apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq python3-venv >/dev/null
+    "$PY" -m venv .venv
+  fi
 fi
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   echo "==> installing Python packages"
@@ -24,8 +32,7 @@ fi
 if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1; then
   # PNG export (and the browser tests) draw pages in Debian's chromium.
   echo "==> installing Debian's chromium (PNG export, browser tests)"
-  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
-  { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null; } \
+  { as_root apt-get update -qq && DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq chromium >/dev/null; } \
     || echo "warning: chromium not installed; PNG export will answer 503"
 fi
 mkdir -p data

@@ -102,3 +102,12 @@ def test_plotly_js_is_served_from_the_wheel(client: TestClient) -> None:
     """plotly.min.js comes from the installed plotly package, not from the repository."""
     r = client.get("/vendor/plotly/plotly.min.js")
     assert r.status_code == 200 and len(r.content) > 1_000_000
+
+
+def test_compare_errors_keep_the_form_on_screen(client: TestClient) -> None:
+    """In the browser a bad compare query shows the form with the problem (422, or 200 for htmx)."""
+    r = client.get("/explainers/cwnd/compare?rate_mbps=0")
+    assert r.status_code == 422
+    assert 'class="compare-form"' in r.text and "rate_mbps" in r.text
+    r = client.get("/explainers/cwnd/compare?algos=reno", headers={"HX-Request": "true"})
+    assert r.status_code == 200 and "choose 2 or 3" in r.text

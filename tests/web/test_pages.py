@@ -94,3 +94,18 @@ def test_static_and_vendor_assets_are_served(client: TestClient) -> None:
         "/vendor/idiomorph/dist/idiomorph.min.js",
     ):
         assert client.get(url).status_code == 200, url
+
+
+def test_notes_are_listed_and_rendered(client: TestClient) -> None:
+    """Notes without a preset (the real-kernel check) are linked from home and render as pages."""
+    assert "/notes/cwnd-kernel-check" in client.get("/").text
+    r = client.get("/notes/cwnd-kernel-check")
+    assert r.status_code == 200 and "tbf" in r.text
+    assert client.get("/notes/nope").status_code == 404
+    assert client.get("/notes/..%2Fpyproject").status_code == 404
+
+
+def test_theme_picker_is_on_every_page(client: TestClient) -> None:
+    """Pages offer light, dark and projector themes."""
+    html = client.get("/").text
+    assert 'id="theme-picker"' in html and 'value="projector"' in html

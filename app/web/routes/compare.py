@@ -10,6 +10,7 @@ from markupsafe import Markup
 
 from app.sim.core import ParamError, ParamIssue
 from app.web.charts import cwnd_figure
+from app.web.errors import wants_json
 from app.web.runner import explainer_or_404, run
 from app.web.templating import render
 from app.web.viz.cwnd import summary_table
@@ -29,53 +30,62 @@ def compare(
     buffer_bdp: Annotated[float, Query()] = 1.0,
     duration_s: Annotated[float, Query()] = 30.0,
 ) -> Response:
-    ex = explainer_or_404("cwnd")
+    form: dict[str, Any] = {
+        "algos": algos,
+        "rate_mbps": rate_mbps,
+        "rtt_ms": rtt_ms,
+        "buffer_bdp": buffer_bdp,
+        "duration_s": duration_s,
+    }
+    try:
+        chosen = _choose(algos)
+        panels = [
+            _panel(i, cc, rate_mbps, rtt_ms, buffer_bdp, duration_s) for i, cc in enumerate(chosen)
+        ]
+    except ParamError as exc:
+        if wants_json(request):
+            raise
+        # The form stays on screen with the problems listed (htmx swaps 200 answers only).
+        ctx = {"panels": [], "form": form, "algos": ALGOS, "chosen": [], "issues": exc.issues}
+        status = 200 if request.headers.get("HX-Request") == "true" else 422
+        return render(request, "pages/compare.html", ctx, status_code=status)
+    ctx = {
+        "panels": panels,
+        "form": {**form, "algos": ",".join(chosen)},
+        "algos": ALGOS,
+        "chosen": chosen,
+        "issues": (),
+    }
+    return render(request, "pages/compare.html", ctx)
+
+
+def _choose(algos: str) -> list[str]:
     chosen = [a.strip() for a in algos.split(",") if a.strip()]
     bad = [a for a in chosen if a not in ALGOS]
     if bad or not 2 <= len(chosen) <= 3 or len(set(chosen)) != len(chosen):
-        raise ParamError(
-            [
-                ParamIssue(
-                    loc=("query", "algos"),
-                    msg=f"choose 2 or 3 different algorithms from {', '.join(ALGOS)}; you gave {algos!r}",
-                )
-            ]
+        raise ParamError.single(
+            ("query", "algos"),
+            f"choose 2 or 3 different algorithms from {', '.join(ALGOS)}; you gave {algos!r}",
         )
-    panels: list[dict[str, Any]] = []
-    for i, cc in enumerate(chosen):
-        raw = {
-            "link": {"rate_mbps": rate_mbps, "rtt_ms": rtt_ms, "buffer_bdp": buffer_bdp},
-            "flows": [{"cc": cc, "start_s": 0}],
-            "duration_s": duration_s,
-        }
-        try:
-            _, trace = run(ex, raw)
-        except ParamError as exc:  # report against the query fields the user typed
-            raise ParamError(
-                [
-                    ParamIssue(loc=("query", str(issue.loc[-1])), msg=issue.msg)
-                    for issue in exc.issues
-                ]
-            ) from exc
-        panels.append(
-            {
-                "cc": cc,
-                "chart": Markup(cwnd_figure(trace.series, div_id=f"compare-{i}", title=cc.upper())),
-                "summary": Markup(summary_table(trace.summary)),
-                "goodput": trace.summary.get("goodput_mbps"),
-            }
-        )
-    ctx = {
-        "panels": panels,
-        "form": {
-            "algos": ",".join(chosen),
-            "rate_mbps": rate_mbps,
-            "rtt_ms": rtt_ms,
-            "buffer_bdp": buffer_bdp,
-            "duration_s": duration_s,
-        },
-        "algos": ALGOS,
-        "chosen": chosen,
+    return chosen
+
+
+def _panel(
+    i: int, cc: str, rate_mbps: float, rtt_ms: float, buffer_bdp: float, duration_s: float
+) -> dict[str, Any]:
+    raw = {
+        "link": {"rate_mbps": rate_mbps, "rtt_ms": rtt_ms, "buffer_bdp": buffer_bdp},
+        "flows": [{"cc": cc, "start_s": 0}],
         "duration_s": duration_s,
     }
-    return render(request, "pages/compare.html", ctx)
+    try:
+        _, trace = run(explainer_or_404("cwnd"), raw)
+    except ParamError as exc:  # report against the query fields the user typed
+        raise ParamError(
+            [ParamIssue(loc=("query", str(issue.loc[-1])), msg=issue.msg) for issue in exc.issues]
+        ) from exc
+    return {
+        "cc": cc,
+        "chart": Markup(cwnd_figure(trace.series, div_id=f"compare-{i}", title=cc.upper())),
+        "summary": Markup(summary_table(trace.summary)),
+    }

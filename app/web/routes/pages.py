@@ -29,8 +29,19 @@ def home(request: Request) -> Response:
         for p in ex.presets:
             lesson = content.lesson(p.lesson)
             presets.append({"preset": p, "summary": lesson.summary if lesson else ""})
-        cards.append({"explainer": ex, "presets": presets})
+        notes = [n for n in content.lessons_for(ex.name) if not n.preset]
+        cards.append({"explainer": ex, "presets": presets, "notes": notes})
     return render(request, "pages/home.html", {"cards": cards})
+
+
+@router.get("/notes/{stem}", response_class=HTMLResponse)
+def note_page(stem: str, request: Request) -> Response:
+    """A written note that belongs to an explainer but to no preset (e.g. a real-kernel check)."""
+    note = content.lesson(stem)
+    if note is None:
+        raise HTTPException(404, f"There is no note called {stem!r}.")
+    ex = registry.get(note.explainer)
+    return render(request, "pages/note.html", {"note": note, "explainer": ex})
 
 
 @router.get("/explainers/{name}", response_class=HTMLResponse)
