@@ -9,6 +9,7 @@ from fastapi import FastAPI
 from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.settings import Settings
 from app.web import errors, sharing
@@ -23,6 +24,18 @@ PLOTLY_JS = (
 VENDOR_DIST = ("htmx.org/dist", "idiomorph/dist", "reveal.js/dist", "reveal.js/plugin")
 
 
+class HeadAsGet:
+    """Answer HEAD like GET (link checkers and ``curl -I`` use it); the server sends no body."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "HEAD":
+            scope = {**scope, "method": "GET"}
+        await self.app(scope, receive, send)
+
+
 def build_app(settings: Settings) -> FastAPI:
     app = FastAPI(
         title="Stepscope",
@@ -35,9 +48,9 @@ def build_app(settings: Settings) -> FastAPI:
     app.state.engine = make_engine(settings.database_url)
     init_db(app.state.engine)
     errors.install(app)
-    app.add_middleware(
-        GZipMiddleware, minimum_size=2048
-    )  # frame stores and plotly.js compress well
+    # Frame stores and plotly.js compress well.
+    app.add_middleware(GZipMiddleware, minimum_size=2048)
+    app.add_middleware(HeadAsGet)
     sharing.install(app)  # sessions, /s/ links, /embed, /export, /examples
     app.include_router(api.router)
     app.include_router(pages.router)

@@ -109,3 +109,9 @@ def test_theme_picker_is_on_every_page(client: TestClient) -> None:
     """Pages offer light, dark and projector themes."""
     html = client.get("/").text
     assert 'id="theme-picker"' in html and 'value="projector"' in html
+
+
+def test_head_requests_answer_like_get(client: TestClient) -> None:
+    """HEAD (link checkers, curl -I) answers 200 where GET does, not 405."""
+    assert client.head("/explainers/skb").status_code == 200
+    assert client.head("/vendor/plotly/plotly.min.js").status_code == 200
