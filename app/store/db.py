@@ -21,7 +21,7 @@ def make_engine(url: str) -> Engine:
         kwargs: dict[str, object] = {"connect_args": {"check_same_thread": False}}
         if url in ("sqlite://", "sqlite:///:memory:"):
             kwargs["poolclass"] = StaticPool
-        return create_engine(url, **kwargs)  # type: ignore[arg-type]
+        return create_engine(url, **kwargs)
     return create_engine(url)
 
 

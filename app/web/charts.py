@@ -187,11 +187,13 @@ def cwnd_figure(
     )
     fig.update_xaxes(title_text="time (s)", row=rows, col=1)
     _layout(fig, height=760, cursor_t=cursor_t, title=title)
-    return fig.to_html(
-        full_html=False,
-        include_plotlyjs=False,
-        div_id=div_id,
-        config={"responsive": True, "displaylogo": False},
+    return str(
+        fig.to_html(
+            full_html=False,
+            include_plotlyjs=False,
+            div_id=div_id,
+            config={"responsive": True, "displaylogo": False},
+        )
     )
 
 
@@ -251,9 +253,11 @@ def fairness_figure(summary: Mapping[str, Any], *, div_id: str) -> str:
         template="plotly_white",
         yaxis={"title": "Mbit/s"},
     )
-    return fig.to_html(
-        full_html=False,
-        include_plotlyjs=False,
-        div_id=div_id,
-        config={"responsive": True, "displaylogo": False},
+    return str(
+        fig.to_html(
+            full_html=False,
+            include_plotlyjs=False,
+            div_id=div_id,
+            config={"responsive": True, "displaylogo": False},
+        )
     )

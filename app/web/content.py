@@ -39,7 +39,7 @@ def _front_matter(text: str) -> tuple[dict[str, str], str]:
 
 
 def _html(text: str) -> str:
-    return md.markdown(text.strip(), extensions=["fenced_code", "tables"])
+    return str(md.markdown(text.strip(), extensions=["fenced_code", "tables"]))
 
 
 def parse_lesson(stem: str, text: str) -> Lesson:

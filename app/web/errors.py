@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import Request
+from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
@@ -36,7 +36,7 @@ def param_error_detail(
     ]
 
 
-def install(app: Any) -> None:
+def install(app: FastAPI) -> None:
     from app.web.templating import render
 
     @app.exception_handler(ParamError)

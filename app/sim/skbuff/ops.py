@@ -340,9 +340,9 @@ def _parse_one(i: int, item: Any, names: list[str], issues: list[ParamIssue]) ->
     elif spec.kind == CHAIN:
         target = target or "skb"
         src = name_field("from", None)
-        for field, n in (("skb", target), ("from", src)):
-            if n is not None and n not in names:
-                bad(field, f"there is no skb named '{n}' before this op; {_names_hint(names)}.")
+        for field, who in (("skb", target), ("from", src)):
+            if who is not None and who not in names:
+                bad(field, f"there is no skb named '{who}' before this op; {_names_hint(names)}.")
         if src is not None and src == target:
             bad(
                 "from",

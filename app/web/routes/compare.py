@@ -46,10 +46,10 @@ def compare(
         if wants_json(request):
             raise
         # The form stays on screen with the problems listed (htmx swaps 200 answers only).
-        ctx = {"panels": [], "form": form, "algos": ALGOS, "chosen": [], "issues": exc.issues}
+        failed = {"panels": [], "form": form, "algos": ALGOS, "chosen": [], "issues": exc.issues}
         status = 200 if request.headers.get("HX-Request") == "true" else 422
-        return render(request, "pages/compare.html", ctx, status_code=status)
-    ctx = {
+        return render(request, "pages/compare.html", failed, status_code=status)
+    ctx: dict[str, Any] = {
         "panels": panels,
         "form": {**form, "algos": ",".join(chosen)},
         "algos": ALGOS,

@@ -9,9 +9,9 @@ nor set a cookie. ``static/js/embed.js`` adds the postMessage API (see docs/embe
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, FastAPI, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from app.web.player import player_context
@@ -92,7 +92,7 @@ def embed_preset(
     return _render(request, from_preset(name, slug), step, controls, theme, autoplay)
 
 
-def install(app: Any) -> None:
+def install(app: FastAPI) -> None:
     @app.middleware("http")
     async def _frameable(
         request: Request, call_next: Callable[[Request], Awaitable[Response]]

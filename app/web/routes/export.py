@@ -109,9 +109,8 @@ def _attachment(name: str) -> dict[str, str]:
 
 
 def app_css(request: Request) -> str:
-    return (request.app.state.settings.root / "static" / "css" / "app.css").read_text(
-        encoding="utf-8"
-    )
+    path: Path = request.app.state.settings.root / "static" / "css" / "app.css"
+    return path.read_text(encoding="utf-8")
 
 
 def picture_size(picture: str) -> tuple[float, float]:
@@ -357,7 +356,7 @@ def local_asset(request: Request, url: str) -> Path | None:
         elif (
             isinstance(route, APIRoute)
             and route.path == url
-            and "GET" in route.methods
+            and "GET" in (route.methods or ())
             and not route.dependant.path_params
             and not route.dependant.query_params
         ):

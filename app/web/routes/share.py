@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, FastAPI, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -184,7 +184,7 @@ def my_scenarios(request: Request) -> Response:
     )
 
 
-def install(app: Any) -> None:
+def install(app: FastAPI) -> None:
     @app.exception_handler(ScenarioNotFound)
     async def _not_found(request: Request, exc: ScenarioNotFound) -> Response:
         if request.url.path.startswith("/api/"):
