@@ -84,93 +84,58 @@ def cwnd_figure(
     for i, flow in enumerate(flows):
         name = f"flow {i} {flow.get('cc', '')}"
         colour = _colour(i)
-        t = flow.get("t", [])
         group = f"flow{i}"
-        fig.add_trace(
-            go.Scattergl(
-                x=t,
-                y=flow.get("cwnd", []),
-                name=f"{name} cwnd",
-                legendgroup=group,
-                line={"color": colour, "width": 2},
+        cubic = show_overlay and flow.get("cc") == "cubic"
+        paced = flow.get("cc") == "bbr" or not any_bbr  # with BBR present, show BBR's pacing only
+        # (series key, label, subplot row, line style, in the legend, shown)
+        lines = (
+            ("cwnd", "cwnd", 1, {"color": colour, "width": 2}, True, True),
+            ("ssthresh", "ssthresh", 1, {"color": colour, "width": 1, "dash": "dash"}, True, True),
+            (
+                "w_cubic",
+                "W(t) cubic",
+                1,
+                {"color": "#555555", "width": 1, "dash": "dot"},
+                True,
+                cubic,
             ),
-            row=1,
-            col=1,
-        )
-        ssthresh = [v if v is not None and v < 1e8 else None for v in flow.get("ssthresh", [])]
-        fig.add_trace(
-            go.Scattergl(
-                x=t,
-                y=ssthresh,
-                name=f"{name} ssthresh",
-                legendgroup=group,
-                line={"color": colour, "width": 1, "dash": "dash"},
+            (
+                "w_est",
+                "Reno-friendly W_est",
+                1,
+                {"color": "#009E73", "width": 1, "dash": "dashdot"},
+                True,
+                cubic,
             ),
-            row=1,
-            col=1,
-        )
-        if show_overlay and flow.get("cc") == "cubic":
-            if "w_cubic" in flow:
-                fig.add_trace(
-                    go.Scattergl(
-                        x=t,
-                        y=flow["w_cubic"],
-                        name=f"{name} W(t) cubic",
-                        legendgroup=group,
-                        line={"color": "#555555", "width": 1, "dash": "dot"},
-                    ),
-                    row=1,
-                    col=1,
-                )
-            if "w_est" in flow:
-                fig.add_trace(
-                    go.Scattergl(
-                        x=t,
-                        y=flow["w_est"],
-                        name=f"{name} Reno-friendly W_est",
-                        legendgroup=group,
-                        line={"color": "#009E73", "width": 1, "dash": "dashdot"},
-                    ),
-                    row=1,
-                    col=1,
-                )
-        fig.add_trace(
-            go.Scattergl(
-                x=t,
-                y=flow.get("srtt_ms", []),
-                name=f"{name} srtt",
-                legendgroup=group,
-                showlegend=False,
-                line={"color": colour, "width": 1.5},
+            ("srtt_ms", "srtt", 3, {"color": colour, "width": 1.5}, False, True),
+            ("pacing_mbps", "pacing", 4, {"color": colour, "width": 1.5}, False, paced),
+            (
+                "delivery_mbps",
+                "delivery",
+                4,
+                {"color": colour, "width": 1, "dash": "dot"},
+                False,
+                True,
             ),
-            row=3,
-            col=1,
         )
-        if flow.get("cc") == "bbr" or not any_bbr:
+        for key, label, row, line, legend, shown in lines:
+            if not shown or key not in flow:
+                continue
+            y = flow[key]
+            if key == "ssthresh":  # None (or a huge sentinel) while ssthresh is still "infinite"
+                y = [v if v is not None and v < 1e8 else None for v in y]
             fig.add_trace(
                 go.Scattergl(
-                    x=t,
-                    y=flow.get("pacing_mbps", []),
-                    name=f"{name} pacing",
+                    x=flow.get("t", []),
+                    y=y,
+                    name=f"{name} {label}",
                     legendgroup=group,
-                    showlegend=False,
-                    line={"color": colour, "width": 1.5},
+                    showlegend=legend,
+                    line=line,
                 ),
-                row=4,
+                row=row,
                 col=1,
             )
-        fig.add_trace(
-            go.Scattergl(
-                x=t,
-                y=flow.get("delivery_mbps", []),
-                name=f"{name} delivery",
-                legendgroup=group,
-                showlegend=False,
-                line={"color": colour, "width": 1, "dash": "dot"},
-            ),
-            row=4,
-            col=1,
-        )
         _event_markers(fig, flow, name, group)
     queue = series.get("queue", {})
     fig.add_trace(
