@@ -72,16 +72,16 @@ MAX_TCP_HEADER = 320
 U32 = 0xFFFFFFFF
 
 # Line numbers in Linux v6.4 tcp_bbr.c (constants at :130-202).
-SRC_MAIN = SourceRef(function="bbr_main", path="net/ipv4/tcp_bbr.c", line=1023)
-SRC_INIT = SourceRef(function="bbr_init", path="net/ipv4/tcp_bbr.c", line=1035)
-SRC_SSTHRESH = SourceRef(function="bbr_ssthresh", path="net/ipv4/tcp_bbr.c", line=1102)
-SRC_CHECK_DRAIN = SourceRef(function="bbr_check_drain", path="net/ipv4/tcp_bbr.c", line=877)
+SRC_MAIN = SourceRef(function="bbr_main", path="net/ipv4/tcp_bbr.c", line=1026)
+SRC_INIT = SourceRef(function="bbr_init", path="net/ipv4/tcp_bbr.c", line=1038)
+SRC_SSTHRESH = SourceRef(function="bbr_ssthresh", path="net/ipv4/tcp_bbr.c", line=1100)
+SRC_CHECK_DRAIN = SourceRef(function="bbr_check_drain", path="net/ipv4/tcp_bbr.c", line=892)
 SRC_RESET_PROBE_BW = SourceRef(
-    function="bbr_reset_probe_bw_mode", path="net/ipv4/tcp_bbr.c", line=596
+    function="bbr_reset_probe_bw_mode", path="net/ipv4/tcp_bbr.c", line=616
 )
-SRC_MIN_RTT = SourceRef(function="bbr_update_min_rtt", path="net/ipv4/tcp_bbr.c", line=930)
+SRC_MIN_RTT = SourceRef(function="bbr_update_min_rtt", path="net/ipv4/tcp_bbr.c", line=940)
 SRC_PROBE_RTT_DONE = SourceRef(
-    function="bbr_check_probe_rtt_done", path="net/ipv4/tcp_bbr.c", line=891
+    function="bbr_check_probe_rtt_done", path="net/ipv4/tcp_bbr.c", line=907
 )
 
 

