@@ -1,7 +1,7 @@
 """Plotly figures. This module is the only place that imports Plotly.
 
-Figures get fixed ``div_id``s so the HTML is reproducible, and carry a vertical cursor shape
-(``shapes[0]``) that the player's chart script moves to the current step's time.
+Figures get fixed ``div_id``s so the HTML is reproducible; the time cursor is an HTML line that
+static/js/chart-cursor.js lays over each plot (moving it needs no Plotly redraw).
 """
 
 from __future__ import annotations
@@ -28,20 +28,7 @@ def _colour(i: int) -> str:
     return PALETTE[i % len(PALETTE)]
 
 
-def _cursor(t: float) -> dict[str, Any]:
-    return {
-        "type": "line",
-        "xref": "x",
-        "yref": "paper",
-        "x0": t,
-        "x1": t,
-        "y0": 0,
-        "y1": 1,
-        "line": {"color": "#D55E00", "width": 2, "dash": "dot"},
-    }
-
-
-def _layout(fig: go.Figure, *, height: int, cursor_t: float, title: str = "") -> None:
+def _layout(fig: go.Figure, *, height: int, title: str = "") -> None:
     fig.update_layout(
         height=height,
         margin={"l": 60, "r": 20, "t": 40 if title else 16, "b": 40},
@@ -50,7 +37,6 @@ def _layout(fig: go.Figure, *, height: int, cursor_t: float, title: str = "") ->
         legend={"orientation": "h", "y": -0.08, "x": 0},
         template="plotly_white",
         font={"family": "system-ui, sans-serif", "size": 13},
-        shapes=[_cursor(cursor_t)],
         uirevision="keep",
     )
 
@@ -59,7 +45,6 @@ def cwnd_figure(
     series: Mapping[str, Any],
     *,
     div_id: str,
-    cursor_t: float = 0.0,
     title: str = "",
     show_overlay: bool = True,
 ) -> str:
@@ -151,7 +136,7 @@ def cwnd_figure(
         col=1,
     )
     fig.update_xaxes(title_text="time (s)", row=rows, col=1)
-    _layout(fig, height=760, cursor_t=cursor_t, title=title)
+    _layout(fig, height=760, title=title)
     return str(
         fig.to_html(
             full_html=False,
@@ -198,9 +183,9 @@ def fairness_figure(summary: Mapping[str, Any], *, div_id: str) -> str:
     fig = go.Figure(
         go.Bar(
             x=labels,
-            y=[f.get("goodput_mbps", 0) for f in flows],
+            y=[f.get("goodput_mbps") or 0 for f in flows],
             marker={"color": [_colour(i) for i in range(len(flows))]},
-            text=[f"{f.get('goodput_mbps', 0):.1f}" for f in flows],
+            text=[f"{f.get('goodput_mbps') or 0:.1f}" for f in flows],
             textposition="auto",
         )
     )

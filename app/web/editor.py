@@ -20,7 +20,9 @@ from app.sim.registry import Explainer
 NUMERIC = ("size", "len", "nhead", "ntail", "offset", "truesize")
 TEXT = ("skb", "from", "label", "via")
 MAX_ROWS = 500
-_INT = re.compile(r"^-?\d+$")
+_INT = re.compile(r"^-?[0-9]{1,30}$")  # longer digit strings stay text for the validator to name
+_INDEX = re.compile(r"[0-9]{1,6}")
+_INDEX = re.compile(r"[0-9]{1,6}")
 
 # issues keyed by (row, field) for op rows, (row, None) for a whole row, (None, None) for the form
 Place = tuple[int | None, str | None]
@@ -66,6 +68,9 @@ def form_to_raw(
                     f"That is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}."
                 ]
             }
+        except (ValueError, RecursionError):
+            too_big = "That JSON is too large to read: numbers may have at most 4300 digits and nesting must stay under a few hundred levels."
+            return text, {(None, None): [too_big]}
     try:
         count = min(int(str(form.get("count", "0"))), MAX_ROWS + 1)
     except ValueError:
@@ -80,7 +85,7 @@ def form_to_raw(
             op[key] = int(value) if key in NUMERIC and _INT.match(value) else value
         ops.append(op)
     verb, _, arg = action.partition(":")
-    index = int(arg) if arg.isdigit() else -1
+    index = int(arg) if _INDEX.fullmatch(arg) else -1
     if verb == "add":
         new = {"op": "skb_put", "len": 100}
         ops.insert(index + 1 if 0 <= index < len(ops) else len(ops), new)
@@ -99,7 +104,7 @@ TOP_FIELDS = ("duration_s", "mss", "seed", "sample_ms")
 FLOW_FIELDS = ("cc", "start_s", "rtt_ms")
 CC_CHOICES = ("reno", "cubic", "bbr")
 MAX_FLOW_ROWS = 16
-_NUM = re.compile(r"^-?(\d+\.?\d*|\.\d+)([eE]-?\d+)?$")
+_NUM = re.compile(r"^-?([0-9]{1,30}\.?[0-9]{0,30}|\.[0-9]{1,30})([eE][-+]?[0-9]{1,4})?$")
 
 
 def _number(text: str) -> Any:
@@ -151,7 +156,7 @@ def _cwnd_form_to_raw(form: Mapping[str, Any], action: str) -> dict[str, Any]:
     verb, _, arg = action.partition(":")
     if verb == "add_flow":
         flows.append({"cc": "cubic", "start_s": 0})
-    elif verb == "remove_flow" and arg.isdigit() and int(arg) < len(flows):
+    elif verb == "remove_flow" and _INDEX.fullmatch(arg) and int(arg) < len(flows):
         flows.pop(int(arg))
     raw["flows"] = flows
     return raw

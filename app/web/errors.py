@@ -16,6 +16,12 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.sim.core import ParamError
 
+BODY_PARSE_ERROR = "There was an error parsing the body"
+BODY_TOO_BIG = (
+    "the body could not be read as JSON: numbers may have at most 4300 digits and nesting must "
+    "stay under a few hundred levels"
+)
+
 
 def wants_json(request: Request) -> bool:
     return (
@@ -70,6 +76,10 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> Response:
+        if exc.status_code == 400 and exc.detail == BODY_PARSE_ERROR:
+            # FastAPI's answer when json.loads itself gives up (too deep, too many digits).
+            detail = [{"loc": ["body"], "msg": BODY_TOO_BIG, "type": "json_invalid"}]
+            return JSONResponse({"detail": detail}, status_code=422)
         if wants_json(request):
             return JSONResponse(
                 {"detail": exc.detail},

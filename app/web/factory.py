@@ -64,6 +64,10 @@ def build_app(settings: Settings) -> FastAPI:
             name=f"vendor-{package}",
         )
 
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> FileResponse:
+        return FileResponse(settings.root / "static" / "favicon.svg", media_type="image/svg+xml")
+
     # plotly.js ships inside the plotly wheel; serve that one file from there.
     @app.get("/vendor/plotly/plotly.min.js", include_in_schema=False)
     def plotly_js() -> FileResponse:

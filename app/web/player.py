@@ -6,6 +6,7 @@ import base64
 import json
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 from markupsafe import Markup
 
@@ -39,6 +40,36 @@ def clamp_step(step: int | None, count: int) -> int:
     return max(0, min(step, count - 1))
 
 
+# A page carries at most this many rendered frames; the player fetches others when needed, so a
+# 500-step scenario with many skbs stays a page of a few MB instead of tens.
+FRAME_WINDOW = 120
+FRAME_CHUNK_MAX = 200
+
+
+def render_frames(
+    explainer: Explainer, trace: Trace, start: int, stop: int, lesson: Lesson | None = None
+) -> list[RenderedFrame]:
+    """Pictures and notes of frames ``start`` ≤ index < ``stop``."""
+    view = view_for(explainer.name)
+    notes = lesson.step_notes if lesson else {}
+    return [
+        RenderedFrame(
+            frame=f,
+            picture=Markup(view.picture(trace, f)),
+            note=Markup(notes.get(f.index, "")),
+        )
+        for f in trace.frames[max(start, 0) : max(stop, 0)]
+    ]
+
+
+def frame_window(step: int, count: int, size: int = FRAME_WINDOW) -> tuple[int, int]:
+    """The frames a page embeds: all of a short trace, else ``size`` around ``step``."""
+    if count <= size:
+        return 0, count
+    start = max(0, min(step - size // 4, count - size))
+    return start, start + size
+
+
 def player_context(
     explainer: Explainer,
     trace: Trace,
@@ -48,33 +79,34 @@ def player_context(
     preset: Preset | None = None,
     lesson: Lesson | None = None,
     title: str | None = None,
+    all_frames: bool = False,
 ) -> dict[str, Any]:
     view = view_for(explainer.name)
-    notes = lesson.step_notes if lesson else {}
-    frames = [
-        RenderedFrame(
-            frame=f,
-            picture=Markup(view.picture(trace, f)),
-            note=Markup(notes.get(f.index, "")),
-        )
-        for f in trace.frames
-    ]
-    count = len(frames)
+    count = len(trace.frames)
     current = clamp_step(step, count)
+    start, stop = (0, count) if all_frames else frame_window(current, count)
+    frames = render_frames(explainer, trace, start, stop, lesson)
     marks = [{"index": f.index, "mark": f.mark, "op": f.op} for f in trace.frames if f.mark]
+    token = encode_params(raw_params)
+    source_query = {"preset": preset.slug} if preset else {"p": token}
+    if lesson and not preset:
+        source_query["lesson"] = lesson.stem
+    times = [f.time for f in trace.frames] if any(f.time is not None for f in trace.frames) else []
     return {
         "explainer": explainer,
         "trace": trace,
         "frames": frames,
         "count": count,
         "step": current,
-        "current": frames[current] if frames else None,
+        "current": frames[current - start] if frames else None,
+        "frames_url": f"/explainers/{explainer.name}/frames?{urlencode(source_query)}",
+        "frame_times": times,
         "marks": marks,
         "preset": preset,
         "lesson": lesson,
         "title": title or (lesson.title if lesson else preset.title if preset else explainer.title),
         "raw_params": raw_params,
-        "params_token": encode_params(raw_params),
+        "params_token": token,
         # progress ("continue at step N") is kept per preset page; shared scenarios set their own
         "walkthrough_key": f"/explainers/{explainer.name}/presets/{preset.slug}" if preset else "",
         "static_html": Markup(view.static(trace)) if view.static else Markup(""),

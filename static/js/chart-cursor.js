@@ -1,45 +1,73 @@
-// Moves the time cursor on every chart marked data-cursor to the current step's time,
-// and lets a click on a chart jump the stepper to the last step at or before that time.
+// The time cursor shared by every chart marked data-cursor. It is a thin HTML line laid over
+// each plot and positioned from the x-axis scale, so moving it costs nothing (a Plotly relayout
+// per step would redraw every trace). A click on a chart jumps the stepper to that time.
 (function () {
   "use strict";
+  let times = null;
+  let current = null;
+  function allTimes() {
+    if (times === null) {
+      const store = document.querySelector(".frame-store");
+      try { times = JSON.parse((store && store.dataset.times) || "[]"); } catch (e) { times = []; }
+    }
+    return times;
+  }
   function frameTime(n) {
-    const tpl = document.getElementById("frame-" + n);
-    const t = tpl ? parseFloat(tpl.dataset.time) : NaN;
-    return isNaN(t) ? null : t;
+    const t = allTimes()[n];
+    return typeof t === "number" ? t : null;
   }
   function charts() {
-    return Array.from(document.querySelectorAll(".chart[data-cursor] .js-plotly-plot, .js-plotly-plot[data-cursor]"));
+    return Array.from(document.querySelectorAll(".chart[data-cursor] .js-plotly-plot"));
+  }
+  function place(el, t) {
+    const full = el._fullLayout;
+    if (!full || !full.xaxis || typeof full.xaxis.l2p !== "function") return;
+    let line = el.querySelector(":scope > .cursor-line");
+    if (!line) {
+      line = document.createElement("div");
+      line.className = "cursor-line";
+      line.setAttribute("aria-hidden", "true");
+      if (getComputedStyle(el).position === "static") el.style.position = "relative";
+      el.appendChild(line);
+    }
+    const xa = full.xaxis;
+    const size = full._size;
+    const x = xa._offset + xa.l2p(t);
+    const inside = x >= xa._offset - 1 && x <= xa._offset + xa._length + 1;
+    line.style.left = x + "px";
+    line.style.top = size.t + "px";
+    line.style.height = Math.max(full.height - size.t - size.b, 0) + "px";
+    line.style.display = inside ? "block" : "none";
+    line.dataset.t = String(t);
   }
   function move(t) {
-    if (t === null || !window.Plotly) return;
-    for (const el of charts()) {
-      window.Plotly.relayout(el, { "shapes[0].x0": t, "shapes[0].x1": t });
-    }
+    if (t === null || t === undefined || isNaN(t)) return;
+    current = t;
+    for (const el of charts()) place(el, t);
   }
-  document.addEventListener("stepscope:step", (ev) => move(frameTime(ev.detail.step)));
   function stepAt(t) {
-    const tpls = document.querySelectorAll(".frame-store template[data-time]");
     let best = 0;
-    tpls.forEach((tpl) => {
-      const ft = parseFloat(tpl.dataset.time);
-      const n = parseInt(tpl.id.replace("frame-", ""), 10);
-      if (!isNaN(ft) && ft <= t + 1e-9 && n > best) best = n;
-    });
+    allTimes().forEach((ft, n) => { if (typeof ft === "number" && ft <= t + 1e-9) best = n; });
     return best;
   }
   function wire() {
-    if (window.Plotly) document.querySelectorAll(".js-plotly-plot").forEach((el) => window.Plotly.Plots.resize(el));
     for (const el of charts()) {
+      if (window.Plotly) window.Plotly.Plots.resize(el);
       if (el.dataset.wired) continue;
       el.dataset.wired = "1";
-      el.on && el.on("plotly_click", (data) => {
+      if (!el.on) continue;
+      el.on("plotly_click", (data) => {
         if (!data || !data.points || !data.points.length || !window.Stepscope) return;
         window.Stepscope.goto(stepAt(Number(data.points[0].x)));
       });
+      // zoom, pan and resize change the scale: put the line back where the time is
+      el.on("plotly_afterplot", () => { if (current !== null) place(el, current); });
     }
     const root = document.getElementById("player");
     if (root) move(frameTime(parseInt(root.dataset.step || "0", 10)));
   }
+  document.addEventListener("stepscope:step", (ev) => move(frameTime(ev.detail.step)));
+  window.StepscopeCursor = { move, wire };
   if (document.readyState === "complete") wire();
   else window.addEventListener("load", wire);
 })();

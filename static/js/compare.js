@@ -9,14 +9,11 @@
     const t = parseFloat(s.value);
     const out = document.getElementById("time-out");
     if (out) out.textContent = t.toFixed(2);
-    if (!window.Plotly) return;
-    document.querySelectorAll(".chart[data-cursor] .js-plotly-plot").forEach((el) => {
-      window.Plotly.relayout(el, { "shapes[0].x0": t, "shapes[0].x1": t });
-    });
+    if (window.StepscopeCursor) window.StepscopeCursor.move(t);
   }
   function resize() {
-    if (!window.Plotly) return;
-    document.querySelectorAll(".js-plotly-plot").forEach((el) => window.Plotly.Plots.resize(el));
+    if (window.StepscopeCursor) window.StepscopeCursor.wire();
+    move();
   }
   document.addEventListener("submit", (ev) => {
     const form = ev.target.closest && ev.target.closest(".compare-form");

@@ -22,13 +22,49 @@
     }
   }
 
+  // Long traces embed only a window of frames; the rest are fetched in chunks on demand.
+  const store = document.querySelector(".frame-store");
+  const framesUrl = store ? store.dataset.framesUrl || "" : "";
+  const pending = new Map();
+  function ensure(n) {
+    if (n < 0 || n >= count || $("frame-" + n)) return Promise.resolve();
+    if (!framesUrl || !store) return Promise.resolve();
+    const start = Math.max(0, n - 20);
+    if (!pending.has(start)) {
+      const url = framesUrl + (framesUrl.indexOf("?") >= 0 ? "&" : "?") + "start=" + start + "&count=80";
+      pending.set(start, fetch(url, { credentials: "same-origin" })
+        .then((r) => (r.ok ? r.text() : ""))
+        .then((html) => {
+          const tmp = document.createElement("div");
+          tmp.innerHTML = html;
+          tmp.querySelectorAll("template").forEach((t) => { if (!$(t.id)) store.appendChild(t); });
+        })
+        .catch(() => {})
+        .finally(() => pending.delete(start)));
+    }
+    return pending.get(start);
+  }
+  function prefetch() {
+    ensure(Math.min(step + 15, count - 1));
+    ensure(Math.max(step - 15, 0));
+  }
+
   function render(n) {
     const tpl = $("frame-" + n);
-    if (!tpl) return;
+    if (!tpl) {
+      root.classList.add("loading");
+      ensure(n).then(() => {
+        root.classList.remove("loading");
+        if (step === n && $("frame-" + n)) render(n);
+      });
+      return;
+    }
     for (const [name, el] of Object.entries(parts)) {
       const src = tpl.content.querySelector('[data-part="' + name + '"]');
       if (src) morph(el, src.innerHTML);
     }
+    document.dispatchEvent(new CustomEvent("stepscope:rendered", { detail: { step: n, count } }));
+    prefetch();
   }
 
   function setHref(id, n) {
@@ -139,6 +175,12 @@
     if (ev.defaultPrevented || ev.altKey || ev.ctrlKey || ev.metaKey) return;
     const t = ev.target;
     const tag = t && t.tagName ? t.tagName.toLowerCase() : "";
+    if (ev.key === "Escape") {
+      document.querySelectorAll("details.action-menu[open]").forEach((d) => { d.open = false; });
+      return;
+    }
+    const isRange = tag === "input" && t.type === "range";
+    if (isRange && (ev.key === " " || ev.key === "Spacebar")) { ev.preventDefault(); toggle(); return; }
     if (tag === "input" || tag === "textarea" || tag === "select" || (t && t.isContentEditable)) return;
     let handled = true;
     switch (ev.key) {
@@ -155,6 +197,17 @@
     if (handled) ev.preventDefault();
   }
   document.addEventListener("keydown", onKey);
+
+  // Share / Embed / Export menus: opening one closes the others.
+  document.querySelectorAll("details.action-menu").forEach((menu) => {
+    menu.addEventListener("toggle", () => {
+      if (!menu.open) return;
+      document.querySelectorAll("details.action-menu[open]").forEach((d) => { if (d !== menu) d.open = false; });
+    });
+  });
+  // The lesson intro starts open for a first visit on a big screen, folded on a phone.
+  const intro = document.querySelector(".lesson-intro[open]");
+  if (intro && window.matchMedia && window.matchMedia("(max-width: 700px)").matches) intro.open = false;
 
   window.addEventListener("popstate", () => {
     const n = parseInt(new URL(window.location.href).searchParams.get("step") || "0", 10);

@@ -113,3 +113,23 @@ def test_phone_layout_has_no_horizontal_scroll(live_server, browser) -> None:
     )
     ctx.close()
     assert overflow <= 1
+
+
+def test_long_scenario_fetches_frames_beyond_the_page(live_server, page) -> None:
+    """End on a 300-step scenario loads the last frames on demand and shows them."""
+    import base64
+    import json
+
+    ops = [{"op": "alloc_skb", "size": 1500}] + [{"op": "skb_reserve", "len": 1}] * 299
+    token = base64.urlsafe_b64encode(json.dumps({"ops": ops}).encode()).decode().rstrip("=")
+    page.goto(f"{live_server.url}/explainers/skb/custom?p={token}")
+    assert page.locator(".frame-store template").count() < 300
+    page.keyboard.press("End")
+    page.wait_for_function(
+        "document.querySelector('#stage #ptr-skb-data')?.dataset.offset == '299'"
+    )
+    assert step_no(page) == 299
+    page.keyboard.press("ArrowLeft")
+    page.wait_for_function(
+        "document.querySelector('#stage #ptr-skb-data')?.dataset.offset == '298'"
+    )

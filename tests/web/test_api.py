@@ -178,3 +178,13 @@ def test_openapi_documents_the_api(client: TestClient) -> None:
     """FastAPI's OpenAPI lists the run endpoint."""
     spec = client.get("/openapi.json").json()
     assert "/api/v1/explainers/{name}/run" in spec["paths"]
+
+
+def test_json_the_parser_gives_up_on_is_422(client: TestClient) -> None:
+    """Bodies json.loads refuses (5000-digit numbers, deep nesting) answer 422 on the body."""
+    for body in (b'{"ops": [{"op": "alloc_skb", "size": ' + b"9" * 5000 + b"}]}", b"[" * 100_000):
+        r = client.post(
+            "/api/v1/explainers/skb/run", content=body, headers={"content-type": "application/json"}
+        )
+        assert r.status_code == 422
+        assert r.json()["detail"][0]["loc"] == ["body"]

@@ -8,7 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.sim import registry
-from app.web.player import decode_params, encode_params
+from app.web.player import FRAME_WINDOW, decode_params, encode_params
 
 PRESETS = [(e.name, p.slug) for e in registry.explainers().values() for p in e.presets]
 
@@ -21,14 +21,18 @@ def test_home_lists_explainers_and_walkthroughs(client: TestClient) -> None:
 
 
 @pytest.mark.parametrize(("name", "slug"), PRESETS)
-def test_every_preset_page_renders_all_frames(client: TestClient, name: str, slug: str) -> None:
-    """Each walkthrough page holds one template per frame and shows step 0 with its source link."""
+def test_every_preset_page_embeds_its_frames(client: TestClient, name: str, slug: str) -> None:
+    """Each walkthrough page embeds its frames (a window of long ones) and shows step 0."""
     r = client.get(f"/explainers/{name}/presets/{slug}")
     assert r.status_code == 200
     count = int(re.search(r'data-count="(\d+)"', r.text).group(1))
     assert count >= 1
-    assert len(re.findall(r'<template id="frame-\d+"', r.text)) == count
+    embedded = len(re.findall(r'<template id="frame-\d+"', r.text))
+    assert embedded == min(count, FRAME_WINDOW)
     assert 'data-step="0"' in r.text
+    if count > embedded:  # the rest come from the frames endpoint
+        rest = client.get(f"/explainers/{name}/frames?preset={slug}&start={embedded}&count=5").text
+        assert f'<template id="frame-{embedded}"' in rest
 
 
 def test_step_query_selects_the_shown_frame(client: TestClient) -> None:
@@ -115,3 +119,25 @@ def test_head_requests_answer_like_get(client: TestClient) -> None:
     """HEAD (link checkers, curl -I) answers 200 where GET does, not 405."""
     assert client.head("/explainers/skb").status_code == 200
     assert client.head("/vendor/plotly/plotly.min.js").status_code == 200
+
+
+def test_long_scenarios_embed_a_window_and_serve_the_rest(client: TestClient) -> None:
+    """A 500-op scenario with 16 skbs embeds FRAME_WINDOW frames around the step, not all 500."""
+    ops = [{"op": "alloc_skb", "size": 100}] + [{"op": "skb_clone"}] * 15
+    ops += [{"op": "skb_headroom"}] * (500 - len(ops))
+    token = encode_params({"ops": ops})
+    r = client.get(f"/explainers/skb/custom?p={token}&step=400")
+    ids = [int(i) for i in re.findall(r'<template id="frame-(\d+)"', r.text)]
+    assert len(ids) == FRAME_WINDOW and 400 in ids
+    assert len(r.content) < 8_000_000
+    chunk = client.get(f"/explainers/skb/frames?p={token}&start=0&count=10").text
+    assert re.findall(r'<template id="frame-(\d+)"', chunk) == [str(i) for i in range(10)]
+
+
+def test_frames_endpoint_rejects_bad_queries(client: TestClient) -> None:
+    """The frames endpoint answers 422 for a missing source, both sources, or a huge count."""
+    assert client.get("/explainers/skb/frames?start=0").status_code == 422
+    assert client.get("/explainers/skb/frames?start=0&preset=panic&p=x").status_code == 422
+    assert client.get("/explainers/skb/frames?start=0&preset=nope").status_code == 422
+    assert client.get("/explainers/skb/frames?start=0&count=100000&preset=panic").status_code == 422
+    assert client.get("/explainers/skb/frames?start=999&preset=panic").status_code == 200

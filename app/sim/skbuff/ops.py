@@ -16,6 +16,8 @@ from typing import Any
 from app.sim.core.errors import ParamError, ParamIssue
 
 MAX_OPS = 500
+# Every frame draws every skb; past a handful the picture stops teaching and pages balloon.
+MAX_SKBS = 16
 MiB = 1024 * 1024
 # KMALLOC_MAX_SIZE on x86-64 6.4 (page allocator, order 10): no head can be larger.
 MAX_ALLOC_BYTES = 4 * MiB
@@ -208,6 +210,13 @@ def _kind(v: Any) -> str:
     return type(v).__name__
 
 
+def _too_many_skbs(op: str) -> str:
+    return (
+        f"a scenario may create at most {MAX_SKBS} skbs and this {op} would make one more; "
+        "free or reuse one (kfree_skb/consume_skb do not lower the count) or split the scenario."
+    )
+
+
 def _names_hint(names: list[str]) -> str:
     if not names:
         return "no skb exists yet"
@@ -318,6 +327,8 @@ def _parse_one(i: int, item: Any, names: list[str], issues: list[ParamIssue]) ->
                 f"an skb named '{target}' already exists; give the new one another name "
                 'with "skb".',
             )
+        elif len(names) >= MAX_SKBS:
+            bad("op", _too_many_skbs(name))
         names.append(target)
     elif spec.kind == DERIVE:
         src = name_field("from", "skb")
@@ -336,6 +347,8 @@ def _parse_one(i: int, item: Any, names: list[str], issues: list[ParamIssue]) ->
                     f"an skb named '{target}' already exists; give the new one another name "
                     'with "skb".',
                 )
+            elif len(names) >= MAX_SKBS:
+                bad("op", _too_many_skbs(name))
             names.append(target)
     elif spec.kind == CHAIN:
         target = target or "skb"

@@ -42,7 +42,7 @@ ScenarioQ = Annotated[str | None, Query(max_length=64, description="A shared sce
 ExplainerQ = Annotated[str | None, Query(max_length=40, description="Explainer name")]
 PresetQ = Annotated[str | None, Query(max_length=80, description="Preset slug")]
 TokenQ = Annotated[
-    str | None, Query(max_length=200_000, description="Custom params token (?p= of a custom link)")
+    str | None, Query(max_length=60_000, description="Custom params token (?p= of a custom link)")
 ]
 
 SVG_NS = "http://www.w3.org/2000/svg"
@@ -407,6 +407,7 @@ def offline_document(
         preset=source.preset,
         lesson=source.lesson,
         title=source.title,
+        all_frames=True,  # offline: every frame inside, nothing to fetch
     )
     ctx.update(embed=True, controls=controls, autoplay=False, theme=theme, offline=True)
     online = str(request.base_url).rstrip("/") + source.page_path

@@ -12,7 +12,13 @@ from app.sim.core import ParamError
 from app.sim.registry import Explainer
 from app.web import content
 from app.web.editor import dotted_issues, editor_context, form_to_raw, issues_by_place
-from app.web.player import decode_params, encode_params, player_context
+from app.web.player import (
+    FRAME_CHUNK_MAX,
+    decode_params,
+    encode_params,
+    player_context,
+    render_frames,
+)
 from app.web.runner import explainer_or_404, run
 from app.web.templating import render
 
@@ -80,7 +86,7 @@ def _decode_or_422(token: str) -> Any:
 def custom_page(
     name: str,
     request: Request,
-    p: str = Query(..., max_length=200_000),
+    p: str = Query(..., max_length=60_000),
     step: StepQuery = None,
     title: str | None = Query(None, max_length=200),
 ) -> Response:
@@ -93,12 +99,37 @@ def custom_page(
     return render(request, "pages/player.html", ctx)
 
 
+@router.get("/explainers/{name}/frames", response_class=HTMLResponse, include_in_schema=False)
+def frames_fragment(
+    name: str,
+    request: Request,
+    start: Annotated[int, Query(ge=0, le=1_000_000)],
+    count: Annotated[int, Query(ge=1, le=FRAME_CHUNK_MAX)] = 60,
+    preset: str | None = Query(None, max_length=80),
+    p: str | None = Query(None, max_length=60_000),
+    lesson: str | None = Query(None, max_length=80),
+) -> Response:
+    """Frame templates ``start``..``start+count`` of a scenario, for the player to fetch on demand."""
+    ex = explainer_or_404(name)
+    if (preset is None) == (p is None):
+        raise ParamError.single(("query", "preset"), "give exactly one of preset or p")
+    found = ex.preset(preset) if preset is not None else None
+    if preset is not None and found is None:
+        raise ParamError.single(("query", "preset"), f"{ex.title} has no preset called {preset!r}")
+    raw = dict(found.params) if found else _decode_or_422(p or "")
+    _, trace = run(ex, raw)
+    note = content.lesson(found.lesson if found else lesson or "")
+    frames = render_frames(ex, trace, start, start + count, note)
+    ctx = {"frames": frames, "count": len(trace.frames), "trace": trace}
+    return render(request, "partials/frame_templates.html", ctx)
+
+
 @router.get("/explainers/{name}/edit", response_class=HTMLResponse)
 def edit_page(
     name: str,
     request: Request,
     preset: str | None = None,
-    p: str | None = Query(None, max_length=200_000),
+    p: str | None = Query(None, max_length=60_000),
 ) -> Response:
     ex = explainer_or_404(name)
     if p:

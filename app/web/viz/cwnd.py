@@ -62,10 +62,9 @@ def picture(trace: Trace, frame: Frame) -> str:
 
 
 def static(trace: Trace) -> str:
-    t0 = trace.frames[0].time if trace.frames and trace.frames[0].time is not None else 0.0
     html = [
         '<div class="chart" data-cursor="1">',
-        cwnd_figure(trace.series, div_id="cwnd-chart", cursor_t=float(t0)),
+        cwnd_figure(trace.series, div_id="cwnd-chart"),
         "</div>",
     ]
     summary = trace.summary
@@ -78,31 +77,37 @@ def static(trace: Trace) -> str:
     return "".join(html)
 
 
+def _num(value: Any, spec: str = ".1f") -> str:
+    """A summary number, or a dash where the run produced none (e.g. no RTT sample yet)."""
+    return format(value, spec) if isinstance(value, (int, float)) else "–"
+
+
 def summary_table(summary: Mapping[str, Any]) -> str:
     rows = []
     for f in summary.get("flows", ()):
         rows.append(
             "<tr>"
             f"<td>{escape(str(f.get('index', '')))}</td><td>{escape(str(f.get('cc', '')))}</td>"
-            f"<td>{f.get('goodput_mbps', 0):.2f}</td><td>{f.get('retransmits', 0)}</td>"
-            f"<td>{f.get('rtos', 0)}</td><td>{f.get('rtt_mean_ms', 0):.1f}</td>"
-            f"<td>{f.get('rtt_p95_ms', 0):.1f}</td></tr>"
+            f"<td>{_num(f.get('goodput_mbps'), '.2f')}</td><td>{_num(f.get('retransmits'), 'd')}</td>"
+            f"<td>{_num(f.get('rtos'), 'd')}</td><td>{_num(f.get('rtt_mean_ms'))}</td>"
+            f"<td>{_num(f.get('rtt_p95_ms'))}</td></tr>"
         )
     util = summary.get("utilisation")
-    jain = summary.get("jain_fairness")
     head = (
-        f"<p class='summary-line'>Utilisation <b>{util * 100:.1f} %</b> · Jain's fairness "
-        f"<b>{jain:.3f}</b> · drops <b>{summary.get('drops', 0)}</b> · mean RTT "
-        f"<b>{summary.get('rtt_mean_ms', 0):.1f} ms</b> (p95 {summary.get('rtt_p95_ms', 0):.1f} ms)</p>"
-        if util is not None and jain is not None
-        else ""
+        f"<p class='summary-line'>Utilisation <b>{_num(util * 100 if isinstance(util, (int, float)) else None)} %</b>"
+        f" · Jain's fairness <b>{_num(summary.get('jain_fairness'), '.3f')}</b>"
+        f" · drops <b>{_num(summary.get('drops'), 'd')}</b>"
+        f" · mean RTT <b>{_num(summary.get('rtt_mean_ms'))} ms</b>"
+        f" (p95 {_num(summary.get('rtt_p95_ms'))} ms)</p>"
     )
     return (
         '<details class="run-summary" open><summary>Summary of the whole run</summary>'
         + head
-        + '<table class="fields summary-table"><thead><tr><th>flow</th><th>cc</th>'
+        + '<div class="table-scroll"><table class="fields summary-table"><thead><tr><th>flow</th><th>cc</th>'
         "<th>goodput Mbit/s</th><th>retransmits</th><th>RTOs</th><th>mean RTT ms</th>"
-        "<th>p95 RTT ms</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table></details>"
+        "<th>p95 RTT ms</th></tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table></div></details>"
     )
 
 

@@ -130,3 +130,19 @@ def test_presets_round_trip(preset: Any) -> None:
     """Every preset parses and survives dump → parse unchanged."""
     p = parse(preset.params)
     assert parse(dump(p)) == p
+
+
+def test_at_most_16_skbs_per_scenario() -> None:
+    """A scenario may create 16 skbs; the op that would create a 17th is refused, naming it."""
+    from app.sim.core import ParamError
+    from app.sim.skbuff.ops import MAX_SKBS, parse
+
+    ok = [{"op": "alloc_skb", "size": 100}] + [{"op": "skb_clone"}] * (MAX_SKBS - 1)
+    assert len(parse({"ops": ok}).ops) == MAX_SKBS
+    try:
+        parse({"ops": [*ok, {"op": "skb_copy"}]})
+    except ParamError as exc:
+        assert [i.loc for i in exc.issues] == [("ops", MAX_SKBS, "op")]
+        assert "at most 16 skbs" in exc.issues[0].msg
+    else:
+        raise AssertionError("a 17th skb was accepted")
