@@ -160,6 +160,9 @@ async def edit_submit(name: str, request: Request) -> Response:
             dotted = dotted_issues(exc)
     is_htmx = request.headers.get("HX-Request") == "true"
     if action == "run" and valid:
+        # Simulate now, while the editor shows its busy indicator; the player then opens from
+        # the run cache instead of leaving the old page frozen during a long run.
+        run(ex, raw)
         target = f"/explainers/{ex.name}/custom?p={encode_params(raw)}"
         if is_htmx:
             return Response(status_code=200, headers={"HX-Redirect": target})
