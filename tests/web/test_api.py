@@ -188,3 +188,20 @@ def test_json_the_parser_gives_up_on_is_422(client: TestClient) -> None:
         )
         assert r.status_code == 422
         assert r.json()["detail"][0]["loc"] == ["body"]
+
+
+def test_freed_skbs_leave_the_skbs_map(client: TestClient) -> None:
+    """After consume_skb on a clone, frames list only the skbs still alive; the op's own skb stays in "skb"."""
+    r = client.post(
+        "/api/v1/explainers/skb/run",
+        json={
+            "ops": [
+                {"op": "alloc_skb", "size": 256},
+                {"op": "skb_clone", "skb": "clone1"},
+                {"op": "consume_skb", "skb": "clone1"},
+            ]
+        },
+    )
+    last = r.json()["frames"][-1]
+    assert set(last["skbs"]) == {"skb"}
+    assert last["skb"]["users"] == 0

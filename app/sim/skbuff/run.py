@@ -88,16 +88,20 @@ def api_frames(trace: Trace) -> list[dict[str, Any]]:
     """The public JSON shape of a trace's frames (``POST /api/v1/explainers/skb/run``)."""
     out: list[dict[str, Any]] = []
     for fr in trace.frames:
-        skbs = {s["name"]: {k: s[k] for k in API_INT_FIELDS} for s in fr.state["skbs"]}
+        every = {s["name"]: s for s in fr.state["skbs"]}
         primary = fr.state["primary"]
         item: dict[str, Any] = {
             "index": fr.index,
             "op": fr.op,
             "result": fr.result,
-            "skb": skbs.get(primary, {}),
+            "skb": {k: every[primary][k] for k in API_INT_FIELDS} if primary in every else {},
         }
-        if len(skbs) > 1:
-            item["skbs"] = skbs
+        if len(every) > 1:  # once a second skb exists, list every skb still alive
+            item["skbs"] = {
+                name: {k: s[k] for k in API_INT_FIELDS}
+                for name, s in every.items()
+                if s.get("status", "live") == "live"
+            }
         item["narration"] = fr.narration
         item["source"] = (
             {"function": fr.source.function, "path": fr.source.path, "line": fr.source.line}
