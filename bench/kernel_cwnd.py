@@ -17,7 +17,15 @@ cwnd is sampled two ways: getsockopt(TCP_INFO) (+TCP_CC_INFO for BBR) polled by
 a thread in the sender every --interval-ms, and the tcp:tcp_probe tracepoint
 (one event per incoming ACK) in a private tracefs instance.
 
-Example:  sudo .venv/bin/python bench/kernel_cwnd.py --cc cubic --rate-mbit 20 --seconds 15
+Examples:
+    sudo .venv/bin/python bench/kernel_cwnd.py --cc cubic --rate-mbit 20 --seconds 15
+    sudo .venv/bin/python bench/kernel_cwnd.py --cc bbr --flows 4 --seconds 25   # 4 x bbr
+    sudo .venv/bin/python bench/kernel_cwnd.py --mix bbr,cubic --seconds 25      # mixed
+
+With --flows N / --mix, the flows run concurrently (flow i on port+i, started
+i x --stagger-s apart, all stopping together); each is sampled on its own and
+the run prints per-flow goodput, Jain's fairness index, tbf drops, retransmits,
+mean srtt and, for BBR, ProbeRTT dips and long-term ("policer") bw episodes.
 """
 
 from __future__ import annotations
@@ -143,8 +151,9 @@ def tc_stats() -> dict[str, Any]:
 class ProbeTrace:
     """tcp:tcp_probe in a private tracefs instance, clock = CLOCK_MONOTONIC."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, nports: int = 1) -> None:
         self.port = port
+        self.nports = nports
         self.mounted = False
         self.inst: Path | None = None
         self.error: str | None = None
@@ -161,7 +170,12 @@ class ProbeTrace:
             (inst / "buffer_size_kb").write_text("32768")
             (inst / "trace_clock").write_text("mono")
             ev = inst / "events" / "tcp" / "tcp_probe"
-            (ev / "filter").write_text(f"dport == {self.port}")
+            flt = (
+                f"dport == {self.port}"
+                if self.nports == 1
+                else f"dport >= {self.port} && dport < {self.port + self.nports}"
+            )
+            (ev / "filter").write_text(flt)
             (ev / "enable").write_text("1")
             return True
         except (OSError, RuntimeError) as exc:
@@ -220,6 +234,111 @@ def _wait_line(proc: subprocess.Popen[str], want: str, timeout: float) -> None:
     raise RuntimeError(f"helper did not report {want!r} (rc={proc.poll()})")
 
 
+def _start_relay(
+    args: argparse.Namespace, tmp: Path, procs: list[subprocess.Popen[str]]
+) -> subprocess.Popen[str]:
+    relay = subprocess.Popen(
+        in_ns(
+            NS_MID,
+            sys.executable,
+            str(HERE / "kernel" / "relay.py"),
+            "--a",
+            "m0",
+            "--b",
+            "m1",
+            "--delay-ms",
+            str(args.rtt_ms / 2),
+            "--seconds",
+            str(args.seconds + 30),
+            "--stats",
+            str(tmp / "relay.json"),
+        ),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    procs.append(relay)
+    _wait_line(relay, "relay ready", 10)
+    return relay
+
+
+def _start_recv(
+    args: argparse.Namespace, port: int, procs: list[subprocess.Popen[str]]
+) -> subprocess.Popen[str]:
+    recv = subprocess.Popen(
+        in_ns(
+            NS_RCV,
+            sys.executable,
+            str(HERE / "kernel" / "flow.py"),
+            "recv",
+            "--bind",
+            RCV_IP,
+            "--port",
+            str(port),
+            "--seconds",
+            str(args.seconds + 10),
+        ),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    procs.append(recv)
+    _wait_line(recv, "recv ready", 10)
+    return recv
+
+
+def _mac(ns: str, dev: str) -> str:
+    out = sh("ip", "-n", ns, "-o", "link", "show", "dev", dev).stdout
+    m = re.search(r"link/ether ([0-9a-f:]{17})", out)
+    if not m:
+        raise RuntimeError(f"no MAC for {ns}/{dev}")
+    return m[1]
+
+
+def _static_neighbours() -> None:
+    """Permanent ARP entries both ways, so the first flow's SYN does not wait one
+    relayed round trip for ARP (that would eat ~40 ms of the 0.1 s stagger)."""
+    sh(
+        "ip",
+        "-n",
+        NS_SND,
+        "neigh",
+        "replace",
+        RCV_IP,
+        "lladdr",
+        _mac(NS_RCV, "r0"),
+        "dev",
+        "s0",
+        "nud",
+        "permanent",
+    )
+    sh(
+        "ip",
+        "-n",
+        NS_RCV,
+        "neigh",
+        "replace",
+        SND_IP,
+        "lladdr",
+        _mac(NS_SND, "s0"),
+        "dev",
+        "r0",
+        "nud",
+        "permanent",
+    )
+
+
+def _stop_all(procs: list[subprocess.Popen[str]]) -> None:
+    """Terminate the helpers we started (by their own Popen handle, nothing else)."""
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+    for p in procs:
+        try:
+            p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(timeout=5)
+
+
 def run_one(args: argparse.Namespace, cc: str, out_dir: Path) -> dict[str, Any]:
     ensure_cc(cc)
     py = sys.executable
@@ -233,45 +352,8 @@ def run_one(args: argparse.Namespace, cc: str, out_dir: Path) -> dict[str, Any]:
     trace = ProbeTrace(args.port)
     try:
         setup(args.rate_mbit, limit, args.burst_bytes)
-        relay = subprocess.Popen(
-            in_ns(
-                NS_MID,
-                py,
-                str(HERE / "kernel" / "relay.py"),
-                "--a",
-                "m0",
-                "--b",
-                "m1",
-                "--delay-ms",
-                str(args.rtt_ms / 2),
-                "--seconds",
-                str(args.seconds + 30),
-                "--stats",
-                str(tmp / "relay.json"),
-            ),
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        procs.append(relay)
-        _wait_line(relay, "relay ready", 10)
-        recv = subprocess.Popen(
-            in_ns(
-                NS_RCV,
-                py,
-                str(HERE / "kernel" / "flow.py"),
-                "recv",
-                "--bind",
-                RCV_IP,
-                "--port",
-                str(args.port),
-                "--seconds",
-                str(args.seconds + 10),
-            ),
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        procs.append(recv)
-        _wait_line(recv, "recv ready", 10)
+        relay = _start_relay(args, tmp, procs)
+        recv = _start_recv(args, args.port, procs)
         use_trace = not args.no_trace and trace.start()
         send = subprocess.run(
             in_ns(
@@ -307,13 +389,7 @@ def run_one(args: argparse.Namespace, cc: str, out_dir: Path) -> dict[str, Any]:
         relay_stats = json.loads((tmp / "relay.json").read_text())
     finally:
         trace.stop()
-        for p in procs:
-            if p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    p.kill()
+        _stop_all(procs)
         teardown()
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -353,6 +429,136 @@ def run_one(args: argparse.Namespace, cc: str, out_dir: Path) -> dict[str, Any]:
     return run
 
 
+def run_multi(args: argparse.Namespace, ccs: list[str], out_dir: Path) -> dict[str, Any]:
+    """len(ccs) concurrent flows through the one bottleneck, flow i on port+i.
+
+    Every sender is started ahead of time and waits for its slot on a shared
+    CLOCK_MONOTONIC schedule (flow i connects at T0 + i * --stagger-s), so the
+    ~0.1 s stagger is not at the mercy of Python start-up; all flows stop at the
+    same instant (T0 + --seconds), like the simulator's flows with start_s = i * 0.1.
+    """
+    for cc in set(ccs):
+        ensure_cc(cc)
+    n = len(ccs)
+    bdp_bytes = args.rate_mbit * 1e6 / 8 * args.rtt_ms / 1000
+    limit = max(int(bdp_bytes * args.buffer_bdp), 3 * 1514)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    tag = f"{n}x{ccs[0]}" if len(set(ccs)) == 1 else "+".join(ccs)
+    base = out_dir / f"{stamp}-{tag}-{args.rate_mbit:g}mbit-{args.rtt_ms:g}ms"
+    tmp = Path(f"/tmp/ss-cwnd-{os.getpid()}")
+    tmp.mkdir(exist_ok=True)
+    procs: list[subprocess.Popen[str]] = []
+    trace = ProbeTrace(args.port, n)
+    try:
+        setup(args.rate_mbit, limit, args.burst_bytes)
+        _static_neighbours()
+        _start_relay(args, tmp, procs)
+        for i in range(n):
+            _start_recv(args, args.port + i, procs)
+        use_trace = not args.no_trace and trace.start()
+        t_start = time.monotonic() + 1.5  # leave time for the senders' interpreters
+        t_end = t_start + args.seconds
+        senders = []
+        for i, cc in enumerate(ccs):
+            p = subprocess.Popen(
+                in_ns(
+                    NS_SND,
+                    sys.executable,
+                    str(HERE / "kernel" / "flow.py"),
+                    "send",
+                    "--dst",
+                    RCV_IP,
+                    "--port",
+                    str(args.port + i),
+                    "--cc",
+                    cc,
+                    "--seconds",
+                    str(args.seconds),
+                    "--start-at",
+                    repr(t_start + i * args.stagger_s),
+                    "--end-at",
+                    repr(t_end),
+                    "--interval-ms",
+                    str(args.interval_ms),
+                    "--out",
+                    str(tmp / f"send{i}.json"),
+                ),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            procs.append(p)
+            senders.append(p)
+        for i, p in enumerate(senders):
+            try:
+                _, err = p.communicate(timeout=max(5.0, t_end - time.monotonic() + 20))
+            except subprocess.TimeoutExpired as exc:
+                raise RuntimeError(f"sender {i} did not finish") from exc
+            if p.returncode != 0:
+                raise RuntimeError(f"sender {i} ({ccs[i]}) failed: {err.strip()}")
+        probe_text, overrun = trace.collect() if use_trace else ("", "")
+        tc = tc_stats()  # before the relay stops: nothing more goes through tbf anyway
+        _stop_all(procs)
+        snds = [json.loads((tmp / f"send{i}.json").read_text()) for i in range(n)]
+        relay_stats = json.loads((tmp / "relay.json").read_text())
+    finally:
+        trace.stop()
+        _stop_all(procs)
+        teardown()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    flows = []
+    for i, snd in enumerate(snds):
+        probe = (
+            analyze.parse_probe_trace(probe_text, snd["t0_monotonic"], dport=args.port + i)
+            if probe_text
+            else []
+        )
+        flows.append(
+            {
+                "cc": ccs[i],
+                "port": args.port + i,
+                "sport": snd.get("sport"),
+                "t0_monotonic": snd["t0_monotonic"],
+                "sent_bytes": snd["sent_bytes"],
+                "tcp_info": snd["samples"],
+                "tcp_probe": probe,
+            }
+        )
+    run: dict[str, Any] = {
+        "config": {
+            "ccs": ccs,
+            "rate_mbit": args.rate_mbit,
+            "rtt_ms": args.rtt_ms,
+            "buffer_bdp": args.buffer_bdp,
+            "limit_bytes": limit,
+            "burst_bytes": args.burst_bytes,
+            "seconds": args.seconds,
+            "stagger_s": args.stagger_s,
+            "interval_ms": args.interval_ms,
+            "kernel": os.uname().release,
+            "hz": _kernel_hz(),
+        },
+        "t_start_monotonic": t_start,
+        "t_end_monotonic": t_end,
+        "tc": tc,
+        "relay": relay_stats,
+        "trace": {"enabled": bool(probe_text), "error": trace.error, "overrun": overrun},
+        "flows": flows,
+    }
+    run["summary"] = analyze.summarize_multi(run)
+    base.with_suffix(".json").write_text(json.dumps(run))
+    with open(base.with_suffix(".csv"), "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=["flow", "cc", *CSV_FIELDS], extrasaction="ignore")
+        w.writeheader()
+        for i, f in enumerate(flows):
+            off = f["t0_monotonic"] - t_start
+            for r in f["tcp_info"]:
+                w.writerow({**r, "flow": i, "cc": f["cc"], "t": round(r["t"] + off, 6)})
+    run["files"] = [str(base.with_suffix(".json")), str(base.with_suffix(".csv"))]
+    return run
+
+
 def _kernel_hz() -> int | None:
     try:
         import gzip
@@ -362,6 +568,18 @@ def _kernel_hz() -> int | None:
         return int(m[1]) if m else None
     except OSError:
         return None
+
+
+def _print_relay(run: dict[str, Any]) -> None:
+    r = run["relay"]
+    frames = (r.get("a2b_frames", 0) + r.get("b2a_frames", 0)) or 1
+    print(
+        f"   relay: {100 * r.get('late_over_1ms', 0) / frames:.2f}% of frames >1 ms "
+        f"late, max {r.get('late_ms_max', 0):.2f} ms; largest frame "
+        f"{r.get('max_frame')} B; files: {', '.join(run['files'])}"
+    )
+    if run["trace"]["error"] or run["trace"]["overrun"]:
+        print(f"   tcp_probe: {run['trace']}")
 
 
 def main() -> int:
@@ -393,6 +611,22 @@ def main() -> int:
         help="tbf burst; GSO packets bigger than this get segmented (default 3028)",
     )
     ap.add_argument("--seconds", type=float, default=15.0, help="flow length (default 15)")
+    ap.add_argument(
+        "--flows",
+        type=int,
+        default=1,
+        help="N concurrent flows of each --cc through the one bottleneck (default 1)",
+    )
+    ap.add_argument(
+        "--mix",
+        help="one run of concurrent flows with these ccs, e.g. bbr,cubic (overrides --cc/--flows)",
+    )
+    ap.add_argument(
+        "--stagger-s",
+        type=float,
+        default=0.1,
+        help="start flow i at i x this (multi-flow runs, default 0.1)",
+    )
     ap.add_argument("--interval-ms", type=float, default=5.0, help="TCP_INFO poll period")
     ap.add_argument("--port", type=int, default=5201)
     ap.add_argument("--no-trace", action="store_true", help="skip the tcp_probe tracepoint")
@@ -412,9 +646,14 @@ def main() -> int:
             print(f"missing {tool} (apt-get install iproute2)", file=sys.stderr)
             return 2
     ccs = [c.strip() for c in args.cc.split(",") if c.strip()]
-    for cc in ccs:
+    mix = [c.strip() for c in (args.mix or "").split(",") if c.strip()]
+    for cc in ccs + mix:
         if cc not in ("reno", "cubic", "bbr"):
-            ap.error(f"--cc {cc!r}: choose reno, cubic or bbr")
+            ap.error(f"--cc/--mix {cc!r}: choose reno, cubic or bbr")
+    if not 1 <= args.flows <= 16:
+        ap.error("--flows: 1 to 16")
+    if args.seconds > 60 and (args.flows > 1 or mix):
+        ap.error("--seconds: multi-flow runs are capped at 60 s")
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     print(
@@ -422,19 +661,16 @@ def main() -> int:
         f"{args.rtt_ms:g} ms (userspace relay), buffer {args.buffer_bdp:g} BDP, "
         f"{args.seconds:g} s per flow"
     )
+    groups = [mix] if mix else [[cc] * args.flows for cc in ccs] if args.flows > 1 else []
     try:
-        for cc in ccs:
+        for group in groups:
+            run = run_multi(args, group, out_dir)
+            print(analyze.format_multi(run["summary"]))
+            _print_relay(run)
+        for cc in ccs if not groups else []:
             run = run_one(args, cc, out_dir)
             print(analyze.format_summary(run["summary"]))
-            r = run["relay"]
-            frames = (r.get("a2b_frames", 0) + r.get("b2a_frames", 0)) or 1
-            print(
-                f"   relay: {100 * r.get('late_over_1ms', 0) / frames:.2f}% of frames >1 ms "
-                f"late, max {r.get('late_ms_max', 0):.2f} ms; largest frame "
-                f"{r.get('max_frame')} B; files: {', '.join(run['files'])}"
-            )
-            if run["trace"]["error"] or run["trace"]["overrun"]:
-                print(f"   tcp_probe: {run['trace']}")
+            _print_relay(run)
     except KeyboardInterrupt:
         print("interrupted; namespaces removed", file=sys.stderr)
         return 130

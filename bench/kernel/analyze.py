@@ -26,14 +26,21 @@ _PROBE = re.compile(
 )
 
 
-def parse_probe_trace(text: str, t0: float, sport: int | None = None) -> list[dict[str, Any]]:
-    """Parse tcp_probe lines (trace_clock=mono) into rows with t relative to ``t0``."""
+def parse_probe_trace(
+    text: str, t0: float, sport: int | None = None, dport: int | None = None
+) -> list[dict[str, Any]]:
+    """Parse tcp_probe lines (trace_clock=mono) into rows with t relative to ``t0``.
+
+    ``sport`` / ``dport`` keep one flow's rows (multi-flow runs use one port per flow).
+    """
     rows = []
     for line in text.splitlines():
         m = _PROBE.search(line)
         if not m:
             continue
         if sport is not None and int(m["sport"]) != sport:
+            continue
+        if dport is not None and int(m["dport"]) != dport:
             continue
         rows.append(
             {
@@ -372,7 +379,124 @@ def format_summary(s: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def jain(xs: list[float]) -> float | None:
+    """Jain's fairness index (sum x)^2 / (n sum x^2): 1 = equal shares, 1/n = one flow has all."""
+    sq = sum(x * x for x in xs)
+    return round(sum(xs) ** 2 / (len(xs) * sq), 4) if sq > 0 else None
+
+
+def lt_bw_episodes(info: list[dict[str, Any]], after: float) -> list[dict[str, float]]:
+    """BBR v1 long-term ("policer") bandwidth mode, seen from TCP_CC_INFO.
+
+    While ``bbr->lt_use_bw`` is set, bbr_update_gains() pins the ProbeBW pacing gain
+    at 1.0 and bbr_bw() reports the frozen lt_bw, for 48 round trips
+    (bbr_lt_bw_max_rtts).  A normal ProbeBW 1.0 stretch lasts 6 rounds, so a gain
+    of exactly 1.0 held for more than ~0.8 s (with a constant bw) marks an episode.
+    """
+    out = []
+    runs = _runs([(r["t"], round(r.get("bbr_pacing_gain", 0), 3)) for r in info if r["t"] > after])
+    for g, a, b in runs:
+        if g == 1.0 and b - a > 0.8:
+            bws = {r.get("bbr_bw") for r in info if a <= r["t"] <= b}
+            out.append(
+                {
+                    "t": round(a, 3),
+                    "dur_s": round(b - a, 3),
+                    "bw_mbit": round(min(bws) * 8 / 1e6, 3) if len(bws) == 1 else None,
+                }
+            )
+    return out
+
+
+def summarize_multi(run: dict[str, Any]) -> dict[str, Any]:
+    """Per-flow summaries plus the shared-bottleneck view (fairness, drops, RTT)."""
+    cfg = run["config"]
+    per: list[dict[str, Any]] = []
+    t_first = min(f["t0_monotonic"] for f in run["flows"])
+    for k, f in enumerate(run["flows"]):
+        sub = {
+            "config": {**cfg, "cc": f["cc"]},
+            "tc": {},
+            "tcp_info": f["tcp_info"],
+            "tcp_probe": f.get("tcp_probe") or [],
+        }
+        s = summarize(sub)
+        info = f["tcp_info"]
+        active = (run["t_end_monotonic"] - f["t0_monotonic"]) if "t_end_monotonic" in run else None
+        last = info[-1] if info else {}
+        s["index"] = k
+        s["start_s"] = round(f["t0_monotonic"] - t_first, 3)
+        if active and last:
+            s["goodput_mbit"] = round(last["bytes_acked"] * 8 / active / 1e6, 3)
+        cw = [r["snd_cwnd"] for r in info if r["t"] > 2.0]
+        if cw:
+            q = statistics.quantiles(cw, n=10)
+            s["cwnd_steady"] = {
+                "mean": round(statistics.mean(cw), 1),
+                "p10": q[0],
+                "median": statistics.median(cw),
+                "p90": q[-1],
+                "max": max(cw),
+            }
+        # cwnd once a second on the shared timeline (for eyeballing shapes)
+        s["cwnd_per_s"] = [
+            info[_at(info, t - s["start_s"])]["snd_cwnd"] if t >= s["start_s"] else None
+            for t in range(1, int(cfg["seconds"]) + 1)
+        ]
+        if f["cc"] == "bbr" and "bbr" in s:
+            s["bbr"]["lt_bw_episodes"] = lt_bw_episodes(info, s["bbr"].get("startup_end_s") or 0)
+        s["rto_count"] = sum(e["state"] == CA_LOSS for e in recovery_episodes(info))
+        per.append(s)
+    goodputs = [s.get("goodput_mbit") or 0.0 for s in per]
+    srtts = [s["mean_srtt_ms"] for s in per if s.get("mean_srtt_ms") is not None]
+    return {
+        "ccs": [f["cc"] for f in run["flows"]],
+        "link_bdp_pkts": per[0]["link_bdp_pkts"] if per else None,
+        "buffer_pkts": per[0]["buffer_pkts"] if per else None,
+        "flows": per,
+        "goodput_mbit": round(sum(goodputs), 3),
+        "jain_fairness": jain(goodputs),
+        "tbf_drops": run.get("tc", {}).get("dropped"),
+        "total_retrans": sum(s.get("total_retrans") or 0 for s in per),
+        "recovery_episodes": sum(s.get("recovery_episodes") or 0 for s in per),
+        "mean_srtt_ms": round(statistics.mean(srtts), 2) if srtts else None,
+    }
+
+
+def format_multi(m: dict[str, Any]) -> str:
+    lines = [
+        f"== {len(m['flows'])} flows {'+'.join(m['ccs'])}: total goodput {m['goodput_mbit']} "
+        f"Mbit/s, Jain {m['jain_fairness']}, tbf drops {m['tbf_drops']}, retrans "
+        f"{m['total_retrans']}, recoveries {m['recovery_episodes']}, mean srtt "
+        f"{m['mean_srtt_ms']} ms (BDP {m['link_bdp_pkts']} + buffer {m['buffer_pkts']} pkts)"
+    ]
+    for s in m["flows"]:
+        cs = s.get("cwnd_steady", {})
+        lines.append(
+            f"   flow {s['index']} {s['cc']:5s} start {s['start_s']:5.3f}s goodput "
+            f"{s.get('goodput_mbit')} Mbit/s, retrans {s.get('total_retrans')}, recoveries "
+            f"{s.get('recovery_episodes')} (RTO {s.get('rto_count')}), srtt "
+            f"{s.get('mean_srtt_ms')} ms, cwnd t>2s mean {cs.get('mean')} "
+            f"p10/50/90 {cs.get('p10')}/{cs.get('median')}/{cs.get('p90')} max {cs.get('max')}"
+        )
+        b = s.get("bbr")
+        if b:
+            lines.append(
+                f"      BBR: startup ends {b.get('startup_end_s')}s, ProbeRTT dips "
+                f"{[d['t'] for d in b.get('probe_rtt_dips', [])]} "
+                f"(min cwnd {b.get('probe_rtt_min_cwnd')}), bw est {b.get('bbr_bw_mbit')} "
+                f"Mbit/s, min_rtt {b.get('bbr_min_rtt_ms')} ms, plateau cwnd "
+                f"{b.get('plateau_cwnd_median')}, lt_bw episodes {b.get('lt_bw_episodes')}"
+            )
+        lines.append(f"      cwnd each second: {s['cwnd_per_s']}")
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
     for path in sys.argv[1:]:
         with open(path, encoding="utf-8") as fh:
-            print(format_summary(summarize(json.load(fh))))
+            data = json.load(fh)
+        if "flows" in data:
+            print(format_multi(summarize_multi(data)))
+        else:
+            print(format_summary(summarize(data)))

@@ -109,9 +109,12 @@ def _send(args: argparse.Namespace) -> int:
     if got != args.cc:
         print(f"send: asked for {args.cc}, kernel gave {got}", file=sys.stderr)
         return 2
+    if args.start_at is not None:  # several flows: start on a shared CLOCK_MONOTONIC schedule
+        time.sleep(max(0.0, args.start_at - time.monotonic()))
     s.settimeout(5.0)
     s.connect((args.dst, args.port))
     t0 = time.monotonic()
+    sport = s.getsockname()[1]
     samples: list[dict[str, float]] = []
     stop = threading.Event()
     interval = args.interval_ms / 1000.0
@@ -137,7 +140,7 @@ def _send(args: argparse.Namespace) -> int:
     th = threading.Thread(target=sampler, daemon=True)
     th.start()
     buf = b"\x5a" * (1 << 16)
-    deadline = t0 + args.seconds
+    deadline = args.end_at if args.end_at is not None else t0 + args.seconds
     sent = 0
     while time.monotonic() < deadline:
         try:
@@ -150,6 +153,8 @@ def _send(args: argparse.Namespace) -> int:
     out = {
         "cc": args.cc,
         "t0_monotonic": t0,
+        "sport": sport,
+        "dport": args.port,
         "interval_ms": args.interval_ms,
         "sent_bytes": sent,
         "samples": samples,
@@ -174,6 +179,12 @@ def main() -> int:
     s.add_argument("--seconds", type=float, required=True)
     s.add_argument("--interval-ms", type=float, default=5.0)
     s.add_argument("--out", required=True)
+    s.add_argument(
+        "--start-at", type=float, help="CLOCK_MONOTONIC time to connect at (multi-flow runs)"
+    )
+    s.add_argument(
+        "--end-at", type=float, help="CLOCK_MONOTONIC time to stop at (overrides --seconds)"
+    )
     args = ap.parse_args()
     try:
         return _recv(args) if args.mode == "recv" else _send(args)

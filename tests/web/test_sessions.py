@@ -155,3 +155,12 @@ def test_sessions_survive_a_restart(tmp_path: Path) -> None:
         c.cookies.set(COOKIE, cookie)
         r = c.get(PRESET)
         assert "set-cookie" not in r.headers and "Continue at step 2" in r.text
+
+
+def test_home_lists_walkthroughs_to_continue(client: TestClient) -> None:
+    """The home page offers to continue a walkthrough at the step this browser reached."""
+    client.get("/")
+    assert 'id="continue-0"' not in client.get("/").text
+    progress(client, PRESET, 3)
+    html = client.get("/").text
+    assert 'id="continue-0"' in html and f'href="{PRESET}?step=3"' in html

@@ -10,6 +10,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from app.sim import registry
 from app.sim.core import ParamError
 from app.sim.registry import Explainer
+from app.store import repo
 from app.web import content
 from app.web.editor import dotted_issues, editor_context, form_to_raw, issues_by_place
 from app.web.player import (
@@ -20,6 +21,7 @@ from app.web.player import (
     render_frames,
 )
 from app.web.runner import explainer_or_404, run
+from app.web.sessions import visitor_id
 from app.web.templating import render
 
 router = APIRouter()
@@ -37,7 +39,12 @@ def home(request: Request) -> Response:
             presets.append({"preset": p, "summary": lesson.summary if lesson else ""})
         notes = [n for n in content.lessons_for(ex.name) if not n.preset]
         cards.append({"explainer": ex, "presets": presets, "notes": notes})
-    return render(request, "pages/home.html", {"cards": cards})
+    recent = []
+    sid = visitor_id(request)
+    if sid:  # "continue where you left off"
+        with repo.session_for(request.app.state.engine) as db:
+            recent = [p for p in repo.recent_progress(db=db, session_id=sid, limit=4) if p.step > 0]
+    return render(request, "pages/home.html", {"cards": cards, "recent": recent})
 
 
 @router.get("/notes/{stem}", response_class=HTMLResponse)

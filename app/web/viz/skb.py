@@ -235,7 +235,7 @@ def _legend(y: float) -> str:
             f'<rect class="seg {cls if cls != "stale" else "payload stale"}" x="{x}" y="2" width="14" height="14"/>'
             f'<text x="{x + 19}" y="14">{label}</text>'
         )
-        x += 34 + len(label) * 8.6  # room for the projector theme's larger type
+        x += 34 + round(len(label) * 8.6)  # room for the projector theme's larger type
     parts.append("</g>")
     return "".join(parts)
 
