@@ -235,11 +235,15 @@ def _wait_line(proc: subprocess.Popen[str], want: str, timeout: float) -> None:
 
 
 def _start_relay(
-    args: argparse.Namespace, tmp: Path, procs: list[subprocess.Popen[str]]
+    args: argparse.Namespace, tmp: Path, procs: list[subprocess.Popen[str]], rt: bool = False
 ) -> subprocess.Popen[str]:
+    # With several senders (and their samplers) competing for the two vCPUs, the
+    # relay runs SCHED_FIFO so the delay line keeps its timing.
+    prio = ["chrt", "-f", "20"] if rt and shutil.which("chrt") else []
     relay = subprocess.Popen(
         in_ns(
             NS_MID,
+            *prio,
             sys.executable,
             str(HERE / "kernel" / "relay.py"),
             "--a",
@@ -452,7 +456,7 @@ def run_multi(args: argparse.Namespace, ccs: list[str], out_dir: Path) -> dict[s
     try:
         setup(args.rate_mbit, limit, args.burst_bytes)
         _static_neighbours()
-        _start_relay(args, tmp, procs)
+        _start_relay(args, tmp, procs, rt=True)
         for i in range(n):
             _start_recv(args, args.port + i, procs)
         use_trace = not args.no_trace and trace.start()
@@ -538,6 +542,7 @@ def run_multi(args: argparse.Namespace, ccs: list[str], out_dir: Path) -> dict[s
             "interval_ms": args.interval_ms,
             "kernel": os.uname().release,
             "hz": _kernel_hz(),
+            "relay_sched": "SCHED_FIFO 20" if shutil.which("chrt") else "normal",
         },
         "t_start_monotonic": t_start,
         "t_end_monotonic": t_end,

@@ -397,12 +397,13 @@ def lt_bw_episodes(info: list[dict[str, Any]], after: float) -> list[dict[str, f
     runs = _runs([(r["t"], round(r.get("bbr_pacing_gain", 0), 3)) for r in info if r["t"] > after])
     for g, a, b in runs:
         if g == 1.0 and b - a > 0.8:
-            bws = {r.get("bbr_bw") for r in info if a <= r["t"] <= b}
+            bws = sorted({r.get("bbr_bw") or 0 for r in info if a <= r["t"] <= b})
             out.append(
                 {
                     "t": round(a, 3),
                     "dur_s": round(b - a, 3),
-                    "bw_mbit": round(min(bws) * 8 / 1e6, 3) if len(bws) == 1 else None,
+                    "bw_mbit": [round(bws[0] * 8 / 1e6, 2), round(bws[-1] * 8 / 1e6, 2)],
+                    "distinct_bw": len(bws),
                 }
             )
     return out

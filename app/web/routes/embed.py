@@ -9,11 +9,11 @@ nor set a cookie. ``static/js/embed.js`` adds the postMessage API (see docs/embe
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Literal
 
-from fastapi import APIRouter, FastAPI, Query, Request
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import HTMLResponse, Response
 
+from app.web.deps import Autoplay, Controls, StepQuery, Theme
 from app.web.player import player_context
 from app.web.sources import Source, from_preset, from_scenario, run_source
 from app.web.templating import render
@@ -21,13 +21,6 @@ from app.web.templating import render
 router = APIRouter(prefix="/embed", tags=["embed"])
 
 EMBED_CSP = "frame-ancestors *"
-
-StepQuery = Annotated[int | None, Query(ge=0, le=1_000_000, description="0-based step to show")]
-Controls = Annotated[
-    Literal["full", "min", "none"], Query(description="Which step controls to show")
-]
-Theme = Annotated[Literal["light", "dark", "projector"], Query(description="Colour theme")]
-Autoplay = Annotated[bool, Query(description="Start playing on load")]
 
 
 def _render(

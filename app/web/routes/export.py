@@ -17,7 +17,7 @@ import threading
 from collections import OrderedDict
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
@@ -28,6 +28,7 @@ from starlette.routing import Mount
 
 from app.sim import registry
 from app.sim.core import ParamError, Trace
+from app.web.deps import StepQuery, Theme
 from app.web.player import clamp_step, player_context
 from app.web.routes.api import trace_json
 from app.web.sources import Source, from_preset, from_scenario, from_token, run_source
@@ -36,8 +37,6 @@ from app.web.viz import view_for
 
 router = APIRouter(prefix="/export", tags=["export"])
 
-StepQuery = Annotated[int | None, Query(ge=0, le=1_000_000, description="0-based step (default 0)")]
-Theme = Annotated[Literal["light", "dark", "projector"], Query(description="Colour theme")]
 ScenarioQ = Annotated[str | None, Query(max_length=64, description="A shared scenario's id")]
 ExplainerQ = Annotated[str | None, Query(max_length=40, description="Explainer name")]
 PresetQ = Annotated[str | None, Query(max_length=80, description="Preset slug")]

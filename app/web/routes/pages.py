@@ -12,6 +12,7 @@ from app.sim.core import ParamError
 from app.sim.registry import Explainer
 from app.store import repo
 from app.web import content
+from app.web.deps import StepQuery
 from app.web.editor import dotted_issues, editor_context, form_to_raw, issues_by_place
 from app.web.player import (
     FRAME_CHUNK_MAX,
@@ -25,8 +26,6 @@ from app.web.sessions import visitor_id
 from app.web.templating import render
 
 router = APIRouter()
-
-StepQuery = Annotated[int | None, Query(ge=0, le=1_000_000, description="0-based step to show")]
 
 
 @router.get("/", response_class=HTMLResponse)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
-from fastapi import APIRouter, FastAPI, HTTPException, Query, Request
+from fastapi import APIRouter, FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -19,14 +19,13 @@ from app.sim import registry
 from app.sim.core import ParamError
 from app.store import repo
 from app.store.models import Scenario
+from app.web.deps import StepQuery
 from app.web.player import encode_params, player_context
 from app.web.sessions import visitor_id
 from app.web.sources import ScenarioNotFound, from_scenario, prefixed, run_source
 from app.web.templating import render
 
 router = APIRouter()
-
-StepQuery = Annotated[int | None, Query(ge=0, le=1_000_000, description="0-based step to show")]
 
 
 class ScenarioIn(BaseModel):
