@@ -111,3 +111,13 @@ def test_compare_errors_keep_the_form_on_screen(client: TestClient) -> None:
     assert 'class="compare-form"' in r.text and "rate_mbps" in r.text
     r = client.get("/explainers/cwnd/compare?algos=reno", headers={"HX-Request": "true"})
     assert r.status_code == 200 and "choose 2 or 3" in r.text
+
+
+def test_step_card_says_which_cubic_target_drives_cwnd(client: TestClient) -> None:
+    """CUBIC steps say whether the cubic curve or the Reno-friendly estimate sets the growth."""
+    html = client.get("/explainers/cwnd/presets/cubic-lfn").text
+    assert 'data-driver="cubic"' in html
+    html = client.get("/explainers/cwnd/presets/shallow-buffer").text
+    assert "data-driver=" in html
+    bbr = client.get("/explainers/cwnd/presets/bbr-cycle").text
+    assert "pacing gain" in bbr and "min_rtt" in bbr

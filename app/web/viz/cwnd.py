@@ -39,6 +39,34 @@ def _pills(label: str, options: tuple[str, ...], current: Any) -> str:
     return f'<div class="pill-row"><span class="pill-label">{label}</span><ul class="pills">{items}</ul></div>'
 
 
+def _cubic_driver(flow: Mapping[str, Any], t: float) -> str:
+    """Which of CUBIC's two targets sets cwnd growth at ``t``: the cubic W(t) or W_est."""
+    w_cubic, w_est = _at(flow, "w_cubic", t), _at(flow, "w_est", t)
+    if not isinstance(w_cubic, (int, float)) or not isinstance(w_est, (int, float)):
+        return ""
+    if w_est > w_cubic:
+        who = "the Reno-friendly estimate drives cwnd (W_est is above the cubic curve)"
+    else:
+        who = "the cubic curve drives cwnd (W(t) is at or above W_est)"
+    return (
+        f'<p class="moment-detail" data-driver="{"reno" if w_est > w_cubic else "cubic"}">'
+        f"W(t) {w_cubic:.0f} · W_est {w_est:.0f} segments: {who}</p>"
+    )
+
+
+def _bbr_model(flow: Mapping[str, Any], t: float) -> str:
+    """BBR's model at ``t``: bottleneck bandwidth, min_rtt and the pacing gain it applies."""
+    bw, rtt, gain = _at(flow, "bw_mbps", t), _at(flow, "min_rtt_ms", t), _at(flow, "pacing_gain", t)
+    bits = []
+    if isinstance(bw, (int, float)):
+        bits.append(f"max bw {bw:.1f} Mbit/s")
+    if isinstance(rtt, (int, float)):
+        bits.append(f"min_rtt {rtt:.1f} ms")
+    if isinstance(gain, (int, float)):
+        bits.append(f"pacing gain {gain:.2f}")
+    return f'<p class="moment-detail">{" · ".join(bits)}</p>' if bits else ""
+
+
 def picture(trace: Trace, frame: Frame) -> str:
     state = frame.state
     flows = trace.series.get("flows", ())
@@ -55,6 +83,9 @@ def picture(trace: Trace, frame: Frame) -> str:
         parts.append(_pills("CA state", CA_STATES, _at(flow, "ca_state", t)))
         if cc == "bbr":
             parts.append(_pills("BBR mode", BBR_MODES, _at(flow, "bbr_mode", t)))
+            parts.append(_bbr_model(flow, t))
+        if cc == "cubic":
+            parts.append(_cubic_driver(flow, t))
     else:
         parts.append(f'<p class="moment-head"><b>t = {t:.3f} s</b></p>')
     parts.append("</div>")
