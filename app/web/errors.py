@@ -47,7 +47,9 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(ParamError)
     async def _param_error(request: Request, exc: ParamError) -> Response:
-        detail = param_error_detail(exc)
+        # Parameters of a GET come from the query string; of a POST, from the body.
+        where = "body" if request.method in ("POST", "PUT", "PATCH") else "query"
+        detail = param_error_detail(exc, (where,))
         if wants_json(request):
             return JSONResponse({"detail": detail}, status_code=422)
         return render(

@@ -409,6 +409,13 @@ def lt_bw_episodes(info: list[dict[str, Any]], after: float) -> list[dict[str, f
     return out
 
 
+def _dropped_segments(run: dict[str, Any]) -> int | None:
+    r, tc = run.get("relay", {}), run.get("tc", {})
+    if "a2b_send_drop_segs" not in r or tc.get("dropped") is None:
+        return None
+    return r["a2b_send_drop_segs"] + max(0, tc["dropped"] - r["a2b_send_drops"])
+
+
 def summarize_multi(run: dict[str, Any]) -> dict[str, Any]:
     """Per-flow summaries plus the shared-bottleneck view (fairness, drops, RTT)."""
     cfg = run["config"]
@@ -458,7 +465,12 @@ def summarize_multi(run: dict[str, Any]) -> dict[str, Any]:
         "goodput_mbit": round(sum(goodputs), 3),
         "jain_fairness": jain(goodputs),
         "tbf_drops": run.get("tc", {}).get("dropped"),
+        # tbf counts dropped skbs; a GSO skb of 2 segments that fits the burst is
+        # dropped whole.  Segments: those in skbs the relay saw refused (ENOBUFS)
+        # plus the single segments tbf_segment() dropped without refusing the skb.
+        "dropped_segments": _dropped_segments(run),
         "total_retrans": sum(s.get("total_retrans") or 0 for s in per),
+        "dsack_dups": sum((f["tcp_info"][-1].get("dsack_dups") or 0) for f in run["flows"]),
         "recovery_episodes": sum(s.get("recovery_episodes") or 0 for s in per),
         "mean_srtt_ms": round(statistics.mean(srtts), 2) if srtts else None,
     }
@@ -467,8 +479,9 @@ def summarize_multi(run: dict[str, Any]) -> dict[str, Any]:
 def format_multi(m: dict[str, Any]) -> str:
     lines = [
         f"== {len(m['flows'])} flows {'+'.join(m['ccs'])}: total goodput {m['goodput_mbit']} "
-        f"Mbit/s, Jain {m['jain_fairness']}, tbf drops {m['tbf_drops']}, retrans "
-        f"{m['total_retrans']}, recoveries {m['recovery_episodes']}, mean srtt "
+        f"Mbit/s, Jain {m['jain_fairness']}, tbf drops {m['tbf_drops']} skbs = "
+        f"{m.get('dropped_segments')} segments, retrans {m['total_retrans']} "
+        f"(DSACKed {m.get('dsack_dups')}), recoveries {m['recovery_episodes']}, mean srtt "
         f"{m['mean_srtt_ms']} ms (BDP {m['link_bdp_pkts']} + buffer {m['buffer_pkts']} pkts)"
     ]
     for s in m["flows"]:

@@ -59,6 +59,7 @@ def parse_tcp_info(raw: bytes) -> dict[str, int]:
     d["delivery_rate"] = v[42]
     d["delivered"] = v[46]
     d["bytes_sent"], d["bytes_retrans"] = v[48], v[49]
+    d["dsack_dups"], d["reord_seen"] = v[50], v[51]  # DSACKed (spurious) retransmits
     return d
 
 

@@ -20,6 +20,7 @@ import json
 import select
 import signal
 import socket
+import struct
 import sys
 import time
 
@@ -29,6 +30,21 @@ PACKET_VNET_HDR = 15
 PACKET_IGNORE_OUTGOING = 23
 PACKET_OUTGOING = 4
 BUF = 1 << 17
+
+
+def _segs(frame: bytes) -> int:
+    """TCP segments in one frame: a GSO super-packet carries several.
+
+    The frame starts with struct virtio_net_hdr (flags, gso_type, hdr_len, gso_size,
+    ...); a frame that tbf drops whole (a 2-segment GSO packet fits in its 3028 B
+    burst and is not split) loses all of them, but tbf counts one drop.
+    """
+    if len(frame) < 10 or frame[1] == 0:  # VIRTIO_NET_HDR_GSO_NONE
+        return 1
+    hdr_len, gso_size = struct.unpack_from("<HH", frame, 2)
+    hdr = hdr_len if 54 <= hdr_len <= 200 else 66
+    payload = len(frame) - 10 - hdr
+    return max(1, -(-payload // gso_size)) if gso_size else 1
 
 
 def _open(ifname: str) -> socket.socket:
@@ -68,6 +84,9 @@ def main() -> int:
         "b2a_bytes": 0,
         "a2b_send_drops": 0,
         "b2a_send_drops": 0,
+        "a2b_send_drop_segs": 0,
+        "b2a_send_drop_segs": 0,
+        "a2b_segs": 0,
         "max_frame": 0,
         "late_ms_max": 0.0,
         "late_over_0_5ms": 0,
@@ -102,8 +121,10 @@ def main() -> int:
                     osock.send(frame)
                 except BlockingIOError:
                     stats[key + "_send_drops"] += 1
+                    stats[key + "_send_drop_segs"] += _segs(frame)
                 except OSError:  # ENOBUFS: the egress qdisc (tbf) dropped it
                     stats[key + "_send_drops"] += 1
+                    stats[key + "_send_drop_segs"] += _segs(frame)
         heads = [q[0][0] for q in (qa, qb) if q]
         timeout = max(0.0, min(heads) - time.monotonic()) if heads else 0.05
         try:
@@ -123,6 +144,8 @@ def main() -> int:
                     continue
                 q.append((now + delay, frame))
                 stats[key + "_frames"] += 1
+                if key == "a2b":
+                    stats["a2b_segs"] += _segs(frame)
                 stats[key + "_bytes"] += len(frame) - 10
                 if len(frame) - 10 > stats["max_frame"]:
                     stats["max_frame"] = len(frame) - 10

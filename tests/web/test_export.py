@@ -233,3 +233,10 @@ def test_png_without_chromium_is_a_503_not_a_500(
     monkeypatch.setattr(export, "_png_cache", type(export._png_cache)())
     r = client.get("/export/png?explainer=skb&preset=panic&step=0")
     assert r.status_code == 503 and "chromium" in r.json()["detail"].lower()
+
+
+def test_query_errors_are_located_in_the_query(client: TestClient) -> None:
+    """A bad export query names the query field (loc starts with "query", not "body")."""
+    r = client.get("/export/json?explainer=nope")
+    assert r.status_code == 422
+    assert r.json()["detail"][0]["loc"] == ["query", "explainer"]

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
@@ -90,6 +90,20 @@ def resolve(
         ) from None
 
 
+def source_from_query(
+    request: Request,
+    scenario: ScenarioQ = None,
+    explainer: ExplainerQ = None,
+    preset: PresetQ = None,
+    p: TokenQ = None,
+) -> Source:
+    """Dependency: the scenario named by ``scenario`` or ``explainer`` + ``preset``/``p``."""
+    return resolve(request, scenario, explainer, preset, p)
+
+
+SourceQ = Annotated[Source, Depends(source_from_query)]
+
+
 def _filename(source: Source, suffix: str) -> str:
     if source.scenario:
         stem = f"{source.explainer.name}-{source.scenario.id}"
@@ -152,15 +166,11 @@ def standalone_svg(picture: str, *, css: str, theme: str) -> str:
 @router.get("/svg")
 def export_svg(
     request: Request,
-    scenario: ScenarioQ = None,
-    explainer: ExplainerQ = None,
-    preset: PresetQ = None,
-    p: TokenQ = None,
+    source: SourceQ,
     step: StepQuery = None,
     theme: Theme = "light",
 ) -> Response:
     """This step's picture as a standalone SVG file (stylesheet inside)."""
-    source = resolve(request, scenario, explainer, preset, p)
     index, picture = frame_picture(source, run_source(source), step)
     svg = standalone_svg(picture, css=app_css(request), theme=theme)
     return Response(
@@ -259,16 +269,12 @@ def render_png(html: str, *, scale: int, width: float) -> bytes:
 )
 def export_png(
     request: Request,
-    scenario: ScenarioQ = None,
-    explainer: ExplainerQ = None,
-    preset: PresetQ = None,
-    p: TokenQ = None,
+    source: SourceQ,
     step: StepQuery = None,
     theme: Theme = "light",
     scale: Annotated[int, Query(ge=1, le=3, description="Pixels per SVG unit (1-3)")] = 2,
 ) -> Response:
     """This step's picture as a PNG, drawn server-side with the page's stylesheet."""
-    source = resolve(request, scenario, explainer, preset, p)
     trace = run_source(source)
     index, picture = frame_picture(source, trace, step)
     key = (
@@ -308,13 +314,9 @@ def export_png(
 @router.get("/json")
 def export_json(
     request: Request,
-    scenario: ScenarioQ = None,
-    explainer: ExplainerQ = None,
-    preset: PresetQ = None,
-    p: TokenQ = None,
+    source: SourceQ,
 ) -> Response:
     """The whole trace as JSON (the run API's shape, plus the scenario it came from)."""
-    source = resolve(request, scenario, explainer, preset, p)
     trace = run_source(source)
     params = source.explainer.dump(source.explainer.parse(source.raw))
     body = {
@@ -427,15 +429,11 @@ def offline_document(
 @router.get("/html", response_class=HTMLResponse)
 def export_html(
     request: Request,
-    scenario: ScenarioQ = None,
-    explainer: ExplainerQ = None,
-    preset: PresetQ = None,
-    p: TokenQ = None,
+    source: SourceQ,
     step: StepQuery = None,
     theme: Theme = "light",
 ) -> Response:
     """A single HTML file with every frame, the stylesheet and the player script inside: it works
     from a USB stick, with no server and no network."""
-    source = resolve(request, scenario, explainer, preset, p)
     html = offline_document(request, source, run_source(source), step=step, theme=theme)
     return HTMLResponse(html, headers=_attachment(_filename(source, ".html")))
