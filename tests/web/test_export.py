@@ -237,6 +237,6 @@ def test_png_without_chromium_is_a_503_not_a_500(
 
 def test_query_errors_are_located_in_the_query(client: TestClient) -> None:
     """A bad export query names the query field (loc starts with "query", not "body")."""
-    r = client.get("/export/json?explainer=nope")
+    r = client.get("/export/json?explainer=nope", headers={"accept": "application/json"})
     assert r.status_code == 422
     assert r.json()["detail"][0]["loc"] == ["query", "explainer"]
