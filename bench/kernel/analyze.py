@@ -385,7 +385,7 @@ def jain(xs: list[float]) -> float | None:
     return round(sum(xs) ** 2 / (len(xs) * sq), 4) if sq > 0 else None
 
 
-def lt_bw_episodes(info: list[dict[str, Any]], after: float) -> list[dict[str, float]]:
+def lt_bw_episodes(info: list[dict[str, Any]], after: float) -> list[dict[str, Any]]:
     """BBR v1 long-term ("policer") bandwidth mode, seen from TCP_CC_INFO.
 
     While ``bbr->lt_use_bw`` is set, bbr_update_gains() pins the ProbeBW pacing gain
@@ -393,7 +393,7 @@ def lt_bw_episodes(info: list[dict[str, Any]], after: float) -> list[dict[str, f
     (bbr_lt_bw_max_rtts).  A normal ProbeBW 1.0 stretch lasts 6 rounds, so a gain
     of exactly 1.0 held for more than ~0.8 s (with a constant bw) marks an episode.
     """
-    out = []
+    out: list[dict[str, Any]] = []
     runs = _runs([(r["t"], round(r.get("bbr_pacing_gain", 0), 3)) for r in info if r["t"] > after])
     for g, a, b in runs:
         if g == 1.0 and b - a > 0.8:
@@ -413,7 +413,7 @@ def _dropped_segments(run: dict[str, Any]) -> int | None:
     r, tc = run.get("relay", {}), run.get("tc", {})
     if "a2b_send_drop_segs" not in r or tc.get("dropped") is None:
         return None
-    return r["a2b_send_drop_segs"] + max(0, tc["dropped"] - r["a2b_send_drops"])
+    return int(r["a2b_send_drop_segs"]) + max(0, int(tc["dropped"]) - int(r["a2b_send_drops"]))
 
 
 def summarize_multi(run: dict[str, Any]) -> dict[str, Any]:
