@@ -33,8 +33,17 @@ Simplifications, each a deliberate choice (what Linux does differs as said):
   first 5 segments are ACKed at once (quick-ACK); no SACK compression (every out-of-order
   segment is SACKed at once, as with tcp_comp_sack_nr = 0);
 * loss detection is RACK with a reorder window of min_rtt/4 below 3 SACKed segments and 0 after,
-  but without RACK's reorder timer (the check runs on the next ACK); no TLP, F-RTO or undo
-  (the path never reorders, so there is nothing spurious to undo);
+  but without RACK's reorder timer (the check runs on the next ACK); no F-RTO or undo (the path
+  never reorders, so there is nothing spurious to undo);
+* the tail loss probe (RFC 8985 §7 as in 6.4's ``tcp_schedule_loss_probe`` /
+  ``tcp_send_loss_probe``) is modelled: in Open, after new data or an ACK that moves snd_una,
+  the flow's one timer becomes a probe timer of 2·srtt + 2 ms (+ 200 ms with one segment out,
+  capped at the RTO); when it fires one new segment goes out beyond cwnd and the RTO restarts.
+  A bulk sender always has new data, so Linux's other probe (resending the last segment when
+  the window forbids new data) and what follows from it (a DSACK ending the episode,
+  ``tcp_process_tlp_ack``'s cwnd reduction) cannot happen and are left out; the episode ends
+  when snd_una reaches the probe. As in ``tcp_xmit_retransmit_queue``, resending the head
+  segment restarts the RTO from now;
 * on RTO every outstanding un-SACKed segment is marked lost (6.4 with RACK leaves segments
   sent within the last RTT unmarked; after ≥ 200 ms of silence that is normally none);
 * the RTT sample of an ACK comes from the segment that triggered it (Linux's srtt uses the
@@ -227,6 +236,8 @@ class Engine:
             arm = False
         in_reduction = f.ca_state == CA_RECOVERY or f.ca_state == CA_CWR
         transmit = self.transmit
+        nxt0 = f.snd_nxt
+        head = False
         if not f.paced:
             if f.rtxq:
                 while room > 0:
@@ -235,6 +246,8 @@ class Engine:
                         break
                     transmit(f, seq, now, True)
                     room -= 1
+                    if seq == f.snd_una:
+                        head = True
                     if in_reduction:
                         f.prr_out += 1
             if room > 0:
@@ -263,6 +276,8 @@ class Engine:
                         break
                     transmit(f, seq, now, True)
                     left -= 1
+                    if seq == f.snd_una:
+                        head = True
                 if left:
                     self.send_new(f, left, now)
                 room -= burst
@@ -281,6 +296,14 @@ class Engine:
                     f.wstamp += len_s - min(len_s / 2, credit)
         if arm:
             self.arm_rto(f, now)
+        if head:
+            # tcp_xmit_retransmit_queue: retransmitting the head restarts the RTO from now
+            # (and replaces a pending loss probe)
+            f.tlp_deadline = 0.0
+            self.arm_rto(f, now)
+        if f.snd_nxt != nxt0 and not self.schedule_loss_probe(f, now, f.rto_deadline - now):
+            # tcp_event_new_data_sent re-arms the RTO in place of a pending probe
+            f.tlp_deadline = 0.0
 
     def next_retransmit(self, f: Flow, now: float) -> int:
         """The lowest segment marked lost and not yet retransmitted, or -1."""
@@ -491,17 +514,25 @@ class Engine:
             f.ca.acked_and_cong_avoid(f, delivered, rtt_us, now)
             nxt = f.snd_nxt
             if nxt == ack_no:
-                f.rto_deadline = 0.0
+                f.rto_deadline = f.tlp_deadline = 0.0
                 self.push(f, now)
                 return
             f.backoff = 0
-            f.rto_deadline = now + f.rto_s
-            if not f.rto_armed:
-                f.rto_armed = True
-                heapq.heappush(self.heap, (f.rto_deadline, next(self.seq), EV_RTO, f.index))
+            rto = f.rto_s
+            f.rto_deadline = now + rto
             room = f.cwnd - (nxt - ack_no)
             if room > 0:
                 self.send_new(f, room, now)
+                nxt = f.snd_nxt
+            # tcp_set_xmit_timer / tcp_schedule_loss_probe (state Open): the timer becomes
+            # the loss probe, 2·srtt in whole jiffies + 2 ms (+ 200 ms with one segment out),
+            # never later than the RTO (``pto``, inlined for speed)
+            pto = (((f.srtt_us >> 2) + 999) // 1000 + (2 if nxt - ack_no > 1 else 200)) / 1000
+            f.tlp_deadline = d = now + (pto if pto < rto else rto)
+            if not f.rto_armed or d < f.timer_at:
+                f.rto_armed = True
+                f.timer_at = d
+                heapq.heappush(self.heap, (d, next(self.seq), EV_RTO, f.index))
             return
         if is_bbr:
             prior_in_flight = f.snd_nxt - f.snd_una - f.sacked_out - len(f.holes) + f.retrans_out
@@ -558,12 +589,15 @@ class Engine:
         elif una_adv:
             ca.cong_avoid(f, delivered, now)
 
-        # tcp_rearm_rto on forward progress; no timer with nothing outstanding
+        # tcp_set_xmit_timer on forward progress: the loss probe in Open, else tcp_rearm_rto;
+        # no timer with nothing outstanding
         if f.snd_nxt == f.snd_una:
-            f.rto_deadline = 0.0
+            f.rto_deadline = f.tlp_deadline = 0.0
         elif una_adv:
             f.backoff = 0
             self.arm_rto(f, now)
+            if not self.schedule_loss_probe(f, now, f.rto_s):
+                f.tlp_deadline = 0.0  # tcp_rearm_rto replaces a pending probe
         self.push(f, now)
 
     def bbr_fast_ack(self, f: Flow, now: float, ack_no: int, pkt: tuple[Any, ...]) -> None:
@@ -584,13 +618,11 @@ class Engine:
             f.rack_xmit = pkt[1]
         self.bbr_rate_sample(f, now, delivered, 0, pkt, rtt_us, prior_in_flight)
         if f.snd_nxt == ack_no:
-            f.rto_deadline = 0.0
+            f.rto_deadline = f.tlp_deadline = 0.0
         else:
             f.backoff = 0
             f.rto_deadline = now + f.rto_s
-            if not f.rto_armed:
-                f.rto_armed = True
-                heapq.heappush(self.heap, (f.rto_deadline, next(self.seq), EV_RTO, f.index))
+            self.schedule_loss_probe(f, now, f.rto_s)
         self.push(f, now)
 
     def cum_ack_holes(self, f: Flow, ack_no: int) -> None:
@@ -684,6 +716,7 @@ class Engine:
         """tcp_enter_recovery + tcp_init_cwnd_reduction (tcp_input.c:2611)."""
         cwnd = f.cwnd
         f.high_seq = f.snd_nxt
+        f.tlp_high_seq = 0
         f.snd_cwnd_cnt = 0
         f.prior_cwnd = cwnd
         f.prr_delivered = 0
@@ -786,21 +819,116 @@ class Engine:
 
     # -- retransmission timer --------------------------------------------------------------------
 
+    def set_timer(self, f: Flow, deadline: float) -> None:
+        """Make sure the flow's timer entry fires no later than ``deadline``.
+
+        Entries are lazy: a later deadline keeps the pending entry (it re-queues itself when it
+        fires early); an earlier one pushes a new entry, and the old one is ignored when it
+        comes up (only the entry at ``timer_at`` counts).
+        """
+        if not f.rto_armed or deadline < f.timer_at:
+            f.rto_armed = True
+            f.timer_at = deadline
+            heapq.heappush(self.heap, (deadline, next(self.seq), EV_RTO, f.index))
+
     def arm_rto(self, f: Flow, now: float) -> None:
         f.rto_deadline = now + f.rto_s
-        if not f.rto_armed:
-            f.rto_armed = True
-            self.push_event(f.rto_deadline, EV_RTO, f.index)
+        self.set_timer(f, f.rto_deadline)
+
+    def schedule_loss_probe(self, f: Flow, now: float, rto_left: float) -> bool:
+        """tcp_schedule_loss_probe (tcp_output.c:2734 in 6.4): arm the tail loss probe.
+
+        Only in Open (or CWR) with data outstanding (SACK is always on here). The probe
+        timeout (PTO) is 2·srtt in whole jiffies plus TCP_TIMEOUT_MIN (2 ms), or plus
+        TCP_RTO_MIN (200 ms) when a single segment is out (its ACK may be delayed), and never
+        later than the RTO (``rto_left``: the full RTO when the ACK advanced, else what is
+        left of it). tcp_reset_xmit_timer adds the pacing delay, so a paced flow's probe is
+        not held back by tcp_pacing_check. Returns False when no probe is scheduled.
+        """
+        if (f.ca_state != CA_OPEN and f.ca_state != CA_CWR) or f.snd_nxt == f.snd_una:
+            return False
+        pto = _pto(f)
+        if 0 < rto_left < pto:
+            pto = rto_left
+        d = now + pto
+        if f.paced and f.wstamp > now:
+            d += f.wstamp - now
+        f.tlp_deadline = d
+        self.set_timer(f, d)
+        return True
 
     def on_rto_timer(self, f: Flow, now: float) -> None:
+        """The retransmission timer: the loss probe if one is scheduled, else the RTO."""
+        if not f.rto_armed or now != f.timer_at:
+            return  # superseded by an earlier entry
         f.rto_armed = False
-        if not f.rto_deadline or f.snd_nxt == f.snd_una:
+        if f.snd_nxt == f.snd_una:
+            f.tlp_deadline = 0.0
+            return
+        due = f.tlp_deadline
+        if due:
+            if now < due:
+                self.set_timer(f, due)
+            else:
+                self.send_loss_probe(f, now)
+            return
+        if not f.rto_deadline:
             return
         if now < f.rto_deadline:
-            f.rto_armed = True
-            self.push_event(f.rto_deadline, EV_RTO, f.index)
+            self.set_timer(f, f.rto_deadline)
             return
         self.enter_loss(f, now)
+
+    def send_loss_probe(self, f: Flow, now: float) -> None:
+        """tcp_send_loss_probe (tcp_output.c:2800 in 6.4), when the probe timer fires.
+
+        At most one probe is outstanding (``tlp_high_seq``; tcp_process_tlp_ack ends the
+        episode once an ACK reaches it, which here means snd_una ≥ tlp_high_seq). A bulk
+        sender without a receive-window limit always has new data, so the probe is one new
+        segment, sent even when cwnd is full (tcp_write_xmit with push_one = 2) but not
+        before the pacing time; Linux retransmits the highest outstanding segment only when
+        no new data may go, which never happens here, so neither does the DSACK check or the
+        cwnd reduction tcp_process_tlp_ack applies after a retransmitted probe. Then the RTO
+        restarts from now; if no probe could go it keeps its deadline (tcp_rearm_rto).
+        """
+        f.tlp_deadline = 0.0
+        if f.tlp_high_seq > f.snd_una or (f.paced and f.wstamp > now):
+            self.set_timer(f, f.rto_deadline)
+            return
+        seq = f.snd_nxt
+        packets_out = seq - f.snd_una
+        drops = f.drops
+        self.send_new(f, 1, now)
+        if f.paced:  # tcp_update_skb_after_send for the one-segment skb, as in push
+            prior = f.wstamp
+            f.wstamp = now
+            f.data_segs_out += 1
+            rate = f.pacing_rate
+            if rate and f.data_segs_out >= 10:
+                len_s = f.mss / rate
+                f.wstamp += len_s - min(len_s / 2, now - prior)
+        f.tlp_high_seq = f.snd_nxt
+        f.tlps += 1
+        pto = _pto(f)
+        f.event(
+            "tlp",
+            now,
+            {
+                "seq": seq,
+                "packets_out": packets_out,
+                "pto_ms": pto * 1e3,
+                "rto_ms": f.rto_s * 1e3,
+                "dropped": int(f.drops > drops),
+            },
+            f"tail loss probe: no ACK has moved snd_una for the probe timeout (2·srtt + "
+            f"{'200' if packets_out == 1 else '2'} ms ≈ {pto * 1e3:.0f} ms) with "
+            f"{packets_out} segments out, so the sender sends one new segment ({seq}) even "
+            f"though cwnd is full; if it arrives, its SACK lets RACK mark the missing tail "
+            f"lost and start fast recovery instead of waiting for the "
+            f"{f.rto_s * 1e3:.0f} ms RTO"
+            + (" (this probe was dropped too)" if f.drops > drops else ""),
+        )
+        self.arm_rto(f, now)
 
     def enter_loss(self, f: Flow, now: float) -> None:
         """tcp_retransmit_timer → tcp_enter_loss (tcp_input.c:2137)."""
@@ -829,6 +957,7 @@ class Engine:
         f.retrans_out = 0
         f.undetected.clear()
         f.lost += newly
+        f.tlp_deadline = 0.0
         f.cwnd = f.in_flight() + 1
         f.snd_cwnd_cnt = 0
         f.high_seq = f.snd_nxt
@@ -867,9 +996,7 @@ class Engine:
         seq = self.next_retransmit(f, now)
         if seq >= 0:
             self.transmit(f, seq, now, True)
-        f.rto_deadline = now + f.rto_s
-        f.rto_armed = True
-        self.push_event(f.rto_deadline, EV_RTO, f.index)
+        self.arm_rto(f, now)
 
     # -- sampling -------------------------------------------------------------------------------
 
@@ -932,6 +1059,13 @@ SERIES_KEYS = (
     "pacing_gain",
     "min_rtt_ms",
 )
+
+
+def _pto(f: Flow) -> float:
+    """The probe timeout in seconds, before the RTO cap: usecs_to_jiffies(2·srtt) plus
+    TCP_TIMEOUT_MIN (2 jiffies), or TCP_RTO_MIN with one segment out (HZ = 1000)."""
+    jiffies = ((f.srtt_us >> 2) + 999) // 1000  # usecs_to_jiffies rounds up
+    return (jiffies + (200 if f.snd_nxt - f.snd_una == 1 else 2)) / 1000
 
 
 def _prior(f: Flow) -> int:

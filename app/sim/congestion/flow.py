@@ -79,6 +79,9 @@ class Flow:
         "backoff",
         "rto_deadline",
         "rto_armed",
+        "timer_at",
+        "tlp_deadline",
+        "tlp_high_seq",
         "min_rtt_us",
         "rack_xmit",
         # delivery-rate sampling (tcp_rate.c)
@@ -117,6 +120,7 @@ class Flow:
         "events_dropped",
         "max_events",
         "loss_events",
+        "tlps",
     )
 
     def __init__(
@@ -162,7 +166,14 @@ class Flow:
         self.rto_s = 1.0  # TCP_TIMEOUT_INIT until the first sample
         self.backoff = 0
         self.rto_deadline = 0.0
+        # One retransmission timer per flow (icsk_retransmit_timer), lazily in the event heap:
+        # rto_armed says an entry is pending, at timer_at; it serves the RTO (rto_deadline) and
+        # the tail loss probe (tlp_deadline, 0 when none is scheduled), as Linux's one timer
+        # serves ICSK_TIME_RETRANS and ICSK_TIME_LOSS_PROBE.
         self.rto_armed = False
+        self.timer_at = 0.0
+        self.tlp_deadline = 0.0
+        self.tlp_high_seq = 0  # snd_nxt after the last probe; outstanding while snd_una < it
         self.min_rtt_us = 0xFFFFFFFF
         self.rack_xmit = -1.0
 
@@ -198,6 +209,7 @@ class Flow:
         self.events_dropped = 0
         self.max_events = MAX_EVENTS_PER_FLOW
         self.loss_events = 0
+        self.tlps = 0
         self.epochs: list[dict[str, Any]] = []
         self.series: dict[str, list[Any]] = {}
         self.last_sample_delivered = 0

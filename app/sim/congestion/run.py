@@ -22,6 +22,9 @@ Reno-friendly estimate), both None outside an epoch; BBR also ``bw_mbps`` (max-f
 * ``recovery_enter``: cwnd, ssthresh, high_seq, lost. ``recovery_exit``: cwnd, ssthresh, and
   cwnd_before after fast recovery (absent after an RTO's Loss state).
 * ``rto``: cwnd_before, cwnd (= 1), ssthresh, rto_ms, next_rto_ms, lost, backoff.
+* ``tlp`` (a tail loss probe, ``tcp_send_loss_probe``: no ACK moved snd_una for about
+  2·srtt while in Open, so one new segment goes out beyond cwnd to draw a SACK): seq (the
+  probe), packets_out (before it), pto_ms, rto_ms (the RTO it restarts), dropped (0/1).
 * ``hystart_exit``: cwnd, ssthresh, delay_min_ms, method ("ack_train" or "delay") and its
   train_ms/curr_rtt_ms and threshold_ms.
 * ``epoch_start`` (CUBIC): cwnd, w_max, k_s, origin_point, delay_min_ms.
@@ -40,8 +43,8 @@ Reno-friendly estimate starts at ``tcp_cwnd_start`` and gains one segment per
 sent) and ``drops`` (cumulative drops, tail and random).
 
 ``summary``: per flow ``goodput_mbps`` (payload cumulatively ACKed by the end ÷ time since the
-flow started), ``retransmits``, ``drops``, ``rtos``, ``loss_events``, ``rtt_mean_ms`` /
-``rtt_p95_ms``; overall ``goodput_mbps``, ``utilisation`` (bottleneck busy time from the first
+flow started), ``retransmits``, ``drops``, ``rtos``, ``tlps`` (loss probes sent),
+``loss_events``, ``rtt_mean_ms`` / ``rtt_p95_ms``; overall ``goodput_mbps``, ``utilisation`` (bottleneck busy time from the first
 start), ``jain_fairness`` (on goodput), ``rtt_mean_ms`` / ``rtt_p95_ms`` (the latest RTT sample
 of each flow at every sample tick, i.e. time-weighted), ``drops``, ``retransmits``,
 ``packets_simulated`` and more.
@@ -62,7 +65,7 @@ from app.sim.congestion.params import CwndParams, parse
 from app.sim.core.trace import Field, Frame, Trace
 
 EXPLAINER = "cwnd"
-SIM_VERSION = "cwnd-1"
+SIM_VERSION = "cwnd-2"  # cwnd-2: tail loss probe; the RTO restarts when the head is resent
 MAX_FRAMES = 1000
 
 _MARKS = {
@@ -71,6 +74,7 @@ _MARKS = {
     "recovery_enter": "recovery",
     "recovery_exit": "recovery",
     "rto": "rto",
+    "tlp": "tlp",
     "hystart_exit": "hystart",
     "epoch_start": "epoch",
     "bbr_mode": "mode",
@@ -150,6 +154,7 @@ def _summary(p: CwndParams, eng: Engine) -> dict[str, Any]:
                 "retransmits": f.retransmits,
                 "drops": f.drops,
                 "rtos": f.rtos,
+                "tlps": f.tlps,
                 "loss_events": f.loss_events,
                 "rtt_mean_ms": mean,
                 "rtt_p95_ms": p95,
@@ -181,6 +186,7 @@ def _summary(p: CwndParams, eng: Engine) -> dict[str, Any]:
         "random_losses": eng.random_drops,
         "retransmits": sum(f.retransmits for f in eng.flows),
         "rtos": sum(f.rtos for f in eng.flows),
+        "tlps": sum(f.tlps for f in eng.flows),
         "packets_simulated": eng.accepted + eng.tail_drops + eng.random_drops,
         "acks_simulated": eng.acks,
         "events_processed": eng.events_processed,
@@ -234,6 +240,7 @@ def _frames(p: CwndParams, flows: list[Flow]) -> list[Frame]:
             ("k_s", "s"),
             ("lost", "segments"),
             ("rto_ms", "ms"),
+            ("pto_ms", "ms"),
             ("bw_mbps", "Mbit/s"),
             ("min_rtt_ms", "ms"),
         ):

@@ -30,6 +30,9 @@ INIT_CWND_REDUCTION = _R(
 END_CWND_REDUCTION = _R(function="tcp_end_cwnd_reduction", path="net/ipv4/tcp_input.c", line=2651)
 PROCESS_LOSS = _R(function="tcp_process_loss", path="net/ipv4/tcp_input.c", line=2827)
 ENTER_LOSS = _R(function="tcp_enter_loss", path="net/ipv4/tcp_input.c", line=2137)  # facts
+# 6.4.4 line estimated from the facts sheet's anchors (__tcp_push_pending_frames at 2867
+# follows it) and the hunk headers of 5.18/6.6 patches to the same function
+SEND_LOSS_PROBE = _R(function="tcp_send_loss_probe", path="net/ipv4/tcp_output.c", line=2800)
 HYSTART = _R(function="hystart_update", path="net/ipv4/tcp_cubic.c", line=386)
 BICTCP_UPDATE = _R(function="bictcp_update", path="net/ipv4/tcp_cubic.c", line=214)  # facts
 BBR_MODE = {
@@ -51,6 +54,8 @@ def for_event(kind: str, cc: str, detail: dict[str, Any]) -> SourceRef | None:
         return END_CWND_REDUCTION if "cwnd_before" in detail else PROCESS_LOSS
     if kind == "rto":
         return ENTER_LOSS
+    if kind == "tlp":
+        return SEND_LOSS_PROBE
     if kind == "hystart_exit":
         return HYSTART
     if kind == "epoch_start":
