@@ -138,7 +138,7 @@ def _bar(
 ) -> str:
     live = [s for s in owners if s.get("status", "live") == "live"] or owners
     first = live[0]
-    data, tail = int(first.get("data", 0)), int(first.get("tail", 0))
+    tail = int(first.get("tail", 0))
     size = info.get("size", end + SHINFO)
     dataref = info.get("dataref", first.get("dataref", 1))
     cls = "bar glide" + (" freed" if freed else "")
@@ -149,9 +149,21 @@ def _bar(
         f'<rect id="bar-{_attr(buf)}-tailroom" class="seg tailroom" '
         f'style="x: {_x(tail, sx)}px; width: {round(max(end - tail, 0) * sx, 2)}px" y="0" height="{BAR_H}"/>',
     ]
-    for i, reg in enumerate(first.get("regions", ())):
+    # Bytes written through any skb on this buffer; bright where some live skb still covers
+    # them with its data..tail, dim where they only linger in head- or tailroom.
+    windows = [(int(o.get("data", 0)), int(o.get("tail", 0))) for o in live]
+    regions: list[Mapping[str, Any]] = []
+    for owner in owners:
+        for reg in owner.get("regions", ()):
+            if all(
+                (r["start"], r["end"], r.get("label"))
+                != (reg["start"], reg["end"], reg.get("label"))
+                for r in regions
+            ):
+                regions.append(reg)
+    for i, reg in enumerate(regions):
         start, stop = int(reg["start"]), int(reg["end"])
-        inside = start < tail and stop > data
+        inside = any(start < t and stop > d for d, t in windows)
         kind = "header" if reg.get("kind") == "header" else "payload"
         parts.append(
             f'<rect id="bar-{_attr(buf)}-reg{i}" class="seg {kind}{"" if inside else " stale"}" '
