@@ -33,10 +33,10 @@ def test_headers_pushed_by_a_clone_are_drawn_live() -> None:
     preset = ex.preset("tcp-transmit")
     trace = ex.run(ex.parse(dict(preset.params)))
     pushed = [f for f in trace.frames if f.op == "skb_push"][-1]  # eth header pushed by the clone
-    headers = re.findall(r'class="seg header( stale)?"', picture(trace, pushed))
+    headers = re.findall(r'-reg[0-9]+" class="seg header( stale)?"', picture(trace, pushed))
     assert headers and not any(headers), "the clone's TCP/IP/eth headers should not be dimmed"
     # once the clone is consumed, the bytes linger outside every live data..tail: dimmed
-    after = re.findall(r'class="seg header( stale)?"', picture(trace, trace.frames[-1]))
+    after = re.findall(r'-reg[0-9]+" class="seg header( stale)?"', picture(trace, trace.frames[-1]))
     assert after and all(after)
 
 
