@@ -89,8 +89,6 @@ def player_context(
     marks = [{"index": f.index, "mark": f.mark, "op": f.op} for f in trace.frames if f.mark]
     token = encode_params(raw_params)
     source_query = {"preset": preset.slug} if preset else {"p": token}
-    if lesson and not preset:
-        source_query["lesson"] = lesson.stem
     times = [f.time for f in trace.frames] if any(f.time is not None for f in trace.frames) else []
     return {
         "explainer": explainer,

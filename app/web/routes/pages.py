@@ -14,15 +14,10 @@ from app.store import repo
 from app.web import content
 from app.web.deps import StepQuery
 from app.web.editor import dotted_issues, editor_context, form_to_raw, issues_by_place
-from app.web.player import (
-    FRAME_CHUNK_MAX,
-    decode_params,
-    encode_params,
-    player_context,
-    render_frames,
-)
+from app.web.player import FRAME_CHUNK_MAX, encode_params, player_context, render_frames
 from app.web.runner import explainer_or_404, run
 from app.web.sessions import visitor_id
+from app.web.sources import from_preset, from_token, run_source
 from app.web.templating import render
 
 router = APIRouter()
@@ -68,24 +63,16 @@ def preset_page(name: str, slug: str, request: Request, step: StepQuery = None) 
 
 
 def _preset_page(request: Request, ex: Explainer, slug: str, step: int | None) -> Response:
-    preset = ex.preset(slug)
-    if preset is None:
-        raise HTTPException(404, f"{ex.title} has no preset called {slug!r}.")
-    raw = dict(preset.params)
-    _, trace = run(ex, raw)
+    source = from_preset(ex.name, slug)
     ctx = player_context(
-        ex, trace, raw_params=raw, step=step, preset=preset, lesson=content.lesson(preset.lesson)
+        ex,
+        run_source(source),
+        raw_params=source.raw,
+        step=step,
+        preset=source.preset,
+        lesson=source.lesson,
     )
     return render(request, "pages/player.html", ctx)
-
-
-def _decode_or_422(token: str) -> Any:
-    try:
-        return decode_params(token)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ParamError.single(
-            ("p",), "this scenario link is damaged; open the editor and rebuild it"
-        ) from exc
 
 
 @router.get("/explainers/{name}/custom", response_class=HTMLResponse)
@@ -96,11 +83,9 @@ def custom_page(
     step: StepQuery = None,
     title: str | None = Query(None, max_length=200),
 ) -> Response:
-    ex = explainer_or_404(name)
-    raw = _decode_or_422(p)
-    _, trace = run(ex, raw)
+    source = from_token(name, p, title=title)
     ctx = player_context(
-        ex, trace, raw_params=raw, step=step, title=title or f"Custom {ex.title} scenario"
+        source.explainer, run_source(source), raw_params=source.raw, step=step, title=source.title
     )
     return render(request, "pages/player.html", ctx)
 
@@ -113,19 +98,19 @@ def frames_fragment(
     count: Annotated[int, Query(ge=1, le=FRAME_CHUNK_MAX)] = 60,
     preset: str | None = Query(None, max_length=80),
     p: str | None = Query(None, max_length=60_000),
-    lesson: str | None = Query(None, max_length=80),
 ) -> Response:
     """Frame templates ``start``..``start+count`` of a scenario, for the player to fetch on demand."""
-    ex = explainer_or_404(name)
     if (preset is None) == (p is None):
         raise ParamError.single(("query", "preset"), "give exactly one of preset or p")
-    found = ex.preset(preset) if preset is not None else None
-    if preset is not None and found is None:
-        raise ParamError.single(("query", "preset"), f"{ex.title} has no preset called {preset!r}")
-    raw = dict(found.params) if found else _decode_or_422(p or "")
-    _, trace = run(ex, raw)
-    note = content.lesson(found.lesson if found else lesson or "")
-    frames = render_frames(ex, trace, start, start + count, note)
+    if p is not None:
+        source = from_token(name, p)
+    else:
+        try:
+            source = from_preset(name, preset)
+        except HTTPException as exc:
+            raise ParamError.single(("query", "preset"), str(exc.detail)) from None
+    trace = run_source(source)
+    frames = render_frames(source.explainer, trace, start, start + count, source.lesson)
     ctx = {"frames": frames, "count": len(trace.frames), "trace": trace}
     return render(request, "partials/frame_templates.html", ctx)
 
@@ -137,15 +122,9 @@ def edit_page(
     preset: str | None = None,
     p: str | None = Query(None, max_length=60_000),
 ) -> Response:
-    ex = explainer_or_404(name)
-    if p:
-        raw = _decode_or_422(p)
-    else:
-        found = ex.preset(preset or ex.default_preset)
-        if found is None:
-            raise HTTPException(404, f"{ex.title} has no preset called {preset!r}.")
-        raw = dict(found.params)
-    return render(request, "pages/editor.html", editor_context(ex, raw, issues={}))
+    source = from_token(name, p) if p else from_preset(name, preset)
+    ctx = editor_context(source.explainer, source.raw, issues={})
+    return render(request, "pages/editor.html", ctx)
 
 
 @router.post("/explainers/{name}/edit", response_class=HTMLResponse)
