@@ -13,17 +13,12 @@ import uvicorn
 
 from app.main import create_app
 from app.settings import Settings
+from app.web.routes.export import CHROMIUM as CHROMIUM_PATH
+from app.web.routes.export import CHROMIUM_ARGS
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+# The same Debian chromium and flags the app's PNG export uses.
+CHROMIUM = CHROMIUM_PATH
+ARGS = CHROMIUM_ARGS
 
 
 def _free_port() -> int:
