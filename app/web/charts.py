@@ -41,6 +41,18 @@ def _layout(fig: go.Figure, *, height: int, title: str = "") -> None:
     )
 
 
+def _embed(fig: go.Figure, div_id: str) -> str:
+    """A placeholder plus the figure as JSON; static/js/charts.js draws it once Plotly has loaded,
+    so the page (and its "drawing" message) shows before the 4 MB library is parsed."""
+    data = fig.to_json().replace("</", "<\\/")  # no "</script>" inside the JSON
+    return (
+        f'<div id="{div_id}" class="plotly-pending" data-figure="{div_id}-figure" role="img" '
+        f'aria-label="Chart">'
+        '<p class="chart-loading">Drawing the charts…</p></div>'
+        f'<script type="application/json" id="{div_id}-figure">{data}</script>'
+    )
+
+
 def cwnd_figure(
     series: Mapping[str, Any],
     *,
@@ -137,14 +149,7 @@ def cwnd_figure(
     )
     fig.update_xaxes(title_text="time (s)", row=rows, col=1)
     _layout(fig, height=760, title=title)
-    return str(
-        fig.to_html(
-            full_html=False,
-            include_plotlyjs=False,
-            div_id=div_id,
-            config={"responsive": True, "displaylogo": False},
-        )
-    )
+    return _embed(fig, div_id)
 
 
 def _event_markers(fig: go.Figure, flow: Mapping[str, Any], name: str, group: str) -> None:
@@ -203,11 +208,4 @@ def fairness_figure(summary: Mapping[str, Any], *, div_id: str) -> str:
         template="plotly_white",
         yaxis={"title": "Mbit/s"},
     )
-    return str(
-        fig.to_html(
-            full_html=False,
-            include_plotlyjs=False,
-            div_id=div_id,
-            config={"responsive": True, "displaylogo": False},
-        )
-    )
+    return _embed(fig, div_id)

@@ -67,6 +67,7 @@
     if (root) move(frameTime(parseInt(root.dataset.step || "0", 10)));
   }
   document.addEventListener("stepscope:step", (ev) => move(frameTime(ev.detail.step)));
+  document.addEventListener("stepscope:charts-ready", wire);
   window.StepscopeCursor = { move, wire };
   if (document.readyState === "complete") wire();
   else window.addEventListener("load", wire);

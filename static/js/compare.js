@@ -37,4 +37,5 @@
   // Charts drawn before the grid settled (or before a scrollbar appeared) refit their boxes.
   window.addEventListener("load", resize);
   document.addEventListener("htmx:afterSettle", resize);
+  document.addEventListener("stepscope:charts-ready", resize);
 })();

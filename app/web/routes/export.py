@@ -247,7 +247,8 @@ def render_png(html: str, *, scale: int, width: float) -> bytes:
                     # Plotly charts draw after load; give them a moment to appear
                     try:
                         page.wait_for_function(
-                            "() => [...document.querySelectorAll('.js-plotly-plot')]"
+                            "() => !document.querySelector('.plotly-pending') &&"
+                            " [...document.querySelectorAll('.js-plotly-plot')]"
                             ".every(el => el.querySelector('.main-svg'))",
                             timeout=10_000,
                         )

@@ -147,6 +147,10 @@ register_view(
     View(
         picture=picture,
         static=static,
-        scripts=("/vendor/plotly/plotly.min.js", "/static/js/chart-cursor.js"),
+        scripts=(
+            "/vendor/plotly/plotly.min.js",
+            "/static/js/charts.js",
+            "/static/js/chart-cursor.js",
+        ),
     ),
 )
