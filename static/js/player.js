@@ -49,6 +49,16 @@
     ensure(Math.max(step - 15, 0));
   }
 
+  // On a narrow screen the picture scrolls sideways: keep the acting skb's data pointer in view.
+  function keepInView() {
+    const stage = parts.stage;
+    if (!stage || stage.scrollWidth <= stage.clientWidth + 2) return;
+    const ptr = stage.querySelector(".lane.primary .ptr-data") || stage.querySelector(".ptr-data");
+    if (!ptr) return;
+    const left = ptr.getBoundingClientRect().left - stage.getBoundingClientRect().left;
+    if (left < 40 || left > stage.clientWidth - 90) stage.scrollLeft += left - stage.clientWidth / 3;
+  }
+
   function render(n) {
     const tpl = $("frame-" + n);
     if (!tpl) {
@@ -64,6 +74,7 @@
       if (src) morph(el, src.innerHTML);
     }
     document.dispatchEvent(new CustomEvent("stepscope:rendered", { detail: { step: n, count } }));
+    keepInView();
     prefetch();
   }
 
@@ -224,5 +235,6 @@
     get count() { return count; },
   };
   sync(null);
+  keepInView();
   if (root.dataset.autoplay === "1") play();
 })();

@@ -18,7 +18,8 @@ WIDTH = 1000
 X0 = 150  # left edge of the byte axis; the left margin holds lane labels
 X1 = 975
 SHINFO = 320  # sizeof(struct skb_shared_info), drawn after `end`
-LANE_H = 70
+LANE_H = 84
+ROW = 18  # vertical spacing of the four pointer labels (room for the projector's larger type)
 BAR_H = 40
 PAGE = 4096
 PAGE_W = 150  # width of one 4 KiB page box in the frags row
@@ -118,9 +119,9 @@ def _lane(skb: Mapping[str, Any], y: float, sx: float, *, is_primary: bool) -> s
         parts.append(
             f'<g id="ptr-{_attr(name)}-{ptr}" class="ptr glide ptr-{ptr}" data-ptr="{ptr}" '
             f'data-skb="{_attr(name)}" data-offset="{off}" style="transform: translate({x}px, 0px)">'
-            f'<line x1="0" y1="{4 + row * 15}" x2="0" y2="{LANE_H}" stroke="{PTR_COLOUR[ptr]}"/>'
+            f'<line x1="0" y1="{4 + row * ROW}" x2="0" y2="{LANE_H}" stroke="{PTR_COLOUR[ptr]}"/>'
             f'<path d="M -4 {LANE_H - 6} L 4 {LANE_H - 6} L 0 {LANE_H} Z" fill="{PTR_COLOUR[ptr]}"/>'
-            f'<text class="ptr-label" x="{-4 if near_right else 4}" y="{14 + row * 15}" '
+            f'<text class="ptr-label" x="{-4 if near_right else 4}" y="{15 + row * ROW}" '
             f'text-anchor="{"end" if near_right else "start"}" fill="{PTR_COLOUR[ptr]}">{ptr} {off}</text></g>'
         )
     parts.append("</g>")
