@@ -65,5 +65,3 @@ def _load_builtin() -> None:
     except ImportError:  # the congestion explainer lands separately
         pass
 
-
-RunFn = Callable[[Any], Trace]

@@ -255,7 +255,7 @@ class Cubic(CongestionOps):
             self._hystart_reset(tp, now)
 
     def acked_and_cong_avoid(self, tp: Flow, acked: int, rtt_us: int, now: float) -> None:
-        """cubictcp_acked then cubictcp_cong_avoid, sharing one clock read (the hot path)."""
+        """cubictcp_acked (delay_min, HyStart) then cubictcp_cong_avoid, in one engine call."""
         jiffies = int(now * HZ) + JIFFIES_BASE
         if rtt_us >= 0 and not (self.epoch_start and jiffies - self.epoch_start < HZ):
             delay = rtt_us or 1
@@ -263,26 +263,7 @@ class Cubic(CongestionOps):
                 self.delay_min = delay
             if not self.found and tp.cwnd < tp.ssthresh and tp.cwnd >= HYSTART_LOW_WINDOW:
                 self._hystart_update(tp, delay, now)
-        cwnd = tp.cwnd
-        if cwnd < tp.ssthresh:
-            acked = tcp_slow_start(tp, acked)
-            if not acked:
-                return
-            cwnd = tp.cwnd
-        if self.last_cwnd == cwnd and jiffies - self.last_time <= HZ // 32:
-            self.ack_cnt += acked
-        else:
-            self.update(tp, cwnd, acked, now)
-        w = self.cnt
-        if tp.snd_cwnd_cnt >= w:
-            tp.snd_cwnd_cnt = 0
-            tp.cwnd += 1
-        cnt = tp.snd_cwnd_cnt + acked
-        if cnt >= w:
-            delta = cnt // w
-            cnt -= delta * w
-            tp.cwnd += delta
-        tp.snd_cwnd_cnt = cnt
+        self.cong_avoid(tp, acked, now)
 
     def cong_avoid(self, tp: Flow, acked: int, now: float) -> None:
         """cubictcp_cong_avoid (:324): slow start below ssthresh, then the cubic curve."""
