@@ -1,6 +1,28 @@
-"""Shared vocabulary of every simulation: traces, frames, source references, input errors."""
+"""Shared vocabulary of every simulation: the explainer contract, traces, frames, source
+references, messages and input errors."""
 
 from app.sim.core.errors import ParamError, ParamIssue
-from app.sim.core.trace import Field, Frame, SourceRef, Trace
+from app.sim.core.explainer import Cancelled, Explainer, Limits, Preset, Progress, ResultKind
+from app.sim.core.i18n import Message, msg
+from app.sim.core.sources import LINUX_6_4, VLLM_0_33, SourceProject, SourceRef
+from app.sim.core.trace import Field, Frame, Trace
 
-__all__ = ["Field", "Frame", "ParamError", "ParamIssue", "SourceRef", "Trace"]
+__all__ = [
+    "LINUX_6_4",
+    "VLLM_0_33",
+    "Cancelled",
+    "Explainer",
+    "Field",
+    "Frame",
+    "Limits",
+    "Message",
+    "ParamError",
+    "ParamIssue",
+    "Preset",
+    "Progress",
+    "ResultKind",
+    "SourceProject",
+    "SourceRef",
+    "Trace",
+    "msg",
+]

@@ -2,36 +2,21 @@
 
 A :class:`Trace` is a sequence of :class:`Frame` values (what the stepper walks) plus optional
 numeric ``series`` (what charts plot). Frames are plain values: they never reference live
-engine objects, so a trace can be cached, serialised to JSON and rendered anywhere.
+engine objects, so a trace can be cached, serialised to JSON and rendered anywhere. ``S`` is the
+explainer's frame-state type (a ``TypedDict``), ``X`` its series type.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
-LINUX_VERSION = "v6.4"
-ELIXIR = "https://elixir.bootlin.com/linux"
+from app.sim.core.i18n import Message
+from app.sim.core.sources import SourceRef
 
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SourceRef:
-    """The kernel (or vLLM) function a step models, with its file and line."""
-
-    function: str
-    path: str
-    line: int
-    project: str = "linux"  # "linux" links to elixir.bootlin.com at v6.4
-
-    @property
-    def url(self) -> str:
-        if self.project == "linux":
-            return f"{ELIXIR}/{LINUX_VERSION}/source/{self.path}#L{self.line}"
-        return ""
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"function": self.function, "path": self.path, "line": self.line, "url": self.url}
+S = TypeVar("S")
+X = TypeVar("X")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -45,34 +30,37 @@ class Field:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Frame:
+class Frame(Generic[S]):
     """One step of a walkthrough.
 
-    ``state`` is explainer-specific JSON-able data (the picture is drawn from it); ``fields`` is
+    ``state`` is the explainer's typed snapshot (the picture is drawn from it); ``fields`` is
     the table shown under the picture; ``mark`` (e.g. "panic", "loss") puts a tick on the
-    scrubber so a lecturer can jump to the interesting moment.
+    scrubber so a lecturer can jump to the interesting moment; ``result`` is one of the
+    explainer's declared result kinds.
     """
 
     index: int
     op: str
     result: str
-    narration: str
+    narration: Message
     source: SourceRef | None
-    state: Mapping[str, Any]
+    state: S
     fields: tuple[Field, ...] = ()
     mark: str | None = None
-    notes: tuple[str, ...] = ()
+    notes: tuple[Message, ...] = ()
     time: float | None = None  # simulated seconds, for explainers with a clock
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Trace:
+class Trace(Generic[S, X]):
     """Everything one run produced; pure data."""
 
     explainer: str
     sim_version: str
-    params: Any
-    frames: tuple[Frame, ...]
-    series: Mapping[str, Any] = field(default_factory=dict)
-    summary: Mapping[str, Any] = field(default_factory=dict)
+    params: Any  # the explainer's frozen params (typed by its Explainer[P])
+    frames: tuple[Frame[S], ...]
+    series: X | None = None
+    summary: Mapping[str, int | float | str | None | list[Any] | dict[str, Any]] = field(
+        default_factory=dict
+    )
     ended_early: str | None = None  # e.g. "skb_over_panic": the scenario stopped there

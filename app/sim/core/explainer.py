@@ -1,0 +1,119 @@
+"""The explainer contract: what every simulation declares and does, so generic code needs no
+special cases.
+
+An explainer is a subclass of :class:`Explainer` ``[P]`` (``P`` is its frozen params type):
+
+* ``parse(raw) -> P`` validates JSON-shaped input, raising :class:`ParamError` naming every bad
+  field; ``dump(params)`` gives the raw form back (``parse(dump(p)) == p``).
+* ``cost(params) -> float`` is the work a run will do, in ``limits.unit``, known *before* it
+  runs; ``parse`` already refuses more than ``limits.max_work``. The server uses it to decide
+  between answering at once and queueing a job.
+* ``run(params, progress) -> Trace`` is pure and deterministic. It calls ``progress(done,
+  total)`` now and then (in ``limits.unit``); the callback raises :class:`Cancelled` to stop it.
+* ``public_json(trace)`` is the explainer's documented JSON (``POST /api/v1/explainers/NAME/run``).
+* Declarations: ``presets`` (each with a lesson), ``source`` (the project steps cite),
+  ``result_kinds`` (what a frame's ``result`` can be, with its wording) and ``limits``.
+
+Views live in the web half (``app/web/explainers/<name>/``); ``app/explainers.py`` pairs the
+two and is the one list of explainers.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Generic, Literal, TypeVar
+
+from app.sim.core.i18n import Message
+from app.sim.core.sources import SourceProject
+from app.sim.core.trace import Trace
+
+P = TypeVar("P")
+
+JSONValue = Any  # JSON-shaped input before validation: anything json.loads can return
+
+Progress = Callable[[float, float], None]
+"""``progress(done, total)`` in the explainer's work unit; may raise :class:`Cancelled`."""
+
+
+class Cancelled(Exception):
+    """Raised by a progress callback to stop a run whose result nobody wants any more."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Preset:
+    """A named scenario with a lesson in ``content/<lang>/<lesson>.md``."""
+
+    slug: str
+    title: Message
+    params: Mapping[str, JSONValue]  # raw (JSON-shaped) params, parsed like user input
+    lesson: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResultKind:
+    """One value a frame's ``result`` can take, and how the player labels it."""
+
+    key: str  # "ok", "null", "skb_over_panic", "econnrefused", ...
+    label: Message  # badge text; may use {result}
+    tone: Literal["ok", "warn", "fatal"] = "ok"
+    ends_run: bool = False  # True when the scenario stops at this frame (a BUG())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Limits:
+    """The largest run one request may ask for, and the unit the cost is counted in."""
+
+    max_work: float
+    unit: Message  # e.g. "simulated packet events"
+    # Roughly how much work one CPU core does per second; turns a cost into expected seconds.
+    work_per_second: float
+
+
+class Explainer(ABC, Generic[P]):
+    """Base class of every explainer's simulation half (see the module docstring)."""
+
+    name: ClassVar[str]
+    title: ClassVar[Message]
+    summary: ClassVar[Message]
+    sim_version: ClassVar[str]
+    source: ClassVar[SourceProject]
+    presets: ClassVar[tuple[Preset, ...]]
+    default_preset: ClassVar[str]
+    limits: ClassVar[Limits]
+    result_kinds: ClassVar[tuple[ResultKind, ...]] = (
+        ResultKind(key="ok", label=Message("ok"), tone="ok"),
+    )
+
+    @abstractmethod
+    def parse(self, raw: JSONValue) -> P:
+        """Validate raw params; raise ``ParamError`` with every issue found."""
+
+    @abstractmethod
+    def dump(self, params: P) -> dict[str, JSONValue]:
+        """The raw JSON-shaped form of ``params``."""
+
+    @abstractmethod
+    def cost(self, params: P) -> float:
+        """The work a run of ``params`` will do, in ``limits.unit``."""
+
+    @abstractmethod
+    def run(self, params: P, progress: Progress | None = None) -> Trace:
+        """Simulate (pure, deterministic); report progress; stop on :class:`Cancelled`."""
+
+    @abstractmethod
+    def public_json(self, trace: Trace) -> dict[str, JSONValue]:
+        """The documented JSON body of a trace (without ``sim_version``, added by the API)."""
+
+    # --- derived, shared by every explainer -------------------------------------------------
+
+    def preset(self, slug: str) -> Preset | None:
+        return next((p for p in self.presets if p.slug == slug), None)
+
+    def result_kind(self, key: str) -> ResultKind:
+        found = next((k for k in self.result_kinds if k.key == key), None)
+        return found or ResultKind(key=key, label=Message("{result}"), tone="warn")
+
+    def expected_seconds(self, params: P) -> float:
+        return self.cost(params) / self.limits.work_per_second

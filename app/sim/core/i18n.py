@@ -1,0 +1,43 @@
+"""Words a simulation emits: a message id with typed parameters, never finished prose.
+
+The id is the English source text with ``{name}`` placeholders (gettext's convention), so the
+catalogs under ``app/locale`` are extracted from calls to :func:`msg` and the web layer renders
+``gettext(message.id).format(**message.params)`` in the reader's language. Parameters are
+numbers, kernel identifiers and sizes: they are the same in every language, so a Chinese step
+and an English step always quote the same figures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+Param = int | float | str
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One translatable sentence (or a few): catalog id plus the values it quotes."""
+
+    id: str
+    params: Mapping[str, Param] = field(default_factory=dict)
+
+    def render(self, gettext: Callable[[str], str] | None = None) -> str:
+        """The text in one language; ``gettext`` maps an id to its translation (default: English)."""
+        text = gettext(self.id) if gettext else self.id
+        if not self.params:
+            return text
+        try:
+            return text.format_map(self.params)
+        except (KeyError, IndexError, ValueError):
+            # A catalog entry with a broken placeholder must not take a page down: fall back to
+            # the English source, which tests keep well-formed.
+            return self.id.format_map(self.params)
+
+    def __str__(self) -> str:
+        return self.render()
+
+
+def msg(text: str, /, **params: Param) -> Message:
+    """Mark ``text`` for translation (extracted by Babel's ``msg`` keyword) with its values."""
+    return Message(text, params)
