@@ -275,10 +275,10 @@ def alloc_truesize(alloclen: int, small_head: int) -> tuple[int, str]:
 
 
 def model_truesize(alloclen: int, paged: int) -> int:
-    """Stepscope's own model (Linux 6.4, 640-byte small head), run through the registry."""
-    from app.sim.registry import get
+    """Stepscope's own model (Linux 6.4, 640-byte small head), run through its explainer."""
+    from app.sim.skbuff import SkbExplainer
 
-    ex = get("skb")
+    ex = SkbExplainer()
     ops: list[dict[str, Any]] = [{"op": "alloc_skb", "size": alloclen}]
     left = paged
     while left > 0:
@@ -444,7 +444,7 @@ def main() -> int:
                 m["pred_model_6_4"] = predict_datagram(p, mtu, None)
                 m["pred_6_12_defconfig"] = predict_datagram(p, mtu, 704)
                 m["pred_this_host"] = predict_datagram(p, mtu, small_here)
-                # sanity: our 640-byte re-computation agrees with the registry model
+                # sanity: our 640-byte re-computation agrees with the explainer's model
                 assert predict_datagram(p, mtu, 640)["truesize"] == m["pred_model_6_4"]["truesize"]
                 rows.append(m)
     finally:

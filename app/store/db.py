@@ -14,10 +14,8 @@ MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
 
 def make_engine(url: str) -> Engine:
+    """An engine for ``url``; it touches nothing until first used (see :func:`init_db`)."""
     if url.startswith("sqlite"):
-        path = url.split("///", 1)[-1]
-        if path and path != ":memory:" and not path.startswith("file:"):
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
         kwargs: dict[str, object] = {"connect_args": {"check_same_thread": False}}
         if url in ("sqlite://", "sqlite:///:memory:"):
             kwargs["poolclass"] = StaticPool
@@ -34,6 +32,9 @@ def alembic_config(engine: Engine) -> Config:
 
 def init_db(engine: Engine, revision: str = "head") -> None:
     """Bring the schema up to ``revision``; saved data is kept across upgrades."""
+    url = engine.url
+    if url.drivername.startswith("sqlite") and url.database and url.database != ":memory:":
+        Path(url.database).parent.mkdir(parents=True, exist_ok=True)
     cfg = alembic_config(engine)
     with engine.begin() as conn:
         cfg.attributes["connection"] = conn

@@ -9,10 +9,8 @@ from pathlib import Path
 
 import markdown as md
 
-from app.settings import ROOT
-
-CONTENT_DIR = ROOT / "content"
 _STEP_HEADING = re.compile(r"^##\s+Step\s+(\d+)\s*$", re.IGNORECASE | re.MULTILINE)
+_STEM = re.compile(r"[a-z0-9-]{1,80}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,24 +57,30 @@ def parse_lesson(stem: str, text: str) -> Lesson:
     )
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=128)
 def _load(path: Path, mtime: float) -> Lesson:
     return parse_lesson(path.stem, path.read_text(encoding="utf-8"))
 
 
-def lesson(stem: str) -> Lesson | None:
-    if not stem or not re.fullmatch(r"[a-z0-9-]+", stem):
-        return None
-    path = CONTENT_DIR / f"{stem}.md"
-    if not path.is_file():
-        return None
-    return _load(path, path.stat().st_mtime)
+class Content:
+    """The lessons and notes in one folder."""
 
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
 
-def lessons_for(explainer: str) -> list[Lesson]:
-    found = []
-    for path in sorted(CONTENT_DIR.glob("*.md")):
-        item = lesson(path.stem)
-        if item and item.explainer == explainer:
-            found.append(item)
-    return found
+    def lesson(self, stem: str) -> Lesson | None:
+        # The stem is checked before it touches the file system (no traversal, no long names).
+        if not stem or not _STEM.fullmatch(stem):
+            return None
+        path = self.folder / f"{stem}.md"
+        if not path.is_file():
+            return None
+        return _load(path, path.stat().st_mtime)
+
+    def lessons_for(self, explainer: str) -> list[Lesson]:
+        found = []
+        for path in sorted(self.folder.glob("*.md")):
+            item = self.lesson(path.stem)
+            if item and item.explainer == explainer:
+                found.append(item)
+        return found

@@ -1,248 +1,304 @@
-"""The scenario editor: an htmx form over an explainer's raw params.
+"""The scenario editor: an htmx form generated from an explainer's :class:`EditorSpec`.
 
-Explainers whose params are an op list (``{"ops": [...]}``) get a row per op that can be added,
-removed, reordered and edited, with errors shown beside the field they concern. Others get a
-JSON editor with the same per-field messages. Validation is the simulation's own ``parse``, so
-the editor, the API and saved scenarios agree on what is valid.
+An explainer declares its form: groups of fields (``link.rate_mbps``), "one of" fields whose
+value goes under whichever key the user picks (a buffer in packets, bytes or BDPs), and lists
+of rows that can be added, removed and reordered (``ops.3.len``, ``flows.0.cc``), where a
+row's kind field may decide which other fields it shows. Without a spec, or when the params do
+not fit it, the editor is a JSON text box. Validation is always the simulation's own ``parse``,
+so the editor, the API and saved scenarios agree; each issue is shown beside the field its
+``loc`` names.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
-from app.sim.core import ParamError
-from app.sim.registry import Explainer
+from app.sim.core import Message, ParamError
 
-NUMERIC = ("size", "len", "nhead", "ntail", "offset", "truesize")
-TEXT = ("skb", "from", "label", "via")
-MAX_ROWS = 500
 _INT = re.compile(r"^-?[0-9]{1,30}$")  # longer digit strings stay text for the validator to name
-_INDEX = re.compile(r"[0-9]{1,6}")
-_INDEX = re.compile(r"[0-9]{1,6}")
-
-# issues keyed by (row, field) for op rows, (row, None) for a whole row, (None, None) for the form
-Place = tuple[int | None, str | None]
-
-
-def op_fields(explainer: Explainer) -> dict[str, tuple[str, ...]]:
-    """Which fields each op takes, from the explainer's ``ops.SPECS`` when it declares them."""
-    try:
-        module = importlib.import_module(f"app.sim.{_package(explainer)}.ops")
-    except (ImportError, ValueError):
-        return {}
-    specs = getattr(module, "SPECS", None)
-    if not isinstance(specs, Mapping):
-        return {}
-    return {
-        str(name): ("skb", *getattr(spec, "required", ()), *getattr(spec, "optional", ()))
-        for name, spec in specs.items()
-    }
-
-
-def _package(explainer: Explainer) -> str:
-    parts = explainer.run.__module__.split(".")
-    return parts[2] if len(parts) > 2 and parts[:2] == ["app", "sim"] else "-"
-
-
-def is_op_list(raw: Any) -> bool:
-    return isinstance(raw, Mapping) and isinstance(raw.get("ops"), list) and set(raw) <= {"ops"}
-
-
-def form_to_raw(
-    explainer: Explainer, form: Mapping[str, Any], action: str
-) -> tuple[Any, dict[Place, list[str]]]:
-    """Rebuild raw params from the posted form and apply an add/remove/up/down action."""
-    if "link.rate_mbps" in form:
-        return _cwnd_form_to_raw(form, action), {}
-    if "json" in form:
-        text = str(form.get("json", ""))
-        try:
-            return json.loads(text), {}
-        except json.JSONDecodeError as exc:
-            return text, {
-                (None, None): [
-                    f"That is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}."
-                ]
-            }
-        except (ValueError, RecursionError):
-            too_big = "That JSON is too large to read: numbers may have at most 4300 digits and nesting must stay under a few hundred levels."
-            return text, {(None, None): [too_big]}
-    try:
-        count = min(int(str(form.get("count", "0"))), MAX_ROWS + 1)
-    except ValueError:
-        count = 0
-    ops: list[dict[str, Any]] = []
-    for i in range(count):
-        op: dict[str, Any] = {"op": str(form.get(f"op-{i}", "")).strip()}
-        for key in (*NUMERIC, *TEXT):
-            value = str(form.get(f"{key}-{i}", "")).strip()
-            if value == "":
-                continue
-            op[key] = int(value) if key in NUMERIC and _INT.match(value) else value
-        ops.append(op)
-    verb, _, arg = action.partition(":")
-    index = int(arg) if _INDEX.fullmatch(arg) else -1
-    if verb == "add":
-        new = {"op": "skb_put", "len": 100}
-        ops.insert(index + 1 if 0 <= index < len(ops) else len(ops), new)
-    elif verb == "remove" and 0 <= index < len(ops):
-        ops.pop(index)
-    elif verb == "up" and 0 < index < len(ops):
-        ops[index - 1], ops[index] = ops[index], ops[index - 1]
-    elif verb == "down" and 0 <= index < len(ops) - 1:
-        ops[index + 1], ops[index] = ops[index], ops[index + 1]
-    return {"ops": ops}, {}
-
-
-LINK_FIELDS = ("rate_mbps", "rtt_ms", "loss_rate")
-BUFFER_KINDS = ("buffer_packets", "buffer_bytes", "buffer_bdp")
-TOP_FIELDS = ("duration_s", "mss", "seed", "sample_ms")
-FLOW_FIELDS = ("cc", "start_s", "rtt_ms")
-CC_CHOICES = ("reno", "cubic", "bbr")
-MAX_FLOW_ROWS = 16
 _NUM = re.compile(r"^-?([0-9]{1,30}\.?[0-9]{0,30}|\.[0-9]{1,30})([eE][-+]?[0-9]{1,4})?$")
+_INDEX = re.compile(r"-?[0-9]{1,6}")
+TOO_BIG = (
+    "That JSON is too large to read: numbers may have at most 4300 digits and nesting must stay "
+    "under a few hundred levels."
+)
+
+Kind = Literal["int", "number", "text", "choice"]
 
 
-def _number(text: str) -> Any:
-    """A typed number where the text is one; otherwise the text, for the validator to name."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FieldSpec:
+    """One input: the params key it fills, its label and how its text becomes a value."""
+
+    key: str
+    label: Message
+    kind: Kind = "number"
+    choices: tuple[str, ...] = ()
+    unit: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OneOf:
+    """One value stored under whichever of ``keys`` the user picks (exactly one is sent)."""
+
+    name: str  # form name part: "<group>.<name>.kind" / ".value"
+    label: Message
+    keys: tuple[str, ...]
+    kind: Kind = "number"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Group:
+    """Fields of one object: ``key`` names it in the params (None: the top level)."""
+
+    key: str | None
+    legend: Message
+    fields: tuple[FieldSpec | OneOf, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Rows:
+    """A list of objects under ``key``; ``kind_field`` (a choice) may pick the fields shown."""
+
+    key: str
+    legend: Message
+    item: Message  # what one row is called ("op", "flow"), for buttons and labels
+    fields: tuple[FieldSpec, ...]
+    new_row: Mapping[str, Any]
+    max_rows: int
+    kind_field: str | None = None
+    fields_by_kind: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    reorder: bool = True
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EditorSpec:
+    groups: tuple[Group, ...] = ()
+    rows: tuple[Rows, ...] = ()
+
+    def fits(self, raw: Any) -> bool:
+        """True when ``raw`` has the shape this form edits (else the JSON editor is shown)."""
+        if not isinstance(raw, Mapping):
+            return False
+        known = {g.key for g in self.groups if g.key} | {r.key for r in self.rows}
+        known |= {
+            f.key
+            for g in self.groups
+            if g.key is None
+            for f in g.fields
+            if isinstance(f, FieldSpec)
+        }
+        known |= {
+            k
+            for g in self.groups
+            if g.key is None
+            for f in g.fields
+            if isinstance(f, OneOf)
+            for k in f.keys
+        }
+        if not set(raw) <= known:
+            return False
+        if any(not isinstance(raw.get(r.key, []), list) for r in self.rows):
+            return False
+        return all(isinstance(raw.get(g.key, {}), Mapping) for g in self.groups if g.key)
+
+
+def _value(kind: Kind, text: str) -> Any:
+    """A typed value where the text is one; otherwise the text, for the validator to name."""
     text = text.strip()
-    if _INT.match(text):
+    if kind in ("int", "number") and _INT.match(text):
         return int(text)
-    if _NUM.match(text):
+    if kind == "number" and _NUM.match(text):
         return float(text)
     return text
 
 
-def is_link_flows(raw: Any) -> bool:
-    return (
-        isinstance(raw, Mapping)
-        and isinstance(raw.get("link"), Mapping)
-        and isinstance(raw.get("flows"), list)
-    )
+def _name(*parts: str | int | None) -> str:
+    return ".".join(str(p) for p in parts if p is not None)
 
 
-def _cwnd_form_to_raw(form: Mapping[str, Any], action: str) -> dict[str, Any]:
-    link: dict[str, Any] = {}
-    for key in LINK_FIELDS:
-        value = str(form.get(f"link.{key}", "")).strip()
-        if value != "":
-            link[key] = _number(value)
-    kind = str(form.get("link.buffer_kind", "buffer_packets"))
-    kind = kind if kind in BUFFER_KINDS else "buffer_packets"
-    value = str(form.get("link.buffer_value", "")).strip()
-    if value != "":
-        link[kind] = _number(value)
-    raw: dict[str, Any] = {"link": link}
-    for key in TOP_FIELDS:
-        value = str(form.get(key, "")).strip()
-        if value != "":
-            raw[key] = _number(value)
+# --- form → raw params ---------------------------------------------------------------------
+
+
+def form_to_raw(
+    spec: EditorSpec | None, form: Mapping[str, Any], action: str
+) -> tuple[Any, list[str]]:
+    """Rebuild raw params from the posted form and apply an add/remove/up/down action.
+    Returns the params and form-level problems (e.g. JSON that does not parse)."""
+    if spec is None or "json" in form:
+        return _json_form(form)
+    raw: dict[str, Any] = {}
+    for group in spec.groups:
+        target = raw if group.key is None else raw.setdefault(group.key, {})
+        for f in group.fields:
+            if isinstance(f, OneOf):
+                chosen = str(form.get(_name(group.key, f.name, "kind"), f.keys[0]))
+                chosen = chosen if chosen in f.keys else f.keys[0]
+                text = str(form.get(_name(group.key, f.name, "value"), "")).strip()
+                if text != "":
+                    target[chosen] = _value(f.kind, text)
+                continue
+            text = str(form.get(_name(group.key, f.key), "")).strip()
+            if text != "":
+                target[f.key] = text if f.kind in ("text", "choice") else _value(f.kind, text)
+    for rows in spec.rows:
+        raw[rows.key] = _rows_from_form(rows, form, action)
+    return raw, []
+
+
+def _json_form(form: Mapping[str, Any]) -> tuple[Any, list[str]]:
+    text = str(form.get("json", ""))
     try:
-        count = min(int(str(form.get("flow_count", "0"))), MAX_FLOW_ROWS + 1)
+        return json.loads(text), []
+    except json.JSONDecodeError as exc:
+        return text, [
+            f"That is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}."
+        ]
+    except (ValueError, RecursionError):
+        return text, [TOO_BIG]
+
+
+def _rows_from_form(rows: Rows, form: Mapping[str, Any], action: str) -> list[dict[str, Any]]:
+    try:
+        count = min(int(str(form.get(_name(rows.key, "count"), "0"))), rows.max_rows + 1)
     except ValueError:
         count = 0
-    flows: list[dict[str, Any]] = []
+    items: list[dict[str, Any]] = []
     for i in range(count):
-        flow: dict[str, Any] = {}
-        for key in FLOW_FIELDS:
-            value = str(form.get(f"flows.{i}.{key}", "")).strip()
-            if value != "":
-                flow[key] = value if key == "cc" else _number(value)
-        flows.append(flow)
-    verb, _, arg = action.partition(":")
-    if verb == "add_flow":
-        flows.append({"cc": "cubic", "start_s": 0})
-    elif verb == "remove_flow" and _INDEX.fullmatch(arg) and int(arg) < len(flows):
-        flows.pop(int(arg))
-    raw["flows"] = flows
-    return raw
+        item: dict[str, Any] = {}
+        for f in rows.fields:
+            text = str(form.get(_name(rows.key, i, f.key), "")).strip()
+            if text != "" or f.key == rows.kind_field:
+                item[f.key] = text if f.kind in ("text", "choice") else _value(f.kind, text)
+        items.append(item)
+    verb, _, rest = action.partition(":")
+    key, _, arg = rest.rpartition(":")
+    if key != rows.key or not _INDEX.fullmatch(arg):
+        return items
+    index = int(arg)
+    if verb == "add" and len(items) < rows.max_rows:
+        items.insert(index + 1 if 0 <= index < len(items) else len(items), dict(rows.new_row))
+    elif verb == "remove" and 0 <= index < len(items):
+        items.pop(index)
+    elif verb == "up" and 0 < index < len(items):
+        items[index - 1], items[index] = items[index], items[index - 1]
+    elif verb == "down" and 0 <= index < len(items) - 1:
+        items[index + 1], items[index] = items[index], items[index + 1]
+    return items
 
 
-def dotted_issues(exc: ParamError) -> dict[str, list[str]]:
-    """Issues keyed by dotted path ("link.rate_mbps", "flows.0.cc"), for nested-form editors."""
+# --- raw params + issues → what the template draws -----------------------------------------
+
+
+def issues_by_name(exc: ParamError) -> dict[str, list[str]]:
+    """Issues keyed by the dotted form name their ``loc`` points at ("ops.3.len")."""
     found: dict[str, list[str]] = {}
     for issue in exc.issues:
-        found.setdefault(".".join(str(p) for p in issue.loc), []).append(issue.msg)
-    return found
-
-
-def issues_by_place(exc: ParamError) -> dict[Place, list[str]]:
-    found: dict[Place, list[str]] = {}
-    for issue in exc.issues:
-        loc = issue.loc
-        if len(loc) >= 3 and loc[0] == "ops" and isinstance(loc[1], int):
-            place: Place = (loc[1], str(loc[2]))
-        elif len(loc) == 2 and loc[0] == "ops" and isinstance(loc[1], int):
-            place = (loc[1], None)
-        else:
-            prefix = ".".join(str(p) for p in loc)
-            found.setdefault((None, None), []).append(
-                f"{prefix}: {issue.msg}" if prefix else issue.msg
-            )
-            continue
-        found.setdefault(place, []).append(issue.msg)
+        found.setdefault(_name(*issue.loc), []).append(issue.msg)
     return found
 
 
 def editor_context(
-    explainer: Explainer,
+    spec: EditorSpec | None,
     raw: Any,
     *,
-    issues: Mapping[Place, list[str]],
+    issues: Mapping[str, list[str]],
+    form_issues: list[str] = (),  # type: ignore[assignment]
     checked: bool = False,
     valid: bool = False,
-    dotted: Mapping[str, list[str]] | None = None,
 ) -> dict[str, Any]:
-    fields = op_fields(explainer)
-    rows = []
-    if is_op_list(raw):
-        for i, op in enumerate(raw["ops"]):
-            op = op if isinstance(op, Mapping) else {}
-            name = str(op.get("op", ""))
-            allowed = fields.get(name) or tuple(k for k in (*NUMERIC, *TEXT) if k in op)
-            shown = [k for k in (*NUMERIC, *TEXT) if k in allowed or k in op]
-            rows.append(
+    placed: set[str] = set()
+
+    def errs(name: str) -> list[str]:
+        placed.add(name)
+        return list(issues.get(name, []))
+
+    groups: list[dict[str, Any]] = []
+    row_lists: list[dict[str, Any]] = []
+    use_form = spec is not None and spec.fits(raw)
+    if spec is not None and use_form:
+        for group in spec.groups:
+            obj = raw if group.key is None else raw.get(group.key, {})
+            fields = []
+            for f in group.fields:
+                if isinstance(f, OneOf):
+                    chosen = next((k for k in f.keys if k in obj), f.keys[0])
+                    found = [m for k in f.keys for m in errs(_name(group.key, k))]
+                    fields.append(
+                        {
+                            "oneof": True,
+                            "name": _name(group.key, f.name),
+                            "label": f.label,
+                            "keys": f.keys,
+                            "chosen": chosen,
+                            "value": obj.get(chosen, ""),
+                            "errors": found,
+                        }
+                    )
+                    continue
+                name = _name(group.key, f.key)
+                fields.append(_field(f, name, obj.get(f.key, ""), errs(name)))
+            group_errs = errs(group.key) if group.key else []
+            groups.append({"legend": group.legend, "fields": fields, "errors": group_errs})
+        for rows in spec.rows:
+            items = []
+            for i, item in enumerate(raw.get(rows.key, [])):
+                item = item if isinstance(item, Mapping) else {}
+                kind = str(item.get(rows.kind_field, "")) if rows.kind_field else ""
+                shown = rows.fields_by_kind.get(kind) if rows.kind_field else None
+                fields = [
+                    _field(
+                        f,
+                        _name(rows.key, i, f.key),
+                        item.get(f.key, ""),
+                        errs(_name(rows.key, i, f.key)),
+                    )
+                    for f in rows.fields
+                    if shown is None or f.key == rows.kind_field or f.key in shown or f.key in item
+                ]
+                row_errs = errs(_name(rows.key, i))
+                items.append({"index": i, "fields": fields, "errors": row_errs})
+            row_lists.append(
                 {
-                    "index": i,
-                    "op": name,
-                    "values": {k: op.get(k, "") for k in shown},
-                    "fields": shown,
-                    "row_issues": issues.get((i, None), []) + issues.get((i, "op"), []),
-                    "field_issues": {k: issues.get((i, k), []) for k in shown},
+                    "key": rows.key,
+                    "legend": rows.legend,
+                    "item": rows.item,
+                    "items": items,
+                    "reorder": rows.reorder,
+                    "full": len(items) >= rows.max_rows,
+                    "errors": errs(rows.key),
                 }
             )
-    link_flows = None
-    if is_link_flows(raw):
-        link = raw["link"]
-        kind = next((k for k in BUFFER_KINDS if k in link), "buffer_packets")
-        link_flows = {
-            "link": {k: link.get(k, "") for k in LINK_FIELDS},
-            "buffer_kind": kind,
-            "buffer_value": link.get(kind, ""),
-            "top": {k: raw.get(k, "") for k in TOP_FIELDS},
-            "flows": [
-                {k: (f.get(k, "") if isinstance(f, Mapping) else "") for k in FLOW_FIELDS}
-                for f in raw["flows"]
-            ],
-            "issues": dotted or {},
-            "buffer_kinds": BUFFER_KINDS,
-            "cc_choices": CC_CHOICES,
-        }
+    leftover = [
+        f"{name}: {m}" if name else m
+        for name, msgs in issues.items()
+        if name not in placed
+        for m in msgs
+    ]
     return {
-        "explainer": explainer,
-        "link_flows": link_flows,
-        "op_list": is_op_list(raw),
-        "op_names": sorted(fields) if fields else [],
-        "op_fields_json": json.dumps(fields),
-        "rows": rows,
+        "use_form": use_form,
+        "groups": groups,
+        "row_lists": row_lists,
         "json_text": raw if isinstance(raw, str) else json.dumps(raw, indent=2),
-        "form_issues": issues.get((None, None), []),
-        "has_issues": bool(issues),
+        "form_issues": [*form_issues, *leftover],
+        "has_issues": bool(issues) or bool(form_issues),
         "checked": checked,
         "valid": valid,
-        "numeric": NUMERIC,
+    }
+
+
+def _field(f: FieldSpec, name: str, value: Any, found: list[str]) -> dict[str, Any]:
+    return {
+        "oneof": False,
+        "name": name,
+        "label": f.label,
+        "kind": f.kind,
+        "choices": f.choices,
+        "unit": f.unit,
+        "value": value,
+        "errors": found,
     }

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
 from importlib.util import find_spec
 from pathlib import Path
 
-from fastapi import FastAPI
+from fastapi import FastAPI, HTTPException
 from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.settings import Settings
+from app.store.db import init_db, make_engine
 from app.web import errors, sharing
-from app.web.routes import api, compare, pages
+from app.web.exporting import PngRenderer
+from app.web.plugin import Plugin
+from app.web.routes import api, pages
+from app.web.site import Site
 
 _PLOTLY = find_spec("plotly")
 PLOTLY_JS = (
@@ -36,17 +42,24 @@ class HeadAsGet:
         await self.app(scope, receive, send)
 
 
-def build_app(settings: Settings) -> FastAPI:
+def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # The database is created or upgraded when the app starts, not when it is imported.
+        init_db(app.state.engine)
+        yield
+        app.state.engine.dispose()
+
     app = FastAPI(
         title="Stepscope",
         description="Step-through simulations of Linux networking internals.",
         version="0.1.0",
+        lifespan=lifespan,
     )
     app.state.settings = settings
-    from app.store.db import init_db, make_engine
-
+    app.state.site = Site(settings, plugins)
     app.state.engine = make_engine(settings.database_url)
-    init_db(app.state.engine)
+    app.state.pngs = PngRenderer(settings.chromium)
     errors.install(app)
     # Frame stores and plotly.js compress well.
     app.add_middleware(GZipMiddleware, minimum_size=2048)
@@ -54,7 +67,9 @@ def build_app(settings: Settings) -> FastAPI:
     sharing.install(app)  # sessions, /s/ links, /embed, /export, /examples
     app.include_router(api.router)
     app.include_router(pages.router)
-    app.include_router(compare.router)
+    for plugin in app.state.site.plugins:
+        if plugin.web.router is not None:
+            app.include_router(plugin.web.router)
     app.mount("/static", StaticFiles(directory=str(settings.root / "static")), name="static")
     # Front-end packages come from npm into node_modules; only their dist folders are served.
     for package in VENDOR_DIST:
@@ -71,7 +86,8 @@ def build_app(settings: Settings) -> FastAPI:
     # plotly.js ships inside the plotly wheel; serve that one file from there.
     @app.get("/vendor/plotly/plotly.min.js", include_in_schema=False)
     def plotly_js() -> FileResponse:
-        assert PLOTLY_JS is not None
+        if PLOTLY_JS is None:  # pragma: no cover - plotly is a dependency
+            raise HTTPException(404, "plotly is not installed")
         return FileResponse(
             PLOTLY_JS,
             media_type="text/javascript",

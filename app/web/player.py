@@ -1,37 +1,37 @@
-"""Everything the player template needs for one trace: each frame's picture, panel and table."""
+"""The player: one :func:`render_player` for every page that shows a walkthrough (preset,
+custom, shared, embedded, offline export), and the frame rendering they share."""
 
 from __future__ import annotations
 
-import base64
-import json
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
+from fastapi import Request
+from fastapi.responses import HTMLResponse
 from markupsafe import Markup
 
-from app.sim.core import Frame, Trace
-from app.sim.registry import Explainer, Preset
+from app.sim.core import Frame, Message, Trace
 from app.web.content import Lesson
-from app.web.viz import view_for
+from app.web.plugin import Plugin
+from app.web.sources import Source
+from app.web.templating import render
+
+# A page carries at most this many rendered frames; the player fetches others when needed, so a
+# 500-step scenario with many skbs stays a page of a few MB instead of tens.
+FRAME_WINDOW = 120
+FRAME_CHUNK_MAX = 200
 
 
 @dataclass(frozen=True, slots=True)
 class RenderedFrame:
-    frame: Frame
+    frame: Frame[Any]
     picture: Markup
+    narration: str
+    notes: tuple[str, ...]
+    badge: str  # the result kind's label
+    tone: str  # "ok" | "warn" | "fatal"
     note: Markup  # the lesson's "what to notice" for this step, if any
-
-
-def encode_params(raw: Any) -> str:
-    """Params as a URL-safe token, so a custom scenario is a plain link."""
-    data = json.dumps(raw, separators=(",", ":"), sort_keys=True).encode()
-    return base64.urlsafe_b64encode(data).decode().rstrip("=")
-
-
-def decode_params(token: str) -> Any:
-    padded = token + "=" * (-len(token) % 4)
-    return json.loads(base64.urlsafe_b64decode(padded.encode()).decode())
 
 
 def clamp_step(step: int | None, count: int) -> int:
@@ -40,26 +40,32 @@ def clamp_step(step: int | None, count: int) -> int:
     return max(0, min(step, count - 1))
 
 
-# A page carries at most this many rendered frames; the player fetches others when needed, so a
-# 500-step scenario with many skbs stays a page of a few MB instead of tens.
-FRAME_WINDOW = 120
-FRAME_CHUNK_MAX = 200
-
-
 def render_frames(
-    explainer: Explainer, trace: Trace, start: int, stop: int, lesson: Lesson | None = None
+    plugin: Plugin, trace: Trace[Any, Any], start: int, stop: int, lesson: Lesson | None = None
 ) -> list[RenderedFrame]:
-    """Pictures and notes of frames ``start`` ≤ index < ``stop``."""
-    view = view_for(explainer.name)
+    """Pictures, words and notes of frames ``start`` ≤ index < ``stop``."""
     notes = lesson.step_notes if lesson else {}
-    return [
-        RenderedFrame(
-            frame=f,
-            picture=Markup(view.picture(trace, f)),
-            note=Markup(notes.get(f.index, "")),
+    out = []
+    for f in trace.frames[max(start, 0) : max(stop, 0)]:
+        kind = plugin.sim.result_kind(f.result)
+        out.append(
+            RenderedFrame(
+                frame=f,
+                picture=Markup(plugin.web.picture(trace, f)),
+                narration=f.narration.render(),
+                notes=tuple(n.render() for n in f.notes),
+                badge=result_label(plugin, f.result),
+                tone=kind.tone,
+                note=Markup(notes.get(f.index, "")),
+            )
         )
-        for f in trace.frames[max(start, 0) : max(stop, 0)]
-    ]
+    return out
+
+
+def result_label(plugin: Plugin, result: str) -> str:
+    """The badge text of a frame result, from the explainer's declared result kinds."""
+    label = plugin.sim.result_kind(result).label
+    return Message(label.id, {**label.params, "result": result}).render()
 
 
 def frame_window(step: int, count: int, size: int = FRAME_WINDOW) -> tuple[int, int]:
@@ -71,42 +77,55 @@ def frame_window(step: int, count: int, size: int = FRAME_WINDOW) -> tuple[int, 
 
 
 def player_context(
-    explainer: Explainer,
-    trace: Trace,
-    *,
-    raw_params: Any,
-    step: int | None,
-    preset: Preset | None = None,
-    lesson: Lesson | None = None,
-    title: str | None = None,
-    all_frames: bool = False,
+    source: Source, trace: Trace[Any, Any], *, step: int | None, all_frames: bool = False
 ) -> dict[str, Any]:
-    view = view_for(explainer.name)
+    plugin = source.plugin
     count = len(trace.frames)
     current = clamp_step(step, count)
     start, stop = (0, count) if all_frames else frame_window(current, count)
-    frames = render_frames(explainer, trace, start, stop, lesson)
+    frames = render_frames(plugin, trace, start, stop, source.lesson)
     marks = [{"index": f.index, "mark": f.mark, "op": f.op} for f in trace.frames if f.mark]
-    token = encode_params(raw_params)
-    source_query = {"preset": preset.slug} if preset else {"p": token}
+    source_query = {"preset": source.preset.slug} if source.preset else {"p": source.params_token}
     times = [f.time for f in trace.frames] if any(f.time is not None for f in trace.frames) else []
+    ended = trace.ended_early
     return {
-        "explainer": explainer,
+        "plugin": plugin,
+        "explainer": plugin.sim,
+        "actions": plugin.web.actions,
+        "source": source,
         "trace": trace,
         "frames": frames,
         "count": count,
         "step": current,
         "current": frames[current - start] if frames else None,
-        "frames_url": f"/explainers/{explainer.name}/frames?{urlencode(source_query)}",
+        "frames_url": f"/explainers/{plugin.name}/frames?{urlencode(source_query)}",
         "frame_times": times,
         "marks": marks,
-        "preset": preset,
-        "lesson": lesson,
-        "title": title or (lesson.title if lesson else preset.title if preset else explainer.title),
-        "raw_params": raw_params,
-        "params_token": token,
-        # progress ("continue at step N") is kept per preset page; shared scenarios set their own
-        "walkthrough_key": f"/explainers/{explainer.name}/presets/{preset.slug}" if preset else "",
-        "static_html": Markup(view.static(trace)) if view.static else Markup(""),
-        "view_scripts": view.scripts,
+        "preset": source.preset,
+        "lesson": source.lesson,
+        "scenario": source.scenario,
+        "title": source.title,
+        "raw_params": source.raw,
+        "params_token": source.params_token,
+        "walkthrough_key": source.walkthrough_key,
+        "source_label": plugin.sim.source.label,
+        "ended_label": result_label(plugin, ended) if ended else "",
+        "static_html": Markup(plugin.web.static(trace)) if plugin.web.static else Markup(""),
+        "view_scripts": plugin.web.scripts,
     }
+
+
+def render_player(
+    request: Request,
+    source: Source,
+    trace: Trace[Any, Any],
+    *,
+    step: int | None,
+    template: str = "pages/player.html",
+    **extra: Any,
+) -> HTMLResponse:
+    """The player page for ``source`` (``extra`` adds or overrides context: embed options,
+    a shared scenario's notes)."""
+    ctx = player_context(source, trace, step=step)
+    ctx.update(extra)
+    return render(request, template, ctx)

@@ -23,8 +23,16 @@ from starlette.responses import Response
 from app.sim.core import ParamError
 from app.store import repo
 from app.store.models import Progress
-from app.web.sources import ScenarioNotFound, Source, from_preset, from_scenario, run_source
-from app.web.templating import templates
+from app.web.deps import Visitor, visitor_id
+from app.web.site import Site
+from app.web.sources import (
+    ScenarioNotFound,
+    SiteDep,
+    Source,
+    from_preset,
+    from_scenario,
+    run_source,
+)
 
 COOKIE = "stepscope_sid"
 COOKIE_MAX_AGE = 400 * 24 * 3600  # browsers cap cookie lifetimes at 400 days
@@ -43,11 +51,6 @@ _PRESET_KEY = re.compile(r"^/explainers/([a-z0-9_-]{1,40})/presets/([a-z0-9_-]{1
 _SCENARIO_KEY = re.compile(r"^/s/([A-Za-z0-9_-]{10,32})$")
 
 router = APIRouter(prefix="/api/v1", tags=["sessions"])
-
-
-def visitor_id(request: Request) -> str | None:
-    """The stored session of this request, or None (no cookie, cookies off, unknown id)."""
-    return getattr(request.state, "visitor_id", None)
 
 
 def _wants_session(request: Request) -> bool:
@@ -95,7 +98,7 @@ def install(app: FastAPI) -> None:
             )
         return response
 
-    templates.env.globals["resume_for"] = resume_for
+    app.state.site.templates.env.globals["resume_for"] = resume_for
 
 
 def resume_for(request: Request, walkthrough: str | None) -> Progress | None:
@@ -108,7 +111,7 @@ def resume_for(request: Request, walkthrough: str | None) -> Progress | None:
     return found if found and found.step > 0 else None
 
 
-def resolve_walkthrough(request: Request, key: str) -> Source:
+def resolve_walkthrough(request: Request, site: Site, key: str) -> Source:
     """The preset or saved scenario a walkthrough key names; 422 naming ``walkthrough`` if none."""
     bad = ParamError.single(
         ("walkthrough",),
@@ -117,12 +120,12 @@ def resolve_walkthrough(request: Request, key: str) -> Source:
     )
     if m := _PRESET_KEY.fullmatch(key):
         try:
-            return from_preset(m.group(1), m.group(2))
+            return from_preset(site, m.group(1), m.group(2))
         except HTTPException:
             raise bad from None
     if m := _SCENARIO_KEY.fullmatch(key):
         try:
-            return from_scenario(request, m.group(1))
+            return from_scenario(site, request.app.state.engine, m.group(1))
         except (ScenarioNotFound, HTTPException):
             raise bad from None
     raise bad
@@ -141,18 +144,19 @@ class ProgressIn(BaseModel):
 
 
 @router.post("/progress")
-def save_progress(body: ProgressIn, request: Request) -> dict[str, Any]:
+def save_progress(
+    body: ProgressIn, request: Request, site: SiteDep, sid: Visitor
+) -> dict[str, Any]:
     """Remember the step this visitor reached in a walkthrough ("continue where you left off").
 
     Answers ``saved: false`` when the request carries no session (cookies off): nothing breaks.
     """
-    source = resolve_walkthrough(request, body.walkthrough)
-    count = len(run_source(source).frames)
+    source = resolve_walkthrough(request, site, body.walkthrough)
+    count = len(run_source(site, source).frames)
     if body.step >= max(count, 1):
         raise ParamError.single(
             ("step",), f"must be below {count}, the number of steps; you gave {body.step}"
         )
-    sid = visitor_id(request)
     if sid is None:
         return {"saved": False, "reason": "no session cookie", "step": body.step, "count": count}
     with repo.session_for(request.app.state.engine) as db:

@@ -2,26 +2,29 @@
 
 Sharing, embedding, exporting and progress all take "a scenario" in one of these three forms;
 this module turns each into the same :class:`Source` (explainer + raw params + title) and runs it
-through the cached runner, so every explainer in the registry gets all of them for free.
+through the site's cached runner, so every explainer gets all of them for free. The
+dependencies at the bottom resolve a source from a route's path or query.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import urlencode
 
-from fastapi import HTTPException, Request
+from fastapi import Depends, HTTPException, Query, Request
 
-from app.sim.core import ParamError, ParamIssue, Trace
-from app.sim.registry import Explainer, Preset
+from app.sim.core import Explainer, ParamError, ParamIssue, Preset, Trace
 from app.store import repo
 from app.store.models import Scenario
-from app.web import content
 from app.web.content import Lesson
-from app.web.player import decode_params, encode_params
-from app.web.runner import explainer_or_404, run
+from app.web.plugin import Plugin
+from app.web.site import Site
+
+MAX_TOKEN = 60_000
 
 
 class ScenarioNotFound(Exception):
@@ -32,18 +35,44 @@ class ScenarioNotFound(Exception):
         self.scenario_id = scenario_id
 
 
+def encode_params(raw: Any) -> str:
+    """Params as a URL-safe token, so a custom scenario is a plain link."""
+    data = json.dumps(raw, separators=(",", ":"), sort_keys=True).encode()
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def decode_params(token: str) -> Any:
+    """The params of a token; ParamError naming ``p`` when it is damaged or absurdly nested."""
+    padded = token + "=" * (-len(token) % 4)
+    try:
+        return json.loads(base64.urlsafe_b64decode(padded.encode()).decode())
+    except (ValueError, UnicodeDecodeError, binascii.Error, RecursionError) as exc:
+        raise ParamError.single(
+            ("p",), "this scenario link is damaged; open the editor and rebuild it"
+        ) from exc
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Source:
-    explainer: Explainer
+    plugin: Plugin
     raw: Any
     title: str
+    lesson: Lesson | None = None
     preset: Preset | None = None
     scenario: Scenario | None = None
     token: str | None = None
 
     @property
+    def explainer(self) -> Explainer[Any]:
+        return self.plugin.sim
+
+    @property
     def kind(self) -> str:
         return "scenario" if self.scenario else "preset" if self.preset else "custom"
+
+    @property
+    def params_token(self) -> str:
+        return self.token or encode_params(self.raw)
 
     @property
     def page_path(self) -> str:
@@ -51,15 +80,15 @@ class Source:
         if self.scenario:
             return f"/s/{self.scenario.id}"
         if self.preset:
-            return f"/explainers/{self.explainer.name}/presets/{self.preset.slug}"
-        return f"/explainers/{self.explainer.name}/custom?p={self.token or encode_params(self.raw)}"
+            return f"/explainers/{self.plugin.name}/presets/{self.preset.slug}"
+        return f"/explainers/{self.plugin.name}/custom?p={self.params_token}"
 
     @property
     def embed_path(self) -> str:
         if self.scenario:
             return f"/embed/s/{self.scenario.id}"
         if self.preset:
-            return f"/embed/{self.explainer.name}/presets/{self.preset.slug}"
+            return f"/embed/{self.plugin.name}/presets/{self.preset.slug}"
         return ""  # custom scenarios are embedded once shared (a short, stable link)
 
     @property
@@ -72,20 +101,12 @@ class Source:
         if self.scenario:
             return {"scenario": self.scenario.id}
         if self.preset:
-            return {"explainer": self.explainer.name, "preset": self.preset.slug}
-        return {"explainer": self.explainer.name, "p": self.token or encode_params(self.raw)}
+            return {"explainer": self.plugin.name, "preset": self.preset.slug}
+        return {"explainer": self.plugin.name, "p": self.params_token}
 
     def export_url(self, fmt: str, **extra: Any) -> str:
         query = {**self.export_query, **{k: str(v) for k, v in extra.items() if v is not None}}
         return f"/export/{fmt}?{urlencode(query)}"
-
-    @property
-    def lesson(self) -> Lesson | None:
-        return content.lesson(self.preset.lesson) if self.preset else None
-
-    @property
-    def saved_sim_version(self) -> str | None:
-        return self.scenario.sim_version if self.scenario else None
 
     @property
     def sim_changed(self) -> bool:
@@ -93,40 +114,43 @@ class Source:
         return bool(self.scenario and self.scenario.sim_version != self.explainer.sim_version)
 
 
-def from_preset(name: str, slug: str | None = None) -> Source:
-    ex = explainer_or_404(name)
-    preset = ex.preset(slug or ex.default_preset)
+def from_preset(site: Site, name: str, slug: str | None = None) -> Source:
+    plugin = site.plugin(name)
+    preset = plugin.sim.preset(slug or plugin.sim.default_preset)
     if preset is None:
-        raise HTTPException(404, f"{ex.title} has no preset called {slug!r}.")
-    return Source(explainer=ex, raw=dict(preset.params), title=preset.title, preset=preset)
+        raise HTTPException(404, f"{plugin.sim.title} has no preset called {str(slug)[:80]!r}.")
+    return Source(
+        plugin=plugin,
+        raw=dict(preset.params),
+        title=str(preset.title),
+        preset=preset,
+        lesson=site.content.lesson(preset.lesson),
+    )
 
 
-def from_token(name: str, token: str, *, title: str | None = None) -> Source:
-    ex = explainer_or_404(name)
-    try:
-        raw = decode_params(token)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ParamError.single(
-            ("p",), "this scenario link is damaged; open the editor and rebuild it"
-        ) from exc
-    return Source(explainer=ex, raw=raw, title=title or f"Custom {ex.title} scenario", token=token)
+def from_token(site: Site, name: str, token: str, *, title: str | None = None) -> Source:
+    plugin = site.plugin(name)
+    raw = decode_params(token)
+    return Source(
+        plugin=plugin, raw=raw, title=title or f"Custom {plugin.sim.title} scenario", token=token
+    )
 
 
-def from_scenario(request: Request, scenario_id: str) -> Source:
-    with repo.session_for(request.app.state.engine) as db:
+def from_scenario(site: Site, engine: Any, scenario_id: str) -> Source:
+    with repo.session_for(engine) as db:
         row = repo.get_scenario(db=db, scenario_id=scenario_id)
     if row is None:
         raise ScenarioNotFound(scenario_id)
-    ex = explainer_or_404(row.explainer)
-    title = row.title or f"Shared {ex.title} scenario"
-    return Source(explainer=ex, raw=json.loads(row.params_json), title=title, scenario=row)
+    plugin = site.plugin(row.explainer)
+    title = row.title or f"Shared {plugin.sim.title} scenario"
+    return Source(plugin=plugin, raw=json.loads(row.params_json), title=title, scenario=row)
 
 
-def run_source(source: Source) -> Trace:
+def run_source(site: Site, source: Source) -> Trace[Any, Any]:
     """Run the source's params. A saved scenario the simulation now refuses answers 422 naming
     ``params.…`` (its params were valid when saved; the simulation has since changed)."""
     try:
-        _, trace = run(source.explainer, source.raw)
+        _, trace = site.run(source.plugin, source.raw)
     except ParamError as exc:
         if source.scenario is None:
             raise
@@ -136,3 +160,95 @@ def run_source(source: Source) -> Trace:
 
 def prefixed(exc: ParamError, *prefix: str | int) -> ParamError:
     return ParamError([ParamIssue(loc=(*prefix, *i.loc), msg=i.msg) for i in exc.issues])
+
+
+# --- dependencies --------------------------------------------------------------------------
+
+
+def get_site(request: Request) -> Site:
+    site: Site = request.app.state.site
+    return site
+
+
+SiteDep = Annotated[Site, Depends(get_site)]
+
+
+def get_plugin(name: str, site: SiteDep) -> Plugin:
+    return site.plugin(name)
+
+
+PluginDep = Annotated[Plugin, Depends(get_plugin)]
+
+
+def preset_source(name: str, site: SiteDep, slug: str | None = None) -> Source:
+    """The preset named by the path (``/{name}/presets/{slug}``; the default without a slug)."""
+    return from_preset(site, name, slug)
+
+
+PresetSource = Annotated[Source, Depends(preset_source)]
+
+
+def scenario_source(scenario_id: str, request: Request, site: SiteDep) -> Source:
+    return from_scenario(site, request.app.state.engine, scenario_id)
+
+
+ScenarioSource = Annotated[Source, Depends(scenario_source)]
+
+TokenQuery = Annotated[
+    str, Query(max_length=MAX_TOKEN, description="Custom params token (?p= of a custom link)")
+]
+
+
+def custom_source(
+    name: str,
+    p: TokenQuery,
+    site: SiteDep,
+    title: Annotated[str | None, Query(max_length=200)] = None,
+) -> Source:
+    return from_token(site, name, p, title=title)
+
+
+CustomSource = Annotated[Source, Depends(custom_source)]
+
+
+def query_source(
+    request: Request,
+    site: SiteDep,
+    scenario: Annotated[
+        str | None, Query(max_length=64, description="A shared scenario's id")
+    ] = None,
+    explainer: Annotated[str | None, Query(max_length=40, description="Explainer name")] = None,
+    preset: Annotated[str | None, Query(max_length=80, description="Preset slug")] = None,
+    p: Annotated[str | None, Query(max_length=MAX_TOKEN, description="Custom params token")] = None,
+) -> Source:
+    """The scenario named by ``scenario``, or ``explainer`` with ``preset``/``p`` (or alone for
+    its default walkthrough); 422 naming the field when the combination is wrong."""
+    if scenario is not None:
+        if explainer is not None or preset is not None or p is not None:
+            raise ParamError.single(
+                ("scenario",), "give either scenario, or explainer with preset or p, not both"
+            )
+        return from_scenario(site, request.app.state.engine, scenario)
+    if explainer is None:
+        raise ParamError.single(
+            ("explainer",),
+            "name the scenario: scenario=ID, or explainer=NAME with preset=SLUG or p=TOKEN",
+        )
+    if site.get(explainer) is None:
+        raise ParamError.single(
+            ("explainer",),
+            f"there is no explainer called {explainer!r}; choose one of: {site.names}",
+        )
+    if preset is not None and p is not None:
+        raise ParamError.single(("p",), "give either preset or p, not both")
+    if p is not None:
+        return from_token(site, explainer, p)
+    try:
+        return from_preset(site, explainer, preset)
+    except HTTPException:
+        raise ParamError.single(
+            ("preset",), f"{explainer} has no preset called {preset!r}"
+        ) from None
+
+
+QuerySource = Annotated[Source, Depends(query_source)]

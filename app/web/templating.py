@@ -1,4 +1,4 @@
-"""Jinja2 environment shared by every page, fragment and export."""
+"""Rendering through the app's own Jinja2 environment (``Site.templates``)."""
 
 from __future__ import annotations
 
@@ -6,14 +6,6 @@ from typing import Any
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse
-from fastapi.templating import Jinja2Templates
-
-from app.settings import ROOT
-
-templates = Jinja2Templates(directory=str(ROOT / "templates"))
-
-
-templates.env.globals["site_name"] = "Stepscope"
 
 
 def render(
@@ -24,9 +16,15 @@ def render(
     status_code: int = 200,
     headers: dict[str, str] | None = None,
 ) -> HTMLResponse:
-    ctx = dict(context or {})
-    response = templates.TemplateResponse(
-        request, name, ctx, status_code=status_code, headers=headers
+    templates = request.app.state.site.templates
+    response: HTMLResponse = templates.TemplateResponse(
+        request, name, dict(context or {}), status_code=status_code, headers=headers
     )
     response.headers.setdefault("Vary", "HX-Request")
     return response
+
+
+def render_block(request: Request, name: str, block: str, context: dict[str, Any]) -> str:
+    """One named block of a template, rendered as the page would (e.g. the player markup)."""
+    tpl = request.app.state.site.templates.env.get_template(name)
+    return "".join(tpl.blocks[block](tpl.new_context({**context, "request": request})))

@@ -13,8 +13,9 @@ import uvicorn
 
 from app.main import create_app
 from app.settings import Settings
-from app.web.routes.export import CHROMIUM as CHROMIUM_PATH
-from app.web.routes.export import CHROMIUM_ARGS
+from app.web.exporting import CHROMIUM_ARGS
+
+CHROMIUM_PATH = str(Settings().chromium)
 
 # The same Debian chromium and flags the app's PNG export uses.
 CHROMIUM = CHROMIUM_PATH

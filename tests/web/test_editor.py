@@ -8,24 +8,24 @@ HX = {"HX-Request": "true"}
 
 
 def form(ops: list[dict], **extra: str) -> dict[str, str]:
-    data = {"count": str(len(ops)), **extra}
+    data = {"ops.count": str(len(ops)), **extra}
     for i, op in enumerate(ops):
         for key, value in op.items():
-            data[f"{key}-{i}"] = str(value)
+            data[f"ops.{i}.{key}"] = str(value)
     return data
 
 
 def test_editor_starts_from_a_preset(client: TestClient) -> None:
     """/explainers/skb/edit?preset=rx-frame shows that preset's ops as rows."""
     html = client.get("/explainers/skb/edit?preset=rx-frame").text
-    assert 'id="op-row-0"' in html and 'name="op-0"' in html
+    assert 'id="ops-row-0"' in html and 'name="ops.0.op"' in html
 
 
 def test_field_error_is_shown_beside_the_field(client: TestClient) -> None:
     """A negative length marks that field invalid with the simulation's message."""
     ops = [{"op": "alloc_skb", "size": 256}, {"op": "skb_put", "len": -5}]
     html = client.post("/explainers/skb/edit", data=form(ops), headers=HX).text
-    assert 'id="err-1-len"' in html
+    assert 'id="err-ops-1-len"' in html
     assert "-5" in html
     assert "Fix the highlighted fields" in html
 
@@ -37,11 +37,13 @@ def test_add_remove_and_reorder(client: TestClient) -> None:
         {"op": "skb_reserve", "len": 16},
         {"op": "skb_put", "len": 7},
     ]
-    html = client.post("/explainers/skb/edit", data=form(ops, action="add:-1"), headers=HX).text
-    assert 'id="op-row-3"' in html
-    html = client.post("/explainers/skb/edit", data=form(ops, action="remove:1"), headers=HX).text
-    assert 'id="op-row-2"' not in html and 'value="7"' in html
-    html = client.post("/explainers/skb/edit", data=form(ops, action="down:1"), headers=HX).text
+    html = client.post("/explainers/skb/edit", data=form(ops, action="add:ops:-1"), headers=HX).text
+    assert 'id="ops-row-3"' in html
+    html = client.post(
+        "/explainers/skb/edit", data=form(ops, action="remove:ops:1"), headers=HX
+    ).text
+    assert 'id="ops-row-2"' not in html and 'value="7"' in html
+    html = client.post("/explainers/skb/edit", data=form(ops, action="down:ops:1"), headers=HX).text
     assert html.index('value="skb_put" selected') < html.index('value="skb_reserve" selected')
 
 
@@ -68,10 +70,10 @@ def test_run_with_errors_does_not_redirect(client: TestClient) -> None:
 CWND_FORM = {
     "link.rate_mbps": "20",
     "link.rtt_ms": "40",
-    "link.buffer_kind": "buffer_bdp",
-    "link.buffer_value": "1",
+    "link.buffer.kind": "buffer_bdp",
+    "link.buffer.value": "1",
     "duration_s": "5",
-    "flow_count": "1",
+    "flows.count": "1",
     "flows.0.cc": "cubic",
     "flows.0.start_s": "0",
 }
@@ -85,7 +87,7 @@ def test_cwnd_editor_shows_link_and_flow_fields(client: TestClient) -> None:
 
 def test_cwnd_editor_errors_sit_beside_their_fields(client: TestClient) -> None:
     """A zero rate, a negative buffer and an unknown cc are each reported beside the field."""
-    bad = {**CWND_FORM, "link.rate_mbps": "0", "link.buffer_value": "-1", "flows.0.cc": "vegas"}
+    bad = {**CWND_FORM, "link.rate_mbps": "0", "link.buffer.value": "-1", "flows.0.cc": "vegas"}
     html = client.post("/explainers/cwnd/edit", data=bad, headers=HX).text
     assert 'id="err-link-rate_mbps"' in html
     assert 'id="err-link-buffer"' in html
@@ -95,14 +97,14 @@ def test_cwnd_editor_errors_sit_beside_their_fields(client: TestClient) -> None:
 def test_cwnd_editor_adds_and_removes_flows_and_runs(client: TestClient) -> None:
     """Add a flow, remove it again, then Run opens the custom player."""
     html = client.post(
-        "/explainers/cwnd/edit", data={**CWND_FORM, "action": "add_flow"}, headers=HX
+        "/explainers/cwnd/edit", data={**CWND_FORM, "action": "add:flows:-1"}, headers=HX
     ).text
-    assert 'id="flow-row-1"' in html
-    two = {**CWND_FORM, "flow_count": "2", "flows.1.cc": "reno", "flows.1.start_s": "1"}
+    assert 'id="flows-row-1"' in html
+    two = {**CWND_FORM, "flows.count": "2", "flows.1.cc": "reno", "flows.1.start_s": "1"}
     html = client.post(
-        "/explainers/cwnd/edit", data={**two, "action": "remove_flow:0"}, headers=HX
+        "/explainers/cwnd/edit", data={**two, "action": "remove:flows:0"}, headers=HX
     ).text
-    assert 'id="flow-row-1"' not in html and 'value="reno" selected' in html
+    assert 'id="flows-row-1"' not in html and 'value="reno" selected' in html
     r = client.post("/explainers/cwnd/edit", data={**CWND_FORM, "action": "run"}, headers=HX)
     page = client.get(r.headers["HX-Redirect"])
     assert page.status_code == 200 and 'id="cwnd-chart"' in page.text

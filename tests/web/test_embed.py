@@ -7,10 +7,12 @@ import re
 import pytest
 from fastapi.testclient import TestClient
 
-from app.sim import registry
+from app.explainers import builtin
 
-EXPLAINERS = list(registry.explainers())
-PRESETS = [(e.name, p.slug) for e in registry.explainers().values() for p in e.presets]
+SIMS = {p.name: p.sim for p in builtin()}
+
+EXPLAINERS = list(SIMS)
+PRESETS = [(e.name, p.slug) for e in SIMS.values() for p in e.presets]
 RAW = {
     "ops": [
         {"op": "alloc_skb", "size": 1500},

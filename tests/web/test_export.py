@@ -8,14 +8,19 @@ import re
 import struct
 import xml.etree.ElementTree as ET
 import zlib
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
-from app.sim import registry
-from app.web.player import encode_params
+from app.explainers import builtin
+from app.main import create_app
+from app.settings import Settings
+from app.web.sources import encode_params
 
-EXPLAINERS = list(registry.explainers())
+SIMS = {p.name: p.sim for p in builtin()}
+
+EXPLAINERS = list(SIMS)
 RAW = {
     "ops": [
         {"op": "alloc_skb", "size": 1500},
@@ -85,7 +90,7 @@ def png_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
 @pytest.mark.parametrize("name", EXPLAINERS)
 def test_svg_export_is_the_pages_frame_picture(client: TestClient, name: str) -> None:
     """The SVG file parses as XML and holds the page's picture of that step verbatim, styled."""
-    ex = registry.get(name)
+    ex = SIMS.get(name)
     step = 1
     r = client.get(f"/export/svg?explainer={name}&preset={ex.default_preset}&step={step}")
     assert r.status_code == 200 and r.headers["content-type"].startswith("image/svg+xml")
@@ -152,7 +157,7 @@ def test_png_steps_differ(client: TestClient) -> None:
 @pytest.mark.parametrize("name", EXPLAINERS)
 def test_json_export_is_the_whole_trace(client: TestClient, name: str) -> None:
     """The JSON holds every frame of the page, the canonical params and the sim_version."""
-    ex = registry.get(name)
+    ex = SIMS.get(name)
     preset = ex.preset(ex.default_preset)
     r = client.get(f"/export/json?explainer={name}&preset={preset.slug}")
     assert r.status_code == 200
@@ -168,7 +173,7 @@ def test_json_export_is_the_whole_trace(client: TestClient, name: str) -> None:
 @pytest.mark.parametrize("name", EXPLAINERS)
 def test_offline_html_is_self_contained_with_every_frame(client: TestClient, name: str) -> None:
     """The offline file inlines CSS and scripts, refers to no server file, and has every frame."""
-    ex = registry.get(name)
+    ex = SIMS.get(name)
     r = client.get(f"/export/html?explainer={name}&preset={ex.default_preset}")
     assert r.status_code == 200 and "attachment" in r.headers["content-disposition"]
     html = r.text
@@ -215,7 +220,7 @@ def test_export_bad_input_is_422_naming_the_field(client: TestClient) -> None:
 @pytest.mark.parametrize("name", EXPLAINERS)
 def test_every_explainer_exports_a_png_of_its_picture_area(client: TestClient, name: str) -> None:
     """Each explainer's step exports as a PNG as wide as its picture (charts included, if any)."""
-    ex = registry.get(name)
+    ex = SIMS.get(name)
     svg = ET.fromstring(client.get(f"/export/svg?explainer={name}&step=1").content)
     r = client.get(f"/export/png?explainer={name}&preset={ex.default_preset}&step=1&scale=1")
     assert r.status_code == 200
@@ -223,15 +228,11 @@ def test_every_explainer_exports_a_png_of_its_picture_area(client: TestClient, n
     assert w == round(float(svg.get("width"))) and h > 20
 
 
-def test_png_without_chromium_is_a_503_not_a_500(
-    client: TestClient, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_png_without_chromium_is_a_503_not_a_500(settings: Settings) -> None:
     """A server without Chromium answers PNG requests with 503 and what to install."""
-    from app.web.routes import export
-
-    monkeypatch.setattr(export, "CHROMIUM", "/nonexistent/chromium")
-    monkeypatch.setattr(export, "_png_cache", type(export._png_cache)())
-    r = client.get("/export/png?explainer=skb&preset=panic&step=0")
+    missing = settings.model_copy(update={"chromium": Path("/nonexistent/chromium")})
+    with TestClient(create_app(missing)) as client:
+        r = client.get("/export/png?explainer=skb&preset=panic&step=0")
     assert r.status_code == 503 and "chromium" in r.json()["detail"].lower()
 
 

@@ -7,10 +7,13 @@ import re
 import pytest
 from fastapi.testclient import TestClient
 
-from app.sim import registry
-from app.web.player import FRAME_WINDOW, decode_params, encode_params
+from app.explainers import builtin
+from app.web.player import FRAME_WINDOW
+from app.web.sources import decode_params, encode_params
 
-PRESETS = [(e.name, p.slug) for e in registry.explainers().values() for p in e.presets]
+SIMS = {p.name: p.sim for p in builtin()}
+
+PRESETS = [(e.name, p.slug) for e in SIMS.values() for p in e.presets]
 
 
 def test_home_lists_explainers_and_walkthroughs(client: TestClient) -> None:

@@ -46,14 +46,20 @@ SHORT = cwnd(duration_s=0.01)
 # A realistic multi-flow run where the second flow starts just before the end.
 LATE_FLOW = cwnd(flows=[{"cc": "cubic", "start_s": 0}, {"cc": "reno", "start_s": 1.99}])
 
-SKB_FORM = {"count": "2", "op-0": "alloc_skb", "size-0": "1500", "op-1": "skb_put", "len-1": "100"}
+SKB_FORM = {
+    "ops.count": "2",
+    "ops.0.op": "alloc_skb",
+    "ops.0.size": "1500",
+    "ops.1.op": "skb_put",
+    "ops.1.len": "100",
+}
 CWND_FORM = {
     "link.rate_mbps": "10",
     "link.rtt_ms": "40",
-    "link.buffer_kind": "buffer_packets",
-    "link.buffer_value": "50",
+    "link.buffer.kind": "buffer_packets",
+    "link.buffer.value": "50",
     "duration_s": "2",
-    "flow_count": "1",
+    "flows.count": "1",
     "flows.0.cc": "cubic",
     "flows.0.start_s": "0",
 }
@@ -107,11 +113,11 @@ def test_compare_with_tiny_duration(client: TestClient) -> None:
 @pytest.mark.parametrize(
     "change",
     [
-        {"size-0": HUGE},
-        {"size-0": "-" + HUGE},
-        {"action": "add:" + HUGE},
-        {"action": "add:²"},  # "²".isdigit() is True but int("²") raises
-        {"action": "remove:²"},
+        {"ops.0.size": HUGE},
+        {"ops.0.size": "-" + HUGE},
+        {"action": "add:ops:" + HUGE},
+        {"action": "add:ops:²"},  # "²".isdigit() is True but int("²") raises
+        {"action": "remove:ops:²"},
     ],
     ids=[
         "huge-size",
@@ -146,8 +152,8 @@ def test_json_editor_nonsense(client: TestClient, text: str) -> None:
     [
         {"link.rate_mbps": HUGE},
         {"duration_s": HUGE},
-        {"action": "remove_flow:²"},
-        {"action": "remove_flow:" + HUGE},
+        {"action": "remove:flows:²"},
+        {"action": "remove:flows:" + HUGE},
     ],
     ids=["huge-rate", "huge-duration", "superscript-remove", "huge-remove-index"],
 )

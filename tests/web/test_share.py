@@ -8,11 +8,13 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from app.explainers import builtin
 from app.main import create_app
 from app.settings import Settings
-from app.sim import registry
 from app.store import repo
-from app.web.player import decode_params
+from app.web.sources import decode_params
+
+SIMS = {p.name: p.sim for p in builtin()}
 
 RAW = {
     "ops": [
@@ -21,7 +23,7 @@ RAW = {
         {"op": "skb_put", "len": 100},
     ]
 }
-EXPLAINERS = list(registry.explainers())
+EXPLAINERS = list(SIMS)
 
 
 def share(client: TestClient, body: dict) -> object:
@@ -52,7 +54,7 @@ def test_create_returns_201_with_short_unguessable_id_and_link(client: TestClien
 
 def test_record_holds_canonical_params_version_title_and_time(client: TestClient) -> None:
     """The stored record has explainer, params as parse→dump made them, sim_version, title, time."""
-    ex = registry.get("skb")
+    ex = SIMS.get("skb")
     verbose = {
         "ops": [{"op": "alloc_skb", "size": 1500, "skb": "skb"}, {"op": "skb_reserve", "len": 64}]
     }
@@ -205,9 +207,11 @@ def test_fork_opens_the_editor_and_saving_makes_a_new_id(client: TestClient) -> 
 @pytest.mark.parametrize("name", EXPLAINERS)
 def test_every_explainer_can_be_shared_and_reopened(client: TestClient, name: str) -> None:
     """Each registered explainer's default walkthrough round-trips through a share link."""
-    ex = registry.get(name)
+    ex = SIMS.get(name)
     preset = ex.preset(ex.default_preset)
-    r = share(client, {"explainer": name, "params": dict(preset.params), "title": preset.title})
+    r = share(
+        client, {"explainer": name, "params": dict(preset.params), "title": str(preset.title)}
+    )
     assert r.status_code == 201
     page = client.get(r.json()["url"])
     expected = client.get(f"/explainers/{name}/presets/{preset.slug}")

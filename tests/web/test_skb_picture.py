@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 
-from app.sim.registry import get
-from app.web.viz.skb import picture
+from app.sim.skbuff import SkbExplainer
+from app.web.explainers.skb.picture import picture
 
 
 def _trace(ops: list[dict]):
-    ex = get("skb")
+    ex = SkbExplainer()
     assert ex is not None
     return ex.run(ex.parse({"ops": ops}))
 
@@ -21,14 +21,16 @@ def test_pointer_offsets_and_positions_follow_the_frame() -> None:
     scale = float(re.search(r'data-scale="([0-9.]+)"', svg).group(1))
     x0 = float(re.search(r'data-x0="([0-9.]+)"', svg).group(1))
     for ptr, offset in (("head", 0), ("data", 64), ("tail", 64), ("end", 1728)):
-        m = re.search(rf'id="ptr-skb-{ptr}"[^>]*data-offset="(\d+)"[^>]*translate\(([0-9.]+)px', svg)
+        m = re.search(
+            rf'id="ptr-skb-{ptr}"[^>]*data-offset="(\d+)"[^>]*translate\(([0-9.]+)px', svg
+        )
         assert m and int(m.group(1)) == offset
         assert abs(float(m.group(2)) - (x0 + offset * scale)) < 0.01
 
 
 def test_headers_pushed_by_a_clone_are_drawn_live() -> None:
     """Headers a clone pushed into the shared head are bright while the clone's data covers them."""
-    ex = get("skb")
+    ex = SkbExplainer()
     assert ex is not None
     preset = ex.preset("tcp-transmit")
     trace = ex.run(ex.parse(dict(preset.params)))

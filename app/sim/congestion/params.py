@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from app.sim.core.errors import ParamError, ParamIssue
+from app.sim.core.errors import ParamError
+from app.sim.core.validate import Checker, describe
 
 CC_NAMES = ("reno", "cubic", "bbr")
 HEADER_BYTES = 52  # 20 IPv4 + 20 TCP + 12 TCP timestamp option (tcp_options_write)
@@ -101,107 +102,13 @@ def estimate_packets(rate_mbps: float, duration_s: float, mss: int) -> float:
     return rate_mbps * 1e6 * duration_s / (8 * (mss + HEADER_BYTES))
 
 
-def _is_number(v: object) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
-def _kind(v: object) -> str:
-    if isinstance(v, bool):
-        return "a boolean"
-    if v is None:
-        return "null"
-    if isinstance(v, str):
-        return f"the text {v!r}"
-    if isinstance(v, (list, tuple)):
-        return "a list"
-    if isinstance(v, Mapping):
-        return "an object"
-    return repr(v)
-
-
-class _Checker:
-    def __init__(self) -> None:
-        self.issues: list[ParamIssue] = []
-
-    def add(self, loc: tuple[str | int, ...], msg: str) -> None:
-        self.issues.append(ParamIssue(loc=loc, msg=msg))
-
-    def unknown(
-        self, raw: Mapping[str, Any], allowed: tuple[str, ...], loc: tuple[str | int, ...]
-    ) -> None:
-        for key in raw:
-            if key not in allowed:
-                self.add(
-                    (*loc, str(key)), f"unknown field {key!r}; valid fields: {', '.join(allowed)}"
-                )
-
-    def number(
-        self,
-        raw: Mapping[str, Any],
-        key: str,
-        loc: tuple[str | int, ...],
-        *,
-        default: float | None = None,
-        required: bool = False,
-        gt: float | None = None,
-        ge: float | None = None,
-        le: float | None = None,
-        lt: float | None = None,
-        unit: str = "",
-    ) -> float | None:
-        here = (*loc, key)
-        if key not in raw or (raw[key] is None and not required):
-            if required:
-                self.add(here, f"{key} is required")
-            return default
-        v = raw[key]
-        if not _is_number(v):
-            self.add(here, f"{key} must be a number; you gave {_kind(v)}")
-            return default
-        u = f" {unit}" if unit else ""
-        if gt is not None and not v > gt:
-            self.add(here, f"{key} must be > {gt:g}{u}; you gave {v:g}")
-        elif ge is not None and not v >= ge:
-            self.add(here, f"{key} must be ≥ {ge:g}{u}; you gave {v:g}")
-        elif le is not None and not v <= le:
-            self.add(here, f"{key} must be ≤ {le:g}{u}; you gave {v:g}")
-        elif lt is not None and not v < lt:
-            self.add(here, f"{key} must be < {lt:g}{u}; you gave {v:g}")
-        return float(v)
-
-    def integer(
-        self,
-        raw: Mapping[str, Any],
-        key: str,
-        loc: tuple[str | int, ...],
-        *,
-        default: int,
-        ge: int | None = None,
-        le: int | None = None,
-    ) -> int:
-        here = (*loc, key)
-        if key not in raw:
-            return default
-        v = raw[key]
-        if isinstance(v, float) and v.is_integer():
-            v = int(v)
-        if not isinstance(v, int) or isinstance(v, bool):
-            self.add(here, f"{key} must be a whole number; you gave {_kind(v)}")
-            return default
-        if ge is not None and v < ge:
-            self.add(here, f"{key} must be ≥ {ge}; you gave {v}")
-        elif le is not None and v > le:
-            self.add(here, f"{key} must be ≤ {le}; you gave {v}")
-        return v
-
-
 def parse(raw: Any) -> CwndParams:
     """Validate JSON-shaped parameters; raise ParamError listing every problem found."""
     if isinstance(raw, CwndParams):
         return raw
-    c = _Checker()
+    c = Checker()
     if not isinstance(raw, Mapping):
-        raise ParamError.single((), f"parameters must be an object; you gave {_kind(raw)}")
+        raise ParamError.single((), f"parameters must be an object; you gave {describe(raw)}")
     c.unknown(raw, _TOP_KEYS, ())
 
     link = _parse_link(c, raw.get("link"))
@@ -242,13 +149,13 @@ def parse(raw: Any) -> CwndParams:
     return params
 
 
-def _parse_link(c: _Checker, raw: Any) -> LinkParams | None:
+def _parse_link(c: Checker, raw: Any) -> LinkParams | None:
     loc: tuple[str | int, ...] = ("link",)
     if raw is None:
         c.add(loc, 'link is required, e.g. {"rate_mbps": 100, "rtt_ms": 40, "buffer_bdp": 1}')
         return None
     if not isinstance(raw, Mapping):
-        c.add(loc, f"link must be an object; you gave {_kind(raw)}")
+        c.add(loc, f"link must be an object; you gave {describe(raw)}")
         return None
     c.unknown(raw, _LINK_KEYS, loc)
     before = len(c.issues)
@@ -288,12 +195,12 @@ def _parse_link(c: _Checker, raw: Any) -> LinkParams | None:
     )
 
 
-def _parse_flows(c: _Checker, raw: Any, present: bool) -> list[FlowParams] | None:
+def _parse_flows(c: Checker, raw: Any, present: bool) -> list[FlowParams] | None:
     if not present or raw is None:
         c.add(("flows",), 'flows is required: a list of 1 to 16 flows such as {"cc": "cubic"}')
         return None
     if not isinstance(raw, (list, tuple)):
-        c.add(("flows",), f"flows must be a list; you gave {_kind(raw)}")
+        c.add(("flows",), f"flows must be a list; you gave {describe(raw)}")
         return None
     if not raw:
         c.add(("flows",), "flows must list at least one flow; you gave none")
@@ -306,7 +213,7 @@ def _parse_flows(c: _Checker, raw: Any, present: bool) -> list[FlowParams] | Non
     for i, f in enumerate(raw):
         loc: tuple[str | int, ...] = ("flows", i)
         if not isinstance(f, Mapping):
-            c.add(loc, f"each flow must be an object; you gave {_kind(f)}")
+            c.add(loc, f"each flow must be an object; you gave {describe(f)}")
             ok = False
             continue
         before = len(c.issues)
@@ -317,7 +224,7 @@ def _parse_flows(c: _Checker, raw: Any, present: bool) -> list[FlowParams] | Non
         elif not isinstance(cc, str) or cc.lower() not in CC_NAMES:
             c.add(
                 (*loc, "cc"),
-                f"unknown congestion control; choose one of {', '.join(CC_NAMES)}; you gave {_kind(cc)}",
+                f"unknown congestion control; choose one of {', '.join(CC_NAMES)}; you gave {describe(cc)}",
             )
         start = c.number(f, "start_s", loc, default=0.0, ge=0, unit="s")
         rtt = c.number(f, "rtt_ms", loc, default=None, gt=0, le=MAX_RTT_MS, unit="ms")
@@ -329,7 +236,7 @@ def _parse_flows(c: _Checker, raw: Any, present: bool) -> list[FlowParams] | Non
     return out if ok else None
 
 
-def _check_buffer_size(c: _Checker, p: CwndParams) -> None:
+def _check_buffer_size(c: Checker, p: CwndParams) -> None:
     if p.link.buffer_bytes is not None and p.link.buffer_bytes < p.wire_bytes:
         c.add(
             ("link", "buffer_bytes"),
@@ -344,7 +251,7 @@ def _check_buffer_size(c: _Checker, p: CwndParams) -> None:
         )
 
 
-def _check_budget(c: _Checker, p: CwndParams) -> None:
+def _check_budget(c: Checker, p: CwndParams) -> None:
     events = p.estimated_events
     if events <= MAX_PACKET_EVENTS:
         return

@@ -54,19 +54,20 @@ Traces are cached (``run`` is memoised on the frozen params): treat them as read
 
 from __future__ import annotations
 
-import functools
 import math
-from typing import Any
+from typing import Any, TypedDict
 
 from app.sim.congestion import sources
 from app.sim.congestion.engine import Engine
 from app.sim.congestion.flow import CA_NAMES, TCP_INFINITE_SSTHRESH, Flow
 from app.sim.congestion.params import CwndParams, parse
+from app.sim.core import Message, Progress
 from app.sim.core.trace import Field, Frame, Trace
 
 EXPLAINER = "cwnd"
 SIM_VERSION = "cwnd-2"  # cwnd-2: tail loss probe; the RTO restarts when the head is resent
 MAX_FRAMES = 1000
+PROGRESS_SLICES = 100  # a run reports progress (simulated seconds) this many times
 
 _MARKS = {
     "start": "start",
@@ -81,23 +82,71 @@ _MARKS = {
 }
 
 
-def run(params: CwndParams | Any) -> Trace:
-    """Simulate ``params`` (frozen, or raw JSON-shaped); deterministic and memoised."""
-    return _run_cached(parse(params), SIM_VERSION)
+class CwndEvent(TypedDict):
+    """A notable moment of one flow (see the module docstring for each type's ``detail``)."""
+
+    t: float
+    type: str
+    detail: dict[str, Any]
+    text: str
+    state: dict[str, Any]
 
 
-@functools.lru_cache(maxsize=16)
-def _run_cached(params: CwndParams, sim_version: str) -> Trace:
-    # Keyed on the frozen params and the simulator version.
-    return simulate(params)
+class QueueSeries(TypedDict):
+    t: list[float]
+    packets: list[int]
+    drops: list[int]
 
 
-def simulate(params: CwndParams) -> Trace:
-    """Uncached run (benchmarks call this)."""
+class CwndSeries(TypedDict):
+    """``series`` of a congestion-control trace: one entry per flow, and the bottleneck queue.
+    Each flow dict holds the sampled lists named in the module docstring plus ``events`` (a list
+    of :class:`CwndEvent`) and, for CUBIC, ``epochs``."""
+
+    flows: list[dict[str, Any]]
+    queue: QueueSeries
+
+
+class CwndState(TypedDict, total=False):
+    """A step's state: the flow and event it shows, the flow's numbers then, and the event's
+    own ``detail`` numbers (keys vary by event type)."""
+
+    t: float
+    flow: int
+    cc: str
+    event: str
+    cwnd: int | None
+    ssthresh: int | None
+    inflight: int
+    srtt_ms: float
+    ca_state: str
+
+
+CwndTrace = Trace[CwndState, CwndSeries]
+
+
+def run(params: CwndParams | Any, progress: Progress | None = None) -> CwndTrace:
+    """Simulate ``params`` (frozen, or raw JSON-shaped); pure and deterministic. Not cached:
+    the web layer keeps the one run cache."""
+    return simulate(parse(params), progress)
+
+
+def simulate(params: CwndParams, progress: Progress | None = None) -> CwndTrace:
+    """Run the engine, reporting simulated seconds done after each of ``PROGRESS_SLICES``."""
     eng = Engine(params)
-    eng.run()
+    if progress is None:
+        eng.run()
+    else:
+        total = params.duration_s
+        for k in range(1, PROGRESS_SLICES + 1):
+            until = total * k / PROGRESS_SLICES
+            eng.run(until=until if k < PROGRESS_SLICES else None)
+            progress(until, total)
     flows = eng.flows
-    series = {"flows": [_flow_series(params, f) for f in flows], "queue": eng.queue}
+    series: CwndSeries = {
+        "flows": [_flow_series(params, f) for f in flows],
+        "queue": eng.queue,  # type: ignore[typeddict-item]
+    }
     summary = _summary(params, eng)
     frames = _frames(params, flows)
     return Trace(
@@ -197,7 +246,7 @@ def _summary(p: CwndParams, eng: Engine) -> dict[str, Any]:
     }
 
 
-def _frames(p: CwndParams, flows: list[Flow]) -> list[Frame]:
+def _frames(p: CwndParams, flows: list[Flow]) -> list[Frame[CwndState]]:
     evs: list[tuple[float, int, int, dict[str, Any]]] = []
     for f in flows:
         for j, e in enumerate(f.events):
@@ -205,13 +254,13 @@ def _frames(p: CwndParams, flows: list[Flow]) -> list[Frame]:
     evs.sort(key=lambda x: (x[0], x[1], x[2]))
     if len(evs) > MAX_FRAMES:
         evs = _coarsen(evs)
-    frames = []
+    frames: list[Frame[CwndState]] = []
     ccs = {f.index: f.cc_name for f in flows}
     prev: dict[int, dict[str, Any]] = {}
     for i, (t, fi, _j, e) in enumerate(evs):
         d = e["detail"]
         snap = e["state"]
-        state: dict[str, Any] = {"t": t, "flow": fi, "cc": ccs[fi], "event": e["type"], **snap, **d}
+        state: CwndState = {"t": t, "flow": fi, "cc": ccs[fi], "event": e["type"], **snap, **d}  # type: ignore[typeddict-item]
         old = prev.get(fi, {})
         rows = [
             Field(name="flow", value=fi),
@@ -234,7 +283,7 @@ def _frames(p: CwndParams, flows: list[Flow]) -> list[Frame]:
                     changed=key in old and old[key] != v,
                 )
             )
-            state[key] = v
+            state[key] = v  # type: ignore[literal-required]
         for key, unit in (
             ("w_max", "segments"),
             ("k_s", "s"),
@@ -260,7 +309,7 @@ def _frames(p: CwndParams, flows: list[Flow]) -> list[Frame]:
                 index=i,
                 op=e["type"],
                 result="ok",
-                narration=e["text"],
+                narration=Message(e["text"]),
                 source=sources.for_event(e["type"], ccs[fi], d),
                 state=state,
                 fields=tuple(rows),

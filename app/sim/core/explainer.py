@@ -99,11 +99,11 @@ class Explainer(ABC, Generic[P]):
         """The work a run of ``params`` will do, in ``limits.unit``."""
 
     @abstractmethod
-    def run(self, params: P, progress: Progress | None = None) -> Trace:
+    def run(self, params: P, progress: Progress | None = None) -> Trace[Any, Any]:
         """Simulate (pure, deterministic); report progress; stop on :class:`Cancelled`."""
 
     @abstractmethod
-    def public_json(self, trace: Trace) -> dict[str, JSONValue]:
+    def public_json(self, trace: Trace[Any, Any]) -> dict[str, JSONValue]:
         """The documented JSON body of a trace (without ``sim_version``, added by the API)."""
 
     # --- derived, shared by every explainer -------------------------------------------------

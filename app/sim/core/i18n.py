@@ -37,6 +37,10 @@ class Message:
     def __str__(self) -> str:
         return self.render()
 
+    def __contains__(self, text: str) -> bool:
+        """``"word" in message``: does the English text contain it (tests read it this way)."""
+        return text in self.render()
+
 
 def msg(text: str, /, **params: Param) -> Message:
     """Mark ``text`` for translation (extracted by Babel's ``msg`` keyword) with its values."""

@@ -15,6 +15,8 @@ from typing import Any, Generic, TypeVar
 from app.sim.core.i18n import Message
 from app.sim.core.sources import SourceRef
 
+__all__ = ["Field", "Frame", "SourceRef", "Trace"]
+
 S = TypeVar("S")
 X = TypeVar("X")
 
@@ -59,8 +61,6 @@ class Trace(Generic[S, X]):
     sim_version: str
     params: Any  # the explainer's frozen params (typed by its Explainer[P])
     frames: tuple[Frame[S], ...]
-    series: X | None = None
-    summary: Mapping[str, int | float | str | None | list[Any] | dict[str, Any]] = field(
-        default_factory=dict
-    )
+    series: X  # what charts plot (None for explainers without charts)
+    summary: Mapping[str, Any] = field(default_factory=dict)
     ended_early: str | None = None  # e.g. "skb_over_panic": the scenario stopped there

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NotRequired, TypedDict, cast
 
+from app.sim.core import Message, Progress
 from app.sim.core.trace import Field, Frame, Trace
 from app.sim.skbuff.model import BUG_RESULTS, BYTE_FIELDS, DIFF_FIELDS, TABLE_FIELDS, SkbMachine
 from app.sim.skbuff.ops import SkbParams
@@ -11,12 +12,64 @@ from app.sim.skbuff.ops import SkbParams
 SIM_VERSION = "skb-1"
 
 
-def run(params: SkbParams) -> Trace:
+class SkbSnapshot(TypedDict):
+    """One sk_buff as a frame shows it (``SkbMachine.snapshot_skb``); offsets from ``head``."""
+
+    name: str
+    head: int
+    data: int
+    tail: int
+    end: int
+    len: int
+    data_len: int
+    truesize: int
+    headroom: int
+    tailroom: int
+    users: int
+    dataref: int
+    dataref_nohdr: int
+    nr_frags: int
+    headlen: int
+    buffer: str
+    alloc: str
+    alloc_bytes: int
+    frags: list[dict[str, int | str]]
+    frag_list: list[str]
+    fclone: str | None
+    cloned: bool
+    nohdr: bool
+    status: str
+    regions: list[dict[str, int | str]]
+
+
+class SkbBug(TypedDict):
+    name: str
+    message: str
+
+
+class SkbState(TypedDict):
+    """A frame's state: every skb and data buffer after the op, and what it changed."""
+
+    primary: str
+    skbs: list[SkbSnapshot]
+    buffers: dict[str, dict[str, int | str | bool]]
+    pages: dict[str, dict[str, int]]
+    changed: list[str]
+    bug: NotRequired[SkbBug]
+
+
+SkbTrace = Trace[SkbState, None]
+
+
+def run(params: SkbParams, progress: Progress | None = None) -> SkbTrace:
     """Execute ``params.ops`` in order and return the frozen trace (pure, deterministic)."""
     m = SkbMachine()
-    frames: list[Frame] = []
+    frames: list[Frame[SkbState]] = []
     ended: str | None = None
+    total = len(params.ops)
     for i, op in enumerate(params.ops):
+        if progress is not None and i % 50 == 0:
+            progress(i, total)
         before = {n: m.values(n) for n in m.skbs}
         step = m.apply(op)
         primary = step.primary if step.primary in m.skbs else op.skb
@@ -28,7 +81,7 @@ def run(params: SkbParams) -> Trace:
             changed = [f for f in DIFF_FIELDS if f in after]
         else:
             changed = [f for f in DIFF_FIELDS if old.get(f) != after.get(f)]
-        state: dict[str, Any] = {"primary": primary, **m.snapshot(), "changed": changed}
+        state = cast(SkbState, {"primary": primary, **m.snapshot(), "changed": changed})
         if step.bug:
             state["bug"] = {"name": step.result, "message": step.bug}
         fields = tuple(
@@ -46,12 +99,12 @@ def run(params: SkbParams) -> Trace:
                 index=i,
                 op=op.op,
                 result=step.result,
-                narration=step.narration,
+                narration=Message(step.narration),
                 source=step.source,
                 state=state,
                 fields=fields,
                 mark=step.mark,
-                notes=step.notes,
+                notes=tuple(Message(n) for n in step.notes),
             )
         )
         if step.result in BUG_RESULTS:
@@ -63,6 +116,7 @@ def run(params: SkbParams) -> Trace:
         sim_version=SIM_VERSION,
         params=params,
         frames=tuple(frames),
+        series=None,
         summary=summary,
         ended_early=ended,
     )
@@ -84,11 +138,11 @@ API_INT_FIELDS = (
 )
 
 
-def api_frames(trace: Trace) -> list[dict[str, Any]]:
+def api_frames(trace: SkbTrace) -> list[dict[str, Any]]:
     """The public JSON shape of a trace's frames (``POST /api/v1/explainers/skb/run``)."""
     out: list[dict[str, Any]] = []
     for fr in trace.frames:
-        every = {s["name"]: s for s in fr.state["skbs"]}
+        every: dict[str, dict[str, Any]] = {s["name"]: dict(s) for s in fr.state["skbs"]}
         primary = fr.state["primary"]
         item: dict[str, Any] = {
             "index": fr.index,
@@ -102,7 +156,7 @@ def api_frames(trace: Trace) -> list[dict[str, Any]]:
                 for name, s in every.items()
                 if s.get("status", "live") == "live"
             }
-        item["narration"] = fr.narration
+        item["narration"] = fr.narration.render()
         item["source"] = (
             {"function": fr.source.function, "path": fr.source.path, "line": fr.source.line}
             if fr.source

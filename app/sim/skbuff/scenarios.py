@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.sim.registry import Preset
+from app.sim.core import Preset, msg
 
 MSS = 1448  # 1500-byte MTU minus 20 IP, 32 TCP (with timestamps)
 
@@ -101,30 +101,33 @@ PANIC: dict[str, Any] = {
 PRESETS: tuple[Preset, ...] = (
     Preset(
         slug="tcp-transmit",
-        title="A TCP segment on its way out",
+        title=msg("A TCP segment on its way out"),
         params=TCP_TRANSMIT,
         lesson="skb-tcp-transmit",
     ),
     Preset(
         slug="rx-frame",
-        title="Receiving a frame: pulling headers off",
+        title=msg("Receiving a frame: pulling headers off"),
         params=RX_FRAME,
         lesson="skb-rx-frame",
     ),
     Preset(
         slug="clone-retransmit",
-        title="Clones for transmit and retransmit",
+        title=msg("Clones for transmit and retransmit"),
         params=CLONE_RETRANSMIT,
         lesson="skb-clone-retransmit",
     ),
     Preset(
         slug="gro-linearize",
-        title="GRO frag_list and skb_linearize",
+        title=msg("GRO frag_list and skb_linearize"),
         params=GRO_LINEARIZE,
         lesson="skb-gro-linearize",
     ),
     Preset(
-        slug="panic", title="skb_put past the end: skb_over_panic", params=PANIC, lesson="skb-panic"
+        slug="panic",
+        title=msg("skb_put past the end: skb_over_panic"),
+        params=PANIC,
+        lesson="skb-panic",
     ),
 )
 DEFAULT_PRESET = "tcp-transmit"

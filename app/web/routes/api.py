@@ -2,75 +2,55 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from fastapi import APIRouter, Body
 
-from app.sim import registry
 from app.sim.core import Trace
-from app.sim.registry import Explainer
-from app.web.runner import explainer_or_404, run
+from app.web.plugin import Plugin
+from app.web.sources import PluginDep, SiteDep
 
 router = APIRouter(prefix="/api/v1", tags=["api"])
 
 
 @router.get("/explainers")
-def list_explainers() -> dict[str, Any]:
+def list_explainers(site: SiteDep) -> dict[str, Any]:
     """Every explainer with its presets (raw params runnable as they are)."""
     return {
         "explainers": [
             {
-                "name": ex.name,
-                "title": ex.title,
-                "summary": ex.summary,
-                "sim_version": ex.sim_version,
-                "run_url": f"/api/v1/explainers/{ex.name}/run",
-                "default_preset": ex.default_preset,
+                "name": p.name,
+                "title": str(p.sim.title),
+                "summary": str(p.sim.summary),
+                "sim_version": p.sim.sim_version,
+                "source": {"project": p.sim.source.name, "version": p.sim.source.version},
+                "run_url": f"/api/v1/explainers/{p.name}/run",
+                "default_preset": p.sim.default_preset,
+                "limits": {"max_work": p.sim.limits.max_work, "unit": str(p.sim.limits.unit)},
                 "presets": [
                     {
-                        "slug": p.slug,
-                        "title": p.title,
-                        "params": p.params,
-                        "url": f"/explainers/{ex.name}/presets/{p.slug}",
+                        "slug": preset.slug,
+                        "title": str(preset.title),
+                        "params": preset.params,
+                        "url": f"/explainers/{p.name}/presets/{preset.slug}",
                     }
-                    for p in ex.presets
+                    for preset in p.sim.presets
                 ],
             }
-            for ex in registry.explainers().values()
+            for p in site.plugins
         ]
     }
 
 
-def trace_json(explainer: Explainer, trace: Trace) -> dict[str, Any]:
-    """The explainer's public JSON for a trace (its own ``api_json``/``api_frames`` when it has one)."""
-    module = importlib.import_module(explainer.run.__module__.rsplit(".", 1)[0])
-    if hasattr(module, "api_json"):
-        body: dict[str, Any] = module.api_json(trace)
-        return {"sim_version": trace.sim_version, **body}
-    if hasattr(module, "api_frames"):
-        return {"sim_version": trace.sim_version, "frames": module.api_frames(trace)}
-    if trace.series:  # time-series explainers (cwnd): the series themselves are the contract
-        return {"sim_version": trace.sim_version, **trace.series, "summary": trace.summary}
-    return {
-        "sim_version": trace.sim_version,
-        "frames": [
-            {
-                "index": f.index,
-                "op": f.op,
-                "result": f.result,
-                "state": f.state,
-                "narration": f.narration,
-                "source": f.source.as_dict() if f.source else None,
-            }
-            for f in trace.frames
-        ],
-    }
+def trace_json(plugin: Plugin, trace: Trace[Any, Any]) -> dict[str, Any]:
+    """The explainer's public JSON for a trace, with the simulation version that made it."""
+    return {"sim_version": trace.sim_version, **plugin.sim.public_json(trace)}
 
 
 @router.post("/explainers/{name}/run")
 def run_explainer(
-    name: str,
+    site: SiteDep,
+    plugin: PluginDep,
     params: Any = Body(
         ...,
         examples=[
@@ -85,6 +65,5 @@ def run_explainer(
     ),
 ) -> dict[str, Any]:
     """Run a scenario: validate the params exactly as the pages do, then return the trace."""
-    ex = explainer_or_404(name)
-    _, trace = run(ex, params)
-    return trace_json(ex, trace)
+    _, trace = site.run(plugin, params)
+    return trace_json(plugin, trace)

@@ -14,75 +14,54 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import HTMLResponse, Response
 
 from app.web.deps import Autoplay, Controls, StepQuery, Theme
-from app.web.player import player_context
-from app.web.sources import Source, from_preset, from_scenario, run_source
-from app.web.templating import render
+from app.web.player import render_player
+from app.web.sources import SiteDep, Source, preset_source, run_source, scenario_source
 
 router = APIRouter(prefix="/embed", tags=["embed"])
-
 EMBED_CSP = "frame-ancestors *"
 
 
 def _render(
-    request: Request, source: Source, step: int | None, controls: str, theme: str, autoplay: bool
+    request: Request,
+    site: SiteDep,
+    source: Source,
+    step: int | None,
+    controls: str,
+    theme: str,
+    autoplay: bool,
 ) -> Response:
-    trace = run_source(source)
-    ctx = player_context(
-        source.explainer,
-        trace,
-        raw_params=source.raw,
+    return render_player(
+        request,
+        source,
+        run_source(site, source),
         step=step,
-        preset=source.preset,
-        lesson=source.lesson,
-        title=source.title,
-    )
-    ctx.update(
+        template="embed/player.html",
         embed=True,
         controls=controls,
         theme=theme,
         autoplay=autoplay,
-        source=source,
-        scenario=source.scenario,
         page_url=str(request.base_url).rstrip("/") + source.page_path,
     )
-    return render(request, "embed/player.html", ctx)
 
 
 @router.get("/s/{scenario_id}", response_class=HTMLResponse)
-def embed_scenario(
-    scenario_id: str,
-    request: Request,
-    step: StepQuery = None,
-    controls: Controls = "full",
-    theme: Theme = "light",
-    autoplay: Autoplay = False,
-) -> Response:
-    return _render(request, from_scenario(request, scenario_id), step, controls, theme, autoplay)
-
-
 @router.get("/{name}", response_class=HTMLResponse)
-def embed_explainer(
-    name: str,
-    request: Request,
-    step: StepQuery = None,
-    controls: Controls = "full",
-    theme: Theme = "light",
-    autoplay: Autoplay = False,
-) -> Response:
-    return _render(request, from_preset(name), step, controls, theme, autoplay)
-
-
 @router.get("/{name}/presets/{slug}", response_class=HTMLResponse)
-def embed_preset(
-    name: str,
-    slug: str,
+def embed_page(
     request: Request,
+    site: SiteDep,
     step: StepQuery = None,
     controls: Controls = "full",
     theme: Theme = "light",
     autoplay: Autoplay = False,
 ) -> Response:
-    return _render(request, from_preset(name, slug), step, controls, theme, autoplay)
+    """A shared scenario (``/embed/s/ID``), an explainer's default walkthrough or a preset."""
+    params = request.path_params
+    if "scenario_id" in params:
+        source = scenario_source(params["scenario_id"], request, site)
+    else:
+        source = preset_source(params["name"], site, params.get("slug"))
+    return _render(request, site, source, step, controls, theme, autoplay)
 
 
 def install(app: FastAPI) -> None:

@@ -11,7 +11,8 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
-from app.sim import registry
+from app.web.site import Site
+from app.web.sources import SiteDep
 from app.web.templating import render
 
 router = APIRouter(prefix="/examples", tags=["examples"])
@@ -19,9 +20,9 @@ router = APIRouter(prefix="/examples", tags=["examples"])
 SLIDES = 3
 
 
-def deck_scenarios(limit: int = SLIDES) -> list[dict[str, Any]]:
+def deck_scenarios(site: Site, limit: int = SLIDES) -> list[dict[str, Any]]:
     """Presets taken round-robin across explainers, so the deck shows off more than one."""
-    queues = [[(ex, p) for p in ex.presets] for ex in registry.explainers().values()]
+    queues = [[(pl.sim, p) for p in pl.sim.presets] for pl in site.plugins]
     picked: list[dict[str, Any]] = []
     while len(picked) < limit and any(queues):
         for queue in queues:
@@ -38,5 +39,5 @@ def deck_scenarios(limit: int = SLIDES) -> list[dict[str, Any]]:
 
 
 @router.get("/slides", response_class=HTMLResponse)
-def slides(request: Request) -> Response:
-    return render(request, "examples/slides.html", {"slides": deck_scenarios()})
+def slides(request: Request, site: SiteDep) -> Response:
+    return render(request, "examples/slides.html", {"slides": deck_scenarios(site)})

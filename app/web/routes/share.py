@@ -15,14 +15,20 @@ from fastapi import APIRouter, FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.sim import registry
 from app.sim.core import ParamError
 from app.store import repo
 from app.store.models import Scenario
-from app.web.deps import StepQuery
-from app.web.player import encode_params, player_context
-from app.web.sessions import visitor_id
-from app.web.sources import ScenarioNotFound, from_scenario, prefixed, run_source
+from app.web.deps import StepQuery, Visitor
+from app.web.player import render_player
+from app.web.site import Site
+from app.web.sources import (
+    ScenarioNotFound,
+    ScenarioSource,
+    SiteDep,
+    encode_params,
+    prefixed,
+    run_source,
+)
 from app.web.templating import render
 
 router = APIRouter()
@@ -41,14 +47,14 @@ class ScenarioIn(BaseModel):
     ] = None
 
 
-def scenario_json(request: Request, row: Scenario) -> dict[str, Any]:
-    ex = registry.get(row.explainer)
+def scenario_json(request: Request, site: Site, row: Scenario) -> dict[str, Any]:
+    plugin = site.get(row.explainer)
     return {
         "id": row.id,
         "explainer": row.explainer,
         "params": json.loads(row.params_json),
         "sim_version": row.sim_version,
-        "current_sim_version": ex.sim_version if ex else None,
+        "current_sim_version": plugin.sim.sim_version if plugin else None,
         "title": row.title,
         "created_at": row.created_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "forked_from": row.forked_from,
@@ -67,15 +73,17 @@ def scenario_json(request: Request, row: Scenario) -> dict[str, Any]:
         422: {"description": "Invalid explainer, params, title or forked_from"},
     },
 )
-def create_scenario(body: ScenarioIn, request: Request) -> JSONResponse:
+def create_scenario(
+    body: ScenarioIn, request: Request, site: SiteDep, owner: Visitor
+) -> JSONResponse:
     """Save a scenario immutably and answer its short id and link ``/s/{id}``."""
-    ex = registry.get(body.explainer)
-    if ex is None:
-        names = ", ".join(registry.explainers()) or "none"
+    plugin = site.get(body.explainer)
+    if plugin is None:
         raise ParamError.single(
             ("explainer",),
-            f"there is no explainer called {body.explainer!r}; choose one of: {names}",
+            f"there is no explainer called {body.explainer!r}; choose one of: {site.names}",
         )
+    ex = plugin.sim
     try:
         params = ex.parse(body.params)
     except ParamError as exc:
@@ -89,7 +97,6 @@ def create_scenario(body: ScenarioIn, request: Request) -> JSONResponse:
             and repo.get_scenario(db=db, scenario_id=body.forked_from) is None
         ):
             raise ParamError.single(("forked_from",), "no saved scenario has this id")
-        owner = visitor_id(request)
         row = repo.create_scenario(
             db=db,
             explainer=ex.name,
@@ -99,7 +106,7 @@ def create_scenario(body: ScenarioIn, request: Request) -> JSONResponse:
             forked_from=body.forked_from,
             owner=owner,
         )
-    out = scenario_json(request, row)
+    out = scenario_json(request, site, row)
     return JSONResponse(
         {
             "id": row.id,
@@ -117,47 +124,49 @@ def create_scenario(body: ScenarioIn, request: Request) -> JSONResponse:
     tags=["api"],
     responses={404: {"description": "No scenario has this id"}},
 )
-def get_scenario(scenario_id: str, request: Request) -> dict[str, Any]:
+def get_scenario(scenario_id: str, request: Request, site: SiteDep) -> dict[str, Any]:
     """The stored record of a shared scenario (params as saved, canonical)."""
     with repo.session_for(request.app.state.engine) as db:
         row = repo.get_scenario(db=db, scenario_id=scenario_id)
     if row is None:
         raise HTTPException(404, f"No shared scenario has the id {scenario_id!r}.")
-    return scenario_json(request, row)
+    return scenario_json(request, site, row)
 
 
 @router.get(
     "/s/{scenario_id}", response_class=HTMLResponse, name="shared_page", include_in_schema=False
 )
-def shared_page(scenario_id: str, request: Request, step: StepQuery = None) -> Response:
-    source = from_scenario(request, scenario_id)
-    trace = run_source(source)
-    ctx = player_context(
-        source.explainer, trace, raw_params=source.raw, step=step, title=source.title
-    )
+def shared_page(
+    scenario_id: str,
+    request: Request,
+    site: SiteDep,
+    source: ScenarioSource,
+    step: StepQuery = None,
+) -> Response:
     row = source.scenario
-    assert row is not None
+    if row is None:  # pragma: no cover - ScenarioSource always has its row
+        raise ScenarioNotFound(scenario_id)
     parent = None
     if row.forked_from:
         with repo.session_for(request.app.state.engine) as db:
             parent = repo.get_scenario(db=db, scenario_id=row.forked_from)
-    ctx.update(
-        source=source,
-        scenario=row,
-        walkthrough_key=source.walkthrough_key,
+    return render_player(
+        request,
+        source,
+        run_source(site, source),
+        step=step,
+        template="pages/share.html",
         sim_changed=source.sim_changed,
         parent=parent,
         share_url=str(request.url_for("shared_page", scenario_id=row.id)),
     )
-    return render(request, "pages/share.html", ctx)
 
 
 @router.get("/s/{scenario_id}/fork", name="fork_scenario", include_in_schema=False)
-def fork(scenario_id: str, request: Request) -> Response:
+def fork(scenario_id: str, source: ScenarioSource) -> Response:
     """Open a copy of the scenario in the editor; sharing the edited copy makes a new id."""
-    source = from_scenario(request, scenario_id)
     target = (
-        f"/explainers/{source.explainer.name}/edit?p={encode_params(source.raw)}"
+        f"/explainers/{source.plugin.name}/edit?p={encode_params(source.raw)}"
         f"&forked_from={scenario_id}"
     )
     return RedirectResponse(target, status_code=303)
@@ -166,16 +175,17 @@ def fork(scenario_id: str, request: Request) -> Response:
 @router.get(
     "/my-scenarios", response_class=HTMLResponse, name="my_scenarios", include_in_schema=False
 )
-def my_scenarios(request: Request) -> Response:
+def my_scenarios(request: Request, site: SiteDep, sid: Visitor) -> Response:
     """The scenarios this browser saved and the walkthroughs it has been through."""
-    sid = visitor_id(request)
     scenarios, progress = [], []
     if sid:
         with repo.session_for(request.app.state.engine) as db:
             scenarios = repo.scenarios_of(db=db, session_id=sid)
             progress = repo.recent_progress(db=db, session_id=sid)
-    explainers = registry.explainers()
-    rows = [{"row": s, "explainer": explainers.get(s.explainer)} for s in scenarios]
+    rows = []
+    for s in scenarios:
+        plugin = site.get(s.explainer)
+        rows.append({"row": s, "explainer": plugin.sim if plugin else None})
     return render(
         request,
         "pages/my_scenarios.html",

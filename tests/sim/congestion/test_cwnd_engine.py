@@ -10,11 +10,10 @@ from cwndhelp import events, lfn, raw
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.settings import ROOT
-from app.sim.congestion import PRESETS, parse, run
+from app.settings import Settings
+from app.sim.congestion import PRESETS, CwndExplainer, parse, run
 from app.sim.congestion.run import MAX_FRAMES, SIM_VERSION, simulate
 from app.sim.core.trace import Trace
-from app.sim.registry import get
 
 CA_STATES = {"Open", "Disorder", "CWR", "Recovery", "Loss"}
 
@@ -91,10 +90,11 @@ def test_seed_changes_random_loss_only_through_the_rng() -> None:
         assert s["random_losses"] / s["packets_simulated"] == pytest.approx(0.02, abs=0.006)
 
 
-def test_repeated_runs_are_cached() -> None:
-    """run() memoises on the frozen params: a repeat returns the same trace object."""
+def test_simulation_keeps_no_cache_but_repeats_exactly() -> None:
+    """run() is pure and uncached (the web layer holds the one cache): a repeat is equal."""
     r = raw("reno", duration=2, link={"rate_mbps": 5, "rtt_ms": 20, "buffer_packets": 10})
-    assert run(r) is run(parse(r))
+    a, b = run(r), run(parse(r))
+    assert a is not b and a.series == b.series and a.summary == b.summary
 
 
 def test_trace_shape_and_json() -> None:
@@ -257,7 +257,7 @@ def test_queue_delay_and_bufferbloat() -> None:
 
 def test_registered_with_presets() -> None:
     """The registry knows 'cwnd', its presets parse, and the default exists."""
-    ex = get("cwnd")
+    ex = CwndExplainer()
     assert ex is not None and ex.sim_version == "cwnd-2"
     slugs = {p.slug for p in ex.presets}
     assert slugs == {
@@ -276,7 +276,7 @@ def test_registered_with_presets() -> None:
             ex.parse(ex.dump(ex.parse(dict(p.params))))
         )
         assert p.lesson == f"cwnd-{p.slug}"
-        assert (ROOT / "content" / f"{p.lesson}.md").is_file()
+        assert (Settings().root / "content" / f"{p.lesson}.md").is_file()
 
 
 @pytest.mark.parametrize(

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from app.sim import registry
-from app.sim.registry import Preset
-from app.sim.skbuff import api_frames, parse, run
+from app.sim.core import Preset
+from app.sim.skbuff import SkbExplainer, api_frames, parse, run
 from app.sim.skbuff.scenarios import PRESETS
 
 CONTENT = Path(__file__).resolve().parents[3] / "content"
@@ -19,8 +18,8 @@ SLUGS = ["tcp-transmit", "rx-frame", "clone-retransmit", "gro-linearize", "panic
 
 def test_registered_explainer() -> None:
     """The "skb" explainer is registered with its title, version and default preset."""
-    e = registry.get("skb")
-    assert e is not None and e.title == "sk_buff geometry" and e.sim_version == "skb-1"
+    e = SkbExplainer()
+    assert e is not None and str(e.title) == "sk_buff geometry" and e.sim_version == "skb-1"
     assert [p.slug for p in e.presets] == SLUGS and e.default_preset == "tcp-transmit"
 
 
@@ -36,7 +35,7 @@ def test_preset_runs(preset: Preset) -> None:
 
 def test_tcp_transmit_final_headroom() -> None:
     """tcp-transmit: TCP 32 + IP 20 + eth 14 pushed on the fclone leave headroom 254."""
-    t = run(parse(registry.get("skb").preset("tcp-transmit").params))  # type: ignore[union-attr]
+    t = run(parse(SkbExplainer().preset("tcp-transmit").params))  # type: ignore[union-attr]
     clone_frames = [f for f in t.frames if f.op == "skb_headroom"]
     assert "254" in clone_frames[0].narration
     c = next(s for s in clone_frames[0].state["skbs"] if s["name"] == "clone1")
@@ -46,7 +45,7 @@ def test_tcp_transmit_final_headroom() -> None:
 
 def test_rx_frame_pulls_to_payload() -> None:
     """rx-frame: eth_type_trans, ip_local_deliver_finish and TCP pull 14/20/32 → data at payload."""
-    t = run(parse(registry.get("skb").preset("rx-frame").params))  # type: ignore[union-attr]
+    t = run(parse(SkbExplainer().preset("rx-frame").params))  # type: ignore[union-attr]
     pulls = [f for f in t.frames if f.op == "skb_pull"]
     assert [f.state["skbs"][0]["data"] for f in pulls] == [78, 98, 130]
     assert "eth_type_trans" in pulls[0].narration
@@ -54,13 +53,13 @@ def test_rx_frame_pulls_to_payload() -> None:
 
 def test_panic_preset() -> None:
     """panic: the last frame is skb_over_panic and marked panic."""
-    t = run(parse(registry.get("skb").preset("panic").params))  # type: ignore[union-attr]
+    t = run(parse(SkbExplainer().preset("panic").params))  # type: ignore[union-attr]
     assert t.ended_early == "skb_over_panic" and t.frames[-1].mark == "panic"
 
 
 def test_api_frames_shape() -> None:
     """api_frames: index/op/result/skb/narration/source; "skbs" only with more than one skb."""
-    t = run(parse(registry.get("skb").preset("tcp-transmit").params))  # type: ignore[union-attr]
+    t = run(parse(SkbExplainer().preset("tcp-transmit").params))  # type: ignore[union-attr]
     frames = api_frames(t)
     keys = {
         "head",

@@ -12,12 +12,11 @@ from html import escape
 from typing import Any
 
 from app.sim.core import Frame, Trace
-from app.web.viz import View, register_view
+from app.sim.skbuff.ops import SHINFO
 
 WIDTH = 1000
 X0 = 150  # left edge of the byte axis; the left margin holds lane labels
 X1 = 975
-SHINFO = 320  # sizeof(struct skb_shared_info), drawn after `end`
 LANE_H = 84
 ROW = 18  # vertical spacing of the four pointer labels (room for the projector's larger type)
 BAR_H = 40
@@ -27,7 +26,7 @@ POINTERS = ("head", "data", "tail", "end")
 PTR_COLOUR = {"head": "#0072B2", "data": "#009E73", "tail": "#E69F00", "end": "#CC79A7"}
 
 
-def _scale(trace: Trace) -> float:
+def _scale(trace: Trace[Any, Any]) -> float:
     biggest = 1
     for frame in trace.frames:
         for skb in frame.state.get("skbs", ()):
@@ -52,7 +51,7 @@ def _buffers_in_order(skbs: Iterable[Mapping[str, Any]]) -> list[str]:
     return seen
 
 
-def picture(trace: Trace, frame: Frame) -> str:
+def picture(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
     state = frame.state
     skbs: list[Mapping[str, Any]] = list(state.get("skbs", ()))
     buffers: Mapping[str, Mapping[str, Any]] = state.get("buffers", {})
@@ -251,6 +250,3 @@ def _legend(y: float) -> str:
         x += 34 + round(len(label) * 8.6)  # room for the projector theme's larger type
     parts.append("</g>")
     return "".join(parts)
-
-
-register_view("skb", View(picture=picture))

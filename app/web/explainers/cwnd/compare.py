@@ -8,20 +8,23 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 from markupsafe import Markup
 
+from app.sim.congestion.params import CC_NAMES as ALGOS
 from app.sim.core import ParamError, ParamIssue
-from app.web.charts import cwnd_figure
 from app.web.errors import wants_json
-from app.web.runner import explainer_or_404, run
+from app.web.explainers.cwnd.charts import cwnd_figure
+from app.web.explainers.cwnd.picture import summary_table
+from app.web.site import Site
+from app.web.sources import SiteDep
 from app.web.templating import render
-from app.web.viz.cwnd import summary_table
 
 router = APIRouter()
-ALGOS = ("reno", "cubic", "bbr")
+TEMPLATE = "explainers/cwnd/compare.html"
 
 
 @router.get("/explainers/cwnd/compare", response_class=HTMLResponse)
 def compare(
     request: Request,
+    site: SiteDep,
     algos: Annotated[
         str, Query(max_length=40, description="2 or 3 of reno, cubic, bbr")
     ] = "reno,cubic,bbr",
@@ -40,7 +43,8 @@ def compare(
     try:
         chosen = _choose(algos)
         panels = [
-            _panel(i, cc, rate_mbps, rtt_ms, buffer_bdp, duration_s) for i, cc in enumerate(chosen)
+            _panel(site, i, cc, rate_mbps, rtt_ms, buffer_bdp, duration_s)
+            for i, cc in enumerate(chosen)
         ]
     except ParamError as exc:
         if wants_json(request):
@@ -48,7 +52,7 @@ def compare(
         # The form stays on screen with the problems listed (htmx swaps 200 answers only).
         failed = {"panels": [], "form": form, "algos": ALGOS, "chosen": [], "issues": exc.issues}
         status = 200 if request.headers.get("HX-Request") == "true" else 422
-        return render(request, "pages/compare.html", failed, status_code=status)
+        return render(request, TEMPLATE, failed, status_code=status)
     ctx: dict[str, Any] = {
         "panels": panels,
         "form": {**form, "algos": ",".join(chosen)},
@@ -56,7 +60,7 @@ def compare(
         "chosen": chosen,
         "issues": (),
     }
-    return render(request, "pages/compare.html", ctx)
+    return render(request, TEMPLATE, ctx)
 
 
 def _choose(algos: str) -> list[str]:
@@ -71,7 +75,13 @@ def _choose(algos: str) -> list[str]:
 
 
 def _panel(
-    i: int, cc: str, rate_mbps: float, rtt_ms: float, buffer_bdp: float, duration_s: float
+    site: Site,
+    i: int,
+    cc: str,
+    rate_mbps: float,
+    rtt_ms: float,
+    buffer_bdp: float,
+    duration_s: float,
 ) -> dict[str, Any]:
     raw = {
         "link": {"rate_mbps": rate_mbps, "rtt_ms": rtt_ms, "buffer_bdp": buffer_bdp},
@@ -79,7 +89,7 @@ def _panel(
         "duration_s": duration_s,
     }
     try:
-        _, trace = run(explainer_or_404("cwnd"), raw)
+        _, trace = site.run(site.plugin("cwnd"), raw)
     except ParamError as exc:  # report against the query fields the user typed
         raise ParamError(
             [ParamIssue(loc=("query", str(issue.loc[-1])), msg=issue.msg) for issue in exc.issues]

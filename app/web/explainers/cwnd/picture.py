@@ -11,12 +11,10 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any
 
+from app.sim.congestion.bbr import MODE_NAMES as BBR_MODES
+from app.sim.congestion.flow import CA_NAMES as CA_STATES
 from app.sim.core import Frame, Trace
-from app.web.charts import cwnd_figure, fairness_figure
-from app.web.viz import View, register_view
-
-CA_STATES = ("Open", "Disorder", "CWR", "Recovery", "Loss")
-BBR_MODES = ("STARTUP", "DRAIN", "PROBE_BW", "PROBE_RTT")
+from app.web.explainers.cwnd.charts import cwnd_figure, fairness_figure
 
 
 def _at(flow: Mapping[str, Any], key: str, t: float) -> Any:
@@ -67,7 +65,7 @@ def _bbr_model(flow: Mapping[str, Any], t: float) -> str:
     return f'<p class="moment-detail">{" · ".join(bits)}</p>' if bits else ""
 
 
-def picture(trace: Trace, frame: Frame) -> str:
+def picture(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
     state = frame.state
     flows = trace.series.get("flows", ())
     idx = state.get("flow")
@@ -92,7 +90,7 @@ def picture(trace: Trace, frame: Frame) -> str:
     return "".join(parts)
 
 
-def static(trace: Trace) -> str:
+def static(trace: Trace[Any, Any]) -> str:
     html = [
         '<div class="chart" data-cursor="1">',
         cwnd_figure(trace.series, div_id="cwnd-chart"),
@@ -140,17 +138,3 @@ def summary_table(summary: Mapping[str, Any]) -> str:
         + "".join(rows)
         + "</tbody></table></div></details>"
     )
-
-
-register_view(
-    "cwnd",
-    View(
-        picture=picture,
-        static=static,
-        scripts=(
-            "/vendor/plotly/plotly.min.js",
-            "/static/js/charts.js",
-            "/static/js/chart-cursor.js",
-        ),
-    ),
-)

@@ -1,0 +1,17 @@
+"""The one list of explainers: each is its simulation (``app/sim/<pkg>``) and its web view
+(``app/web/explainers/<name>``). Adding an explainer is one line here; see
+docs/adding-an-explainer.md."""
+
+from __future__ import annotations
+
+from app.sim.congestion import CwndExplainer
+from app.sim.skbuff import SkbExplainer
+from app.web.explainers import cwnd, skb
+from app.web.plugin import Plugin
+
+
+def builtin() -> tuple[Plugin, ...]:
+    return (
+        Plugin(sim=SkbExplainer(), web=skb.VIEW),
+        Plugin(sim=CwndExplainer(), web=cwnd.VIEW),
+    )

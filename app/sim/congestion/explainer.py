@@ -1,0 +1,44 @@
+"""The congestion-control explainer's declaration on the shared contract."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.sim.congestion.params import MAX_PACKET_EVENTS, CwndParams, dump, parse
+from app.sim.congestion.run import SIM_VERSION, CwndTrace, run
+from app.sim.congestion.scenarios import DEFAULT_PRESET, PRESETS
+from app.sim.core import LINUX_6_4, Explainer, Limits, Progress, msg
+
+
+class CwndExplainer(Explainer[CwndParams]):
+    """Reno, CUBIC and BBR on a dumbbell; each step jumps to the next notable event."""
+
+    name = "cwnd"
+    title = msg("Congestion control")
+    summary = msg(
+        "Watch Reno, CUBIC and BBR share a bottleneck: cwnd, queue and RTT over time, and "
+        "each loss, recovery, timeout, HyStart exit, CUBIC epoch and BBR mode change "
+        "explained with the numbers of that moment (Linux 6.4)."
+    )
+    sim_version = SIM_VERSION
+    source = LINUX_6_4
+    presets = PRESETS
+    default_preset = DEFAULT_PRESET
+    # About 500 k packet events per second of one core (bench/cwnd_speed.py).
+    limits = Limits(max_work=MAX_PACKET_EVENTS, unit=msg("packet events"), work_per_second=500_000)
+
+    def parse(self, raw: Any) -> CwndParams:
+        return parse(raw)
+
+    def dump(self, params: CwndParams) -> dict[str, Any]:
+        return dump(params)
+
+    def cost(self, params: CwndParams) -> float:
+        return params.estimated_events
+
+    def run(self, params: CwndParams, progress: Progress | None = None) -> CwndTrace:
+        return run(params, progress)
+
+    def public_json(self, trace: CwndTrace) -> dict[str, Any]:
+        """The time series are the contract (``run.py`` documents them), plus the summary."""
+        return {**trace.series, "summary": dict(trace.summary)}

@@ -1,0 +1,64 @@
+"""Web half of the congestion-control explainer: charts with a step cursor, a per-step card,
+a link/flows editor and the compare page."""
+
+from __future__ import annotations
+
+from app.sim.congestion.params import CC_NAMES, MAX_FLOWS
+from app.sim.core import msg
+from app.web.editor import EditorSpec, FieldSpec, Group, OneOf, Rows
+from app.web.explainers.cwnd.compare import router
+from app.web.explainers.cwnd.picture import picture, static
+from app.web.plugin import Action, WebView
+
+EDITOR = EditorSpec(
+    groups=(
+        Group(
+            key="link",
+            legend=msg("Bottleneck link"),
+            fields=(
+                FieldSpec(key="rate_mbps", label=msg("rate"), unit="Mbit/s"),
+                FieldSpec(key="rtt_ms", label=msg("base RTT"), unit="ms"),
+                OneOf(
+                    name="buffer",
+                    label=msg("buffer"),
+                    keys=("buffer_packets", "buffer_bytes", "buffer_bdp"),
+                ),
+                FieldSpec(key="loss_rate", label=msg("random loss"), unit="0–0.5"),
+            ),
+        ),
+        Group(
+            key=None,
+            legend=msg("Run"),
+            fields=(
+                FieldSpec(key="duration_s", label=msg("duration"), unit="s"),
+                FieldSpec(key="mss", label=msg("MSS"), kind="int", unit="bytes"),
+                FieldSpec(key="seed", label=msg("seed"), kind="int"),
+                FieldSpec(key="sample_ms", label=msg("sample every"), unit="ms"),
+            ),
+        ),
+    ),
+    rows=(
+        Rows(
+            key="flows",
+            legend=msg("Flows"),
+            item=msg("flow"),
+            fields=(
+                FieldSpec(key="cc", label=msg("cc"), kind="choice", choices=CC_NAMES),
+                FieldSpec(key="start_s", label=msg("start"), unit="s"),
+                FieldSpec(key="rtt_ms", label=msg("own RTT"), unit="ms, optional"),
+            ),
+            new_row={"cc": "cubic", "start_s": 0},
+            max_rows=MAX_FLOWS,
+            reorder=False,
+        ),
+    ),
+)
+
+VIEW = WebView(
+    picture=picture,
+    static=static,
+    scripts=("/vendor/plotly/plotly.min.js", "/static/js/charts.js", "/static/js/chart-cursor.js"),
+    editor=EDITOR,
+    router=router,
+    actions=(Action(key="compare", label=msg("Compare"), path="compare"),),
+)

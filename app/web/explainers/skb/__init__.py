@@ -1,0 +1,34 @@
+"""Web half of the sk_buff explainer: the to-scale picture and an op-list editor."""
+
+from __future__ import annotations
+
+from app.sim.core import msg
+from app.sim.skbuff.ops import INT_FIELDS, MAX_OPS, SPECS, STR_FIELDS
+from app.web.editor import EditorSpec, FieldSpec, Rows
+from app.web.explainers.skb.picture import picture
+from app.web.plugin import WebView
+
+_TEXT = ("skb", "from", *STR_FIELDS, "via")
+
+EDITOR = EditorSpec(
+    rows=(
+        Rows(
+            key="ops",
+            legend=msg("Kernel calls, in order"),
+            item=msg("op"),
+            fields=(
+                FieldSpec(key="op", label=msg("op"), kind="choice", choices=tuple(sorted(SPECS))),
+                *(FieldSpec(key=k, label=msg(k), kind="int") for k in INT_FIELDS),
+                *(FieldSpec(key=k, label=msg(k), kind="text") for k in _TEXT),
+            ),
+            kind_field="op",
+            fields_by_kind={
+                name: ("skb", *spec.required, *spec.optional) for name, spec in SPECS.items()
+            },
+            new_row={"op": "skb_put", "len": 100},
+            max_rows=MAX_OPS,
+        ),
+    )
+)
+
+VIEW = WebView(picture=picture, editor=EDITOR)

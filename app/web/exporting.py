@@ -1,0 +1,247 @@
+"""Export services, kept out of the route module: standalone SVG files, PNGs drawn by
+headless Chromium (Debian's ``chromium``, driven through Playwright; one browser at a time,
+results cached since traces are deterministic), and self-contained offline HTML documents whose
+local scripts and stylesheets are inlined."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from fastapi import Request
+from fastapi.responses import FileResponse
+from fastapi.routing import APIRoute
+from fastapi.staticfiles import StaticFiles
+from markupsafe import Markup
+from starlette.routing import Mount
+
+from app.sim.core import Trace
+from app.web.player import player_context
+from app.web.sources import Source
+from app.web.templating import render, render_block
+
+SVG_NS = "http://www.w3.org/2000/svg"
+DEFAULT_SIZE = (1000.0, 600.0)
+_VIEWBOX = re.compile(r'viewBox="\s*[-\d.]+[\s,]+[-\d.]+[\s,]+([\d.]+)[\s,]+([\d.]+)\s*"')
+_LOCAL_SCRIPT = re.compile(
+    r'<script\b([^>]*?)\bsrc="(/(?:static|vendor)/[^"?#]+)"([^>]*)>\s*</script>', re.I
+)
+_LOCAL_STYLE = re.compile(
+    r'<link\b[^>]*?\brel="stylesheet"[^>]*?\bhref="(/(?:static|vendor)/[^"?#]+)"[^>]*>', re.I
+)
+
+
+def app_css(request: Request) -> str:
+    path: Path = request.app.state.settings.root / "static" / "css" / "app.css"
+    return path.read_text(encoding="utf-8")
+
+
+def picture_size(picture: str) -> tuple[float, float]:
+    """Width and height of a picture from its root ``viewBox`` (a default for HTML pictures)."""
+    head = picture[: picture.find(">") + 1] if picture.lstrip().startswith("<svg") else ""
+    m = _VIEWBOX.search(head)
+    return (float(m.group(1)), float(m.group(2))) if m else DEFAULT_SIZE
+
+
+def standalone_svg(picture: str, *, css: str, theme: str) -> str:
+    """A self-contained SVG file: the page's picture, verbatim, inside an outer ``<svg>`` that
+    carries the stylesheet and the theme, so it looks as it does on the page."""
+    w, h = picture_size(picture)
+    css = css.replace("]]>", "]] >")
+    body = (
+        picture
+        if picture.lstrip().startswith("<svg")
+        else (
+            f'<foreignObject width="{w:g}" height="{h:g}"><div xmlns="http://www.w3.org/1999/xhtml" '
+            f'class="stage">{picture}</div></foreignObject>'
+        )
+    )
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        f'<svg xmlns="{SVG_NS}" class="stepscope-export" data-theme="{theme}" width="{w:g}" '
+        f'height="{h:g}" viewBox="0 0 {w:g} {h:g}">'
+        f"<style><![CDATA[\n{css}\n.stepscope-export .glide, .stepscope-export .seg {{ transition: none; }}\n]]></style>"
+        '<rect class="export-bg" width="100%" height="100%" style="fill: var(--bg)"/>'
+        f"{body}</svg>\n"
+    )
+
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    # WebGL charts (Plotly's scattergl) draw in software on a server without a GPU
+    "--use-angle=swiftshader",
+    "--enable-unsafe-swiftshader",
+]
+PNG_CACHE_SIZE = 64
+
+
+class PngUnavailable(Exception):
+    pass
+
+
+def png_css(picture: str) -> str:
+    """Show only the picture area (charts drawn once per trace, then this step's picture), at
+    the picture's own width, with nothing mid-transition."""
+    w, _ = picture_size(picture)
+    return (
+        ".offline-head, .side, #fields, .controls, .frame-store, .embed-credit, .run-summary,"
+        " .lesson-intro { display: none !important; }"
+        " body, main { margin: 0 !important; padding: 0 !important; background: var(--bg); }"
+        " .player-body { display: block !important; }"
+        f" .stage-wrap {{ width: {w:g}px; }}"
+        " * { transition: none !important; animation: none !important; }"
+    )
+
+
+class PngRenderer:
+    """Draws PNGs in the configured Chromium, one at a time, and keeps the last few."""
+
+    def __init__(self, chromium: Path) -> None:
+        self.chromium = chromium
+        self._lock = threading.Lock()  # one Chromium at a time: a small server has few cores
+        self._cache: OrderedDict[tuple[Any, ...], bytes] = OrderedDict()
+
+    def cached(self, key: tuple[Any, ...]) -> bytes | None:
+        return self._cache.get(key)
+
+    def store(self, key: tuple[Any, ...], data: bytes) -> None:
+        self._cache[key] = data
+        while len(self._cache) > PNG_CACHE_SIZE:
+            self._cache.popitem(last=False)
+
+    def render(self, html: str, *, scale: int, width: float) -> bytes:
+        """Screenshot the picture area of ``html`` in headless Chromium."""
+        if not self.chromium.exists():
+            raise PngUnavailable(
+                f"PNG export needs Chromium at {self.chromium} (Debian: apt-get install chromium)"
+            )
+        return self._draw(html, scale=scale, width=width)
+
+    def _draw(self, html: str, *, scale: int, width: float) -> bytes:
+        try:
+            from playwright.sync_api import Error as PlaywrightError
+            from playwright.sync_api import TimeoutError as PlaywrightTimeout
+            from playwright.sync_api import sync_playwright
+        except ImportError as exc:  # pragma: no cover - a dependency of the project
+            raise PngUnavailable("PNG export needs the playwright package") from exc
+        with self._lock:
+            try:
+                with sync_playwright() as pw:
+                    browser = pw.chromium.launch(
+                        executable_path=str(self.chromium), headless=True, args=CHROMIUM_ARGS
+                    )
+                    try:
+                        page = browser.new_page(
+                            viewport={"width": int(width) + 40, "height": 800},
+                            device_scale_factor=scale,
+                        )
+                        page.route(
+                            "**/*", lambda route: route.abort()
+                        )  # the document is self-contained
+                        page.set_content(html, wait_until="load")
+                        # Plotly charts draw after load; give them a moment to appear
+                        try:
+                            page.wait_for_function(
+                                "() => !document.querySelector('.plotly-pending') &&"
+                                " [...document.querySelectorAll('.js-plotly-plot')]"
+                                ".every(el => el.querySelector('.main-svg'))",
+                                timeout=10_000,
+                            )
+                        except PlaywrightTimeout:
+                            pass  # draw what is there rather than nothing
+                        return page.locator(".stage-wrap").screenshot(
+                            type="png", animations="disabled"
+                        )
+                    finally:
+                        browser.close()
+            except PlaywrightError as exc:
+                raise PngUnavailable(f"Chromium could not draw the PNG: {exc}") from exc
+
+
+def _script_text(text: str) -> str:
+    """JS that is safe inside an inline <script> element."""
+    return re.sub(r"</(script)", r"<\\/\1", text, flags=re.I).replace("<!--", "<\\!--")
+
+
+def local_asset(request: Request, url: str) -> Path | None:
+    """The file the app serves at a /static/... or /vendor/... URL, if it serves one.
+
+    Looks through the app's own static mounts (and plain routes answering a file, such as
+    plotly.js from its wheel), so whatever a view asks for is found the way the server finds it.
+    """
+    if not url.startswith(("/static/", "/vendor/")):
+        return None
+    for route in request.app.routes:
+        if isinstance(route, Mount) and isinstance(route.app, StaticFiles) and route.app.directory:
+            prefix = route.path.rstrip("/") + "/"
+            if url.startswith(prefix):
+                base = Path(route.app.directory).resolve()
+                path = (base / url[len(prefix) :]).resolve()
+                if path.is_file() and base in path.parents:
+                    return path
+        elif (
+            isinstance(route, APIRoute)
+            and route.path == url
+            and "GET" in (route.methods or ())
+            and not route.dependant.path_params
+            and not route.dependant.query_params
+        ):
+            answer = route.endpoint()
+            if isinstance(answer, FileResponse):
+                return Path(answer.path)
+    return None
+
+
+def inline_assets(request: Request, html: str) -> str:
+    """Replace every local <script src> and stylesheet <link> with the file's contents."""
+
+    def script(m: re.Match[str]) -> str:
+        path = local_asset(request, m.group(2))
+        if path is None:
+            return ""
+        return f"<script>{_script_text(path.read_text(encoding='utf-8'))}</script>"
+
+    def style(m: re.Match[str]) -> str:
+        path = local_asset(request, m.group(1))
+        return f"<style>{path.read_text(encoding='utf-8')}</style>" if path else ""
+
+    return _LOCAL_STYLE.sub(style, _LOCAL_SCRIPT.sub(script, html))
+
+
+def offline_document(
+    request: Request,
+    source: Source,
+    trace: Trace[Any, Any],
+    *,
+    step: int | None,
+    theme: str,
+    controls: str = "full",
+    extra_css: str = "",
+) -> str:
+    """The whole player for ``source`` as one self-contained HTML document."""
+    # offline: every frame inside, nothing to fetch
+    ctx = player_context(source, trace, step=step, all_frames=True)
+    ctx.update(embed=True, controls=controls, autoplay=False, theme=theme, offline=True)
+    online = str(request.base_url).rstrip("/") + source.page_path
+    page = render(
+        request,
+        "export/offline.html",
+        {
+            **ctx,
+            "player_html": Markup(render_block(request, "pages/player.html", "content", ctx)),
+            "online_url": online,
+            "exported_at": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            "extra_css": Markup(extra_css),
+        },
+    )
+    return inline_assets(request, bytes(page.body).decode("utf-8"))

@@ -1,0 +1,54 @@
+"""The web half of the explainer contract, and the pair (simulation + web) that makes a plugin.
+
+An explainer's web package (``app/web/explainers/<name>/``) exports one :class:`WebView`: how a
+frame is drawn (``picture``), what is drawn once per trace (``static``, e.g. charts), the scripts
+those need, its editor declaration (:class:`~app.web.editor.EditorSpec`; ``None`` gives the JSON
+editor), optional extra routes, and the toolbar :class:`Action` s it offers. ``app/explainers.py``
+pairs it with the simulation half in a :class:`Plugin`. Generic code reads only these
+declarations and never names an explainer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import APIRouter
+
+from app.sim.core import Explainer, Frame, Message, Trace
+from app.web.editor import EditorSpec
+
+AnyTrace = Trace[Any, Any]
+AnyFrame = Frame[Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Action:
+    """A toolbar button on the explainer's player: a page under ``/explainers/<name>/``."""
+
+    key: str  # stable id, e.g. "compare"
+    label: Message
+    path: str  # relative to /explainers/<name>/, e.g. "compare"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WebView:
+    picture: Callable[[AnyTrace, AnyFrame], str]  # HTML/SVG for one frame (swapped each step)
+    static: Callable[[AnyTrace], str] | None = None  # drawn once per trace (charts)
+    scripts: tuple[str, ...] = ()  # extra /static or /vendor scripts the view needs
+    editor: EditorSpec | None = None  # None: a JSON editor with per-field errors
+    router: APIRouter | None = None  # extra routes (mounted as they are declared)
+    actions: tuple[Action, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Plugin:
+    """One explainer: its simulation (the contract) and its web view."""
+
+    sim: Explainer[Any]
+    web: WebView
+
+    @property
+    def name(self) -> str:
+        return self.sim.name

@@ -1,0 +1,61 @@
+"""Everything one app instance serves from: its explainers, run cache, lessons and templates.
+
+``create_app`` builds one :class:`Site` from its settings and explainer list and keeps it on
+``app.state.site``; routes get it through the ``SiteDep`` dependency. Nothing here is module
+state, so two apps (a test's, with a toy explainer) never share anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import lru_cache
+from typing import Any
+
+from fastapi import HTTPException
+from fastapi.templating import Jinja2Templates
+
+from app.settings import Settings
+from app.sim.core import Trace
+from app.web.content import Content
+from app.web.plugin import Plugin
+
+
+class Site:
+    def __init__(self, settings: Settings, plugins: Iterable[Plugin]) -> None:
+        self.settings = settings
+        self._plugins = {p.name: p for p in plugins}
+        self.content = Content(settings.root / "content")
+        self.templates = Jinja2Templates(directory=str(settings.root / "templates"))
+        self.templates.env.globals["site_name"] = "Stepscope"
+        # The one run cache (traces are pure functions of explainer, sim_version and params).
+        self._run = lru_cache(maxsize=settings.run_cache_size)(self._simulate)
+
+    # --- explainers --------------------------------------------------------------------------
+
+    @property
+    def plugins(self) -> tuple[Plugin, ...]:
+        return tuple(self._plugins.values())
+
+    def get(self, name: str) -> Plugin | None:
+        return self._plugins.get(name)
+
+    def plugin(self, name: str) -> Plugin:
+        """The explainer called ``name``, or 404."""
+        found = self._plugins.get(name)
+        if found is None:
+            raise HTTPException(404, f"There is no explainer called {name[:40]!r}.")
+        return found
+
+    @property
+    def names(self) -> str:
+        return ", ".join(self._plugins) or "none"
+
+    # --- runs --------------------------------------------------------------------------------
+
+    def run(self, plugin: Plugin, raw: Any) -> tuple[Any, Trace[Any, Any]]:
+        """Validate raw params (ParamError → 422) and run them, memoised on the frozen params."""
+        params = plugin.sim.parse(raw)
+        return params, self._run(plugin.name, plugin.sim.sim_version, params)
+
+    def _simulate(self, name: str, sim_version: str, params: Any) -> Trace[Any, Any]:
+        return self._plugins[name].sim.run(params)
