@@ -15,6 +15,8 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.sim.core import ParamError
+from app.store import repo
+from app.web.sources import ScenarioNotFound
 
 BODY_PARSE_ERROR = "There was an error parsing the body"
 BODY_TOO_BIG = (
@@ -57,6 +59,24 @@ def install(app: FastAPI) -> None:
             "pages/error.html",
             {"status": 422, "title": "These parameters don't work", "issues": detail},
             status_code=422,
+        )
+
+    @app.exception_handler(ScenarioNotFound)
+    async def _no_scenario(request: Request, exc: ScenarioNotFound) -> Response:
+        if wants_json(request):
+            return JSONResponse(
+                {"detail": f"No shared scenario has the id {exc.scenario_id[:64]!r}."},
+                status_code=404,
+            )
+        return render(
+            request,
+            "pages/not_found_scenario.html",
+            {
+                "scenario_id": exc.scenario_id,
+                "looks_like_id": repo.is_scenario_id(exc.scenario_id),
+                "embed": request.url.path.startswith("/embed/"),
+            },
+            status_code=404,
         )
 
     @app.exception_handler(RequestValidationError)

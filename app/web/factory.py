@@ -65,7 +65,7 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
     app.add_middleware(GZipMiddleware, minimum_size=2048)
     app.add_middleware(HeadAsGet)
     sharing.install(app)  # sessions, /s/ links, /embed, /export, /examples
-    app.include_router(api.router)
+    app.include_router(api.router_for(app.state.site))
     app.include_router(pages.router)
     for plugin in app.state.site.plugins:
         if plugin.web.router is not None:

@@ -2,7 +2,7 @@
 
 ``create_app`` builds one :class:`Site` from its settings and explainer list and keeps it on
 ``app.state.site``; routes get it through the ``SiteDep`` dependency. Nothing here is module
-state, so two apps (a test's, with a toy explainer) never share anything.
+state, so two apps (a test app with its own explainers, say) never share anything.
 """
 
 from __future__ import annotations

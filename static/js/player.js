@@ -49,11 +49,12 @@
     ensure(Math.max(step - 15, 0));
   }
 
-  // On a narrow screen the picture scrolls sideways: keep the acting skb's data pointer in view.
+  // On a narrow screen the picture scrolls sideways: keep what the picture marks as its focus
+  // (an element with data-focus) in view.
   function keepInView() {
     const stage = parts.stage;
     if (!stage || stage.scrollWidth <= stage.clientWidth + 2) return;
-    const ptr = stage.querySelector(".lane.primary .ptr-data") || stage.querySelector(".ptr-data");
+    const ptr = stage.querySelector("[data-focus]");
     if (!ptr) return;
     const left = ptr.getBoundingClientRect().left - stage.getBoundingClientRect().left;
     if (left < 40 || left > stage.clientWidth - 90) stage.scrollLeft += left - stage.clientWidth / 3;

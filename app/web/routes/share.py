@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
-from fastapi import APIRouter, FastAPI, HTTPException, Request
+from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -39,8 +39,8 @@ class ScenarioIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    explainer: Annotated[str, Field(min_length=1, max_length=40, examples=["skb"])]
-    params: Annotated[Any, Field(examples=[{"ops": [{"op": "alloc_skb", "size": 1500}]}])]
+    explainer: Annotated[str, Field(min_length=1, max_length=40, description="Explainer name")]
+    params: Annotated[Any, Field(description="Params, as POST /api/v1/explainers/{name}/run")]
     title: Annotated[str | None, Field(max_length=repo.TITLE_MAX)] = None
     forked_from: Annotated[
         str | None, Field(max_length=32, description="id this was forked from")
@@ -191,22 +191,3 @@ def my_scenarios(request: Request, site: SiteDep, sid: Visitor) -> Response:
         "pages/my_scenarios.html",
         {"has_session": sid is not None, "scenarios": rows, "progress": progress},
     )
-
-
-def install(app: FastAPI) -> None:
-    @app.exception_handler(ScenarioNotFound)
-    async def _not_found(request: Request, exc: ScenarioNotFound) -> Response:
-        if request.url.path.startswith("/api/"):
-            return JSONResponse(
-                {"detail": f"No shared scenario has the id {exc.scenario_id!r}."}, status_code=404
-            )
-        return render(
-            request,
-            "pages/not_found_scenario.html",
-            {
-                "scenario_id": exc.scenario_id,
-                "looks_like_id": repo.is_scenario_id(exc.scenario_id),
-                "embed": request.url.path.startswith("/embed/"),
-            },
-            status_code=404,
-        )

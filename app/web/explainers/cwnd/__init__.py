@@ -57,7 +57,11 @@ EDITOR = EditorSpec(
 VIEW = WebView(
     picture=picture,
     static=static,
-    scripts=("/vendor/plotly/plotly.min.js", "/static/js/charts.js", "/static/js/chart-cursor.js"),
+    scripts=(
+        "/vendor/plotly/plotly.min.js",
+        "/static/explainers/cwnd/charts.js",
+        "/static/explainers/cwnd/chart-cursor.js",
+    ),
     editor=EDITOR,
     router=router,
     actions=(Action(key="compare", label=msg("Compare"), path="compare"),),

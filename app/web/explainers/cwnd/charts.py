@@ -1,7 +1,7 @@
 """Plotly figures. This module is the only place that imports Plotly.
 
 Figures get fixed ``div_id``s so the HTML is reproducible; the time cursor is an HTML line that
-static/js/chart-cursor.js lays over each plot (moving it needs no Plotly redraw).
+static/explainers/cwnd/chart-cursor.js lays over each plot (moving it needs no Plotly redraw).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def _layout(fig: go.Figure, *, height: int, title: str = "") -> None:
 
 
 def _embed(fig: go.Figure, div_id: str) -> str:
-    """A placeholder plus the figure as JSON; static/js/charts.js draws it once Plotly has loaded,
+    """A placeholder plus the figure as JSON; static/explainers/cwnd/charts.js draws it once Plotly has loaded,
     so the page (and its "drawing" message) shows before the 4 MB library is parsed."""
     data = fig.to_json().replace("</", "<\\/")  # no "</script>" inside the JSON
     return (

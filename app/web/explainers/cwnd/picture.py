@@ -1,6 +1,6 @@
 """The congestion-control view: charts drawn once per trace, and a per-step card of the moment.
 
-The charts share one time axis with a cursor the stepper moves (static/js/chart-cursor.js);
+The charts share one time axis with a cursor the stepper moves (static/explainers/cwnd/chart-cursor.js);
 each step's card shows the TCP congestion-avoidance state and BBR mode at that instant.
 """
 

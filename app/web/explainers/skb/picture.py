@@ -115,8 +115,10 @@ def _lane(skb: Mapping[str, Any], y: float, sx: float, *, is_primary: bool) -> s
         off = int(skb.get(ptr, 0))
         x = _x(off, sx)
         near_right = x > WIDTH - 100  # keep the label inside the picture
+        # the player keeps the acting skb's data pointer in view on a narrow screen
+        focus = " data-focus" if is_primary and ptr == "data" else ""
         parts.append(
-            f'<g id="ptr-{_attr(name)}-{ptr}" class="ptr glide ptr-{ptr}" data-ptr="{ptr}" '
+            f'<g id="ptr-{_attr(name)}-{ptr}" class="ptr glide ptr-{ptr}" data-ptr="{ptr}"{focus} '
             f'data-skb="{_attr(name)}" data-offset="{off}" style="transform: translate({x}px, 0px)">'
             f'<line x1="0" y1="{4 + row * ROW}" x2="0" y2="{LANE_H}" stroke="{PTR_COLOUR[ptr]}"/>'
             f'<path d="M -4 {LANE_H - 6} L 4 {LANE_H - 6} L 0 {LANE_H} Z" fill="{PTR_COLOUR[ptr]}"/>'
