@@ -90,26 +90,12 @@ def get_scenario(*, db: Session, scenario_id: str) -> Scenario | None:
     return db.get(Scenario, scenario_id)
 
 
-def scenario_params(*, scenario: Scenario) -> Any:
-    return json.loads(scenario.params_json)
-
-
 def scenarios_of(*, db: Session, session_id: str, limit: int = 100) -> list[Scenario]:
     """The scenarios one visitor saved, newest first."""
     stmt = (
         select(Scenario)
         .where(Scenario.session_id == session_id)
         .order_by(col(Scenario.created_at).desc(), col(Scenario.id))
-        .limit(limit)
-    )
-    return list(db.exec(stmt))
-
-
-def forks_of(*, db: Session, scenario_id: str, limit: int = 20) -> list[Scenario]:
-    stmt = (
-        select(Scenario)
-        .where(Scenario.forked_from == scenario_id)
-        .order_by(col(Scenario.created_at).desc())
         .limit(limit)
     )
     return list(db.exec(stmt))
