@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from sqlalchemy import LargeBinary
 from sqlmodel import Field, SQLModel
 
 
@@ -43,3 +44,17 @@ class Scenario(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
     forked_from: str | None = Field(default=None, max_length=32)
     session_id: str | None = Field(default=None, index=True, max_length=64)
+
+
+class StoredTrace(SQLModel, table=True):
+    """A finished run, content-addressed by (explainer, sim_version, canonical params): every
+    worker and every restart shares it. ``data`` is the trace, pickled and zlib-compressed."""
+
+    __tablename__ = "trace"
+
+    key: str = Field(primary_key=True, max_length=64)
+    explainer: str = Field(max_length=40)
+    sim_version: str = Field(max_length=40)
+    size: int = 0  # bytes of data, compressed
+    created_at: datetime = Field(default_factory=utcnow)
+    data: bytes = Field(sa_type=LargeBinary)

@@ -13,9 +13,10 @@ from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import Engine
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from app.store.models import Progress, Scenario, VisitorSession, utcnow
+from app.store.models import Progress, Scenario, StoredTrace, VisitorSession, utcnow
 
 # 12 bytes of randomness → 16 URL-safe characters (96 bits): short enough to read aloud,
 # far too many to guess.
@@ -166,3 +167,26 @@ def recent_progress(*, db: Session, session_id: str, limit: int = 20) -> list[Pr
         .limit(limit)
     )
     return list(db.exec(stmt))
+
+
+# --- the trace store -------------------------------------------------------------------------
+
+
+def get_trace_data(*, db: Session, key: str) -> bytes | None:
+    row = db.get(StoredTrace, key)
+    return row.data if row is not None else None
+
+
+def put_trace_data(*, db: Session, key: str, explainer: str, sim_version: str, data: bytes) -> None:
+    """Store a trace once; a concurrent writer of the same key (same content) is not an error."""
+    if db.get(StoredTrace, key) is not None:
+        return
+    db.add(
+        StoredTrace(
+            key=key, explainer=explainer, sim_version=sim_version, size=len(data), data=data
+        )
+    )
+    try:
+        db.commit()
+    except IntegrityError:
+        db.rollback()

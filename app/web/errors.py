@@ -14,8 +14,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app.sim.core import ParamError
+from app.sim.core import Cancelled, ParamError
 from app.store import repo
+from app.web.runs import Busy, JobStarted, RateLimited
 from app.web.sources import ScenarioNotFound
 
 BODY_PARSE_ERROR = "There was an error parsing the body"
@@ -60,6 +61,45 @@ def install(app: FastAPI) -> None:
             {"status": 422, "title": "These parameters don't work", "issues": detail},
             status_code=422,
         )
+
+    def _overloaded(request: Request, status: int, message: str, retry_after: int) -> Response:
+        headers = {"Retry-After": str(retry_after), "Cache-Control": "no-store"}
+        if wants_json(request):
+            return JSONResponse({"detail": message}, status_code=status, headers=headers)
+        title = "Too many long simulations" if status == 429 else "The simulator is busy"
+        ctx = {"status": status, "title": title, "message": message}
+        return render(request, "pages/error.html", ctx, status_code=status, headers=headers)
+
+    @app.exception_handler(Busy)
+    async def _busy(request: Request, exc: Busy) -> Response:
+        return _overloaded(request, 503, str(exc), exc.retry_after)
+
+    @app.exception_handler(RateLimited)
+    async def _limited(request: Request, exc: RateLimited) -> Response:
+        return _overloaded(request, 429, str(exc), exc.retry_after)
+
+    @app.exception_handler(Cancelled)
+    async def _cancelled(request: Request, exc: Cancelled) -> Response:
+        return _overloaded(request, 503, "the simulation was cancelled; reload to run it again", 1)
+
+    @app.exception_handler(JobStarted)
+    async def _job(request: Request, exc: JobStarted) -> Response:
+        """A long run goes on as a job: the API answers 202 with where to follow it; a page
+        shows a progress bar that reloads into the walkthrough when the run is done."""
+        job = exc.job
+        status_url = f"/api/v1/jobs/{job.key}"
+        headers = {"Location": status_url, "Cache-Control": "no-store", "Retry-After": "1"}
+        if wants_json(request):
+            body = {
+                "job": job.key,
+                "state": job.state,
+                "status_url": status_url,
+                "result_url": f"{status_url}/result",
+                "expected_s": round(job.expected_s, 1),
+            }
+            return JSONResponse(body, status_code=202, headers=headers)
+        ctx = {"job": job, "status_url": status_url}
+        return render(request, "pages/job.html", ctx, status_code=202, headers=headers)
 
     @app.exception_handler(ScenarioNotFound)
     async def _no_scenario(request: Request, exc: ScenarioNotFound) -> Response:

@@ -18,7 +18,8 @@ from app.store.db import init_db, make_engine
 from app.web import errors, sharing
 from app.web.exporting import PngRenderer
 from app.web.plugin import Plugin
-from app.web.routes import api, pages
+from app.web.routes import api, jobs, pages
+from app.web.runs import current_client
 from app.web.site import Site
 
 _PLOTLY = find_spec("plotly")
@@ -28,6 +29,24 @@ PLOTLY_JS = (
     else None
 )
 VENDOR_DIST = ("htmx.org/dist", "idiomorph/dist", "reveal.js/dist", "reveal.js/plugin")
+
+
+class ClientTag:
+    """Remember who is asking (their address), for per-client limits on long runs."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            client = scope.get("client")
+            token = current_client.set(client[0] if client else "-")
+            try:
+                await self.app(scope, receive, send)
+            finally:
+                current_client.reset(token)
+            return
+        await self.app(scope, receive, send)
 
 
 class HeadAsGet:
@@ -45,10 +64,15 @@ class HeadAsGet:
 def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        # The database is created or upgraded when the app starts, not when it is imported.
+        # The database is created or upgraded when the app starts, not when it is imported;
+        # the simulation workers are forked before the server starts its threads.
         init_db(app.state.engine)
-        yield
-        app.state.engine.dispose()
+        app.state.site.runs.start()
+        try:
+            yield
+        finally:
+            app.state.site.runs.stop()
+            app.state.engine.dispose()
 
     app = FastAPI(
         title="Stepscope",
@@ -57,15 +81,17 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.settings = settings
-    app.state.site = Site(settings, plugins)
     app.state.engine = make_engine(settings.database_url)
+    app.state.site = Site(settings, plugins, app.state.engine)
     app.state.pngs = PngRenderer(settings.chromium)
     errors.install(app)
     # Frame stores and plotly.js compress well.
     app.add_middleware(GZipMiddleware, minimum_size=2048)
     app.add_middleware(HeadAsGet)
+    app.add_middleware(ClientTag)
     sharing.install(app)  # sessions, /s/ links, /embed, /export, /examples
     app.include_router(api.router_for(app.state.site))
+    app.include_router(jobs.router)
     app.include_router(pages.router)
     for plugin in app.state.site.plugins:
         if plugin.web.router is not None:

@@ -8,27 +8,28 @@ state, so two apps (a test app with its own explainers, say) never share anythin
 from __future__ import annotations
 
 from collections.abc import Iterable
-from functools import lru_cache
 from typing import Any
 
 from fastapi import HTTPException
 from fastapi.templating import Jinja2Templates
+from sqlalchemy import Engine
 
 from app.settings import Settings
 from app.sim.core import Trace
 from app.web.content import Content
 from app.web.plugin import Plugin
+from app.web.runs import RunService
 
 
 class Site:
-    def __init__(self, settings: Settings, plugins: Iterable[Plugin]) -> None:
+    def __init__(self, settings: Settings, plugins: Iterable[Plugin], engine: Engine) -> None:
         self.settings = settings
         self._plugins = {p.name: p for p in plugins}
         self.content = Content(settings.root / "content")
         self.templates = Jinja2Templates(directory=str(settings.root / "templates"))
         self.templates.env.globals["site_name"] = "Stepscope"
-        # The one run cache (traces are pure functions of explainer, sim_version and params).
-        self._run = lru_cache(maxsize=settings.run_cache_size)(self._simulate)
+        # The one place runs happen and traces are kept (memory + database, shared by workers).
+        self.runs = RunService(settings, engine)
 
     # --- explainers --------------------------------------------------------------------------
 
@@ -53,9 +54,7 @@ class Site:
     # --- runs --------------------------------------------------------------------------------
 
     def run(self, plugin: Plugin, raw: Any) -> tuple[Any, Trace[Any, Any]]:
-        """Validate raw params (ParamError → 422) and run them, memoised on the frozen params."""
+        """Validate raw params (ParamError → 422), then the trace: stored, or run in the pool
+        (a long run raises :class:`~app.web.runs.JobStarted` instead of holding the request)."""
         params = plugin.sim.parse(raw)
-        return params, self._run(plugin.name, plugin.sim.sim_version, params)
-
-    def _simulate(self, name: str, sim_version: str, params: Any) -> Trace[Any, Any]:
-        return self._plugins[name].sim.run(params)
+        return params, self.runs.trace(plugin.sim, params)

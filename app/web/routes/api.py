@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from typing import Any
 
-from fastapi import APIRouter, Body
+from fastapi import APIRouter, Body, Request
+from starlette.concurrency import run_in_threadpool
 
 from app.sim.core import Trace
 from app.web.plugin import Plugin
+from app.web.runs import Job, JobStarted, RunService
 from app.web.site import Site
 from app.web.sources import PluginDep, SiteDep
 
@@ -54,13 +58,57 @@ def add_run_route(router: APIRouter, site: Site) -> None:
         if preset is not None:
             examples[p.name] = {"summary": str(preset.title), "value": dict(preset.params)}
 
-    @router.post("/explainers/{name}/run")
-    def run_explainer(
-        site: SiteDep, plugin: PluginDep, params: Any = Body(..., openapi_examples=examples)
+    @router.post(
+        "/explainers/{name}/run",
+        responses={
+            202: {"description": "A long run: follow the job at the `Location` URL"},
+            422: {"description": "Invalid params, located by `loc`"},
+            429: {"description": "Too many long runs from this client"},
+            503: {"description": "The simulator is busy: retry after `Retry-After` seconds"},
+        },
+    )
+    async def run_explainer(
+        request: Request,
+        site: SiteDep,
+        plugin: PluginDep,
+        params: Any = Body(..., openapi_examples=examples),
     ) -> dict[str, Any]:
-        """Run a scenario: validate the params exactly as the pages do, then return the trace."""
-        _, trace = site.run(plugin, params)
+        """Run a scenario: validate the params exactly as the pages do, then return the trace.
+        A run expected to take more than a second or so answers 202 with a job URL instead; a
+        short run is cancelled if the client disconnects before it ends."""
+        parsed = plugin.sim.parse(params)
+        runs = site.runs
+        key = runs.key(plugin.sim, parsed)
+        trace = await run_in_threadpool(runs.cached, key)
+        if trace is None:
+            job = runs.submit(plugin.sim, parsed, key)
+            if job.expected_s > site.settings.job_threshold_s:
+                raise JobStarted(job)
+            trace = await wait_watching(request, runs, job, plugin)
         return trace_json(plugin, trace)
+
+
+async def wait_watching(
+    request: Request, runs: RunService, job: Job, plugin: Plugin
+) -> Trace[Any, Any]:
+    """Wait for ``job`` in a worker thread while watching the client: if it disconnects, the
+    run is cancelled (unless someone else waits for the same run)."""
+    gone = threading.Event()
+    done = asyncio.Event()
+
+    async def watch() -> None:
+        while not done.is_set():
+            if await request.is_disconnected():
+                gone.set()
+                return
+            await asyncio.sleep(0.05)
+
+    watcher = asyncio.create_task(watch())
+    try:
+        return await run_in_threadpool(runs.wait, job, plugin.sim, gone.is_set)
+    finally:
+        done.set()
+        await watcher
 
 
 def router_for(site: Site) -> APIRouter:

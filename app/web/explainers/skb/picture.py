@@ -116,7 +116,7 @@ def _lane(skb: Mapping[str, Any], y: float, sx: float, *, is_primary: bool) -> s
         x = _x(off, sx)
         near_right = x > WIDTH - 100  # keep the label inside the picture
         # the player keeps the acting skb's data pointer in view on a narrow screen
-        focus = " data-focus" if is_primary and ptr == "data" else ""
+        focus = ' data-focus="1"' if is_primary and ptr == "data" else ""
         parts.append(
             f'<g id="ptr-{_attr(name)}-{ptr}" class="ptr glide ptr-{ptr}" data-ptr="{ptr}"{focus} '
             f'data-skb="{_attr(name)}" data-offset="{off}" style="transform: translate({x}px, 0px)">'

@@ -1,0 +1,80 @@
+"""Long runs as jobs: ``/api/v1/jobs/{id}`` (state and progress), ``…/result`` (the run's JSON
+once done) and ``DELETE`` to cancel. The id is the trace's content address."""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+from fastapi import APIRouter, HTTPException
+from fastapi.responses import JSONResponse, Response
+
+from app.web.routes.api import trace_json
+from app.web.sources import SiteDep
+
+router = APIRouter(prefix="/api/v1/jobs", tags=["api"])
+_KEY = re.compile(r"[0-9a-f]{40}")
+NO_STORE = {"Cache-Control": "no-store"}
+
+
+def _checked(key: str) -> str:
+    if not _KEY.fullmatch(key):
+        raise HTTPException(404, "No job has this id.")
+    return key
+
+
+@router.get("/{key}")
+def job_status(key: str, site: SiteDep) -> JSONResponse:
+    """Where a long run is: ``state`` (running, done, cancelled, failed) and ``progress`` (0-1,
+    simulated work done over total)."""
+    runs = site.runs
+    job = runs.job(_checked(key))
+    if job is None:
+        if runs.cached(key) is not None:  # finished earlier, maybe by another worker
+            body: dict[str, Any] = {"job": key, "state": "done", "progress": 1.0}
+            return JSONResponse(
+                {**body, "result_url": f"/api/v1/jobs/{key}/result"}, headers=NO_STORE
+            )
+        raise HTTPException(404, "No job has this id.")
+    body = {
+        "job": key,
+        "explainer": job.explainer,
+        "state": job.state,
+        "progress": round(runs.progress(job), 4),
+        "expected_s": round(job.expected_s, 1),
+        "elapsed_s": round(time.monotonic() - job.started, 1),
+        "result_url": f"/api/v1/jobs/{key}/result",
+    }
+    if job.error:
+        body["error"] = job.error
+    return JSONResponse(body, headers=NO_STORE)
+
+
+@router.get("/{key}/result")
+def job_result(key: str, site: SiteDep) -> Response:
+    """The run's JSON (as ``POST /api/v1/explainers/{name}/run`` answers) once the job is done;
+    202 while it runs; 410 if it was cancelled."""
+    runs = site.runs
+    trace = runs.cached(_checked(key))
+    if trace is not None:
+        plugin = site.plugin(trace.explainer)
+        return JSONResponse(trace_json(plugin, trace))
+    job = runs.job(key)
+    if job is None:
+        raise HTTPException(404, "No job has this id.")
+    if job.state == "running":
+        return JSONResponse(
+            {"job": key, "state": "running", "progress": round(runs.progress(job), 4)},
+            status_code=202,
+            headers={"Retry-After": "1", **NO_STORE},
+        )
+    raise HTTPException(410, f"This job ended without a result ({job.state}).")
+
+
+@router.delete("/{key}", status_code=204)
+def cancel_job(key: str, site: SiteDep) -> Response:
+    """Cancel a running job (its worker is freed at the next progress report)."""
+    if not site.runs.cancel(_checked(key)):
+        raise HTTPException(404, "No running job has this id.")
+    return Response(status_code=204)

@@ -1,0 +1,382 @@
+"""Running simulations for the web: a bounded process pool, a content-addressed trace store,
+jobs with progress for long runs, cancellation when nobody waits any more, per-client limits.
+
+* **Where runs happen.** Never in a request thread: in a pool of ``sim_workers`` processes
+  (forked once, when the app starts). At most ``sim_workers + sim_queue`` runs are running or
+  waiting; past that a request gets :class:`Busy` (HTTP 503 with ``Retry-After``).
+* **Traces are content-addressed** by (explainer, sim_version, canonical params). A finished
+  trace is kept in memory (an LRU bounded in bytes) and in the database (pickled, compressed), so
+  every worker process and every restart shares it; the same params asked twice at once run once.
+* **Long runs are jobs.** A run expected to take more than ``job_threshold_s`` does not hold the
+  request: :class:`JobStarted` is raised, pages show a progress bar (simulated work done / total)
+  and the API answers 202 with the job's URL. A job nobody has asked about for ``job_idle_s`` is
+  cancelled; a short run whose client disconnects is cancelled (see :meth:`RunService.wait`).
+* **Expensive runs are rate-limited per client**: at most ``expensive_runs_per_minute`` runs
+  expected to take over a second (:class:`RateLimited`, HTTP 429 with ``Retry-After``).
+
+Cancelling sets a flag in memory shared with the worker processes; the simulation's progress
+callback sees it and raises :class:`~app.sim.core.Cancelled`, which frees the worker.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import ctypes
+import hashlib
+import json
+import multiprocessing
+import pickle
+import threading
+import time
+import zlib
+from collections import OrderedDict, deque
+from collections.abc import Callable
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from sqlalchemy import Engine
+
+from app.settings import Settings
+from app.sim.core import Cancelled, Explainer, Trace
+from app.store import repo
+
+AnyTrace = Trace[Any, Any]
+
+# The client (IP) of the request being served, set by middleware; read for per-client limits.
+current_client: contextvars.ContextVar[str] = contextvars.ContextVar("client", default="-")
+
+
+class Busy(Exception):
+    """Every worker and queue place is taken: try again in ``retry_after`` seconds."""
+
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(f"the simulator is busy; try again in {retry_after} s")
+        self.retry_after = retry_after
+
+
+class RateLimited(Exception):
+    """This client asked for too many expensive runs in the last minute."""
+
+    def __init__(self, retry_after: int, limit: int) -> None:
+        super().__init__(
+            f"at most {limit} long simulations a minute per client; try again in {retry_after} s"
+        )
+        self.retry_after = retry_after
+
+
+class JobStarted(Exception):
+    """The run takes a while: it goes on as a job; answer with its progress page or URL."""
+
+    def __init__(self, job: Job) -> None:
+        super().__init__(job.key)
+        self.job = job
+
+
+# --- the worker side ---------------------------------------------------------------------------
+
+_progress: Any = None  # shared array of progress fractions, one slot per queued/running run
+_cancel: Any = None  # shared array of cancel flags
+
+
+def _init_worker(progress: Any, cancel: Any) -> None:
+    global _progress, _cancel
+    _progress, _cancel = progress, cancel
+
+
+def _noop() -> None:
+    return None
+
+
+def _simulate(explainer: Explainer[Any], params: Any, slot: int) -> bytes:
+    """Run in a worker process: the trace, pickled and compressed (or Cancelled)."""
+    progress, cancel = _progress, _cancel
+
+    def report(done: float, total: float) -> None:
+        if cancel[slot]:
+            raise Cancelled
+        progress[slot] = done / total if total > 0 else 0.0
+
+    trace = explainer.run(params, report)
+    return encode_trace(trace)
+
+
+def encode_trace(trace: AnyTrace) -> bytes:
+    return zlib.compress(pickle.dumps(trace, protocol=pickle.HIGHEST_PROTOCOL), 1)
+
+
+def decode_trace(data: bytes) -> AnyTrace:
+    # Only ever our own traces, from our own database.
+    trace: AnyTrace = pickle.loads(zlib.decompress(data))  # noqa: S301
+    return trace
+
+
+# --- the server side ---------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class Job:
+    key: str
+    explainer: str
+    slot: int
+    expected_s: float
+    future: Future[bytes]
+    started: float = field(default_factory=time.monotonic)
+    seen: float = field(default_factory=time.monotonic)  # last time someone asked about it
+    waiters: int = 0
+    state: str = "running"  # running | done | cancelled | failed
+    error: str = ""
+
+    def touch(self) -> None:
+        self.seen = time.monotonic()
+
+
+class TraceCache:
+    """Decoded traces in memory, least recently used first out, bounded in (estimated) bytes."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.used = 0
+        self._items: OrderedDict[str, tuple[AnyTrace, int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> AnyTrace | None:
+        with self._lock:
+            found = self._items.get(key)
+            if found is None:
+                return None
+            self._items.move_to_end(key)
+            return found[0]
+
+    def put(self, key: str, trace: AnyTrace, size: int) -> None:
+        with self._lock:
+            if key in self._items or size > self.max_bytes:
+                return
+            self._items[key] = (trace, size)
+            self.used += size
+            while self.used > self.max_bytes:
+                _, (_, old) = self._items.popitem(last=False)
+                self.used -= old
+
+
+# A pickled, compressed trace is a fraction of the Python objects it decodes into.
+MEMORY_PER_STORED_BYTE = 12
+
+
+class RunService:
+    def __init__(self, settings: Settings, engine: Engine) -> None:
+        self.settings = settings
+        self.engine = engine
+        self.workers = max(1, settings.sim_workers)
+        slots = self.workers + max(0, settings.sim_queue)
+        ctx = multiprocessing.get_context("fork")
+        self._progress = ctx.Array(ctypes.c_double, slots, lock=False)
+        self._cancel = ctx.Array(ctypes.c_byte, slots, lock=False)
+        self._free = list(range(slots))
+        self._ctx = ctx
+        self._pool: ProcessPoolExecutor | None = None
+        self._jobs: dict[str, Job] = {}
+        self._ended: OrderedDict[str, Job] = OrderedDict()  # finished jobs, for status pages
+        self._lock = threading.Lock()
+        self._cache = TraceCache(settings.trace_cache_mb * 1024 * 1024)
+        self._expensive: dict[str, deque[float]] = {}
+        self._stop = threading.Event()
+        self._watchdog: threading.Thread | None = None
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Fork the workers now, before the server starts its threads, and start the watchdog."""
+        with self._lock:
+            if self._pool is None:
+                self._pool = ProcessPoolExecutor(
+                    max_workers=self.workers,
+                    mp_context=self._ctx,
+                    initializer=_init_worker,
+                    initargs=(self._progress, self._cancel),
+                )
+                for _ in range(self.workers):
+                    self._pool.submit(_noop)
+        if self._watchdog is None:
+            self._stop.clear()
+            self._watchdog = threading.Thread(target=self._watch, name="job-watchdog", daemon=True)
+            self._watchdog.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        with self._lock:
+            for job in self._jobs.values():
+                self._cancel[job.slot] = 1
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+        if self._watchdog is not None:
+            self._watchdog.join(timeout=2)
+            self._watchdog = None
+
+    # --- traces ------------------------------------------------------------------------------
+
+    @staticmethod
+    def key(explainer: Explainer[Any], params: Any) -> str:
+        canonical = json.dumps(explainer.dump(params), sort_keys=True, separators=(",", ":"))
+        text = f"{explainer.name}\n{explainer.sim_version}\n{canonical}"
+        return hashlib.sha256(text.encode()).hexdigest()[:40]
+
+    def cached(self, key: str) -> AnyTrace | None:
+        found = self._cache.get(key)
+        if found is not None:
+            return found
+        with repo.session_for(self.engine) as db:
+            data = repo.get_trace_data(db=db, key=key)
+        if data is None:
+            return None
+        trace = decode_trace(data)
+        self._cache.put(key, trace, len(data) * MEMORY_PER_STORED_BYTE)
+        return trace
+
+    def _keep(self, key: str, explainer: Explainer[Any], data: bytes) -> AnyTrace:
+        trace = decode_trace(data)
+        self._cache.put(key, trace, len(data) * MEMORY_PER_STORED_BYTE)
+        with repo.session_for(self.engine) as db:
+            repo.put_trace_data(
+                db=db,
+                key=key,
+                explainer=explainer.name,
+                sim_version=explainer.sim_version,
+                data=data,
+            )
+        return trace
+
+    # --- running -----------------------------------------------------------------------------
+
+    def trace(self, explainer: Explainer[Any], params: Any) -> AnyTrace:
+        """The trace of ``params``: cached, or run now (short runs), or :class:`JobStarted`."""
+        key = self.key(explainer, params)
+        found = self.cached(key)
+        if found is not None:
+            return found
+        job = self.submit(explainer, params, key)
+        if job.expected_s > self.settings.job_threshold_s:
+            raise JobStarted(job)
+        return self.wait(job, explainer)
+
+    def submit(self, explainer: Explainer[Any], params: Any, key: str) -> Job:
+        """Start a run, or join the same run already under way."""
+        expected = explainer.expected_seconds(params)
+        with self._lock:
+            job = self._jobs.get(key)
+            if job is not None:
+                job.touch()
+                return job
+            if expected > 1.0:
+                self._charge_expensive(current_client.get())
+            if not self._free or self._pool is None:
+                if self._pool is None:
+                    raise Busy(5)
+                raise Busy(max(1, round(min(expected, 30.0))) if self._jobs else 2)
+            slot = self._free.pop()
+            self._progress[slot] = 0.0
+            self._cancel[slot] = 0
+            future = self._pool.submit(_simulate, explainer, params, slot)
+            job = Job(
+                key=key, explainer=explainer.name, slot=slot, expected_s=expected, future=future
+            )
+            self._jobs[key] = job
+        future.add_done_callback(partial(self._finished, job, explainer))
+        return job
+
+    def wait(
+        self, job: Job, explainer: Explainer[Any], poll: Callable[[], bool] | None = None
+    ) -> AnyTrace:
+        """Block until ``job`` ends and return its trace. ``poll`` (optional) is asked now and then
+        whether the client has gone; if it has and nobody else waits, the run is cancelled."""
+        with self._lock:
+            job.waiters += 1
+        try:
+            while True:
+                try:
+                    job.future.result(timeout=0.1)
+                    break
+                except TimeoutError:
+                    job.touch()
+                    if poll is not None and poll():
+                        self.release(job)
+                        raise Cancelled from None
+                except Cancelled:
+                    raise
+            found = self.cached(job.key)
+            if found is None:  # pragma: no cover - stored by the done callback before result()
+                found = decode_trace(job.future.result())
+            return found
+        finally:
+            with self._lock:
+                job.waiters -= 1
+
+    def release(self, job: Job) -> None:
+        """The caller no longer wants ``job``: cancel it unless someone else is waiting."""
+        with self._lock:
+            if job.waiters <= 1 and job.state == "running":
+                self._cancel[job.slot] = 1
+
+    def cancel(self, key: str) -> bool:
+        with self._lock:
+            job = self._jobs.get(key)
+            if job is None:
+                return False
+            self._cancel[job.slot] = 1
+            return True
+
+    def job(self, key: str) -> Job | None:
+        with self._lock:
+            job = self._jobs.get(key) or self._ended.get(key)
+        if job is not None:
+            job.touch()
+        return job
+
+    def progress(self, job: Job) -> float:
+        return 1.0 if job.state == "done" else float(self._progress[job.slot])
+
+    @property
+    def running(self) -> int:
+        with self._lock:
+            return len(self._jobs)
+
+    def _finished(self, job: Job, explainer: Explainer[Any], future: Future[bytes]) -> None:
+        try:
+            data = future.result()
+            self._keep(job.key, explainer, data)
+            job.state = "done"
+        except Cancelled:
+            job.state = "cancelled"
+        except Exception as exc:  # noqa: BLE001 - a run that fails must still free its slot
+            job.state, job.error = "failed", f"{type(exc).__name__}: {exc}"[:300]
+        with self._lock:
+            self._jobs.pop(job.key, None)
+            self._free.append(job.slot)
+            self._ended[job.key] = job
+            while len(self._ended) > 256:
+                self._ended.popitem(last=False)
+
+    def _charge_expensive(self, client: str) -> None:
+        limit = self.settings.expensive_runs_per_minute
+        now = time.monotonic()
+        recent = self._expensive.setdefault(client, deque())
+        while recent and now - recent[0] > 60:
+            recent.popleft()
+        if len(recent) >= limit:
+            raise RateLimited(max(1, int(60 - (now - recent[0])) + 1), limit)
+        recent.append(now)
+        if len(self._expensive) > 10_000:  # forget idle clients
+            for c in [c for c, q in self._expensive.items() if not q or now - q[-1] > 60]:
+                del self._expensive[c]
+
+    def _watch(self) -> None:
+        """Cancel jobs nobody has asked about for ``job_idle_s`` (their clients left)."""
+        idle = self.settings.job_idle_s
+        while not self._stop.wait(min(1.0, idle / 4)):
+            now = time.monotonic()
+            with self._lock:
+                for job in self._jobs.values():
+                    if job.waiters == 0 and now - job.seen > idle:
+                        self._cancel[job.slot] = 1
