@@ -64,6 +64,7 @@ class Walk:
         self.held: list[Held] = []
         self.rx_list: list[Seg] = []
         self.delivered: list[Seg] = []
+        self.scheduled = False
 
     def name(self, prefix: str) -> str:
         self.n += 1
@@ -641,7 +642,8 @@ class Walk:
         t.napi = napi
         self.irq(len(segs))
         pending = list(segs)
-        while pending:
+        self.scheduled = True
+        while self.scheduled:
             self.net_rx_action(pending)
         t.napi = napi
         self.readers()
@@ -731,7 +733,7 @@ class Walk:
         while True:
             work = self.poll(pending)
             napi["budget"] -= work
-            if not pending and work < WEIGHT:
+            if work < WEIGHT:
                 t.stack = ["__do_softirq", "net_rx_action"]
                 t.cur = None
                 self.here(
@@ -870,6 +872,7 @@ class Walk:
             self.gro_normal_list()
         t.unwind(depth - 1)
         napi["irq_enabled"] = True
+        self.scheduled = False
         t.cur = None
         t.leaf(
             "igb_ring_irq_enable",
