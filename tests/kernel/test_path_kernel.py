@@ -85,8 +85,21 @@ def netns_trace() -> Iterator[tuple[str, str, Path]]:
         inst.mkdir()
         _run("ip", "netns", "add", a)
         _run("ip", "netns", "add", b)
-        _run("ip", "link", "add", f"{tag}va", "netns", a, "type", "veth", "peer", "name",
-             f"{tag}vb", "netns", b)
+        _run(
+            "ip",
+            "link",
+            "add",
+            f"{tag}va",
+            "netns",
+            a,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            f"{tag}vb",
+            "netns",
+            b,
+        )
         for ns, dev, addr in ((a, f"{tag}va", "10.231.7.1/24"), (b, f"{tag}vb", "10.231.7.2/24")):
             _run("ip", "-n", ns, "addr", "add", addr, "dev", dev)
             _run("ip", "-n", ns, "link", "set", dev, "up")
@@ -162,9 +175,7 @@ def test_veth_stacks_match_model(netns_trace: tuple[str, str, Path]) -> None:
     try:
         assert server.stdout is not None
         assert server.stdout.readline().strip() == "ready"
-        subprocess.run(
-            ["ip", "netns", "exec", a, "python3", "-c", CLIENT], check=True, timeout=10
-        )
+        subprocess.run(["ip", "netns", "exec", a, "python3", "-c", CLIENT], check=True, timeout=10)
         got = server.stdout.readline().strip()
         assert got == "1000"
         server.wait(timeout=max(1.0, deadline - time.monotonic()))
@@ -181,16 +192,22 @@ def test_veth_stacks_match_model(netns_trace: tuple[str, str, Path]) -> None:
     report: list[str] = []
 
     # 1. Transmit on veth0: net_dev_start_xmit fires in xmit_one before veth_xmit.
-    xmit = [st for n, ln, st in events if n == "net_dev_start_xmit" and "va" in ln and
-            "tcp_sendmsg" in st]
+    xmit = [
+        st
+        for n, ln, st in events
+        if n == "net_dev_start_xmit" and "va" in ln and "tcp_sendmsg" in st
+    ]
     assert xmit, "no transmit stack from tcp_sendmsg on the sender's veth"
     shown = common_order(model_at["netdev_start_xmit"], xmit[-1])
     report.append(f"start_xmit: {shown}")
     assert {"tcp_sendmsg", "__dev_queue_xmit"} <= set(shown)
 
     # 2. The data segment reaches TCP on the receiver: the whole chain on one stack.
-    data = [st for n, ln, st in events if n in ("tcp_probe", "sk_data_ready") and
-            "process_backlog" in st and "tcp_sendmsg" in st]
+    data = [
+        st
+        for n, ln, st in events
+        if n in ("tcp_probe", "sk_data_ready") and "process_backlog" in st and "tcp_sendmsg" in st
+    ]
     assert data, "no receive-side stack running under the sender's tcp_sendmsg"
     shown = common_order(model_at["tcp_rcv_established"], data[-1])
     report.append(f"tcp_rcv: {shown}")
@@ -201,6 +218,8 @@ def test_veth_stacks_match_model(netns_trace: tuple[str, str, Path]) -> None:
     # 3. netif_receive_skb on the peer comes from the backlog (not a veth NAPI poll).
     rx = [st for n, ln, st in events if n == "netif_receive_skb" and "vb" in ln]
     assert rx and all("veth_poll" not in st for st in rx)
-    report.append(f"netif_receive_skb: {common_order(model_at['__netif_receive_skb_core'], rx[-1])}")
+    report.append(
+        f"netif_receive_skb: {common_order(model_at['__netif_receive_skb_core'], rx[-1])}"
+    )
     print("\n".join(report))
     print("real data stack:", " > ".join(data[-1]))

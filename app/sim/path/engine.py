@@ -173,7 +173,20 @@ class Tracer:
             self._last[self.cur] = view
         napi: NapiView | None = None
         if self.napi is not None:
-            napi = {**self.napi, "held": [dict(h) for h in self.napi["held"]]}  # type: ignore[typeddict-item]
+            n = self.napi
+            napi = {
+                "budget": n["budget"],
+                "weight": n["weight"],
+                "work": n["work"],
+                "polls": n["polls"],
+                "rx_count": n["rx_count"],
+                "ring": n["ring"],
+                "irq_enabled": n["irq_enabled"],
+                "held": [
+                    {"bucket": h["bucket"], "flow": h["flow"], "segs": h["segs"], "len": h["len"]}
+                    for h in n["held"]
+                ],
+            }
         state: PathState = {
             "function": function,
             "layer": layer,

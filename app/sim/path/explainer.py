@@ -53,7 +53,7 @@ class PathExplainer(Explainer[PathParams]):
     def cost(self, params: PathParams) -> float:
         return P.cost(params)
 
-    def run(self, params: PathParams, progress: Progress | None = None) -> Trace:
+    def run(self, params: PathParams, progress: Progress | None = None) -> Trace[PathState, None]:
         total = self.cost(params)
         skbs = PathSkbs()
         tracer = Tracer(skbs, progress, total)
@@ -76,7 +76,7 @@ class PathExplainer(Explainer[PathParams]):
             summary=summary,
         )
 
-    def public_json(self, trace: Trace) -> dict[str, JSONValue]:
+    def public_json(self, trace: Trace[PathState, None]) -> dict[str, JSONValue]:
         return {
             "explainer": self.name,
             "params": self.dump(trace.params),

@@ -767,7 +767,7 @@ class Walk:
                 return
 
     def poll(self, pending: list[Seg]) -> int:
-        t, p = self.t, self.p
+        t = self.t
         napi = t.napi
         assert napi is not None
         napi["polls"] += 1
@@ -1354,8 +1354,7 @@ class Walk:
         t.enter(
             "netif_receive_skb_list_internal",
             msg(
-                "netif_receive_skb_list_internal: RPS is off, so the whole list stays on this "
-                "CPU."
+                "netif_receive_skb_list_internal: RPS is off, so the whole list stays on this CPU."
             ),
             layer="core",
         )
@@ -1834,7 +1833,7 @@ class Walk:
             if not self.local_xmit(clone, veth):
                 t.stack = []
                 continue
-            t.unwind(top)
+            t.unwind(top + 1)  # back in __dev_queue_xmit
             self.softirq_on_bh_enable(top)
             self.backlog_poll([Seg(skb=clone, flow=0, payload=p.payload_bytes, psh=True, index=i)])
             t.stack = []
@@ -1992,7 +1991,7 @@ class Walk:
         t.enter(
             "__local_bh_enable_ip",
             msg(
-                "Back in ip_finish_output2, rcu_read_unlock_bh re-enables bottom halves. "
+                "Back in __dev_queue_xmit, rcu_read_unlock_bh re-enables bottom halves. "
                 "NET_RX_SOFTIRQ is pending, so __local_bh_enable_ip runs it right here, on "
                 "the sender's stack: the receive side runs to completion before write() "
                 "returns."
@@ -2106,10 +2105,7 @@ class Walk:
         self.hard_start(clone)
         t.enter(
             "veth_xmit",
-            msg(
-                "veth_xmit: the peer is vethA in the host namespace, a port of bridge "
-                "docker0."
-            ),
+            msg("veth_xmit: the peer is vethA in the host namespace, a port of bridge docker0."),
             layer="driver",
         )
         t.enter("veth_forward_skb", msg("veth_forward_skb: __dev_forward_skb."), layer="driver")
@@ -2138,7 +2134,7 @@ class Walk:
             msg("enqueue_to_backlog: appended; the backlog NAPI is scheduled."),
             layer="core",
         )
-        t.unwind(top)
+        t.unwind(top + 1)  # back in __dev_queue_xmit
         self.softirq_on_bh_enable(top)
         t.enter(
             "__napi_poll",

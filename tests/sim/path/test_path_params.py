@@ -116,8 +116,21 @@ def test_public_json_shape() -> None:
     assert out["explainer"] == "path"
     keys = {"function", "path", "line", "layer", "context", "hook", "stack", "skb"}
     skb_keys = {
-        "head", "data", "tail", "end", "len", "data_len", "truesize", "headroom", "tailroom",
-        "users", "dataref", "nr_frags", "mac_header", "network_header", "transport_header",
+        "head",
+        "data",
+        "tail",
+        "end",
+        "len",
+        "data_len",
+        "truesize",
+        "headroom",
+        "tailroom",
+        "users",
+        "dataref",
+        "nr_frags",
+        "mac_header",
+        "network_header",
+        "transport_header",
     }
     for f in out["frames"]:
         assert keys <= set(f)

@@ -198,9 +198,12 @@ def test_napi_budget_accounting() -> None:
     enable = first(st, "igb_ring_irq_enable")
     assert enable["napi"] is not None and enable["napi"]["irq_enabled"]
     assert names(st).index("igb_ring_irq_enable") > names(st).index("__do_softirq")
-    assert E.run(E.parse({"path": "rx", "scenario": "gro_burst", "packets": 320})).summary[
-        "time_squeeze"
-    ] == 1
+    assert (
+        E.run(E.parse({"path": "rx", "scenario": "gro_burst", "packets": 320})).summary[
+            "time_squeeze"
+        ]
+        == 1
+    )
 
 
 def test_interrupt_stays_off_while_polling() -> None:
@@ -261,8 +264,16 @@ def test_arp_on_first_use_queues_then_sends_from_softirq() -> None:
     seq = names(st)
     assert in_order(
         seq,
-        ["neigh_resolve_output", "__neigh_event_send", "arp_solicit", "arp_rcv", "__neigh_update",
-         "eth_header", "igb_xmit_frame", "neigh_hh_output"],
+        [
+            "neigh_resolve_output",
+            "__neigh_event_send",
+            "arp_solicit",
+            "arp_rcv",
+            "__neigh_update",
+            "eth_header",
+            "igb_xmit_frame",
+            "neigh_hh_output",
+        ],
     )
     assert first(st, "eth_header")["context"] == "softirq"
 
@@ -328,8 +339,15 @@ def test_forward_hooks_and_ttl() -> None:
     st = run(path="forward")
     assert [s["hook"] for s in st if s["hook"]] == ["PRE_ROUTING", "FORWARD", "POST_ROUTING"]
     assert in_order(
-        names(st), ["ip_forward", "ip_decrease_ttl", "ip_forward_finish", "ip_output",
-                    "neigh_hh_output", "igb_xmit_frame"]
+        names(st),
+        [
+            "ip_forward",
+            "ip_decrease_ttl",
+            "ip_forward_finish",
+            "ip_output",
+            "neigh_hh_output",
+            "igb_xmit_frame",
+        ],
     )
     assert "tcp_v4_rcv" not in names(st)
     assert skb(first(st, "neigh_hh_output"))["data"] == IGB_SKB_PAD
@@ -344,8 +362,11 @@ def test_forward_hooks_and_ttl() -> None:
         ({"drop": "checksum"}, "IP_CSUM", "ip_rcv_core"),
         ({"path": "forward", "drop": "no_route"}, "IP_INNOROUTES", "ip_error"),
         ({"path": "forward", "drop": "ttl"}, "IP_INHDR", "icmp_send"),
-        ({"path": "tx", "drop": "netfilter", "hook": "POST_ROUTING"}, "NETFILTER_DROP",
-         "nf_hook_slow"),
+        (
+            {"path": "tx", "drop": "netfilter", "hook": "POST_ROUTING"},
+            "NETFILTER_DROP",
+            "nf_hook_slow",
+        ),
     ],
 )
 def test_drops_with_reasons(raw: dict[str, Any], reason: str, where: str) -> None:
