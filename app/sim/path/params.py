@@ -56,6 +56,7 @@ class PathParams:
     tso: bool = True  # TX on the NIC: the NIC segments (TSO) one large skb
     qdisc_queued: int = 0  # TX on the NIC: packets already waiting in the qdisc
     fast_path: bool = True  # TCP header prediction succeeds
+    last_bytes: int = 0  # GRO burst: payload of each flow's last segment (0: payload_bytes)
 
 
 _INT_LIMITS: dict[str, tuple[int, int]] = {
@@ -63,6 +64,7 @@ _INT_LIMITS: dict[str, tuple[int, int]] = {
     "payload_bytes": (1, MAX_PAYLOAD),
     "flows": (1, MAX_FLOWS),
     "qdisc_queued": (0, 63),
+    "last_bytes": (0, MSS),
 }
 _CHOICES: dict[str, tuple[str, ...]] = {
     "path": PATHS,
@@ -193,7 +195,7 @@ def _combination_issues(p: PathParams, raw: dict[str, Any]) -> list[ParamIssue]:
     elif p.hook is not None and "hook" in raw:
         bad("hook", "hook is only used with drop netfilter")
     if p.scenario != "gro_burst":
-        for name in ("flows", "same_bucket", "psh"):
+        for name in ("flows", "same_bucket", "psh", "last_bytes"):
             if name in raw and raw[name] != getattr(PathParams(), name):
                 bad(name, "only used with scenario gro_burst")
     if p.flows > p.packets:

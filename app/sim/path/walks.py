@@ -661,7 +661,8 @@ class Walk:
             seen[f] += 1
             last = seen[f] == per_flow[f]
             psh = p.psh == "every" or (p.psh == "last" and last)
-            out.append(Seg(skb="", flow=f, payload=p.payload_bytes, psh=psh, index=i))
+            size = p.last_bytes if last and p.last_bytes else p.payload_bytes
+            out.append(Seg(skb="", flow=f, payload=size, psh=psh, index=i))
         return out
 
     def bucket(self, flow: int) -> int:
@@ -721,6 +722,12 @@ class Walk:
                 "softirqs with interrupts enabled."
             ),
             layer="softirq",
+            notes=(
+                msg(
+                    "Newer kernels run this loop in handle_softirqs, called by __do_softirq; "
+                    "the kernel check (Linux 6.18) shows handle_softirqs in its stacks."
+                ),
+            ),
         )
         t.enter(
             "net_rx_action",
@@ -729,6 +736,13 @@ class Walk:
                 "this whole run, over every NAPI instance on the CPU; time limit 2 jiffies."
             ),
             layer="napi",
+            notes=(
+                msg(
+                    "Linux 6.12 keeps netdev_budget, netdev_budget_usecs and "
+                    "gro_normal_batch in struct net_hotdata (same values: 300, 2 jiffies, 8) "
+                    "and net_rx_action takes no argument."
+                ),
+            ),
         )
         while True:
             work = self.poll(pending)
@@ -1155,6 +1169,13 @@ class Walk:
                 mss=mss,
             ),
             layer="gro",
+            notes=(
+                msg(
+                    "Linux 6.12 moved the IP-level flush checks (TTL, TOS, DF, IP ID) from "
+                    "inet_gro_receive into tcp_gro_receive (gro_receive_network_flush); the "
+                    "rules are the same."
+                ),
+            ),
         )
         if too_big:
             t.leaf(
@@ -1469,6 +1490,23 @@ class Walk:
     def route(self, seg: Seg) -> bool:
         """ip_rcv_finish_core; False when the packet is dropped there."""
         t = self.t
+        if self.p.drop == "no_socket":
+            t.enter(
+                "ip_rcv_finish_core",
+                msg(
+                    "ip_rcv_finish_core: early demux finds no socket for the 4-tuple, so "
+                    "ip_route_input_noref looks the route up: the destination is a local "
+                    "address (RTN_LOCAL), input function ip_local_deliver."
+                ),
+                layer="ip",
+            )
+            t.leaf(
+                "ip_route_input_noref",
+                msg("ip_route_input_noref: a local route, found in the local table."),
+                layer="route",
+            )
+            t.leave()
+            return True
         if self.p.path == "forward":
             t.enter(
                 "ip_rcv_finish_core",
@@ -1617,6 +1655,14 @@ class Walk:
                     "not change. Fast path for data."
                 ),
                 layer="tcp",
+                notes=(
+                    msg(
+                        "If the skb's truesize is larger than the socket's sk_forward_alloc "
+                        "(as for the first data segment of a new connection), the fast path "
+                        "jumps to step5 and the data goes through tcp_ack and tcp_data_queue "
+                        "instead; the kernel check saw exactly that."
+                    ),
+                ),
             )
             s.pull(seg.skb, TCP_HLEN)
             self.here(

@@ -424,3 +424,28 @@ def test_vxlan_pushes_outer_headers_into_headroom() -> None:
     assert out["end"] == inner["end"]
     assert out["network_header"] == inner["data"] - 36
     assert out["transport_header"] == inner["data"] - 16
+
+
+def test_gro_short_segment_flushes_after_merging() -> None:
+    """A segment shorter than gso_size is merged, then forces a flush (flush = len < mss)."""
+    st = run(scenario="gro_burst", packets=4, psh="none", payload_bytes=1448, last_bytes=500)
+    d = skb(first(st, "tcp_queue_rcv"))
+    assert d["gso_segs"] == 4 and d["len"] == 3 * 1448 + 500
+    # completed by the short segment, not by the end-of-poll napi_gro_flush
+    assert names(st).index("napi_gro_complete") < names(st).index("napi_complete_done")
+    assert "napi_gro_flush" not in names(st)
+
+
+def test_gro_longer_segment_is_not_merged() -> None:
+    """A segment longer than the held gso_size is not merged: (len - 1) >= mss sets flush."""
+    st = run(scenario="gro_burst", packets=3, psh="none", payload_bytes=1000, last_bytes=1448)
+    segs = [skb(s)["gso_segs"] for s in st if s["function"] == "tcp_queue_rcv"]
+    assert segs == [2, 1]
+    assert names(st).count("skb_gro_receive") == 1
+
+
+def test_no_socket_route_is_local() -> None:
+    """With no socket, early demux fails and the route lookup finds the local route."""
+    st = run(drop="no_socket")
+    assert "tcp_v4_early_demux" not in names(st)
+    assert "ip_route_input_noref" in names(st)
