@@ -191,6 +191,11 @@ class PathSkbs:
         self.apply("napi_alloc_skb", name, len=length)
         self._new(name, str(self.m.snapshot_skb(name)["alloc"]))
 
+    def alloc_skb(self, name: str, size: int) -> None:
+        """__alloc_skb(size) (kmalloc_reserve sizing, as alloc_skb)."""
+        self.apply("alloc_skb", name, size=size)
+        self._new(name, str(self.m.snapshot_skb(name)["alloc"]))
+
     def clone(self, src: str, name: str) -> None:
         self.m.apply(Op(op="skb_clone", skb=name, src=src))
         self._new(name, str(self.m.snapshot_skb(name)["alloc"]))

@@ -65,6 +65,7 @@ class Walk:
         self.rx_list: list[Seg] = []
         self.delivered: list[Seg] = []
         self.scheduled = False
+        self.sent: list[str] = []  # skbs handed to the NIC, freed on TX completion
 
     def name(self, prefix: str) -> str:
         self.n += 1
@@ -407,16 +408,171 @@ class Walk:
                 layer="qdisc",
             )
             t.counters["qdisc"] = 0
+        gso_sw = not self.p.tso and s.gso[skb][1] > 1
+        if not gso_sw:
+            t.enter(
+                "sch_direct_xmit",
+                msg(
+                    "sch_direct_xmit calls validate_xmit_skb (the device does TSO and "
+                    "checksums, so nothing is segmented in software), takes the TX queue lock "
+                    "and calls dev_hard_start_xmit."
+                ),
+                layer="qdisc",
+            )
+            self.hard_start(skb)
+            self.igb_send(skb, tso=s.gso[skb][1] > 1)
+            self.sent = [skb]
+            return
         t.enter(
             "sch_direct_xmit",
             msg(
-                "sch_direct_xmit calls validate_xmit_skb (the device does TSO and checksums, "
-                "so nothing is segmented in software), takes the TX queue lock and calls "
-                "dev_hard_start_xmit."
+                "sch_direct_xmit validates the skb before taking the TX queue lock. TSO is "
+                "off on {dev} (ethtool -K {dev} tso off), but GSO is on: the large skb is "
+                "segmented now, in software, as late as possible.",
+                dev=dev,
             ),
             layer="qdisc",
         )
-        self.hard_start(skb)
+        self.gso_segment(skb)
+        segs = list(self.sent)
+        t.enter(
+            "dev_hard_start_xmit",
+            msg(
+                "dev_hard_start_xmit walks the list of {n} segments, one xmit_one each.",
+                n=len(segs),
+            ),
+            layer="dev",
+        )
+        d = len(t.stack)
+        for seg in segs:
+            t.cur = seg
+            t.enter(
+                "xmit_one",
+                msg("xmit_one: taps see this segment, then netdev_start_xmit."),
+                layer="dev",
+            )
+            t.leaf(
+                "netdev_start_xmit",
+                msg("netdev_start_xmit (inline) calls the driver's ndo_start_xmit."),
+                layer="dev",
+            )
+            self.igb_send(seg, tso=False)
+            t.unwind(d)
+
+    def gso_segment(self, skb: str) -> None:
+        """validate_xmit_skb → skb_gso_segment → ... → skb_segment: one skb per MSS."""
+        t, s = self.t, self.s
+        mss, count = s.gso[skb]
+        total = s.length(skb) - FRAME
+        headroom = s.data(skb)
+        t.enter(
+            "validate_xmit_skb_list",
+            msg("validate_xmit_skb_list runs validate_xmit_skb on the skb."),
+            layer="dev",
+        )
+        t.enter(
+            "validate_xmit_skb",
+            msg(
+                "validate_xmit_skb: netif_needs_gso is true (the device lacks TSO for this "
+                "skb), so skb_gso_segment."
+            ),
+            layer="dev",
+        )
+        t.leaf(
+            "skb_gso_segment",
+            msg("skb_gso_segment (inline) → __skb_gso_segment for the transmit path."),
+            layer="dev",
+        )
+        t.enter(
+            "__skb_gso_segment",
+            msg("__skb_gso_segment checks the checksum state and calls skb_mac_gso_segment."),
+            layer="dev",
+        )
+        t.enter(
+            "skb_mac_gso_segment",
+            msg(
+                "skb_mac_gso_segment pulls the 14-byte MAC header and calls the IPv4 offload's "
+                "gso_segment."
+            ),
+            layer="dev",
+        )
+        t.enter(
+            "inet_gso_segment",
+            msg("inet_gso_segment pulls the 20-byte IP header and calls TCP's gso_segment."),
+            layer="ip",
+        )
+        t.enter(
+            "tcp4_gso_segment",
+            msg("tcp4_gso_segment prepares the checksum and calls tcp_gso_segment."),
+            layer="tcp",
+        )
+        t.enter(
+            "tcp_gso_segment",
+            msg(
+                "tcp_gso_segment pulls the 32-byte TCP header and asks skb_segment for pieces "
+                "of {mss} bytes; afterwards it fixes each piece's seq, clears FIN/PSH on all "
+                "but the last, and sets the checksums.",
+                mss=mss,
+            ),
+            layer="tcp",
+        )
+        self.sent = []
+        left = total
+        for k in range(count):
+            name = self.name("seg")
+            size = min(mss, left)
+            left -= size
+            s.alloc_skb(name, headroom + FRAME)
+            s.reserve(name, headroom)
+            s.put(name, FRAME, "headers")
+            s.set_header(name, "mac")
+            s.set_header(name, "network", headroom + ETH_HLEN)
+            s.set_header(name, "transport", headroom + ETH_HLEN + IP_HLEN)
+            s.add_frag(name, size, size)
+            s.set_gso(name, 0, 1)
+            self.sent.append(name)
+            t.cur = name
+            if k == 0:
+                t.leaf(
+                    "skb_segment",
+                    msg(
+                        "skb_segment, segment 1 of {n}: __alloc_skb(0 + 66 + headroom {h}) "
+                        "gives a small head; skb_reserve({h}) and __skb_put(66) hold a copy of "
+                        "the Ethernet, IP and TCP headers, and frags[0] references {size} "
+                        "bytes of the original pages (no payload copy). truesize adds "
+                        "data_len.",
+                        n=count,
+                        h=headroom,
+                        size=size,
+                    ),
+                    layer="core",
+                )
+        t.leaf(
+            "skb_segment",
+            msg(
+                "skb_segment made {n} segments ({mss} bytes each, the last {last}); each has "
+                "its own head and shares the payload pages.",
+                n=count,
+                mss=mss,
+                last=size,
+            ),
+            layer="core",
+        )
+        t.unwind(len(t.stack) - 5)  # back in validate_xmit_skb
+        t.cur = skb
+        s.free(skb)
+        self.here(
+            msg(
+                "validate_xmit_skb consume_skb()s the original GSO clone: its job is done, "
+                "dataref on the write-queue skb's head falls back to 1 (the segments hold the "
+                "pages through their own frag references)."
+            ),
+            "dev",
+        )
+        t.unwind(len(t.stack) - 2)  # back in sch_direct_xmit
+
+    def igb_send(self, skb: str, *, tso: bool) -> None:
+        t, s = self.t, self.s
         segs = s.gso[skb][1]
         t.enter(
             "igb_xmit_frame",
@@ -428,7 +584,7 @@ class Walk:
             msg("igb_xmit_frame_ring reserves descriptors for the head and each frag."),
             layer="driver",
         )
-        if segs > 1:
+        if tso:
             t.leaf(
                 "igb_tso",
                 msg(
@@ -479,17 +635,26 @@ class Walk:
         t, s = self.t, self.s
         t.context = "softirq"
         t.stack = ["__do_softirq", "net_rx_action", "__napi_poll", "igb_poll"]
-        s.free(skb)
-        t.leaf(
-            "igb_clean_tx_irq",
-            msg(
+        sent = self.sent or [skb]
+        for done in sent:
+            s.free(done)
+        t.cur = sent[-1]
+        if sent == [skb]:
+            text = msg(
                 "Later the NIC reports the descriptors done; igb_poll's igb_clean_tx_irq "
                 "unmaps them and frees the clone (napi_consume_skb): dataref falls back to 1. "
                 "The original stays on the write queue until the peer ACKs it."
-            ),
-            layer="driver",
-        )
+            )
+        else:
+            text = msg(
+                "Later the NIC reports the descriptors done; igb_clean_tx_irq unmaps them and "
+                "frees the {n} segments (napi_consume_skb). The original stays on the write "
+                "queue until the peer ACKs it.",
+                n=len(sent),
+            )
+        t.leaf("igb_clean_tx_irq", text, layer="driver")
         t.stack = []
+        self.sent = []
 
     def walk_tx_nic(self) -> None:
         p, t = self.p, self.t

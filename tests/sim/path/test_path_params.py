@@ -67,6 +67,9 @@ def test_any_valid_input_runs(path: str, device: str, packets: int, payload: int
         ({"payload_bytes": 2000}, ("payload_bytes",)),
         ({"flows": 3}, ("flows",)),
         ({"scenario": "gro_burst", "packets": 1000}, ("packets",)),
+        ({"tso": False}, ("tso",)),
+        ({"last_bytes": 100}, ("last_bytes",)),
+        ({"path": "tx", "qdisc_queued": 64}, ("qdisc_queued",)),
     ],
 )
 def test_bad_input_names_the_field(raw: dict[str, Any], loc: tuple[str, ...]) -> None:
@@ -100,6 +103,22 @@ def test_cost_bounds_every_preset() -> None:
     for pr in E.presets:
         p = E.parse(dict(pr.params))
         assert len(E.run(p).frames) <= E.cost(p) <= E.limits.max_work
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"path": "tx", "packets": 8, "payload_bytes": 64000, "tso": False, "neigh": "arp"},
+        {"path": "tx", "device": "veth", "packets": 64, "payload_bytes": 64000},
+        {"path": "forward", "packets": 8, "payload_bytes": 1448},
+        {"path": "rx", "scenario": "gro_burst", "packets": 800, "flows": 16, "psh": "every"},
+        {"path": "rx", "scenario": "gro_burst", "packets": 800, "flows": 9, "same_bucket": True},
+    ],
+)
+def test_cost_bounds_large_runs(raw: dict[str, Any]) -> None:
+    """cost() stays an upper bound at the large end of each walk."""
+    p = E.parse(raw)
+    assert len(E.run(p).frames) <= E.cost(p)
 
 
 def test_progress_is_reported() -> None:

@@ -449,3 +449,31 @@ def test_no_socket_route_is_local() -> None:
     st = run(drop="no_socket")
     assert "tcp_v4_early_demux" not in names(st)
     assert "ip_route_input_noref" in names(st)
+
+
+def test_software_gso_without_tso() -> None:
+    """TSO off: validate_xmit_skb → skb_gso_segment → skb_segment makes one skb per MSS, each
+    with a 640-byte small head (66 header bytes after headroom 254) and the payload in a frag;
+    SKB_TRUESIZE(320) = 896 plus data_len (skbuff.c skb_segment)."""
+    st = run(path="tx", payload_bytes=3000, tso=False)
+    seq = names(st)
+    assert in_order(
+        seq,
+        [
+            "validate_xmit_skb",
+            "__skb_gso_segment",
+            "inet_gso_segment",
+            "tcp_gso_segment",
+            "skb_segment",
+            "dev_hard_start_xmit",
+            "xmit_one",
+            "igb_xmit_frame",
+        ],
+    )
+    assert "igb_tso" not in seq and seq.count("igb_tx_map") == 3
+    sent = [skb(s) for s in st if s["function"] == "igb_tx_map"]
+    assert [s["len"] - 66 for s in sent] == [1448, 1448, 104]
+    assert all(s["data"] == 254 and s["end"] == 320 and s["nr_frags"] == 1 for s in sent)
+    assert sent[0]["truesize"] == 896 + 1448
+    with_tso = run(path="tx", payload_bytes=3000)
+    assert names(with_tso).count("igb_tx_map") == 1 and "igb_tso" in names(with_tso)
