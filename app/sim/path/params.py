@@ -226,7 +226,7 @@ _RX_DRIVER = 8  # per packet: descriptor, build, fields, eth_type_trans, GRO ent
 _GRO = 6  # per packet: the GRO chain
 _DELIVER = 30  # per delivered skb: list receive, IP, netfilter, TCP, wake-up
 _TX = 40  # per written skb on the NIC
-_LOCAL = 70  # per packet over loopback or veth: TX, backlog, RX
+_LOCAL = 80  # per packet over loopback or veth: TX, backlog, RX
 
 
 def cost(p: PathParams) -> float:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.sim.core.i18n import msg
+from app.sim.core.i18n import Message, msg
 from app.sim.path.engine import HeldView, NapiView, Tracer
 from app.sim.path.params import MSS, PathParams
 from app.sim.path.skb import (
@@ -72,12 +72,13 @@ class Walk:
         return f"{prefix}{self.n}"
 
     # -- helpers -------------------------------------------------------------------------------
-    def here(self, text: object, layer: str, **kw: object) -> None:
+    def here(
+        self, text: Message, layer: str, *, result: str = "ok", mark: str | None = None
+    ) -> None:
         """A frame about the function already on top of the stack."""
         t = self.t
-        fn = t.stack[-1]
-        t.stack.pop()
-        t.enter(fn, text, layer=layer, **kw)  # type: ignore[arg-type]
+        fn = t.stack.pop()
+        t.enter(fn, text, layer=layer, result=result, mark=mark)
 
     def hook(self, hook: str, macro: str) -> bool:
         """A netfilter hook; False when the params make it drop the packet here."""
