@@ -250,7 +250,6 @@ class PathSkbs:
                 ex[0] += payload
                 ex[1] += payload
                 ex[2] += delta
-            self.gso[p][1] += 1
             self.freed.add(skb)  # napi_skb_free_stolen_head / __kfree_skb of the shell
             return "frags"
         # frags[] full: chain the whole skb (headers pulled) on p's frag_list
@@ -258,5 +257,4 @@ class PathSkbs:
         self.chained[p] = self.chained.get(p, 0) + 1
         self.last[p] = skb
         self.last_frags[p] = self.frags(skb)
-        self.gso[p][1] += 1
         return "frag_list"

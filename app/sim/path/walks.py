@@ -530,7 +530,6 @@ class Walk:
             s.set_header(name, "network", headroom + ETH_HLEN)
             s.set_header(name, "transport", headroom + ETH_HLEN + IP_HLEN)
             s.add_frag(name, size, size)
-            s.set_gso(name, 0, 1)
             self.sent.append(name)
             t.cur = name
             if k == 0:
@@ -1428,7 +1427,7 @@ class Walk:
                 self.complete(oldest.seg, len(t.stack))
                 t.unwind(d)
             t.cur = seg.skb
-            self.s.set_gso(seg.skb, seg.payload, 1)
+            self.s.set_gso(seg.skb, seg.payload, 0)
             self.held.append(Held(seg=seg, bucket=b, length=self.s.length(seg.skb)))
             self.sync_held()
             self.here(
@@ -1448,7 +1447,7 @@ class Walk:
         t.cur = seg.skb
         t.packet = seg.index
         if seg.segs == 1:
-            s.set_gso(seg.skb, 0, 1)
+            s.set_gso(seg.skb, 0, 0)
             t.enter(
                 "napi_gro_complete",
                 msg(
