@@ -27,7 +27,7 @@ MSS = 1448  # 1500 - 20 (IPv4) - 32 (TCP with timestamps)
 MAX_PACKETS = 1000
 MAX_PAYLOAD = 64000  # one TSO/GSO skb stays below the 64 KiB gso_max_size
 MAX_FLOWS = 16
-MAX_WORK = 40_000.0  # frames
+MAX_WORK = 20_000.0  # frames (a run of 20k frames is about 10-20 MB of JSON)
 
 # Which hooks each path passes, so a netfilter drop can only be asked where the packet goes.
 PATH_HOOKS: dict[str, tuple[str, ...]] = {

@@ -111,8 +111,8 @@ def test_cost_bounds_every_preset() -> None:
         {"path": "tx", "packets": 8, "payload_bytes": 64000, "tso": False, "neigh": "arp"},
         {"path": "tx", "device": "veth", "packets": 64, "payload_bytes": 64000},
         {"path": "forward", "packets": 8, "payload_bytes": 1448},
-        {"path": "rx", "scenario": "gro_burst", "packets": 800, "flows": 16, "psh": "every"},
-        {"path": "rx", "scenario": "gro_burst", "packets": 800, "flows": 9, "same_bucket": True},
+        {"path": "rx", "scenario": "gro_burst", "packets": 400, "flows": 16, "psh": "every"},
+        {"path": "rx", "scenario": "gro_burst", "packets": 400, "flows": 9, "same_bucket": True},
     ],
 )
 def test_cost_bounds_large_runs(raw: dict[str, Any]) -> None:
