@@ -1,6 +1,6 @@
 """Every Linux 6.4 function the packet-path explainer cites, with its file and the line of its
 definition in the 6.4 tree (6.4.6 stable; net code 6.4.4). One table so a test can check each
-name really appears at its line (tests/sim/path/test_path_sources.py).
+name really appears at its line (tests/sim/path/test_path_params.py).
 
 Macros and inline helpers from headers are cited at their definition too (``NF_HOOK`` and
 ``nf_hook`` at the CONFIG_NETFILTER variants).
