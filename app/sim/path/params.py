@@ -4,6 +4,9 @@
 input; the other fields have defaults. ``scenario`` picks the special walks (a GRO burst, a
 container's packet through a bridge and NAT, VXLAN encapsulation) and ``drop`` makes the packet
 die at a named place with its drop reason.
+
+Over ``loopback`` and ``veth`` one walk is both sides: the sender's TX runs the receiver's RX to
+completion, so ``path`` "tx" and "rx" give the same walk there.
 """
 
 from __future__ import annotations

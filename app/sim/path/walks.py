@@ -838,6 +838,7 @@ class Walk:
         t.context = "hardirq"
         t.stack = []
         t.cur = None
+        t.dev = "eth0"
         t.enter(
             "igb_msix_ring",
             msg(
@@ -1067,6 +1068,7 @@ class Walk:
         t, s, p = self.t, self.s, self.p
         name = self.name("rx")
         seg.skb = name
+        t.dev = "eth0"
         t.packet = seg.index
         t.cur = name
         frame = FRAME + seg.payload
@@ -1983,8 +1985,8 @@ class Walk:
         t.enter(
             "ip_forward",
             msg(
-                "ip_forward: pkt_type is PACKET_HOST, TTL 64 > 1, the GSO packet fits the "
-                "outgoing MTU per segment. skb_cow makes sure the header is private with 16 "
+                "ip_forward: pkt_type is PACKET_HOST, TTL 64 > 1, and the packet fits the "
+                "outgoing MTU (a GRO packet is checked per segment). skb_cow makes sure the header is private with 16 "
                 "bytes of link headroom ({h} free).",
                 h=s.data(seg.skb),
             ),
