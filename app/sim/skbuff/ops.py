@@ -27,6 +27,8 @@ MAX_HEAD_DATA = MAX_ALLOC_BYTES - SHINFO
 MAX_FIELD = MAX_ALLOC_BYTES
 # A frag must live in one page-frag chunk; sk_page_frag() hands out up to 32 KiB compound pages.
 MAX_FRAG_SPAN = 32 * 1024
+# build_skb()'s frag_size: the head must hold skb_shared_info (320) and at least a cache line.
+MIN_BUILD_FRAG = SHINFO + 64
 MAX_LABEL = 16
 MAX_VIA = 48
 
@@ -72,6 +74,16 @@ SPECS: dict[str, OpSpec] = {
         required=("len",),
         limits=_alloc_limit("len", 64, "len + NET_SKB_PAD + 320 must fit 4 MiB"),
     ),
+    "build_skb": OpSpec(
+        kind=CREATE,
+        required=("size",),
+        limits=(("size", MAX_FRAG_SPAN, "a receive buffer is at most one 32 KiB page-frag chunk"),),
+    ),
+    "napi_build_skb": OpSpec(
+        kind=CREATE,
+        required=("size",),
+        limits=(("size", MAX_FRAG_SPAN, "a receive buffer is at most one 32 KiB page-frag chunk"),),
+    ),
     "tcp_stream_alloc_skb": OpSpec(
         kind=CREATE,
         required=("size",),
@@ -87,8 +99,11 @@ SPECS: dict[str, OpSpec] = {
     "skb_tailroom": OpSpec(kind=ACT),
     "skb_headlen": OpSpec(kind=ACT),
     "skb_add_rx_frag": OpSpec(kind=ACT, required=("size",), optional=("offset", "truesize")),
+    "skb_fill_page_desc": OpSpec(kind=ACT, required=("size",), optional=("offset",)),
+    "skb_gro_receive": OpSpec(kind=CHAIN, required=("from",), optional=("offset",)),
     "skb_gro_receive_list": OpSpec(kind=CHAIN, required=("from",), optional=("offset",)),
     "skb_get": OpSpec(kind=ACT),
+    "skb_set_owner_w": OpSpec(kind=ACT),
     "skb_clone": OpSpec(kind=DERIVE, optional=("from",)),
     "skb_copy": OpSpec(kind=DERIVE, optional=("from",)),
     "pskb_copy": OpSpec(kind=DERIVE, optional=("from",)),
@@ -295,7 +310,16 @@ def _parse_one(i: int, item: Any, names: list[str], issues: list[ParamIssue]) ->
             )
         else:
             values["via"] = v
-    if name == "skb_add_rx_frag" and "size" in values:
+    if (
+        name in ("build_skb", "napi_build_skb")
+        and values.get("size", MIN_BUILD_FRAG) < MIN_BUILD_FRAG
+    ):
+        bad(
+            "size",
+            f"size is the driver's buffer size and must be at least {MIN_BUILD_FRAG} (320 bytes "
+            f"of skb_shared_info plus a 64-byte cache line); you gave {values['size']}.",
+        )
+    if name in ("skb_add_rx_frag", "skb_fill_page_desc") and "size" in values:
         span = values["size"] + values.get("offset", 0)
         if span > MAX_FRAG_SPAN:
             bad(

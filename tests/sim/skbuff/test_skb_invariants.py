@@ -16,6 +16,8 @@ ALLOCS = st.one_of(
     st.builds(lambda n: {"op": "netdev_alloc_skb", "len": n}, st.integers(0, 9000)),
     st.builds(lambda n: {"op": "napi_alloc_skb", "len": n}, st.integers(0, 9000)),
     st.builds(lambda n: {"op": "tcp_stream_alloc_skb", "size": n}, st.integers(0, 3000)),
+    st.builds(lambda n: {"op": "napi_build_skb", "size": n}, st.integers(384, 8192)),
+    st.builds(lambda n: {"op": "build_skb", "size": n}, st.integers(384, 8192)),
 )
 SMALL = st.integers(0, 2000)
 
@@ -48,12 +50,15 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
                     "skb_tailroom",
                     "alloc",
                     "skb_gro_receive_list",
+                    "skb_gro_receive",
+                    "skb_fill_page_desc",
+                    "skb_set_owner_w",
                 ]
             )
         )
         if kind in ("skb_put", "skb_push", "skb_pull", "skb_trim", "pskb_trim", "skb_reserve"):
             ops.append({"op": kind, "skb": target, "len": draw(SMALL)})
-        elif kind == "skb_add_rx_frag":
+        elif kind in ("skb_add_rx_frag", "skb_fill_page_desc"):
             ops.append({"op": kind, "skb": target, "size": draw(st.integers(0, 4096))})
         elif kind in ("skb_clone", "skb_copy", "pskb_copy"):
             new = f"n{i}"
@@ -73,10 +78,11 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
             a["skb"] = f"n{i}"
             ops.append(a)
             names.append(f"n{i}")
-        elif kind == "skb_gro_receive_list":
+        elif kind in ("skb_gro_receive_list", "skb_gro_receive"):
             other = draw(st.sampled_from(names))
             if other != target:
-                ops.append({"op": kind, "skb": target, "from": other})
+                off = draw(st.integers(0, 120))
+                ops.append({"op": kind, "skb": target, "from": other, "offset": off})
         else:
             ops.append({"op": kind, "skb": target})
     return {"ops": ops}
@@ -86,7 +92,8 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
 @given(scenarios())
 def test_geometry_invariants(raw: dict[str, Any]) -> None:
     """0 ≤ data ≤ tail ≤ end; len = tail − data + data_len; headroom = data; skb_tailroom rule;
-    truesize ≥ end + 576 without frags — in every frame until an unchecked skb_reserve overrun."""
+    truesize ≥ end + 576 without frags on live unowned skbs — in every frame until an unchecked
+    skb_reserve overrun."""
     trace = run(parse(raw))
     for fr in trace.frames:
         if fr.mark == "overrun":
@@ -98,7 +105,8 @@ def test_geometry_invariants(raw: dict[str, Any]) -> None:
             assert s["headlen"] == s["len"] - s["data_len"]
             expect_tail = 0 if s["data_len"] > 0 else s["end"] - s["tail"]
             assert s["tailroom"] == expect_tail
-            if not s["frags"] and not s["frag_list"]:
+            # pskb_expand_head does not grow truesize of a socket-owned skb (skb->sk set).
+            if not s["frags"] and not s["frag_list"] and s["status"] == "live" and not s["sk"]:
                 assert s["truesize"] >= s["end"] + 576, s
             assert s["nr_frags"] <= 17
         for b in fr.state["buffers"].values():
