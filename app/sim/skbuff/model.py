@@ -100,6 +100,13 @@ SOURCES: dict[str, SourceRef] = {
     "kfree_skb": _src("kfree_skb_reason", SKBUFF_C, 1061),
     "consume_skb": _src("consume_skb", SKBUFF_C, 1238),
     "__skb_header_release": _src("__skb_header_release", SKBUFF_H, 1970),
+    "skb_reset_mac_header": _src("skb_reset_mac_header", SKBUFF_H, 2916),
+    "skb_set_mac_header": _src("skb_set_mac_header", SKBUFF_H, 2921),
+    "skb_reset_network_header": _src("skb_reset_network_header", SKBUFF_H, 2878),
+    "skb_set_network_header": _src("skb_set_network_header", SKBUFF_H, 2883),
+    "skb_reset_transport_header": _src("skb_reset_transport_header", SKBUFF_H, 2861),
+    "skb_set_transport_header": _src("skb_set_transport_header", SKBUFF_H, 2866),
+    "pskb_may_pull": _src("pskb_may_pull", SKBUFF_H, 2674),
 }
 
 # Callers a scenario may name with "via", shown in the narration with the file and line where
@@ -163,7 +170,9 @@ TABLE_FIELDS = (
 BYTE_FIELDS = frozenset(
     {"len", "data_len", "headlen", "truesize", "headroom", "tailroom", "data", "tail", "end"}
 )
-DIFF_FIELDS = (*TABLE_FIELDS, "buffer", "status", "cloned", "fclone", "frag_list")
+HEADER_FIELDS = ("mac_header", "network_header", "transport_header")
+DIFF_FIELDS = (*TABLE_FIELDS, "buffer", "status", "cloned", "fclone", "frag_list", *HEADER_FIELDS)
+U16 = 0xFFFF
 
 
 # ---- allocation arithmetic (pure) ------------------------------------------------------------
@@ -277,6 +286,11 @@ class Skb:
     origin: str = ""
     status: str = "live"  # live | dropped | consumed | in_frag_list
     owner: str | None = None  # head skb whose frag_list holds this one
+    # Header offsets from head (u16 in the kernel); None is "unset" ((typeof)~0U).
+    # __finalize_skb_around leaves network_header 0 (memset) and marks the other two unset.
+    mac_header: int | None = None
+    network_header: int = 0
+    transport_header: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -362,6 +376,9 @@ class SkbMachine:
             "cloned": s.cloned,
             "fclone": s.fclone,
             "frag_list": tuple(b.frag_list),
+            "mac_header": s.mac_header,
+            "network_header": s.network_header,
+            "transport_header": s.transport_header,
         }
 
     def snapshot_skb(self, name: str) -> dict[str, Any]:
@@ -395,6 +412,9 @@ class SkbMachine:
             "cloned": s.cloned,
             "nohdr": s.nohdr,
             "sk": s.has_sk,
+            "mac_header": s.mac_header,
+            "network_header": s.network_header,
+            "transport_header": s.transport_header,
             "status": s.status,
             "regions": [
                 {"start": r.start, "end": r.end, "label": r.label, "kind": r.kind}
@@ -982,6 +1002,166 @@ class SkbMachine:
             text += self._condense(s)
         return self._step(op, s.name, "ok", text)
 
+    # -- header offsets ------------------------------------------------------------------------
+    def _header_op(self, op: Op, which: str, offset: int | None) -> Step:
+        s = self.skbs[op.skb]
+        field = f"{which}_header"
+        old: int | None = getattr(s, field)
+        raw = s.data + (offset or 0)
+        value = raw & U16
+        setattr(s, field, value)
+        was = "unset (~0)" if old is None else str(old)
+        if offset is None:
+            what = f"skb_reset_{field} records data − head: {field} {was} → {value}"
+        else:
+            what = (
+                f"skb_set_{field}({offset}) records data − head + {offset} = {s.data} + "
+                f"{offset}: {field} {was} → {value}"
+            )
+        rel = value - s.data
+        where = (
+            "at data"
+            if rel == 0
+            else f"{rel} bytes after data"
+            if rel > 0
+            else f"{-rel} bytes in front of data (already pulled)"
+        )
+        text = (
+            f"{what}. The offset is counted from head, not from data, so it stays valid while "
+            f"later pulls and pushes move data; the {which} header now starts {where}."
+        )
+        notes: tuple[str, ...] = ()
+        mark = None
+        if raw < 0 or raw > U16:
+            mark = "warn"
+            notes = (
+                f"data + offset = {raw} does not fit the u16 field; the kernel stores {value}, "
+                f"and skb_{which}_header() would point at the wrong bytes.",
+            )
+        return self._step(op, s.name, "ok", text, notes=notes, mark=mark)
+
+    def op_skb_reset_mac_header(self, op: Op) -> Step:
+        return self._header_op(op, "mac", None)
+
+    def op_skb_reset_network_header(self, op: Op) -> Step:
+        return self._header_op(op, "network", None)
+
+    def op_skb_reset_transport_header(self, op: Op) -> Step:
+        return self._header_op(op, "transport", None)
+
+    def op_skb_set_mac_header(self, op: Op) -> Step:
+        return self._header_op(op, "mac", op.offset or 0)
+
+    def op_skb_set_network_header(self, op: Op) -> Step:
+        return self._header_op(op, "network", op.offset or 0)
+
+    def op_skb_set_transport_header(self, op: Op) -> Step:
+        return self._header_op(op, "transport", op.offset or 0)
+
+    def _eat_paged(self, s: Skb, delta: int) -> str:
+        """__pskb_pull_tail's bookkeeping after the copy: drop or advance the frags (and then
+        frag_list skbs) that held the first ``delta`` paged bytes."""
+        b = self.buf(s)
+        left = delta
+        keep: list[Frag] = []
+        dropped = 0
+        for f in b.frags:
+            if left >= f.size:
+                left -= f.size
+                self.pages[f.page] -= 1
+                dropped += 1
+            else:
+                if left:
+                    f.offset += left
+                    f.size -= left
+                    left = 0
+                keep.append(f)
+        b.frags = keep
+        released: list[str] = []
+        for m in list(b.frag_list):
+            if left <= 0:
+                break
+            ms = self.skbs[m]
+            if left >= ms.len:
+                left -= ms.len
+                b.frag_list.remove(m)
+                self._release(ms, "consumed")
+                released.append(m)
+            else:
+                take = min(left, ms.len - ms.data_len)
+                ms.data += take
+                ms.len -= take
+                left -= take
+                if left:
+                    self._eat_paged(ms, left)
+                    ms.len -= left
+                    ms.data_len -= left
+                    left = 0
+        parts = [f"{dropped} frag(s) fully copied are released"]
+        if keep and delta:
+            parts.append("the next frag now starts after the copied bytes")
+        if released:
+            parts.append(f"frag_list skb(s) {', '.join(released)} are consumed")
+        return "; ".join(parts)
+
+    def op_pskb_may_pull(self, op: Op) -> Step:
+        s = self.skbs[op.skb]
+        n = op.len or 0
+        headlen = s.len - s.data_len
+        if n <= headlen:
+            return self._step(
+                op,
+                s.name,
+                "ok",
+                f"pskb_may_pull({n}): the first {n} bytes are already in the linear area "
+                f"(headlen {headlen}), so it returns true at once and nothing moves.",
+            )
+        if n > s.len:
+            return self._step(
+                op,
+                s.name,
+                "null",
+                f"pskb_may_pull({n}): the packet has only {s.len} bytes, so it returns false "
+                f"(pskb_may_pull_reason gives SKB_DROP_REASON_PKT_TOO_SMALL); the caller drops "
+                f"the packet. The skb is unchanged.",
+                mark="null",
+            )
+        delta = n - headlen
+        eat = s.tail + delta - s.end
+        pre = ""
+        if eat > 0 or self.skb_cloned(s):
+            if s.users != 1:
+                return self._shared_bug(op, s, "__pskb_pull_tail must expand the head")
+            ntail = eat + 128 if eat > 0 else 0
+            res = self._expand(s, 0, ntail)
+            if not res.ok:
+                return self._step(
+                    op,
+                    s.name,
+                    "null",
+                    f"__pskb_pull_tail cannot grow the head ({res.detail}): pskb_may_pull "
+                    f"returns false (SKB_DROP_REASON_NOMEM).",
+                    mark="null",
+                )
+            pre = (
+                f"eat = tail + {delta} − end = {eat} > 0, so the head first grows by eat + 128: "
+                if eat > 0
+                else "The head is shared with a clone, so it is made private first: "
+            ) + f"{res.detail} "
+        b = self.buf(s)
+        t0 = s.tail
+        self._write_region(b, s.tail, s.tail + delta, "pulled", "payload")
+        s.tail += delta
+        s.data_len -= delta
+        how = self._eat_paged(s, delta)
+        text = (
+            f"{pre}pskb_may_pull({n}): only {headlen} bytes are linear, so __pskb_pull_tail("
+            f"{delta}) copies the next {delta} paged bytes behind them: tail {t0} → {s.tail}, "
+            f"data_len → {s.data_len}, len stays {s.len}; {how}. It returns true: the caller "
+            f"may now read {n} bytes at data."
+        )
+        return self._step(op, s.name, "ok", text)
+
     # -- queries -------------------------------------------------------------------------------
     def op_skb_headroom(self, op: Op) -> Step:
         s = self.skbs[op.skb]
@@ -1360,6 +1540,7 @@ class SkbMachine:
             data_len=src.data_len,
             origin="skb_clone",
         )
+        self._copy_header_fields(n, src)
         if fast:
             assert src.pair is not None
             self.fclone_refs[src.pair] = 2
@@ -1413,6 +1594,7 @@ class SkbMachine:
             )
         sb = self.buf(src)
         n = self._new_skb(op.skb, alloc, origin="skb_copy")
+        self._copy_header_fields(n, src)
         nb = self.buf(n)
         n.data = src.data
         n.tail = src.data + src.len
@@ -1444,6 +1626,7 @@ class SkbMachine:
             )
         sb = self.buf(src)
         n = self._new_skb(op.skb, alloc, origin="pskb_copy")
+        self._copy_header_fields(n, src)
         nb = self.buf(n)
         n.data = src.data
         n.tail = src.data + headlen
@@ -1515,6 +1698,7 @@ class SkbMachine:
             s.buffer = new.id
         s.data += nhead
         s.tail += nhead
+        self._shift_headers(s, nhead)
         s.end = new.end
         s.cloned = False
         s.nohdr = False
@@ -1534,6 +1718,22 @@ class SkbMachine:
                 f"{new.id}; {old_desc}.{grow}"
             ),
         )
+
+    @staticmethod
+    def _shift_headers(s: Skb, off: int) -> None:
+        """skb_headers_offset_update: the header offsets move with the data."""
+        s.network_header += off
+        if s.transport_header is not None:
+            s.transport_header += off
+        if s.mac_header is not None:
+            s.mac_header += off
+
+    @staticmethod
+    def _copy_header_fields(n: Skb, src: Skb) -> None:
+        """__copy_skb_header: the header offsets (same headroom, so the same values)."""
+        n.mac_header = src.mac_header
+        n.network_header = src.network_header
+        n.transport_header = src.transport_header
 
     def op_pskb_expand_head(self, op: Op) -> Step:
         s = self.skbs[op.skb]

@@ -102,6 +102,13 @@ SPECS: dict[str, OpSpec] = {
     "skb_fill_page_desc": OpSpec(kind=ACT, required=("size",), optional=("offset",)),
     "skb_gro_receive": OpSpec(kind=CHAIN, required=("from",), optional=("offset",)),
     "skb_gro_receive_list": OpSpec(kind=CHAIN, required=("from",), optional=("offset",)),
+    "skb_reset_mac_header": OpSpec(kind=ACT),
+    "skb_set_mac_header": OpSpec(kind=ACT, required=("offset",)),
+    "skb_reset_network_header": OpSpec(kind=ACT),
+    "skb_set_network_header": OpSpec(kind=ACT, required=("offset",)),
+    "skb_reset_transport_header": OpSpec(kind=ACT),
+    "skb_set_transport_header": OpSpec(kind=ACT, required=("offset",)),
+    "pskb_may_pull": OpSpec(kind=ACT, required=("len",)),
     "skb_get": OpSpec(kind=ACT),
     "skb_set_owner_w": OpSpec(kind=ACT),
     "skb_clone": OpSpec(kind=DERIVE, optional=("from",)),
@@ -115,6 +122,10 @@ SPECS: dict[str, OpSpec] = {
 }
 
 OP_NAMES: tuple[str, ...] = tuple(SPECS)
+# skb_set_*_header take a signed int offset relative to data.
+SIGNED_OFFSET_OPS = frozenset(
+    {"skb_set_mac_header", "skb_set_network_header", "skb_set_transport_header"}
+)
 CREATORS: tuple[str, ...] = tuple(n for n, s in SPECS.items() if s.kind == CREATE)
 INT_FIELDS = ("size", "len", "offset", "truesize", "nhead", "ntail")
 STR_FIELDS = ("label",)
@@ -283,6 +294,8 @@ def _parse_one(i: int, item: Any, names: list[str], issues: list[ParamIssue]) ->
             v = item[f]
             if isinstance(v, bool) or not isinstance(v, int):
                 bad(f, f"{f} must be a whole number of bytes, not {_kind(v)}.")
+            elif f == "offset" and name in SIGNED_OFFSET_OPS and -MAX_FIELD <= v < 0:
+                values[f] = v  # e.g. skb_set_mac_header(skb, -ETH_HLEN)
             elif v < 0:
                 bad(f, f"{f} must be ≥ 0; you gave {v}.")
             elif f in limits and v > limits[f][0]:

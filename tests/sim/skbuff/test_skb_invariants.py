@@ -53,11 +53,24 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
                     "skb_gro_receive",
                     "skb_fill_page_desc",
                     "skb_set_owner_w",
+                    "pskb_may_pull",
+                    "skb_reset_network_header",
+                    "skb_set_mac_header",
                 ]
             )
         )
-        if kind in ("skb_put", "skb_push", "skb_pull", "skb_trim", "pskb_trim", "skb_reserve"):
+        if kind in (
+            "skb_put",
+            "skb_push",
+            "skb_pull",
+            "skb_trim",
+            "pskb_trim",
+            "skb_reserve",
+            "pskb_may_pull",
+        ):
             ops.append({"op": kind, "skb": target, "len": draw(SMALL)})
+        elif kind == "skb_set_mac_header":
+            ops.append({"op": kind, "skb": target, "offset": draw(st.integers(-100, 100))})
         elif kind in ("skb_add_rx_frag", "skb_fill_page_desc"):
             ops.append({"op": kind, "skb": target, "size": draw(st.integers(0, 4096))})
         elif kind in ("skb_clone", "skb_copy", "pskb_copy"):
@@ -95,6 +108,7 @@ def test_geometry_invariants(raw: dict[str, Any]) -> None:
     truesize ≥ end + 576 without frags on live unowned skbs — in every frame until an unchecked
     skb_reserve overrun."""
     trace = run(parse(raw))
+    owned = any(op["op"] == "skb_set_owner_w" for op in raw["ops"])
     for fr in trace.frames:
         if fr.mark == "overrun":
             break
@@ -105,8 +119,9 @@ def test_geometry_invariants(raw: dict[str, Any]) -> None:
             assert s["headlen"] == s["len"] - s["data_len"]
             expect_tail = 0 if s["data_len"] > 0 else s["end"] - s["tail"]
             assert s["tailroom"] == expect_tail
-            # pskb_expand_head does not grow truesize of a socket-owned skb (skb->sk set).
-            if not s["frags"] and not s["frag_list"] and s["status"] == "live" and not s["sk"]:
+            # pskb_expand_head does not grow truesize of a socket-owned skb (skb->sk set), and
+            # clones copy that truesize: the bound holds only in scenarios without owners.
+            if not s["frags"] and not s["frag_list"] and s["status"] == "live" and not owned:
                 assert s["truesize"] >= s["end"] + 576, s
             assert s["nr_frags"] <= 17
         for b in fr.state["buffers"].values():
