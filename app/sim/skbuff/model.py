@@ -13,7 +13,7 @@ Fatal kernel outcomes (BUG(), use-after-free) are returned as step results, neve
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from app.sim.core import SourceRef
@@ -107,6 +107,9 @@ SOURCES: dict[str, SourceRef] = {
     "skb_reset_transport_header": _src("skb_reset_transport_header", SKBUFF_H, 2861),
     "skb_set_transport_header": _src("skb_set_transport_header", SKBUFF_H, 2866),
     "pskb_may_pull": _src("pskb_may_pull", SKBUFF_H, 2674),
+    "ip_rcv_core": _src("ip_rcv_core", "net/ipv4/ip_input.c", 456),
+    "tcp_v4_fill_cb": _src("tcp_v4_fill_cb", "net/ipv4/tcp_ipv4.c", 1950),
+    "tcp_skb_entail": _src("tcp_skb_entail", "net/ipv4/tcp.c", 659),
 }
 
 # Callers a scenario may name with "via", shown in the narration with the file and line where
@@ -171,7 +174,19 @@ BYTE_FIELDS = frozenset(
     {"len", "data_len", "headlen", "truesize", "headroom", "tailroom", "data", "tail", "end"}
 )
 HEADER_FIELDS = ("mac_header", "network_header", "transport_header")
-DIFF_FIELDS = (*TABLE_FIELDS, "buffer", "status", "cloned", "fclone", "frag_list", *HEADER_FIELDS)
+DIFF_FIELDS = (
+    *TABLE_FIELDS,
+    "buffer",
+    "status",
+    "cloned",
+    "fclone",
+    "frag_list",
+    *HEADER_FIELDS,
+    "cb",
+)
+TCPHDR = {"FIN": 0x01, "SYN": 0x02, "RST": 0x04, "PSH": 0x08, "ACK": 0x10, "URG": 0x20}
+TCPHDR |= {"ECE": 0x40, "CWR": 0x80}
+SKB_IIF = 2  # the receiving device's ifindex in the walkthroughs (eth0 is usually 2)
 U16 = 0xFFFF
 
 
@@ -291,6 +306,9 @@ class Skb:
     mac_header: int | None = None
     network_header: int = 0
     transport_header: int | None = None
+    # cb[48]: which layer's private struct is laid over it, and the fields modelled.
+    cb_layer: str | None = None  # "IPCB" (struct inet_skb_parm) | "TCP_SKB_CB" (tcp_skb_cb)
+    cb: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -379,6 +397,7 @@ class SkbMachine:
             "mac_header": s.mac_header,
             "network_header": s.network_header,
             "transport_header": s.transport_header,
+            "cb": (s.cb_layer, tuple(sorted(s.cb.items()))),
         }
 
     def snapshot_skb(self, name: str) -> dict[str, Any]:
@@ -412,6 +431,7 @@ class SkbMachine:
             "cloned": s.cloned,
             "nohdr": s.nohdr,
             "sk": s.has_sk,
+            "cb": {"layer": s.cb_layer, "fields": dict(s.cb)},
             "mac_header": s.mac_header,
             "network_header": s.network_header,
             "transport_header": s.transport_header,
@@ -1162,6 +1182,93 @@ class SkbMachine:
         )
         return self._step(op, s.name, "ok", text)
 
+    # -- cb[48]: the layers' private control block --------------------------------------------
+    def op_ip_rcv_core(self, op: Op) -> Step:
+        s = self.skbs[op.skb]
+        ihl = op.len if op.len is not None else 20
+        pulled = self.op_pskb_may_pull(replace(op, op="pskb_may_pull", len=ihl, via=None))
+        if pulled.result != "ok":
+            return self._step(
+                op,
+                s.name,
+                pulled.result,
+                f"ip_rcv_core first needs the {ihl}-byte IP header in the linear area: "
+                f"{pulled.narration} The packet is dropped (kfree_skb_reason).",
+                mark=pulled.mark,
+                bug=pulled.bug,
+            )
+        th0 = s.transport_header
+        s.transport_header = s.network_header + ihl
+        s.cb_layer = "IPCB"
+        s.cb = {"iif": SKB_IIF, "flags": 0, "opt.optlen": ihl - 20}
+        was = "unset" if th0 is None else str(th0)
+        text = (
+            f"ip_rcv_core checks the IP header with pskb_may_pull({ihl}) (here: {pulled.narration}"
+            f") and sets transport_header = network_header + ihl*4 = {s.network_header} + {ihl} "
+            f"= {s.transport_header} (was {was}); data stays at the IP header. It then clears "
+            f"IPCB(skb), the struct inet_skb_parm that the IP layer lays over cb[0..], and "
+            f"stores iif = skb->skb_iif ({SKB_IIF}). Only the IP layer reads cb[] now; the "
+            f"next layer will reuse the same 48 bytes for its own struct."
+        )
+        return self._step(op, s.name, "ok", text)
+
+    def op_tcp_v4_fill_cb(self, op: Op) -> Step:
+        s = self.skbs[op.skb]
+        seq = op.seq or 0
+        doff = op.len if op.len is not None else 32
+        flags = (op.flags or "ACK").split("|")
+        fbyte = sum(TCPHDR[f] for f in flags)
+        syn, fin = int("SYN" in flags), int("FIN" in flags)
+        payload = s.len - doff
+        end_seq = (seq + syn + fin + payload) & 0xFFFFFFFF
+        moved = ""
+        iif = s.cb.get("iif") if s.cb_layer == "IPCB" else None
+        if iif is not None:
+            moved = (
+                f"IPCB starts at cb[0], exactly where TCP_SKB_CB puts seq, so it first "
+                f"memmove()s the IP layer's inet_skb_parm (iif {iif}) into TCP_SKB_CB(skb)->"
+                f"header.h4, further inside cb[]. "
+            )
+        s.cb_layer = "TCP_SKB_CB"
+        s.cb = {
+            "seq": seq,
+            "end_seq": end_seq,
+            "tcp_flags": fbyte,
+            "sacked": 0,
+        }
+        if iif is not None:
+            s.cb["header.h4.iif"] = iif
+        notes: tuple[str, ...] = ()
+        if payload < 0:
+            notes = (
+                f"len {s.len} is shorter than the {doff}-byte TCP header; tcp_v4_rcv's "
+                f"pskb_may_pull(doff*4) would have dropped this packet first.",
+            )
+        text = (
+            f"tcp_v4_fill_cb: {moved}Then it fills TCP_SKB_CB(skb): seq = {seq}, end_seq = "
+            f"seq + SYN {syn} + FIN {fin} + len {s.len} − doff*4 {doff} = {end_seq}, tcp_flags = "
+            f"{'|'.join(flags)} ({fbyte:#04x}), sacked = 0. From here on TCP works with these "
+            f"numbers instead of re-reading the header."
+        )
+        return self._step(op, s.name, "ok", text, notes=notes)
+
+    def op_tcp_skb_entail(self, op: Op) -> Step:
+        s = self.skbs[op.skb]
+        seq = op.seq or 0
+        s.cb_layer = "TCP_SKB_CB"
+        s.cb = {"seq": seq, "end_seq": seq, "tcp_flags": TCPHDR["ACK"], "sacked": 0}
+        b = self.buf(s)
+        s.nohdr = True
+        b.dataref = 1 + (1 << DATAREF_SHIFT) if (b.dataref & DATAREF_MASK) == 1 else b.dataref
+        text = (
+            f"tcp_skb_entail stamps TCP_SKB_CB(skb) before any data is copied: seq = end_seq = "
+            f"write_seq = {seq}, tcp_flags = ACK, sacked = 0. It calls __skb_header_release "
+            f"(nohdr, dataref 0x10001) and queues the skb on sk_write_queue, charging its "
+            f"truesize ({s.truesize}) to sk_wmem_queued. Each copy into the skb advances "
+            f"end_seq by the bytes copied."
+        )
+        return self._step(op, s.name, "ok", text)
+
     # -- queries -------------------------------------------------------------------------------
     def op_skb_headroom(self, op: Op) -> Step:
         s = self.skbs[op.skb]
@@ -1281,13 +1388,21 @@ class SkbMachine:
         s.len += size
         s.data_len += size
         s.truesize += size
+        seq_note = ""
+        if s.cb_layer == "TCP_SKB_CB" and "end_seq" in s.cb:
+            e0 = s.cb["end_seq"]
+            s.cb["end_seq"] = (e0 + size) & 0xFFFFFFFF
+            seq_note = (
+                f" tcp_sendmsg_locked also advances write_seq and TCP_SKB_CB(skb)->end_seq: "
+                f"{e0} → {s.cb['end_seq']}."
+            )
         text = (
             f"The transmit path copies {size} bytes of user data into the socket's page frag "
             f"({page}, offset {offset}); skb_copy_to_page_nocache accounts them with skb_len_add: "
             f"len {l0} → {s.len}, data_len {dl0} → {s.data_len} and truesize {t0} → {s.truesize} "
             f"all grow by the {size} bytes copied. skb_fill_page_desc then records the page as "
             f"frags[{i}] (nr_frags {i} → {i + 1}) and the page gets a reference. The head is "
-            f"untouched; skb_tailroom is now 0."
+            f"untouched; skb_tailroom is now 0.{seq_note}"
         )
         notes: tuple[str, ...] = ()
         if self.skb_cloned(s):
@@ -1734,6 +1849,8 @@ class SkbMachine:
         n.mac_header = src.mac_header
         n.network_header = src.network_header
         n.transport_header = src.transport_header
+        n.cb_layer = src.cb_layer  # the 48 bytes of cb[] are copied too
+        n.cb = dict(src.cb)
 
     def op_pskb_expand_head(self, op: Op) -> Step:
         s = self.skbs[op.skb]

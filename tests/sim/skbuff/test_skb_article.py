@@ -77,3 +77,71 @@ def test_pskb_may_pull_pulls_only_what_is_asked() -> None:
     assert t3.frames[-1].result == "null" and skb(t3)["data_len"] == 1500
     t4 = trace_of(*base, {"op": "pskb_may_pull", "len": 14})
     assert t4.frames[-1].state["changed"] == []
+
+
+# ---- cb[48] ---------------------------------------------------------------------------------
+def rx_to_ip() -> list[dict[str, Any]]:
+    return [
+        {"op": "napi_alloc_skb", "len": 256},
+        {"op": "skb_put", "len": 66},
+        frag(1448),
+        {"op": "skb_pull", "len": 14},
+        {"op": "skb_reset_network_header"},
+    ]
+
+
+def test_ip_rcv_core_sets_transport_header_and_ipcb() -> None:
+    """ip_rcv_core: pskb_may_pull(ihl*4), transport_header = network_header + ihl*4,
+    memset(IPCB) and IPCB(skb)->iif = skb->skb_iif."""
+    t = trace_of(*rx_to_ip(), {"op": "ip_rcv_core"})
+    s = skb(t)
+    assert (s["network_header"], s["transport_header"], s["data"]) == (78, 98, 78)
+    assert s["cb"]["layer"] == "IPCB" and s["cb"]["fields"]["iif"] == 2
+
+
+def test_tcp_v4_fill_cb_moves_ipcb_and_computes_end_seq() -> None:
+    """tcp_v4_fill_cb: IPCB moves to header.h4; end_seq = seq + syn + fin + len - doff*4."""
+    t = trace_of(
+        *rx_to_ip(),
+        {"op": "ip_rcv_core"},
+        {"op": "skb_pull", "len": 20},
+        {"op": "tcp_v4_fill_cb", "seq": 4294967000, "flags": "ack|fin"},
+    )
+    cb = skb(t)["cb"]
+    assert cb["layer"] == "TCP_SKB_CB" and cb["fields"]["header.h4.iif"] == 2
+    # len 1480 at the TCP header: 1448 payload + FIN, wrapping modulo 2^32
+    assert cb["fields"]["end_seq"] == (4294967000 + 1 + 1448) % 2**32
+    assert cb["fields"]["tcp_flags"] == 0x11 and cb["fields"]["sacked"] == 0
+
+
+def test_tcp_skb_entail_then_copy_advances_end_seq() -> None:
+    """tcp_skb_entail: seq = end_seq = write_seq, tcp_flags ACK; tcp_sendmsg_locked adds each
+    copy to end_seq; skb_clone copies cb[] (__copy_skb_header)."""
+    t = trace_of(
+        {"op": "tcp_stream_alloc_skb", "size": 0},
+        {"op": "tcp_skb_entail", "seq": 1000},
+        {"op": "skb_fill_page_desc", "size": 1448},
+        {"op": "skb_clone", "skb": "c"},
+    )
+    o, c = skb(t, "skb"), skb(t, "c")
+    assert o["cb"]["fields"] == {"seq": 1000, "end_seq": 2448, "tcp_flags": 0x10, "sacked": 0}
+    assert c["cb"] == o["cb"] and o["dataref_nohdr"] == 1
+
+
+def test_tcp_flags_and_seq_are_validated() -> None:
+    """Params: flags are TCP flag names, seq is a u32."""
+    import pytest
+
+    from app.sim.core import ParamError
+    from app.sim.skbuff import parse
+
+    with pytest.raises(ParamError) as exc:
+        parse(
+            {
+                "ops": [
+                    A1500,
+                    {"op": "tcp_v4_fill_cb", "seq": 2**32, "flags": "ACK|BOGUS"},
+                ]
+            }
+        )
+    assert {i.loc for i in exc.value.issues} == {("ops", 1, "seq"), ("ops", 1, "flags")}

@@ -56,6 +56,8 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
                     "pskb_may_pull",
                     "skb_reset_network_header",
                     "skb_set_mac_header",
+                    "ip_rcv_core",
+                    "tcp_v4_fill_cb",
                 ]
             )
         )
@@ -69,6 +71,8 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
             "pskb_may_pull",
         ):
             ops.append({"op": kind, "skb": target, "len": draw(SMALL)})
+        elif kind == "tcp_v4_fill_cb":
+            ops.append({"op": kind, "skb": target, "seq": draw(st.integers(0, 2**32 - 1))})
         elif kind == "skb_set_mac_header":
             ops.append({"op": kind, "skb": target, "offset": draw(st.integers(-100, 100))})
         elif kind in ("skb_add_rx_frag", "skb_fill_page_desc"):
