@@ -36,6 +36,7 @@ KMALLOC_MAX_SIZE = PAGE_SIZE << 10  # 4 MiB
 NAPI_SMALL_FRAG = 1024
 SMALL_FRAG_END = NAPI_SMALL_FRAG - SHINFO  # SKB_WITH_OVERHEAD(1024) = 704
 PAGE_HEAD_MAX = PAGE_SIZE - SHINFO  # SKB_WITH_OVERHEAD(PAGE_SIZE) = 3776
+MAX_SKBS_SIM = 16  # skbs one scenario may show (ops.MAX_SKBS)
 DATAREF_SHIFT = 16
 DATAREF_MASK = (1 << DATAREF_SHIFT) - 1
 # 6.4's skb_gro_receive_list refuses p->len + skb->len >= 65536; skb_gro_receive compares
@@ -110,6 +111,12 @@ SOURCES: dict[str, SourceRef] = {
     "ip_rcv_core": _src("ip_rcv_core", "net/ipv4/ip_input.c", 456),
     "tcp_v4_fill_cb": _src("tcp_v4_fill_cb", "net/ipv4/tcp_ipv4.c", 1950),
     "tcp_skb_entail": _src("tcp_skb_entail", "net/ipv4/tcp.c", 659),
+    "tcp_set_skb_tso_segs": _src("tcp_set_skb_tso_segs", "net/ipv4/tcp_output.c", 1439),
+    "tcp4_gro_complete": _src("tcp4_gro_complete", "net/ipv4/tcp_offload.c", 332),
+    "skb_segment": _src("skb_segment", SKBUFF_C, 4355),
+    "skb_partial_csum_set": _src("skb_partial_csum_set", SKBUFF_C, 5298),
+    "tcp_v4_send_check": _src("tcp_v4_send_check", "net/ipv4/tcp_ipv4.c", 650),
+    "igb_rx_checksum": _src("igb_rx_checksum", "drivers/net/ethernet/intel/igb/igb_main.c", 8674),
 }
 
 # Callers a scenario may name with "via", shown in the narration with the file and line where
@@ -183,10 +190,18 @@ DIFF_FIELDS = (
     "frag_list",
     *HEADER_FIELDS,
     "cb",
+    "ip_summed",
+    "csum_start",
+    "csum_offset",
+    "gso",
 )
 TCPHDR = {"FIN": 0x01, "SYN": 0x02, "RST": 0x04, "PSH": 0x08, "ACK": 0x10, "URG": 0x20}
 TCPHDR |= {"ECE": 0x40, "CWR": 0x80}
 SKB_IIF = 2  # the receiving device's ifindex in the walkthroughs (eth0 is usually 2)
+CHECKSUM_NAMES = ("CHECKSUM_NONE", "CHECKSUM_UNNECESSARY", "CHECKSUM_COMPLETE", "CHECKSUM_PARTIAL")
+CHECKSUM_PARTIAL = 3
+CHECKSUM_UNNECESSARY = 1
+TCP_CHECK_OFFSET = 16  # offsetof(struct tcphdr, check)
 U16 = 0xFFFF
 
 
@@ -277,6 +292,10 @@ class Buffer:
     freed: bool = False
     head_frag: bool = False  # carved from a page (fragment), not a slab object
     stolen_by: str | None = None  # GRO turned this head into a frag of that skb
+    # skb_shared_info's GSO fields (shared by clones, copied by pskb_expand_head/skb_copy).
+    gso_size: int = 0
+    gso_segs: int = 0
+    gso_type: tuple[str, ...] = ()
     frags: list[Frag] = field(default_factory=list)
     frag_list: list[str] = field(default_factory=list)
     regions: list[Region] = field(default_factory=list)
@@ -309,6 +328,12 @@ class Skb:
     # cb[48]: which layer's private struct is laid over it, and the fields modelled.
     cb_layer: str | None = None  # "IPCB" (struct inet_skb_parm) | "TCP_SKB_CB" (tcp_skb_cb)
     cb: dict[str, int] = field(default_factory=dict)
+    # Checksum state: ip_summed is CHECKSUM_NONE (0) .. CHECKSUM_PARTIAL (3); csum_start is
+    # counted from head, csum_offset from csum_start (only meaningful for CHECKSUM_PARTIAL).
+    ip_summed: int = 0
+    csum_start: int = 0
+    csum_offset: int = 0
+    gro_count: int = 0  # NAPI_GRO_CB(skb)->count while GRO holds this skb (0: not held)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -398,6 +423,10 @@ class SkbMachine:
             "network_header": s.network_header,
             "transport_header": s.transport_header,
             "cb": (s.cb_layer, tuple(sorted(s.cb.items()))),
+            "ip_summed": s.ip_summed,
+            "csum_start": s.csum_start,
+            "csum_offset": s.csum_offset,
+            "gso": (b.gso_size, b.gso_segs, b.gso_type),
         }
 
     def snapshot_skb(self, name: str) -> dict[str, Any]:
@@ -432,6 +461,12 @@ class SkbMachine:
             "nohdr": s.nohdr,
             "sk": s.has_sk,
             "cb": {"layer": s.cb_layer, "fields": dict(s.cb)},
+            "ip_summed": CHECKSUM_NAMES[s.ip_summed],
+            "csum_start": s.csum_start,
+            "csum_offset": s.csum_offset,
+            "gso_size": b.gso_size,
+            "gso_segs": b.gso_segs,
+            "gso_type": list(b.gso_type),
             "mac_header": s.mac_header,
             "network_header": s.network_header,
             "transport_header": s.transport_header,
@@ -760,12 +795,15 @@ class SkbMachine:
         s = self._new_skb(op.skb, alloc, fclone="orig", origin="tcp_stream_alloc_skb")
         s.truesize = alloc.end + TRUESIZE_OVERHEAD  # SKB_TRUESIZE(skb_end_offset(skb))
         s.data = s.tail = MAX_TCP_HEADER
+        s.ip_summed = CHECKSUM_PARTIAL
         text = (
             f"tcp_stream_alloc_skb({size}) calls alloc_skb_fclone({size} + MAX_TCP_HEADER 320 = "
             f"{total}): SKB_HEAD_ALIGN({total}) = {head_align(total)} → {alloc.where} "
             f"({alloc.nbytes} bytes), end = {alloc.end}. It sets truesize = SKB_TRUESIZE(end) = "
             f"{s.truesize} and reserves 320 bytes for the TCP, IP and link headers: "
-            f"headroom {s.data}, tailroom {s.end - s.tail}. User data will go into page frags."
+            f"headroom {s.data}, tailroom {s.end - s.tail}. User data will go into page frags. "
+            f"ip_summed = CHECKSUM_PARTIAL: the device (or skb_checksum_help) will finish the "
+            f"TCP checksum."
         )
         return self._step(op, op.skb, "ok", text, notes=self._alloc_notes(total))
 
@@ -1269,6 +1307,224 @@ class SkbMachine:
         )
         return self._step(op, s.name, "ok", text)
 
+    # -- GSO and checksum offload --------------------------------------------------------------
+    def op_tcp_set_skb_tso_segs(self, op: Op) -> Step:
+        s = self.skbs[op.skb]
+        mss = op.mss or 0
+        if s.len <= mss:
+            segs, size = 1, 0
+            how = f"len {s.len} ≤ mss {mss}: one segment, tcp_gso_size = 0 (not GSO)"
+        else:
+            segs, size = -(-s.len // mss), mss
+            how = (
+                f"len {s.len} > mss {mss}: tcp_gso_segs = DIV_ROUND_UP({s.len}, {mss}) = "
+                f"{segs}, tcp_gso_size = {mss}"
+            )
+        if s.cb_layer != "TCP_SKB_CB":
+            s.cb_layer, s.cb = "TCP_SKB_CB", {}
+        s.cb["tcp_gso_segs"] = segs
+        s.cb["tcp_gso_size"] = size
+        text = (
+            f"tcp_set_skb_tso_segs records in TCP_SKB_CB how many wire segments this skb "
+            f"stands for: {how}. tcp_skb_pcount() reads it for cwnd accounting, and "
+            f"__tcp_transmit_skb copies it into skb_shinfo(skb)->gso_segs / gso_size (with "
+            f"gso_type = sk->sk_gso_type) when it sends the clone."
+        )
+        return self._step(op, s.name, "ok", text)
+
+    def op_tcp4_gro_complete(self, op: Op) -> Step:
+        s = self.skbs[op.skb]
+        b = self.buf(s)
+        if s.transport_header is None:
+            return self._step(
+                op,
+                s.name,
+                "null",
+                "tcp4_gro_complete reads tcp_hdr(skb), but transport_header is unset; in the "
+                "kernel inet_gro_receive has set it (skb_set_transport_header) by now. Set it "
+                "first.",
+                mark="null",
+            )
+        count = max(s.gro_count, 1)
+        t0 = b.gso_type
+        if "SKB_GSO_TCPV4" not in b.gso_type:
+            b.gso_type = (*b.gso_type, "SKB_GSO_TCPV4")
+        b.gso_segs = count
+        s.ip_summed = CHECKSUM_PARTIAL
+        s.csum_start = s.transport_header
+        s.csum_offset = TCP_CHECK_OFFSET
+        s.gro_count = 0
+        text = (
+            f"GRO flushes '{s.name}': napi_gro_complete → inet_gro_complete → tcp4_gro_complete "
+            f"seeds th->check with the pseudo-header sum and ORs SKB_GSO_TCPV4 into gso_type "
+            f"({'|'.join(t0) or 'none'} → {'|'.join(b.gso_type)}); tcp_gro_complete sets "
+            f"gso_segs = NAPI_GRO_CB(skb)->count = {count} and makes the checksum "
+            f"CHECKSUM_PARTIAL with csum_start = transport header ({s.csum_start}) and "
+            f"csum_offset = offsetof(struct tcphdr, check) = 16. gso_size stays {b.gso_size}: "
+            f"the stack now sees one {s.len}-byte GSO packet that can be cut back into "
+            f"{b.gso_size}-byte segments (skb_segment) if it is forwarded."
+        )
+        return self._step(op, s.name, "ok", text)
+
+    def op_skb_segment(self, op: Op) -> Step:
+        head = self.skbs[op.skb]
+        hb = self.buf(head)
+        mss = hb.gso_size
+
+        def refuse(why: str) -> Step:
+            return self._step(op, head.name, "null", why, mark="null")
+
+        if mss == 0:
+            return refuse(
+                f"skb_segment cuts an skb into gso_size pieces, but '{head.name}''s "
+                f"skb_shinfo gso_size is 0: it is not a GSO packet."
+            )
+        if head.mac_header is None or head.mac_header > head.data:
+            return refuse(
+                "skb_segment copies the headers from skb_mac_header() up to data, so the mac "
+                "header must be set and in front of data (skb_reset_mac_header)."
+            )
+        if hb.frag_list:
+            return refuse(
+                "This skb has a frag_list; segmenting frag_list GSO packets is not modelled."
+            )
+        doffset = head.data - head.mac_header
+        headroom = head.mac_header
+        d0 = head.data
+        head.data = head.mac_header  # __skb_push(head_skb, doffset)
+        head.len += doffset
+        total = head.len
+        headlen = head.len - head.data_len
+        nseg = -(-(total - doffset) // mss)
+        if len(self.skbs) + nseg > MAX_SKBS_SIM:
+            head.data, head.len = d0, head.len - doffset
+            return refuse(
+                f"{nseg} segments would exceed the {MAX_SKBS_SIM} skbs one scenario may show."
+            )
+        names: list[str] = []
+        offset, pos, i = doffset, headlen, 0
+        frags = hb.frags
+        while offset < total:
+            ln = min(mss, total - offset)
+            hsize = max(0, headlen - offset)
+            hsize = min(hsize, ln)
+            alloc = kmalloc_reserve(hsize + doffset + headroom)
+            assert alloc is not None  # bounded by the head, which was allocated
+            name = f"{head.name}_s{len(names) + 1}"
+            n = self._new_skb(name, alloc, origin="skb_segment")
+            nb = self.buf(n)
+            self._copy_header_fields(n, head)
+            n.data = headroom
+            n.tail = headroom + doffset + hsize
+            nb.regions = self._copy_regions(hb.regions, head.mac_header, d0, 0)
+            if hsize:
+                self._write_region(nb, headroom + doffset, n.tail, "data", "payload")
+            while pos < offset + ln and i < len(frags):
+                f = frags[i]
+                nf = Frag(page=f.page, offset=f.offset, size=f.size)
+                self.pages[f.page] += 1
+                if pos < offset:
+                    nf.offset += offset - pos
+                    nf.size -= offset - pos
+                if pos + f.size <= offset + ln:
+                    i += 1
+                    pos += f.size
+                    nb.frags.append(nf)
+                else:
+                    nf.size -= pos + f.size - (offset + ln)
+                    nb.frags.append(nf)
+                    break
+            n.data_len = ln - hsize
+            n.len = doffset + hsize + n.data_len
+            n.truesize += n.data_len
+            names.append(name)
+            offset += ln
+        shown = ", ".join(
+            f"{m} (len {self.skbs[m].len}, {len(self.buf(self.skbs[m]).frags)} frag(s))"
+            for m in names
+        )
+        text = (
+            f"skb_segment (reached from validate_xmit_skb → skb_gso_segment → tcp_gso_segment "
+            f"when the device cannot do TSO) cuts '{head.name}' into gso_size = {mss}-byte "
+            f"pieces. It pushes data back to the mac header (doffset = {doffset} header bytes), "
+            f"then for each piece allocates a small head (__alloc_skb(hsize + doffset + "
+            f"headroom {headroom})), copies the {doffset} header bytes into it and points "
+            f"frags at the same pages (skb_frag_ref, no payload copy): {shown}. Each segment's "
+            f"truesize counts its own head plus the paged bytes it references. tcp_gso_segment "
+            f"then rewrites every copy's sequence number and checksum, and the caller "
+            f"consume_skb()s the original."
+        )
+        return self._step(op, head.name, "ok", text, mark="clone")
+
+    def op_skb_partial_csum_set(self, op: Op) -> Step:
+        s = self.skbs[op.skb]
+        start, off = op.start or 0, op.offset or 0
+        csum_end = start + off + 2
+        csum_start = s.data + start
+        headlen = s.len - s.data_len
+        if csum_start >= U16 or csum_end > headlen:
+            return self._step(
+                op,
+                s.name,
+                "null",
+                f"skb_partial_csum_set({start}, {off}): the 2-byte checksum field would end at "
+                f"{csum_end}, past the {headlen} linear bytes (or csum_start {csum_start} does "
+                f"not fit 16 bits). It prints 'bad partial csum' and returns false; nothing "
+                f"changes.",
+                mark="null",
+            )
+        s.ip_summed = CHECKSUM_PARTIAL
+        s.csum_start = csum_start
+        s.csum_offset = off
+        s.transport_header = csum_start
+        text = (
+            f"skb_partial_csum_set({start}, {off}) asks the device to finish a checksum: "
+            f"ip_summed = CHECKSUM_PARTIAL, csum_start = headroom {s.data} + {start} = "
+            f"{csum_start} (from head), csum_offset = {off}, and transport_header = csum_start. "
+            f"The device sums from csum_start to the end and stores the result at csum_start + "
+            f"csum_offset = {csum_start + off}."
+        )
+        return self._step(op, s.name, "ok", text)
+
+    def op_tcp_v4_send_check(self, op: Op) -> Step:
+        s = self.skbs[op.skb]
+        if s.transport_header is None:
+            return self._step(
+                op,
+                s.name,
+                "null",
+                "tcp_v4_send_check uses skb_transport_header(), which is unset here; "
+                "__tcp_transmit_skb calls skb_reset_transport_header right after pushing the "
+                "TCP header.",
+                mark="null",
+            )
+        s.csum_start = s.transport_header
+        s.csum_offset = TCP_CHECK_OFFSET
+        state = CHECKSUM_NAMES[s.ip_summed]
+        text = (
+            f"tcp_v4_send_check → __tcp_v4_send_check writes the pseudo-header sum into "
+            f"th->check and sets csum_start = transport header − head = {s.csum_start}, "
+            f"csum_offset = offsetof(struct tcphdr, check) = 16. ip_summed is {state}"
+            + (
+                ": the NIC (or skb_checksum_help) adds the TCP header and payload to finish it."
+                if s.ip_summed == CHECKSUM_PARTIAL
+                else "."
+            )
+        )
+        return self._step(op, s.name, "ok", text)
+
+    def op_igb_rx_checksum(self, op: Op) -> Step:
+        s = self.skbs[op.skb]
+        before = CHECKSUM_NAMES[s.ip_summed]
+        s.ip_summed = CHECKSUM_UNNECESSARY
+        text = (
+            f"igb_rx_checksum: the descriptor says the NIC verified the TCP/UDP checksum "
+            f"(E1000_RXD_STAT_TCPCS), so ip_summed {before} → CHECKSUM_UNNECESSARY and the "
+            f"stack will not sum the payload again. On a checksum error bit it would leave "
+            f"CHECKSUM_NONE and let the stack verify (and drop with SKB_DROP_REASON_TCP_CSUM)."
+        )
+        return self._step(op, s.name, "ok", text)
+
     # -- queries -------------------------------------------------------------------------------
     def op_skb_headroom(self, op: Op) -> Step:
         s = self.skbs[op.skb]
@@ -1552,6 +1808,15 @@ class SkbMachine:
             freed = f" '{s.name}' now belongs to '{p.name}' (GRO_MERGED, not freed)."
             lp = p
         l0, dl0, t0 = p.len, p.data_len, p.truesize
+        held = ""
+        if p.gro_count == 0:
+            p.gro_count = 1
+            pb.gso_size = l0 - offset
+            held = (
+                f" (When GRO held '{p.name}', dev_gro_receive set its gso_size = skb_gro_len = "
+                f"{pb.gso_size}.)"
+            )
+        p.gro_count += 1
         p.len += seg_len
         p.data_len += seg_len
         p.truesize += delta
@@ -1563,7 +1828,8 @@ class SkbMachine:
             f"tcp_gro_receive has parsed '{s.name}''s headers ({offset} bytes, the GRO offset) "
             f"and found it continues '{p.name}''s flow. skb_gro_receive first checks the size: "
             f"{l0} + {seg_len} < 65536 (gro_ipv4_max_size). {how} '{p.name}': len {l0} → "
-            f"{p.len}, data_len {dl0} → {p.data_len}, truesize {t0} → {p.truesize}.{freed}"
+            f"{p.len}, data_len {dl0} → {p.data_len}, truesize {t0} → {p.truesize}; "
+            f"NAPI_GRO_CB(p)->count = {p.gro_count}.{freed}{held}"
         )
         return self._step(op, p.name, "ok", text)
 
@@ -1710,6 +1976,7 @@ class SkbMachine:
         sb = self.buf(src)
         n = self._new_skb(op.skb, alloc, origin="skb_copy")
         self._copy_header_fields(n, src)
+        self._copy_gso(n, src)
         nb = self.buf(n)
         n.data = src.data
         n.tail = src.data + src.len
@@ -1742,6 +2009,7 @@ class SkbMachine:
         sb = self.buf(src)
         n = self._new_skb(op.skb, alloc, origin="pskb_copy")
         self._copy_header_fields(n, src)
+        self._copy_gso(n, src)
         nb = self.buf(n)
         n.data = src.data
         n.tail = src.data + headlen
@@ -1799,6 +2067,7 @@ class SkbMachine:
         new.regions = self._copy_regions(old.regions, 0, s.tail, nhead)
         new.frags = [Frag(page=f.page, offset=f.offset, size=f.size) for f in old.frags]
         new.frag_list = list(old.frag_list)
+        new.gso_size, new.gso_segs, new.gso_type = old.gso_size, old.gso_segs, old.gso_type
         if was_cloned:
             for f in old.frags:
                 self.pages[f.page] += 1
@@ -1842,6 +2111,8 @@ class SkbMachine:
             s.transport_header += off
         if s.mac_header is not None:
             s.mac_header += off
+        if s.ip_summed == CHECKSUM_PARTIAL:
+            s.csum_start += off
 
     @staticmethod
     def _copy_header_fields(n: Skb, src: Skb) -> None:
@@ -1851,6 +2122,14 @@ class SkbMachine:
         n.transport_header = src.transport_header
         n.cb_layer = src.cb_layer  # the 48 bytes of cb[] are copied too
         n.cb = dict(src.cb)
+        n.ip_summed = src.ip_summed
+        n.csum_start = src.csum_start
+        n.csum_offset = src.csum_offset
+
+    def _copy_gso(self, n: Skb, src: Skb) -> None:
+        """skb_copy_header copies skb_shinfo's gso_size, gso_segs and gso_type."""
+        nb, sb = self.buf(n), self.buf(src)
+        nb.gso_size, nb.gso_segs, nb.gso_type = sb.gso_size, sb.gso_segs, sb.gso_type
 
     def op_pskb_expand_head(self, op: Op) -> Step:
         s = self.skbs[op.skb]

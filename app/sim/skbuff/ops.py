@@ -143,6 +143,21 @@ SPECS: dict[str, OpSpec] = {
         required=("seq",),
         limits=(("seq", U32_MAX, "a TCP sequence number is 32 bits"),),
     ),
+    "tcp_set_skb_tso_segs": OpSpec(
+        kind=ACT, required=("mss",), limits=(("mss", 65535, "an MSS fits 16 bits"),)
+    ),
+    "tcp4_gro_complete": OpSpec(kind=ACT),
+    "skb_segment": OpSpec(kind=ACT),
+    "skb_partial_csum_set": OpSpec(
+        kind=ACT,
+        required=("start", "offset"),
+        limits=(
+            ("start", 65535, "start is a u16"),
+            ("offset", 65535, "off is a u16"),
+        ),
+    ),
+    "tcp_v4_send_check": OpSpec(kind=ACT),
+    "igb_rx_checksum": OpSpec(kind=ACT),
     "skb_get": OpSpec(kind=ACT),
     "skb_set_owner_w": OpSpec(kind=ACT),
     "skb_clone": OpSpec(kind=DERIVE, optional=("from",)),

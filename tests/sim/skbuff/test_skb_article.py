@@ -145,3 +145,102 @@ def test_tcp_flags_and_seq_are_validated() -> None:
             }
         )
     assert {i.loc for i in exc.value.issues} == {("ops", 1, "seq"), ("ops", 1, "flags")}
+
+
+# ---- GSO and checksum offload ---------------------------------------------------------------
+def gro_pair() -> list[dict[str, Any]]:
+    """Two legacy-rx igb segments merged by skb_gro_receive, headers set as inet_gro_receive does."""
+    out: list[dict[str, Any]] = []
+    for name, off in (("skb", 66), ("seg2", 2048 + 66)):
+        out += [
+            {"op": "napi_alloc_skb", "skb": name, "len": 256},
+            {"op": "skb_put", "skb": name, "len": 66},
+            frag(1448, skb=name, offset=off),
+            {"op": "skb_reset_mac_header", "skb": name},
+            {"op": "skb_pull", "skb": name, "len": 14},
+            {"op": "skb_reset_network_header", "skb": name},
+            {"op": "skb_set_transport_header", "skb": name, "offset": 20},
+        ]
+    return [*out, {"op": "skb_gro_receive", "from": "seg2", "offset": 52}]
+
+
+def test_tcp_set_skb_tso_segs() -> None:
+    """tcp_set_skb_tso_segs: pcount = DIV_ROUND_UP(len, mss) and tcp_gso_size = mss when
+    len > mss; one segment and tcp_gso_size 0 otherwise."""
+    base = [{"op": "tcp_stream_alloc_skb", "size": 0}, {"op": "skb_fill_page_desc", "size": 4000}]
+    cb = skb(trace_of(*base, {"op": "tcp_set_skb_tso_segs", "mss": 1448}))["cb"]["fields"]
+    assert (cb["tcp_gso_segs"], cb["tcp_gso_size"]) == (3, 1448)
+    cb = skb(trace_of(*base, {"op": "tcp_set_skb_tso_segs", "mss": 4000}))["cb"]["fields"]
+    assert (cb["tcp_gso_segs"], cb["tcp_gso_size"]) == (1, 0)
+
+
+def test_tcp4_gro_complete_makes_a_gso_packet() -> None:
+    """dev_gro_receive sets gso_size = skb_gro_len of the held skb; tcp4_gro_complete adds
+    SKB_GSO_TCPV4, gso_segs = NAPI_GRO_CB(skb)->count and CHECKSUM_PARTIAL at the TCP check."""
+    t = trace_of(*gro_pair(), {"op": "tcp4_gro_complete"})
+    s = skb(t)
+    assert (s["gso_size"], s["gso_segs"], s["gso_type"]) == (1448, 2, ["SKB_GSO_TCPV4"])
+    assert (s["ip_summed"], s["csum_start"], s["csum_offset"]) == ("CHECKSUM_PARTIAL", 98, 16)
+
+
+def test_skb_segment_shares_pages_and_copies_headers() -> None:
+    """skb_segment: doffset = data - mac_header header bytes are copied into a new head per
+    gso_size piece; payload frags are shared (skb_frag_ref); truesize += data_len."""
+    t = trace_of(
+        *gro_pair(),
+        {"op": "tcp4_gro_complete"},
+        {"op": "skb_pull", "len": 52},  # inet_gso_segment / tcp_gso_segment pull IP and TCP
+        {"op": "skb_segment"},
+    )
+    last = t.frames[-1]
+    assert last.result == "ok"
+    s1, s2 = skb(t, "skb_s1"), skb(t, "skb_s2")
+    for seg in (s1, s2):
+        # __alloc_skb(0 + 66 + 64): SKB_HEAD_ALIGN(130) = 192 + 320 → small head, end 320
+        assert (seg["len"], seg["data_len"], seg["headroom"], seg["end"]) == (1514, 1448, 64, 320)
+        assert seg["truesize"] == 896 + 1448 and seg["nr_frags"] == 1
+        assert seg["ip_summed"] == "CHECKSUM_PARTIAL" and seg["gso_size"] == 0
+    assert last.state["pages"]["page1"]["refs"] == 2 and last.state["pages"]["page2"]["refs"] == 2
+    assert skb(t, "skb")["data"] == 64  # pushed back to the mac header
+
+
+def test_skb_segment_needs_gso() -> None:
+    """skb_segment on a non-GSO skb (gso_size 0) does nothing."""
+    t = trace_of(A1500, {"op": "skb_reset_mac_header"}, {"op": "skb_segment"})
+    assert t.frames[-1].result == "null"
+
+
+def test_skb_partial_csum_set() -> None:
+    """skb_partial_csum_set: CHECKSUM_PARTIAL, csum_start = headroom + start, csum_offset = off,
+    transport_header = csum_start; refused when start + off + 2 > headlen."""
+    base = [A1500, {"op": "skb_reserve", "len": 64}, {"op": "skb_put", "len": 60}]
+    s = skb(trace_of(*base, {"op": "skb_partial_csum_set", "start": 20, "offset": 16}))
+    assert (s["ip_summed"], s["csum_start"], s["csum_offset"], s["transport_header"]) == (
+        "CHECKSUM_PARTIAL",
+        84,
+        16,
+        84,
+    )
+    t = trace_of(*base, {"op": "skb_partial_csum_set", "start": 50, "offset": 16})
+    assert t.frames[-1].result == "null" and skb(t)["ip_summed"] == "CHECKSUM_NONE"
+
+
+def test_tx_checksum_path() -> None:
+    """tcp_stream_alloc_skb sets CHECKSUM_PARTIAL; __tcp_v4_send_check points csum_start at the
+    transport header and csum_offset at tcphdr.check (16); pskb_expand_head shifts csum_start."""
+    t = trace_of(
+        {"op": "tcp_stream_alloc_skb", "size": 0},
+        {"op": "skb_push", "len": 32},
+        {"op": "skb_reset_transport_header"},
+        {"op": "tcp_v4_send_check"},
+        {"op": "pskb_expand_head", "nhead": 64},
+    )
+    s = skb(t)
+    assert (s["ip_summed"], s["csum_start"], s["csum_offset"]) == ("CHECKSUM_PARTIAL", 352, 16)
+
+
+def test_igb_rx_checksum_unnecessary() -> None:
+    """igb_rx_checksum: a NIC-verified TCP checksum → CHECKSUM_UNNECESSARY (from NONE)."""
+    t = trace_of({"op": "napi_build_skb", "size": 2048}, {"op": "igb_rx_checksum"})
+    assert skb(t)["ip_summed"] == "CHECKSUM_UNNECESSARY"
+    assert skb(trace_of({"op": "napi_build_skb", "size": 2048}))["ip_summed"] == "CHECKSUM_NONE"

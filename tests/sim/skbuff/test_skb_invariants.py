@@ -58,6 +58,12 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
                     "skb_set_mac_header",
                     "ip_rcv_core",
                     "tcp_v4_fill_cb",
+                    "skb_reset_mac_header",
+                    "skb_reset_transport_header",
+                    "tcp4_gro_complete",
+                    "skb_segment",
+                    "tcp_set_skb_tso_segs",
+                    "skb_partial_csum_set",
                 ]
             )
         )
@@ -71,6 +77,11 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
             "pskb_may_pull",
         ):
             ops.append({"op": kind, "skb": target, "len": draw(SMALL)})
+        elif kind == "tcp_set_skb_tso_segs":
+            ops.append({"op": kind, "skb": target, "mss": draw(st.integers(1, 3000))})
+        elif kind == "skb_partial_csum_set":
+            start, off = draw(st.integers(0, 200)), draw(st.integers(0, 40))
+            ops.append({"op": kind, "skb": target, "start": start, "offset": off})
         elif kind == "tcp_v4_fill_cb":
             ops.append({"op": kind, "skb": target, "seq": draw(st.integers(0, 2**32 - 1))})
         elif kind == "skb_set_mac_header":
