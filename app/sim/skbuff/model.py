@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from app.sim.core import SourceRef
-from app.sim.skbuff.ops import Op
+from app.sim.skbuff.ops import DROP_REASONS, Op
 
 # ---- constants (x86-64, Linux 6.4) -----------------------------------------------------------
 SMP_CACHE_BYTES = 64
@@ -334,6 +334,7 @@ class Skb:
     csum_start: int = 0
     csum_offset: int = 0
     gro_count: int = 0  # NAPI_GRO_CB(skb)->count while GRO holds this skb (0: not held)
+    drop_reason: str | None = None  # enum skb_drop_reason name, set by kfree_skb_reason
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -467,6 +468,7 @@ class SkbMachine:
             "gso_size": b.gso_size,
             "gso_segs": b.gso_segs,
             "gso_type": list(b.gso_type),
+            "drop_reason": s.drop_reason,
             "mac_header": s.mac_header,
             "network_header": s.network_header,
             "transport_header": s.transport_header,
@@ -2307,24 +2309,55 @@ class SkbMachine:
             )
         return f"users 1 → 0: {data}{mem}"
 
-    def _free_op(self, op: Op, how: str) -> Step:
+    def _free_op(self, op: Op, how: str, reason: str | None = None) -> Step:
         s = self.skbs[op.skb]
-        res = self._release(s, how)
+        last = s.users == 1
         if how == "dropped":
+            reason = reason or "NOT_SPECIFIED"
+            if reason == "CONSUMED":
+                how = "consumed"
+            elif last:
+                s.drop_reason = reason
+        res = self._release(s, how)
+        if op.op == "kfree_skb":
+            value = DROP_REASONS.index(reason or "NOT_SPECIFIED") + 1
+            name = "SKB_CONSUMED" if reason == "CONSUMED" else f"SKB_DROP_REASON_{reason}"
+            call = (
+                f"kfree_skb_reason(skb, {name} = {value})"
+                if op.reason
+                else "kfree_skb → kfree_skb_reason(skb, SKB_DROP_REASON_NOT_SPECIFIED = 2)"
+            )
+            if not last:
+                text = (
+                    f"{call}: skb_unref finds other users ({res}), so __kfree_skb_reason returns "
+                    f"early: no tracepoint fires and the reason is not recorded anywhere."
+                )
+            elif reason == "CONSUMED":
+                text = (
+                    f"{call}: {res}. With SKB_CONSUMED, __kfree_skb_reason fires "
+                    f"skb:consume_skb instead of skb:kfree_skb: this is the normal end of a "
+                    f"packet, not a drop."
+                )
+            else:
+                text = (
+                    f"{call}: {res}. It fires the skb:kfree_skb tracepoint with reason "
+                    f"{reason}, so drop monitors (dropwatch, perf, `perf trace -e skb:kfree_skb`) "
+                    f"count a dropped packet and can say why."
+                )
+        elif not last:
             text = (
-                f"kfree_skb → kfree_skb_reason(SKB_DROP_REASON_NOT_SPECIFIED): {res}. It fires "
-                f"the skb:kfree_skb tracepoint, so drop monitors (dropwatch, perf) count this "
-                f"as a dropped packet."
+                f"consume_skb: skb_unref finds other users ({res}), so it returns before the "
+                f"tracepoint: nothing is freed or traced yet."
             )
         else:
             text = (
                 f"consume_skb: {res}. It fires skb:consume_skb instead of skb:kfree_skb: the "
                 f"packet was used normally, so drop monitors ignore it."
             )
-        return self._step(op, s.name, "ok", text, mark="free")
+        return self._step(op, s.name, "ok", text, mark="free" if last else None)
 
     def op_kfree_skb(self, op: Op) -> Step:
-        return self._free_op(op, "dropped")
+        return self._free_op(op, "dropped", op.reason)
 
     def op_consume_skb(self, op: Op) -> Step:
         return self._free_op(op, "consumed")

@@ -244,3 +244,45 @@ def test_igb_rx_checksum_unnecessary() -> None:
     t = trace_of({"op": "napi_build_skb", "size": 2048}, {"op": "igb_rx_checksum"})
     assert skb(t)["ip_summed"] == "CHECKSUM_UNNECESSARY"
     assert skb(trace_of({"op": "napi_build_skb", "size": 2048}))["ip_summed"] == "CHECKSUM_NONE"
+
+
+# ---- kfree_skb vs consume_skb ---------------------------------------------------------------
+def test_kfree_skb_reason_is_recorded() -> None:
+    """kfree_skb_reason(skb, SKB_DROP_REASON_NO_SOCKET): skb:kfree_skb carries the reason
+    (enum value 3 in 6.4's dropreason-core.h: NOT_DROPPED_YET 0, CONSUMED 1, NOT_SPECIFIED 2)."""
+    t = trace_of(A1500, {"op": "kfree_skb", "reason": "SKB_DROP_REASON_NO_SOCKET"})
+    s = skb(t)
+    assert (s["status"], s["drop_reason"]) == ("dropped", "NO_SOCKET")
+    assert "NO_SOCKET = 3" in str(t.frames[-1].narration)
+    plain = trace_of(A1500, {"op": "kfree_skb"})
+    assert skb(plain)["drop_reason"] == "NOT_SPECIFIED"
+
+
+def test_kfree_skb_reason_consumed_is_a_consume() -> None:
+    """__kfree_skb_reason: reason SKB_CONSUMED fires trace_consume_skb, not trace_kfree_skb."""
+    t = trace_of(A1500, {"op": "kfree_skb", "reason": "SKB_CONSUMED"})
+    s = skb(t)
+    assert (s["status"], s["drop_reason"]) == ("consumed", None)
+
+
+def test_no_tracepoint_while_other_users_remain() -> None:
+    """kfree_skb_reason / consume_skb: skb_unref() comes first, so a non-final reference
+    neither frees nor fires a tracepoint (and records no reason)."""
+    t = trace_of(A1500, {"op": "skb_get"}, {"op": "kfree_skb", "reason": "TCP_CSUM"})
+    s = skb(t)
+    assert (s["status"], s["users"], s["drop_reason"]) == ("live", 1, None)
+    assert "no tracepoint" in str(t.frames[-1].narration) and t.frames[-1].mark is None
+    t2 = trace_of(A1500, {"op": "skb_get"}, {"op": "consume_skb"})
+    assert skb(t2)["status"] == "live" and t2.frames[-1].mark is None
+
+
+def test_unknown_drop_reason_refused() -> None:
+    """Only Linux 6.4 drop reasons are accepted (loc points at "reason")."""
+    import pytest
+
+    from app.sim.core import ParamError
+    from app.sim.skbuff import parse
+
+    with pytest.raises(ParamError) as exc:
+        parse({"ops": [A1500, {"op": "kfree_skb", "reason": "TOO_TIRED"}]})
+    assert exc.value.issues[0].loc == ("ops", 1, "reason")
