@@ -150,6 +150,10 @@ CALLERS: dict[str, tuple[str, int]] = {
     "udp_gro_receive_segment": ("net/ipv4/udp_offload.c", 457),
     "skb_gro_receive": ("net/core/gro.c", 153),
     "napi_consume_skb": (SKBUFF_C, 1300),
+    "igb_process_skb_fields": ("drivers/net/ethernet/intel/igb/igb_main.c", 8799),
+    "__netif_receive_skb_core": ("net/core/dev.c", 5281),
+    "ip_rcv": ("net/ipv4/ip_input.c", 560),
+    "tcp_drop_reason": ("net/ipv4/tcp_input.c", 4717),
 }
 KNOWN_CALLERS: dict[str, str] = {name: f"{path}:{line}" for name, (path, line) in CALLERS.items()}
 

@@ -20,6 +20,8 @@ IGB_SKB_PAD = 192
 IGB_RX_HDR_LEN = 256  # legacy-rx: napi_alloc_skb(IGB_RX_HDR_LEN) for the headers
 FRAME = 1514  # Ethernet 14 + IP 20 + TCP 32 + 1448 payload (FCS stripped by the NIC)
 HDRS = 66  # what eth_get_headlen finds for Ethernet + IPv4 + TCP with timestamps
+WRITE_SEQ = 1000  # tp->write_seq when the skb is queued (any value; ISNs are random)
+RCV_SEQ = 5000  # the received segment's sequence number
 
 
 def _tx_headers(skb: str, tcp_via: str, *, owner: bool = False) -> list[dict[str, Any]]:
@@ -39,7 +41,7 @@ def _tcp_queue_skb() -> list[dict[str, Any]]:
     """tcp_sendmsg_locked: a new skb is entailed (header released) before data is copied in."""
     return [
         {"op": "tcp_stream_alloc_skb", "size": 0, "via": "tcp_sendmsg_locked"},
-        {"op": "__skb_header_release", "via": "tcp_skb_entail"},
+        {"op": "tcp_skb_entail", "seq": WRITE_SEQ, "via": "tcp_sendmsg_locked"},
         {"op": "skb_fill_page_desc", "size": MSS, "via": "tcp_sendmsg_locked"},
     ]
 
@@ -114,6 +116,29 @@ GRO_LINEARIZE: dict[str, Any] = {
     ]
 }
 
+RX_HEADERS: dict[str, Any] = {
+    "ops": [
+        {"op": "napi_build_skb", "size": IGB_HALF_PAGE, "via": "igb_build_skb"},
+        {"op": "skb_reserve", "len": IGB_SKB_PAD, "via": "igb_build_skb"},
+        {"op": "skb_put", "len": FRAME, "label": "frame", "via": "igb_build_skb"},
+        {"op": "igb_rx_checksum", "via": "igb_process_skb_fields"},
+        {"op": "skb_reset_mac_header", "via": "eth_type_trans"},
+        {"op": "skb_pull", "len": 14, "via": "eth_type_trans"},
+        {"op": "skb_reset_network_header", "via": "__netif_receive_skb_core"},
+        {"op": "ip_rcv_core", "len": 20, "via": "ip_rcv"},
+        {"op": "skb_pull", "len": 20, "via": "ip_local_deliver_finish"},
+        {
+            "op": "tcp_v4_fill_cb",
+            "seq": RCV_SEQ,
+            "len": 32,
+            "flags": "ACK|PSH",
+            "via": "tcp_v4_rcv",
+        },
+        {"op": "skb_pull", "len": 32, "via": "tcp_data_queue"},
+        {"op": "kfree_skb", "reason": "TCP_OLD_DATA", "via": "tcp_drop_reason"},
+    ]
+}
+
 PANIC: dict[str, Any] = {
     "ops": [
         {"op": "alloc_skb", "size": 1500},
@@ -148,6 +173,12 @@ PRESETS: tuple[Preset, ...] = (
         title="GRO frag_list and skb_linearize",
         params=GRO_LINEARIZE,
         lesson="skb-gro-linearize",
+    ),
+    Preset(
+        slug="rx-headers",
+        title="Header offsets, cb[] and a drop reason on receive",
+        params=RX_HEADERS,
+        lesson="skb-rx-headers",
     ),
     Preset(
         slug="panic", title="skb_put past the end: skb_over_panic", params=PANIC, lesson="skb-panic"

@@ -14,7 +14,7 @@ from app.sim.skbuff import api_frames, parse, run
 from app.sim.skbuff.scenarios import PRESETS
 
 CONTENT = Path(__file__).resolve().parents[3] / "content"
-SLUGS = ["tcp-transmit", "rx-frame", "clone-retransmit", "gro-linearize", "panic"]
+SLUGS = ["tcp-transmit", "rx-frame", "clone-retransmit", "gro-linearize", "rx-headers", "panic"]
 
 
 def test_registered_explainer() -> None:

@@ -60,3 +60,23 @@ def test_every_op_has_a_source() -> None:
     from app.sim.skbuff.ops import OP_NAMES
 
     assert set(OP_NAMES) == set(SOURCES)
+
+
+def test_drop_reasons_follow_the_6_4_enum() -> None:
+    """DROP_REASONS lists enum skb_drop_reason (include/net/dropreason-core.h, 6.4) in order, so
+    the values the narration quotes (CONSUMED 1, NOT_SPECIFIED 2, ...) are the kernel's."""
+    from app.sim.skbuff.ops import DROP_REASONS
+
+    if not TREE.exists():
+        pytest.skip("the Linux 6.4 tree is not on this machine")
+    lines = _lines("include/net/dropreason-core.h")
+    if lines is None:
+        pytest.skip("cannot read include/net/dropreason-core.h")
+    text = "\n".join(lines)
+    body = text[text.index("enum skb_drop_reason {") :]
+    body = body[: body.index("\n};")]
+    names = re.findall(r"^\s*(SKB_[A-Z0-9_]+)", body, flags=re.M)
+    want = ["SKB_NOT_DROPPED_YET", "SKB_CONSUMED"]
+    want += [f"SKB_DROP_REASON_{r}" for r in DROP_REASONS[1:]]
+    assert names[: len(want)] == want
+    assert names[len(want)] == "SKB_DROP_REASON_MAX"
