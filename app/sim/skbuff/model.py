@@ -1691,6 +1691,15 @@ class SkbMachine:
         sb = self.buf(s)
         offset = op.offset or 0
         headlen = s.len - s.data_len
+        if sb.frag_list:
+            return self._step(
+                op,
+                p.name,
+                "null",
+                f"'{s.name}' already carries a frag_list; a segment fresh from the driver never "
+                f"does, so this merge is not modelled and nothing changes.",
+                mark="null",
+            )
         reach = headlen + (sb.frags[0].size if sb.frags else 0)
         if offset > reach:
             return self._step(
