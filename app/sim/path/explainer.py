@@ -73,6 +73,7 @@ class PathExplainer(Explainer[PathParams]):
             sim_version=SIM_VERSION,
             params=params,
             frames=frames,
+            series=None,
             summary=summary,
         )
 

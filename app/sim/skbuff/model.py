@@ -13,11 +13,11 @@ Fatal kernel outcomes (BUG(), use-after-free) are returned as step results, neve
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from app.sim.core.trace import SourceRef
-from app.sim.skbuff.ops import Op
+from app.sim.core import SourceRef
+from app.sim.skbuff.ops import DROP_REASONS, Op
 
 # ---- constants (x86-64, Linux 6.4) -----------------------------------------------------------
 SMP_CACHE_BYTES = 64
@@ -36,9 +36,12 @@ KMALLOC_MAX_SIZE = PAGE_SIZE << 10  # 4 MiB
 NAPI_SMALL_FRAG = 1024
 SMALL_FRAG_END = NAPI_SMALL_FRAG - SHINFO  # SKB_WITH_OVERHEAD(1024) = 704
 PAGE_HEAD_MAX = PAGE_SIZE - SHINFO  # SKB_WITH_OVERHEAD(PAGE_SIZE) = 3776
+MAX_SKBS_SIM = 16  # skbs one scenario may show (ops.MAX_SKBS)
 DATAREF_SHIFT = 16
 DATAREF_MASK = (1 << DATAREF_SHIFT) - 1
-GRO_MAX_SIZE = 65536  # 6.4's skb_gro_receive_list refuses p->len + skb->len >= 65536
+# 6.4's skb_gro_receive_list refuses p->len + skb->len >= 65536; skb_gro_receive compares
+# p->len + skb_gro_len(skb) with dev->gro_ipv4_max_size, GRO_LEGACY_MAX_SIZE (65536) by default.
+GRO_MAX_SIZE = 65536
 HALF_PAGE_TRUESIZE = PAGE_SIZE // 2
 # Kernels newer than 6.4: the 6.12 small-head cache holds 704 bytes, so data areas up to 384 fit.
 SMALL_HEAD_6_12_DATA = 384
@@ -65,12 +68,15 @@ def _src(function: str, path: str, line: int) -> SourceRef:
 
 SKBUFF_H = "include/linux/skbuff.h"
 SKBUFF_C = "net/core/skbuff.c"
-# Line numbers: Linux 6.4 (facts sheet §1). Those marked ~ were not on the sheet and are close.
+# Every line below is the definition line of the function in Linux 6.4 (checked against the
+# 6.4.6 tree by tests/sim/skbuff/test_skb_sources.py when the tree is present).
 SOURCES: dict[str, SourceRef] = {
     "alloc_skb": _src("alloc_skb", SKBUFF_H, 1285),
     "alloc_skb_fclone": _src("alloc_skb_fclone", SKBUFF_H, 1335),
     "netdev_alloc_skb": _src("__netdev_alloc_skb", SKBUFF_C, 702),
     "napi_alloc_skb": _src("__napi_alloc_skb", SKBUFF_C, 776),
+    "build_skb": _src("build_skb", SKBUFF_C, 469),
+    "napi_build_skb": _src("napi_build_skb", SKBUFF_C, 537),
     "tcp_stream_alloc_skb": _src("tcp_stream_alloc_skb", "net/ipv4/tcp.c", 861),
     "skb_reserve": _src("skb_reserve", SKBUFF_H, 2735),
     "skb_put": _src("skb_put", SKBUFF_C, 2383),
@@ -81,42 +87,75 @@ SOURCES: dict[str, SourceRef] = {
     "skb_headroom": _src("skb_headroom", SKBUFF_H, 2696),
     "skb_tailroom": _src("skb_tailroom", SKBUFF_H, 2707),
     "skb_headlen": _src("skb_headlen", SKBUFF_H, 2405),
-    "skb_add_rx_frag": _src("skb_add_rx_frag", SKBUFF_C, 833),  # ~
-    "skb_gro_receive_list": _src("skb_gro_receive_list", "net/ipv4/udp_offload.c", 436),  # ~
+    "skb_add_rx_frag": _src("skb_add_rx_frag", SKBUFF_C, 851),
+    "skb_fill_page_desc": _src("skb_fill_page_desc", SKBUFF_H, 2488),
+    "skb_gro_receive": _src("skb_gro_receive", "net/core/gro.c", 153),
+    "skb_gro_receive_list": _src("skb_gro_receive_list", "net/ipv4/udp_offload.c", 429),
     "skb_get": _src("skb_get", SKBUFF_H, 1885),
+    "skb_set_owner_w": _src("skb_set_owner_w", "net/core/sock.c", 2454),
     "skb_clone": _src("skb_clone", SKBUFF_C, 1853),
     "skb_copy": _src("skb_copy", SKBUFF_C, 1933),
     "pskb_copy": _src("__pskb_copy_fclone", SKBUFF_C, 1972),
     "pskb_expand_head": _src("pskb_expand_head", SKBUFF_C, 2036),
     "skb_linearize": _src("skb_linearize", SKBUFF_H, 3730),
-    "kfree_skb": _src("kfree_skb_reason", SKBUFF_C, 1030),  # ~
-    "consume_skb": _src("consume_skb", SKBUFF_C, 1190),  # ~
+    "kfree_skb": _src("kfree_skb_reason", SKBUFF_C, 1061),
+    "consume_skb": _src("consume_skb", SKBUFF_C, 1238),
     "__skb_header_release": _src("__skb_header_release", SKBUFF_H, 1970),
+    "skb_reset_mac_header": _src("skb_reset_mac_header", SKBUFF_H, 2916),
+    "skb_set_mac_header": _src("skb_set_mac_header", SKBUFF_H, 2921),
+    "skb_reset_network_header": _src("skb_reset_network_header", SKBUFF_H, 2878),
+    "skb_set_network_header": _src("skb_set_network_header", SKBUFF_H, 2883),
+    "skb_reset_transport_header": _src("skb_reset_transport_header", SKBUFF_H, 2861),
+    "skb_set_transport_header": _src("skb_set_transport_header", SKBUFF_H, 2866),
+    "pskb_may_pull": _src("pskb_may_pull", SKBUFF_H, 2674),
+    "ip_rcv_core": _src("ip_rcv_core", "net/ipv4/ip_input.c", 456),
+    "tcp_v4_fill_cb": _src("tcp_v4_fill_cb", "net/ipv4/tcp_ipv4.c", 1950),
+    "tcp_skb_entail": _src("tcp_skb_entail", "net/ipv4/tcp.c", 659),
+    "tcp_set_skb_tso_segs": _src("tcp_set_skb_tso_segs", "net/ipv4/tcp_output.c", 1439),
+    "tcp4_gro_complete": _src("tcp4_gro_complete", "net/ipv4/tcp_offload.c", 332),
+    "skb_segment": _src("skb_segment", SKBUFF_C, 4355),
+    "skb_partial_csum_set": _src("skb_partial_csum_set", SKBUFF_C, 5298),
+    "tcp_v4_send_check": _src("tcp_v4_send_check", "net/ipv4/tcp_ipv4.c", 650),
+    "igb_rx_checksum": _src("igb_rx_checksum", "drivers/net/ethernet/intel/igb/igb_main.c", 8674),
 }
 
-# Callers a scenario may name with "via" (shown in the narration with their location).
-KNOWN_CALLERS: dict[str, str] = {
-    "eth_type_trans": "net/ethernet/eth.c:155",
-    "ip_rcv_core": "net/ipv4/ip_input.c:456",
-    "ip_local_deliver_finish": "net/ipv4/ip_input.c:227",
-    "tcp_v4_rcv": "net/ipv4/tcp_ipv4.c:1976",
-    "tcp_rcv_established": "net/ipv4/tcp_input.c:5973",
-    "tcp_data_queue": "net/ipv4/tcp_input.c:5035",
-    "tcp_sendmsg_locked": "net/ipv4/tcp.c:1217",
-    "tcp_skb_entail": "net/ipv4/tcp.c:666",
-    "__tcp_transmit_skb": "net/ipv4/tcp_output.c:1234",
-    "__tcp_retransmit_skb": "net/ipv4/tcp_output.c",
-    "__ip_queue_xmit": "net/ipv4/ip_output.c:507",
-    "neigh_hh_output": "include/net/neighbour.h:491",
-    "eth_header": "net/ethernet/eth.c:79",
-    "igb_clean_rx_irq": "drivers/net/ethernet/intel/igb/igb_main.c:8883",
-    "igb_construct_skb": "drivers/net/ethernet/intel/igb/igb_main.c",
-    "napi_gro_receive": "net/core/gro.c:648",
-    "skb_gro_receive": "net/core/gro.c:153",
-    "napi_consume_skb": "net/core/skbuff.c",
-    "tcp_clean_rtx_queue": "net/ipv4/tcp_input.c",
-    "tcp_recvmsg_locked": "net/ipv4/tcp.c",
+# Callers a scenario may name with "via", shown in the narration with the file and line where
+# the caller is defined (Linux 6.4).
+CALLERS: dict[str, tuple[str, int]] = {
+    "eth_type_trans": ("net/ethernet/eth.c", 155),
+    "ip_rcv_core": ("net/ipv4/ip_input.c", 456),
+    "ip_local_deliver_finish": ("net/ipv4/ip_input.c", 227),
+    "tcp_v4_rcv": ("net/ipv4/tcp_ipv4.c", 1976),
+    "tcp_rcv_established": ("net/ipv4/tcp_input.c", 5853),
+    "tcp_data_queue": ("net/ipv4/tcp_input.c", 5015),
+    "tcp_sendmsg_locked": ("net/ipv4/tcp.c", 1217),
+    "tcp_skb_entail": ("net/ipv4/tcp.c", 659),
+    "tcp_recvmsg_locked": ("net/ipv4/tcp.c", 2419),
+    "tcp_eat_recv_skb": ("net/ipv4/tcp.c", 1635),
+    "__tcp_transmit_skb": ("net/ipv4/tcp_output.c", 1234),
+    "__tcp_retransmit_skb": ("net/ipv4/tcp_output.c", 3141),
+    "tcp_clean_rtx_queue": ("net/ipv4/tcp_input.c", 3238),
+    "__ip_queue_xmit": ("net/ipv4/ip_output.c", 454),
+    "ip_finish_output2": ("net/ipv4/ip_output.c", 195),
+    "neigh_hh_output": ("include/net/neighbour.h", 491),
+    "eth_header": ("net/ethernet/eth.c", 79),
+    "igb_clean_rx_irq": ("drivers/net/ethernet/intel/igb/igb_main.c", 8883),
+    "igb_build_skb": ("drivers/net/ethernet/intel/igb/igb_main.c", 8558),
+    "igb_construct_skb": ("drivers/net/ethernet/intel/igb/igb_main.c", 8506),
+    "igb_clean_tx_irq": ("drivers/net/ethernet/intel/igb/igb_main.c", 8246),
+    "napi_gro_receive": ("net/core/gro.c", 648),
+    "dev_gro_receive": ("net/core/gro.c", 482),
+    "napi_skb_finish": ("net/core/gro.c", 621),
+    "tcp_gro_receive": ("net/ipv4/tcp_offload.c", 180),
+    "udp_gro_receive_segment": ("net/ipv4/udp_offload.c", 457),
+    "skb_gro_receive": ("net/core/gro.c", 153),
+    "napi_consume_skb": (SKBUFF_C, 1300),
+    "igb_process_skb_fields": ("drivers/net/ethernet/intel/igb/igb_main.c", 8799),
+    "__netif_receive_skb_core": ("net/core/dev.c", 5281),
+    "ip_rcv": ("net/ipv4/ip_input.c", 560),
+    "tcp_drop_reason": ("net/ipv4/tcp_input.c", 4717),
 }
+KNOWN_CALLERS: dict[str, str] = {name: f"{path}:{line}" for name, (path, line) in CALLERS.items()}
 
 # Callers that use the unchecked double-underscore variant of the op they are shown with.
 UNCHECKED_CALLERS: dict[str, str] = {
@@ -124,6 +163,8 @@ UNCHECKED_CALLERS: dict[str, str] = {
     "tcp_rcv_established": "__skb_pull",
     "tcp_data_queue": "__skb_pull",
     "neigh_hh_output": "__skb_push",
+    "igb_build_skb": "__skb_put",
+    "igb_construct_skb": "__skb_put",
 }
 
 TABLE_FIELDS = (
@@ -143,7 +184,29 @@ TABLE_FIELDS = (
 BYTE_FIELDS = frozenset(
     {"len", "data_len", "headlen", "truesize", "headroom", "tailroom", "data", "tail", "end"}
 )
-DIFF_FIELDS = (*TABLE_FIELDS, "buffer", "status", "cloned", "fclone", "frag_list")
+HEADER_FIELDS = ("mac_header", "network_header", "transport_header")
+DIFF_FIELDS = (
+    *TABLE_FIELDS,
+    "buffer",
+    "status",
+    "cloned",
+    "fclone",
+    "frag_list",
+    *HEADER_FIELDS,
+    "cb",
+    "ip_summed",
+    "csum_start",
+    "csum_offset",
+    "gso",
+)
+TCPHDR = {"FIN": 0x01, "SYN": 0x02, "RST": 0x04, "PSH": 0x08, "ACK": 0x10, "URG": 0x20}
+TCPHDR |= {"ECE": 0x40, "CWR": 0x80}
+SKB_IIF = 2  # the receiving device's ifindex in the walkthroughs (eth0 is usually 2)
+CHECKSUM_NAMES = ("CHECKSUM_NONE", "CHECKSUM_UNNECESSARY", "CHECKSUM_COMPLETE", "CHECKSUM_PARTIAL")
+CHECKSUM_PARTIAL = 3
+CHECKSUM_UNNECESSARY = 1
+TCP_CHECK_OFFSET = 16  # offsetof(struct tcphdr, check)
+U16 = 0xFFFF
 
 
 # ---- allocation arithmetic (pure) ------------------------------------------------------------
@@ -231,6 +294,12 @@ class Buffer:
     where: str
     dataref: int = 1
     freed: bool = False
+    head_frag: bool = False  # carved from a page (fragment), not a slab object
+    stolen_by: str | None = None  # GRO turned this head into a frag of that skb
+    # skb_shared_info's GSO fields (shared by clones, copied by pskb_expand_head/skb_copy).
+    gso_size: int = 0
+    gso_segs: int = 0
+    gso_type: tuple[str, ...] = ()
     frags: list[Frag] = field(default_factory=list)
     frag_list: list[str] = field(default_factory=list)
     regions: list[Region] = field(default_factory=list)
@@ -255,6 +324,29 @@ class Skb:
     origin: str = ""
     status: str = "live"  # live | dropped | consumed | in_frag_list
     owner: str | None = None  # head skb whose frag_list holds this one
+    # Header offsets from head (u16 in the kernel); None is "unset" ((typeof)~0U).
+    # __finalize_skb_around leaves network_header 0 (memset) and marks the other two unset.
+    mac_header: int | None = None
+    network_header: int = 0
+    transport_header: int | None = None
+    # cb[48]: which layer's private struct is laid over it, and the fields modelled.
+    cb_layer: str | None = None  # "IPCB" (struct inet_skb_parm) | "TCP_SKB_CB" (tcp_skb_cb)
+    cb: dict[str, int] = field(default_factory=dict)
+    # Checksum state: ip_summed is CHECKSUM_NONE (0) .. CHECKSUM_PARTIAL (3); csum_start is
+    # counted from head, csum_offset from csum_start (only meaningful for CHECKSUM_PARTIAL).
+    ip_summed: int = 0
+    csum_start: int = 0
+    csum_offset: int = 0
+    gro_count: int = 0  # NAPI_GRO_CB(skb)->count while GRO holds this skb (0: not held)
+    drop_reason: str | None = None  # enum skb_drop_reason name, set by kfree_skb_reason
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Expanded:
+    """What pskb_expand_head did: ``ok`` False means -ENOMEM with the skb unchanged."""
+
+    ok: bool
+    detail: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -332,6 +424,14 @@ class SkbMachine:
             "cloned": s.cloned,
             "fclone": s.fclone,
             "frag_list": tuple(b.frag_list),
+            "mac_header": s.mac_header,
+            "network_header": s.network_header,
+            "transport_header": s.transport_header,
+            "cb": (s.cb_layer, tuple(sorted(s.cb.items()))),
+            "ip_summed": s.ip_summed,
+            "csum_start": s.csum_start,
+            "csum_offset": s.csum_offset,
+            "gso": (b.gso_size, b.gso_segs, b.gso_type),
         }
 
     def snapshot_skb(self, name: str) -> dict[str, Any]:
@@ -364,6 +464,18 @@ class SkbMachine:
             "fclone": s.fclone,
             "cloned": s.cloned,
             "nohdr": s.nohdr,
+            "sk": s.has_sk,
+            "cb": {"layer": s.cb_layer, "fields": dict(s.cb)},
+            "ip_summed": CHECKSUM_NAMES[s.ip_summed],
+            "csum_start": s.csum_start,
+            "csum_offset": s.csum_offset,
+            "gso_size": b.gso_size,
+            "gso_segs": b.gso_segs,
+            "gso_type": list(b.gso_type),
+            "drop_reason": s.drop_reason,
+            "mac_header": s.mac_header,
+            "network_header": s.network_header,
+            "transport_header": s.transport_header,
             "status": s.status,
             "regions": [
                 {"start": r.start, "end": r.end, "label": r.label, "kind": r.kind}
@@ -382,6 +494,8 @@ class SkbMachine:
                     "dataref_nohdr": (b.dataref >> DATAREF_SHIFT) & DATAREF_MASK,
                     "freed": b.freed,
                     "alloc": b.where,
+                    "head_frag": b.head_frag,
+                    "stolen_by": b.stolen_by,
                 }
                 for b in self.buffers.values()
             },
@@ -415,13 +529,27 @@ class SkbMachine:
                 out.append(Region(s + shift, e + shift, r.label, r.kind))
         return out
 
-    def _new_buffer(self, alloc: HeadAlloc) -> Buffer:
-        b = Buffer(id=self._next("buf"), nbytes=alloc.nbytes, end=alloc.end, where=alloc.where)
+    def _new_buffer(self, alloc: HeadAlloc, *, head_frag: bool = False) -> Buffer:
+        b = Buffer(
+            id=self._next("buf"),
+            nbytes=alloc.nbytes,
+            end=alloc.end,
+            where=alloc.where,
+            head_frag=head_frag,
+        )
         self.buffers[b.id] = b
         return b
 
-    def _new_skb(self, name: str, alloc: HeadAlloc, *, fclone: str = "none", origin: str) -> Skb:
-        b = self._new_buffer(alloc)
+    def _new_skb(
+        self,
+        name: str,
+        alloc: HeadAlloc,
+        *,
+        fclone: str = "none",
+        origin: str,
+        head_frag: bool = False,
+    ) -> Skb:
+        b = self._new_buffer(alloc, head_frag=head_frag)
         s = Skb(
             name=name, buffer=b.id, end=b.end, truesize=b.end + TRUESIZE_OVERHEAD, origin=origin
         )
@@ -491,7 +619,7 @@ class SkbMachine:
     def _use_after_free(self, op: Op, s: Skb) -> Step:
         if s.status == "in_frag_list":
             why = (
-                f"'{s.name}' was handed to '{s.owner}''s frag_list by skb_gro_receive_list: its "
+                f"'{s.name}' was handed to '{s.owner}''s frag_list by GRO: its "
                 f"caller gave up ownership, and the skb is freed together with '{s.owner}'. "
                 f"Touching it afterwards through the old pointer is a use-after-free bug "
                 f"(KASAN reports it once the memory is actually released)."
@@ -582,9 +710,12 @@ class SkbMachine:
 
     def _rx_alloc(self, op: Op, napi: bool) -> Step:
         want = op.len or 0
-        padded = want + NET_SKB_PAD + NET_IP_ALIGN
+        # __napi_alloc_skb adds NET_SKB_PAD + NET_IP_ALIGN; __netdev_alloc_skb only NET_SKB_PAD.
+        pad = NET_SKB_PAD + NET_IP_ALIGN if napi else NET_SKB_PAD
+        padded = want + pad
         fn = "__napi_alloc_skb" if napi else "__netdev_alloc_skb"
         notes: tuple[str, ...] = ()
+        head_frag = True
         if napi and padded <= SMALL_FRAG_END:
             alloc = HeadAlloc(where="napi 1K frag", nbytes=NAPI_SMALL_FRAG)
             how = (
@@ -596,6 +727,7 @@ class SkbMachine:
             if isinstance(got, Step):
                 return got
             alloc = got
+            head_frag = False
             why = "≤ 704" if padded <= SMALL_FRAG_END else "> 3776 (more than a page)"
             how = (
                 f"{padded} is {why}, so it falls back to __alloc_skb: SKB_HEAD_ALIGN({padded}) = "
@@ -613,12 +745,17 @@ class SkbMachine:
                 f"SKB_HEAD_ALIGN({padded}) = {data_align(padded)} + 320 = {alloc.nbytes} bytes "
                 f"(head_frag = 1), end = {alloc.end}"
             )
-        s = self._new_skb(op.skb, alloc, origin=op.op)
-        s.data = s.tail = NET_SKB_PAD + NET_IP_ALIGN
+        s = self._new_skb(op.skb, alloc, origin=op.op, head_frag=head_frag)
+        s.data = s.tail = pad
+        added = (
+            "NET_SKB_PAD 64 + NET_IP_ALIGN 0 (x86-64)"
+            if napi
+            else "NET_SKB_PAD 64 (no NET_IP_ALIGN)"
+        )
         text = (
-            f"{fn}(len {want}) adds NET_SKB_PAD 64 (+ NET_IP_ALIGN 0 on x86) → {padded}. {how}. "
-            f"truesize = end + 576 = {s.truesize}. It then skb_reserve()s 64: data = tail = 64, "
-            f"headroom 64, tailroom {s.end - s.tail}."
+            f"{fn}(len {want}) adds {added} → {padded}. {how}. "
+            f"truesize = end + 576 = {s.truesize}. It then skb_reserve()s {pad}: "
+            f"data = tail = {pad}, headroom {pad}, tailroom {s.end - s.tail}."
         )
         return self._step(op, op.skb, "ok", text, notes=notes)
 
@@ -627,6 +764,33 @@ class SkbMachine:
 
     def op_napi_alloc_skb(self, op: Op) -> Step:
         return self._rx_alloc(op, napi=True)
+
+    def _build(self, op: Op, napi: bool) -> Step:
+        """build_skb/napi_build_skb: an sk_buff around a buffer the driver already filled."""
+        frag_size = op.size or 0
+        alloc = HeadAlloc(where="driver page frag", nbytes=frag_size)
+        s = self._new_skb(op.skb, alloc, origin=op.op, head_frag=True)
+        fn = "napi_build_skb" if napi else "build_skb"
+        whence = (
+            "from the per-CPU NAPI cache (napi_skb_cache_get)"
+            if napi
+            else "from skbuff_cache (kmem_cache_alloc)"
+        )
+        text = (
+            f"{fn}(data, frag_size {frag_size}) allocates only the sk_buff, {whence}; the head is "
+            f"the driver's receive buffer, which the NIC has already written. "
+            f"__finalize_skb_around puts skb_shared_info in its last 320 bytes: end = "
+            f"{frag_size} − 320 = {s.end}, truesize = SKB_TRUESIZE(end) = {s.end} + 576 = "
+            f"{s.truesize}. data = tail = 0 and head_frag = 1 (the head is part of a page). "
+            f"The driver then skb_reserve()s its headroom and __skb_put()s the frame length."
+        )
+        return self._step(op, op.skb, "ok", text)
+
+    def op_build_skb(self, op: Op) -> Step:
+        return self._build(op, napi=False)
+
+    def op_napi_build_skb(self, op: Op) -> Step:
+        return self._build(op, napi=True)
 
     def op_tcp_stream_alloc_skb(self, op: Op) -> Step:
         size = op.size or 0
@@ -637,12 +801,15 @@ class SkbMachine:
         s = self._new_skb(op.skb, alloc, fclone="orig", origin="tcp_stream_alloc_skb")
         s.truesize = alloc.end + TRUESIZE_OVERHEAD  # SKB_TRUESIZE(skb_end_offset(skb))
         s.data = s.tail = MAX_TCP_HEADER
+        s.ip_summed = CHECKSUM_PARTIAL
         text = (
             f"tcp_stream_alloc_skb({size}) calls alloc_skb_fclone({size} + MAX_TCP_HEADER 320 = "
             f"{total}): SKB_HEAD_ALIGN({total}) = {head_align(total)} → {alloc.where} "
             f"({alloc.nbytes} bytes), end = {alloc.end}. It sets truesize = SKB_TRUESIZE(end) = "
             f"{s.truesize} and reserves 320 bytes for the TCP, IP and link headers: "
-            f"headroom {s.data}, tailroom {s.end - s.tail}. User data will go into page frags."
+            f"headroom {s.data}, tailroom {s.end - s.tail}. User data will go into page frags. "
+            f"ip_summed = CHECKSUM_PARTIAL: the device (or skb_checksum_help) will finish the "
+            f"TCP checksum."
         )
         return self._step(op, op.skb, "ok", text, notes=self._alloc_notes(total))
 
@@ -844,22 +1011,27 @@ class SkbMachine:
             if s.users != 1:
                 return self._shared_bug(op, s, "___pskb_trim must unclone first")
             res = self._expand(s, 0, 0)
-            if isinstance(res, str):
+            if not res.ok:
                 return self._step(
-                    op, s.name, "null", f"___pskb_trim needs a private copy: {res}", mark="null"
+                    op,
+                    s.name,
+                    "null",
+                    f"___pskb_trim needs a private copy but pskb_expand_head fails with -ENOMEM "
+                    f"({res.detail}); pskb_trim returns the error and the skb is unchanged.",
+                    mark="null",
                 )
-            pre = f"The data was shared, so ___pskb_trim first unclones it: {res} "
+            pre = f"The data was shared, so ___pskb_trim first unclones it: {res.detail} "
         b = self.buf(s)
         l0, dl0 = s.len, s.data_len
         offset = s.len - s.data_len
         keep: list[Frag] = []
         dropped = 0
         for f in b.frags:
-            if offset >= n:
+            if offset >= n:  # everything from here on lies beyond the new length
                 self.pages[f.page] -= 1
                 dropped += 1
                 continue
-            if offset + f.size > n:
+            if offset + f.size >= n:  # the frag that reaches the new length is cut to it
                 f.size = n - offset
             offset += f.size
             keep.append(f)
@@ -883,7 +1055,479 @@ class SkbMachine:
         text = (
             f"{pre}pskb_trim({n}) → ___pskb_trim walks the frags: keeps what lies below {n}, "
             f"shrinks the frag that crosses it and drops {dropped} frag(s) beyond (put_page). "
-            f"len {l0} → {s.len}, data_len {dl0} → {s.data_len}. truesize is not reduced."
+            f"len {l0} → {s.len}, data_len {dl0} → {s.data_len}."
+        )
+        if s.has_sk:
+            text += (
+                " skb->sk is set, so skb_condense is skipped and truesize stays "
+                f"{s.truesize}: the socket's accounting must not change under it."
+            )
+        else:
+            text += self._condense(s)
+        return self._step(op, s.name, "ok", text)
+
+    # -- header offsets ------------------------------------------------------------------------
+    def _header_op(self, op: Op, which: str, offset: int | None) -> Step:
+        s = self.skbs[op.skb]
+        field = f"{which}_header"
+        old: int | None = getattr(s, field)
+        raw = s.data + (offset or 0)
+        value = raw & U16
+        setattr(s, field, value)
+        was = "unset (~0)" if old is None else str(old)
+        if offset is None:
+            what = f"skb_reset_{field} records data − head: {field} {was} → {value}"
+        else:
+            what = (
+                f"skb_set_{field}({offset}) records data − head + {offset} = {s.data} + "
+                f"{offset}: {field} {was} → {value}"
+            )
+        rel = value - s.data
+        where = (
+            "at data"
+            if rel == 0
+            else f"{rel} bytes after data"
+            if rel > 0
+            else f"{-rel} bytes in front of data (already pulled)"
+        )
+        text = (
+            f"{what}. The offset is counted from head, not from data, so it stays valid while "
+            f"later pulls and pushes move data; the {which} header now starts {where}."
+        )
+        notes: tuple[str, ...] = ()
+        mark = None
+        if raw < 0 or raw > U16:
+            mark = "warn"
+            notes = (
+                f"data + offset = {raw} does not fit the u16 field; the kernel stores {value}, "
+                f"and skb_{which}_header() would point at the wrong bytes.",
+            )
+        return self._step(op, s.name, "ok", text, notes=notes, mark=mark)
+
+    def op_skb_reset_mac_header(self, op: Op) -> Step:
+        return self._header_op(op, "mac", None)
+
+    def op_skb_reset_network_header(self, op: Op) -> Step:
+        return self._header_op(op, "network", None)
+
+    def op_skb_reset_transport_header(self, op: Op) -> Step:
+        return self._header_op(op, "transport", None)
+
+    def op_skb_set_mac_header(self, op: Op) -> Step:
+        return self._header_op(op, "mac", op.offset or 0)
+
+    def op_skb_set_network_header(self, op: Op) -> Step:
+        return self._header_op(op, "network", op.offset or 0)
+
+    def op_skb_set_transport_header(self, op: Op) -> Step:
+        return self._header_op(op, "transport", op.offset or 0)
+
+    def _eat_paged(self, s: Skb, delta: int) -> str:
+        """__pskb_pull_tail's bookkeeping after the copy: drop or advance the frags (and then
+        frag_list skbs) that held the first ``delta`` paged bytes."""
+        b = self.buf(s)
+        left = delta
+        keep: list[Frag] = []
+        dropped = 0
+        for f in b.frags:
+            if left >= f.size:
+                left -= f.size
+                self.pages[f.page] -= 1
+                dropped += 1
+            else:
+                if left:
+                    f.offset += left
+                    f.size -= left
+                    left = 0
+                keep.append(f)
+        b.frags = keep
+        released: list[str] = []
+        for m in list(b.frag_list):
+            if left <= 0:
+                break
+            ms = self.skbs[m]
+            if left >= ms.len:
+                left -= ms.len
+                b.frag_list.remove(m)
+                self._release(ms, "consumed")
+                released.append(m)
+            else:
+                take = min(left, ms.len - ms.data_len)
+                ms.data += take
+                ms.len -= take
+                left -= take
+                if left:
+                    self._eat_paged(ms, left)
+                    ms.len -= left
+                    ms.data_len -= left
+                    left = 0
+        parts = [f"{dropped} frag(s) fully copied are released"]
+        if keep and delta:
+            parts.append("the next frag now starts after the copied bytes")
+        if released:
+            parts.append(f"frag_list skb(s) {', '.join(released)} are consumed")
+        return "; ".join(parts)
+
+    def op_pskb_may_pull(self, op: Op) -> Step:
+        s = self.skbs[op.skb]
+        n = op.len or 0
+        headlen = s.len - s.data_len
+        if n <= headlen:
+            return self._step(
+                op,
+                s.name,
+                "ok",
+                f"pskb_may_pull({n}): the first {n} bytes are already in the linear area "
+                f"(headlen {headlen}), so it returns true at once and nothing moves.",
+            )
+        if n > s.len:
+            return self._step(
+                op,
+                s.name,
+                "null",
+                f"pskb_may_pull({n}): the packet has only {s.len} bytes, so it returns false "
+                f"(pskb_may_pull_reason gives SKB_DROP_REASON_PKT_TOO_SMALL); the caller drops "
+                f"the packet. The skb is unchanged.",
+                mark="null",
+            )
+        delta = n - headlen
+        eat = s.tail + delta - s.end
+        pre = ""
+        if eat > 0 or self.skb_cloned(s):
+            if s.users != 1:
+                return self._shared_bug(op, s, "__pskb_pull_tail must expand the head")
+            ntail = eat + 128 if eat > 0 else 0
+            res = self._expand(s, 0, ntail)
+            if not res.ok:
+                return self._step(
+                    op,
+                    s.name,
+                    "null",
+                    f"__pskb_pull_tail cannot grow the head ({res.detail}): pskb_may_pull "
+                    f"returns false (SKB_DROP_REASON_NOMEM).",
+                    mark="null",
+                )
+            pre = (
+                f"eat = tail + {delta} − end = {eat} > 0, so the head first grows by eat + 128: "
+                if eat > 0
+                else "The head is shared with a clone, so it is made private first: "
+            ) + f"{res.detail} "
+        b = self.buf(s)
+        t0 = s.tail
+        self._write_region(b, s.tail, s.tail + delta, "pulled", "payload")
+        s.tail += delta
+        s.data_len -= delta
+        how = self._eat_paged(s, delta)
+        text = (
+            f"{pre}pskb_may_pull({n}): only {headlen} bytes are linear, so __pskb_pull_tail("
+            f"{delta}) copies the next {delta} paged bytes behind them: tail {t0} → {s.tail}, "
+            f"data_len → {s.data_len}, len stays {s.len}; {how}. It returns true: the caller "
+            f"may now read {n} bytes at data."
+        )
+        return self._step(op, s.name, "ok", text)
+
+    # -- cb[48]: the layers' private control block --------------------------------------------
+    def op_ip_rcv_core(self, op: Op) -> Step:
+        s = self.skbs[op.skb]
+        ihl = op.len if op.len is not None else 20
+        pulled = self.op_pskb_may_pull(replace(op, op="pskb_may_pull", len=ihl, via=None))
+        if pulled.result != "ok":
+            return self._step(
+                op,
+                s.name,
+                pulled.result,
+                f"ip_rcv_core first needs the {ihl}-byte IP header in the linear area: "
+                f"{pulled.narration} The packet is dropped (kfree_skb_reason).",
+                mark=pulled.mark,
+                bug=pulled.bug,
+            )
+        th0 = s.transport_header
+        s.transport_header = s.network_header + ihl
+        s.cb_layer = "IPCB"
+        s.cb = {"iif": SKB_IIF, "flags": 0, "opt.optlen": ihl - 20}
+        was = "unset" if th0 is None else str(th0)
+        text = (
+            f"ip_rcv_core checks the IP header with pskb_may_pull({ihl}) (here: {pulled.narration}"
+            f") and sets transport_header = network_header + ihl*4 = {s.network_header} + {ihl} "
+            f"= {s.transport_header} (was {was}); data stays at the IP header. It then clears "
+            f"IPCB(skb), the struct inet_skb_parm that the IP layer lays over cb[0..], and "
+            f"stores iif = skb->skb_iif ({SKB_IIF}). Only the IP layer reads cb[] now; the "
+            f"next layer will reuse the same 48 bytes for its own struct."
+        )
+        return self._step(op, s.name, "ok", text)
+
+    def op_tcp_v4_fill_cb(self, op: Op) -> Step:
+        s = self.skbs[op.skb]
+        seq = op.seq or 0
+        doff = op.len if op.len is not None else 32
+        flags = (op.flags or "ACK").split("|")
+        fbyte = sum(TCPHDR[f] for f in flags)
+        syn, fin = int("SYN" in flags), int("FIN" in flags)
+        payload = s.len - doff
+        end_seq = (seq + syn + fin + payload) & 0xFFFFFFFF
+        moved = ""
+        iif = s.cb.get("iif") if s.cb_layer == "IPCB" else None
+        if iif is not None:
+            moved = (
+                f"IPCB starts at cb[0], exactly where TCP_SKB_CB puts seq, so it first "
+                f"memmove()s the IP layer's inet_skb_parm (iif {iif}) into TCP_SKB_CB(skb)->"
+                f"header.h4, further inside cb[]. "
+            )
+        s.cb_layer = "TCP_SKB_CB"
+        s.cb = {
+            "seq": seq,
+            "end_seq": end_seq,
+            "tcp_flags": fbyte,
+            "sacked": 0,
+        }
+        if iif is not None:
+            s.cb["header.h4.iif"] = iif
+        notes: tuple[str, ...] = ()
+        if payload < 0:
+            notes = (
+                f"len {s.len} is shorter than the {doff}-byte TCP header; tcp_v4_rcv's "
+                f"pskb_may_pull(doff*4) would have dropped this packet first.",
+            )
+        text = (
+            f"tcp_v4_fill_cb: {moved}Then it fills TCP_SKB_CB(skb): seq = {seq}, end_seq = "
+            f"seq + SYN {syn} + FIN {fin} + len {s.len} − doff*4 {doff} = {end_seq}, tcp_flags = "
+            f"{'|'.join(flags)} ({fbyte:#04x}), sacked = 0. From here on TCP works with these "
+            f"numbers instead of re-reading the header."
+        )
+        return self._step(op, s.name, "ok", text, notes=notes)
+
+    def op_tcp_skb_entail(self, op: Op) -> Step:
+        s = self.skbs[op.skb]
+        seq = op.seq or 0
+        s.cb_layer = "TCP_SKB_CB"
+        s.cb = {"seq": seq, "end_seq": seq, "tcp_flags": TCPHDR["ACK"], "sacked": 0}
+        b = self.buf(s)
+        s.nohdr = True
+        b.dataref = 1 + (1 << DATAREF_SHIFT) if (b.dataref & DATAREF_MASK) == 1 else b.dataref
+        text = (
+            f"tcp_skb_entail stamps TCP_SKB_CB(skb) before any data is copied: seq = end_seq = "
+            f"write_seq = {seq}, tcp_flags = ACK, sacked = 0. It calls __skb_header_release "
+            f"(nohdr, dataref 0x10001) and queues the skb on sk_write_queue, charging its "
+            f"truesize ({s.truesize}) to sk_wmem_queued. Each copy into the skb advances "
+            f"end_seq by the bytes copied."
+        )
+        return self._step(op, s.name, "ok", text)
+
+    # -- GSO and checksum offload --------------------------------------------------------------
+    def op_tcp_set_skb_tso_segs(self, op: Op) -> Step:
+        s = self.skbs[op.skb]
+        mss = op.mss or 0
+        if s.len <= mss:
+            segs, size = 1, 0
+            how = f"len {s.len} ≤ mss {mss}: one segment, tcp_gso_size = 0 (not GSO)"
+        else:
+            segs, size = -(-s.len // mss), mss
+            how = (
+                f"len {s.len} > mss {mss}: tcp_gso_segs = DIV_ROUND_UP({s.len}, {mss}) = "
+                f"{segs}, tcp_gso_size = {mss}"
+            )
+        if s.cb_layer != "TCP_SKB_CB":
+            s.cb_layer, s.cb = "TCP_SKB_CB", {}
+        s.cb["tcp_gso_segs"] = segs
+        s.cb["tcp_gso_size"] = size
+        text = (
+            f"tcp_set_skb_tso_segs records in TCP_SKB_CB how many wire segments this skb "
+            f"stands for: {how}. tcp_skb_pcount() reads it for cwnd accounting, and "
+            f"__tcp_transmit_skb copies it into skb_shinfo(skb)->gso_segs / gso_size (with "
+            f"gso_type = sk->sk_gso_type) when it sends the clone."
+        )
+        return self._step(op, s.name, "ok", text)
+
+    def op_tcp4_gro_complete(self, op: Op) -> Step:
+        s = self.skbs[op.skb]
+        b = self.buf(s)
+        if s.transport_header is None:
+            return self._step(
+                op,
+                s.name,
+                "null",
+                "tcp4_gro_complete reads tcp_hdr(skb), but transport_header is unset; in the "
+                "kernel inet_gro_receive has set it (skb_set_transport_header) by now. Set it "
+                "first.",
+                mark="null",
+            )
+        count = max(s.gro_count, 1)
+        t0 = b.gso_type
+        if "SKB_GSO_TCPV4" not in b.gso_type:
+            b.gso_type = (*b.gso_type, "SKB_GSO_TCPV4")
+        b.gso_segs = count
+        s.ip_summed = CHECKSUM_PARTIAL
+        s.csum_start = s.transport_header
+        s.csum_offset = TCP_CHECK_OFFSET
+        s.gro_count = 0
+        text = (
+            f"GRO flushes '{s.name}': napi_gro_complete → inet_gro_complete → tcp4_gro_complete "
+            f"seeds th->check with the pseudo-header sum and ORs SKB_GSO_TCPV4 into gso_type "
+            f"({'|'.join(t0) or 'none'} → {'|'.join(b.gso_type)}); tcp_gro_complete sets "
+            f"gso_segs = NAPI_GRO_CB(skb)->count = {count} and makes the checksum "
+            f"CHECKSUM_PARTIAL with csum_start = transport header ({s.csum_start}) and "
+            f"csum_offset = offsetof(struct tcphdr, check) = 16. gso_size stays {b.gso_size}: "
+            f"the stack now sees one {s.len}-byte GSO packet that can be cut back into "
+            f"{b.gso_size}-byte segments (skb_segment) if it is forwarded."
+        )
+        return self._step(op, s.name, "ok", text)
+
+    def op_skb_segment(self, op: Op) -> Step:
+        head = self.skbs[op.skb]
+        hb = self.buf(head)
+        mss = hb.gso_size
+
+        def refuse(why: str) -> Step:
+            return self._step(op, head.name, "null", why, mark="null")
+
+        if mss == 0:
+            return refuse(
+                f"skb_segment cuts an skb into gso_size pieces, but '{head.name}''s "
+                f"skb_shinfo gso_size is 0: it is not a GSO packet."
+            )
+        if head.mac_header is None or head.mac_header > head.data:
+            return refuse(
+                "skb_segment copies the headers from skb_mac_header() up to data, so the mac "
+                "header must be set and in front of data (skb_reset_mac_header)."
+            )
+        if hb.frag_list:
+            return refuse(
+                "This skb has a frag_list; segmenting frag_list GSO packets is not modelled."
+            )
+        doffset = head.data - head.mac_header
+        headroom = head.mac_header
+        d0 = head.data
+        head.data = head.mac_header  # __skb_push(head_skb, doffset)
+        head.len += doffset
+        total = head.len
+        headlen = head.len - head.data_len
+        nseg = -(-(total - doffset) // mss)
+        if len(self.skbs) + nseg > MAX_SKBS_SIM:
+            head.data, head.len = d0, head.len - doffset
+            return refuse(
+                f"{nseg} segments would exceed the {MAX_SKBS_SIM} skbs one scenario may show."
+            )
+        names: list[str] = []
+        offset, pos, i = doffset, headlen, 0
+        frags = hb.frags
+        while offset < total:
+            ln = min(mss, total - offset)
+            hsize = max(0, headlen - offset)
+            hsize = min(hsize, ln)
+            alloc = kmalloc_reserve(hsize + doffset + headroom)
+            assert alloc is not None  # bounded by the head, which was allocated
+            name = f"{head.name}_s{len(names) + 1}"
+            n = self._new_skb(name, alloc, origin="skb_segment")
+            nb = self.buf(n)
+            self._copy_header_fields(n, head)
+            n.data = headroom
+            n.tail = headroom + doffset + hsize
+            nb.regions = self._copy_regions(hb.regions, head.mac_header, d0, 0)
+            if hsize:
+                self._write_region(nb, headroom + doffset, n.tail, "data", "payload")
+            while pos < offset + ln and i < len(frags):
+                f = frags[i]
+                nf = Frag(page=f.page, offset=f.offset, size=f.size)
+                self.pages[f.page] += 1
+                if pos < offset:
+                    nf.offset += offset - pos
+                    nf.size -= offset - pos
+                if pos + f.size <= offset + ln:
+                    i += 1
+                    pos += f.size
+                    nb.frags.append(nf)
+                else:
+                    nf.size -= pos + f.size - (offset + ln)
+                    nb.frags.append(nf)
+                    break
+            n.data_len = ln - hsize
+            n.len = doffset + hsize + n.data_len
+            n.truesize += n.data_len
+            names.append(name)
+            offset += ln
+        shown = ", ".join(
+            f"{m} (len {self.skbs[m].len}, {len(self.buf(self.skbs[m]).frags)} frag(s))"
+            for m in names
+        )
+        text = (
+            f"skb_segment (reached from validate_xmit_skb → skb_gso_segment → tcp_gso_segment "
+            f"when the device cannot do TSO) cuts '{head.name}' into gso_size = {mss}-byte "
+            f"pieces. It pushes data back to the mac header (doffset = {doffset} header bytes), "
+            f"then for each piece allocates a small head (__alloc_skb(hsize + doffset + "
+            f"headroom {headroom})), copies the {doffset} header bytes into it and points "
+            f"frags at the same pages (skb_frag_ref, no payload copy): {shown}. Each segment's "
+            f"truesize counts its own head plus the paged bytes it references. tcp_gso_segment "
+            f"then rewrites every copy's sequence number and checksum, and the caller "
+            f"consume_skb()s the original."
+        )
+        return self._step(op, head.name, "ok", text, mark="clone")
+
+    def op_skb_partial_csum_set(self, op: Op) -> Step:
+        s = self.skbs[op.skb]
+        start, off = op.start or 0, op.offset or 0
+        csum_end = start + off + 2
+        csum_start = s.data + start
+        headlen = s.len - s.data_len
+        if csum_start >= U16 or csum_end > headlen:
+            return self._step(
+                op,
+                s.name,
+                "null",
+                f"skb_partial_csum_set({start}, {off}): the 2-byte checksum field would end at "
+                f"{csum_end}, past the {headlen} linear bytes (or csum_start {csum_start} does "
+                f"not fit 16 bits). It prints 'bad partial csum' and returns false; nothing "
+                f"changes.",
+                mark="null",
+            )
+        s.ip_summed = CHECKSUM_PARTIAL
+        s.csum_start = csum_start
+        s.csum_offset = off
+        s.transport_header = csum_start
+        text = (
+            f"skb_partial_csum_set({start}, {off}) asks the device to finish a checksum: "
+            f"ip_summed = CHECKSUM_PARTIAL, csum_start = headroom {s.data} + {start} = "
+            f"{csum_start} (from head), csum_offset = {off}, and transport_header = csum_start. "
+            f"The device sums from csum_start to the end and stores the result at csum_start + "
+            f"csum_offset = {csum_start + off}."
+        )
+        return self._step(op, s.name, "ok", text)
+
+    def op_tcp_v4_send_check(self, op: Op) -> Step:
+        s = self.skbs[op.skb]
+        if s.transport_header is None:
+            return self._step(
+                op,
+                s.name,
+                "null",
+                "tcp_v4_send_check uses skb_transport_header(), which is unset here; "
+                "__tcp_transmit_skb calls skb_reset_transport_header right after pushing the "
+                "TCP header.",
+                mark="null",
+            )
+        s.csum_start = s.transport_header
+        s.csum_offset = TCP_CHECK_OFFSET
+        state = CHECKSUM_NAMES[s.ip_summed]
+        text = (
+            f"tcp_v4_send_check → __tcp_v4_send_check writes the pseudo-header sum into "
+            f"th->check and sets csum_start = transport header − head = {s.csum_start}, "
+            f"csum_offset = offsetof(struct tcphdr, check) = 16. ip_summed is {state}"
+            + (
+                ": the NIC (or skb_checksum_help) adds the TCP header and payload to finish it."
+                if s.ip_summed == CHECKSUM_PARTIAL
+                else "."
+            )
+        )
+        return self._step(op, s.name, "ok", text)
+
+    def op_igb_rx_checksum(self, op: Op) -> Step:
+        s = self.skbs[op.skb]
+        before = CHECKSUM_NAMES[s.ip_summed]
+        s.ip_summed = CHECKSUM_UNNECESSARY
+        text = (
+            f"igb_rx_checksum: the descriptor says the NIC verified the TCP/UDP checksum "
+            f"(E1000_RXD_STAT_TCPCS), so ip_summed {before} → CHECKSUM_UNNECESSARY and the "
+            f"stack will not sum the payload again. On a checksum error bit it would leave "
+            f"CHECKSUM_NONE and let the stack verify (and drop with SKB_DROP_REASON_TCP_CSUM)."
         )
         return self._step(op, s.name, "ok", text)
 
@@ -920,6 +1564,35 @@ class SkbMachine:
         )
 
     # -- paged data ----------------------------------------------------------------------------
+    def _frag_overflow(self, op: Op, s: Skb, fn: str) -> Step:
+        """An 18th frag: nothing in skb_fill_page_desc checks the index."""
+        b = self.buf(s)
+        i = len(b.frags)
+        if b.head_frag or b.where.startswith("pages"):
+            where = (
+                "past the end of the head buffer. This head was carved from a page "
+                f"({b.where}), not a slab object, so there is no slab redzone behind it and KASAN "
+                "does not flag the write: it silently overwrites whatever the page holds next, "
+                "typically another packet's buffer"
+            )
+            bug = f"frags[{i}] written past the head: silent memory corruption (no KASAN report)"
+        else:
+            where = (
+                f"past the end of the {b.where} slab object that holds the head, so a KASAN "
+                "kernel reports a slab-out-of-bounds write; without KASAN it silently corrupts "
+                "the neighbouring object"
+            )
+            bug = f"BUG: KASAN: slab-out-of-bounds in {fn} (frags[{i}])"
+        text = (
+            f"The skb already has MAX_SKB_FRAGS = {MAX_SKB_FRAGS} frags. {fn} → "
+            f"skb_fill_page_desc does not check the index: frags[{i}] would lie just after "
+            f"skb_shared_info's array, which ends exactly at the end of the allocation — {where}. "
+            f"Callers stop before this: skb_gro_receive chains the segment on frag_list instead "
+            f"when its frags would not fit, and tcp_sendmsg_locked starts a new skb once "
+            f"sysctl_max_skb_frags is reached. The simulation treats it as fatal."
+        )
+        return self._step(op, s.name, "skb_frag_overflow", text, bug=bug)
+
     def op_skb_add_rx_frag(self, op: Op) -> Step:
         s = self.skbs[op.skb]
         b = self.buf(s)
@@ -927,18 +1600,7 @@ class SkbMachine:
         offset = op.offset or 0
         ts = op.truesize if op.truesize is not None else default_frag_truesize(size)
         if len(b.frags) >= MAX_SKB_FRAGS:
-            return self._step(
-                op,
-                s.name,
-                "skb_frag_overflow",
-                f"The skb already has MAX_SKB_FRAGS = {MAX_SKB_FRAGS} frags. skb_add_rx_frag does "
-                f"not check the index itself: frags[{len(b.frags)}] lies past the end of "
-                f"skb_shared_info's array, so the write corrupts the memory after it "
-                f"(KASAN reports "
-                f"an out-of-bounds write). Callers must stop at 17 — skb_gro_receive returns "
-                f"-E2BIG, tcp_sendmsg starts a new skb. The simulation treats it as fatal.",
-                bug=f"BUG: KASAN: slab-out-of-bounds write (frags[{len(b.frags)}])",
-            )
+            return self._frag_overflow(op, s, "skb_add_rx_frag")
         page = self._next("page")
         self.pages[page] = 1
         b.frags.append(Frag(page=page, offset=offset, size=size))
@@ -962,9 +1624,9 @@ class SkbMachine:
         notes: list[str] = []
         if s.origin == "tcp_stream_alloc_skb":
             notes.append(
-                "On transmit, tcp_sendmsg_locked fills frags with "
-                "skb_copy_to_page_nocache + skb_fill_page_desc (or grows the last frag) "
-                "and charges truesize by the bytes copied; the geometry is the same."
+                "skb_add_rx_frag is a receive-side helper; on transmit tcp_sendmsg_locked "
+                "copies into the socket's page frag and uses skb_fill_page_desc "
+                "(charging truesize by the bytes copied)."
             )
         if self.skb_cloned(s):
             notes.append(
@@ -973,10 +1635,231 @@ class SkbMachine:
             )
         return self._step(op, s.name, "ok", text, notes=tuple(notes))
 
+    def op_skb_fill_page_desc(self, op: Op) -> Step:
+        s = self.skbs[op.skb]
+        b = self.buf(s)
+        size = op.size or 0
+        offset = op.offset or 0
+        if len(b.frags) >= MAX_SKB_FRAGS:
+            return self._frag_overflow(op, s, "skb_fill_page_desc")
+        page = self._next("page")
+        self.pages[page] = 1
+        i = len(b.frags)
+        b.frags.append(Frag(page=page, offset=offset, size=size))
+        l0, dl0, t0 = s.len, s.data_len, s.truesize
+        s.len += size
+        s.data_len += size
+        s.truesize += size
+        seq_note = ""
+        if s.cb_layer == "TCP_SKB_CB" and "end_seq" in s.cb:
+            e0 = s.cb["end_seq"]
+            s.cb["end_seq"] = (e0 + size) & 0xFFFFFFFF
+            seq_note = (
+                f" tcp_sendmsg_locked also advances write_seq and TCP_SKB_CB(skb)->end_seq: "
+                f"{e0} → {s.cb['end_seq']}."
+            )
+        text = (
+            f"The transmit path copies {size} bytes of user data into the socket's page frag "
+            f"({page}, offset {offset}); skb_copy_to_page_nocache accounts them with skb_len_add: "
+            f"len {l0} → {s.len}, data_len {dl0} → {s.data_len} and truesize {t0} → {s.truesize} "
+            f"all grow by the {size} bytes copied. skb_fill_page_desc then records the page as "
+            f"frags[{i}] (nr_frags {i} → {i + 1}) and the page gets a reference. The head is "
+            f"untouched; skb_tailroom is now 0.{seq_note}"
+        )
+        notes: tuple[str, ...] = ()
+        if self.skb_cloned(s):
+            notes = (
+                "The skb_shared_info is shared with a clone, which now sees a frag its len "
+                "does not count; tcp_sendmsg_locked only appends to skbs not yet sent.",
+            )
+        return self._step(op, s.name, "ok", text, notes=notes)
+
+    def _gro_too_big(self, op: Op, p: Skb, total: int, what: str) -> Step:
+        return self._step(
+            op,
+            p.name,
+            "null",
+            f"{what} = {total} ≥ 65536: {SOURCES[op.op].function} returns -E2BIG and nothing "
+            f"changes; GRO flushes the held packet up the stack and this segment starts a new "
+            f"one.",
+            mark="null",
+        )
+
+    def op_skb_gro_receive(self, op: Op) -> Step:
+        p = self.skbs[op.skb]
+        s = self.skbs[op.src or ""]
+        sb = self.buf(s)
+        offset = op.offset or 0
+        headlen = s.len - s.data_len
+        if sb.frag_list:
+            return self._step(
+                op,
+                p.name,
+                "null",
+                f"'{s.name}' already carries a frag_list; a segment fresh from the driver never "
+                f"does, so this merge is not modelled and nothing changes.",
+                mark="null",
+            )
+        reach = headlen + (sb.frags[0].size if sb.frags else 0)
+        if offset > reach:
+            return self._step(
+                op,
+                p.name,
+                "null",
+                f"The GRO header offset {offset} is beyond '{s.name}''s linear part and first "
+                f"frag ({reach} bytes); headers never extend that far, so nothing is merged.",
+                mark="null",
+            )
+        seg_len = s.len - offset  # skb_gro_len(): the payload after the parsed headers
+        if p.len + seg_len >= GRO_MAX_SIZE:
+            return self._gro_too_big(
+                op,
+                p,
+                p.len + seg_len,
+                f"'{p.name}' len {p.len} + skb_gro_len('{s.name}') {seg_len}",
+            )
+        pb = self.buf(p)
+        lp = self.skbs[pb.frag_list[-1]] if pb.frag_list else p
+        lb = self.buf(lp)
+        into = f"'{lp.name}'" + ("" if lp is p else f" (the last skb on '{p.name}''s frag_list)")
+        how: str
+        freed: str
+        if headlen <= offset and len(lb.frags) + len(sb.frags) <= MAX_SKB_FRAGS:
+            eat = offset - headlen
+            n0 = len(lb.frags)
+            moved = sb.frags
+            if moved and eat:
+                moved[0].offset += eat
+                moved[0].size -= eat
+            lb.frags.extend(moved)
+            sb.frags = []
+            new_ts = s.end + TRUESIZE_OVERHEAD
+            delta = s.truesize - new_ts
+            s.truesize = new_ts
+            s.len -= s.data_len
+            s.data_len = 0
+            how = (
+                f"All of '{s.name}''s headers are in its linear part (headlen {headlen} ≤ offset "
+                f"{offset}), so its {len(moved)} page frag(s) move into {into}'s frags[] "
+                f"(nr_frags {n0} → {len(lb.frags)}) without copying"
+                + (f"; the first is advanced by {eat} header bytes" if eat else "")
+                + f". '{s.name}' keeps only its head: its truesize becomes SKB_TRUESIZE(end) = "
+                f"{new_ts}, and the other {delta} bytes of truesize move with the pages."
+            )
+            freed = (
+                f" napi_skb_finish then frees the emptied '{s.name}' and its head "
+                f"(GRO_MERGED_FREE): " + self._release(s, "consumed") + "."
+            )
+        elif (
+            headlen > offset
+            and sb.head_frag
+            and len(lb.frags) + 1 + len(sb.frags) <= MAX_SKB_FRAGS
+            and not self.skb_cloned(s)
+        ):
+            first = headlen - offset
+            page = self._next("page")
+            self.pages[page] = 1
+            n0 = len(lb.frags)
+            lb.frags.append(Frag(page=page, offset=s.data + offset, size=first))
+            lb.frags.extend(sb.frags)
+            nmoved = len(sb.frags)
+            sb.frags = []
+            delta = s.truesize - SKB_STRUCT
+            s.truesize = SKB_STRUCT
+            sb.stolen_by = p.name
+            sb.freed = True
+            sb.dataref = 0
+            how = (
+                f"'{s.name}''s payload is in its head (headlen {headlen} > offset {offset}) and "
+                f"the head is a page fragment (head_frag), so GRO steals the head: the {first} "
+                f"bytes after the headers become a frag of {into} ({page} = {sb.id}'s page, "
+                f"offset {s.data + offset})"
+                + (f", followed by its {nmoved} frag(s)" if nmoved else "")
+                + f" (nr_frags {n0} → {len(lb.frags)}). '{s.name}' keeps truesize "
+                f"SKB_DATA_ALIGN(sizeof(struct sk_buff)) = {SKB_STRUCT}; the other {delta} bytes "
+                f"move with the page."
+            )
+            s.users -= 1
+            s.status = "consumed"
+            if s.pair is not None:
+                self.fclone_refs[s.pair] -= 1
+            freed = (
+                f" napi_skb_finish frees only the sk_buff (napi_skb_free_stolen_head): its head "
+                f"lives on inside '{p.name}'."
+            )
+        else:
+            full = len(lb.frags) + len(sb.frags) + (0 if headlen <= offset else 1)
+            why = (
+                f"{into} already has {len(lb.frags)} frags and {full} would exceed "
+                f"MAX_SKB_FRAGS = {MAX_SKB_FRAGS}"
+                if full > MAX_SKB_FRAGS
+                else f"the payload sits in '{s.name}''s head, which is not a page fragment "
+                f"(head_frag 0), so it cannot become a frag"
+            )
+            eat = max(0, offset - headlen)
+            if eat and sb.frags:
+                sb.frags[0].offset += eat
+                sb.frags[0].size -= eat
+                s.data_len -= eat
+                s.len -= eat
+            pull = min(offset, headlen)
+            s.data += pull
+            s.len -= pull
+            delta = s.truesize
+            pb.frag_list.append(s.name)
+            s.status = "in_frag_list"
+            s.owner = p.name
+            s.has_sk = False
+            s.nohdr = True
+            sb.dataref = (
+                1 + (1 << DATAREF_SHIFT) if (sb.dataref & DATAREF_MASK) == 1 else sb.dataref
+            )
+            how = (
+                f"Its frags cannot be merged ({why}), so skb_gro_receive falls back to chaining: "
+                f"it pulls the {offset} header bytes off '{s.name}', links it on '{p.name}''s "
+                f"frag_list (after NAPI_GRO_CB(p)->last), marks its header released and drops "
+                f"its destructor; all of its truesize ({delta}) moves to '{p.name}'."
+            )
+            freed = f" '{s.name}' now belongs to '{p.name}' (GRO_MERGED, not freed)."
+            lp = p
+        l0, dl0, t0 = p.len, p.data_len, p.truesize
+        held = ""
+        if p.gro_count == 0:
+            p.gro_count = 1
+            pb.gso_size = l0 - offset
+            held = (
+                f" (When GRO held '{p.name}', dev_gro_receive set its gso_size = skb_gro_len = "
+                f"{pb.gso_size}.)"
+            )
+        p.gro_count += 1
+        p.len += seg_len
+        p.data_len += seg_len
+        p.truesize += delta
+        if lp is not p:
+            lp.len += seg_len
+            lp.data_len += seg_len
+            lp.truesize += delta
+        text = (
+            f"tcp_gro_receive has parsed '{s.name}''s headers ({offset} bytes, the GRO offset) "
+            f"and found it continues '{p.name}''s flow. skb_gro_receive first checks the size: "
+            f"{l0} + {seg_len} < 65536 (gro_ipv4_max_size). {how} '{p.name}': len {l0} → "
+            f"{p.len}, data_len {dl0} → {p.data_len}, truesize {t0} → {p.truesize}; "
+            f"NAPI_GRO_CB(p)->count = {p.gro_count}.{freed}{held}"
+        )
+        return self._step(op, p.name, "ok", text)
+
     def op_skb_gro_receive_list(self, op: Op) -> Step:
         p = self.skbs[op.skb]
         s = self.skbs[op.src or ""]
         off = op.offset or 0
+        if p.len + s.len >= GRO_MAX_SIZE:
+            return self._gro_too_big(
+                op,
+                p,
+                p.len + s.len,
+                f"'{p.name}' len {p.len} + '{s.name}' len {s.len} (headers included: the check "
+                f"comes before the pull)",
+            )
         if off > s.len - s.data_len:
             return self._step(
                 op,
@@ -986,30 +1869,23 @@ class SkbMachine:
                 f"({s.len - s.data_len} bytes); nothing is merged.",
                 mark="null",
             )
-        if p.len + (s.len - off) >= GRO_MAX_SIZE:
-            return self._step(
-                op,
-                p.name,
-                "null",
-                f"'{p.name}' (len {p.len}) plus '{s.name}' ({s.len - off}) would reach "
-                f"65536 bytes, the fixed limit 6.4's skb_gro_receive_list checks: it returns "
-                f"-E2BIG and GRO flushes the held packet instead. Nothing changes.",
-                mark="null",
-            )
         b = self.buf(p)
         s.data += off
         s.len -= off
         b.frag_list.append(s.name)
         s.status = "in_frag_list"
         s.owner = p.name
+        s.has_sk = False
         l0, dl0, t0 = p.len, p.data_len, p.truesize
         p.len += s.len
         p.data_len += s.len
         p.truesize += s.truesize
-        pulled = f" It first pulls the {off}-byte GRO header offset from '{s.name}'." if off else ""
+        pulled = f" It then pulls the {off}-byte GRO header offset from '{s.name}'." if off else ""
         text = (
-            f"skb_gro_receive_list chains '{s.name}' onto '{p.name}''s frag_list (after "
-            f"NAPI_GRO_CB(p)->last).{pulled} '{p.name}' grows by the whole of it: len {l0} → "
+            f"UDP fraglist GRO (udp_gro_receive_segment, on a device with NETIF_F_GRO_FRAGLIST; "
+            f"in 6.4 TCP never uses it): skb_gro_receive_list checks {p.len} + {s.len + off} < "
+            f"65536 and chains '{s.name}' onto '{p.name}''s frag_list (after "
+            f"NAPI_GRO_CB(p)->last).{pulled} '{p.name}' grows by the rest of it: len {l0} → "
             f"{p.len}, data_len {dl0} → {p.data_len}, truesize {t0} → {p.truesize}. "
             f"'{s.name}' loses its destructor and now belongs to '{p.name}'."
         )
@@ -1028,6 +1904,23 @@ class SkbMachine:
             f"skb_shared(), so it must not be modified in place.",
         )
 
+    def op_skb_set_owner_w(self, op: Op) -> Step:
+        s = self.skbs[op.skb]
+        s.has_sk = True
+        notes: tuple[str, ...] = ()
+        if op.via == "__tcp_transmit_skb":
+            notes = (
+                "__tcp_transmit_skb does this inline after pushing the TCP header: "
+                "skb_orphan, skb->sk = sk, destructor = tcp_wfree, and sk_wmem_alloc += truesize.",
+            )
+        text = (
+            f"skb_set_owner_w charges '{s.name}' to the sending socket: skb->sk = sk, the "
+            f"destructor (sock_wfree) will give the {s.truesize} bytes of truesize back to "
+            f"sk_wmem_alloc when the skb is freed. From now on code that reallocates the head "
+            f"(pskb_expand_head, ___pskb_trim) must not change truesize."
+        )
+        return self._step(op, s.name, "ok", text, notes=notes)
+
     def op_skb_clone(self, op: Op) -> Step:
         src = self.skbs[op.src or "skb"]
         b = self.buf(src)
@@ -1043,6 +1936,7 @@ class SkbMachine:
             data_len=src.data_len,
             origin="skb_clone",
         )
+        self._copy_header_fields(n, src)
         if fast:
             assert src.pair is not None
             self.fclone_refs[src.pair] = 2
@@ -1055,9 +1949,9 @@ class SkbMachine:
         else:
             n.fclone = "unavailable"
             why = (
-                "its fclone companion is busy (fclone_ref 2)"
+                "is an fclone orig whose companion is busy (fclone_ref 2)"
                 if src.fclone == "orig"
-                else "it has no free fclone companion"
+                else "has no fclone companion"
             )
             how = (
                 f"'{src.name}' {why}, so the new sk_buff comes from skbuff_cache "
@@ -1096,6 +1990,8 @@ class SkbMachine:
             )
         sb = self.buf(src)
         n = self._new_skb(op.skb, alloc, origin="skb_copy")
+        self._copy_header_fields(n, src)
+        self._copy_gso(n, src)
         nb = self.buf(n)
         n.data = src.data
         n.tail = src.data + src.len
@@ -1127,6 +2023,8 @@ class SkbMachine:
             )
         sb = self.buf(src)
         n = self._new_skb(op.skb, alloc, origin="pskb_copy")
+        self._copy_header_fields(n, src)
+        self._copy_gso(n, src)
         nb = self.buf(n)
         n.data = src.data
         n.tail = src.data + headlen
@@ -1168,20 +2066,23 @@ class SkbMachine:
             bug="kernel BUG at net/core/skbuff.c (pskb_expand_head: skb_shared)",
         )
 
-    def _expand(self, s: Skb, nhead: int, ntail: int) -> str:
-        """pskb_expand_head's effect; returns a sentence. Fails (returns "ENOMEM: ...") only when
-        the head would exceed KMALLOC_MAX_SIZE."""
+    def _expand(self, s: Skb, nhead: int, ntail: int) -> Expanded:
+        """pskb_expand_head's effect. Fails (ok False, skb unchanged) only when the head would
+        exceed KMALLOC_MAX_SIZE."""
         osize = s.end
         size = osize + nhead + ntail
         alloc = kmalloc_reserve(size)
         if alloc is None:
-            return f"ENOMEM: a {head_align(size)}-byte head exceeds KMALLOC_MAX_SIZE"
+            return Expanded(
+                ok=False, detail=f"a {head_align(size)}-byte head exceeds KMALLOC_MAX_SIZE"
+            )
         old = self.buf(s)
         was_cloned = self.skb_cloned(s)
         new = self._new_buffer(alloc)
         new.regions = self._copy_regions(old.regions, 0, s.tail, nhead)
         new.frags = [Frag(page=f.page, offset=f.offset, size=f.size) for f in old.frags]
         new.frag_list = list(old.frag_list)
+        new.gso_size, new.gso_segs, new.gso_type = old.gso_size, old.gso_segs, old.gso_type
         if was_cloned:
             for f in old.frags:
                 self.pages[f.page] += 1
@@ -1196,32 +2097,66 @@ class SkbMachine:
             s.buffer = new.id
         s.data += nhead
         s.tail += nhead
+        self._shift_headers(s, nhead)
         s.end = new.end
         s.cloned = False
         s.nohdr = False
-        grow = ""
         if not s.has_sk:
             s.truesize += new.end - osize
             grow = f" truesize += {new.end - osize} → {s.truesize} (no owning socket)."
         else:
-            grow = " truesize is unchanged: the skb is charged to a socket."
-        return (
-            f"new size {osize} + {nhead} + {ntail} = {size} → {alloc.where} ({alloc.nbytes} "
-            f"bytes), end {osize} → {new.end}, data and tail shift by {nhead}, dataref 1 on "
-            f"{new.id}; {old_desc}.{grow}"
+            grow = (
+                " truesize is unchanged: skb->sk is set, so the skb is charged to a socket "
+                "and pskb_expand_head leaves truesize alone."
+            )
+        return Expanded(
+            ok=True,
+            detail=(
+                f"new size {osize} + {nhead} + {ntail} = {size} → {alloc.where} ({alloc.nbytes} "
+                f"bytes), end {osize} → {new.end}, data and tail shift by {nhead}, dataref 1 on "
+                f"{new.id}; {old_desc}.{grow}"
+            ),
         )
+
+    @staticmethod
+    def _shift_headers(s: Skb, off: int) -> None:
+        """skb_headers_offset_update: the header offsets move with the data."""
+        s.network_header += off
+        if s.transport_header is not None:
+            s.transport_header += off
+        if s.mac_header is not None:
+            s.mac_header += off
+        if s.ip_summed == CHECKSUM_PARTIAL:
+            s.csum_start += off
+
+    @staticmethod
+    def _copy_header_fields(n: Skb, src: Skb) -> None:
+        """__copy_skb_header: the header offsets (same headroom, so the same values)."""
+        n.mac_header = src.mac_header
+        n.network_header = src.network_header
+        n.transport_header = src.transport_header
+        n.cb_layer = src.cb_layer  # the 48 bytes of cb[] are copied too
+        n.cb = dict(src.cb)
+        n.ip_summed = src.ip_summed
+        n.csum_start = src.csum_start
+        n.csum_offset = src.csum_offset
+
+    def _copy_gso(self, n: Skb, src: Skb) -> None:
+        """skb_copy_header copies skb_shinfo's gso_size, gso_segs and gso_type."""
+        nb, sb = self.buf(n), self.buf(src)
+        nb.gso_size, nb.gso_segs, nb.gso_type = sb.gso_size, sb.gso_segs, sb.gso_type
 
     def op_pskb_expand_head(self, op: Op) -> Step:
         s = self.skbs[op.skb]
         if s.users != 1:
             return self._shared_bug(op, s)
         res = self._expand(s, op.nhead or 0, op.ntail or 0)
-        if res.startswith("ENOMEM"):
+        if not res.ok:
             return self._step(
                 op,
                 s.name,
                 "null",
-                f"pskb_expand_head fails with -ENOMEM ({res[8:]}); the skb is unchanged.",
+                f"pskb_expand_head fails with -ENOMEM ({res.detail}); the skb is unchanged.",
                 mark="null",
             )
         return self._step(
@@ -1229,8 +2164,29 @@ class SkbMachine:
             s.name,
             "ok",
             f"pskb_expand_head copies head..tail into a new buffer with {op.nhead or 0} "
-            f"more bytes in front and {op.ntail or 0} behind: {res}",
+            f"more bytes in front and {op.ntail or 0} behind: {res.detail}",
         )
+
+    def _pull_tail(self, s: Skb, delta: int) -> str:
+        """__pskb_pull_tail's copy, once the head has room and is private: move ``delta`` paged
+        bytes (all of them, in every caller modelled here) behind the linear data."""
+        b = self.buf(s)
+        t0 = s.tail
+        self._write_region(b, s.tail, s.tail + delta, "from frags", "payload")
+        nfr = len(b.frags)
+        for f in b.frags:
+            self.pages[f.page] -= 1
+        b.frags = []
+        members = list(b.frag_list)
+        for m in members:
+            self._release(self.skbs[m], "consumed")
+        b.frag_list = []
+        s.tail += delta
+        s.data_len = 0
+        gone = f"{nfr} frag page reference(s)"
+        if members:
+            gone += f" and the frag_list skb(s) {', '.join(members)} (consume_skb)"
+        return f"tail {t0} → {s.tail}, data_len {delta} → 0; it releases {gone}"
 
     def op_skb_linearize(self, op: Op) -> Step:
         s = self.skbs[op.skb]
@@ -1250,12 +2206,12 @@ class SkbMachine:
                 return self._shared_bug(op, s, "__pskb_pull_tail must expand the head")
             ntail = eat + 128 if eat > 0 else 0
             res = self._expand(s, 0, ntail)
-            if res.startswith("ENOMEM"):
+            if not res.ok:
                 return self._step(
                     op,
                     s.name,
                     "null",
-                    f"__pskb_pull_tail cannot grow the head ({res[8:]}); "
+                    f"__pskb_pull_tail cannot grow the head ({res.detail}); "
                     f"skb_linearize returns -ENOMEM and the skb is unchanged.",
                     mark="null",
                 )
@@ -1264,32 +2220,38 @@ class SkbMachine:
                     f"The {delta} paged bytes do not fit: eat = tail {tail0} + {delta} − end "
                     f"{end0} = {eat} > 0, so __pskb_pull_tail "
                     f"calls pskb_expand_head(0, eat + 128 = {ntail}) — 128 spare bytes for "
-                    f"later growth: {res} "
+                    f"later growth: {res.detail} "
                 )
             else:
-                pre = f"The data is shared with a clone, so it is made private first: {res} "
-        b = self.buf(s)
-        t0 = s.tail
-        self._write_region(b, s.tail, s.tail + delta, "from frags", "payload")
-        nfr = len(b.frags)
-        for f in b.frags:
-            self.pages[f.page] -= 1
-        b.frags = []
-        members = list(b.frag_list)
-        for m in members:
-            self._release(self.skbs[m], "consumed")
-        b.frag_list = []
-        s.tail += delta
-        s.data_len = 0
-        gone = f"{nfr} frag page reference(s)"
-        if members:
-            gone += f" and the frag_list skb(s) {', '.join(members)} (consume_skb)"
+                pre = f"The data is shared with a clone, so it is made private first: {res.detail} "
+        moved = self._pull_tail(s, delta)
         text = (
             f"{pre}skb_linearize → __pskb_pull_tail(data_len {delta}) copies the paged bytes "
-            f"behind the linear data: tail {t0} → {s.tail}, data_len {delta} → 0, len stays "
-            f"{s.len}. It releases {gone}. truesize is not reduced."
+            f"behind the linear data: {moved}. len stays {s.len}. truesize is not reduced."
         )
         return self._step(op, s.name, "ok", text)
+
+    def _condense(self, s: Skb) -> str:
+        """skb_condense (net/core/skbuff.c:6656), which ___pskb_trim runs on skbs no socket owns."""
+        if s.data_len:
+            room = s.end - s.tail
+            if s.data_len > room:
+                return (
+                    f" skb_condense: the {s.data_len} paged bytes do not fit the {room} bytes "
+                    f"between tail and end, so the frags stay and truesize is unchanged."
+                )
+            if self.skb_cloned(s):
+                return " skb_condense: the head is shared with a clone, so nothing is pulled."
+            moved = self._pull_tail(s, s.data_len)
+            pulled = f"the paged bytes fit the head, so __pskb_pull_tail copies them in ({moved}); "
+        else:
+            pulled = ""
+        t0 = s.truesize
+        s.truesize = s.end + TRUESIZE_OVERHEAD
+        return (
+            f" No socket owns the skb, so ___pskb_trim ends with skb_condense: {pulled}truesize "
+            f"is re-evaluated as SKB_TRUESIZE(end) = {s.end} + 576 = {s.truesize} (was {t0})."
+        )
 
     def op_skb_header_release(self, op: Op) -> Step:
         s = self.skbs[op.skb]
@@ -1360,24 +2322,55 @@ class SkbMachine:
             )
         return f"users 1 → 0: {data}{mem}"
 
-    def _free_op(self, op: Op, how: str) -> Step:
+    def _free_op(self, op: Op, how: str, reason: str | None = None) -> Step:
         s = self.skbs[op.skb]
-        res = self._release(s, how)
+        last = s.users == 1
         if how == "dropped":
+            reason = reason or "NOT_SPECIFIED"
+            if reason == "CONSUMED":
+                how = "consumed"
+            elif last:
+                s.drop_reason = reason
+        res = self._release(s, how)
+        if op.op == "kfree_skb":
+            value = DROP_REASONS.index(reason or "NOT_SPECIFIED") + 1
+            name = "SKB_CONSUMED" if reason == "CONSUMED" else f"SKB_DROP_REASON_{reason}"
+            call = (
+                f"kfree_skb_reason(skb, {name} = {value})"
+                if op.reason
+                else "kfree_skb → kfree_skb_reason(skb, SKB_DROP_REASON_NOT_SPECIFIED = 2)"
+            )
+            if not last:
+                text = (
+                    f"{call}: skb_unref finds other users ({res}), so __kfree_skb_reason returns "
+                    f"early: no tracepoint fires and the reason is not recorded anywhere."
+                )
+            elif reason == "CONSUMED":
+                text = (
+                    f"{call}: {res}. With SKB_CONSUMED, __kfree_skb_reason fires "
+                    f"skb:consume_skb instead of skb:kfree_skb: this is the normal end of a "
+                    f"packet, not a drop."
+                )
+            else:
+                text = (
+                    f"{call}: {res}. It fires the skb:kfree_skb tracepoint with reason "
+                    f"{reason}, so drop monitors (dropwatch, perf, `perf trace -e skb:kfree_skb`) "
+                    f"count a dropped packet and can say why."
+                )
+        elif not last:
             text = (
-                f"kfree_skb → kfree_skb_reason(SKB_DROP_REASON_NOT_SPECIFIED): {res}. It fires "
-                f"the skb:kfree_skb tracepoint, so drop monitors (dropwatch, perf) count this "
-                f"as a dropped packet."
+                f"consume_skb: skb_unref finds other users ({res}), so it returns before the "
+                f"tracepoint: nothing is freed or traced yet."
             )
         else:
             text = (
                 f"consume_skb: {res}. It fires skb:consume_skb instead of skb:kfree_skb: the "
                 f"packet was used normally, so drop monitors ignore it."
             )
-        return self._step(op, s.name, "ok", text, mark="free")
+        return self._step(op, s.name, "ok", text, mark="free" if last else None)
 
     def op_kfree_skb(self, op: Op) -> Step:
-        return self._free_op(op, "dropped")
+        return self._free_op(op, "dropped", op.reason)
 
     def op_consume_skb(self, op: Op) -> Step:
         return self._free_op(op, "consumed")

@@ -27,6 +27,8 @@ MAX_HEAD_DATA = MAX_ALLOC_BYTES - SHINFO
 MAX_FIELD = MAX_ALLOC_BYTES
 # A frag must live in one page-frag chunk; sk_page_frag() hands out up to 32 KiB compound pages.
 MAX_FRAG_SPAN = 32 * 1024
+# build_skb()'s frag_size: the head must hold skb_shared_info (320) and at least a cache line.
+MIN_BUILD_FRAG = SHINFO + 64
 MAX_LABEL = 16
 MAX_VIA = 48
 
@@ -51,6 +53,28 @@ def _alloc_limit(field: str, extra: int, why: str) -> tuple[tuple[str, int, str]
     return ((field, MAX_HEAD_DATA - extra, why),)
 
 
+# TCP header flag bits in tcp[13] order (include/net/tcp.h TCPHDR_*).
+TCP_FLAGS = ("FIN", "SYN", "RST", "PSH", "ACK", "URG", "ECE", "CWR")
+U32_MAX = 0xFFFFFFFF
+# enum skb_drop_reason in Linux 6.4 (include/net/dropreason-core.h), without the
+# SKB_DROP_REASON_ prefix; CONSUMED is SKB_CONSUMED (value 1), the rest follow from 2 in order.
+DROP_REASONS: tuple[str, ...] = (
+    "CONSUMED",
+    *"""NOT_SPECIFIED NO_SOCKET PKT_TOO_SMALL TCP_CSUM SOCKET_FILTER UDP_CSUM NETFILTER_DROP
+    OTHERHOST IP_CSUM IP_INHDR IP_RPFILTER UNICAST_IN_L2_MULTICAST XFRM_POLICY IP_NOPROTO
+    SOCKET_RCVBUFF PROTO_MEM TCP_MD5NOTFOUND TCP_MD5UNEXPECTED TCP_MD5FAILURE SOCKET_BACKLOG
+    TCP_FLAGS TCP_ZEROWINDOW TCP_OLD_DATA TCP_OVERWINDOW TCP_OFOMERGE TCP_RFC7323_PAWS
+    TCP_INVALID_SEQUENCE TCP_RESET TCP_INVALID_SYN TCP_CLOSE TCP_FASTOPEN TCP_OLD_ACK
+    TCP_TOO_OLD_ACK TCP_ACK_UNSENT_DATA TCP_OFO_QUEUE_PRUNE TCP_OFO_DROP IP_OUTNOROUTES
+    BPF_CGROUP_EGRESS IPV6DISABLED NEIGH_CREATEFAIL NEIGH_FAILED NEIGH_QUEUEFULL NEIGH_DEAD
+    TC_EGRESS QDISC_DROP CPU_BACKLOG XDP TC_INGRESS UNHANDLED_PROTO SKB_CSUM SKB_GSO_SEG
+    SKB_UCOPY_FAULT DEV_HDR DEV_READY FULL_RING NOMEM HDR_TRUNC TAP_FILTER TAP_TXFILTER
+    ICMP_CSUM INVALID_PROTO IP_INADDRERRORS IP_INNOROUTES PKT_TOO_BIG DUP_FRAG
+    FRAG_REASM_TIMEOUT FRAG_TOO_FAR TCP_MINTTL IPV6_BAD_EXTHDR IPV6_NDISC_FRAG
+    IPV6_NDISC_HOP_LIMIT IPV6_NDISC_BAD_CODE IPV6_NDISC_BAD_OPTIONS
+    IPV6_NDISC_NS_OTHERHOST""".split(),
+)
+
 SPECS: dict[str, OpSpec] = {
     "alloc_skb": OpSpec(
         kind=CREATE,
@@ -72,6 +96,16 @@ SPECS: dict[str, OpSpec] = {
         required=("len",),
         limits=_alloc_limit("len", 64, "len + NET_SKB_PAD + 320 must fit 4 MiB"),
     ),
+    "build_skb": OpSpec(
+        kind=CREATE,
+        required=("size",),
+        limits=(("size", MAX_FRAG_SPAN, "a receive buffer is at most one 32 KiB page-frag chunk"),),
+    ),
+    "napi_build_skb": OpSpec(
+        kind=CREATE,
+        required=("size",),
+        limits=(("size", MAX_FRAG_SPAN, "a receive buffer is at most one 32 KiB page-frag chunk"),),
+    ),
     "tcp_stream_alloc_skb": OpSpec(
         kind=CREATE,
         required=("size",),
@@ -87,22 +121,64 @@ SPECS: dict[str, OpSpec] = {
     "skb_tailroom": OpSpec(kind=ACT),
     "skb_headlen": OpSpec(kind=ACT),
     "skb_add_rx_frag": OpSpec(kind=ACT, required=("size",), optional=("offset", "truesize")),
+    "skb_fill_page_desc": OpSpec(kind=ACT, required=("size",), optional=("offset",)),
+    "skb_gro_receive": OpSpec(kind=CHAIN, required=("from",), optional=("offset",)),
     "skb_gro_receive_list": OpSpec(kind=CHAIN, required=("from",), optional=("offset",)),
+    "skb_reset_mac_header": OpSpec(kind=ACT),
+    "skb_set_mac_header": OpSpec(kind=ACT, required=("offset",)),
+    "skb_reset_network_header": OpSpec(kind=ACT),
+    "skb_set_network_header": OpSpec(kind=ACT, required=("offset",)),
+    "skb_reset_transport_header": OpSpec(kind=ACT),
+    "skb_set_transport_header": OpSpec(kind=ACT, required=("offset",)),
+    "pskb_may_pull": OpSpec(kind=ACT, required=("len",)),
+    "ip_rcv_core": OpSpec(kind=ACT, optional=("len",)),
+    "tcp_v4_fill_cb": OpSpec(
+        kind=ACT,
+        required=("seq",),
+        optional=("len", "flags"),
+        limits=(("seq", U32_MAX, "a TCP sequence number is 32 bits"),),
+    ),
+    "tcp_skb_entail": OpSpec(
+        kind=ACT,
+        required=("seq",),
+        limits=(("seq", U32_MAX, "a TCP sequence number is 32 bits"),),
+    ),
+    "tcp_set_skb_tso_segs": OpSpec(
+        kind=ACT, required=("mss",), limits=(("mss", 65535, "an MSS fits 16 bits"),)
+    ),
+    "tcp4_gro_complete": OpSpec(kind=ACT),
+    "skb_segment": OpSpec(kind=ACT),
+    "skb_partial_csum_set": OpSpec(
+        kind=ACT,
+        required=("start", "offset"),
+        limits=(
+            ("start", 65535, "start is a u16"),
+            ("offset", 65535, "off is a u16"),
+        ),
+    ),
+    "tcp_v4_send_check": OpSpec(kind=ACT),
+    "igb_rx_checksum": OpSpec(kind=ACT),
     "skb_get": OpSpec(kind=ACT),
+    "skb_set_owner_w": OpSpec(kind=ACT),
     "skb_clone": OpSpec(kind=DERIVE, optional=("from",)),
     "skb_copy": OpSpec(kind=DERIVE, optional=("from",)),
     "pskb_copy": OpSpec(kind=DERIVE, optional=("from",)),
     "pskb_expand_head": OpSpec(kind=ACT, optional=("nhead", "ntail")),
     "skb_linearize": OpSpec(kind=ACT),
-    "kfree_skb": OpSpec(kind=ACT),
+    "kfree_skb": OpSpec(kind=ACT, optional=("reason",)),
     "consume_skb": OpSpec(kind=ACT),
     "__skb_header_release": OpSpec(kind=ACT),
 }
 
 OP_NAMES: tuple[str, ...] = tuple(SPECS)
+
+# skb_set_*_header take a signed int offset relative to data.
+SIGNED_OFFSET_OPS = frozenset(
+    {"skb_set_mac_header", "skb_set_network_header", "skb_set_transport_header"}
+)
 CREATORS: tuple[str, ...] = tuple(n for n, s in SPECS.items() if s.kind == CREATE)
-INT_FIELDS = ("size", "len", "offset", "truesize", "nhead", "ntail")
-STR_FIELDS = ("label",)
+INT_FIELDS = ("size", "len", "offset", "truesize", "nhead", "ntail", "seq", "mss", "start")
+STR_FIELDS = ("label", "flags", "reason")
 DERIVE_PREFIX = {"skb_clone": "clone", "skb_copy": "copy", "pskb_copy": "copy"}
 
 
@@ -120,6 +196,11 @@ class Op:
     nhead: int | None = None
     ntail: int | None = None
     label: str | None = None
+    seq: int | None = None  # a TCP sequence number (u32)
+    mss: int | None = None
+    start: int | None = None  # skb_partial_csum_set's start, relative to data
+    flags: str | None = None  # TCP header flags, e.g. "ACK|PSH"
+    reason: str | None = None  # a drop reason, e.g. "NO_SOCKET" (enum skb_drop_reason)
     via: str | None = None  # optional caller name shown in the narration, e.g. "eth_type_trans"
 
 
@@ -268,12 +349,14 @@ def _parse_one(i: int, item: Any, names: list[str], issues: list[ParamIssue]) ->
             v = item[f]
             if isinstance(v, bool) or not isinstance(v, int):
                 bad(f, f"{f} must be a whole number of bytes, not {_kind(v)}.")
+            elif f == "offset" and name in SIGNED_OFFSET_OPS and -MAX_FIELD <= v < 0:
+                values[f] = v  # e.g. skb_set_mac_header(skb, -ETH_HLEN)
             elif v < 0:
                 bad(f, f"{f} must be ≥ 0; you gave {v}.")
             elif f in limits and v > limits[f][0]:
                 mx, why = limits[f]
                 bad(f, f"{f} must be at most {mx} ({why}); you gave {v}.")
-            elif v > MAX_FIELD:
+            elif f not in limits and v > MAX_FIELD:
                 bad(f, f"{f} must be at most {MAX_FIELD} (4 MiB); you gave {v}.")
             else:
                 values[f] = v
@@ -285,6 +368,30 @@ def _parse_one(i: int, item: Any, names: list[str], issues: list[ParamIssue]) ->
             bad("label", f"label must be at most {MAX_LABEL} characters; {v!r} has {len(v)}.")
         else:
             values["label"] = v
+    if "flags" in item and "flags" in allowed:
+        v = item["flags"]
+        parts = v.upper().split("|") if isinstance(v, str) else []
+        if not parts or any(p not in TCP_FLAGS for p in parts):
+            bad(
+                "flags",
+                'flags must be TCP flag names joined by "|", e.g. "ACK|PSH" (from: '
+                + ", ".join(TCP_FLAGS)
+                + ").",
+            )
+        else:
+            values["flags"] = "|".join(f for f in TCP_FLAGS if f in parts)
+    if "reason" in item and "reason" in allowed:
+        v = item["reason"]
+        key = v.upper().removeprefix("SKB_DROP_REASON_") if isinstance(v, str) else ""
+        key = "CONSUMED" if key == "SKB_CONSUMED" else key
+        if key not in DROP_REASONS:
+            bad(
+                "reason",
+                "reason must name a Linux 6.4 drop reason such as NO_SOCKET, TCP_CSUM or "
+                "PKT_TOO_SMALL (enum skb_drop_reason, include/net/dropreason-core.h).",
+            )
+        else:
+            values["reason"] = key
     if "via" in item:
         v = item["via"]
         if not isinstance(v, str) or not VIA_RE.fullmatch(v):
@@ -295,7 +402,16 @@ def _parse_one(i: int, item: Any, names: list[str], issues: list[ParamIssue]) ->
             )
         else:
             values["via"] = v
-    if name == "skb_add_rx_frag" and "size" in values:
+    if (
+        name in ("build_skb", "napi_build_skb")
+        and values.get("size", MIN_BUILD_FRAG) < MIN_BUILD_FRAG
+    ):
+        bad(
+            "size",
+            f"size is the driver's buffer size and must be at least {MIN_BUILD_FRAG} (320 bytes "
+            f"of skb_shared_info plus a 64-byte cache line); you gave {values['size']}.",
+        )
+    if name in ("skb_add_rx_frag", "skb_fill_page_desc") and "size" in values:
         span = values["size"] + values.get("offset", 0)
         if span > MAX_FRAG_SPAN:
             bad(

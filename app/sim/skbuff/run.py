@@ -38,6 +38,18 @@ class SkbSnapshot(TypedDict):
     fclone: str | None
     cloned: bool
     nohdr: bool
+    sk: bool
+    cb: dict[str, Any]  # {"layer": who owns cb[48] now, "fields": what it keeps there}
+    ip_summed: str
+    csum_start: int
+    csum_offset: int
+    gso_size: int
+    gso_segs: int
+    gso_type: list[str]
+    drop_reason: str | None
+    mac_header: int | None
+    network_header: int | None
+    transport_header: int | None
     status: str
     regions: list[dict[str, int | str]]
 
@@ -52,7 +64,7 @@ class SkbState(TypedDict):
 
     primary: str
     skbs: list[SkbSnapshot]
-    buffers: dict[str, dict[str, int | str | bool]]
+    buffers: dict[str, dict[str, int | str | bool | None]]
     pages: dict[str, dict[str, int]]
     changed: list[str]
     bug: NotRequired[SkbBug]

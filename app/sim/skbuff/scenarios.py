@@ -12,23 +12,45 @@ from typing import Any
 from app.sim.core import Preset, msg
 
 MSS = 1448  # 1500-byte MTU minus 20 IP, 32 TCP (with timestamps)
+# igb's default (build_skb) receive path on 4 KiB pages: a half-page (2048-byte) buffer per frame
+# (igb_rx_pg_size / 2) with IGB_SKB_PAD = igb_compute_pad(1536) = SKB_WITH_OVERHEAD(2048) - 1536
+# = 192 bytes of headroom in front of the frame (drivers/net/ethernet/intel/igb/igb.h).
+IGB_HALF_PAGE = 2048
+IGB_SKB_PAD = 192
+IGB_RX_HDR_LEN = 256  # legacy-rx: napi_alloc_skb(IGB_RX_HDR_LEN) for the headers
+FRAME = 1514  # Ethernet 14 + IP 20 + TCP 32 + 1448 payload (FCS stripped by the NIC)
+HDRS = 66  # what eth_get_headlen finds for Ethernet + IPv4 + TCP with timestamps
+WRITE_SEQ = 1000  # tp->write_seq when the skb is queued (any value; ISNs are random)
+RCV_SEQ = 5000  # the received segment's sequence number
 
 
-def _tx_headers(skb: str, tcp_via: str) -> list[dict[str, Any]]:
-    return [
+def _tx_headers(skb: str, tcp_via: str, *, owner: bool = False) -> list[dict[str, Any]]:
+    ops: list[dict[str, Any]] = [
         {"op": "skb_push", "skb": skb, "len": 32, "label": "TCP", "via": tcp_via},
+    ]
+    if owner:
+        ops.append({"op": "skb_set_owner_w", "skb": skb, "via": "__tcp_transmit_skb"})
+    ops += [
         {"op": "skb_push", "skb": skb, "len": 20, "label": "IP", "via": "__ip_queue_xmit"},
         {"op": "skb_push", "skb": skb, "len": 14, "label": "eth", "via": "neigh_hh_output"},
+    ]
+    return ops
+
+
+def _tcp_queue_skb() -> list[dict[str, Any]]:
+    """tcp_sendmsg_locked: a new skb is entailed (header released) before data is copied in."""
+    return [
+        {"op": "tcp_stream_alloc_skb", "size": 0, "via": "tcp_sendmsg_locked"},
+        {"op": "tcp_skb_entail", "seq": WRITE_SEQ, "via": "tcp_sendmsg_locked"},
+        {"op": "skb_fill_page_desc", "size": MSS, "via": "tcp_sendmsg_locked"},
     ]
 
 
 TCP_TRANSMIT: dict[str, Any] = {
     "ops": [
-        {"op": "tcp_stream_alloc_skb", "size": 0, "via": "tcp_sendmsg_locked"},
-        {"op": "skb_add_rx_frag", "size": MSS, "truesize": MSS, "via": "tcp_sendmsg_locked"},
-        {"op": "__skb_header_release", "via": "tcp_skb_entail"},
+        *_tcp_queue_skb(),
         {"op": "skb_clone", "from": "skb", "skb": "clone1", "via": "__tcp_transmit_skb"},
-        *_tx_headers("clone1", "__tcp_transmit_skb"),
+        *_tx_headers("clone1", "__tcp_transmit_skb", owner=True),
         {"op": "skb_headroom", "skb": "clone1"},
         {"op": "consume_skb", "skb": "clone1", "via": "napi_consume_skb"},
     ]
@@ -36,8 +58,9 @@ TCP_TRANSMIT: dict[str, Any] = {
 
 RX_FRAME: dict[str, Any] = {
     "ops": [
-        {"op": "napi_alloc_skb", "len": 1514, "via": "igb_clean_rx_irq"},
-        {"op": "skb_put", "len": 1514, "label": "frame", "via": "igb_clean_rx_irq"},
+        {"op": "napi_build_skb", "size": IGB_HALF_PAGE, "via": "igb_build_skb"},
+        {"op": "skb_reserve", "len": IGB_SKB_PAD, "via": "igb_build_skb"},
+        {"op": "skb_put", "len": FRAME, "label": "frame", "via": "igb_build_skb"},
         {"op": "skb_pull", "len": 14, "via": "eth_type_trans"},
         {"op": "skb_pull", "len": 20, "via": "ip_local_deliver_finish"},
         {"op": "skb_pull", "len": 32, "via": "tcp_rcv_established"},
@@ -48,9 +71,7 @@ RX_FRAME: dict[str, Any] = {
 
 CLONE_RETRANSMIT: dict[str, Any] = {
     "ops": [
-        {"op": "tcp_stream_alloc_skb", "size": 0, "via": "tcp_sendmsg_locked"},
-        {"op": "skb_add_rx_frag", "size": MSS, "truesize": MSS, "via": "tcp_sendmsg_locked"},
-        {"op": "__skb_header_release", "via": "tcp_skb_entail"},
+        *_tcp_queue_skb(),
         {"op": "skb_clone", "from": "skb", "skb": "clone1", "via": "__tcp_transmit_skb"},
         *_tx_headers("clone1", "__tcp_transmit_skb"),
         {"op": "consume_skb", "skb": "clone1", "via": "napi_consume_skb"},
@@ -60,31 +81,61 @@ CLONE_RETRANSMIT: dict[str, Any] = {
     ]
 }
 
-GRO_LINEARIZE: dict[str, Any] = {
-    "ops": [
-        {"op": "napi_alloc_skb", "len": 256, "via": "igb_construct_skb"},
-        {"op": "skb_put", "len": 66, "label": "headers", "via": "igb_construct_skb"},
-        {"op": "skb_add_rx_frag", "size": MSS, "offset": 66, "via": "igb_construct_skb"},
-        {"op": "skb_add_rx_frag", "size": MSS, "offset": 2048, "via": "skb_gro_receive"},
-        {"op": "napi_alloc_skb", "skb": "seg2", "len": 256, "via": "igb_construct_skb"},
-        {"op": "skb_put", "skb": "seg2", "len": 66, "label": "headers", "via": "igb_construct_skb"},
+
+def _legacy_rx(skb: str, frag_offset: int) -> list[dict[str, Any]]:
+    """igb legacy-rx (igb_construct_skb): headers copied into a small head, payload left as a
+    half-page frag; then eth_type_trans pulls the Ethernet header before GRO."""
+    return [
+        {"op": "napi_alloc_skb", "skb": skb, "len": IGB_RX_HDR_LEN, "via": "igb_construct_skb"},
+        {"op": "skb_put", "skb": skb, "len": HDRS, "label": "headers", "via": "igb_construct_skb"},
         {
             "op": "skb_add_rx_frag",
-            "skb": "seg2",
+            "skb": skb,
             "size": MSS,
-            "offset": 66,
+            "offset": frag_offset,
             "via": "igb_construct_skb",
         },
+        {"op": "skb_pull", "skb": skb, "len": 14, "via": "eth_type_trans"},
+    ]
+
+
+GRO_LINEARIZE: dict[str, Any] = {
+    "ops": [
+        *_legacy_rx("skb", HDRS),
+        *_legacy_rx("seg2", IGB_HALF_PAGE + HDRS),
         {
-            "op": "skb_gro_receive_list",
+            "op": "skb_gro_receive",
             "skb": "skb",
             "from": "seg2",
-            "offset": 66,
-            "via": "napi_gro_receive",
+            "offset": HDRS - 14,
+            "via": "tcp_gro_receive",
         },
         {"op": "skb_linearize"},
         {"op": "skb_tailroom"},
         {"op": "consume_skb"},
+    ]
+}
+
+RX_HEADERS: dict[str, Any] = {
+    "ops": [
+        {"op": "napi_build_skb", "size": IGB_HALF_PAGE, "via": "igb_build_skb"},
+        {"op": "skb_reserve", "len": IGB_SKB_PAD, "via": "igb_build_skb"},
+        {"op": "skb_put", "len": FRAME, "label": "frame", "via": "igb_build_skb"},
+        {"op": "igb_rx_checksum", "via": "igb_process_skb_fields"},
+        {"op": "skb_reset_mac_header", "via": "eth_type_trans"},
+        {"op": "skb_pull", "len": 14, "via": "eth_type_trans"},
+        {"op": "skb_reset_network_header", "via": "__netif_receive_skb_core"},
+        {"op": "ip_rcv_core", "len": 20, "via": "ip_rcv"},
+        {"op": "skb_pull", "len": 20, "via": "ip_local_deliver_finish"},
+        {
+            "op": "tcp_v4_fill_cb",
+            "seq": RCV_SEQ,
+            "len": 32,
+            "flags": "ACK|PSH",
+            "via": "tcp_v4_rcv",
+        },
+        {"op": "skb_pull", "len": 32, "via": "tcp_data_queue"},
+        {"op": "kfree_skb", "reason": "TCP_OLD_DATA", "via": "tcp_drop_reason"},
     ]
 }
 
@@ -119,9 +170,15 @@ PRESETS: tuple[Preset, ...] = (
     ),
     Preset(
         slug="gro-linearize",
-        title=msg("GRO frag_list and skb_linearize"),
+        title=msg("TCP GRO merges frags, then skb_linearize"),
         params=GRO_LINEARIZE,
         lesson="skb-gro-linearize",
+    ),
+    Preset(
+        slug="rx-headers",
+        title=msg("Header offsets, cb[] and a drop reason on receive"),
+        params=RX_HEADERS,
+        lesson="skb-rx-headers",
     ),
     Preset(
         slug="panic",

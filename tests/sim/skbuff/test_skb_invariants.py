@@ -16,6 +16,8 @@ ALLOCS = st.one_of(
     st.builds(lambda n: {"op": "netdev_alloc_skb", "len": n}, st.integers(0, 9000)),
     st.builds(lambda n: {"op": "napi_alloc_skb", "len": n}, st.integers(0, 9000)),
     st.builds(lambda n: {"op": "tcp_stream_alloc_skb", "size": n}, st.integers(0, 3000)),
+    st.builds(lambda n: {"op": "napi_build_skb", "size": n}, st.integers(384, 8192)),
+    st.builds(lambda n: {"op": "build_skb", "size": n}, st.integers(384, 8192)),
 )
 SMALL = st.integers(0, 2000)
 
@@ -48,12 +50,43 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
                     "skb_tailroom",
                     "alloc",
                     "skb_gro_receive_list",
+                    "skb_gro_receive",
+                    "skb_fill_page_desc",
+                    "skb_set_owner_w",
+                    "pskb_may_pull",
+                    "skb_reset_network_header",
+                    "skb_set_mac_header",
+                    "ip_rcv_core",
+                    "tcp_v4_fill_cb",
+                    "skb_reset_mac_header",
+                    "skb_reset_transport_header",
+                    "tcp4_gro_complete",
+                    "skb_segment",
+                    "tcp_set_skb_tso_segs",
+                    "skb_partial_csum_set",
                 ]
             )
         )
-        if kind in ("skb_put", "skb_push", "skb_pull", "skb_trim", "pskb_trim", "skb_reserve"):
+        if kind in (
+            "skb_put",
+            "skb_push",
+            "skb_pull",
+            "skb_trim",
+            "pskb_trim",
+            "skb_reserve",
+            "pskb_may_pull",
+        ):
             ops.append({"op": kind, "skb": target, "len": draw(SMALL)})
-        elif kind == "skb_add_rx_frag":
+        elif kind == "tcp_set_skb_tso_segs":
+            ops.append({"op": kind, "skb": target, "mss": draw(st.integers(1, 3000))})
+        elif kind == "skb_partial_csum_set":
+            start, off = draw(st.integers(0, 200)), draw(st.integers(0, 40))
+            ops.append({"op": kind, "skb": target, "start": start, "offset": off})
+        elif kind == "tcp_v4_fill_cb":
+            ops.append({"op": kind, "skb": target, "seq": draw(st.integers(0, 2**32 - 1))})
+        elif kind == "skb_set_mac_header":
+            ops.append({"op": kind, "skb": target, "offset": draw(st.integers(-100, 100))})
+        elif kind in ("skb_add_rx_frag", "skb_fill_page_desc"):
             ops.append({"op": kind, "skb": target, "size": draw(st.integers(0, 4096))})
         elif kind in ("skb_clone", "skb_copy", "pskb_copy"):
             new = f"n{i}"
@@ -73,10 +106,11 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
             a["skb"] = f"n{i}"
             ops.append(a)
             names.append(f"n{i}")
-        elif kind == "skb_gro_receive_list":
+        elif kind in ("skb_gro_receive_list", "skb_gro_receive"):
             other = draw(st.sampled_from(names))
             if other != target:
-                ops.append({"op": kind, "skb": target, "from": other})
+                off = draw(st.integers(0, 120))
+                ops.append({"op": kind, "skb": target, "from": other, "offset": off})
         else:
             ops.append({"op": kind, "skb": target})
     return {"ops": ops}
@@ -86,8 +120,10 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
 @given(scenarios())
 def test_geometry_invariants(raw: dict[str, Any]) -> None:
     """0 ≤ data ≤ tail ≤ end; len = tail − data + data_len; headroom = data; skb_tailroom rule;
-    truesize ≥ end + 576 without frags — in every frame until an unchecked skb_reserve overrun."""
+    truesize ≥ end + 576 without frags on live unowned skbs — in every frame until an unchecked
+    skb_reserve overrun."""
     trace = run(parse(raw))
+    owned = any(op["op"] == "skb_set_owner_w" for op in raw["ops"])
     for fr in trace.frames:
         if fr.mark == "overrun":
             break
@@ -98,7 +134,9 @@ def test_geometry_invariants(raw: dict[str, Any]) -> None:
             assert s["headlen"] == s["len"] - s["data_len"]
             expect_tail = 0 if s["data_len"] > 0 else s["end"] - s["tail"]
             assert s["tailroom"] == expect_tail
-            if not s["frags"] and not s["frag_list"]:
+            # pskb_expand_head does not grow truesize of a socket-owned skb (skb->sk set), and
+            # clones copy that truesize: the bound holds only in scenarios without owners.
+            if not s["frags"] and not s["frag_list"] and s["status"] == "live" and not owned:
                 assert s["truesize"] >= s["end"] + 576, s
             assert s["nr_frags"] <= 17
         for b in fr.state["buffers"].values():

@@ -95,17 +95,19 @@ def test_skb_trim_linear_and_nonlinear() -> None:
 
 
 def test_pskb_trim_drops_frags() -> None:
-    """pskb_trim (___pskb_trim): keeps frags below len, shrinks the crossing one, drops the rest."""
+    """___pskb_trim: keeps frags below len, shrinks the crossing one, drops the rest (socket-owned
+    skb, so skb_condense does not run)."""
     t = trace_of(
         A1500,
         {"op": "skb_put", "len": 100},
         frag(1000),
         frag(1000),
+        {"op": "skb_set_owner_w"},
         {"op": "pskb_trim", "len": 600},
     )
     s = skb(t)
     assert (s["len"], s["data_len"], s["nr_frags"]) == (600, 500, 1)
-    assert s["frags"][0]["size"] == 500
+    assert s["frags"][0]["size"] == 500 and s["truesize"] == 2304 + 2048 + 2048
     assert t.frames[-1].state["pages"]["page2"]["refs"] == 0
 
 

@@ -13,7 +13,7 @@ from app.sim.skbuff import SkbExplainer, api_frames, parse, run
 from app.sim.skbuff.scenarios import PRESETS
 
 CONTENT = Path(__file__).resolve().parents[3] / "content"
-SLUGS = ["tcp-transmit", "rx-frame", "clone-retransmit", "gro-linearize", "panic"]
+SLUGS = ["tcp-transmit", "rx-frame", "clone-retransmit", "gro-linearize", "rx-headers", "panic"]
 
 
 def test_registered_explainer() -> None:
@@ -44,11 +44,17 @@ def test_tcp_transmit_final_headroom() -> None:
 
 
 def test_rx_frame_pulls_to_payload() -> None:
-    """rx-frame: eth_type_trans, ip_local_deliver_finish and TCP pull 14/20/32 → data at payload."""
+    """rx-frame follows igb_build_skb: a half-page (2048) buffer gives end 1728 / truesize 2304,
+    IGB_SKB_PAD = SKB_WITH_OVERHEAD(2048) - 1536 = 192 of headroom, then 14/20/32 pulls."""
     t = run(parse(SkbExplainer().preset("rx-frame").params))  # type: ignore[union-attr]
+    first = t.frames[0].state["skbs"][0]
+    assert (t.frames[0].op, first["end"], first["truesize"]) == ("napi_build_skb", 1728, 2304)
+    put = next(f for f in t.frames if f.op == "skb_put").state["skbs"][0]
+    assert (put["data"], put["len"], put["tailroom"]) == (192, 1514, 1728 - 192 - 1514)
     pulls = [f for f in t.frames if f.op == "skb_pull"]
-    assert [f.state["skbs"][0]["data"] for f in pulls] == [78, 98, 130]
+    assert [f.state["skbs"][0]["data"] for f in pulls] == [192 + 14, 192 + 34, 192 + 66]
     assert "eth_type_trans" in pulls[0].narration
+    assert all(f.op != "napi_alloc_skb" for f in t.frames)
 
 
 def test_panic_preset() -> None:
