@@ -12,6 +12,9 @@ import markdown as md
 from app.settings import ROOT
 
 CONTENT_DIR = ROOT / "content"
+# A lesson's file stem; bounded so a long /notes/<stem> never reaches the filesystem (a name
+# over 255 bytes raises "File name too long" instead of answering "no such file").
+STEM_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,79}")
 _STEP_HEADING = re.compile(r"^##\s+Step\s+(\d+)\s*$", re.IGNORECASE | re.MULTILINE)
 
 
@@ -65,7 +68,7 @@ def _load(path: Path, mtime: float) -> Lesson:
 
 
 def lesson(stem: str) -> Lesson | None:
-    if not stem or not re.fullmatch(r"[a-z0-9-]+", stem):
+    if not STEM_RE.fullmatch(stem):
         return None
     path = CONTENT_DIR / f"{stem}.md"
     if not path.is_file():

@@ -12,7 +12,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.settings import Settings
-from app.web import errors, sharing
+from app.web import apidocs, errors, security, sharing
 from app.web.routes import api, compare, pages
 
 _PLOTLY = find_spec("plotly")
@@ -21,7 +21,8 @@ PLOTLY_JS = (
     if _PLOTLY and _PLOTLY.origin
     else None
 )
-VENDOR_DIST = ("htmx.org/dist", "idiomorph/dist", "reveal.js/dist", "reveal.js/plugin")
+# reveal.js 6 keeps its plugins under dist/plugin (served as /vendor/reveal.js/dist/plugin/...).
+VENDOR_DIST = ("htmx.org/dist", "idiomorph/dist", "reveal.js/dist")
 
 
 class HeadAsGet:
@@ -41,6 +42,8 @@ def build_app(settings: Settings) -> FastAPI:
         title="Stepscope",
         description="Step-through simulations of Linux networking internals.",
         version="0.1.0",
+        docs_url=None,  # app.web.apidocs serves /docs from local assets
+        redoc_url=None,
     )
     app.state.settings = settings
     from app.store.db import init_db, make_engine
@@ -78,4 +81,6 @@ def build_app(settings: Settings) -> FastAPI:
             headers={"Cache-Control": "public, max-age=86400"},
         )
 
+    apidocs.install(app, settings)
+    security.install(app, settings)  # last: its middleware wraps everything above
     return app

@@ -31,7 +31,10 @@ def encode_params(raw: Any) -> str:
 
 def decode_params(token: str) -> Any:
     padded = token + "=" * (-len(token) % 4)
-    return json.loads(base64.urlsafe_b64decode(padded.encode()).decode())
+    try:
+        return json.loads(base64.urlsafe_b64decode(padded.encode()).decode())
+    except RecursionError as exc:  # JSON nested ~1000 levels deep
+        raise ValueError("params nested too deeply") from exc
 
 
 def clamp_step(step: int | None, count: int) -> int:
