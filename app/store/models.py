@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from sqlalchemy import BigInteger
 from sqlmodel import Field, SQLModel
 
 
@@ -17,7 +18,7 @@ class VisitorSession(SQLModel, table=True):
 
     id: str = Field(primary_key=True, max_length=64)
     created_at: datetime = Field(default_factory=utcnow)
-    last_seen: datetime = Field(default_factory=utcnow)
+    last_seen: datetime = Field(default_factory=utcnow, index=True)
 
 
 class Progress(SQLModel, table=True):
@@ -43,3 +44,13 @@ class Scenario(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
     forked_from: str | None = Field(default=None, max_length=32)
     session_id: str | None = Field(default=None, index=True, max_length=64)
+
+
+class RateLimit(SQLModel, table=True):
+    """Hits of one quota key (a session or a hashed client address) in one fixed window."""
+
+    __tablename__ = "rate_limit"
+
+    key: str = Field(primary_key=True, max_length=80)
+    window_start: int = Field(primary_key=True, sa_type=BigInteger)
+    hits: int = 0

@@ -1,7 +1,9 @@
 """Anonymous visitor sessions and walkthrough progress.
 
-A first visit to a page sets a random session id cookie (HttpOnly, SameSite=Lax, Secure over
-HTTPS) and stores the session. Nothing depends on it: with cookies off every page works, the
+A page sets only a small probe cookie (``stepscope_ok=1``, no database row). A session is stored,
+and its random id set as a cookie (HttpOnly, SameSite=Lax, Secure over HTTPS or with
+``secure_cookies``), when a browser that keeps cookies first saves something worth keeping: a
+shared scenario, or progress past step 0. A cookie-less GET never writes. Nothing depends on it: with cookies off every page works, the
 player just can't offer "continue at step N" and "my scenarios" stays empty. Embeds, the API,
 exports and static files never set a cookie.
 
@@ -27,6 +29,7 @@ from app.web.sources import ScenarioNotFound, Source, from_preset, from_scenario
 from app.web.templating import templates
 
 COOKIE = "stepscope_sid"
+PROBE_COOKIE = "stepscope_ok"  # "this browser keeps cookies"; no database row behind it
 COOKIE_MAX_AGE = 400 * 24 * 3600  # browsers cap cookie lifetimes at 400 days
 NO_SESSION_PREFIXES = (
     "/static/",
@@ -69,6 +72,22 @@ def _create(engine: Any) -> str:
         return repo.create_visitor(db=db).id
 
 
+def _secure(request: Request) -> bool:
+    return bool(request.app.state.settings.secure_cookies) or request.url.scheme == "https"
+
+
+def ensure_visitor(request: Request) -> str | None:
+    """The visitor's session, stored now if this browser keeps cookies (it sent the probe) and
+    has none yet; the middleware then sets its cookie. None for cookie-less clients."""
+    found = visitor_id(request)
+    if found is not None or PROBE_COOKIE not in request.cookies:
+        return found
+    new_id = _create(request.app.state.engine)
+    request.state.visitor_id = new_id
+    request.state.new_visitor_id = new_id
+    return new_id
+
+
 def install(app: FastAPI) -> None:
     @app.middleware("http")
     async def _session(
@@ -81,18 +100,15 @@ def install(app: FastAPI) -> None:
         found = await run_in_threadpool(_lookup, app.state.engine, sid) if sid else None
         request.state.visitor_id = found
         response = await call_next(request)
+        cookie = {"max_age": COOKIE_MAX_AGE, "path": "/", "httponly": True, "samesite": "lax"}
+        new_id = getattr(request.state, "new_visitor_id", None)
+        if new_id is not None:  # stored by ensure_visitor during this request
+            response.set_cookie(COOKIE, new_id, secure=_secure(request), **cookie)  # type: ignore[arg-type]
+            return response
         html = response.headers.get("content-type", "").startswith("text/html")
-        if found is None and html and response.status_code < 400 and _wants_session(request):
-            new_id = await run_in_threadpool(_create, app.state.engine)
-            response.set_cookie(
-                COOKIE,
-                new_id,
-                max_age=COOKIE_MAX_AGE,
-                path="/",
-                httponly=True,
-                samesite="lax",
-                secure=request.url.scheme == "https",
-            )
+        probe = found is None and PROBE_COOKIE not in request.cookies
+        if probe and html and response.status_code < 400 and _wants_session(request):
+            response.set_cookie(PROBE_COOKIE, "1", secure=_secure(request), **cookie)  # type: ignore[arg-type]
         return response
 
     templates.env.globals["resume_for"] = resume_for
@@ -145,6 +161,7 @@ def save_progress(body: ProgressIn, request: Request) -> dict[str, Any]:
     """Remember the step this visitor reached in a walkthrough ("continue where you left off").
 
     Answers ``saved: false`` when the request carries no session (cookies off): nothing breaks.
+    A browser without a session gets one at its first step past 0 (step 0 is not worth keeping).
     """
     source = resolve_walkthrough(request, body.walkthrough)
     count = len(run_source(source).frames)
@@ -152,7 +169,7 @@ def save_progress(body: ProgressIn, request: Request) -> dict[str, Any]:
         raise ParamError.single(
             ("step",), f"must be below {count}, the number of steps; you gave {body.step}"
         )
-    sid = visitor_id(request)
+    sid = ensure_visitor(request) if body.step > 0 else visitor_id(request)
     if sid is None:
         return {"saved": False, "reason": "no session cookie", "step": body.step, "count": count}
     with repo.session_for(request.app.state.engine) as db:

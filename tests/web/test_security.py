@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 from app.main import create_app
 from app.settings import Settings
 from app.web.security import CSP_EMBED, CSP_PAGE
+from app.web.sessions import PROBE_COOKIE
 
 RAW = {"ops": [{"op": "alloc_skb", "size": 1500}, {"op": "skb_reserve", "len": 64}]}
 MB = 1_048_576
@@ -167,7 +168,8 @@ def test_public_base_url_host_is_trusted_and_cookies_secure(tmp_path: Path) -> N
         assert cookies and all("secure" in h.lower() for h in cookies)
     plain = Settings(database_url=f"sqlite:///{tmp_path / 'c.db'}", secure_cookies=True)
     with TestClient(create_app(plain)) as c:  # http to the app, https at the proxy
-        c.get("/")
+        assert "secure" in c.get("/").headers["set-cookie"].lower()
+        c.cookies.set(PROBE_COOKIE, "1")  # the browser, over https, sends it back
         r = c.post("/api/v1/scenarios", json={"explainer": "skb", "params": RAW})
         cookies = r.headers.get_list("set-cookie")
         assert cookies and all("secure" in h.lower() for h in cookies)

@@ -21,7 +21,8 @@ from app.store import repo
 from app.store.models import Scenario
 from app.web.deps import StepQuery
 from app.web.player import encode_params, player_context
-from app.web.sessions import visitor_id
+from app.web.quotas import check_share_quota
+from app.web.sessions import ensure_visitor, visitor_id
 from app.web.sources import ScenarioNotFound, from_scenario, prefixed, run_source
 from app.web.templating import render
 
@@ -82,6 +83,7 @@ def create_scenario(body: ScenarioIn, request: Request) -> JSONResponse:
         raise prefixed(exc, "params") from exc
     canonical = ex.dump(params)
     title = (body.title or "").strip() or None
+    check_share_quota(request)
     engine = request.app.state.engine
     with repo.session_for(engine) as db:
         if (
@@ -89,7 +91,7 @@ def create_scenario(body: ScenarioIn, request: Request) -> JSONResponse:
             and repo.get_scenario(db=db, scenario_id=body.forked_from) is None
         ):
             raise ParamError.single(("forked_from",), "no saved scenario has this id")
-        owner = visitor_id(request)
+        owner = ensure_visitor(request)
         row = repo.create_scenario(
             db=db,
             explainer=ex.name,
