@@ -83,6 +83,7 @@ def create_scenario(body: ScenarioIn, request: Request) -> JSONResponse:
         raise prefixed(exc, "params") from exc
     canonical = ex.dump(params)
     title = (body.title or "").strip() or None
+    owner = ensure_visitor(request)  # first, so this share counts against the session too
     check_share_quota(request)
     engine = request.app.state.engine
     with repo.session_for(engine) as db:
@@ -91,7 +92,6 @@ def create_scenario(body: ScenarioIn, request: Request) -> JSONResponse:
             and repo.get_scenario(db=db, scenario_id=body.forked_from) is None
         ):
             raise ParamError.single(("forked_from",), "no saved scenario has this id")
-        owner = ensure_visitor(request)
         row = repo.create_scenario(
             db=db,
             explainer=ex.name,
