@@ -1,11 +1,12 @@
 """Anonymous visitor sessions and walkthrough progress.
 
-A page sets only a small probe cookie (``stepscope_ok=1``, no database row). A session is stored,
-and its random id set as a cookie (HttpOnly, SameSite=Lax, Secure over HTTPS or with
-``secure_cookies``), when a browser that keeps cookies first saves something worth keeping: a
-shared scenario, or progress past step 0. A cookie-less GET never writes. Nothing depends on it: with cookies off every page works, the
-player just can't offer "continue at step N" and "my scenarios" stays empty. Embeds, the API,
-exports and static files never set a cookie.
+A page sets only a small probe cookie (``stepscope_ok=1``, the same for everyone, no database
+row). A session is stored, and its random id set as a cookie (HttpOnly, SameSite=Lax, Secure over
+HTTPS or with ``secure_cookies``), when a browser that keeps cookies first saves something worth
+keeping: a shared scenario, or progress past step 0. A cookie-less GET never writes. Nothing
+depends on it: with cookies off every page works, the player just can't offer "continue at step
+N" and "my scenarios" stays empty. Embeds, exports and static files never set a cookie; of the
+API only saving a scenario or progress does.
 
 The player reports the shown step to ``POST /api/v1/progress``; the server resolves the
 walkthrough key itself (preset or shared scenario), so a client can't plant arbitrary links.
@@ -72,8 +73,11 @@ def _create(engine: Any) -> str:
         return repo.create_visitor(db=db).id
 
 
-def _secure(request: Request) -> bool:
-    return bool(request.app.state.settings.secure_cookies) or request.url.scheme == "https"
+def _set_cookie(request: Request, response: Response, name: str, value: str) -> None:
+    secure = bool(request.app.state.settings.secure_cookies) or request.url.scheme == "https"
+    response.set_cookie(
+        name, value, max_age=COOKIE_MAX_AGE, path="/", httponly=True, samesite="lax", secure=secure
+    )
 
 
 def ensure_visitor(request: Request) -> str | None:
@@ -100,15 +104,14 @@ def install(app: FastAPI) -> None:
         found = await run_in_threadpool(_lookup, app.state.engine, sid) if sid else None
         request.state.visitor_id = found
         response = await call_next(request)
-        cookie = {"max_age": COOKIE_MAX_AGE, "path": "/", "httponly": True, "samesite": "lax"}
         new_id = getattr(request.state, "new_visitor_id", None)
         if new_id is not None:  # stored by ensure_visitor during this request
-            response.set_cookie(COOKIE, new_id, secure=_secure(request), **cookie)  # type: ignore[arg-type]
+            _set_cookie(request, response, COOKIE, new_id)
             return response
         html = response.headers.get("content-type", "").startswith("text/html")
         probe = found is None and PROBE_COOKIE not in request.cookies
         if probe and html and response.status_code < 400 and _wants_session(request):
-            response.set_cookie(PROBE_COOKIE, "1", secure=_secure(request), **cookie)  # type: ignore[arg-type]
+            _set_cookie(request, response, PROBE_COOKIE, "1")
         return response
 
     templates.env.globals["resume_for"] = resume_for
