@@ -22,7 +22,7 @@ class Settings(BaseSettings):
     public_base_url: str | None = None
     # Host headers accepted (env APP_TRUSTED_HOSTS='["a.example","b.example"]'); the host of
     # public_base_url is always accepted. "testserver" is what Starlette's test client sends.
-    trusted_hosts: list[str] = ["127.0.0.1", "localhost", "[::1]", "testserver"]
+    trusted_hosts: list[str] = ["127.0.0.1", "localhost", "testserver"]
     secure_cookies: bool = False  # set cookies with Secure (behind an HTTPS proxy)
     max_body_bytes: int = 1_048_576  # larger request bodies are refused with 413
     share_quota_per_session: int = 100  # saved scenarios per visitor session and hour

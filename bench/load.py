@@ -155,7 +155,16 @@ class Server:
         subprocess.run([py, "-m", "app.store.migrate"], cwd=ROOT, env=self.env, check=True)
         cmd = [py, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1"]
         cmd += ["--port", str(self.port), "--workers", str(self.workers), "--log-level", "warning"]
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=self.env, start_new_session=True)
+        self.log_path = Path(self.tmp.name) / "server.log"
+        self.log = self.log_path.open("wb")
+        self.proc = subprocess.Popen(
+            cmd,
+            cwd=ROOT,
+            env=self.env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         deadline = time.time() + 90
         while time.time() < deadline:
             try:
@@ -168,6 +177,21 @@ class Server:
     def rss_mb(self) -> float:
         return tree_rss_mb(self.proc.pid) if self.proc else float("nan")
 
+    def log_summary(self) -> str:
+        """What the server logged: tracebacks by their last line (client disconnects included)."""
+        self.log.flush()
+        text = self.log_path.read_text(errors="replace")
+        last = re.findall(r"^(\w+(?:\.\w+)*(?:Error|Exception|Stream)\b.*)$", text, re.M)
+        counts: dict[str, int] = defaultdict(int)
+        for line in last:
+            counts[line[:100]] += 1
+        if not counts:
+            return "server log: no errors"
+        top = "; ".join(
+            f"{n}× {what}" for what, n in sorted(counts.items(), key=lambda kv: -kv[1])[:4]
+        )
+        return f"server log: {text.count('Traceback')} tracebacks ({top})"
+
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)
@@ -176,6 +200,7 @@ class Server:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
+        self.log.close()
         self.tmp.cleanup()
 
 
@@ -391,6 +416,8 @@ async def run(args: argparse.Namespace, base: str, server: Server | None) -> Non
         sampler.cancel()
         stats.report(name)
         print_rss(samples, name)
+        if server is not None:
+            print("   " + server.log_summary())
 
 
 def main() -> None:
