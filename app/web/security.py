@@ -84,7 +84,7 @@ def _mb(limit: int) -> str:
 
 async def send_too_large(scope: Scope, send: Send, limit: int) -> None:
     """413: JSON detail for the API, a short HTML page otherwise."""
-    text = f"The request body is larger than {_mb(limit)} ({limit} bytes), the most accepted."
+    text = f"The request body is over the limit of {_mb(limit)} ({limit} bytes)."
     if scope.get("path", "").startswith("/api/"):
         body = json.dumps({"detail": text}).encode()
         kind = b"application/json"
