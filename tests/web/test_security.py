@@ -153,6 +153,9 @@ def test_share_urls_use_the_public_base_url(tmp_path: Path) -> None:
         assert record["share_url"].startswith("https://stepscope.example.org/")
         embed = c.get(f"/embed/s/{body['id']}").text
         assert f"https://stepscope.example.org/s/{body['id']}" in embed
+        offline = c.get(f"/export/html?scenario={body['id']}")
+        assert offline.status_code == 200 and "evil.example" not in offline.text
+        assert f"https://stepscope.example.org/s/{body['id']}" in offline.text
 
 
 def test_public_base_url_host_is_trusted_and_cookies_secure(tmp_path: Path) -> None:
