@@ -25,6 +25,19 @@ class Settings(BaseSettings):
     expensive_runs_per_minute: int = 6  # per client, for runs expected to take over 1 s
     chromium: Path = Path("/usr/bin/chromium")  # PNG export draws in Debian's chromium
 
+    # Absolute links (share URLs, embed snippets, exports) are built from this, never from the
+    # request's Host header, e.g. "https://stepscope.example.org". None: the request's own
+    # origin, which TrustedHostMiddleware limits to ``trusted_hosts``.
+    public_base_url: str | None = None
+    # Host headers accepted (env APP_TRUSTED_HOSTS='["a.example","b.example"]'); the host of
+    # public_base_url is always accepted. "testserver" is what Starlette's test client sends.
+    trusted_hosts: list[str] = ["127.0.0.1", "localhost", "testserver"]
+    secure_cookies: bool = False  # set cookies with Secure (behind an HTTPS proxy)
+    max_body_bytes: int = 1_048_576  # larger request bodies are refused with 413
+    share_quota_per_session: int = 100  # saved scenarios per visitor session and hour
+    share_quota_per_client: int = 300  # saved scenarios per client IP and hour
+    session_idle_days: int = 90  # anonymous sessions unused this long, with nothing saved, go
+
     @model_validator(mode="after")
     def _defaults(self) -> Settings:
         if not self.database_url:

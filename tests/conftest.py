@@ -1,12 +1,17 @@
-"""Shared fixtures: an app on a temporary SQLite file; never ./data."""
+"""Shared fixtures: an app on a temporary SQLite file (or a fresh PostgreSQL database); never
+./data."""
 
 from __future__ import annotations
 
+import os
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import create_engine, make_url, text
+from sqlalchemy.pool import NullPool
 
 from app.main import create_app
 from app.settings import Settings
@@ -21,3 +26,37 @@ def settings(tmp_path: Path) -> Settings:
 def client(settings: Settings) -> Iterator[TestClient]:
     with TestClient(create_app(settings), raise_server_exceptions=False) as c:
         yield c
+
+
+# --- one database per test, on SQLite and on PostgreSQL -----------------------------------
+# scripts/test starts a throw-away PostgreSQL and exports APP_TEST_POSTGRES_URL (and
+# APP_TEST_POSTGRES_REQUIRED=1); tests taking ``db_url`` run on both databases. Outside
+# scripts/test the PostgreSQL case is skipped, except under CI=true, where it fails.
+
+
+def _postgres_admin_url() -> str | None:
+    url = os.environ.get("APP_TEST_POSTGRES_URL")
+    if url:
+        return url
+    if os.environ.get("APP_TEST_POSTGRES_REQUIRED") == "1" or os.environ.get("CI") == "true":
+        pytest.fail("APP_TEST_POSTGRES_URL is not set: run the tests with scripts/test")
+    pytest.skip("no PostgreSQL (scripts/test starts one and sets APP_TEST_POSTGRES_URL)")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh, empty database URL: a SQLite file, or a new database on the test PostgreSQL."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'test.db'}"
+        return
+    admin_url = make_url(_postgres_admin_url() or "")
+    name = f"t_{secrets.token_hex(6)}"
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT", poolclass=NullPool)
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield admin_url.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()

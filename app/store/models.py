@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sqlalchemy import LargeBinary
+from sqlalchemy import BigInteger, LargeBinary
 from sqlmodel import Field, SQLModel
 
 
@@ -18,7 +18,7 @@ class VisitorSession(SQLModel, table=True):
 
     id: str = Field(primary_key=True, max_length=64)
     created_at: datetime = Field(default_factory=utcnow)
-    last_seen: datetime = Field(default_factory=utcnow)
+    last_seen: datetime = Field(default_factory=utcnow, index=True)
 
 
 class Progress(SQLModel, table=True):
@@ -58,3 +58,13 @@ class StoredTrace(SQLModel, table=True):
     size: int = 0  # bytes of data, compressed
     created_at: datetime = Field(default_factory=utcnow)
     data: bytes = Field(sa_type=LargeBinary)
+
+
+class RateLimit(SQLModel, table=True):
+    """Hits of one quota key (a session or a hashed client address) in one fixed window."""
+
+    __tablename__ = "rate_limit"
+
+    key: str = Field(primary_key=True, max_length=80)
+    window_start: int = Field(primary_key=True, sa_type=BigInteger)
+    hits: int = 0

@@ -9,14 +9,14 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, delete, exists, text
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from app.store.models import Progress, Scenario, StoredTrace, VisitorSession, utcnow
+from app.store.models import Progress, RateLimit, Scenario, StoredTrace, VisitorSession, utcnow
 
 # 12 bytes of randomness → 16 URL-safe characters (96 bits): short enough to read aloud,
 # far too many to guess.
@@ -190,3 +190,40 @@ def put_trace_data(*, db: Session, key: str, explainer: str, sim_version: str, d
         db.commit()
     except IntegrityError:
         db.rollback()
+
+
+# --- expiry of anonymous sessions ------------------------------------------------------------
+
+
+def expire_sessions(*, db: Session, idle: timedelta, now: datetime | None = None) -> int:
+    """Delete sessions unseen for ``idle`` that saved no scenario (with their progress), and
+    quota counters older than a day. Answers how many sessions went."""
+    now = now or utcnow()
+    owns = exists().where(col(Scenario.session_id) == col(VisitorSession.id))
+    idle_ids = select(VisitorSession.id).where(col(VisitorSession.last_seen) < now - idle, ~owns)
+    gone = list(db.exec(idle_ids))
+    for start in range(0, len(gone), 500):
+        batch = gone[start : start + 500]
+        db.exec(delete(Progress).where(col(Progress.session_id).in_(batch)))
+        db.exec(delete(VisitorSession).where(col(VisitorSession.id).in_(batch)))
+    day_ago = int(now.timestamp()) - 24 * 3600
+    db.exec(delete(RateLimit).where(col(RateLimit.window_start) < day_ago))
+    db.commit()
+    return len(gone)
+
+
+# --- quotas ----------------------------------------------------------------------------------
+
+_HIT = text(
+    "INSERT INTO rate_limit (key, window_start, hits) VALUES (:key, :window, 1) "
+    "ON CONFLICT (key, window_start) DO UPDATE SET hits = rate_limit.hits + 1 "
+    "RETURNING hits"
+)
+
+
+def count_hit(*, db: Session, key: str, window_start: int) -> int:
+    """Count one hit of ``key`` in the window starting at ``window_start`` (atomically, across
+    workers and replicas: one upsert on SQLite and PostgreSQL alike); answers the hits so far."""
+    hits = db.connection().execute(_HIT, {"key": key[:80], "window": window_start}).scalar_one()
+    db.commit()
+    return int(hits)

@@ -10,7 +10,7 @@ from pathlib import Path
 import markdown as md
 
 _STEP_HEADING = re.compile(r"^##\s+Step\s+(\d+)\s*$", re.IGNORECASE | re.MULTILINE)
-_STEM = re.compile(r"[a-z0-9-]{1,80}")
+_STEM = re.compile(r"[a-z0-9][a-z0-9-]{0,79}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,33 @@ BODY_TOO_BIG = (
 )
 
 
+MSG_MAX = 200  # characters of one message (a message may quote the bad input)
+LOC_PART_MAX = 60  # characters of one loc part (a loc may be a key the client made up)
+LOC_MAX = 12  # parts of one loc
+ISSUES_MAX = 50  # issues in one answer
+
+
+def clamp_text(text: str, limit: int = MSG_MAX) -> str:
+    """``text`` cut to ``limit`` characters, ending in "…" when cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def clamp_detail(detail: list[dict[str, Any]], total: int | None = None) -> list[dict[str, Any]]:
+    """Issues with each msg and loc cut short, and at most ISSUES_MAX of them (of ``total``), so
+    an error about a huge input never quotes more than a short excerpt of it."""
+    out = []
+    for issue in detail[:ISSUES_MAX]:
+        loc = [
+            clamp_text(part, LOC_PART_MAX) if isinstance(part, str) else part
+            for part in list(issue.get("loc", []))[:LOC_MAX]
+        ]
+        out.append({**issue, "loc": loc, "msg": clamp_text(str(issue.get("msg", "")))})
+    if (total or len(detail)) > ISSUES_MAX:
+        more = (total or len(detail)) - ISSUES_MAX
+        out.append({"loc": [], "msg": f"… and {more} more problems", "type": "too_many_errors"})
+    return out
+
+
 def wants_json(request: Request) -> bool:
     return (
         request.url.path.startswith("/api/")
@@ -52,7 +79,7 @@ def install(app: FastAPI) -> None:
     async def _param_error(request: Request, exc: ParamError) -> Response:
         # Parameters of a GET come from the query string; of a POST, from the body.
         where = "body" if request.method in ("POST", "PUT", "PATCH") else "query"
-        detail = param_error_detail(exc, (where,))
+        detail = clamp_detail(param_error_detail(exc, (where,)))
         if wants_json(request):
             return JSONResponse({"detail": detail}, status_code=422)
         return render(
@@ -121,11 +148,15 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> Response:
-        detail = jsonable_encoder(
-            [
-                {"loc": e.get("loc", []), "msg": e.get("msg", ""), "type": e.get("type", "")}
-                for e in exc.errors()
-            ]
+        errors = exc.errors()
+        detail = clamp_detail(
+            jsonable_encoder(
+                [
+                    {"loc": e.get("loc", []), "msg": e.get("msg", ""), "type": e.get("type", "")}
+                    for e in errors[:ISSUES_MAX]
+                ]
+            ),
+            total=len(errors),
         )
         if wants_json(request):
             return JSONResponse({"detail": detail}, status_code=422)
@@ -142,6 +173,8 @@ def install(app: FastAPI) -> None:
             # FastAPI's answer when json.loads itself gives up (too deep, too many digits).
             detail = [{"loc": ["body"], "msg": BODY_TOO_BIG, "type": "json_invalid"}]
             return JSONResponse({"detail": detail}, status_code=422)
+        if isinstance(exc.detail, str):
+            exc.detail = clamp_text(exc.detail)
         if wants_json(request):
             return JSONResponse(
                 {"detail": exc.detail},

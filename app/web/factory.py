@@ -15,7 +15,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.settings import Settings
 from app.store.db import init_db, make_engine
-from app.web import errors, sharing
+from app.web import apidocs, errors, security, sharing
 from app.web.exporting import PngRenderer
 from app.web.plugin import Plugin
 from app.web.routes import api, jobs, pages
@@ -28,7 +28,8 @@ PLOTLY_JS = (
     if _PLOTLY and _PLOTLY.origin
     else None
 )
-VENDOR_DIST = ("htmx.org/dist", "idiomorph/dist", "reveal.js/dist", "reveal.js/plugin")
+# reveal.js 6 keeps its plugins under dist/plugin (served as /vendor/reveal.js/dist/plugin/...).
+VENDOR_DIST = ("htmx.org/dist", "idiomorph/dist", "reveal.js/dist")
 
 
 class ClientTag:
@@ -79,6 +80,8 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
         description="Step-through simulations of Linux networking internals.",
         version="0.1.0",
         lifespan=lifespan,
+        docs_url=None,  # app.web.apidocs serves /docs from local assets
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.engine = make_engine(settings.database_url)
@@ -120,4 +123,6 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
             headers={"Cache-Control": "public, max-age=86400"},
         )
 
+    apidocs.install(app, settings)
+    security.install(app, settings)  # last: its middleware wraps everything above
     return app

@@ -1,9 +1,12 @@
 """Anonymous visitor sessions and walkthrough progress.
 
-A first visit to a page sets a random session id cookie (HttpOnly, SameSite=Lax, Secure over
-HTTPS) and stores the session. Nothing depends on it: with cookies off every page works, the
-player just can't offer "continue at step N" and "my scenarios" stays empty. Embeds, the API,
-exports and static files never set a cookie.
+A page sets only a small probe cookie (``stepscope_ok=1``, the same for everyone, no database
+row). A session is stored, and its random id set as a cookie (HttpOnly, SameSite=Lax, Secure over
+HTTPS or with ``secure_cookies``), when a browser that keeps cookies first saves something worth
+keeping: a shared scenario, or progress past step 0. A cookie-less GET never writes. Nothing
+depends on it: with cookies off every page works, the player just can't offer "continue at step
+N" and "my scenarios" stays empty. Embeds, exports and static files never set a cookie; of the
+API only saving a scenario or progress does.
 
 The player reports the shown step to ``POST /api/v1/progress``; the server resolves the
 walkthrough key itself (preset or shared scenario), so a client can't plant arbitrary links.
@@ -23,7 +26,7 @@ from starlette.responses import Response
 from app.sim.core import ParamError
 from app.store import repo
 from app.store.models import Progress
-from app.web.deps import Visitor, visitor_id
+from app.web.deps import visitor_id
 from app.web.site import Site
 from app.web.sources import (
     ScenarioNotFound,
@@ -35,6 +38,7 @@ from app.web.sources import (
 )
 
 COOKIE = "stepscope_sid"
+PROBE_COOKIE = "stepscope_ok"  # "this browser keeps cookies"; no database row behind it
 COOKIE_MAX_AGE = 400 * 24 * 3600  # browsers cap cookie lifetimes at 400 days
 NO_SESSION_PREFIXES = (
     "/static/",
@@ -72,6 +76,25 @@ def _create(engine: Any) -> str:
         return repo.create_visitor(db=db).id
 
 
+def _set_cookie(request: Request, response: Response, name: str, value: str) -> None:
+    secure = bool(request.app.state.settings.secure_cookies) or request.url.scheme == "https"
+    response.set_cookie(
+        name, value, max_age=COOKIE_MAX_AGE, path="/", httponly=True, samesite="lax", secure=secure
+    )
+
+
+def ensure_visitor(request: Request) -> str | None:
+    """The visitor's session, stored now if this browser keeps cookies (it sent the probe) and
+    has none yet; the middleware then sets its cookie. None for cookie-less clients."""
+    found = visitor_id(request)
+    if found is not None or PROBE_COOKIE not in request.cookies:
+        return found
+    new_id = _create(request.app.state.engine)
+    request.state.visitor_id = new_id
+    request.state.new_visitor_id = new_id
+    return new_id
+
+
 def install(app: FastAPI) -> None:
     @app.middleware("http")
     async def _session(
@@ -84,18 +107,14 @@ def install(app: FastAPI) -> None:
         found = await run_in_threadpool(_lookup, app.state.engine, sid) if sid else None
         request.state.visitor_id = found
         response = await call_next(request)
+        new_id = getattr(request.state, "new_visitor_id", None)
+        if new_id is not None:  # stored by ensure_visitor during this request
+            _set_cookie(request, response, COOKIE, new_id)
+            return response
         html = response.headers.get("content-type", "").startswith("text/html")
-        if found is None and html and response.status_code < 400 and _wants_session(request):
-            new_id = await run_in_threadpool(_create, app.state.engine)
-            response.set_cookie(
-                COOKIE,
-                new_id,
-                max_age=COOKIE_MAX_AGE,
-                path="/",
-                httponly=True,
-                samesite="lax",
-                secure=request.url.scheme == "https",
-            )
+        probe = found is None and PROBE_COOKIE not in request.cookies
+        if probe and html and response.status_code < 400 and _wants_session(request):
+            _set_cookie(request, response, PROBE_COOKIE, "1")
         return response
 
     app.state.site.templates.env.globals["resume_for"] = resume_for
@@ -144,12 +163,11 @@ class ProgressIn(BaseModel):
 
 
 @router.post("/progress")
-def save_progress(
-    body: ProgressIn, request: Request, site: SiteDep, sid: Visitor
-) -> dict[str, Any]:
+def save_progress(body: ProgressIn, request: Request, site: SiteDep) -> dict[str, Any]:
     """Remember the step this visitor reached in a walkthrough ("continue where you left off").
 
     Answers ``saved: false`` when the request carries no session (cookies off): nothing breaks.
+    A browser without a session gets one at its first step past 0 (step 0 is not worth keeping).
     """
     source = resolve_walkthrough(request, site, body.walkthrough)
     count = len(run_source(site, source).frames)
@@ -157,6 +175,7 @@ def save_progress(
         raise ParamError.single(
             ("step",), f"must be below {count}, the number of steps; you gave {body.step}"
         )
+    sid = ensure_visitor(request) if body.step > 0 else visitor_id(request)
     if sid is None:
         return {"saved": False, "reason": "no session cookie", "step": body.step, "count": count}
     with repo.session_for(request.app.state.engine) as db:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from sqlmodel import Session
@@ -16,11 +15,13 @@ from app.store.models import Scenario
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Iterator[Session]:
-    engine = make_engine(f"sqlite:///{tmp_path / 'repo.db'}")
+def db(db_url: str) -> Iterator[Session]:
+    """A session on a fresh database: SQLite and PostgreSQL (see tests/conftest.py)."""
+    engine = make_engine(db_url)
     init_db(engine)
     with repo.session_for(engine) as session:
         yield session
+    engine.dispose()
 
 
 def test_scenario_ids_are_short_url_safe_and_unguessable() -> None:

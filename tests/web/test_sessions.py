@@ -11,7 +11,7 @@ from app.main import create_app
 from app.settings import Settings
 from app.store import repo
 from app.store.models import VisitorSession
-from app.web.sessions import COOKIE
+from app.web.sessions import COOKIE, PROBE_COOKIE
 
 PRESET = "/explainers/skb/presets/rx-frame"
 RAW = {"ops": [{"op": "alloc_skb", "size": 1500}, {"op": "skb_reserve", "len": 64}]}
@@ -26,9 +26,16 @@ def progress(client: TestClient, walkthrough: str, step: int) -> object:
     return client.post("/api/v1/progress", json={"walkthrough": walkthrough, "step": step})
 
 
-def test_first_visit_sets_a_safe_cookie_and_stores_the_session(client: TestClient) -> None:
-    """The first page sets an HttpOnly, SameSite=Lax cookie (not Secure over http) and stores it."""
+def test_first_visit_stores_nothing_until_progress_worth_keeping(client: TestClient) -> None:
+    """A first page sets only the probe cookie (no row); the first step past 0 stores a session
+    and sets its HttpOnly, SameSite=Lax cookie (not Secure over http)."""
     r = client.get("/")
+    assert r.headers["set-cookie"].startswith(f"{PROBE_COOKIE}=1")
+    assert visitors(client) == []
+    assert progress(client, PRESET, 0).json()["saved"] is False  # step 0 is not worth a row
+    assert visitors(client) == []
+    r = progress(client, PRESET, 2)
+    assert r.json()["saved"] is True
     header = r.headers["set-cookie"]
     assert header.startswith(f"{COOKIE}=")
     lowered = header.lower()
@@ -63,7 +70,8 @@ def test_api_embed_export_and_static_never_set_cookies(client: TestClient) -> No
 def test_unknown_or_forged_cookie_gets_a_fresh_session(client: TestClient) -> None:
     """A cookie naming no stored session is replaced by a new one, never adopted."""
     client.cookies.set(COOKIE, "forged-session-id-that-is-long-enough")
-    r = client.get("/")
+    client.get("/")
+    r = progress(client, PRESET, 1)
     new = r.headers["set-cookie"].split(";")[0].split("=", 1)[1]
     assert new != "forged-session-id-that-is-long-enough"
     assert visitors(client) == [new]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -24,6 +23,12 @@ RAW = {
     ]
 }
 EXPLAINERS = list(SIMS)
+
+
+@pytest.fixture
+def settings(db_url: str) -> Settings:
+    """Every share test runs on SQLite and on PostgreSQL (``db_url`` in tests/conftest.py)."""
+    return Settings(database_url=db_url)
 
 
 def share(client: TestClient, body: dict) -> object:
@@ -137,9 +142,8 @@ def test_shared_page_shows_that_scenario_at_that_step(client: TestClient) -> Non
     assert client.get(f"/s/{sid}?step=two").status_code == 422
 
 
-def test_share_survives_a_server_restart(tmp_path: Path) -> None:
-    """A link made by one server process opens on a new one with the same SQLite file."""
-    settings = Settings(database_url=f"sqlite:///{tmp_path / 'shared.db'}")
+def test_share_survives_a_server_restart(settings: Settings) -> None:
+    """A link made by one server process opens on a new one with the same database."""
     with TestClient(create_app(settings)) as first:
         sid = shared_id(first, title="Before restart")
         before = first.get(f"/s/{sid}?step=1").text

@@ -20,6 +20,8 @@ from app.store import repo
 from app.store.models import Scenario
 from app.web.deps import StepQuery, Visitor
 from app.web.player import render_player
+from app.web.quotas import check_share_quota
+from app.web.sessions import ensure_visitor
 from app.web.site import Site
 from app.web.sources import (
     ScenarioNotFound,
@@ -73,9 +75,7 @@ def scenario_json(request: Request, site: Site, row: Scenario) -> dict[str, Any]
         422: {"description": "Invalid explainer, params, title or forked_from"},
     },
 )
-def create_scenario(
-    body: ScenarioIn, request: Request, site: SiteDep, owner: Visitor
-) -> JSONResponse:
+def create_scenario(body: ScenarioIn, request: Request, site: SiteDep) -> JSONResponse:
     """Save a scenario immutably and answer its short id and link ``/s/{id}``."""
     plugin = site.get(body.explainer)
     if plugin is None:
@@ -90,6 +90,8 @@ def create_scenario(
         raise prefixed(exc, "params") from exc
     canonical = ex.dump(params)
     title = (body.title or "").strip() or None
+    owner = ensure_visitor(request)  # first, so this share counts against the session too
+    check_share_quota(request)
     engine = request.app.state.engine
     with repo.session_for(engine) as db:
         if (

@@ -1,0 +1,44 @@
+"""Share quotas: saved scenarios per visitor session and per client address, per hour.
+
+Counters live in the database (``rate_limit``), so the quota holds across workers and app
+replicas. Client addresses are stored hashed. Behind a reverse proxy, run uvicorn with
+``--proxy-headers --forwarded-allow-ips=<proxy>`` so the client address is the visitor's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+
+from fastapi import HTTPException, Request
+
+from app.store import repo
+from app.web.deps import visitor_id
+
+WINDOW_S = 3600
+
+
+def client_key(request: Request) -> str:
+    host = request.client.host if request.client else "unknown"
+    return "ip:" + hashlib.sha256(host.encode()).hexdigest()[:40]
+
+
+def check_share_quota(request: Request, now: float | None = None) -> None:
+    """Count one share for this session and this client; 429 with Retry-After past a quota."""
+    settings = request.app.state.settings
+    clock = int(now if now is not None else time.time())
+    window = clock - clock % WINDOW_S
+    retry_after = window + WINDOW_S - clock
+    keys = [(client_key(request), settings.share_quota_per_client, "from this address")]
+    sid = visitor_id(request)
+    if sid is not None:
+        keys.insert(0, (f"session:{sid}", settings.share_quota_per_session, "per browser"))
+    with repo.session_for(request.app.state.engine) as db:
+        for key, limit, who in keys:
+            if repo.count_hit(db=db, key=key, window_start=window) > limit:
+                raise HTTPException(
+                    429,
+                    f"At most {limit} scenarios can be shared per hour {who}; "
+                    f"try again in {retry_after // 60 + 1} minutes.",
+                    headers={"Retry-After": str(retry_after)},
+                )

@@ -1,0 +1,214 @@
+"""Request limits and response headers, as pure ASGI middleware (no BaseHTTPMiddleware).
+
+* :class:`BodyLimit` refuses a request body over ``max_body_bytes`` with 413, whether the client
+  announces it (Content-Length) or streams it (bytes are counted as they arrive).
+* :class:`SecurityHeaders` adds a Content-Security-Policy, ``nosniff``, a referrer policy and
+  ``X-Frame-Options`` to every response; ``/embed/`` pages may be framed by any site.
+* :class:`PublicOrigin` makes every absolute URL the app builds (``request.base_url``,
+  ``url_for``, redirects) use ``public_base_url`` instead of the Host header a client sent.
+* Starlette's ``TrustedHostMiddleware`` refuses Host headers outside ``trusted_hosts`` (400).
+"""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import urlsplit
+
+from fastapi import FastAPI
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.settings import Settings
+
+EMBED_PREFIX = "/embed/"
+_BASE_CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; font-src 'self' data:; connect-src 'self'; object-src 'none'; "
+    "base-uri 'self'; form-action 'self'"
+)
+CSP_PAGE = f"{_BASE_CSP}; frame-ancestors 'self'"
+CSP_EMBED = f"{_BASE_CSP}; frame-ancestors *"
+COMMON_HEADERS = (
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"strict-origin-when-cross-origin"),
+)
+
+
+_REPLACED = frozenset((b"content-security-policy", b"x-frame-options"))
+
+
+def is_embed(path: str) -> bool:
+    return path.startswith(EMBED_PREFIX)
+
+
+def security_headers(path: str) -> list[tuple[bytes, bytes]]:
+    """The headers every response to ``path`` carries."""
+    if is_embed(path):
+        return [(b"content-security-policy", CSP_EMBED.encode()), *COMMON_HEADERS]
+    return [
+        (b"content-security-policy", CSP_PAGE.encode()),
+        *COMMON_HEADERS,
+        (b"x-frame-options", b"SAMEORIGIN"),
+    ]
+
+
+class SecurityHeaders:
+    """Add :func:`security_headers` to each response. The policy is decided here alone: a CSP or
+    X-Frame-Options an inner layer set is replaced; other headers the app set are kept."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        extra = security_headers(scope.get("path", ""))
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = [
+                    (k, v) for k, v in message.get("headers", []) if k.lower() not in _REPLACED
+                ]
+                present = {name.lower() for name, _ in headers}
+                headers.extend((k, v) for k, v in extra if k not in present)
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def _mb(limit: int) -> str:
+    return f"{limit / 1_048_576:g} MB" if limit >= 1_048_576 else f"{limit} bytes"
+
+
+async def send_too_large(scope: Scope, send: Send, limit: int) -> None:
+    """413: JSON detail for the API, a short HTML page otherwise."""
+    text = f"The request body is over the limit of {_mb(limit)} ({limit} bytes)."
+    if scope.get("path", "").startswith("/api/"):
+        body = json.dumps({"detail": text}).encode()
+        kind = b"application/json"
+    else:
+        body = (
+            "<!doctype html><meta charset=utf-8><title>Request too large</title>"
+            f"<h1>Request too large</h1><p>{text}</p>"
+        ).encode()
+        kind = b"text/html; charset=utf-8"
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 413,
+            "headers": [
+                (b"content-type", kind),
+                (b"content-length", str(len(body)).encode()),
+                (b"connection", b"close"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+class BodyLimit:
+    """Refuse request bodies over ``limit`` bytes with 413 before the app sees any of it.
+
+    The body (at most ``limit`` bytes) is read first and handed on whole, so the app never
+    starts on a request that turns out too big half-way through a stream.
+    """
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", []):
+            if name == b"content-length":
+                try:
+                    announced = int(value)
+                except ValueError:
+                    announced = self.limit + 1
+                if announced > self.limit:
+                    await send_too_large(scope, send, self.limit)
+                    return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.limit:
+                await send_too_large(scope, send, self.limit)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+class PublicOrigin:
+    """Present every request as addressed to ``base_url`` (scheme, host and port).
+
+    Starlette builds ``request.base_url``, ``url_for`` and redirect targets from the Host
+    header; rewriting it here means no absolute URL can carry a host a client made up.
+    """
+
+    def __init__(self, app: ASGIApp, base_url: str) -> None:
+        self.app = app
+        parts = urlsplit(base_url.rstrip("/"))
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.path:
+            raise ValueError(
+                f"public_base_url must be an http(s) origin without a path, not {base_url[:80]!r}"
+            )
+        self.scheme = parts.scheme
+        self.netloc = parts.netloc.encode("latin-1")
+        self.port = parts.port or (443 if parts.scheme == "https" else 80)
+        self.host = parts.hostname
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            headers = [(k, v) for k, v in scope.get("headers", []) if k != b"host"]
+            headers.append((b"host", self.netloc))
+            scope = {
+                **scope,
+                "scheme": self.scheme if scope["type"] == "http" else scope["scheme"],
+                "server": (self.host, self.port),
+                "headers": headers,
+            }
+        await self.app(scope, receive, send)
+
+
+def allowed_hosts(settings: Settings) -> list[str]:
+    hosts = list(settings.trusted_hosts)
+    if settings.public_base_url:
+        host = urlsplit(settings.public_base_url).hostname
+        if host and host not in hosts:
+            hosts.append(host)
+    return hosts
+
+
+def install(app: FastAPI, settings: Settings) -> None:
+    """Add the middleware; call last in ``build_app`` so these wrap everything else.
+
+    Outermost first: headers on every answer (even 400/413), then the Host check, then the
+    public origin, then the body limit.
+    """
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    if settings.public_base_url:
+        app.add_middleware(PublicOrigin, base_url=settings.public_base_url)
+    app.add_middleware(
+        TrustedHostMiddleware, allowed_hosts=allowed_hosts(settings), www_redirect=False
+    )
+    app.add_middleware(SecurityHeaders)
