@@ -18,6 +18,7 @@ class Settings(BaseSettings):
     root: Path = _repo_root()  # templates/, static/, content/ and node_modules/ live here
     database_url: str = ""  # default: sqlite:///<root>/data/stepscope.db
     trace_cache_mb: int = 256  # decoded traces kept in memory per app process
+    page_cache_mb: int = 128  # rendered pages, frame chunks and exports kept per app process
     sim_workers: int = 1  # simulation processes per app process
     sim_queue: int = 8  # runs that may wait for a worker before requests get 503
     job_threshold_s: float = 1.5  # runs expected to take longer become jobs with a progress bar

@@ -5,9 +5,11 @@ local scripts and stylesheets are inlined."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import threading
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,7 @@ from starlette.routing import Mount
 
 from app.sim.core import Trace
 from app.web.player import player_context
+from app.web.runs import Busy
 from app.web.sources import Source
 from app.web.templating import render, render_block
 
@@ -106,10 +109,32 @@ def png_css(picture: str) -> str:
 class PngRenderer:
     """Draws PNGs in the configured Chromium, one at a time, and keeps the last few."""
 
-    def __init__(self, chromium: Path) -> None:
+    def __init__(self, chromium: Path, max_waiting: int = 8) -> None:
         self.chromium = chromium
         self._lock = threading.Lock()  # one Chromium at a time: a small server has few cores
         self._cache: OrderedDict[tuple[Any, ...], bytes] = OrderedDict()
+        # PNGs are drawn on one thread of their own; requests wait for them without holding a
+        # request thread, and at most ``max_waiting`` wait (then 503).
+        self._thread: ThreadPoolExecutor | None = None
+        self.max_waiting = max_waiting
+        self._waiting = 0
+
+    async def render_async(self, html: str, *, scale: int, width: float) -> bytes:
+        if self._waiting >= self.max_waiting:
+            raise Busy(10)
+        self._waiting += 1
+        try:
+            if self._thread is None:
+                self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="png")
+            future = self._thread.submit(self.render, html, scale=scale, width=width)
+            return await asyncio.wrap_future(future)
+        finally:
+            self._waiting -= 1
+
+    def close(self) -> None:
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.shutdown(wait=False, cancel_futures=True)
 
     def cached(self, key: tuple[Any, ...]) -> bytes | None:
         return self._cache.get(key)

@@ -73,6 +73,7 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
             yield
         finally:
             app.state.site.runs.stop()
+            app.state.pngs.close()
             app.state.engine.dispose()
 
     app = FastAPI(

@@ -334,6 +334,11 @@ class RunService:
             job.touch()
         return job
 
+    def peek(self, key: str) -> Job | None:
+        """The job under ``key`` without counting as interest in it (monitoring, tests)."""
+        with self._lock:
+            return self._jobs.get(key) or self._ended.get(key)
+
     def progress(self, job: Job) -> float:
         return 1.0 if job.state == "done" else float(self._progress[job.slot])
 

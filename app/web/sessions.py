@@ -15,13 +15,14 @@ walkthrough key itself (preset or shared scenario), so a client can't plant arbi
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, FastAPI, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import MutableHeaders
 from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.sim.core import ParamError
 from app.store import repo
@@ -95,28 +96,51 @@ def ensure_visitor(request: Request) -> str | None:
     return new_id
 
 
-def install(app: FastAPI) -> None:
-    @app.middleware("http")
-    async def _session(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        path = request.url.path
-        if path.startswith(("/static/", "/vendor/", "/embed/")):
-            return await call_next(request)  # embeds neither need nor set a cookie
-        sid = request.cookies.get(COOKIE)
-        found = await run_in_threadpool(_lookup, app.state.engine, sid) if sid else None
-        request.state.visitor_id = found
-        response = await call_next(request)
-        new_id = getattr(request.state, "new_visitor_id", None)
-        if new_id is not None:  # stored by ensure_visitor during this request
-            _set_cookie(request, response, COOKIE, new_id)
-            return response
-        html = response.headers.get("content-type", "").startswith("text/html")
-        probe = found is None and PROBE_COOKIE not in request.cookies
-        if probe and html and response.status_code < 400 and _wants_session(request):
-            _set_cookie(request, response, PROBE_COOKIE, "1")
-        return response
+def _cookie_header(request: Request, name: str, value: str) -> str:
+    carrier = Response()
+    _set_cookie(request, carrier, name, value)
+    return carrier.headers["set-cookie"]
 
+
+class SessionMiddleware:
+    """Pure ASGI: finds the visitor's stored session (if its cookie names one) before the route
+    runs, and sets the cookies the route asked for as the response starts. Static files and
+    embeds pass straight through: embeds neither need nor set a cookie."""
+
+    def __init__(self, app: ASGIApp, engine: Any) -> None:
+        self.app = app
+        self.engine = engine
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"].startswith(("/static/", "/vendor/", "/embed/")):
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        sid = request.cookies.get(COOKIE)
+        found = await run_in_threadpool(_lookup, self.engine, sid) if sid else None
+        scope.setdefault("state", {})["visitor_id"] = found
+
+        async def send_with_cookies(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                new_id = scope["state"].get("new_visitor_id")
+                if new_id is not None:  # stored by ensure_visitor during this request
+                    headers.append("set-cookie", _cookie_header(request, COOKIE, new_id))
+                elif (
+                    found is None
+                    and PROBE_COOKIE not in request.cookies
+                    and headers.get("content-type", "").startswith("text/html")
+                    and message["status"] < 400
+                    and _wants_session(request)
+                ):
+                    headers.append("set-cookie", _cookie_header(request, PROBE_COOKIE, "1"))
+            await send(message)
+
+        await self.app(scope, receive, send_with_cookies)
+
+
+def install(app: FastAPI) -> None:
+    app.add_middleware(SessionMiddleware, engine=app.state.engine)
     app.state.site.templates.env.globals["resume_for"] = resume_for
 
 

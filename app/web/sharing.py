@@ -10,7 +10,6 @@ from app.web.routes import embed, examples, export, share
 
 def install(app: FastAPI) -> None:
     sessions.install(app)
-    embed.install(app)
     app.include_router(sessions.router)
     app.include_router(share.router)
     app.include_router(embed.router)

@@ -17,6 +17,7 @@ from sqlalchemy import Engine
 from app.settings import Settings
 from app.sim.core import Trace
 from app.web.content import Content
+from app.web.pagecache import PageCache
 from app.web.plugin import Plugin
 from app.web.runs import RunService
 
@@ -30,6 +31,7 @@ class Site:
         self.templates.env.globals["site_name"] = "Stepscope"
         # The one place runs happen and traces are kept (memory + database, shared by workers).
         self.runs = RunService(settings, engine)
+        self.pages = PageCache(settings.page_cache_mb * 1024 * 1024)
 
     # --- explainers --------------------------------------------------------------------------
 

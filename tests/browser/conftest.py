@@ -71,7 +71,7 @@ def browser() -> Iterator[object]:
 
 @pytest.fixture
 def page(browser: object) -> Iterator[object]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})  # type: ignore[attr-defined]
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, bypass_csp=True)  # type: ignore[attr-defined]
     pg = context.new_page()
     yield pg
     context.close()

@@ -169,7 +169,7 @@ def test_reveal_deck_clicker_steps_each_animation_before_the_next_slide(live_ser
 
 def test_share_button_saves_copies_and_the_link_reopens(live_server, browser) -> None:
     """Share saves the scenario, shows and copies /s/{id}?step=N, and the link opens that step."""
-    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900}, bypass_csp=True)
     ctx.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)
     page = ctx.new_page()
     try:
@@ -197,7 +197,7 @@ def test_share_button_saves_copies_and_the_link_reopens(live_server, browser) ->
 
 def test_progress_is_remembered_for_continue(live_server, browser) -> None:
     """Stepping a walkthrough is remembered: reopening it offers "Continue at step N"."""
-    ctx = browser.new_context()
+    ctx = browser.new_context(bypass_csp=True)
     page = ctx.new_page()
     try:
         url = f"{live_server.url}/explainers/skb/presets/clone-retransmit"

@@ -105,7 +105,9 @@ def test_editor_builds_and_runs_a_scenario(live_server, page) -> None:
 
 def test_phone_layout_has_no_horizontal_scroll(live_server, browser) -> None:
     """On a phone-sized screen the page fits its width (the side panel folds under the picture)."""
-    ctx = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
+    ctx = browser.new_context(
+        viewport={"width": 390, "height": 844}, is_mobile=True, bypass_csp=True
+    )
     pg = ctx.new_page()
     widths = {}
     for url in (

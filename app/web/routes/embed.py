@@ -8,9 +8,7 @@ nor set a cookie. ``static/js/embed.js`` adds the postMessage API (see docs/embe
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from app.web.deps import Autoplay, Controls, StepQuery, Theme
@@ -18,7 +16,6 @@ from app.web.player import render_player
 from app.web.sources import SiteDep, Source, preset_source, run_source, scenario_source
 
 router = APIRouter(prefix="/embed", tags=["embed"])
-EMBED_CSP = "frame-ancestors *"
 
 
 def _render(
@@ -61,20 +58,6 @@ def embed_page(
         source = scenario_source(params["scenario_id"], request, site)
     else:
         source = preset_source(params["name"], site, params.get("slug"))
-    return _render(request, site, source, step, controls, theme, autoplay)
-
-
-def install(app: FastAPI) -> None:
-    @app.middleware("http")
-    async def _frameable(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        response = await call_next(request)
-        if request.url.path.startswith("/embed/"):
-            # Every answer under /embed, errors included, may be shown inside a host's iframe.
-            response.headers["Content-Security-Policy"] = EMBED_CSP
-            if "x-frame-options" in response.headers:
-                del response.headers["x-frame-options"]
-            if "set-cookie" in response.headers:  # pragma: no cover - nothing here sets one
-                del response.headers["set-cookie"]
-        return response
+    return site.pages.respond(
+        request, lambda: _render(request, site, source, step, controls, theme, autoplay)
+    )

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
+from starlette.concurrency import run_in_threadpool
 
 from app.sim.core import ParamError, Trace
 from app.web.deps import StepQuery, Theme
@@ -63,21 +64,24 @@ def export_svg(
     theme: Theme = "light",
 ) -> Response:
     """This step's picture as a standalone SVG file (stylesheet inside)."""
-    index, picture = frame_picture(source, run_source(site, source), step)
-    svg = standalone_svg(picture, css=app_css(request), theme=theme)
-    return Response(
-        svg, media_type="image/svg+xml", headers=_attachment(_filename(source, f"-step{index}.svg"))
-    )
+
+    def produce() -> Response:
+        index, picture = frame_picture(source, run_source(site, source), step)
+        svg = standalone_svg(picture, css=app_css(request), theme=theme)
+        name = _filename(source, f"-step{index}.svg")
+        return Response(svg, media_type="image/svg+xml", headers=_attachment(name))
+
+    return site.pages.respond(request, produce)
 
 
 @router.get(
     "/png",
     responses={
         200: {"content": {"image/png": {}}},
-        503: {"description": "No Chromium on this server"},
+        503: {"description": "No Chromium on this server, or too many PNGs waiting"},
     },
 )
-def export_png(
+async def export_png(
     request: Request,
     site: SiteDep,
     source: QuerySource,
@@ -85,9 +89,10 @@ def export_png(
     theme: Theme = "light",
     scale: Annotated[int, Query(ge=1, le=3, description="Pixels per SVG unit (1-3)")] = 2,
 ) -> Response:
-    """This step's picture as a PNG, drawn server-side with the page's stylesheet."""
+    """This step's picture as a PNG, drawn server-side with the page's stylesheet. Drawing waits
+    in a short queue of its own and holds no request thread."""
     pngs: PngRenderer = request.app.state.pngs
-    trace = run_source(site, source)
+    trace = await run_in_threadpool(run_source, site, source)
     index, picture = frame_picture(source, trace, step)
     key = (
         source.plugin.name,
@@ -99,38 +104,45 @@ def export_png(
     )
     data = pngs.cached(key)
     if data is None:
+        html = await run_in_threadpool(
+            offline_document,
+            request,
+            source,
+            trace,
+            step=index,
+            theme=theme,
+            controls="none",
+            extra_css=png_css(picture),
+        )
         try:
-            html = offline_document(
-                request,
-                source,
-                trace,
-                step=index,
-                theme=theme,
-                controls="none",
-                extra_css=png_css(picture),
-            )
-            data = pngs.render(html, scale=scale, width=picture_size(picture)[0])
+            data = await pngs.render_async(html, scale=scale, width=picture_size(picture)[0])
         except PngUnavailable as exc:
             return JSONResponse({"detail": str(exc)}, status_code=503)
         pngs.store(key, data)
-    return Response(
-        data, media_type="image/png", headers=_attachment(_filename(source, f"-step{index}.png"))
-    )
+    headers = {
+        **_attachment(_filename(source, f"-step{index}.png")),
+        "Cache-Control": "public, max-age=3600",
+    }
+    return Response(data, media_type="image/png", headers=headers)
 
 
 @router.get("/json")
-def export_json(site: SiteDep, source: QuerySource) -> Response:
+def export_json(request: Request, site: SiteDep, source: QuerySource) -> Response:
     """The whole trace as JSON (the run API's shape, plus the scenario it came from)."""
-    params, trace = site.run(source.plugin, source.raw)
-    body = {
-        "explainer": source.plugin.name,
-        "title": source.title,
-        "params": source.explainer.dump(params),
-        "scenario": source.scenario.id if source.scenario else None,
-        "count": len(trace.frames),
-        **trace_json(source.plugin, trace),
-    }
-    return JSONResponse(body, headers=_attachment(_filename(source, ".json")))
+
+    def produce() -> Response:
+        params, trace = site.run(source.plugin, source.raw)
+        body = {
+            "explainer": source.plugin.name,
+            "title": source.title,
+            "params": source.explainer.dump(params),
+            "scenario": source.scenario.id if source.scenario else None,
+            "count": len(trace.frames),
+            **trace_json(source.plugin, trace),
+        }
+        return JSONResponse(body, headers=_attachment(_filename(source, ".json")))
+
+    return site.pages.respond(request, produce)
 
 
 @router.get("/html", response_class=HTMLResponse)
@@ -143,5 +155,9 @@ def export_html(
 ) -> Response:
     """A single HTML file with every frame, the stylesheet and the player script inside: it works
     from a USB stick, with no server and no network."""
-    html = offline_document(request, source, run_source(site, source), step=step, theme=theme)
-    return HTMLResponse(html, headers=_attachment(_filename(source, ".html")))
+
+    def produce() -> Response:
+        html = offline_document(request, source, run_source(site, source), step=step, theme=theme)
+        return HTMLResponse(html, headers=_attachment(_filename(source, ".html")))
+
+    return site.pages.respond(request, produce)

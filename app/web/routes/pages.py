@@ -71,14 +71,18 @@ def note_page(stem: str, request: Request, site: SiteDep) -> Response:
 def preset_page(
     request: Request, site: SiteDep, source: PresetSource, step: StepQuery = None
 ) -> Response:
-    return render_player(request, source, run_source(site, source), step=step)
+    return site.pages.respond(
+        request, lambda: render_player(request, source, run_source(site, source), step=step)
+    )
 
 
 @router.get("/explainers/{name}/custom", response_class=HTMLResponse)
 def custom_page(
     request: Request, site: SiteDep, source: CustomSource, step: StepQuery = None
 ) -> Response:
-    return render_player(request, source, run_source(site, source), step=step)
+    return site.pages.respond(
+        request, lambda: render_player(request, source, run_source(site, source), step=step)
+    )
 
 
 @router.get("/explainers/{name}/frames", response_class=HTMLResponse, include_in_schema=False)
@@ -101,10 +105,14 @@ def frames_fragment(
             source = from_preset(site, name, preset)
         except HTTPException as exc:
             raise ParamError.single(("query", "preset"), str(exc.detail)) from None
-    trace = run_source(site, source)
-    frames = render_frames(source.plugin, trace, start, start + count, source.lesson)
-    ctx = {"frames": frames, "count": len(trace.frames), "trace": trace, "ended_label": ""}
-    return render(request, "partials/frame_templates.html", ctx)
+
+    def produce() -> Response:
+        trace = run_source(site, source)
+        frames = render_frames(source.plugin, trace, start, start + count, source.lesson)
+        ctx = {"frames": frames, "count": len(trace.frames), "trace": trace, "ended_label": ""}
+        return render(request, "partials/frame_templates.html", ctx)
+
+    return site.pages.respond(request, produce)
 
 
 @router.get("/explainers/{name}/edit", response_class=HTMLResponse)

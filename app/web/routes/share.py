@@ -152,15 +152,18 @@ def shared_page(
     if row.forked_from:
         with repo.session_for(request.app.state.engine) as db:
             parent = repo.get_scenario(db=db, scenario_id=row.forked_from)
-    return render_player(
+    return site.pages.respond(
         request,
-        source,
-        run_source(site, source),
-        step=step,
-        template="pages/share.html",
-        sim_changed=source.sim_changed,
-        parent=parent,
-        share_url=str(request.url_for("shared_page", scenario_id=row.id)),
+        lambda: render_player(
+            request,
+            source,
+            run_source(site, source),
+            step=step,
+            template="pages/share.html",
+            sim_changed=source.sim_changed,
+            parent=parent,
+            share_url=str(request.url_for("shared_page", scenario_id=row.id)),
+        ),
     )
 
 

@@ -118,8 +118,8 @@ def _lane(skb: Mapping[str, Any], y: float, sx: float, *, is_primary: bool) -> s
         # the player keeps the acting skb's data pointer in view on a narrow screen
         focus = ' data-focus="1"' if is_primary and ptr == "data" else ""
         parts.append(
-            f'<g id="ptr-{_attr(name)}-{ptr}" class="ptr glide ptr-{ptr}" data-ptr="{ptr}"{focus} '
-            f'data-skb="{_attr(name)}" data-offset="{off}" style="transform: translate({x}px, 0px)">'
+            f'<g id="ptr-{_attr(name)}-{ptr}" class="ptr glide ptr-{ptr}" data-ptr="{ptr}" '
+            f'data-skb="{_attr(name)}" data-offset="{off}" style="transform: translate({x}px, 0px)"{focus}>'
             f'<line x1="0" y1="{4 + row * ROW}" x2="0" y2="{LANE_H}" stroke="{PTR_COLOUR[ptr]}"/>'
             f'<path d="M -4 {LANE_H - 6} L 4 {LANE_H - 6} L 0 {LANE_H} Z" fill="{PTR_COLOUR[ptr]}"/>'
             f'<text class="ptr-label" x="{-4 if near_right else 4}" y="{15 + row * ROW}" '

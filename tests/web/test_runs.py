@@ -1,0 +1,198 @@
+"""The lecture-hall server: runs in a bounded process pool, long runs as jobs with progress,
+cancellation when the client leaves, per-client limits, a shared trace store, cached pages."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.main import create_app
+from app.settings import Settings
+from app.web.sources import encode_params
+from tests.browser.conftest import LiveServer
+
+
+def cwnd(duration: float, rate: float = 50, seed: int = 0) -> dict[str, Any]:
+    """A congestion-control run; its cost grows with rate × duration."""
+    return {
+        "link": {"rate_mbps": rate, "rtt_ms": 40, "buffer_bdp": 1},
+        "flows": [{"cc": "cubic"}],
+        "duration_s": duration,
+        "seed": seed,
+    }
+
+
+SMALL = {"ops": [{"op": "alloc_skb", "size": 1500}, {"op": "skb_put", "len": 100}]}
+
+
+@pytest.fixture
+def make_client(tmp_path: Path) -> Iterator[Callable[..., TestClient]]:
+    opened: list[TestClient] = []
+
+    def make(**overrides: Any) -> TestClient:
+        settings = Settings(database_url=f"sqlite:///{tmp_path / 'runs.db'}", **overrides)
+        client = TestClient(create_app(settings), raise_server_exceptions=False)
+        client.__enter__()
+        opened.append(client)
+        return client
+
+    yield make
+    for client in opened:
+        client.__exit__(None, None, None)
+
+
+def wait_for(check: Callable[[], bool], seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out")
+        time.sleep(0.05)
+
+
+def test_long_run_is_a_job_with_progress_and_a_result(
+    make_client: Callable[..., TestClient],
+) -> None:
+    """A run expected to take longer than job_threshold_s answers 202 with a job URL whose
+    progress climbs to done; the result is the same JSON a direct run gives."""
+    client = make_client(job_threshold_s=0.0)
+    r = client.post("/api/v1/explainers/cwnd/run", json=cwnd(4))
+    assert r.status_code == 202
+    status_url = r.headers["location"]
+    assert status_url == r.json()["status_url"] and r.json()["state"] == "running"
+    seen: list[float] = []
+
+    def done() -> bool:
+        job = client.get(status_url).json()
+        seen.append(job["progress"])
+        return bool(job["state"] == "done")
+
+    wait_for(done)
+    assert seen == sorted(seen) and seen[-1] == 1.0
+    result = client.get(status_url + "/result")
+    assert result.status_code == 200 and result.json()["summary"]["duration_s"] == 4
+    again = client.post("/api/v1/explainers/cwnd/run", json=cwnd(4))  # now stored: no job
+    assert again.status_code == 200 and again.json() == result.json()
+
+
+def test_page_of_a_long_run_shows_a_progress_bar_then_the_player(
+    make_client: Callable[..., TestClient],
+) -> None:
+    """A page whose run becomes a job shows a progress bar (no-store) that follows the job;
+    once done, the same URL opens the player."""
+    client = make_client(job_threshold_s=0.0)
+    url = f"/explainers/cwnd/custom?p={encode_params(cwnd(3))}"
+    page = client.get(url)
+    assert page.status_code == 202 and 'id="job-progress"' in page.text
+    assert page.headers["cache-control"] == "no-store"
+    status_url = page.headers["location"]
+    wait_for(lambda: client.get(status_url).json()["state"] == "done")
+    player = client.get(url)
+    assert player.status_code == 200 and 'id="cwnd-chart"' in player.text
+
+
+def test_abandoned_job_is_cancelled(make_client: Callable[..., TestClient]) -> None:
+    """A job nobody asks about for job_idle_s is cancelled and its worker freed."""
+    client = make_client(job_threshold_s=0.0, job_idle_s=0.5)
+    runs = client.app.state.site.runs  # type: ignore[attr-defined]
+    r = client.post("/api/v1/explainers/cwnd/run", json=cwnd(60, rate=100))
+    key = r.json()["job"]
+    wait_for(lambda: (job := runs.peek(key)) is not None and job.state != "running", 20)
+    assert runs.peek(key).state == "cancelled" and runs.running == 0
+    assert client.get(f"/api/v1/jobs/{key}/result").status_code == 410
+
+
+def test_client_that_disconnects_cancels_its_run(tmp_path: Path) -> None:
+    """A short (non-job) run is cancelled when its client goes away before the answer."""
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'live.db'}", job_threshold_s=1e9)
+    app = create_app(settings)
+    body = json.dumps(cwnd(60, rate=100)).encode()
+    with LiveServer(app) as server:
+        runs = app.state.site.runs
+        with socket.create_connection(("127.0.0.1", server.port)) as sock:
+            sock.sendall(
+                b"POST /api/v1/explainers/cwnd/run HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                b"Content-Type: application/json\r\nContent-Length: "
+                + str(len(body)).encode()
+                + b"\r\n\r\n"
+                + body
+            )
+            wait_for(lambda: runs.running == 1, 10)
+            (job,) = list(runs._jobs.values())
+        wait_for(lambda: job.state != "running", 10)  # the socket is closed: the client left
+        assert job.state == "cancelled"
+
+
+def test_queue_full_is_503_with_retry_after(make_client: Callable[..., TestClient]) -> None:
+    """With every worker and queue place taken, a new run answers 503 with Retry-After."""
+    client = make_client(job_threshold_s=0.0, sim_queue=0)
+    first = client.post("/api/v1/explainers/cwnd/run", json=cwnd(60, rate=100))
+    assert first.status_code == 202
+    busy = client.post("/api/v1/explainers/cwnd/run", json=cwnd(60, rate=100, seed=1))
+    assert busy.status_code == 503 and int(busy.headers["retry-after"]) >= 1
+    page = client.get(f"/explainers/skb/custom?p={encode_params(SMALL)}")
+    assert page.status_code == 503 and "busy" in page.text
+    client.delete(f"/api/v1/jobs/{first.json()['job']}")
+
+
+def test_expensive_runs_are_rate_limited_per_client(make_client: Callable[..., TestClient]) -> None:
+    """Runs expected to take over a second count against a per-client quota (429 past it);
+    cheap runs do not."""
+    client = make_client(job_threshold_s=0.5, expensive_runs_per_minute=1)
+    first = client.post("/api/v1/explainers/cwnd/run", json=cwnd(60, rate=100))
+    assert first.status_code == 202
+    second = client.post("/api/v1/explainers/cwnd/run", json=cwnd(60, rate=100, seed=2))
+    assert second.status_code == 429 and int(second.headers["retry-after"]) >= 1
+    assert client.post("/api/v1/explainers/skb/run", json=SMALL).status_code == 200
+    client.delete(f"/api/v1/jobs/{first.json()['job']}")
+
+
+def test_traces_are_stored_and_shared_across_app_instances(
+    make_client: Callable[..., TestClient],
+) -> None:
+    """A finished trace is stored in the database: another app (worker, restart) serves it
+    without running the simulation again."""
+    first = make_client()
+    assert first.post("/api/v1/explainers/skb/run", json=SMALL).status_code == 200
+    second = make_client()
+    runs = second.app.state.site.runs  # type: ignore[attr-defined]
+    sim = second.app.state.site.plugin("skb").sim  # type: ignore[attr-defined]
+    key = runs.key(sim, sim.parse(SMALL))
+    assert runs.cached(key) is not None and runs.running == 0
+
+
+def test_pages_are_cached_with_etags(make_client: Callable[..., TestClient]) -> None:
+    """Pages of immutable scenarios carry an ETag and public Cache-Control; a revalidation with
+    If-None-Match is a 304 without a body; the gzipped body decodes to the same page."""
+    client = make_client()
+    url = "/explainers/skb/presets/rx-frame?step=2"
+    first = client.get(url)
+    assert first.status_code == 200 and first.headers["cache-control"].startswith("public")
+    etag = first.headers["etag"]
+    again = client.get(url, headers={"If-None-Match": etag})
+    assert again.status_code == 304 and again.content == b""
+    assert client.get(url).text == first.text
+    frames = client.get("/explainers/skb/frames?preset=rx-frame&start=0&count=2")
+    assert frames.status_code == 200 and "etag" in frames.headers
+    svg = client.get("/export/svg?explainer=skb&preset=rx-frame&step=1")
+    assert (
+        client.get(
+            "/export/svg?explainer=skb&preset=rx-frame&step=1",
+            headers={"If-None-Match": svg.headers["etag"]},
+        ).status_code
+        == 304
+    )
+
+
+def test_png_queue_is_bounded(make_client: Callable[..., TestClient]) -> None:
+    """PNG drawing waits in a bounded queue of its own: past it, 503 with Retry-After."""
+    client = make_client()
+    client.app.state.pngs.max_waiting = 0  # type: ignore[attr-defined]
+    r = client.get("/export/png?explainer=skb&preset=panic&step=0")
+    assert r.status_code == 503 and "retry-after" in r.headers
