@@ -1238,8 +1238,10 @@ class Sim:
         self.xmit(
             sk.ep, flags, o.seq, sk.rcv_nxt, o.length, sk.adv_window(), "retransmit",
             "tcp_retransmit_skb",
-            msg("{ep} retransmits seq={seq} ({n} bytes and FIN).", ep=sk.ep.name, seq=o.seq,
-                n=o.length)
+            msg("{ep} retransmits its FIN, seq={seq}.", ep=sk.ep.name, seq=o.seq)
+            if o.fin and not o.length
+            else msg("{ep} retransmits seq={seq} ({n} bytes and FIN).", ep=sk.ep.name, seq=o.seq,
+                     n=o.length)
             if o.fin
             else msg("{ep} retransmits seq={seq} ({n} bytes).", ep=sk.ep.name, seq=o.seq,
                      n=o.length),
@@ -2101,6 +2103,11 @@ class Sim:
             sk.arm("keepalive", self.now + s.tcp_keepalive_intvl_s * 1000)
         else:
             sk.arm("keepalive", self.now + ktime - elapsed)
+            self.note(
+                msg("{ep}: the keepalive timer fires, but the peer was heard from {s} s ago; it "
+                    "is re-armed.", ep=sk.ep.name, s=round(elapsed / 1000, 3)),
+                "tcp_keepalive_timer",
+            )
 
     def timer_fin_wait2(self, sk: Sock) -> None:
         """The keepalive timer of an orphaned FIN_WAIT2 socket."""

@@ -273,7 +273,7 @@ _RAW: list[tuple[str, Any, dict[str, Any]]] = [
                 _c(100, "client", "abort"),
                 _c(200, "client", "connect"),
             ],
-            "network": [{"drop": {"from": "client", "nth": 2}}],
+            "network": [{"drop": {"from": "client", "nth": 3}}],
             "until_ms": 2000,
         },
     ),
