@@ -10,12 +10,13 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
+from app.sim.core.errors import ParamError
 from app.sim.core.explainer import Explainer, JSONValue, Limits, Preset, Progress, ResultKind
 from app.sim.core.i18n import Message, msg
 from app.sim.core.sources import LINUX_6_4, SourceProject
 from app.sim.core.trace import Field, Frame, Trace
 from app.sim.tcp import params as P
-from app.sim.tcp.model import MAX_FRAMES, Seg, Sim
+from app.sim.tcp.model import Seg, Sim
 from app.sim.tcp.params import TcpParams
 from app.sim.tcp.presets import PRESETS
 from app.sim.tcp.state import TcpState
@@ -56,10 +57,7 @@ class TcpExplainer(Explainer[TcpParams]):
     )
     result_kinds: ClassVar[tuple[ResultKind, ...]] = (
         ResultKind(key="ok", label=msg("ok"), tone="ok"),
-        *(
-            ResultKind(key=e.lower(), label=msg("{result}"), tone="warn")
-            for e in ERRNOS
-        ),
+        *(ResultKind(key=e.lower(), label=msg("{result}"), tone="warn") for e in ERRNOS),
     )
 
     # --- params ------------------------------------------------------------------------------
@@ -67,8 +65,6 @@ class TcpExplainer(Explainer[TcpParams]):
         p = P.parse(raw)
         c = self.cost(p)
         if c > self.limits.max_work:
-            from app.sim.core.errors import ParamError
-
             raise ParamError.single(
                 ("script",),
                 f"this run would cost about {int(c)} events (limit {int(self.limits.max_work)})",
@@ -90,7 +86,7 @@ class TcpExplainer(Explainer[TcpParams]):
         return 20 + 8 * len(params.script) + 4 * data + probes + 2 * dup + 4 * len(params.network)
 
     # --- run ---------------------------------------------------------------------------------
-    def run(self, params: TcpParams, progress: Progress | None = None) -> Trace:
+    def run(self, params: TcpParams, progress: Progress | None = None) -> Trace[TcpState, None]:
         frames: list[Frame[TcpState]] = []
 
         def on_frame(sim: Sim, f: dict[str, Any]) -> None:
@@ -152,7 +148,7 @@ class TcpExplainer(Explainer[TcpParams]):
         )
 
     # --- JSON --------------------------------------------------------------------------------
-    def public_json(self, trace: Trace) -> dict[str, JSONValue]:
+    def public_json(self, trace: Trace[TcpState, None]) -> dict[str, JSONValue]:
         out: list[dict[str, JSONValue]] = []
         for fr in trace.frames:
             st: TcpState = fr.state
@@ -170,7 +166,11 @@ class TcpExplainer(Explainer[TcpParams]):
                 "states": {n: e["rfc"] for n, e in st["endpoints"].items()},
                 "linux_states": {
                     n: [
-                        {"object": o["object"], "state": o["state"], "tw_substate": o["tw_substate"]}
+                        {
+                            "object": o["object"],
+                            "state": o["state"],
+                            "tw_substate": o["tw_substate"],
+                        }
                         for o in e["linux"]
                     ]
                     for n, e in st["endpoints"].items()
@@ -203,6 +203,3 @@ class TcpExplainer(Explainer[TcpParams]):
             "summary": dict(trace.summary),
             "ended_early": trace.ended_early,
         }
-
-
-MAX_FRAMES_PER_RUN = MAX_FRAMES

@@ -416,12 +416,14 @@ class Sim:
 
     # --- the driver --------------------------------------------------------------------------
     def run(self, progress: Callable[[float, float], None] | None = None) -> None:
-        for i, c in sorted(enumerate(self.p.script), key=lambda ic: (ic[1].t_ms, ic[0])):
+        for _i, c in sorted(enumerate(self.p.script), key=lambda ic: (ic[1].t_ms, ic[0])):
             self.q.push(c.t_ms, EV_CALL, c, priority=2)
         self.frame(
             "start",
-            msg("Two endpoints, client and server, with no sockets yet; one-way delay {d} ms.",
-                d=self.one_way),
+            msg(
+                "Two endpoints, client and server, with no sockets yet; one-way delay {d} ms.",
+                d=self.one_way,
+            ),
             None,
         )
         until = self.p.until_ms
@@ -468,7 +470,9 @@ class Sim:
             }
         )
 
-    def flush(self, event: str, call: CallState | None = None, delivered: Seg | None = None):
+    def flush(
+        self, event: str, call: CallState | None = None, delivered: Seg | None = None
+    ) -> None:
         """Emit the frame of the step just processed, then one frame per segment it sent."""
         if self.notes:
             narration, source = self.notes[0]
@@ -542,8 +546,7 @@ class Sim:
                     "object": o.kind,
                     "state": "TCP_" + o.state,
                     "tw_substate": "TCP_" + o.substate if isinstance(o, TimeWait) else None,
-                    "held_by_app": (o is e.fd and o.held)
-                    or (isinstance(o, Listener) and o.held),
+                    "held_by_app": (o is e.fd and o.held) or (isinstance(o, Listener) and o.held),
                     "timers": o.armed(),
                 }
             )
@@ -572,28 +575,28 @@ class Sim:
             "blocked": e.blocked.call if e.blocked else None,
         }
         if isinstance(conn, Sock) and (conn.ever_connected or conn.state != "CLOSE"):
-            st.update(
-                iss=conn.iss,
-                irs=conn.irs if conn.irs else None,
-                snd_una=conn.snd_una,
-                snd_nxt=conn.snd_nxt,
-                rcv_nxt=conn.rcv_nxt if conn.irs else None,
-                snd_wnd=conn.snd_wnd,
-                rcv_wnd=conn.adv_window(),
-                send_queue=max(0, conn.write_seq - conn.snd_una - (1 if conn.fin_queued else 0)),
-                unsent=conn.unsent(),
-                recv_queue=conn.recv_q,
-                rto_ms=conn.rto,
-                backoff=conn.backoff,
-                cwnd=conn.cwnd,
-                error=conn.err,
-            )
+            st["iss"] = conn.iss
+            st["irs"] = conn.irs if conn.irs else None
+            st["snd_una"] = conn.snd_una
+            st["snd_nxt"] = conn.snd_nxt
+            st["rcv_nxt"] = conn.rcv_nxt if conn.irs else None
+            st["snd_wnd"] = conn.snd_wnd
+            st["rcv_wnd"] = conn.adv_window()
+            st["send_queue"] = max(0, conn.data_end - max(conn.snd_una, conn.iss + 1))
+            st["unsent"] = conn.unsent()
+            st["recv_queue"] = conn.recv_q
+            st["rto_ms"] = conn.rto
+            st["backoff"] = conn.backoff
+            st["cwnd"] = conn.cwnd
+            st["error"] = conn.err
         elif isinstance(conn, Req):
-            st.update(iss=conn.iss, irs=conn.irs, snd_una=conn.iss, snd_nxt=conn.iss + 1)
-            st.update(rcv_nxt=conn.rcv_nxt, snd_wnd=conn.snd_wnd, rcv_wnd=self.p.rcvbuf)
+            st["iss"], st["irs"] = conn.iss, conn.irs
+            st["snd_una"], st["snd_nxt"] = conn.iss, conn.iss + 1
+            st["rcv_nxt"], st["snd_wnd"], st["rcv_wnd"] = conn.rcv_nxt, conn.snd_wnd, self.p.rcvbuf
         elif isinstance(conn, TimeWait):
-            st.update(iss=conn.iss, irs=conn.irs, snd_nxt=conn.snd_nxt, snd_una=conn.snd_nxt)
-            st.update(rcv_nxt=conn.rcv_nxt, rcv_wnd=conn.rcv_wnd)
+            st["iss"], st["irs"] = conn.iss, conn.irs
+            st["snd_una"], st["snd_nxt"] = conn.snd_nxt, conn.snd_nxt
+            st["rcv_nxt"], st["rcv_wnd"] = conn.rcv_nxt, conn.rcv_wnd
         return st
 
     # --- the network -------------------------------------------------------------------------
@@ -660,9 +663,14 @@ class Sim:
             self.in_flight.pop(seg.id, None)
         ep = self.eps[seg.dst]
         self.note(
-            msg("{ep} receives {flags} seq={seq} ack={ack} len={n}.", ep=ep.name,
-                flags="+".join(seg.flags), seq=seg.seq, ack=seg.ack if seg.has_ack else 0,
-                n=seg.length)
+            msg(
+                "{ep} receives {flags} seq={seq} ack={ack} len={n}.",
+                ep=ep.name,
+                flags="+".join(seg.flags),
+                seq=seg.seq,
+                ack=seg.ack if seg.has_ack else 0,
+                n=seg.length,
+            )
         )
         self.receive(ep, seg)
         self.flush("deliver", delivered=seg)
@@ -802,8 +810,10 @@ class Sim:
         if lsn.phantom_accept:
             lsn.phantom_accept -= 1
             self.note(
-                msg("accept() takes another client's connection off the queue ({n} left).",
-                    n=lsn.ack_backlog),
+                msg(
+                    "accept() takes another client's connection off the queue ({n} left).",
+                    n=lsn.ack_backlog,
+                ),
                 "inet_csk_accept",
             )
             return "0"
@@ -884,8 +894,11 @@ class Sim:
         new = sk.adv_window()
         if 2 * before <= self.p.rcvbuf and new and new >= 2 * before:
             self.note(
-                msg("The window reopens from {a} to {b} bytes: a window update goes out.",
-                    a=before, b=new),
+                msg(
+                    "The window reopens from {a} to {b} bytes: a window update goes out.",
+                    a=before,
+                    b=new,
+                ),
                 "tcp_cleanup_rbuf",
             )
             self.send_ack(sk, "window_update", "tcp_cleanup_rbuf")
@@ -924,9 +937,12 @@ class Sim:
             self.done(sk, event, func, already=True)
         if fin:
             self.note(
-                msg("tcp_close_state: {a} becomes {b} as soon as the FIN is queued, before it "
+                msg(
+                    "tcp_close_state: {a} becomes {b} as soon as the FIN is queued, before it "
                     "is sent (Linux; RFC 9293 changes state when the FIN is sent).",
-                    a="TCP_" + old, b="TCP_" + new),
+                    a="TCP_" + old,
+                    b="TCP_" + new,
+                ),
                 "tcp_send_fin",
             )
             self.send_fin(sk)
@@ -963,8 +979,10 @@ class Sim:
         sk.dead = True
         if unread:
             self.note(
-                msg("{n} bytes were never read: Linux sends RST instead of FIN (RFC 2525 2.17).",
-                    n=unread),
+                msg(
+                    "{n} bytes were never read: Linux sends RST instead of FIN (RFC 2525 2.17).",
+                    n=unread,
+                ),
                 "__tcp_close",
             )
             self.set_state(sk, "CLOSE", "close() with unread data", "__tcp_close")
@@ -1004,9 +1022,7 @@ class Sim:
     def disconnect(self, sk: Sock, event: str) -> None:
         """tcp_disconnect: RST in the states that need one, then CLOSE."""
         old = sk.state
-        if old in NEED_RESET or (
-            old in ("CLOSING", "LAST_ACK") and sk.snd_nxt != sk.write_seq
-        ):
+        if old in NEED_RESET or (old in ("CLOSING", "LAST_ACK") and sk.snd_nxt != sk.write_seq):
             self.note(
                 msg("tcp_disconnect from {st}: a RST aborts the connection.", st="TCP_" + old),
                 "tcp_disconnect",
@@ -1052,9 +1068,12 @@ class Sim:
             }
         )
         self.note(
-            msg("tcp_time_wait: a timewait mini-socket (tw_substate {sub}) replaces the socket "
+            msg(
+                "tcp_time_wait: a timewait mini-socket (tw_substate {sub}) replaces the socket "
                 "for {s} s; the full socket closes.",
-                sub="TCP_" + substate, s=round(tmo / 1000, 3)),
+                sub="TCP_" + substate,
+                s=round(tmo / 1000, 3),
+            ),
             "tcp_time_wait",
         )
         self.done(sk, "tcp_time_wait", "tcp_time_wait")
@@ -1103,8 +1122,17 @@ class Sim:
             flags = ("RST", "ACK")
             seq, ack = 0, seg.end_seq
         self.note(why, "tcp_v4_send_reset")
-        self.xmit(ep, flags, seq, ack, 0, 0, "rst", "tcp_v4_send_reset",
-                  msg("{ep} answers with a RST.", ep=ep.name))
+        self.xmit(
+            ep,
+            flags,
+            seq,
+            ack,
+            0,
+            0,
+            "rst",
+            "tcp_v4_send_reset",
+            msg("{ep} answers with a RST.", ep=ep.name),
+        )
 
     def seg_ack_flags(self, sk: Sock, extra: tuple[str, ...] = ()) -> tuple[str, ...]:
         return (*extra, "ACK")
@@ -1124,19 +1152,32 @@ class Sim:
     def send_ack(self, sk: Sock, kind: str, src: str) -> None:
         win = sk.adv_window()
         texts = {
-            "ack": msg("{ep} sends ACK ack={ack} win={win}.", ep=sk.ep.name, ack=sk.rcv_nxt, win=win),
-            "delayed_ack": msg("{ep} sends its delayed ACK ack={ack}.", ep=sk.ep.name, ack=sk.rcv_nxt),
+            "ack": msg(
+                "{ep} sends ACK ack={ack} win={win}.", ep=sk.ep.name, ack=sk.rcv_nxt, win=win
+            ),
+            "delayed_ack": msg(
+                "{ep} sends its delayed ACK ack={ack}.", ep=sk.ep.name, ack=sk.rcv_nxt
+            ),
             "challenge_ack": msg(
                 "{ep} sends a challenge ACK (RFC 5961) seq={seq} ack={ack}.",
-                ep=sk.ep.name, seq=sk.snd_nxt, ack=sk.rcv_nxt,
+                ep=sk.ep.name,
+                seq=sk.snd_nxt,
+                ack=sk.rcv_nxt,
             ),
             "dupack": msg("{ep} sends a duplicate ACK ack={ack}.", ep=sk.ep.name, ack=sk.rcv_nxt),
-            "window_update": msg(
-                "{ep} sends a window update, win={win}.", ep=sk.ep.name, win=win
-            ),
+            "window_update": msg("{ep} sends a window update, win={win}.", ep=sk.ep.name, win=win),
         }
-        self.xmit(sk.ep, ("ACK",), sk.snd_nxt, sk.rcv_nxt, 0, win, kind, src,
-                  texts.get(kind, texts["ack"]))
+        self.xmit(
+            sk.ep,
+            ("ACK",),
+            sk.snd_nxt,
+            sk.rcv_nxt,
+            0,
+            win,
+            kind,
+            src,
+            texts.get(kind, texts["ack"]),
+        )
         self.ack_sent(sk)
 
     def send_syn(self, sk: Sock, retrans: bool) -> None:
@@ -1151,8 +1192,17 @@ class Sim:
             if retrans
             else msg("{ep} sends SYN seq={seq}.", ep=sk.ep.name, seq=sk.iss)
         )
-        self.xmit(sk.ep, flags, sk.iss, ack, 0, sk.adv_window(), kind,
-                  "tcp_retransmit_skb" if retrans else "tcp_connect", text)
+        self.xmit(
+            sk.ep,
+            flags,
+            sk.iss,
+            ack,
+            0,
+            sk.adv_window(),
+            kind,
+            "tcp_retransmit_skb" if retrans else "tcp_connect",
+            text,
+        )
         if sk.state == "SYN_RECV":
             self.ack_sent(sk)
         if not sk.timer("retransmit").armed:
@@ -1204,26 +1254,43 @@ class Sim:
             sk.snd_nxt = o.end
             flags = ("FIN", "ACK") if fin else ("ACK",)
             if fin and n:
-                text = msg("{ep} sends {n} bytes with FIN, seq={seq}.", ep=sk.ep.name, n=n, seq=start)
+                text = msg(
+                    "{ep} sends {n} bytes with FIN, seq={seq}.", ep=sk.ep.name, n=n, seq=start
+                )
             elif fin:
                 text = msg("{ep} sends FIN seq={seq}.", ep=sk.ep.name, seq=start)
             else:
                 text = msg("{ep} sends {n} bytes, seq={seq}.", ep=sk.ep.name, n=n, seq=start)
-            self.xmit(sk.ep, flags, start, sk.rcv_nxt, n, sk.adv_window(),
-                      "fin" if fin else "data", "tcp_send_fin" if fin and not n else "tcp_write_xmit",
-                      text)
+            self.xmit(
+                sk.ep,
+                flags,
+                start,
+                sk.rcv_nxt,
+                n,
+                sk.adv_window(),
+                "fin" if fin else "data",
+                "tcp_send_fin" if fin and not n else "tcp_write_xmit",
+                text,
+            )
             self.ack_sent(sk)
             sent_any = True
             if not sk.timer("retransmit").armed:
                 sk.stop("probe0")
                 sk.arm("retransmit", self.now + sk.rto)
-        if not sent_any and not sk.rtx and (sk.unsent() > 0 or (sk.fin_queued and sk.snd_nxt < sk.write_seq)):
+        if (
+            not sent_any
+            and not sk.rtx
+            and (sk.unsent() > 0 or (sk.fin_queued and sk.snd_nxt < sk.write_seq))
+        ):
             if not sk.timer("probe0").armed:
                 when = min(max(sk.rto, RTO_MIN) * (2**sk.backoff), RTO_MAX)
                 sk.arm("probe0", self.now + when)
                 self.note(
-                    msg("The peer's window is {w}: the persist timer is armed for {t} ms.",
-                        w=sk.snd_wnd, t=round(when, 3)),
+                    msg(
+                        "The peer's window is {w}: the persist timer is armed for {t} ms.",
+                        w=sk.snd_wnd,
+                        t=round(when, 3),
+                    ),
                     "tcp_send_probe0",
                 )
 
@@ -1236,15 +1303,26 @@ class Sim:
             return
         flags: tuple[str, ...] = ("FIN", "ACK") if o.fin else ("ACK",)
         self.xmit(
-            sk.ep, flags, o.seq, sk.rcv_nxt, o.length, sk.adv_window(), "retransmit",
+            sk.ep,
+            flags,
+            o.seq,
+            sk.rcv_nxt,
+            o.length,
+            sk.adv_window(),
+            "retransmit",
             "tcp_retransmit_skb",
             msg("{ep} retransmits its FIN, seq={seq}.", ep=sk.ep.name, seq=o.seq)
             if o.fin and not o.length
-            else msg("{ep} retransmits seq={seq} ({n} bytes and FIN).", ep=sk.ep.name, seq=o.seq,
-                     n=o.length)
+            else msg(
+                "{ep} retransmits seq={seq} ({n} bytes and FIN).",
+                ep=sk.ep.name,
+                seq=o.seq,
+                n=o.length,
+            )
             if o.fin
-            else msg("{ep} retransmits seq={seq} ({n} bytes).", ep=sk.ep.name, seq=o.seq,
-                     n=o.length),
+            else msg(
+                "{ep} retransmits seq={seq} ({n} bytes).", ep=sk.ep.name, seq=o.seq, n=o.length
+            ),
         )
         self.ack_sent(sk)
 
@@ -1260,8 +1338,12 @@ class Sim:
         if not sk.dead:
             sk.err = err
         self.note(
-            msg("{ep} accepts the RST: {st} becomes TCP_CLOSE; pending error {err}.",
-                ep=sk.ep.name, st="TCP_" + sk.state, err=err),
+            msg(
+                "{ep} accepts the RST: {st} becomes TCP_CLOSE; pending error {err}.",
+                ep=sk.ep.name,
+                st="TCP_" + sk.state,
+                err=err,
+            ),
             "tcp_reset",
         )
         self.set_state(sk, "CLOSE", "RST received", "tcp_reset")
@@ -1294,8 +1376,9 @@ class Sim:
             if peer_iss is not None and seg.seq == peer_iss + 1:
                 self.cookie_child(ep, lsn, seg, peer_iss)
                 return
-            self.note(msg("An ACK reaches the listener without a request: RST."),
-                      "tcp_rcv_state_process")
+            self.note(
+                msg("An ACK reaches the listener without a request: RST."), "tcp_rcv_state_process"
+            )
             self.reply_reset(ep, seg, msg("The listener answers an unexpected ACK with a RST."))
             return
         if seg.has_ack:
@@ -1303,38 +1386,65 @@ class Sim:
             return
         if not seg.syn:
             return
-        self.note(msg("A SYN reaches the listener.", ), "tcp_conn_request")
+        self.note(
+            msg(
+                "A SYN reaches the listener.",
+            ),
+            "tcp_conn_request",
+        )
         want_cookie = False
         sc = self.p.sysctl.tcp_syncookies
         if (sc == 2 or lsn.reqsk_queue_full()) and not tw_isn:
             if sc == 0:
                 self.note(
-                    msg("The SYN queue is full ({q} of {b}) and syncookies are off: the SYN is "
-                        "dropped.", q=lsn.qlen, b=lsn.backlog),
+                    msg(
+                        "The SYN queue is full ({q} of {b}) and syncookies are off: the SYN is "
+                        "dropped.",
+                        q=lsn.qlen,
+                        b=lsn.backlog,
+                    ),
                     "tcp_syn_flood_action",
                 )
                 return
             want_cookie = True
             self.note(
-                msg("The SYN queue is full ({q} of {b}): possible SYN flooding, sending a SYN "
-                    "cookie instead of keeping a request sock.", q=lsn.qlen, b=lsn.backlog),
+                msg(
+                    "The SYN queue is full ({q} of {b}): possible SYN flooding, sending a SYN "
+                    "cookie instead of keeping a request sock.",
+                    q=lsn.qlen,
+                    b=lsn.backlog,
+                ),
                 "tcp_syn_flood_action",
             )
         if lsn.acceptq_full():
             self.note(
-                msg("The accept queue is full ({n} waiting, backlog {b}): the SYN is dropped "
+                msg(
+                    "The accept queue is full ({n} waiting, backlog {b}): the SYN is dropped "
                     "(ListenOverflows); the client will retransmit it.",
-                    n=lsn.ack_backlog, b=lsn.backlog),
+                    n=lsn.ack_backlog,
+                    b=lsn.backlog,
+                ),
                 "tcp_conn_request",
             )
             return
         if want_cookie:
             iss = ep.next_iss() + 777
             lsn.cookies[iss] = seg.seq
-            self.xmit(ep, ("SYN", "ACK"), iss, seg.seq + 1, 0, self.p.rcvbuf, "synack_cookie",
-                      "tcp_v4_send_synack",
-                      msg("{ep} sends SYN+ACK with a cookie as its ISN ({iss}); it keeps no state.",
-                          ep=ep.name, iss=iss))
+            self.xmit(
+                ep,
+                ("SYN", "ACK"),
+                iss,
+                seg.seq + 1,
+                0,
+                self.p.rcvbuf,
+                "synack_cookie",
+                "tcp_v4_send_synack",
+                msg(
+                    "{ep} sends SYN+ACK with a cookie as its ISN ({iss}); it keeps no state.",
+                    ep=ep.name,
+                    iss=iss,
+                ),
+            )
             return
         iss = tw_isn or ep.next_iss()
         req = Req(self, ep, lsn, iss, seg.seq, seg.window)
@@ -1353,8 +1463,11 @@ class Sim:
             }
         )
         self.note(
-            msg("A request sock (TCP_NEW_SYN_RECV) with ISS {iss} is hashed; the listener "
-                "itself stays in LISTEN.", iss=iss),
+            msg(
+                "A request sock (TCP_NEW_SYN_RECV) with ISS {iss} is hashed; the listener "
+                "itself stays in LISTEN.",
+                iss=iss,
+            ),
             "inet_csk_reqsk_queue_hash_add",
         )
         req.arm("synack", self.now + RTO_INIT)
@@ -1364,12 +1477,24 @@ class Sim:
         text = (
             msg("{ep} retransmits its SYN+ACK (timeout {n}).", ep=req.ep.name, n=req.num_timeout)
             if retrans
-            else msg("{ep} sends SYN+ACK seq={seq} ack={ack}.", ep=req.ep.name, seq=req.iss,
-                     ack=req.rcv_nxt)
+            else msg(
+                "{ep} sends SYN+ACK seq={seq} ack={ack}.",
+                ep=req.ep.name,
+                seq=req.iss,
+                ack=req.rcv_nxt,
+            )
         )
-        self.xmit(req.ep, ("SYN", "ACK"), req.iss, req.rcv_nxt, 0, self.p.rcvbuf,
-                  "retransmit" if retrans else "synack",
-                  "tcp_rtx_synack" if retrans else "tcp_v4_send_synack", text)
+        self.xmit(
+            req.ep,
+            ("SYN", "ACK"),
+            req.iss,
+            req.rcv_nxt,
+            0,
+            self.p.rcvbuf,
+            "retransmit" if retrans else "synack",
+            "tcp_rtx_synack" if retrans else "tcp_v4_send_synack",
+            text,
+        )
 
     def rcv_req(self, ep: Endpoint, req: Req, seg: Seg) -> None:
         """tcp_check_req: the third segment of the handshake meets the request sock."""
@@ -1380,24 +1505,39 @@ class Sim:
             return
         if seg.syn and not seg.has_ack and not seg.rst and seg.seq == req.irs:
             if not req.oow_limited(self.now):
-                self.note(msg("A retransmitted SYN: the request sock resends its SYN+ACK."),
-                          "tcp_check_req")
+                self.note(
+                    msg("A retransmitted SYN: the request sock resends its SYN+ACK."),
+                    "tcp_check_req",
+                )
                 self.send_synack(req, retrans=True)
             return
         if seg.has_ack and seg.ack != req.iss + 1:
-            self.note(msg("The ACK does not acknowledge our SYN+ACK: the listener resets it."),
-                      "tcp_check_req")
+            self.note(
+                msg("The ACK does not acknowledge our SYN+ACK: the listener resets it."),
+                "tcp_check_req",
+            )
             self.reply_reset(ep, seg, msg("Bad ACK for the request sock: RST."))
             return
         in_win = req.rcv_nxt <= seg.seq <= req.rcv_nxt + self.p.rcvbuf or seg.end_seq == req.rcv_nxt
         if not in_win:
             if not seg.rst and not req.oow_limited(self.now):
-                self.xmit(ep, ("ACK",), req.iss + 1, req.rcv_nxt, 0, self.p.rcvbuf, "ack",
-                          "tcp_check_req", msg("{ep} ACKs an out-of-window segment.", ep=ep.name))
+                self.xmit(
+                    ep,
+                    ("ACK",),
+                    req.iss + 1,
+                    req.rcv_nxt,
+                    0,
+                    self.p.rcvbuf,
+                    "ack",
+                    "tcp_check_req",
+                    msg("{ep} ACKs an out-of-window segment.", ep=ep.name),
+                )
             return
         if seg.rst or seg.syn:
-            self.note(msg("RST or SYN in window: the request sock is dropped (embryonic reset)."),
-                      "tcp_check_req")
+            self.note(
+                msg("RST or SYN in window: the request sock is dropped (embryonic reset)."),
+                "tcp_check_req",
+            )
             if not seg.rst:
                 self.reply_reset(ep, seg, msg("The request sock answers with a RST."))
             self.drop_req(req)
@@ -1407,14 +1547,18 @@ class Sim:
         if lsn.acceptq_full():
             req.acked = True
             if self.p.sysctl.tcp_abort_on_overflow:
-                self.note(msg("The accept queue is full and tcp_abort_on_overflow is set: RST."),
-                          "tcp_check_req")
+                self.note(
+                    msg("The accept queue is full and tcp_abort_on_overflow is set: RST."),
+                    "tcp_check_req",
+                )
                 self.reply_reset(ep, seg, msg("Listen overflow: RST."))
                 self.drop_req(req)
             else:
                 self.note(
-                    msg("The accept queue is full: the final ACK is ignored (req->acked); the "
-                        "SYN+ACK timer keeps running."),
+                    msg(
+                        "The accept queue is full: the final ACK is ignored (req->acked); the "
+                        "SYN+ACK timer keeps running."
+                    ),
                     "tcp_check_req",
                 )
             return
@@ -1432,8 +1576,10 @@ class Sim:
             }
         )
         self.note(
-            msg("The ACK is valid: tcp_v4_syn_recv_sock clones the listener into a child socket "
-                "in TCP_SYN_RECV, which replaces the request sock and joins the accept queue."),
+            msg(
+                "The ACK is valid: tcp_v4_syn_recv_sock clones the listener into a child socket "
+                "in TCP_SYN_RECV, which replaces the request sock and joins the accept queue."
+            ),
             "tcp_v4_syn_recv_sock",
         )
         req.stop_all()
@@ -1484,13 +1630,16 @@ class Sim:
     def cookie_child(self, ep: Endpoint, lsn: Listener, seg: Seg, peer_iss: int) -> None:
         iss = seg.ack - 1
         self.note(
-            msg("cookie_v4_check: the ACK carries a valid SYN cookie; the connection is "
-                "rebuilt from it with no request sock."),
+            msg(
+                "cookie_v4_check: the ACK carries a valid SYN cookie; the connection is "
+                "rebuilt from it with no request sock."
+            ),
             "cookie_v4_check",
         )
         if lsn.acceptq_full():
-            self.note(msg("The accept queue is full: the cookie ACK is dropped."),
-                      "tcp_v4_syn_recv_sock")
+            self.note(
+                msg("The accept queue is full: the cookie ACK is dropped."), "tcp_v4_syn_recv_sock"
+            )
             return
         del lsn.cookies[iss]
         child = self.make_child(ep, lsn, iss, peer_iss, seg.window, self.now - self.p.rtt_ms)
@@ -1501,8 +1650,10 @@ class Sim:
         if seg.has_ack:
             if seg.ack <= sk.iss or seg.ack > sk.snd_nxt:
                 if not seg.rst:
-                    self.note(msg("The ACK does not cover our SYN: answer with a RST."),
-                              "tcp_rcv_synsent_state_process")
+                    self.note(
+                        msg("The ACK does not cover our SYN: answer with a RST."),
+                        "tcp_rcv_synsent_state_process",
+                    )
                     self.reply_reset(sk.ep, seg, msg("SYN_SENT resets an unacceptable ACK."))
                 return
             if seg.rst:
@@ -1519,8 +1670,11 @@ class Sim:
             sk.ever_connected = True
             self.set_state(sk, "ESTABLISHED", "SYN+ACK", "tcp_finish_connect")
             self.note(
-                msg("{ep} gets SYN+ACK: IRS {irs}; the connection is ESTABLISHED.",
-                    ep=sk.ep.name, irs=seg.seq),
+                msg(
+                    "{ep} gets SYN+ACK: IRS {irs}; the connection is ESTABLISHED.",
+                    ep=sk.ep.name,
+                    irs=seg.seq,
+                ),
                 "tcp_finish_connect",
             )
             sk.rcv_tstamp = self.now
@@ -1536,16 +1690,33 @@ class Sim:
             sk.rcv_wup = sk.rcv_nxt
             sk.snd_wnd = seg.window
             sk.snd_wl1 = seg.seq
-            self.set_state(sk, "SYN_RECV", "SYN (simultaneous open)", "tcp_rcv_synsent_state_process")
+            self.set_state(
+                sk, "SYN_RECV", "SYN (simultaneous open)", "tcp_rcv_synsent_state_process"
+            )
             self.note(
-                msg("Crossed SYNs (simultaneous open): {ep} moves to SYN_RECV and answers with "
-                    "SYN+ACK.", ep=sk.ep.name),
+                msg(
+                    "Crossed SYNs (simultaneous open): {ep} moves to SYN_RECV and answers with "
+                    "SYN+ACK.",
+                    ep=sk.ep.name,
+                ),
                 "tcp_rcv_synsent_state_process",
             )
-            self.xmit(sk.ep, ("SYN", "ACK"), sk.iss, sk.rcv_nxt, 0, sk.adv_window(), "synack",
-                      "tcp_send_synack",
-                      msg("{ep} sends SYN+ACK seq={seq} ack={ack}.", ep=sk.ep.name, seq=sk.iss,
-                          ack=sk.rcv_nxt))
+            self.xmit(
+                sk.ep,
+                ("SYN", "ACK"),
+                sk.iss,
+                sk.rcv_nxt,
+                0,
+                sk.adv_window(),
+                "synack",
+                "tcp_send_synack",
+                msg(
+                    "{ep} sends SYN+ACK seq={seq} ack={ack}.",
+                    ep=sk.ep.name,
+                    seq=sk.iss,
+                    ack=sk.rcv_nxt,
+                ),
+            )
             self.ack_sent(sk)
 
     def rcv_sync(self, sk: Sock, seg: Seg) -> None:
@@ -1562,8 +1733,12 @@ class Sim:
                     return
                 limited = (seg.length == 0 and not seg.fin) and sk.oow_limited(self.now)
                 if not limited:
-                    self.note(msg("The segment is outside the receive window: a duplicate ACK "
-                                  "answers it."), "tcp_validate_incoming")
+                    self.note(
+                        msg(
+                            "The segment is outside the receive window: a duplicate ACK answers it."
+                        ),
+                        "tcp_validate_incoming",
+                    )
                     self.send_ack(sk, "dupack", "tcp_send_dupack")
             elif sk.state in ("CLOSE_WAIT", "LAST_ACK", "CLOSING") and seg.seq == sk.rcv_nxt - 1:
                 self.tcp_reset(sk, seg)
@@ -1577,8 +1752,11 @@ class Sim:
                 self.tcp_reset(sk, seg)
             else:
                 self.challenge_ack(
-                    sk, msg("A RST inside the window but not at RCV.NXT: challenge ACK "
-                            "(RFC 5961 3.2), the connection survives.")
+                    sk,
+                    msg(
+                        "A RST inside the window but not at RCV.NXT: challenge ACK "
+                        "(RFC 5961 3.2), the connection survives."
+                    ),
                 )
             return
         if seg.syn:
@@ -1589,7 +1767,9 @@ class Sim:
         # step 5: the ACK field
         if not self.rcv_ack(sk, seg):
             if sk.state == "SYN_RECV":
-                self.note(msg("SYN_RECV gets an unacceptable ACK: one RST."), "tcp_rcv_state_process")
+                self.note(
+                    msg("SYN_RECV gets an unacceptable ACK: one RST."), "tcp_rcv_state_process"
+                )
                 self.reply_reset(sk.ep, seg, msg("SYN_RECV resets an unacceptable ACK."))
             elif sk.state != "ESTABLISHED":
                 self.challenge_ack(sk, msg("An old or future ACK: challenge ACK."))
@@ -1599,8 +1779,10 @@ class Sim:
             sk.ever_connected = True
             self.set_state(sk, "ESTABLISHED", "ACK", "tcp_rcv_state_process")
             self.note(
-                msg("{ep}: the handshake's ACK arrives; TCP_SYN_RECV becomes TCP_ESTABLISHED.",
-                    ep=sk.ep.name),
+                msg(
+                    "{ep}: the handshake's ACK arrives; TCP_SYN_RECV becomes TCP_ESTABLISHED.",
+                    ep=sk.ep.name,
+                ),
                 "tcp_child_process" if sk.listener else "tcp_rcv_state_process",
             )
             sk.snd_wnd = seg.window
@@ -1610,23 +1792,31 @@ class Sim:
         elif st == "FIN_WAIT1" and sk.fin_queued and sk.snd_una == sk.write_seq:
             self.set_state(sk, "FIN_WAIT2", "ACK of FIN", "tcp_rcv_state_process")
             sk.snd_shut = True
-            self.note(msg("Our FIN is acknowledged: FIN_WAIT1 becomes FIN_WAIT2."),
-                      "tcp_rcv_state_process")
+            self.note(
+                msg("Our FIN is acknowledged: FIN_WAIT1 becomes FIN_WAIT2."),
+                "tcp_rcv_state_process",
+            )
             if sk.dead:
                 if seg.end_seq != seg.seq and seg.end_seq - (1 if seg.fin else 0) > sk.rcv_nxt:
-                    self.note(msg("Data arrives after close(): the socket is destroyed."),
-                              "tcp_rcv_state_process")
+                    self.note(
+                        msg("Data arrives after close(): the socket is destroyed."),
+                        "tcp_rcv_state_process",
+                    )
                     self.done(sk, "data after close", "tcp_done")
                     self.reply_reset(sk.ep, seg, msg("Data after close(): RST."))
                     return
                 if self.orphan_fin_wait2(sk, seg):
                     return
         elif st == "CLOSING" and sk.snd_una == sk.write_seq:
-            self.note(msg("Our FIN is acknowledged in CLOSING: TIME_WAIT."), "tcp_rcv_state_process")
+            self.note(
+                msg("Our FIN is acknowledged in CLOSING: TIME_WAIT."), "tcp_rcv_state_process"
+            )
             self.time_wait(sk, "TIME_WAIT", 0)
             return
         elif st == "LAST_ACK" and sk.snd_una == sk.write_seq:
-            self.note(msg("The last ACK arrives: LAST_ACK becomes CLOSED."), "tcp_rcv_state_process")
+            self.note(
+                msg("The last ACK arrives: LAST_ACK becomes CLOSED."), "tcp_rcv_state_process"
+            )
             self.done(sk, "ACK of FIN", "tcp_done")
             return
         # step 7: the segment text
@@ -1690,7 +1880,11 @@ class Sim:
         if sk.state == "SYN_RECV" and ack >= sk.iss + 1:
             pass
         n = self.clean_rtx(sk, ack)
-        if ack > prior or seg.seq > sk.snd_wl1 or (seg.seq == sk.snd_wl1 and seg.window > sk.snd_wnd):
+        if (
+            ack > prior
+            or seg.seq > sk.snd_wl1
+            or (seg.seq == sk.snd_wl1 and seg.window > sk.snd_wnd)
+        ):
             if seg.window != sk.snd_wnd:
                 sk.snd_wnd = seg.window
             sk.snd_wl1 = seg.seq
@@ -1698,16 +1892,20 @@ class Sim:
         if n == 0 and sk.rtx and seg.length == 0 and not seg.fin and ack == prior:
             sk.dupacks += 1
             if sk.dupacks == 3:
-                self.note(msg("Three duplicate ACKs: fast retransmit of seq={seq}.",
-                              seq=sk.rtx[0].seq), "tcp_fastretrans_alert")
+                self.note(
+                    msg("Three duplicate ACKs: fast retransmit of seq={seq}.", seq=sk.rtx[0].seq),
+                    "tcp_fastretrans_alert",
+                )
                 self.retransmit(sk, sk.rtx[0], "fast")
         if not sk.rtx and sk.timer("probe0").armed:
             if sk.unsent() == 0 or sk.snd_una + sk.snd_wnd > sk.snd_nxt:
                 sk.stop("probe0")
                 sk.backoff = 0
                 sk.probes_out = 0
-                self.note(msg("The window is open again ({w} bytes): probing stops.",
-                              w=sk.snd_wnd), "tcp_ack_probe")
+                self.note(
+                    msg("The window is open again ({w} bytes): probing stops.", w=sk.snd_wnd),
+                    "tcp_ack_probe",
+                )
         return True
 
     def data_queue(self, sk: Sock, seg: Seg) -> None:
@@ -1716,8 +1914,10 @@ class Sim:
             return
         if seg.seq == sk.rcv_nxt:
             if sk.receive_window() == 0 and seg.length > 0:
-                self.note(msg("The receive window is zero: the data is dropped and ACKed "
-                              "at once."), "tcp_data_queue")
+                self.note(
+                    msg("The receive window is zero: the data is dropped and ACKed at once."),
+                    "tcp_data_queue",
+                )
                 self.quickack(sk)
                 sk.ack_now = True
                 sk.ack_sched = True
@@ -1742,8 +1942,9 @@ class Sim:
             sk.ack_now = True
             return
         if seg.seq >= sk.rcv_nxt + sk.receive_window():
-            self.note(msg("Beyond the window (a zero-window probe?): ACK at once."),
-                      "tcp_data_queue")
+            self.note(
+                msg("Beyond the window (a zero-window probe?): ACK at once."), "tcp_data_queue"
+            )
             self.quickack(sk)
             sk.ack_sched = True
             sk.ack_now = True
@@ -1752,8 +1953,14 @@ class Sim:
             cut = sk.rcv_nxt - seg.seq
             self.accept_data(sk, sk.rcv_nxt, seg.length - cut, seg.fin)
             return
-        self.note(msg("Out of order: seq {seq} while {nxt} is expected; queued and ACKed at once.",
-                      seq=seg.seq, nxt=sk.rcv_nxt), "tcp_data_queue")
+        self.note(
+            msg(
+                "Out of order: seq {seq} while {nxt} is expected; queued and ACKed at once.",
+                seq=seg.seq,
+                nxt=sk.rcv_nxt,
+            ),
+            "tcp_data_queue",
+        )
         sk.ooo.append((seg.seq, seg.length, seg.fin))
         sk.ack_sched = True
         sk.ack_now = True
@@ -1770,8 +1977,10 @@ class Sim:
             sk.rcv_nxt = seq + n
             sk.ack_sched = True
             self.event_data_recv(sk)
-            self.note(msg("{ep} queues {n} bytes; RCV.NXT = {nxt}.", ep=sk.ep.name, n=n,
-                          nxt=sk.rcv_nxt), "tcp_data_queue")
+            self.note(
+                msg("{ep} queues {n} bytes; RCV.NXT = {nxt}.", ep=sk.ep.name, n=n, nxt=sk.rcv_nxt),
+                "tcp_data_queue",
+            )
         if fin:
             sk.rcv_nxt += 1
             self.tcp_fin(sk)
@@ -1803,16 +2012,25 @@ class Sim:
         if st in ("SYN_RECV", "ESTABLISHED"):
             self.set_state(sk, "CLOSE_WAIT", "FIN", "tcp_fin")
             sk.pingpong = True
-            self.note(msg("{ep} gets the peer's FIN: CLOSE_WAIT; recv() will return 0 once the "
-                          "queue is read.", ep=sk.ep.name), "tcp_fin")
+            self.note(
+                msg(
+                    "{ep} gets the peer's FIN: CLOSE_WAIT; recv() will return 0 once the "
+                    "queue is read.",
+                    ep=sk.ep.name,
+                ),
+                "tcp_fin",
+            )
         elif st == "FIN_WAIT1":
-            self.note(msg("A FIN while our own FIN is unacknowledged: simultaneous close, "
-                          "CLOSING."), "tcp_fin")
+            self.note(
+                msg("A FIN while our own FIN is unacknowledged: simultaneous close, CLOSING."),
+                "tcp_fin",
+            )
             self.send_ack(sk, "ack", "tcp_fin")
             self.set_state(sk, "CLOSING", "FIN", "tcp_fin")
         elif st == "FIN_WAIT2":
-            self.note(msg("The peer's FIN arrives in FIN_WAIT2: ACK it and enter TIME_WAIT."),
-                      "tcp_fin")
+            self.note(
+                msg("The peer's FIN arrives in FIN_WAIT2: ACK it and enter TIME_WAIT."), "tcp_fin"
+            )
             self.send_ack(sk, "ack", "tcp_fin")
             self.time_wait(sk, "TIME_WAIT", 0)
         sk.ooo = []
@@ -1829,17 +2047,23 @@ class Sim:
             ato = sk.ato or ATO_MIN
             ato = min(ato, DELACK_MAX)
             sk.arm("delack", self.now + ato)
-            self.note(msg("{ep} delays its ACK by {t} ms.", ep=sk.ep.name, t=round(ato, 3)),
-                      "tcp_send_delayed_ack")
+            self.note(
+                msg("{ep} delays its ACK by {t} ms.", ep=sk.ep.name, t=round(ato, 3)),
+                "tcp_send_delayed_ack",
+            )
 
     def rcv_timewait(self, ep: Endpoint, tw: TimeWait, seg: Seg) -> None:
         """tcp_timewait_state_process."""
-        self.note(msg("The timewait sock (substate {sub}) gets the segment.",
-                      sub="TCP_" + tw.substate), "tcp_timewait_state_process")
+        self.note(
+            msg("The timewait sock (substate {sub}) gets the segment.", sub="TCP_" + tw.substate),
+            "tcp_timewait_state_process",
+        )
         if tw.substate == "FIN_WAIT2":
-            in_win = seg.seq == tw.rcv_nxt or (
-                seg.end_seq > tw.rcv_nxt and seg.seq < tw.rcv_nxt + tw.rcv_wnd
-            ) or (seg.seq == tw.rcv_nxt + tw.rcv_wnd and seg.seq == seg.end_seq)
+            in_win = (
+                seg.seq == tw.rcv_nxt
+                or (seg.end_seq > tw.rcv_nxt and seg.seq < tw.rcv_nxt + tw.rcv_wnd)
+                or (seg.seq == tw.rcv_nxt + tw.rcv_wnd and seg.seq == seg.end_seq)
+            )
             if not in_win:
                 self.tw_ack(ep, tw, seg)
                 return
@@ -1869,16 +2093,31 @@ class Sim:
                     "function": "tcp_timewait_state_process",
                 }
             )
-            self.note(msg("The FIN arrives: tw_substate becomes TCP_TIME_WAIT for 60 s."),
-                      "tcp_timewait_state_process")
-            self.xmit(ep, ("ACK",), tw.snd_nxt, tw.rcv_nxt, 0, tw.rcv_wnd, "ack",
-                      "tcp_v4_timewait_ack",
-                      msg("{ep} ACKs the FIN from its timewait sock.", ep=ep.name))
+            self.note(
+                msg("The FIN arrives: tw_substate becomes TCP_TIME_WAIT for 60 s."),
+                "tcp_timewait_state_process",
+            )
+            self.xmit(
+                ep,
+                ("ACK",),
+                tw.snd_nxt,
+                tw.rcv_nxt,
+                0,
+                tw.rcv_wnd,
+                "ack",
+                "tcp_v4_timewait_ack",
+                msg("{ep} ACKs the FIN from its timewait sock.", ep=ep.name),
+            )
             return
         if seg.seq == tw.rcv_nxt and (seg.seq == seg.end_seq or seg.rst):
             if seg.rst:
-                self.note(msg("A RST in TIME_WAIT kills the timewait sock (TIME_WAIT "
-                              "assassination; tcp_rfc1337 is 0)."), "tcp_timewait_state_process")
+                self.note(
+                    msg(
+                        "A RST in TIME_WAIT kills the timewait sock (TIME_WAIT "
+                        "assassination; tcp_rfc1337 is 0)."
+                    ),
+                    "tcp_timewait_state_process",
+                )
                 self.kill_tw(ep, tw, "RST")
             else:
                 tw.arm("timewait", self.now + TIMEWAIT_LEN)
@@ -1887,9 +2126,12 @@ class Sim:
             isn = tw.snd_nxt + TW_ISN_GAP
             lsn = ep.listener
             self.note(
-                msg("A new SYN with a higher sequence number reaches the TIME_WAIT tuple: the "
+                msg(
+                    "A new SYN with a higher sequence number reaches the TIME_WAIT tuple: the "
                     "timewait sock gives way and the connection reopens with ISN {isn} "
-                    "(tw_snd_nxt + 65537).", isn=isn),
+                    "(tw_snd_nxt + 65537).",
+                    isn=isn,
+                ),
                 "tcp_timewait_state_process",
             )
             if lsn is not None:
@@ -1899,17 +2141,26 @@ class Sim:
         if not seg.rst:
             if seg.has_ack:
                 tw.arm("timewait", self.now + TIMEWAIT_LEN)
-                self.note(msg("TIME_WAIT restarts its 60 s timer and ACKs the segment."),
-                          "tcp_timewait_state_process")
+                self.note(
+                    msg("TIME_WAIT restarts its 60 s timer and ACKs the segment."),
+                    "tcp_timewait_state_process",
+                )
             self.tw_ack(ep, tw, seg)
 
     def tw_ack(self, ep: Endpoint, tw: TimeWait, seg: Seg) -> None:
         if (seg.seq == seg.end_seq or seg.syn) and tw.oow_limited(self.now):
             return
-        self.xmit(ep, ("ACK",), tw.snd_nxt, tw.rcv_nxt, 0, tw.rcv_wnd, "ack",
-                  "tcp_v4_timewait_ack",
-                  msg("{ep} answers from TIME_WAIT with ACK ack={ack}.", ep=ep.name,
-                      ack=tw.rcv_nxt))
+        self.xmit(
+            ep,
+            ("ACK",),
+            tw.snd_nxt,
+            tw.rcv_nxt,
+            0,
+            tw.rcv_wnd,
+            "ack",
+            "tcp_v4_timewait_ack",
+            msg("{ep} answers from TIME_WAIT with ACK ack={ack}.", ep=ep.name, ack=tw.rcv_nxt),
+        )
 
     def kill_tw(self, ep: Endpoint, tw: TimeWait, why: str) -> None:
         tw.stop_all()
@@ -1935,8 +2186,9 @@ class Sim:
         self.after_step()
 
     def timer_timewait(self, tw: TimeWait) -> None:
-        self.note(msg("{ep}: the timewait sock expires and is freed.", ep=tw.ep.name),
-                  "tw_timer_handler")
+        self.note(
+            msg("{ep}: the timewait sock expires and is freed.", ep=tw.ep.name), "tw_timer_handler"
+        )
         self.kill_tw(tw.ep, tw, "timer")
 
     def timer_synack(self, req: Req) -> None:
@@ -1953,15 +2205,20 @@ class Sim:
                 young <<= 1
         if req.num_timeout >= max_retries:
             self.note(
-                msg("The SYN+ACK was retransmitted {n} times without a valid ACK: the request "
-                    "sock is dropped.", n=req.num_timeout),
+                msg(
+                    "The SYN+ACK was retransmitted {n} times without a valid ACK: the request "
+                    "sock is dropped.",
+                    n=req.num_timeout,
+                ),
                 "reqsk_timer_handler",
             )
             self.drop_req(req)
             return
         req.num_timeout += 1
-        self.note(msg("The SYN+ACK timer fires ({n} of {m}).", n=req.num_timeout, m=max_retries),
-                  "reqsk_timer_handler")
+        self.note(
+            msg("The SYN+ACK timer fires ({n} of {m}).", n=req.num_timeout, m=max_retries),
+            "reqsk_timer_handler",
+        )
         self.send_synack(req, retrans=True)
         req.arm("synack", self.now + min(RTO_INIT * 2**req.num_timeout, RTO_MAX))
 
@@ -1974,8 +2231,9 @@ class Sim:
         else:
             sk.pingpong = False
             sk.ato = ATO_MIN
-        self.note(msg("{ep}: the delayed-ACK timer fires.", ep=sk.ep.name),
-                  "tcp_delack_timer_handler")
+        self.note(
+            msg("{ep}: the delayed-ACK timer fires.", ep=sk.ep.name), "tcp_delack_timer_handler"
+        )
         self.send_ack(sk, "delayed_ack", "tcp_delack_timer_handler")
 
     def timed_out(self, sk: Sock, boundary: int, rto_base: float) -> bool:
@@ -2003,8 +2261,12 @@ class Sim:
             expired = self.timed_out(sk, limit, RTO_MIN)
         if expired:
             self.note(
-                msg("{ep} gives up after {n} retransmissions: the connection times out "
-                    "(ETIMEDOUT).", ep=sk.ep.name, n=sk.retransmits),
+                msg(
+                    "{ep} gives up after {n} retransmissions: the connection times out "
+                    "(ETIMEDOUT).",
+                    ep=sk.ep.name,
+                    n=sk.retransmits,
+                ),
                 "tcp_write_timeout",
             )
             if not sk.dead:
@@ -2013,8 +2275,11 @@ class Sim:
             self.done(sk, "timeout", "tcp_write_err", already=True)
             return
         self.note(
-            msg("{ep}: the retransmission timer fires after {rto} ms.", ep=sk.ep.name,
-                rto=round(sk.rto, 3)),
+            msg(
+                "{ep}: the retransmission timer fires after {rto} ms.",
+                ep=sk.ep.name,
+                rto=round(sk.rto, 3),
+            ),
             "tcp_retransmit_timer",
         )
         for o in sk.rtx:
@@ -2027,8 +2292,10 @@ class Sim:
         sk.backoff += 1
         sk.rto = min(sk.rto * 2, RTO_MAX)
         sk.arm("retransmit", self.now + sk.rto)
-        self.note(msg("Exponential backoff: the next RTO is {rto} ms.", rto=round(sk.rto, 3)),
-                  "tcp_retransmit_timer")
+        self.note(
+            msg("Exponential backoff: the next RTO is {rto} ms.", rto=round(sk.rto, 3)),
+            "tcp_retransmit_timer",
+        )
 
     def timer_probe0(self, sk: Sock) -> None:
         """tcp_probe_timer / tcp_send_probe0: a zero-window probe."""
@@ -2042,15 +2309,19 @@ class Sim:
             alive = min(sk.rto * 2**sk.backoff, RTO_MAX) < RTO_MAX
             max_probes = 8 if alive else 0
         if sk.probes_out >= max_probes:
-            self.note(msg("{ep}: too many unanswered window probes: ETIMEDOUT.", ep=sk.ep.name),
-                      "tcp_probe_timer")
+            self.note(
+                msg("{ep}: too many unanswered window probes: ETIMEDOUT.", ep=sk.ep.name),
+                "tcp_probe_timer",
+            )
             if not sk.dead:
                 sk.err = "ETIMEDOUT"
             self.set_state(sk, "CLOSE", "probe timeout", "tcp_write_err")
             self.done(sk, "timeout", "tcp_write_err", already=True)
             return
-        self.note(msg("{ep}: the persist timer fires; a zero-window probe goes out.",
-                      ep=sk.ep.name), "tcp_probe_timer")
+        self.note(
+            msg("{ep}: the persist timer fires; a zero-window probe goes out.", ep=sk.ep.name),
+            "tcp_probe_timer",
+        )
         wnd_end = sk.snd_una + sk.snd_wnd
         if sk.snd_nxt < wnd_end:
             self.push(sk)
@@ -2058,10 +2329,21 @@ class Sim:
                 sk.probes_out = 0
                 sk.backoff = 0
                 return
-        self.xmit(sk.ep, ("ACK",), sk.snd_una - 1, sk.rcv_nxt, 0, sk.adv_window(), "probe",
-                  "tcp_xmit_probe_skb",
-                  msg("{ep} sends a window probe seq={seq} (SND.UNA - 1).", ep=sk.ep.name,
-                      seq=sk.snd_una - 1))
+        self.xmit(
+            sk.ep,
+            ("ACK",),
+            sk.snd_una - 1,
+            sk.rcv_nxt,
+            0,
+            sk.adv_window(),
+            "probe",
+            "tcp_xmit_probe_skb",
+            msg(
+                "{ep} sends a window probe seq={seq} (SND.UNA - 1).",
+                ep=sk.ep.name,
+                seq=sk.snd_una - 1,
+            ),
+        )
         self.ack_sent(sk)
         sk.probes_out += 1
         if sk.backoff < TCP_RETRIES2:
@@ -2082,8 +2364,11 @@ class Sim:
         if elapsed + 1e-9 >= ktime:
             if sk.probes_out >= s.tcp_keepalive_probes:
                 self.note(
-                    msg("{ep}: {n} keepalive probes went unanswered: RST and ETIMEDOUT.",
-                        ep=sk.ep.name, n=sk.probes_out),
+                    msg(
+                        "{ep}: {n} keepalive probes went unanswered: RST and ETIMEDOUT.",
+                        ep=sk.ep.name,
+                        n=sk.probes_out,
+                    ),
                     "tcp_keepalive_timer",
                 )
                 self.active_reset(sk)
@@ -2092,20 +2377,42 @@ class Sim:
                 self.set_state(sk, "CLOSE", "keepalive timeout", "tcp_write_err")
                 self.done(sk, "timeout", "tcp_write_err", already=True)
                 return
-            self.note(msg("{ep}: idle for {s} s; keepalive probe {n}.", ep=sk.ep.name,
-                          s=round(elapsed / 1000, 3), n=sk.probes_out + 1), "tcp_keepalive_timer")
-            self.xmit(sk.ep, ("ACK",), sk.snd_una - 1, sk.rcv_nxt, 0, sk.adv_window(),
-                      "keepalive", "tcp_write_wakeup",
-                      msg("{ep} sends a keepalive probe seq={seq} (SND.UNA - 1).",
-                          ep=sk.ep.name, seq=sk.snd_una - 1))
+            self.note(
+                msg(
+                    "{ep}: idle for {s} s; keepalive probe {n}.",
+                    ep=sk.ep.name,
+                    s=round(elapsed / 1000, 3),
+                    n=sk.probes_out + 1,
+                ),
+                "tcp_keepalive_timer",
+            )
+            self.xmit(
+                sk.ep,
+                ("ACK",),
+                sk.snd_una - 1,
+                sk.rcv_nxt,
+                0,
+                sk.adv_window(),
+                "keepalive",
+                "tcp_write_wakeup",
+                msg(
+                    "{ep} sends a keepalive probe seq={seq} (SND.UNA - 1).",
+                    ep=sk.ep.name,
+                    seq=sk.snd_una - 1,
+                ),
+            )
             self.ack_sent(sk)
             sk.probes_out += 1
             sk.arm("keepalive", self.now + s.tcp_keepalive_intvl_s * 1000)
         else:
             sk.arm("keepalive", self.now + ktime - elapsed)
             self.note(
-                msg("{ep}: the keepalive timer fires, but the peer was heard from {s} s ago; it "
-                    "is re-armed.", ep=sk.ep.name, s=round(elapsed / 1000, 3)),
+                msg(
+                    "{ep}: the keepalive timer fires, but the peer was heard from {s} s ago; it "
+                    "is re-armed.",
+                    ep=sk.ep.name,
+                    s=round(elapsed / 1000, 3),
+                ),
                 "tcp_keepalive_timer",
             )
 

@@ -181,14 +181,15 @@ def _parse_call(e: object, loc: tuple[str | int, ...], bad: Any) -> Call | None:
     if not isinstance(e, dict):
         bad(loc, "expected an object")
         return None
+    d: dict[str, Any] = e
     ok = True
     allowed = {"t_ms", "endpoint", "call", "bytes", "how", "backlog", "queued", "half_open"}
     allowed |= {"nonblock", "keepalive"}
-    for k in e:
+    for k in d:
         if k not in allowed:
             bad((*loc, str(k)), "unknown field")
             ok = False
-    t = e.get("t_ms")
+    t: Any = d.get("t_ms")
     if not _num(t):
         bad((*loc, "t_ms"), "expected a number of milliseconds")
         ok = False
@@ -198,15 +199,15 @@ def _parse_call(e: object, loc: tuple[str | int, ...], bad: Any) -> Call | None:
     elif t > MAX_UNTIL_MS:
         bad((*loc, "t_ms"), "after 1 hour")
         ok = False
-    ep = e.get("endpoint")
+    ep: Any = d.get("endpoint")
     if ep not in ENDPOINTS:
         bad((*loc, "endpoint"), f"unknown endpoint {_short(ep)} (client or server)")
         ok = False
-    call = e.get("call")
+    call: Any = d.get("call")
     if call not in CALLS:
         bad((*loc, "call"), f"unknown call {_short(call)}")
         return None
-    nbytes = e.get("bytes")
+    nbytes: Any = d.get("bytes")
     if call == "send":
         if not _int(nbytes) or not 1 <= nbytes <= MAX_BYTES:
             bad((*loc, "bytes"), f"send needs bytes, 1 to {MAX_BYTES}")
@@ -218,7 +219,7 @@ def _parse_call(e: object, loc: tuple[str | int, ...], bad: Any) -> Call | None:
     elif nbytes is not None:
         bad((*loc, "bytes"), f"{call} takes no bytes")
         ok = False
-    how = e.get("how")
+    how: Any = d.get("how")
     if call == "shutdown":
         if how not in HOWS:
             bad((*loc, "how"), "expected SHUT_RD, SHUT_WR or SHUT_RDWR")
@@ -226,11 +227,11 @@ def _parse_call(e: object, loc: tuple[str | int, ...], bad: Any) -> Call | None:
     elif how is not None:
         bad((*loc, "how"), f"{call} takes no how")
         ok = False
-    backlog = e.get("backlog")
-    queued = e.get("queued", 0)
-    half_open = e.get("half_open", 0)
+    backlog: Any = d.get("backlog")
+    queued: Any = d.get("queued", 0)
+    half_open: Any = d.get("half_open", 0)
     for key, val, top in (("backlog", backlog, 4096), ("queued", queued, 4096)):
-        if key not in e:
+        if key not in d:
             continue
         if call != "listen":
             bad((*loc, key), f"only listen takes {key}")
@@ -238,7 +239,7 @@ def _parse_call(e: object, loc: tuple[str | int, ...], bad: Any) -> Call | None:
         elif not _int(val) or not 0 <= val <= top:
             bad((*loc, key), f"expected an integer 0 to {top}")
             ok = False
-    if "half_open" in e:
+    if "half_open" in d:
         if call != "listen":
             bad((*loc, "half_open"), "only listen takes half_open")
             ok = False
@@ -247,7 +248,7 @@ def _parse_call(e: object, loc: tuple[str | int, ...], bad: Any) -> Call | None:
             ok = False
     flags: dict[str, bool] = {}
     for key, calls_ok in (("nonblock", ("connect",)), ("keepalive", ("connect", "accept"))):
-        v = e.get(key, False)
+        v: Any = d.get(key, False)
         if not isinstance(v, bool):
             bad((*loc, key), "expected true or false")
             ok = False
@@ -283,26 +284,27 @@ def _parse_net(e: object, loc: tuple[str | int, ...], bad: Any) -> NetEvent | No
     if not isinstance(body, dict):
         bad((*loc, kind), "expected an object with from and nth")
         return None
+    b: dict[str, Any] = body
     ok = True
     allowed = {"from", "nth"} | ({"count"} if kind == "drop" else set())
     allowed |= {"ms"} if kind == "delay" else set()
-    for k in body:
+    for k in b:
         if k not in allowed:
             bad((*loc, kind, str(k)), "unknown field")
             ok = False
-    src = body.get("from")
+    src: Any = b.get("from")
     if src not in ENDPOINTS:
         bad((*loc, kind, "from"), f"unknown endpoint {_short(src)} (client or server)")
         ok = False
-    nth = body.get("nth")
+    nth: Any = b.get("nth")
     if not _int(nth) or not 1 <= nth <= 1_000_000:
         bad((*loc, kind, "nth"), "expected a segment number from 1")
         ok = False
-    count = body.get("count", 1)
+    count: Any = b.get("count", 1)
     if not _int(count) or not 1 <= count <= 1_000_000:
         bad((*loc, kind, "count"), "expected a count from 1")
         ok = False
-    ms = body.get("ms", 0.0)
+    ms: Any = b.get("ms", 0.0)
     if kind == "delay" and (not _num(ms) or not 0 < ms <= MAX_UNTIL_MS):
         bad((*loc, kind, "ms"), "delay needs ms, above 0 and at most 1 hour")
         ok = False
