@@ -196,6 +196,8 @@ class Obj:
         self.state = state
         self.timers: dict[str, Timer] = {}
         self.oow_last: float | None = None  # last_oow_ack_time
+        sim.obj_ids += 1
+        self.id = sim.obj_ids
 
     def timer(self, name: str) -> Timer:
         t = self.timers.get(name)
@@ -399,6 +401,7 @@ class Sim:
         }
         self.one_way = p.rtt_ms / 2
         self.seg_ids = 0
+        self.obj_ids = 0
         self.net: dict[tuple[str, int], NetEvent] = {}
         for ev in p.network:
             for k in range(ev.count if ev.kind == "drop" else 1):
@@ -461,6 +464,7 @@ class Sim:
             {
                 "endpoint": obj.ep.name,
                 "object": obj.kind,
+                "object_id": obj.id,
                 "from_state": "TCP_" + old,
                 "to_state": "TCP_" + new,
                 "rfc_from": RFC_NAME[old],
@@ -543,6 +547,7 @@ class Sim:
         for o in e.objects():
             objs.append(
                 {
+                    "id": o.id,
                     "object": o.kind,
                     "state": "TCP_" + o.state,
                     "tw_substate": "TCP_" + o.substate if isinstance(o, TimeWait) else None,
@@ -1059,6 +1064,7 @@ class Sim:
             {
                 "endpoint": sk.ep.name,
                 "object": "timewait_sock",
+                "object_id": tw.id,
                 "from_state": "TCP_" + sk.state,
                 "to_state": "TCP_TIME_WAIT",
                 "rfc_from": RFC_NAME[sk.state],
@@ -1454,6 +1460,7 @@ class Sim:
             {
                 "endpoint": ep.name,
                 "object": "request_sock",
+                "object_id": req.id,
                 "from_state": "TCP_LISTEN",
                 "to_state": "TCP_NEW_SYN_RECV",
                 "rfc_from": "LISTEN",
@@ -1567,6 +1574,7 @@ class Sim:
             {
                 "endpoint": ep.name,
                 "object": "request_sock",
+                "object_id": req.id,
                 "from_state": "TCP_NEW_SYN_RECV",
                 "to_state": "TCP_SYN_RECV",
                 "rfc_from": "SYN_RECEIVED",
@@ -1596,6 +1604,7 @@ class Sim:
             {
                 "endpoint": req.ep.name,
                 "object": "request_sock",
+                "object_id": req.id,
                 "from_state": "TCP_NEW_SYN_RECV",
                 "to_state": "TCP_CLOSE",
                 "rfc_from": "SYN_RECEIVED",
@@ -2085,6 +2094,7 @@ class Sim:
                 {
                     "endpoint": ep.name,
                     "object": "timewait_sock",
+                    "object_id": tw.id,
                     "from_state": "TCP_TIME_WAIT",
                     "to_state": "TCP_TIME_WAIT",
                     "rfc_from": "FIN_WAIT_2",
@@ -2170,6 +2180,7 @@ class Sim:
             {
                 "endpoint": ep.name,
                 "object": "timewait_sock",
+                "object_id": tw.id,
                 "from_state": "TCP_TIME_WAIT",
                 "to_state": "TCP_CLOSE",
                 "rfc_from": RFC_NAME[tw.substate],

@@ -18,6 +18,7 @@ class LinuxObject(TypedDict):
     """One kernel object an endpoint owns: the listener, a request sock (``TCP_NEW_SYN_RECV``),
     a full socket, or a timewait mini-socket (``TCP_TIME_WAIT`` with its ``tw_substate``)."""
 
+    id: int
     object: str  # "listener" | "request_sock" | "sock" | "timewait_sock"
     state: str  # kernel name, e.g. "TCP_SYN_RECV"
     tw_substate: str | None  # timewait_sock only: "TCP_FIN_WAIT2" or "TCP_TIME_WAIT"
@@ -72,6 +73,7 @@ class TransitionState(TypedDict):
 
     endpoint: str
     object: str
+    object_id: int  # stable per kernel object within a run (pairs a socket's transitions)
     from_state: str
     to_state: str
     rfc_from: str

@@ -40,7 +40,10 @@ EXPECTED: dict[str, tuple[list[str], list[str]]] = {
     "syn-cookies": (OPEN_C, ["CLOSED", "LISTEN", "ESTABLISHED"]),
     "keepalive": (OPEN_C + ["CLOSED"], OPEN_S + ["LISTEN"]),
     "zero-window": (OPEN_C, OPEN_S),
-    "challenge-ack": (OPEN_C + ["CLOSED", "SYN_SENT", "ESTABLISHED"], OPEN_S + ["LISTEN"] + OPEN_S[2:]),
+    "challenge-ack": (
+        OPEN_C + ["CLOSED", "SYN_SENT", "ESTABLISHED"],
+        OPEN_S + ["LISTEN"] + OPEN_S[2:],
+    ),
 }
 
 
@@ -126,7 +129,8 @@ def test_lost_last_ack_rearms_time_wait() -> None:
     fins = [s for s in segments(tr, "server") if "FIN" in s["flags"]]
     assert len(fins) == 2
     expiry = next(
-        f.state["t_ms"] for f in tr.frames
+        f.state["t_ms"]
+        for f in tr.frames
         if any(t["function"] == "tw_timer_handler" for t in f.state["transitions"])
     )
     assert expiry == pytest.approx(fins[1]["arrive_ms"] + 60_000)

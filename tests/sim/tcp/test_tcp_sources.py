@@ -18,7 +18,10 @@ TREE = Path("/work/.mirror/lewisevans2007+linux-6.4/repo")
 def _file(path: str) -> list[str]:
     out = subprocess.run(
         ["git", "-C", str(TREE), "show", f"HEAD:{path}"],
-        capture_output=True, text=True, check=True, timeout=30,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
     )
     return out.stdout.splitlines()
 
