@@ -1,0 +1,228 @@
+"""The TCP explainer against the real kernel.
+
+Each case runs the same socket calls on loopback inside a private network namespace, records
+``sock:inet_sock_set_state`` in a private tracefs instance (and ``ss -tan``, TcpExt counters),
+and compares every full socket's state chain with the simulator's transitions of its ``sock``
+and ``listener`` objects. The tracepoint never shows request socks or timewait socks (they are
+set without it), so neither does the comparison; ``ss`` shows the timewait sock instead.
+
+The running kernel may be newer than 6.4: where a sysctl added later changes the behaviour
+(``tcp_syn_linear_timeouts``, 6.5+), the namespace sets it to the 6.4 behaviour.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tcpkern import KernelRun, kernel_lab, skip_reason  # noqa: E402
+
+from app.sim.tcp import TcpExplainer  # noqa: E402
+
+pytestmark = pytest.mark.kernel
+
+EX = TcpExplainer()
+BASE = 40000 + (os.getpid() % 2000) * 8
+PORTS = {"server": BASE, "client": BASE + 1, "other": BASE + 2}
+SIX_FOUR = {"tcp_syn_linear_timeouts": 0}  # 6.4 had no linear SYN backoff
+# The kernel's timer wheel rounds long timeouts up (64 ms granularity for 0.5-4 s at HZ=1000)
+# and the runner's threads start a little late: real times are later, never earlier.
+SLACK_MS = 600
+
+
+def c(t: float, ep: str, call: str, **kw: Any) -> dict[str, Any]:
+    return {"t_ms": t, "endpoint": ep, "call": call, **kw}
+
+
+OPEN = [c(0, "server", "listen"), c(0, "server", "accept"), c(0, "client", "connect")]
+
+
+def _skip() -> None:
+    reason = skip_reason()
+    if reason:
+        pytest.skip(reason)
+
+
+def model_chains(raw: dict[str, Any]) -> tuple[dict[str, list[list[tuple[str, str]]]], Any]:
+    tr = EX.run(EX.parse(raw))
+    by_obj: dict[tuple[str, int], list[tuple[str, str]]] = {}
+    for f in tr.frames:
+        for t in f.state["transitions"]:
+            if t["object"] in ("sock", "listener"):
+                key = (t["endpoint"], t["object_id"])
+                by_obj.setdefault(key, []).append((t["from_state"][4:], t["to_state"][4:]))
+    out: dict[str, list[list[tuple[str, str]]]] = {}
+    for (ep, _), ch in by_obj.items():
+        # a reused socket (connect after a failed connect) restarts from CLOSE: split it
+        cur: list[tuple[str, str]] = []
+        for step in ch:
+            if step[0] == "CLOSE" and cur:
+                out.setdefault(ep, []).append(cur)
+                cur = []
+            cur.append(step)
+        out.setdefault(ep, []).append(cur)
+    return out, tr
+
+
+def norm(results: list[tuple[str, str, str, int]] | list[tuple[str, str, str]]) -> list[str]:
+    """Call results with byte counts abstracted (loopback's MSS differs from the model's)."""
+    out = []
+    for r in results:
+        ep, call, res = r[0], r[1], r[2]
+        if ep == "other":
+            continue
+        if res.isdigit() and res != "0":
+            res = "data"
+        out.append(f"{ep}.{call}={res}")
+    return sorted(out)
+
+
+def model_results(tr: Any) -> list[tuple[str, str, str]]:
+    out = []
+    for f in tr.frames:
+        cs = f.state["call"]
+        if cs and cs["result"] not in ("blocked", "EINPROGRESS"):
+            out.append((cs["endpoint"], cs["call"], cs["result"]))
+    return out
+
+
+def kernel(script: list[dict[str, Any]], until_s: float, **sysctls: int) -> KernelRun:
+    with kernel_lab({**SIX_FOUR, **sysctls}) as lab:
+        return lab.run(script, PORTS, until_s)
+
+
+def compare(raw: dict[str, Any], kscript: list[dict[str, Any]], until_s: float, **sysctls: int):
+    want, tr = model_chains(raw)
+    kr = kernel(kscript, until_s, **sysctls)
+    got = {ep: ch for ep, ch in kr.chains.items() if ep != "other"}
+    # children accepted for "other" are not in the model (it is a phantom there)
+    if "other" in {c["endpoint"] for c in kscript}:
+        got["server"] = [
+            ch
+            for ch, key in zip(kr.chains.get("server", []), kr.keys.get("server", []), strict=True)
+            if key is None or key[1] != PORTS["other"]
+        ]
+    assert sorted(got.get("client", [])) == sorted(want.get("client", [])), (got, want)
+    assert sorted(got.get("server", [])) == sorted(want.get("server", [])), (got, want)
+    return tr, kr
+
+
+def preset_script(slug: str) -> list[dict[str, Any]]:
+    p = EX.preset(slug)
+    assert p is not None
+    return list(p.params["script"])
+
+
+@pytest.mark.parametrize(
+    "slug",
+    [
+        "handshake",
+        "client-close",
+        "server-close",
+        "half-close",
+        "abort",
+        "close-unread",
+        "closed-port",
+    ],
+)
+def test_preset_matches_kernel(slug: str) -> None:
+    """The preset's socket calls give the same inet_sock_set_state chains, per socket, and the
+    same errno results on the real kernel as in the simulator."""
+    _skip()
+    p = EX.preset(slug)
+    assert p is not None
+    # loopback's MSS (65483) sends each write in one segment, as a large model MSS does
+    raw = {**dict(p.params), "until_ms": 1000, "mss": 65483}
+    tr, kr = compare(raw, preset_script(slug), until_s=1.0)
+    assert norm(kr.results) == norm(model_results(tr))
+
+
+def test_time_wait_is_a_minisock_seen_by_ss() -> None:
+    """After the active close, the tracepoint shows FIN_WAIT2 -> CLOSE (tcp_done), yet ss still
+    lists the 4-tuple in TIME-WAIT: the timewait sock (tcp_time_wait) of the model."""
+    _skip()
+    p = EX.preset("client-close")
+    assert p is not None
+    raw = {**dict(p.params), "until_ms": 1000}
+    tr, kr = compare(raw, preset_script("client-close"), until_s=1.0)
+    last = tr.frames[-1].state["endpoints"]["client"]
+    assert last["rfc"] == "TIME_WAIT"
+    assert [o["tw_substate"] for o in last["linux"]] == ["TCP_TIME_WAIT"]
+    tw = [ln for ln in kr.ss.splitlines() if ln.startswith("TIME-WAIT")]
+    assert any(f"127.0.0.1:{PORTS['client']}" in ln for ln in tw), kr.ss
+
+
+def test_accept_queue_full_and_syn_cookies() -> None:
+    """listen(0) with one unaccepted connection: the next SYNs are dropped (ListenOverflows)
+    until accept() makes room; the retransmitted SYN at 3.1 s then connects, answered with a
+    SYN cookie since the SYN queue (0 allowed) counts as full (tcp_conn_request)."""
+    _skip()
+    raw = {
+        "script": [
+            c(0, "server", "listen", backlog=0, queued=1),
+            c(100, "client", "connect"),
+            c(2500, "server", "accept"),
+            c(2500, "server", "accept"),
+        ],
+        "until_ms": 3500,
+    }
+    ks = [
+        c(0, "server", "listen", backlog=0),
+        c(20, "other", "connect"),
+        c(100, "client", "connect"),
+        c(2500, "server", "accept"),
+        c(2500, "server", "accept"),
+    ]
+    tr, kr = compare(raw, ks, until_s=3.5)
+    model_t = next(
+        f.state["t_ms"]
+        for f in tr.frames
+        if (cs := f.state["call"]) and cs["call"] == "connect" and cs["result"] == "0"
+    )
+    kern_t = next(r[3] for r in kr.results if r[0] == "client" and r[1] == "connect")
+    assert 0 <= kern_t - model_t < SLACK_MS, (model_t, kern_t)
+    drops = sum(
+        1
+        for f in tr.frames
+        for n in (f.narration, *f.notes)
+        if n.id.startswith("The accept queue is full (")
+    )
+    assert kr.counter("ListenOverflows") == drops == 2
+    cookies = sum(
+        1 for f in tr.frames if (s := f.state["segment"]) and s["kind"] == "synack_cookie"
+    )
+    assert cookies == 1
+    if os.uname().release.startswith("6.4."):
+        assert kr.counter("SyncookiesSent") == cookies
+    # Newer kernels test inet_csk_reqsk_queue_is_full with ">" instead of 6.4's ">=", so with
+    # backlog 0 they keep a request sock and send no cookie (SyncookiesSent stays 0).
+
+
+def test_syn_retries_give_up() -> None:
+    """With tcp_syn_retries 2 and SYNs dropped by a full accept queue, connect() fails with
+    ETIMEDOUT after 1 + 2 + 4 s, as tcp_write_timeout does in 6.4 (exponential SYN backoff)."""
+    _skip()
+    raw = {
+        "script": [c(0, "server", "listen", backlog=0, queued=1), c(100, "client", "connect")],
+        "sysctl": {"tcp_syn_retries": 2},
+        "until_ms": 8000,
+    }
+    ks = [
+        c(0, "server", "listen", backlog=0),
+        c(20, "other", "connect"),
+        c(100, "client", "connect"),
+    ]
+    tr, kr = compare(raw, ks, until_s=8.0, tcp_syn_retries=2)
+    model = [
+        (cs["result"], f.state["t_ms"])
+        for f in tr.frames
+        if (cs := f.state["call"]) and cs["call"] == "connect" and cs["result"] != "blocked"
+    ]
+    kern = [(r[2], r[3]) for r in kr.results if r[0] == "client"]
+    assert model[0][0] == kern[0][0] == "ETIMEDOUT"
+    assert 0 <= kern[0][1] - model[0][1] < SLACK_MS, (model, kern)
