@@ -51,7 +51,7 @@ class TcpExplainer(Explainer[TcpParams]):
     presets: ClassVar[tuple[Preset, ...]] = PRESETS
     default_preset: ClassVar[str] = "handshake"
     limits: ClassVar[Limits] = Limits(
-        max_work=50_000,
+        max_work=20_000,
         unit=msg("simulated events"),
         work_per_second=20_000,
     )
