@@ -842,7 +842,8 @@ class Sim:
         n = c.bytes or 0
         self.note(msg("{ep} calls send({n}).", ep=ep.name, n=n), "tcp_sendmsg_locked")
         if sk is None:
-            return "EPIPE" if ep.listener is None else "ENOTCONN"
+            self.note(msg("The socket is not connected: EPIPE (sk_stream_wait_connect)."))
+            return "EPIPE"
         if sk.err is not None:
             err, sk.err = sk.err, None
             return err
@@ -914,8 +915,9 @@ class Sim:
         how = c.how or "SHUT_WR"
         self.note(msg("{ep} calls shutdown({how}).", ep=ep.name, how=how), "inet_shutdown")
         if sk is None:
-            if ep.listener is not None and how != "SHUT_WR":
-                self.close_listener(ep)
+            if ep.listener is not None:
+                if how != "SHUT_WR":  # inet_shutdown: a listener disconnects on SHUT_RD
+                    self.close_listener(ep)
                 return "0"
             return "ENOTCONN"
         if sk.state == "CLOSE":
