@@ -26,7 +26,7 @@ RUNNER = r"""
 import errno, json, os, socket, struct, sys, threading, time
 spec = json.loads(sys.argv[1])
 ports = spec["ports"]
-peer = {"client": "server", "other": "server", "server": "client"}
+peer = {"client": "server", "other": "server", "server": "client", "bulk": "client"}
 t0 = time.monotonic()
 out = []
 lock = threading.Lock()
@@ -46,7 +46,7 @@ def do(ep, c):
         s = new_sock(ep); s.listen(c.get("backlog", 128)); e["lsn"] = s; return "0"
     if call == "connect":
         s = new_sock(ep); e["conn"] = s
-        s.connect(("127.0.0.1", ports[peer[ep]])); return "0"
+        s.connect(("127.0.0.1", ports[c.get("peer") or peer[ep]])); return "0"
     if call == "accept":
         s, _ = e["lsn"].accept()
         keep.append(s)  # an accepted socket nobody uses must not be closed by the GC
@@ -105,7 +105,7 @@ for ep in ports:
 deadline = t0 + spec["until_s"]
 for th in threads:
     th.join(max(0.0, deadline - time.monotonic()))
-time.sleep(spec.get("settle_s", 0.3))
+time.sleep(max(0.0, deadline - time.monotonic()))
 ss = os.popen("ss -tan").read()
 netstat = open("/proc/net/netstat").read()
 print(json.dumps({"results": out, "ss": ss, "netstat": netstat}), flush=True)
@@ -149,16 +149,24 @@ def _run(*cmd: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, capture_output=True, text=True, check=check, timeout=20)
 
 
+_LABS = 0
+
+
 @contextlib.contextmanager
-def kernel_lab(sysctls: dict[str, int]) -> Iterator[Lab]:
-    """A fresh netns with lo up and ``sysctls`` set, and a tracefs instance recording
-    sock:inet_sock_set_state. Removed on exit."""
-    ns = f"stepscope-tcp-{os.getpid()}"
+def kernel_lab(sysctls: dict[str, int], tc: list[str] | None = None) -> Iterator[Lab]:
+    """A fresh netns with lo up and ``sysctls`` set (and ``tc`` qdisc arguments for lo, if
+    any), and a tracefs instance recording sock:inet_sock_set_state. Removed on exit."""
+    global _LABS
+    _LABS += 1
+    ns = f"stepscope-tcp-{os.getpid()}-{_LABS}"
     mnt: str | None = None
     inst: Path | None = None
     _run("ip", "netns", "add", ns)
     try:
         _run("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
+        if tc:
+            _run("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "mtu", "1500")
+            _run("ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", "lo", "root", *tc)
         for k, v in sysctls.items():
             key = "/proc/sys/net/ipv4/" + k
             _run("ip", "netns", "exec", ns, "sh", "-c", f"test ! -e {key} || echo {v} > {key}")

@@ -27,8 +27,20 @@ from app.sim.tcp import TcpExplainer  # noqa: E402
 pytestmark = pytest.mark.kernel
 
 EX = TcpExplainer()
-BASE = 40000 + (os.getpid() % 2000) * 8
-PORTS = {"server": BASE, "client": BASE + 1, "other": BASE + 2}
+BASE = 30000 + (os.getpid() % 1000) * 30
+ENDPOINTS = ("server", "client", "other", "bulk")
+PORTS: dict[str, int] = {}
+_RUNS = [0]
+
+
+def _next_ports() -> dict[str, int]:
+    """Fresh ports for every kernel run: a deleted namespace's sockets may still fire the
+    (global) tracepoint for a while, and must not be mistaken for this run's."""
+    _RUNS[0] += 1
+    PORTS.update({ep: BASE + 5 * _RUNS[0] + i for i, ep in enumerate(ENDPOINTS)})
+    return dict(PORTS)
+
+
 SIX_FOUR = {"tcp_syn_linear_timeouts": 0}  # 6.4 had no linear SYN backoff
 # The kernel's timer wheel rounds long timeouts up (64 ms granularity for 0.5-4 s at HZ=1000)
 # and the runner's threads start a little late: real times are later, never earlier.
@@ -91,14 +103,22 @@ def model_results(tr: Any) -> list[tuple[str, str, str]]:
     return out
 
 
-def kernel(script: list[dict[str, Any]], until_s: float, **sysctls: int) -> KernelRun:
-    with kernel_lab({**SIX_FOUR, **sysctls}) as lab:
-        return lab.run(script, PORTS, until_s)
+def kernel(
+    script: list[dict[str, Any]], until_s: float, tc: list[str] | None = None, **sysctls: int
+) -> KernelRun:
+    with kernel_lab({**SIX_FOUR, **sysctls}, tc) as lab:
+        return lab.run(script, _next_ports(), until_s)
 
 
-def compare(raw: dict[str, Any], kscript: list[dict[str, Any]], until_s: float, **sysctls: int):
+def compare(
+    raw: dict[str, Any],
+    kscript: list[dict[str, Any]],
+    until_s: float,
+    tc: list[str] | None = None,
+    **sysctls: int,
+) -> tuple[Any, KernelRun]:
     want, tr = model_chains(raw)
-    kr = kernel(kscript, until_s, **sysctls)
+    kr = kernel(kscript, until_s, tc, **sysctls)
     got = {ep: ch for ep, ch in kr.chains.items() if ep != "other"}
     # children accepted for "other" are not in the model (it is a phantom there)
     if "other" in {c["endpoint"] for c in kscript}:
@@ -226,3 +246,52 @@ def test_syn_retries_give_up() -> None:
     kern = [(r[2], r[3]) for r in kr.results if r[0] == "client"]
     assert model[0][0] == kern[0][0] == "ETIMEDOUT"
     assert 0 <= kern[0][1] - model[0][1] < SLACK_MS, (model, kern)
+
+
+# A slow token bucket on lo (10 kB/s) with a bulk transfer on other ports in front: segments
+# sent while it drains wait in the qdisc, so the two endpoints' segments cross in flight, as
+# they do on a long path. (sch_netem is not available everywhere; tbf usually is.)
+SLOW_LO = ["tbf", "rate", "80kbit", "burst", "2000", "latency", "20s"]
+BULK = [
+    c(0, "bulk", "listen"),
+    c(50, "other", "connect", peer="bulk"),
+    c(60, "other", "send", bytes=14000),  # one initial window: nothing follows it
+]
+
+
+def _tbf_or_skip() -> None:
+    import subprocess
+
+    ns = f"stepscope-tcp-probe-{os.getpid()}"
+    try:
+        subprocess.run(["ip", "netns", "add", ns], check=True, capture_output=True, timeout=10)
+        r = subprocess.run(
+            ["ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", "lo", "root", *SLOW_LO],
+            capture_output=True,
+            timeout=10,
+        )
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=10)
+    if r.returncode != 0:
+        pytest.skip("tc qdisc tbf not available")
+
+
+def test_simultaneous_close_matches_kernel() -> None:
+    """Both endpoints close while neither FIN has arrived: FIN_WAIT1 -> CLOSING (tcp_fin) ->
+    CLOSE via tcp_time_wait on both sides, on the kernel as in the simulator."""
+    _skip()
+    _tbf_or_skip()
+    raw = {"script": [*OPEN, c(300, "client", "close"), c(300, "server", "close")]}
+    ks = [*BULK, *OPEN, c(300, "client", "close"), c(300, "server", "close")]
+    tr, kr = compare(raw, ks, until_s=4.0, tc=SLOW_LO)
+    assert ["FIN_WAIT1", "CLOSING"] == [s for s in (t[1] for t in kr.chains["client"][0])][2:4]
+
+
+def test_simultaneous_open_matches_kernel() -> None:
+    """Crossed SYNs: both sockets go SYN_SENT -> SYN_RECV -> ESTABLISHED (no listener)."""
+    _skip()
+    _tbf_or_skip()
+    raw = {"script": [c(300, "client", "connect"), c(300, "server", "connect")]}
+    ks = [*BULK, c(300, "client", "connect"), c(300, "server", "connect")]
+    tr, kr = compare(raw, ks, until_s=4.0, tc=SLOW_LO)
+    assert kr.chains["server"][0][1] == ("SYN_SENT", "SYN_RECV")
