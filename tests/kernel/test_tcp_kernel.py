@@ -295,3 +295,19 @@ def test_simultaneous_open_matches_kernel() -> None:
     ks = [*BULK, c(300, "client", "connect"), c(300, "server", "connect")]
     tr, kr = compare(raw, ks, until_s=4.0, tc=SLOW_LO)
     assert kr.chains["server"][0][1] == ("SYN_SENT", "SYN_RECV")
+
+
+def test_orphaned_fin_wait2_is_a_timewait_sock() -> None:
+    """close() then the peer's ACK: the full socket closes (tracepoint FIN_WAIT2 -> CLOSE) and
+    ss lists FIN-WAIT-2 for the tuple: the timewait sock with tw_substate TCP_FIN_WAIT2."""
+    _skip()
+    raw = {"script": [*OPEN, c(100, "client", "close")], "until_ms": 1000}
+    tr, kr = compare(raw, list(raw["script"]), until_s=1.0)
+    last = tr.frames[-1].state["endpoints"]["client"]
+    assert last["rfc"] == "FIN_WAIT_2"
+    assert [(o["object"], o["tw_substate"]) for o in last["linux"]] == [
+        ("timewait_sock", "TCP_FIN_WAIT2")
+    ]
+    assert kr.chains["client"][0][-1] == ("FIN_WAIT2", "CLOSE")
+    fw2 = [ln for ln in kr.ss.splitlines() if ln.startswith("FIN-WAIT-2")]
+    assert any(f"127.0.0.1:{PORTS['client']}" in ln for ln in fw2), kr.ss
