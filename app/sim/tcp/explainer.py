@@ -131,7 +131,7 @@ class TcpExplainer(Explainer[TcpParams]):
             )
 
         sim = Sim(params, on_frame)
-        sim.run(progress)
+        sim.run(progress, self.cost(params))
         summary: dict[str, Any] = {
             "segments": sim.segments_total,
             "lost": sum(1 for f in frames if f.state["segment"] and f.state["segment"]["lost"]),

@@ -81,6 +81,13 @@ CLOSE_TABLE: dict[str, tuple[str, bool]] = {
 NEED_RESET = frozenset(("ESTABLISHED", "CLOSE_WAIT", "FIN_WAIT1", "FIN_WAIT2", "SYN_RECV"))
 
 EV_ARRIVE, EV_TIMER, EV_CALL = 0, 1, 2
+# where a call that blocked returns from
+CALL_SOURCE = {
+    "connect": "__inet_stream_connect",
+    "accept": "inet_csk_accept",
+    "recv": "tcp_recvmsg_locked",
+    "send": "tcp_sendmsg_locked",
+}
 MAX_FRAMES = 20_000
 
 
@@ -418,7 +425,11 @@ class Sim:
         self.segments_total = 0
 
     # --- the driver --------------------------------------------------------------------------
-    def run(self, progress: Callable[[float, float], None] | None = None) -> None:
+    def run(
+        self, progress: Callable[[float, float], None] | None = None, total: float = 100.0
+    ) -> None:
+        """Process events up to ``until_ms``; report ``progress(done, total)`` in events about
+        once per 1% of ``total`` (the explainer's cost estimate)."""
         for _i, c in sorted(enumerate(self.p.script), key=lambda ic: (ic[1].t_ms, ic[0])):
             self.q.push(c.t_ms, EV_CALL, c, priority=2)
         self.frame(
@@ -430,8 +441,8 @@ class Sim:
             None,
         )
         until = self.p.until_ms
-        step = max(until / 100, 1.0)
-        next_report = step
+        step = max(int(total // 100), 1)
+        done = 0
         while self.q.heap and self.q.heap[0][0] <= until:
             t, kind, arg = self.q.pop()
             self.now = t
@@ -443,13 +454,14 @@ class Sim:
                 obj, name = arg
                 if obj.timers[name].due(t):
                     self.on_timer(obj, name)
-            if progress is not None and t >= next_report:
-                progress(t, until)
-                next_report = t + step
+            done += 1
+            if progress is not None and done % step == 0:
+                progress(min(done, total), total)
             if self.frames >= MAX_FRAMES:
                 self.ended = "frame_limit"
                 break
-        self.now = min(until, max(self.now, until))
+        if progress is not None:
+            progress(total, total)
 
     # --- recording ---------------------------------------------------------------------------
     def note(self, m: Message, src: str | None = None) -> None:
@@ -480,6 +492,9 @@ class Sim:
         """Emit the frame of the step just processed, then one frame per segment it sent."""
         if self.notes:
             narration, source = self.notes[0]
+            # the frame cites the most specific function: the first one a detail note names,
+            # else the headline's (the entry point)
+            source = next((src for _, src in self.notes[1:] if src is not None), source)
             extra = tuple(m for m, _ in self.notes[1:])
         else:
             narration, source, extra = msg("Nothing changes."), None, ()
@@ -675,7 +690,8 @@ class Sim:
                 seq=seg.seq,
                 ack=seg.ack if seg.has_ack else 0,
                 n=seg.length,
-            )
+            ),
+            "tcp_v4_rcv",
         )
         self.receive(ep, seg)
         self.flush("deliver", delivered=seg)
@@ -714,7 +730,11 @@ class Sim:
                 continue
             ep.blocked = None
             self.notes.insert(
-                0, (msg("{ep}: {call}() returns {res}.", ep=ep.name, call=c.call, res=res), None)
+                0,
+                (
+                    msg("{ep}: {call}() returns {res}.", ep=ep.name, call=c.call, res=res),
+                    ref(CALL_SOURCE[c.call]),
+                ),
             )
             self.flush("return", call=self.call_state(ep, c, res))
             while ep.waiting and ep.blocked is None:

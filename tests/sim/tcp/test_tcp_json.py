@@ -76,3 +76,20 @@ def test_determinism() -> None:
     """Two runs of the same params give identical public JSON."""
     for slug in ("zero-window", "lost-last-ack", "simultaneous-open"):
         assert EX.public_json(run_preset(slug)) == EX.public_json(run_preset(slug))
+
+
+def test_progress_is_reported_and_cancellable() -> None:
+    """run() reports progress in the cost unit up to the total and lets Cancelled through."""
+    from app.sim.core.explainer import Cancelled
+
+    p = EX.parse(dict(EX.preset("zero-window").params))  # type: ignore[union-attr]
+    seen: list[tuple[float, float]] = []
+    EX.run(p, lambda d, t: seen.append((d, t)))
+    assert seen and seen[-1][0] == seen[-1][1] == EX.cost(p)
+    assert all(d <= t for d, t in seen)
+
+    def stop(d: float, t: float) -> None:
+        raise Cancelled
+
+    with pytest.raises(Cancelled):
+        EX.run(p, stop)
