@@ -320,6 +320,7 @@ class Sock(Obj):
         self.rtx: list[OutSeg] = []
         self.rcv_shut = False
         self.snd_shut = False
+        self.sock_done = False  # SOCK_DONE: the peer's FIN arrived (recv returns 0 first)
         self.err: str | None = None
         self.rtt = RttEstimator()
         self.rto = RTO_INIT
@@ -900,6 +901,9 @@ class Sim:
             self.note(msg("recv() copies {n} bytes to the program.", n=n), "tcp_recvmsg_locked")
             self.cleanup_rbuf(sk, before)
             return str(n)
+        if sk.sock_done:
+            self.note(msg("The peer's FIN was read up to: recv() returns 0 (EOF)."))
+            return "0"
         if sk.err is not None:
             err, sk.err = sk.err, None
             return err
@@ -2039,6 +2043,7 @@ class Sim:
     def tcp_fin(self, sk: Sock) -> None:
         sk.ack_sched = True
         sk.rcv_shut = True
+        sk.sock_done = True
         st = sk.state
         if st in ("SYN_RECV", "ESTABLISHED"):
             self.set_state(sk, "CLOSE_WAIT", "FIN", "tcp_fin")
