@@ -194,3 +194,15 @@ def test_challenge_ack_then_reset() -> None:
     kinds = [s["kind"] for s in segments(tr, "server")]
     assert "challenge_ack" in kinds
     assert returns(tr, "client", "connect")[-1][1] == "0"
+
+
+def test_every_preset_has_a_lesson_draft() -> None:
+    """content/tcp-<slug>.md exists with the explainer/preset front matter of the others."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3] / "content"
+    for p in EX.presets:
+        text = (root / f"{p.lesson}.md").read_text(encoding="utf-8")
+        head = text.split("---")[1]
+        assert "explainer: tcp" in head and f"preset: {p.slug}" in head
+        assert "title: " in head and "summary: " in head
