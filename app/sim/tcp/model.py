@@ -38,6 +38,7 @@ from app.sim.tcp.state import (
 RTO_INIT = 1000.0  # TCP_TIMEOUT_INIT
 RTO_MIN = 200.0  # TCP_RTO_MIN
 RTO_MAX = 120_000.0  # TCP_RTO_MAX
+RTO_FALLBACK = 3000.0  # TCP_TIMEOUT_FALLBACK
 TIMEWAIT_LEN = 60_000.0  # TCP_TIMEWAIT_LEN
 ATO_MIN = 40.0  # TCP_ATO_MIN = TCP_DELACK_MIN
 DELACK_MAX = 200.0  # TCP_DELACK_MAX
@@ -320,7 +321,8 @@ class Sock(Obj):
         self.rtx: list[OutSeg] = []
         self.rcv_shut = False
         self.snd_shut = False
-        self.sock_done = False  # SOCK_DONE: the peer's FIN arrived (recv returns 0 first)
+        self.sock_done = False
+        self.syn_retrans = 0  # retransmissions of our SYN (or SYN-ACK) in the handshake  # SOCK_DONE: the peer's FIN arrived (recv returns 0 first)
         self.err: str | None = None
         self.rtt = RttEstimator()
         self.rto = RTO_INIT
@@ -1331,6 +1333,7 @@ class Sim:
         if sk.retrans_stamp is None:
             sk.retrans_stamp = o.first_ms
         if o.syn:
+            sk.syn_retrans += 1
             self.send_syn(sk, retrans=True)
             return
         flags: tuple[str, ...] = ("FIN", "ACK") if o.fin else ("ACK",)
@@ -1596,6 +1599,9 @@ class Sim:
                 )
             return
         child = self.make_child(ep, lsn, req.iss, req.irs, req.snd_wnd, req.born_ms)
+        if req.num_timeout:  # Karn: a retransmitted SYN-ACK gives no RTT sample
+            child.rtx[0].retrans = req.num_timeout
+            child.syn_retrans = req.num_timeout
         self.transitions.append(
             {
                 "endpoint": ep.name,
@@ -1704,6 +1710,7 @@ class Sim:
             sk.snd_wnd = seg.window
             sk.ever_connected = True
             self.set_state(sk, "ESTABLISHED", "SYN+ACK", "tcp_finish_connect")
+            self.init_transfer(sk)
             self.note(
                 msg(
                     "{ep} gets SYN+ACK: IRS {irs}; the connection is ESTABLISHED.",
@@ -1813,6 +1820,7 @@ class Sim:
         if st == "SYN_RECV":
             sk.ever_connected = True
             self.set_state(sk, "ESTABLISHED", "ACK", "tcp_rcv_state_process")
+            self.init_transfer(sk)
             self.note(
                 msg(
                     "{ep}: the handshake's ACK arrives; TCP_SYN_RECV becomes TCP_ESTABLISHED.",
@@ -1879,6 +1887,22 @@ class Sim:
             self.note(msg("Rate limited: no challenge ACK this time."))
             return
         self.send_ack(sk, "challenge_ack", "tcp_send_challenge_ack")
+
+    def init_transfer(self, sk: Sock) -> None:
+        """tcp_init_transfer / tcp_init_metrics: no RTT sample from a retransmitted handshake
+        resets the RTO to TCP_TIMEOUT_FALLBACK (3 s, RFC 6298 5.7); more than one handshake
+        retransmission starts with a congestion window of 1."""
+        if sk.rtt.srtt_us == 0:
+            sk.rto = RTO_FALLBACK
+            self.note(
+                msg(
+                    "The handshake was retransmitted, so there is no RTT sample: the RTO "
+                    "falls back to 3 s."
+                ),
+                "tcp_init_metrics",
+            )
+        if sk.syn_retrans > 1:
+            sk.cwnd = 1
 
     def clean_rtx(self, sk: Sock, ack: int) -> int:
         """Drop acknowledged segments; one RTT sample from the newest never-retransmitted."""

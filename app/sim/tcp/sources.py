@@ -88,6 +88,7 @@ SOURCES: dict[str, SourceRef] = {
     "tcp_timewait_state_process": _r("tcp_timewait_state_process", _MINI, 85),
     "tw_timer_handler": _r("tw_timer_handler", "net/ipv4/inet_timewait_sock.c", 168),
     "tcp_fin_time": _r("tcp_fin_time", "include/net/tcp.h", 1546),
+    "tcp_init_metrics": _r("tcp_init_metrics", "net/ipv4/tcp_metrics.c", 444),
     # timers
     "tcp_retransmit_timer": _r("tcp_retransmit_timer", _TMR, 456),
     "tcp_write_timeout": _r("tcp_write_timeout", _TMR, 231),

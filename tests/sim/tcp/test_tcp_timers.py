@@ -133,3 +133,17 @@ def test_time_wait_lasts_timewait_len() -> None:
         if t["function"] == "tw_timer_handler"
     )
     assert freed == pytest.approx(fin["arrive_ms"] + 60_000)
+
+
+def test_retransmitted_handshake_falls_back_to_3s_rto() -> None:
+    """tcp_init_metrics: no RTT sample from a retransmitted SYN (Karn) sets the RTO to
+    TCP_TIMEOUT_FALLBACK, 3 s (RFC 6298 5.7); tcp_init_transfer starts cwnd at 1 after more
+    than one retransmission. A clean handshake keeps its measured RTO."""
+    from tcphelp import run_preset
+
+    tr = run_preset("accept-queue-full")
+    last = tr.frames[-1].state["endpoints"]["client"]
+    assert last["rto_ms"] == 3000 and last["cwnd"] == 1
+    clean = run_preset("handshake").frames[-1].state["endpoints"]["client"]
+    assert clean["rto_ms"] is not None and 200 <= clean["rto_ms"] < 1000
+    assert clean["cwnd"] is not None and clean["cwnd"] >= 10
