@@ -38,6 +38,13 @@ ERRNOS = (
 )
 
 
+_FIELD_KEYS = ("rfc", "snd_una", "snd_nxt", "rcv_nxt", "snd_wnd", "send_queue", "recv_queue")
+
+
+def _show(v: object) -> int | float | str:
+    return v if isinstance(v, int | float | str) else "-"
+
+
 class TcpExplainer(Explainer[TcpParams]):
     name: ClassVar[str] = "tcp"
     title: ClassVar[Message] = msg("TCP connection lifecycle")
@@ -110,10 +117,18 @@ class TcpExplainer(Explainer[TcpParams]):
             elif result != "ok":
                 mark = "error"
             eps = state["endpoints"]
+            prev = frames[-1].state["endpoints"] if frames else eps
             fields = (
                 Field(name="t", value=state["t_ms"], unit="ms"),
-                Field(name="client", value=eps["client"]["rfc"]),
-                Field(name="server", value=eps["server"]["rfc"]),
+                *(
+                    Field(
+                        name=f"{ep} {key}",
+                        value=_show(eps[ep][key]),  # type: ignore[literal-required]
+                        changed=eps[ep][key] != prev[ep][key],  # type: ignore[literal-required]
+                    )
+                    for ep in ("client", "server")
+                    for key in _FIELD_KEYS
+                ),
             )
             frames.append(
                 Frame(
