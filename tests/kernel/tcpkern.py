@@ -43,7 +43,10 @@ def do(ep, c):
     e = st[ep]
     call = c["call"]
     if call == "listen":
-        s = new_sock(ep); s.listen(c.get("backlog", 128)); e["lsn"] = s; return "0"
+        s = new_sock(ep)
+        if c.get("rcvbuf"):
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, c["rcvbuf"])
+        s.listen(c.get("backlog", 128)); e["lsn"] = s; return "0"
     if call == "connect":
         s = new_sock(ep); e["conn"] = s
         s.connect(("127.0.0.1", ports[c.get("peer") or peer[ep]])); return "0"
@@ -107,8 +110,9 @@ for th in threads:
     th.join(max(0.0, deadline - time.monotonic()))
 time.sleep(max(0.0, deadline - time.monotonic()))
 ss = os.popen("ss -tan").read()
+ssi = os.popen("ss -tino").read()
 netstat = open("/proc/net/netstat").read()
-print(json.dumps({"results": out, "ss": ss, "netstat": netstat}), flush=True)
+print(json.dumps({"results": out, "ss": ss, "ssi": ssi, "netstat": netstat}), flush=True)
 sys.stdin.read()
 os._exit(0)
 """
@@ -126,6 +130,7 @@ class KernelRun:
     chains: dict[str, list[list[tuple[str, str]]]] = field(default_factory=dict)
     keys: dict[str, list[tuple[int, int] | None]] = field(default_factory=dict)
     netstat: str = ""
+    ssi: str = ""  # ss -tino: timers per socket
 
     def counter(self, name: str) -> int:
         """A TcpExt counter from /proc/net/netstat of the namespace."""
@@ -234,6 +239,7 @@ class Lab:
             raise RuntimeError("runner failed: " + (proc.stderr.read() if proc.stderr else ""))
         data = json.loads(line)
         kr = KernelRun(results=[tuple(r) for r in data["results"]], ss=data["ss"])
+        kr.ssi = data.get("ssi", "")
         by_port = {p: ep for ep, p in ports.items()}
         chains: list[tuple[str, tuple[int, int] | None, list[tuple[str, str]]]] = []
         for raw in trace.splitlines():

@@ -311,3 +311,29 @@ def test_orphaned_fin_wait2_is_a_timewait_sock() -> None:
     assert kr.chains["client"][0][-1] == ("FIN_WAIT2", "CLOSE")
     fw2 = [ln for ln in kr.ss.splitlines() if ln.startswith("FIN-WAIT-2")]
     assert any(f"127.0.0.1:{PORTS['client']}" in ln for ln in fw2), kr.ss
+
+
+def test_zero_window_arms_the_persist_timer() -> None:
+    """A receiver that does not read closes its window; the sender, with data left and nothing
+    in flight, runs the persist timer (ss: timer:(persist,...)), as the model's probe0 timer."""
+    _skip()
+    raw = {
+        "script": [*OPEN, c(50, "client", "send", bytes=200_000)],
+        "rcvbuf": 4000,
+        "until_ms": 1500,
+    }
+    ks = [
+        c(0, "server", "listen", rcvbuf=4096),
+        c(0, "server", "accept"),
+        c(0, "client", "connect"),
+        c(50, "client", "send", bytes=200_000),
+    ]
+    tr, kr = compare(raw, ks, until_s=1.5)
+    client = tr.frames[-1].state["endpoints"]["client"]
+    timers = {t["name"] for o in client["linux"] for t in o["timers"]}
+    assert "probe0" in timers and client["snd_wnd"] == 0
+    lines = kr.ssi.splitlines()
+    local = f"127.0.0.1:{PORTS['client']}"
+    mine = [i for i, ln in enumerate(lines) if ln.split()[3:4] == [local]]
+    blob = " ".join(lines[i] + " " + (lines[i + 1] if i + 1 < len(lines) else "") for i in mine)
+    assert mine and "timer:(persist," in blob, kr.ssi
