@@ -49,6 +49,8 @@ def do(ep, c):
         s.listen(c.get("backlog", 128)); e["lsn"] = s; return "0"
     if call == "connect":
         s = new_sock(ep); e["conn"] = s
+        if c.get("keepalive"):
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
         s.connect(("127.0.0.1", ports[c.get("peer") or peer[ep]])); return "0"
     if call == "accept":
         s, _ = e["lsn"].accept()

@@ -337,3 +337,21 @@ def test_zero_window_arms_the_persist_timer() -> None:
     mine = [i for i, ln in enumerate(lines) if ln.split()[3:4] == [local]]
     blob = " ".join(lines[i] + " " + (lines[i + 1] if i + 1 < len(lines) else "") for i in mine)
     assert mine and "timer:(persist," in blob, kr.ssi
+
+
+def test_keepalive_timer_is_armed_for_the_idle_time() -> None:
+    """SO_KEEPALIVE on a connected socket arms the keepalive timer for tcp_keepalive_time
+    (2 h): ss shows timer:(keepalive,119min,0), the model a keepalive deadline 7200 s out."""
+    _skip()
+    script = [*OPEN[:2], c(0, "client", "connect", keepalive=True)]
+    tr, kr = compare({"script": script, "until_ms": 500}, script, until_s=0.5)
+    client = tr.frames[-1].state["endpoints"]["client"]
+    ka = [
+        t["deadline_ms"] for o in client["linux"] for t in o["timers"] if t["name"] == "keepalive"
+    ]
+    assert ka and 7_199_000 < ka[0] < 7_201_000
+    local = f"127.0.0.1:{PORTS['client']}"
+    lines = kr.ssi.splitlines()
+    mine = [i for i, ln in enumerate(lines) if ln.split()[3:4] == [local]]
+    blob = " ".join(lines[i] + " " + (lines[i + 1] if i + 1 < len(lines) else "") for i in mine)
+    assert "timer:(keepalive,119min,0)" in blob or "timer:(keepalive,120min,0)" in blob, blob
