@@ -1168,9 +1168,6 @@ class Sim:
             msg("{ep} answers with a RST.", ep=ep.name),
         )
 
-    def seg_ack_flags(self, sk: Sock, extra: tuple[str, ...] = ()) -> tuple[str, ...]:
-        return (*extra, "ACK")
-
     def ack_sent(self, sk: Sock) -> None:
         """tcp_event_ack_sent: the ACK went out, the delayed ACK is cancelled."""
         sk.ack_sched = False
@@ -1936,8 +1933,6 @@ class Sim:
         sk.probes_out = 0
         sk.rcv_tstamp = self.now
         prior = sk.snd_una
-        if sk.state == "SYN_RECV" and ack >= sk.iss + 1:
-            pass
         n = self.clean_rtx(sk, ack)
         if (
             ack > prior
@@ -2049,7 +2044,6 @@ class Sim:
         now = self.now
         if sk.ato == 0:
             self.quickack(sk)
-            sk.pingpong = sk.pingpong
         else:
             m = now - sk.lrcvtime
             if m <= ATO_MIN / 2:
