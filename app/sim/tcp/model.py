@@ -976,7 +976,7 @@ class Sim:
                     a="TCP_" + old,
                     b="TCP_" + new,
                 ),
-                "tcp_send_fin",
+                "tcp_close_state",
             )
             self.send_fin(sk)
         return fin
