@@ -356,3 +356,39 @@ def test_keepalive_timer_is_armed_for_the_idle_time() -> None:
     mine = [i for i, ln in enumerate(lines) if ln.split()[3:4] == [local]]
     blob = " ".join(lines[i] + " " + (lines[i + 1] if i + 1 < len(lines) else "") for i in mine)
     assert "timer:(keepalive,119min,0)" in blob or "timer:(keepalive,120min,0)" in blob, blob
+
+
+def test_new_syn_reopens_a_time_wait_tuple() -> None:
+    """The server closed first and holds the 4-tuple in TIME_WAIT; a new SYN from the same
+    client port is accepted through the listener (TCP_TW_SYN) and a new child connects."""
+    _skip()
+    script = [
+        *OPEN,
+        c(100, "server", "close"),
+        c(100, "client", "recv"),
+        c(150, "client", "close"),
+        c(500, "client", "connect"),
+        c(500, "server", "accept"),
+    ]
+    raw = {"script": script, "until_ms": 800, "mss": 65483}
+    tr, kr = compare(raw, script, until_s=0.8)
+    assert norm(kr.results) == norm(model_results(tr))
+    assert any(
+        t["function"] == "tcp_timewait_state_process" and t["event"] == "SYN"
+        for f in tr.frames
+        for t in f.state["transitions"]
+    )
+
+
+def test_syncookies_always() -> None:
+    """tcp_syncookies = 2 sends a cookie for every SYN: no request sock, and the final ACK
+    builds the child through cookie_v4_check; same socket chains, SyncookiesSent/Recv 1."""
+    _skip()
+    script = [*OPEN, c(50, "client", "send", bytes=100), c(50, "server", "recv")]
+    raw = {"script": script, "until_ms": 400, "sysctl": {"tcp_syncookies": 2}}
+    tr, kr = compare(raw, script, until_s=0.4, tcp_syncookies=2)
+    cookies = sum(
+        1 for f in tr.frames if (s := f.state["segment"]) and s["kind"] == "synack_cookie"
+    )
+    assert cookies == kr.counter("SyncookiesSent") == kr.counter("SyncookiesRecv") == 1
+    assert norm(kr.results) == norm(model_results(tr))
