@@ -147,3 +147,27 @@ def test_retransmitted_handshake_falls_back_to_3s_rto() -> None:
     clean = run_preset("handshake").frames[-1].state["endpoints"]["client"]
     assert clean["rto_ms"] is not None and 200 <= clean["rto_ms"] < 1000
     assert clean["cwnd"] is not None and clean["cwnd"] >= 10
+
+
+def test_long_fin_timeout_keeps_the_full_socket_first() -> None:
+    """tcp_fin_timeout above TCP_TIMEWAIT_LEN: the orphaned FIN_WAIT2 socket stays a full
+    socket on the keepalive timer for tmo - 60 s, then becomes a timewait sock for the rest
+    (__tcp_close / tcp_keepalive_timer), 120 s in all here."""
+    tr = run(
+        {
+            "script": [*OPEN, c(100, "client", "close")],
+            "sysctl": {"tcp_fin_timeout_s": 120},
+            "until_ms": 130_000,
+        }
+    )
+    sock = [t for t in transitions(tr) if t["endpoint"] == "client" and t["object"] == "sock"]
+    fw2 = next(t for t in sock if t["to_state"] == "TCP_FIN_WAIT2")
+    t_fw2 = next(f.state["t_ms"] for f in tr.frames if fw2 in f.state["transitions"])
+    tw_times = [
+        f.state["t_ms"]
+        for f in tr.frames
+        for t in f.state["transitions"]
+        if t["endpoint"] == "client" and t["object"] == "timewait_sock"
+    ]
+    assert tw_times[0] - t_fw2 == pytest.approx(60_000)
+    assert tw_times[-1] - t_fw2 == pytest.approx(120_000)
