@@ -1,0 +1,386 @@
+"""Parameters of a TCP run: a script of socket calls per endpoint, network events, and a few
+knobs (RTT, MSS, receive buffer, sysctls). ``parse`` validates JSON-shaped input and reports
+every problem at once; ``dump`` gives it back (``parse(dump(p)) == p``)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.sim.core.errors import ParamError, ParamIssue
+
+ENDPOINTS = ("client", "server")
+CALLS = ("listen", "connect", "accept", "send", "recv", "shutdown", "close", "abort")
+HOWS = ("SHUT_RD", "SHUT_WR", "SHUT_RDWR")
+NET_KINDS = ("drop", "delay", "duplicate", "reorder")
+MAX_EVENTS = 1000
+MAX_UNTIL_MS = 3_600_000.0
+MAX_BYTES = 10_000_000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Call:
+    """One socket call an endpoint's program makes at ``t_ms`` (or later, if the previous call
+    of the same endpoint is still blocked)."""
+
+    t_ms: float
+    endpoint: str
+    call: str
+    bytes: int | None = None  # send: how many; recv: at most how many (None = all queued)
+    how: str | None = None  # shutdown
+    backlog: int | None = None  # listen
+    queued: int = 0  # listen: other clients' connections already waiting in the accept queue
+    half_open: int = 0  # listen: spoofed half-open requests already in the SYN queue
+    nonblock: bool = False  # connect: O_NONBLOCK (returns EINPROGRESS)
+    keepalive: bool = False  # connect/accept: SO_KEEPALIVE
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NetEvent:
+    """What the network does to the ``nth`` segment ``src`` sends (counted from 1)."""
+
+    kind: str  # drop | delay | duplicate | reorder
+    src: str
+    nth: int
+    count: int = 1  # drop: this many consecutive segments
+    ms: float = 0.0  # delay: extra one-way delay
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Sysctls:
+    tcp_syn_retries: int = 6
+    tcp_synack_retries: int = 5
+    tcp_fin_timeout_s: float = 60.0
+    tcp_keepalive_time_s: float = 7200.0
+    tcp_keepalive_intvl_s: float = 75.0
+    tcp_keepalive_probes: int = 9
+    tcp_syncookies: int = 1
+    tcp_abort_on_overflow: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TcpParams:
+    script: tuple[Call, ...]
+    network: tuple[NetEvent, ...] = ()
+    until_ms: float = 200_000.0
+    rtt_ms: float = 20.0
+    mss: int = 1000
+    rcvbuf: int = 65535
+    client_iss: int = 1000
+    server_iss: int = 5000
+    sysctl: Sysctls = field(default_factory=Sysctls)
+
+
+_INT_LIMITS: dict[str, tuple[int, int]] = {
+    "tcp_syn_retries": (1, 127),
+    "tcp_synack_retries": (1, 255),
+    "tcp_keepalive_probes": (1, 127),
+    "tcp_syncookies": (0, 2),
+}
+_FLOAT_LIMITS: dict[str, tuple[float, float]] = {
+    "tcp_fin_timeout_s": (1.0, 120.0),
+    "tcp_keepalive_time_s": (1.0, 32767.0),
+    "tcp_keepalive_intvl_s": (1.0, 32767.0),
+}
+
+
+def _num(v: object) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _short(v: object) -> str:
+    s = repr(v)
+    return s if len(s) <= 24 else s[:21] + "..."
+
+
+def parse(raw: Any) -> TcpParams:
+    """Validate ``raw``; raise ``ParamError`` listing every problem."""
+    issues: list[ParamIssue] = []
+
+    def bad(loc: tuple[str | int, ...], text: str) -> None:
+        issues.append(ParamIssue(loc=loc, msg=text))
+
+    if not isinstance(raw, dict):
+        raise ParamError.single((), "expected an object with a script")
+    known = {"script", "network", "until_ms", "rtt_ms", "mss", "rcvbuf", "client_iss"}
+    known |= {"server_iss", "sysctl"}
+    for k in raw:
+        if k not in known:
+            bad((str(k),), "unknown field")
+    script_raw = raw.get("script")
+    calls: list[Call] = []
+    if not isinstance(script_raw, list):
+        bad(("script",), "expected a list of calls")
+        script_raw = []
+    elif len(script_raw) > MAX_EVENTS:
+        bad(("script",), f"more than {MAX_EVENTS} events ({len(script_raw)})")
+        script_raw = []
+    for i, e in enumerate(script_raw):
+        c = _parse_call(e, ("script", i), bad)
+        if c is not None:
+            calls.append(c)
+    net_raw = raw.get("network", [])
+    events: list[NetEvent] = []
+    if not isinstance(net_raw, list):
+        bad(("network",), "expected a list of network events")
+        net_raw = []
+    elif len(net_raw) > MAX_EVENTS:
+        bad(("network",), f"more than {MAX_EVENTS} events ({len(net_raw)})")
+        net_raw = []
+    for i, e in enumerate(net_raw):
+        ev = _parse_net(e, ("network", i), bad)
+        if ev is not None:
+            events.append(ev)
+    until = raw.get("until_ms", 200_000.0)
+    if not _num(until) or until <= 0:
+        bad(("until_ms",), "expected a positive number of milliseconds")
+        until = 1.0
+    elif until > MAX_UNTIL_MS:
+        bad(("until_ms",), "over 1 hour (3600000 ms)")
+    rtt = raw.get("rtt_ms", 20.0)
+    if not _num(rtt) or not 0.01 <= rtt <= 10_000:
+        bad(("rtt_ms",), "expected 0.01 to 10000 ms")
+        rtt = 20.0
+    mss = raw.get("mss", 1000)
+    if not _int(mss) or not 64 <= mss <= 65483:
+        bad(("mss",), "expected an integer 64 to 65483")
+        mss = 1000
+    rcvbuf = raw.get("rcvbuf", 65535)
+    if not _int(rcvbuf) or not 0 < rcvbuf <= 65535:
+        bad(("rcvbuf",), "expected an integer 1 to 65535 (no window scaling)")
+        rcvbuf = 65535
+    isss: dict[str, int] = {}
+    for key, default in (("client_iss", 1000), ("server_iss", 5000)):
+        v = raw.get(key, default)
+        if not _int(v) or not 0 <= v < 2**31:
+            bad((key,), "expected an integer 0 to 2147483647")
+            v = default
+        isss[key] = v
+    sysctl = _parse_sysctl(raw.get("sysctl", {}), bad)
+    if issues:
+        raise ParamError(issues)
+    return TcpParams(
+        script=tuple(calls),
+        network=tuple(events),
+        until_ms=float(until),
+        rtt_ms=float(rtt),
+        mss=mss,
+        rcvbuf=rcvbuf,
+        client_iss=isss["client_iss"],
+        server_iss=isss["server_iss"],
+        sysctl=sysctl,
+    )
+
+
+def _parse_call(e: object, loc: tuple[str | int, ...], bad: Any) -> Call | None:
+    if not isinstance(e, dict):
+        bad(loc, "expected an object")
+        return None
+    d: dict[str, Any] = e
+    ok = True
+    allowed = {"t_ms", "endpoint", "call", "bytes", "how", "backlog", "queued", "half_open"}
+    allowed |= {"nonblock", "keepalive"}
+    for k in d:
+        if k not in allowed:
+            bad((*loc, str(k)), "unknown field")
+            ok = False
+    t: Any = d.get("t_ms")
+    if not _num(t):
+        bad((*loc, "t_ms"), "expected a number of milliseconds")
+        ok = False
+    elif t < 0:
+        bad((*loc, "t_ms"), "negative time")
+        ok = False
+    elif t > MAX_UNTIL_MS:
+        bad((*loc, "t_ms"), "after 1 hour")
+        ok = False
+    ep: Any = d.get("endpoint")
+    if ep not in ENDPOINTS:
+        bad((*loc, "endpoint"), f"unknown endpoint {_short(ep)} (client or server)")
+        ok = False
+    call: Any = d.get("call")
+    if call not in CALLS:
+        bad((*loc, "call"), f"unknown call {_short(call)}")
+        return None
+    nbytes: Any = d.get("bytes")
+    if call == "send":
+        if not _int(nbytes) or not 1 <= nbytes <= MAX_BYTES:
+            bad((*loc, "bytes"), f"send needs bytes, 1 to {MAX_BYTES}")
+            ok = False
+    elif call == "recv":
+        if nbytes is not None and (not _int(nbytes) or not 1 <= nbytes <= MAX_BYTES):
+            bad((*loc, "bytes"), f"expected 1 to {MAX_BYTES}")
+            ok = False
+    elif nbytes is not None:
+        bad((*loc, "bytes"), f"{call} takes no bytes")
+        ok = False
+    how: Any = d.get("how")
+    if call == "shutdown":
+        if how not in HOWS:
+            bad((*loc, "how"), "expected SHUT_RD, SHUT_WR or SHUT_RDWR")
+            ok = False
+    elif how is not None:
+        bad((*loc, "how"), f"{call} takes no how")
+        ok = False
+    backlog: Any = d.get("backlog")
+    queued: Any = d.get("queued", 0)
+    half_open: Any = d.get("half_open", 0)
+    for key, val, top in (("backlog", backlog, 4096), ("queued", queued, 4096)):
+        if key not in d:
+            continue
+        if call != "listen":
+            bad((*loc, key), f"only listen takes {key}")
+            ok = False
+        elif not _int(val) or not 0 <= val <= top:
+            bad((*loc, key), f"expected an integer 0 to {top}")
+            ok = False
+    if "half_open" in d:
+        if call != "listen":
+            bad((*loc, "half_open"), "only listen takes half_open")
+            ok = False
+        elif not _int(half_open) or not 0 <= half_open <= 4096:
+            bad((*loc, "half_open"), "expected an integer 0 to 4096")
+            ok = False
+    flags: dict[str, bool] = {}
+    for key, calls_ok in (("nonblock", ("connect",)), ("keepalive", ("connect", "accept"))):
+        v: Any = d.get(key, False)
+        if not isinstance(v, bool):
+            bad((*loc, key), "expected true or false")
+            ok = False
+            v = False
+        elif v and call not in calls_ok:
+            bad((*loc, key), f"{call} takes no {key}")
+            ok = False
+        flags[key] = v
+    if not ok:
+        return None
+    return Call(
+        t_ms=float(t),
+        endpoint=str(ep),
+        call=str(call),
+        bytes=nbytes,
+        how=how,
+        backlog=backlog,
+        queued=queued or 0,
+        half_open=half_open or 0,
+        nonblock=flags["nonblock"],
+        keepalive=flags["keepalive"],
+    )
+
+
+def _parse_net(e: object, loc: tuple[str | int, ...], bad: Any) -> NetEvent | None:
+    if not isinstance(e, dict) or len(e) != 1:
+        bad(loc, "expected one of drop, delay, duplicate, reorder")
+        return None
+    kind, body = next(iter(e.items()))
+    if kind not in NET_KINDS:
+        bad((*loc, str(kind)), f"unknown network event {_short(kind)}")
+        return None
+    if not isinstance(body, dict):
+        bad((*loc, kind), "expected an object with from and nth")
+        return None
+    b: dict[str, Any] = body
+    ok = True
+    allowed = {"from", "nth"} | ({"count"} if kind == "drop" else set())
+    allowed |= {"ms"} if kind == "delay" else set()
+    for k in b:
+        if k not in allowed:
+            bad((*loc, kind, str(k)), "unknown field")
+            ok = False
+    src: Any = b.get("from")
+    if src not in ENDPOINTS:
+        bad((*loc, kind, "from"), f"unknown endpoint {_short(src)} (client or server)")
+        ok = False
+    nth: Any = b.get("nth")
+    if not _int(nth) or not 1 <= nth <= 1_000_000:
+        bad((*loc, kind, "nth"), "expected a segment number from 1")
+        ok = False
+    count: Any = b.get("count", 1)
+    if not _int(count) or not 1 <= count <= 1_000_000:
+        bad((*loc, kind, "count"), "expected a count from 1")
+        ok = False
+    ms: Any = b.get("ms", 0.0)
+    if kind == "delay" and (not _num(ms) or not 0 < ms <= MAX_UNTIL_MS):
+        bad((*loc, kind, "ms"), "delay needs ms, above 0 and at most 1 hour")
+        ok = False
+    if not ok:
+        return None
+    return NetEvent(kind=kind, src=str(src), nth=nth, count=count, ms=float(ms))
+
+
+def _parse_sysctl(raw: object, bad: Any) -> Sysctls:
+    if not isinstance(raw, dict):
+        bad(("sysctl",), "expected an object")
+        return Sysctls()
+    values: dict[str, Any] = {}
+    for k, v in raw.items():
+        loc: tuple[str | int, ...] = ("sysctl", str(k))
+        if k in _INT_LIMITS:
+            lo, hi = _INT_LIMITS[k]
+            if not _int(v) or not lo <= v <= hi:
+                bad(loc, f"expected an integer {lo} to {hi}")
+                continue
+            values[k] = v
+        elif k in _FLOAT_LIMITS:
+            flo, fhi = _FLOAT_LIMITS[k]
+            if not _num(v) or not flo <= v <= fhi:
+                bad(loc, f"expected {flo:g} to {fhi:g} seconds")
+                continue
+            values[k] = float(v)
+        elif k == "tcp_abort_on_overflow":
+            if not isinstance(v, bool):
+                bad(loc, "expected true or false")
+                continue
+            values[k] = v
+        else:
+            bad(loc, "unknown sysctl")
+    return Sysctls(**values)
+
+
+def dump(p: TcpParams) -> dict[str, Any]:
+    """The JSON-shaped form of ``p`` (defaults left out)."""
+    script: list[dict[str, Any]] = []
+    for c in p.script:
+        d: dict[str, Any] = {"t_ms": c.t_ms, "endpoint": c.endpoint, "call": c.call}
+        if c.bytes is not None:
+            d["bytes"] = c.bytes
+        if c.how is not None:
+            d["how"] = c.how
+        if c.backlog is not None:
+            d["backlog"] = c.backlog
+        if c.queued:
+            d["queued"] = c.queued
+        if c.half_open:
+            d["half_open"] = c.half_open
+        if c.nonblock:
+            d["nonblock"] = True
+        if c.keepalive:
+            d["keepalive"] = True
+        script.append(d)
+    network: list[dict[str, Any]] = []
+    for n in p.network:
+        body: dict[str, Any] = {"from": n.src, "nth": n.nth}
+        if n.kind == "drop" and n.count != 1:
+            body["count"] = n.count
+        if n.kind == "delay":
+            body["ms"] = n.ms
+        network.append({n.kind: body})
+    out: dict[str, Any] = {"script": script, "network": network, "until_ms": p.until_ms}
+    defaults = TcpParams(script=())
+    for key in ("rtt_ms", "mss", "rcvbuf", "client_iss", "server_iss"):
+        if getattr(p, key) != getattr(defaults, key):
+            out[key] = getattr(p, key)
+    sd = Sysctls()
+    sysctl = {
+        k: getattr(p.sysctl, k)
+        for k in Sysctls.__dataclass_fields__
+        if getattr(p.sysctl, k) != getattr(sd, k)
+    }
+    if sysctl:
+        out["sysctl"] = sysctl
+    return out

@@ -1,0 +1,107 @@
+"""Every Linux 6.4 function the TCP explainer cites, in one table.
+
+Each line is the function's definition line in the Linux 6.4 tree (6.4.6 stable; net code as
+6.4.4), checked with ``git show HEAD:<path> | grep -n`` on /work/.mirror/lewisevans2007+linux-6.4;
+``tests/sim/tcp/test_tcp_sources.py`` re-checks them against that tree when it is present.
+"""
+
+from __future__ import annotations
+
+from app.sim.core.sources import LINUX_6_4, SourceRef
+
+
+def _r(function: str, path: str, line: int) -> SourceRef:
+    return SourceRef(function=function, path=path, line=line, project=LINUX_6_4)
+
+
+_TCP = "net/ipv4/tcp.c"
+_IN = "net/ipv4/tcp_input.c"
+_OUT = "net/ipv4/tcp_output.c"
+_TMR = "net/ipv4/tcp_timer.c"
+_MINI = "net/ipv4/tcp_minisocks.c"
+_IPV4 = "net/ipv4/tcp_ipv4.c"
+_CSK = "net/ipv4/inet_connection_sock.c"
+_AF = "net/ipv4/af_inet.c"
+
+SOURCES: dict[str, SourceRef] = {
+    # socket calls
+    "inet_listen": _r("inet_listen", _AF, 192),
+    "inet_csk_listen_start": _r("inet_csk_listen_start", _CSK, 1232),
+    "tcp_v4_connect": _r("tcp_v4_connect", _IPV4, 200),
+    "__inet_stream_connect": _r("__inet_stream_connect", _AF, 613),
+    "tcp_connect": _r("tcp_connect", _OUT, 3834),
+    "inet_csk_accept": _r("inet_csk_accept", _CSK, 657),
+    "tcp_sendmsg_locked": _r("tcp_sendmsg_locked", _TCP, 1217),
+    "tcp_recvmsg_locked": _r("tcp_recvmsg_locked", _TCP, 2419),
+    "tcp_cleanup_rbuf": _r("tcp_cleanup_rbuf", _TCP, 1624),
+    "inet_shutdown": _r("inet_shutdown", _AF, 869),
+    "tcp_shutdown": _r("tcp_shutdown", _TCP, 2797),
+    "tcp_close_state": _r("tcp_close_state", _TCP, 2782),
+    "__tcp_close": _r("__tcp_close", _TCP, 2857),
+    "tcp_disconnect": _r("tcp_disconnect", _TCP, 3076),
+    "inet_csk_listen_stop": _r("inet_csk_listen_stop", _CSK, 1368),
+    "inet_child_forget": _r("inet_child_forget", _CSK, 1269),
+    # output
+    "tcp_write_xmit": _r("tcp_write_xmit", _OUT, 2601),
+    "tcp_send_fin": _r("tcp_send_fin", _OUT, 3391),
+    "tcp_send_active_reset": _r("tcp_send_active_reset", _OUT, 3440),
+    "tcp_send_ack": _r("tcp_send_ack", _OUT, 3987),
+    "tcp_send_delayed_ack": _r("tcp_send_delayed_ack", _OUT, 3892),
+    "tcp_send_synack": _r("tcp_send_synack", _OUT, 3474),
+    "tcp_v4_send_synack": _r("tcp_v4_send_synack", _IPV4, 999),
+    "tcp_retransmit_skb": _r("tcp_retransmit_skb", _OUT, 3261),
+    "tcp_write_wakeup": _r("tcp_write_wakeup", _OUT, 4036),
+    "tcp_send_probe0": _r("tcp_send_probe0", _OUT, 4082),
+    "tcp_xmit_probe_skb": _r("tcp_xmit_probe_skb", _OUT, 4003),
+    "tcp_v4_send_reset": _r("tcp_v4_send_reset", _IPV4, 677),
+    "tcp_v4_timewait_ack": _r("tcp_v4_timewait_ack", _IPV4, 945),
+    # input
+    "tcp_v4_rcv": _r("tcp_v4_rcv", _IPV4, 1976),
+    "tcp_rcv_state_process": _r("tcp_rcv_state_process", _IN, 6461),
+    "tcp_rcv_synsent_state_process": _r("tcp_rcv_synsent_state_process", _IN, 6188),
+    "tcp_finish_connect": _r("tcp_finish_connect", _IN, 6070),
+    "tcp_rcv_established": _r("tcp_rcv_established", _IN, 5853),
+    "tcp_validate_incoming": _r("tcp_validate_incoming", _IN, 5712),
+    "tcp_send_challenge_ack": _r("tcp_send_challenge_ack", _IN, 3633),
+    "tcp_send_dupack": _r("tcp_send_dupack", _IN, 4488),
+    "tcp_ack": _r("tcp_ack", _IN, 3766),
+    "tcp_ack_probe": _r("tcp_ack_probe", _IN, 3444),
+    "tcp_fastretrans_alert": _r("tcp_fastretrans_alert", _IN, 2953),
+    "tcp_data_queue": _r("tcp_data_queue", _IN, 5015),
+    "tcp_event_data_recv": _r("tcp_event_data_recv", _IN, 774),
+    "__tcp_ack_snd_check": _r("__tcp_ack_snd_check", _IN, 5523),
+    "tcp_fin": _r("tcp_fin", _IN, 4365),
+    "tcp_reset": _r("tcp_reset", _IN, 4318),
+    "tcp_conn_request": _r("tcp_conn_request", _IN, 6930),
+    "tcp_syn_flood_action": _r("tcp_syn_flood_action", _IN, 6834),
+    "inet_csk_reqsk_queue_hash_add": _r("inet_csk_reqsk_queue_hash_add", _CSK, 1109),
+    "tcp_check_req": _r("tcp_check_req", _MINI, 606),
+    "tcp_v4_syn_recv_sock": _r("tcp_v4_syn_recv_sock", _IPV4, 1550),
+    "inet_csk_clone_lock": _r("inet_csk_clone_lock", _CSK, 1136),
+    "inet_csk_complete_hashdance": _r("inet_csk_complete_hashdance", _CSK, 1318),
+    "tcp_child_process": _r("tcp_child_process", _MINI, 867),
+    "cookie_v4_check": _r("cookie_v4_check", "net/ipv4/syncookies.c", 325),
+    # state changes, timewait
+    "tcp_set_state": _r("tcp_set_state", _TCP, 2692),
+    "tcp_done": _r("tcp_done", _TCP, 4634),
+    "tcp_time_wait": _r("tcp_time_wait", _MINI, 280),
+    "tcp_timewait_state_process": _r("tcp_timewait_state_process", _MINI, 85),
+    "tw_timer_handler": _r("tw_timer_handler", "net/ipv4/inet_timewait_sock.c", 168),
+    "tcp_fin_time": _r("tcp_fin_time", "include/net/tcp.h", 1546),
+    "tcp_init_metrics": _r("tcp_init_metrics", "net/ipv4/tcp_metrics.c", 444),
+    # timers
+    "tcp_retransmit_timer": _r("tcp_retransmit_timer", _TMR, 456),
+    "tcp_write_timeout": _r("tcp_write_timeout", _TMR, 231),
+    "retransmits_timed_out": _r("retransmits_timed_out", _TMR, 209),
+    "tcp_orphan_retries": _r("tcp_orphan_retries", _TMR, 144),
+    "tcp_write_err": _r("tcp_write_err", _TMR, 68),
+    "tcp_probe_timer": _r("tcp_probe_timer", _TMR, 360),
+    "tcp_delack_timer_handler": _r("tcp_delack_timer_handler", _TMR, 290),
+    "tcp_keepalive_timer": _r("tcp_keepalive_timer", _TMR, 678),
+    "reqsk_timer_handler": _r("reqsk_timer_handler", _CSK, 983),
+    "tcp_rtx_synack": _r("tcp_rtx_synack", _OUT, 4116),
+}
+
+
+def ref(key: str) -> SourceRef:
+    return SOURCES[key]

@@ -1,0 +1,173 @@
+"""Timers: RTO backoff and its bounds, SYN-ACK retries, delayed ACK, FIN_WAIT2 and TIME_WAIT."""
+
+from __future__ import annotations
+
+import pytest
+from tcphelp import OPEN, c, returns, run, segments, transitions
+
+from app.sim.tcp.model import RTO_MAX
+
+
+def test_rto_backoff_doubles_caps_and_gives_up() -> None:
+    """tcp_retransmit_timer doubles the RTO up to TCP_RTO_MAX (120 s); tcp_write_timeout gives
+    up when retransmits_timed_out(tcp_retries2 = 15) with an RTO_MIN base: 924.6 s after the
+    first transmission of the lost segment."""
+    tr = run(
+        {
+            "script": [*OPEN, c(100, "client", "send", bytes=500), c(100, "client", "recv")],
+            "network": [{"drop": {"from": "client", "nth": 3, "count": 100}}],
+            "until_ms": 1_200_000,
+        }
+    )
+    data = [s for s in segments(tr, "client") if s["len"] == 500]
+    times = [s["sent_ms"] for s in data]
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    assert 200 <= gaps[0] < 1000  # srtt-based RTO, at least TCP_RTO_MIN
+    for g1, g2 in zip(gaps, gaps[1:], strict=False):
+        assert g2 == pytest.approx(min(2 * g1, RTO_MAX))
+    assert max(gaps) == RTO_MAX
+    ((t_err, err),) = returns(tr, "client", "recv")
+    assert err == "ETIMEDOUT"
+    assert t_err >= times[0] + 924_600 and t_err - times[0] < 924_600 + RTO_MAX
+
+
+def test_synack_retries_then_request_dropped() -> None:
+    """reqsk_timer_handler resends the SYN-ACK after 1, 2, 4, 8, 16 s (tcp_synack_retries 5)
+    and drops the request sock 32 s after the last one (63 s in all)."""
+    tr = run(
+        {
+            "script": [c(0, "server", "listen"), c(0, "client", "connect", nonblock=True)],
+            "network": [{"drop": {"from": "client", "nth": 2, "count": 100}}],
+            "until_ms": 70_000,
+        }
+    )
+    synacks = [s["sent_ms"] - 10 for s in segments(tr, "server") if s["flags"] == ["SYN", "ACK"]]
+    # timer-driven ones only: the client's own SYN retransmits also trigger immediate resends
+    timer_ones = [t for t in synacks if t in (1000, 3000, 7000, 15000, 31000)]
+    assert timer_ones == [1000, 3000, 7000, 15000, 31000]
+    drop = next(
+        f.state["t_ms"]
+        for f in tr.frames
+        for t in f.state["transitions"]
+        if t["object"] == "request_sock" and t["to_state"] == "TCP_CLOSE"
+    )
+    assert drop == 10 + 63_000
+
+
+def test_delayed_ack_of_a_fin() -> None:
+    """A FIN moves the receiver to CLOSE_WAIT in pingpong mode, so its ACK waits for the
+    delayed-ACK timer (TCP_ATO_MIN, 40 ms) unless data or a FIN goes out first."""
+    tr = run({"script": [*OPEN, c(100, "client", "close")], "until_ms": 1000})
+    fin = next(s for s in segments(tr, "client") if "FIN" in s["flags"])
+    ack = next(s for s in segments(tr, "server") if s["kind"] == "delayed_ack")
+    assert ack["sent_ms"] - fin["arrive_ms"] == pytest.approx(40)
+
+
+def test_first_data_is_acked_at_once() -> None:
+    """tcp_event_data_recv enters quickack mode on the first data: no delayed ACK."""
+    tr = run({"script": [*OPEN, c(100, "client", "send", bytes=100)], "until_ms": 1000})
+    ack = [s for s in segments(tr, "server") if s["ack"] == 1101][0]
+    assert ack["kind"] == "ack" and ack["sent_ms"] == 110
+
+
+def test_orphan_fin_wait2_times_out_after_fin_timeout() -> None:
+    """An orphaned FIN_WAIT2 lives as a timewait sock (substate FIN_WAIT2) for tcp_fin_timeout
+    (60 s) when the peer never sends its FIN; then it is freed."""
+    tr = run({"script": [*OPEN, c(100, "client", "close")], "until_ms": 70_000})
+    tw = [
+        t for t in transitions(tr) if t["endpoint"] == "client" and t["object"] == "timewait_sock"
+    ]
+    assert tw[0]["rfc_to"] == "FIN_WAIT_2"
+    born = next(
+        f.state["t_ms"]
+        for f in tr.frames
+        for t in f.state["transitions"]
+        if t is not None and t["object"] == "timewait_sock" and t["to_state"] == "TCP_TIME_WAIT"
+    )
+    assert tw[-1]["to_state"] == "TCP_CLOSE" and tw[-1]["function"] == "tw_timer_handler"
+    freed = next(
+        f.state["t_ms"]
+        for f in tr.frames
+        for t in f.state["transitions"]
+        if t["object"] == "timewait_sock" and t["to_state"] == "TCP_CLOSE"
+    )
+    assert freed - born == pytest.approx(60_000)
+
+
+def test_fin_timeout_sysctl_shortens_fin_wait2() -> None:
+    """tcp_fin_time is tcp_fin_timeout (here 10 s), at least 3.5 RTO."""
+    tr = run(
+        {
+            "script": [*OPEN, c(100, "client", "close")],
+            "sysctl": {"tcp_fin_timeout_s": 10},
+            "until_ms": 20_000,
+        }
+    )
+    ends = [
+        f.state["t_ms"]
+        for f in tr.frames
+        for t in f.state["transitions"]
+        if t["object"] == "timewait_sock"
+    ]
+    assert ends[1] - ends[0] == pytest.approx(10_000)
+
+
+def test_time_wait_lasts_timewait_len() -> None:
+    """A timewait sock in substate TIME_WAIT is freed TCP_TIMEWAIT_LEN (60 s) later."""
+    tr = run(
+        {
+            "script": [
+                *OPEN,
+                c(100, "client", "close"),
+                c(100, "server", "recv"),
+                c(200, "server", "close"),
+            ],
+            "until_ms": 61_000,
+        }
+    )
+    fin = [s for s in segments(tr, "server") if "FIN" in s["flags"]][0]
+    freed = next(
+        f.state["t_ms"]
+        for f in tr.frames
+        for t in f.state["transitions"]
+        if t["function"] == "tw_timer_handler"
+    )
+    assert freed == pytest.approx(fin["arrive_ms"] + 60_000)
+
+
+def test_retransmitted_handshake_falls_back_to_3s_rto() -> None:
+    """tcp_init_metrics: no RTT sample from a retransmitted SYN (Karn) sets the RTO to
+    TCP_TIMEOUT_FALLBACK, 3 s (RFC 6298 5.7); tcp_init_transfer starts cwnd at 1 after more
+    than one retransmission. A clean handshake keeps its measured RTO."""
+    from tcphelp import run_preset
+
+    tr = run_preset("accept-queue-full")
+    last = tr.frames[-1].state["endpoints"]["client"]
+    assert last["rto_ms"] == 3000 and last["cwnd"] == 1
+    clean = run_preset("handshake").frames[-1].state["endpoints"]["client"]
+    assert clean["rto_ms"] is not None and 200 <= clean["rto_ms"] < 1000
+    assert clean["cwnd"] is not None and clean["cwnd"] >= 10
+
+
+def test_long_fin_timeout_keeps_the_full_socket_first() -> None:
+    """tcp_fin_timeout above TCP_TIMEWAIT_LEN: the orphaned FIN_WAIT2 socket stays a full
+    socket on the keepalive timer for tmo - 60 s, then becomes a timewait sock for the rest
+    (__tcp_close / tcp_keepalive_timer), 120 s in all here."""
+    tr = run(
+        {
+            "script": [*OPEN, c(100, "client", "close")],
+            "sysctl": {"tcp_fin_timeout_s": 120},
+            "until_ms": 130_000,
+        }
+    )
+    sock = [t for t in transitions(tr) if t["endpoint"] == "client" and t["object"] == "sock"]
+    fw2 = next(t for t in sock if t["to_state"] == "TCP_FIN_WAIT2")
+    t_fw2 = next(f.state["t_ms"] for f in tr.frames if fw2 in f.state["transitions"])
+    tw_times = [
+        f.state["t_ms"]
+        for f in tr.frames
+        for t in f.state["transitions"]
+        if t["endpoint"] == "client" and t["object"] == "timewait_sock"
+    ]
+    assert tw_times[0] - t_fw2 == pytest.approx(60_000)
+    assert tw_times[-1] - t_fw2 == pytest.approx(120_000)
