@@ -158,6 +158,7 @@ class TcpExplainer(Explainer[TcpParams]):
             sim_version=self.sim_version,
             params=params,
             frames=tuple(frames),
+            series=None,
             summary=summary,
             ended_early=sim.ended,
         )
