@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from urllib.parse import urlsplit
 
-from fastapi import FastAPI
+from fastapi import FastAPI, HTTPException, Request
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -212,3 +212,16 @@ def install(app: FastAPI, settings: Settings) -> None:
         TrustedHostMiddleware, allowed_hosts=allowed_hosts(settings), www_redirect=False
     )
     app.add_middleware(SecurityHeaders)
+
+
+def same_site_form(request: Request) -> None:
+    """Refuse a form POST that another site's page made the browser send (a page elsewhere
+    must not make visitors' browsers run simulations here): browsers say so in
+    ``Sec-Fetch-Site``, or with an ``Origin`` whose host is not ours."""
+    if request.headers.get("sec-fetch-site") == "cross-site":
+        raise HTTPException(403, "This form can only be sent from Stepscope's own pages.")
+    origin = request.headers.get("origin")
+    if origin and origin != "null":
+        host = urlsplit(origin).netloc
+        if host and host != request.headers.get("host") and host != request.url.netloc:
+            raise HTTPException(403, "This form can only be sent from Stepscope's own pages.")

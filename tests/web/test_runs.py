@@ -196,3 +196,22 @@ def test_png_queue_is_bounded(make_client: Callable[..., TestClient]) -> None:
     client.app.state.pngs.max_waiting = 0  # type: ignore[attr-defined]
     r = client.get("/export/png?explainer=skb&preset=panic&step=0")
     assert r.status_code == 503 and "retry-after" in r.headers
+
+
+def test_editor_refuses_forms_sent_by_other_sites(make_client: Callable[..., TestClient]) -> None:
+    """A form POST another site's page makes a browser send (Sec-Fetch-Site: cross-site, or a
+    foreign Origin) is refused with 403 before anything runs; our own pages' posts work."""
+    client = make_client()
+    form = {"json": json.dumps(SMALL), "action": "run"}
+    url = "/explainers/skb/edit"
+    assert client.post(url, data=form, headers={"Sec-Fetch-Site": "cross-site"}).status_code == 403
+    assert (
+        client.post(url, data=form, headers={"Origin": "https://evil.example"}).status_code == 403
+    )
+    ok = client.post(
+        url,
+        data=form,
+        headers={"Origin": "http://testserver", "Sec-Fetch-Site": "same-origin"},
+        follow_redirects=False,
+    )
+    assert ok.status_code == 303

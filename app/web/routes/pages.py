@@ -12,6 +12,7 @@ from app.store import repo
 from app.web.deps import StepQuery, Visitor
 from app.web.editor import editor_context, form_to_raw, issues_by_name
 from app.web.player import FRAME_CHUNK_MAX, render_frames, render_player
+from app.web.security import same_site_form
 from app.web.sources import (
     MAX_TOKEN,
     CustomSource,
@@ -131,6 +132,7 @@ def edit_page(
 
 @router.post("/explainers/{name}/edit", response_class=HTMLResponse)
 async def edit_submit(request: Request, site: SiteDep, plugin: PluginDep) -> Response:
+    same_site_form(request)
     form = await request.form()
     action = str(form.get("action", "validate"))
     raw, form_issues = form_to_raw(plugin.web.editor, form, action)
