@@ -229,7 +229,8 @@ class Scheduler:
 
         # --- per-step results (read by the explainer) ---------------------------------------
         self.step_k = 0
-        self.clock = 0.0
+        self.clock = 0.0  # start of the current step (s)
+        self.t_end = 0.0  # end of the last executed step (s)
         self.sched: dict[Req, int] = {}
         self.preempt_events: list[PreemptEvent] = []
         self.admissions: list[Admission] = []
@@ -731,6 +732,7 @@ class Scheduler:
         """``Scheduler.update_from_output``: every scheduled request that has caught up with
         its tokens samples one; ``check_stop`` (precomputed: see :func:`finish_point`) may
         finish it, which frees its blocks at once."""
+        self.t_end = t_end
         finished: list[Req] = []
         sched = self.sched
         eos = self.cfg.eos_token_id

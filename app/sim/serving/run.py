@@ -12,12 +12,12 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypedDict
+from typing import Generic, TypedDict, TypeVar
 
 from app.sim.serving.engine import FINISHED, Req, Scheduler, step_seconds
 from app.sim.serving.params import SchedulerParams
 
-MAX_FRAMES = 400
+MAX_FRAMES = 300
 _idx = operator.attrgetter("idx")
 
 
@@ -75,23 +75,23 @@ class SchedulerSeries(TypedDict):
     requests: list[RequestResult]
 
 
-Snapshot = Callable[[Scheduler, list[Req], int], object]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RunResult:
+class RunResult(Generic[T]):
     series: SchedulerSeries
-    snapshots: tuple[tuple[int, object], ...]  # (series index, snapshot) in step order
+    snapshots: tuple[tuple[int, T], ...]  # (series index, snapshot) in step order
     ended_early: str | None
 
 
 def simulate(
     params: SchedulerParams,
-    snapshot: Snapshot | None = None,
+    snapshot: Callable[[Scheduler, list[Req], int], T] | None = None,
     progress: Callable[[float, float], None] | None = None,
     max_frames: int = MAX_FRAMES,
     total_work: float = 0.0,
-) -> RunResult:
+) -> RunResult[T]:
     """Run ``params`` to completion (every request finishes)."""
     s = Scheduler(params)
     reqs = s.reqs
@@ -133,8 +133,8 @@ def simulate(
     finish_off = [0]
     finish_req: list[int] = []
 
-    snaps: list[tuple[int, object]] = []
-    stride = 1
+    snaps: list[tuple[int, T]] = []
+    stride = _initial_stride(s, max_frames)
     ended_early: str | None = None
     report_every = max(total_work / 100.0, 1.0)
     next_report = report_every
@@ -268,6 +268,28 @@ def simulate(
     if progress is not None:
         progress(total_work, total_work)
     return RunResult(series=series, snapshots=tuple(snaps), ended_early=ended_early)
+
+
+def estimate_steps(s: Scheduler) -> int:
+    """A rough step count (for the frame stride): the larger of the token-budget bound and the
+    decode bound with as many requests running as fit the KV cache or ``max_num_seqs``."""
+    reqs = s.reqs
+    if not reqs:
+        return 1
+    total = sum(r.prompt_len + r.finish_out for r in reqs)
+    outputs = sum(r.finish_out for r in reqs)
+    avg_blocks = max(total / len(reqs) / s.bs, 1.0)
+    concurrent = max(1.0, min(float(s.max_seqs), (s.nblocks - 1) / avg_blocks, float(len(reqs))))
+    longest = max(r.finish_out for r in reqs)
+    return int(max(total / s.budget_max, outputs / concurrent, longest, 1))
+
+
+def _initial_stride(s: Scheduler, max_frames: int) -> int:
+    est = estimate_steps(s)
+    stride = 1
+    while stride * 2 * max_frames <= est:
+        stride *= 2
+    return stride
 
 
 def _result(r: Req) -> RequestResult:

@@ -1,0 +1,443 @@
+"""What a frame shows: the state after one step, and the decision log that led to it.
+
+A frame's narration is a headline; its notes are the decision log, in the order the scheduler
+made the decisions (running requests, preemptions, admissions, why admission stopped, requests
+finishing). Every sentence is a ``msg()`` with its figures as parameters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TypedDict
+
+from app.sim.core.i18n import Message, msg
+from app.sim.core.sources import SourceRef
+from app.sim.core.trace import Field
+from app.sim.serving import sources as src
+from app.sim.serving.engine import (
+    PREEMPTED,
+    STOP_BUDGET,
+    STOP_HOL,
+    STOP_KV,
+    STOP_KV_FULL,
+    STOP_MAX_SEQS,
+    STOP_PREEMPTED,
+    STOP_STATIC_BATCH,
+    WAITING,
+    Req,
+    Scheduler,
+)
+
+MAX_RUNNING_VIEWS = 48  # request rows in a frame: running ones (in list order) ...
+MAX_WAITING_VIEWS = 16  # ... and the head of the waiting queue
+MAX_FREE_QUEUE_VIEW = 256
+MAX_LOG_LINES = 16
+MAX_IDS_LISTED = 8
+
+STOP_NAMES = {
+    0: "queue_empty",
+    STOP_BUDGET: "budget",
+    STOP_MAX_SEQS: "max_num_seqs",
+    STOP_HOL: "head_of_line",
+    STOP_KV_FULL: "kv_full_sequence",
+    STOP_KV: "kv_chunk",
+    STOP_PREEMPTED: "preempted_this_step",
+    STOP_STATIC_BATCH: "static_batch_running",
+}
+
+
+class ReqView(TypedDict):
+    id: str
+    phase: str  # waiting | preempted | prefill | decode | finished
+    prompt_tokens: int
+    num_tokens: int  # prompt + outputs so far
+    computed: int  # num_computed_tokens
+    output_tokens: int
+    max_tokens: int
+    priority: int
+    scheduled: int  # tokens this step (0 when not scheduled)
+    blocks: list[int]  # block table, in order
+    num_preemptions: int
+
+
+class SpendEntry(TypedDict):
+    id: str
+    tokens: int
+    kind: str  # decode | prefill | recompute
+    budget_left: int  # token budget left after this request
+
+
+class KVView(TypedDict):
+    num_blocks: int  # including the null block 0
+    block_size: int
+    used: int
+    free: int  # free-queue length (evictable cached blocks included)
+    usage: float
+    ref_cnt: list[int]  # per block
+    hashed: list[int]  # 1 if the block is in the prefix cache
+    free_queue: list[int]  # head first: reused (and evicted) first; at most 256 shown
+    cached_blocks: int
+
+
+class StepState(TypedDict):
+    step: int
+    t_start: float
+    t_end: float
+    token_budget: int
+    budget_used: int
+    spend: list[SpendEntry]
+    arrived: list[str]
+    admitted: list[str]
+    preempted: list[str]
+    finished: list[str]
+    prefix_hits: dict[str, int]
+    requests: list[ReqView]
+    num_running: int
+    num_waiting: int
+    num_finished: int
+    waiting_stop: str
+    kv: KVView
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FrameParts:
+    state: StepState
+    narration: Message
+    notes: tuple[Message, ...]
+    source: SourceRef
+    mark: str | None
+    result: str
+    fields: tuple[Field, ...]
+    time: float
+
+
+def _ids(reqs: list[Req]) -> str:
+    head = ", ".join(r.rid for r in reqs[:MAX_IDS_LISTED])
+    return head + (" …" if len(reqs) > MAX_IDS_LISTED else "")
+
+
+def _phase(r: Req) -> str:
+    if r.status == WAITING:
+        return "waiting"
+    if r.status == PREEMPTED:
+        return "preempted"
+    if r.status == 3:
+        return "finished"
+    return "decode" if r.computed == r.num_tokens - 1 and r.num_output > 0 else "prefill"
+
+
+def _view(r: Req, n: int) -> ReqView:
+    return {
+        "id": r.rid,
+        "phase": _phase(r),
+        "prompt_tokens": r.prompt_len,
+        "num_tokens": r.num_tokens,
+        "computed": r.computed,
+        "output_tokens": r.num_output,
+        "max_tokens": r.spec.max_tokens,
+        "priority": r.spec.priority,
+        "scheduled": n,
+        "blocks": list(r.blocks),
+        "num_preemptions": r.preemptions,
+    }
+
+
+def snapshot(s: Scheduler, arrived: list[Req], index: int) -> FrameParts:
+    """The frame of the step ``s`` has just executed."""
+    sched = s.sched
+    admitted = {a.req: a for a in s.admissions}
+    spend: list[SpendEntry] = []
+    left = s.budget_max
+    for r, n in sched.items():
+        left -= n
+        before = r.computed - n
+        if n == 1 and before >= r.prompt_len and r not in admitted:
+            kind = "decode"
+        elif r.preemptions and (before >= r.prompt_len or r in admitted and admitted[r].resumed):
+            kind = "recompute"
+        else:
+            kind = "prefill"
+        spend.append({"id": r.rid, "tokens": n, "kind": kind, "budget_left": left})
+
+    views = [_view(r, sched.get(r, 0)) for r in s.running[:MAX_RUNNING_VIEWS]]
+    views.extend(_view(r, sched.get(r, 0)) for r in s.finished_now)
+    views.extend(_view(r, 0) for r in s.waiting_list(MAX_WAITING_VIEWS))
+
+    usable = s.nblocks - 1
+    used = usable - s.nfree
+    kv: KVView = {
+        "num_blocks": s.nblocks,
+        "block_size": s.bs,
+        "used": used,
+        "free": s.nfree,
+        "usage": used / usable,
+        "ref_cnt": list(s.ref),
+        "hashed": list(s.hashed),
+        "free_queue": s.free_queue(MAX_FREE_QUEUE_VIEW),
+        "cached_blocks": len(s.h2b) + sum(len(v) for v in s.dups.values()),
+    }
+    t_start = s.clock
+    t_end = s.t_end
+    budget_used = s.budget_max - s.budget_left
+    state: StepState = {
+        "step": s.step_k,
+        "t_start": t_start,
+        "t_end": t_end,
+        "token_budget": s.budget_max,
+        "budget_used": budget_used,
+        "spend": spend,
+        "arrived": [r.rid for r in arrived],
+        "admitted": [a.req.rid for a in s.admissions],
+        "preempted": [e.victim.rid for e in s.preempt_events],
+        "finished": [r.rid for r in s.finished_now],
+        "prefix_hits": {a.req.rid: a.hit_tokens for a in s.admissions} if s.caching else {},
+        "requests": views,
+        "num_running": len(s.running),
+        "num_waiting": s.num_waiting(),
+        "num_finished": s.num_finished,
+        "waiting_stop": STOP_NAMES[s.wait_stop[0]],
+        "kv": kv,
+    }
+    notes = _decision_log(s, spend, arrived)
+    narration = msg(
+        "Step {step}: {used} of {budget} budget tokens go to {count} requests "
+        "({prefill} prefill, {decode} decode).",
+        step=s.step_k,
+        used=budget_used,
+        budget=s.budget_max,
+        count=len(sched),
+        prefill=s.prefill_tokens,
+        decode=s.decode_tokens,
+    )
+    if s.preempt_events:
+        source, mark, result = src.PREEMPT, "preempt", "preempt"
+    elif s.wait_stop[0] == STOP_HOL:
+        source, mark, result = src.SCHEDULE, "hol", "blocked"
+    elif any(a.hit_tokens for a in s.admissions):
+        source, mark, result = src.GET_COMPUTED_BLOCKS, "prefix_hit", "ok"
+    elif s.finished_now:
+        source, mark, result = src.UPDATE_FROM_OUTPUT, None, "ok"
+    elif s.admissions:
+        source, mark, result = src.ALLOCATE_SLOTS, None, "ok"
+    else:
+        source, mark, result = src.SCHEDULE, None, "ok"
+    fields = (
+        Field(name="step", value=s.step_k),
+        Field(name="token budget used", value=budget_used, unit="tokens"),
+        Field(name="running", value=len(s.running)),
+        Field(name="waiting", value=s.num_waiting()),
+        Field(name="finished", value=s.num_finished),
+        Field(name="KV blocks used", value=used, unit=f"of {usable}"),
+        Field(name="preemptions so far", value=s.total_preemptions),
+    )
+    return FrameParts(
+        state=state,
+        narration=narration,
+        notes=notes,
+        source=source,
+        mark=mark,
+        result=result,
+        fields=fields,
+        time=t_start,
+    )
+
+
+def _decision_log(s: Scheduler, spend: list[SpendEntry], arrived: list[Req]) -> tuple[Message, ...]:
+    lines: list[Message] = []
+    if arrived:
+        lines.append(
+            msg("Arrived before this step: {ids} ({count}).", ids=_ids(arrived), count=len(arrived))
+        )
+    admitted = {a.req for a in s.admissions}
+    by_id = {r.rid: r for r in s.sched}
+    running_spend = [e for e in spend if by_id[e["id"]] not in admitted]
+    decodes = [e for e in running_spend if e["kind"] == "decode"]
+    if len(running_spend) <= 6:
+        for e in running_spend:
+            r = by_id[e["id"]]
+            if e["kind"] == "decode":
+                lines.append(
+                    msg(
+                        "{id} is running: 1 decode token ({left} budget tokens left).",
+                        id=e["id"],
+                        left=e["budget_left"],
+                    )
+                )
+            elif e["kind"] == "recompute":
+                lines.append(
+                    msg(
+                        "{id} is running: recomputes {tokens} tokens after its preemption "
+                        "({done} of {total} done).",
+                        id=e["id"],
+                        tokens=e["tokens"],
+                        done=r.computed,
+                        total=r.num_tokens - (1 if r.computed >= r.num_tokens - 1 else 0),
+                    )
+                )
+            else:
+                lines.append(
+                    msg(
+                        "{id} is running: prefill chunk of {tokens} tokens ({done} of {prompt} "
+                        "prompt tokens computed).",
+                        id=e["id"],
+                        tokens=e["tokens"],
+                        done=min(r.computed, r.prompt_len),
+                        prompt=r.prompt_len,
+                    )
+                )
+    else:
+        if decodes:
+            lines.append(
+                msg(
+                    "{count} running requests decode 1 token each: {ids}.",
+                    count=len(decodes),
+                    ids=", ".join(e["id"] for e in decodes[:MAX_IDS_LISTED])
+                    + (" …" if len(decodes) > MAX_IDS_LISTED else ""),
+                )
+            )
+        for e in running_spend:
+            if e["kind"] != "decode":
+                r = by_id[e["id"]]
+                lines.append(
+                    msg(
+                        "{id} is running: {tokens} prefill tokens ({done} of {total} computed).",
+                        id=e["id"],
+                        tokens=e["tokens"],
+                        done=r.computed,
+                        total=r.num_tokens,
+                    )
+                )
+    for ev in s.preempt_events:
+        if ev.victim is ev.for_req:
+            lines.append(
+                msg(
+                    "{req} needs {need} new blocks but only {free} are free, and it is itself the "
+                    "victim: it preempts itself and frees its blocks.",
+                    req=ev.for_req.rid,
+                    need=ev.need_blocks,
+                    free=ev.free_blocks,
+                )
+            )
+        elif s.priority:
+            lines.append(
+                msg(
+                    "{req} needs {need} new blocks but only {free} are free → preempt {victim} "
+                    "(worst priority {priority}); {given} tokens it was given this step go back "
+                    "to the budget.",
+                    req=ev.for_req.rid,
+                    need=ev.need_blocks,
+                    free=ev.free_blocks,
+                    victim=ev.victim.rid,
+                    priority=ev.victim.spec.priority,
+                    given=ev.given_back,
+                )
+            )
+        else:
+            lines.append(
+                msg(
+                    "{req} needs {need} new blocks but only {free} are free → preempt {victim} "
+                    "(the newest running request): its blocks go back to the free queue and it "
+                    "returns to the front of the waiting queue.",
+                    req=ev.for_req.rid,
+                    need=ev.need_blocks,
+                    free=ev.free_blocks,
+                    victim=ev.victim.rid,
+                )
+            )
+    for a in s.admissions:
+        if s.static:
+            lines.append(
+                msg(
+                    "{id} joins the new static batch and reserves {blocks} blocks for its prompt "
+                    "and all of max_tokens.",
+                    id=a.req.rid,
+                    blocks=a.new_blocks,
+                )
+            )
+        elif a.resumed:
+            lines.append(
+                msg(
+                    "{id} resumes after preemption: {hit} tokens hit the prefix cache (its own "
+                    "surviving blocks), {tokens} tokens are recomputed now.",
+                    id=a.req.rid,
+                    hit=a.hit_tokens,
+                    tokens=a.tokens,
+                )
+            )
+        elif a.hit_tokens:
+            lines.append(
+                msg(
+                    "{id} is admitted: prefix-cache hit of {hit} tokens, {tokens} tokens "
+                    "scheduled, {blocks} new blocks.",
+                    id=a.req.rid,
+                    hit=a.hit_tokens,
+                    tokens=a.tokens,
+                    blocks=a.new_blocks,
+                )
+            )
+        else:
+            lines.append(
+                msg(
+                    "{id} is admitted: {tokens} tokens scheduled, {blocks} new blocks.",
+                    id=a.req.rid,
+                    tokens=a.tokens,
+                    blocks=a.new_blocks,
+                )
+            )
+    code, head, a, b = s.wait_stop
+    waiting = s.num_waiting()
+    if code == STOP_PREEMPTED and waiting:
+        lines.append(msg("A request was preempted this step, so nobody is admitted."))
+    elif code == STOP_BUDGET and waiting:
+        lines.append(
+            msg("The token budget is spent; {count} requests keep waiting.", count=waiting)
+        )
+    elif code == STOP_MAX_SEQS and head is not None:
+        lines.append(
+            msg(
+                "{id} waits: {running} requests are running, the max_num_seqs limit.",
+                id=head.rid,
+                running=a,
+            )
+        )
+    elif code == STOP_HOL and head is not None:
+        lines.append(
+            msg(
+                "Head-of-line blocking: {id} needs {tokens} tokens, only {left} are left and "
+                "chunked prefill is off, so nobody behind it is admitted.",
+                id=head.rid,
+                tokens=a,
+                left=b,
+            )
+        )
+    elif code in (STOP_KV_FULL, STOP_KV) and head is not None:
+        lines.append(
+            msg(
+                "{id} waits: it needs {need} free blocks (its whole sequence, plus the "
+                "watermark) and {free} are free; admission stops at the head of the queue.",
+                id=head.rid,
+                need=a,
+                free=b,
+            )
+        )
+    elif code == STOP_STATIC_BATCH and waiting:
+        lines.append(
+            msg(
+                "Static batching: the current batch is still running, so {count} requests wait.",
+                count=waiting,
+            )
+        )
+    for r in s.finished_now:
+        lines.append(
+            msg(
+                "{id} finished ({reason}) after {outputs} output tokens; its blocks are freed.",
+                id=r.rid,
+                reason=r.finish_reason,
+                outputs=r.num_output,
+            )
+        )
+    if len(lines) > MAX_LOG_LINES:
+        more = len(lines) - (MAX_LOG_LINES - 1)
+        lines = lines[: MAX_LOG_LINES - 1]
+        lines.append(msg("… and {more} more decisions.", more=more))
+    return tuple(lines)
