@@ -28,7 +28,7 @@ from app.sim.serving.engine import (
     Scheduler,
 )
 
-MAX_RUNNING_VIEWS = 48  # request rows in a frame: running ones (in list order) ...
+MAX_RUNNING_VIEWS = 32  # request rows in a frame: running ones (in list order) ...
 MAX_WAITING_VIEWS = 16  # ... and the head of the waiting queue
 MAX_FREE_QUEUE_VIEW = 256
 MAX_LOG_LINES = 16
@@ -60,11 +60,12 @@ class ReqView(TypedDict):
     num_preemptions: int
 
 
-class SpendEntry(TypedDict):
-    id: str
-    tokens: int
-    kind: str  # decode | prefill | recompute
-    budget_left: int  # token budget left after this request
+class Spend(TypedDict):
+    """The token budget spent this step, request by request in scheduling order (columns)."""
+
+    ids: list[str]
+    tokens: list[int]
+    kinds: list[str]  # decode | prefill | recompute
 
 
 class KVView(TypedDict):
@@ -85,7 +86,7 @@ class StepState(TypedDict):
     t_end: float
     token_budget: int
     budget_used: int
-    spend: list[SpendEntry]
+    spend: Spend
     arrived: list[str]
     admitted: list[str]
     preempted: list[str]
@@ -114,6 +115,14 @@ class FrameParts:
 def _ids(reqs: list[Req]) -> str:
     head = ", ".join(r.rid for r in reqs[:MAX_IDS_LISTED])
     return head + (" …" if len(reqs) > MAX_IDS_LISTED else "")
+
+
+def _lefts(budget: int, tokens: list[int]) -> list[int]:
+    out: list[int] = []
+    for n in tokens:
+        budget -= n
+        out.append(budget)
+    return out
 
 
 def _phase(r: Req) -> str:
@@ -146,18 +155,16 @@ def snapshot(s: Scheduler, arrived: list[Req], index: int) -> FrameParts:
     """The frame of the step ``s`` has just executed."""
     sched = s.sched
     admitted = {a.req: a for a in s.admissions}
-    spend: list[SpendEntry] = []
-    left = s.budget_max
+    kinds: list[str] = []
     for r, n in sched.items():
-        left -= n
         before = r.computed - n
         if n == 1 and before >= r.prompt_len and r not in admitted:
-            kind = "decode"
+            kinds.append("decode")
         elif r.preemptions and (before >= r.prompt_len or r in admitted and admitted[r].resumed):
-            kind = "recompute"
+            kinds.append("recompute")
         else:
-            kind = "prefill"
-        spend.append({"id": r.rid, "tokens": n, "kind": kind, "budget_left": left})
+            kinds.append("prefill")
+    spend: Spend = {"ids": [r.rid for r in sched], "tokens": list(sched.values()), "kinds": kinds}
 
     views = [_view(r, sched.get(r, 0)) for r in s.running[:MAX_RUNNING_VIEWS]]
     views.extend(_view(r, sched.get(r, 0)) for r in s.finished_now)
@@ -242,34 +249,38 @@ def snapshot(s: Scheduler, arrived: list[Req], index: int) -> FrameParts:
     )
 
 
-def _decision_log(s: Scheduler, spend: list[SpendEntry], arrived: list[Req]) -> tuple[Message, ...]:
+def _decision_log(s: Scheduler, spend: Spend, arrived: list[Req]) -> tuple[Message, ...]:
     lines: list[Message] = []
     if arrived:
         lines.append(
             msg("Arrived before this step: {ids} ({count}).", ids=_ids(arrived), count=len(arrived))
         )
     admitted = {a.req for a in s.admissions}
-    by_id = {r.rid: r for r in s.sched}
-    running_spend = [e for e in spend if by_id[e["id"]] not in admitted]
-    decodes = [e for e in running_spend if e["kind"] == "decode"]
-    if len(running_spend) <= 6:
-        for e in running_spend:
-            r = by_id[e["id"]]
-            if e["kind"] == "decode":
+    entries = [
+        (r, n, kind, left)
+        for r, n, kind, left in zip(
+            s.sched, spend["tokens"], spend["kinds"], _lefts(s.budget_max, spend["tokens"]), strict=True
+        )
+        if r not in admitted
+    ]
+    decodes = [e for e in entries if e[2] == "decode"]
+    if len(entries) <= 6:
+        for r, n, kind, left in entries:
+            if kind == "decode":
                 lines.append(
                     msg(
                         "{id} is running: 1 decode token ({left} budget tokens left).",
-                        id=e["id"],
-                        left=e["budget_left"],
+                        id=r.rid,
+                        left=left,
                     )
                 )
-            elif e["kind"] == "recompute":
+            elif kind == "recompute":
                 lines.append(
                     msg(
                         "{id} is running: recomputes {tokens} tokens after its preemption "
                         "({done} of {total} done).",
-                        id=e["id"],
-                        tokens=e["tokens"],
+                        id=r.rid,
+                        tokens=n,
                         done=r.computed,
                         total=r.num_tokens - (1 if r.computed >= r.num_tokens - 1 else 0),
                     )
@@ -279,8 +290,8 @@ def _decision_log(s: Scheduler, spend: list[SpendEntry], arrived: list[Req]) -> 
                     msg(
                         "{id} is running: prefill chunk of {tokens} tokens ({done} of {prompt} "
                         "prompt tokens computed).",
-                        id=e["id"],
-                        tokens=e["tokens"],
+                        id=r.rid,
+                        tokens=n,
                         done=min(r.computed, r.prompt_len),
                         prompt=r.prompt_len,
                     )
@@ -291,18 +302,16 @@ def _decision_log(s: Scheduler, spend: list[SpendEntry], arrived: list[Req]) -> 
                 msg(
                     "{count} running requests decode 1 token each: {ids}.",
                     count=len(decodes),
-                    ids=", ".join(e["id"] for e in decodes[:MAX_IDS_LISTED])
-                    + (" …" if len(decodes) > MAX_IDS_LISTED else ""),
+                    ids=_ids([e[0] for e in decodes]),
                 )
             )
-        for e in running_spend:
-            if e["kind"] != "decode":
-                r = by_id[e["id"]]
+        for r, n, kind, _left in entries:
+            if kind != "decode":
                 lines.append(
                     msg(
                         "{id} is running: {tokens} prefill tokens ({done} of {total} computed).",
-                        id=e["id"],
-                        tokens=e["tokens"],
+                        id=r.rid,
+                        tokens=n,
                         done=r.computed,
                         total=r.num_tokens,
                     )

@@ -17,7 +17,7 @@ from typing import Generic, TypedDict, TypeVar
 from app.sim.serving.engine import FINISHED, Req, Scheduler, step_seconds
 from app.sim.serving.params import SchedulerParams
 
-MAX_FRAMES = 300
+MAX_FRAMES = 200
 _idx = operator.attrgetter("idx")
 
 
