@@ -94,7 +94,9 @@ class SchedulerExplainer(Explainer[SchedulerParams]):
     def cost(self, params: SchedulerParams) -> float:
         return float(cost_tokens(params))
 
-    def run(self, params: SchedulerParams, progress: Progress | None = None) -> Trace:
+    def run(
+        self, params: SchedulerParams, progress: Progress | None = None
+    ) -> Trace[StepState, SchedulerSeries]:
         res = simulate(
             params,
             snapshot=snapshot,
@@ -113,8 +115,10 @@ class SchedulerExplainer(Explainer[SchedulerParams]):
             ended_early=res.ended_early,
         )
 
-    def public_json(self, trace: Trace) -> dict[str, JSONValue]:
-        series: SchedulerSeries = trace.series
+    def public_json(self, trace: Trace[Any, Any]) -> dict[str, JSONValue]:
+        series: SchedulerSeries | None = trace.series
+        if series is None:  # pragma: no cover - every scheduler trace has a series
+            raise ValueError("not a scheduler trace")
         params: SchedulerParams = trace.params
         return {
             "steps": list(steps_json(params, series)),
@@ -171,7 +175,9 @@ def steps_json(params: SchedulerParams, se: SchedulerSeries) -> list[StepJSON]:
             if head != i:  # pragma: no cover - the scheduler only admits the queue head
                 raise AssertionError("replay diverged from the scheduler")
             running.append(i)
-        finished = [se["finish_req"][j] for j in range(se["finish_off"][s], se["finish_off"][s + 1])]
+        finished = [
+            se["finish_req"][j] for j in range(se["finish_off"][s], se["finish_off"][s + 1])
+        ]
         if finished:
             done = set(finished)
             running = [i for i in running if i not in done]
@@ -186,7 +192,8 @@ def steps_json(params: SchedulerParams, se: SchedulerSeries) -> list[StepJSON]:
                 "t_start": se["t_start"][s],
                 "t_end": se["t_end"][s],
                 "scheduled": {
-                    ids[i]: n for i, n in zip(se["sched_req"][a:b], se["sched_tokens"][a:b], strict=True)
+                    ids[i]: n
+                    for i, n in zip(se["sched_req"][a:b], se["sched_tokens"][a:b], strict=True)
                 },
                 "preempted": [
                     ids[se["preempt_req"][j]]

@@ -259,7 +259,11 @@ def _decision_log(s: Scheduler, spend: Spend, arrived: list[Req]) -> tuple[Messa
     entries = [
         (r, n, kind, left)
         for r, n, kind, left in zip(
-            s.sched, spend["tokens"], spend["kinds"], _lefts(s.budget_max, spend["tokens"]), strict=True
+            s.sched,
+            spend["tokens"],
+            spend["kinds"],
+            _lefts(s.budget_max, spend["tokens"]),
+            strict=True,
         )
         if r not in admitted
     ]
@@ -393,7 +397,7 @@ def _decision_log(s: Scheduler, spend: Spend, arrived: list[Req]) -> tuple[Messa
                     blocks=a.new_blocks,
                 )
             )
-    code, head, a, b = s.wait_stop
+    code, head, wa, wb = s.wait_stop
     waiting = s.num_waiting()
     if code == STOP_PREEMPTED and waiting:
         lines.append(msg("A request was preempted this step, so nobody is admitted."))
@@ -406,7 +410,7 @@ def _decision_log(s: Scheduler, spend: Spend, arrived: list[Req]) -> tuple[Messa
             msg(
                 "{id} waits: {running} requests are running, the max_num_seqs limit.",
                 id=head.rid,
-                running=a,
+                running=wa,
             )
         )
     elif code == STOP_HOL and head is not None:
@@ -415,8 +419,8 @@ def _decision_log(s: Scheduler, spend: Spend, arrived: list[Req]) -> tuple[Messa
                 "Head-of-line blocking: {id} needs {tokens} tokens, only {left} are left and "
                 "chunked prefill is off, so nobody behind it is admitted.",
                 id=head.rid,
-                tokens=a,
-                left=b,
+                tokens=wa,
+                left=wb,
             )
         )
     elif code in (STOP_KV_FULL, STOP_KV) and head is not None:
@@ -425,8 +429,8 @@ def _decision_log(s: Scheduler, spend: Spend, arrived: list[Req]) -> tuple[Messa
                 "{id} waits: it needs {need} free blocks (its whole sequence, plus the "
                 "watermark) and {free} are free; admission stops at the head of the queue.",
                 id=head.rid,
-                need=a,
-                free=b,
+                need=wa,
+                free=wb,
             )
         )
     elif code == STOP_STATIC_BATCH and waiting:

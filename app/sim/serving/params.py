@@ -193,7 +193,9 @@ class _Checker:
         for key in raw:
             if key not in allowed:
                 name = str(key)[:30]
-                self.add((*loc, str(key)), f"unknown field {name!r}; valid fields: {', '.join(allowed)}")
+                self.add(
+                    (*loc, str(key)), f"unknown field {name!r}; valid fields: {', '.join(allowed)}"
+                )
 
     def integer(
         self,
@@ -313,13 +315,24 @@ def _parse_config(c: _Checker, raw: Any) -> SchedulerConfig:
         ),
         max_num_seqs=c.integer(raw, "max_num_seqs", loc, d.max_num_seqs, ge=1, le=MAX_REQUESTS),
         block_size=c.integer(raw, "block_size", loc, d.block_size, ge=1, le=1024),
-        num_gpu_blocks=c.integer(raw, "num_gpu_blocks", loc, d.num_gpu_blocks, ge=2, le=MAX_GPU_BLOCKS),
-        enable_chunked_prefill=c.boolean(raw, "enable_chunked_prefill", loc, d.enable_chunked_prefill),
+        num_gpu_blocks=c.integer(
+            raw, "num_gpu_blocks", loc, d.num_gpu_blocks, ge=2, le=MAX_GPU_BLOCKS
+        ),
+        enable_chunked_prefill=c.boolean(
+            raw, "enable_chunked_prefill", loc, d.enable_chunked_prefill
+        ),
         long_prefill_token_threshold=c.integer(
-            raw, "long_prefill_token_threshold", loc, d.long_prefill_token_threshold, ge=0, le=MAX_MODEL_LEN
+            raw,
+            "long_prefill_token_threshold",
+            loc,
+            d.long_prefill_token_threshold,
+            ge=0,
+            le=MAX_MODEL_LEN,
         ),
         enable_prefix_caching=c.boolean(raw, "enable_prefix_caching", loc, d.enable_prefix_caching),
-        policy="priority" if c.choice(raw, "policy", loc, d.policy, ("fcfs", "priority")) == "priority" else "fcfs",
+        policy="priority"
+        if c.choice(raw, "policy", loc, d.policy, ("fcfs", "priority")) == "priority"
+        else "fcfs",
         watermark=c.number(raw, "watermark", loc, d.watermark, ge=0.0, lt=1.0),
         max_model_len=c.integer(raw, "max_model_len", loc, d.max_model_len, ge=2, le=MAX_MODEL_LEN),
         scheduler_reserve_full_isl=c.boolean(
@@ -446,12 +459,18 @@ def _parse_latency(c: _Checker, raw: Any) -> LatencyParams:
     mode = c.choice(raw, "mode", loc, d.mode, ("roofline", "linear"))
     return LatencyParams(
         mode="linear" if mode == "linear" else "roofline",
-        model_params_billion=c.number(raw, "model_params_billion", loc, d.model_params_billion, gt=0, le=1e5),
+        model_params_billion=c.number(
+            raw, "model_params_billion", loc, d.model_params_billion, gt=0, le=1e5
+        ),
         bytes_per_param=c.number(raw, "bytes_per_param", loc, d.bytes_per_param, gt=0, le=64),
         gpu_tflops=c.number(raw, "gpu_tflops", loc, d.gpu_tflops, gt=0, le=1e7),
-        gpu_bandwidth_gbps=c.number(raw, "gpu_bandwidth_gbps", loc, d.gpu_bandwidth_gbps, gt=0, le=1e7),
+        gpu_bandwidth_gbps=c.number(
+            raw, "gpu_bandwidth_gbps", loc, d.gpu_bandwidth_gbps, gt=0, le=1e7
+        ),
         mfu=c.number(raw, "mfu", loc, d.mfu, gt=0, le=1),
-        kv_bytes_per_token=c.integer(raw, "kv_bytes_per_token", loc, d.kv_bytes_per_token, ge=0, le=2**30),
+        kv_bytes_per_token=c.integer(
+            raw, "kv_bytes_per_token", loc, d.kv_bytes_per_token, ge=0, le=2**30
+        ),
         step_overhead_ms=c.number(raw, "step_overhead_ms", loc, d.step_overhead_ms, ge=0, le=1e6),
         base_ms=c.number(raw, "base_ms", loc, d.base_ms, ge=0, le=1e6),
         prefill_token_ms=c.number(raw, "prefill_token_ms", loc, d.prefill_token_ms, ge=0, le=1e6),

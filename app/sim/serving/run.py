@@ -102,8 +102,9 @@ def simulate(
     # Arrivals: by step (in input order within a step), or by time (in time order).
     by_step = sorted(
         (r for r in reqs if r.spec.step is not None),
-        key=lambda r: (r.spec.step, r.idx),
+        key=lambda r: (r.spec.step or 0, r.idx),
     )
+    step_of = [r.spec.step or 0 for r in by_step]
     by_time = sorted(
         (r for r in reqs if r.spec.step is None),
         key=lambda r: (r.spec.arrival_time, r.idx),
@@ -146,7 +147,7 @@ def simulate(
         k = s.step_k
         clock = s.clock
         added: list[Req] = []
-        while ps < len(by_step) and by_step[ps].spec.step is not None and by_step[ps].spec.step <= k:  # type: ignore[operator]
+        while ps < len(by_step) and step_of[ps] <= k:
             r = by_step[ps]
             at = r.spec.arrival_time
             s.add_request(r, clock, clock if at is None else at)
@@ -161,7 +162,7 @@ def simulate(
         if not s.running and not s.num_waiting():
             # Idle: EngineCore.step returns at once; jump to the next arrival.
             if ps < len(by_step):
-                s.step_k = by_step[ps].spec.step or 0
+                s.step_k = step_of[ps]
                 continue
             if pt < len(by_time):
                 s.clock = max(clock, by_time[pt].spec.arrival_time or 0.0)
@@ -296,7 +297,9 @@ def _result(r: Req) -> RequestResult:
     done = r.status == FINISHED
     ttft = r.t_first_token - r.t_arrival if r.t_first_token >= 0 else -1.0
     e2e = r.t_finish - r.t_arrival if done else -1.0
-    tpot = (r.t_finish - r.t_first_token) / (r.num_output - 1) if done and r.num_output > 1 else None
+    tpot = (
+        (r.t_finish - r.t_first_token) / (r.num_output - 1) if done and r.num_output > 1 else None
+    )
     return {
         "id": r.rid,
         "prompt_tokens": r.prompt_len,

@@ -39,7 +39,9 @@ FREE_BLOCKS = _ref("BlockPool.free_blocks", _POOL, 816)
 GET_USAGE = _ref("BlockPool.get_usage", _POOL, 921)
 FREE_QUEUE = _ref("FreeKVCacheBlockQueue", _UTILS, 258)
 HASH_BLOCK_TOKENS = _ref("hash_block_tokens", _UTILS, 707)
-GET_NUM_BLOCKS_TO_ALLOCATE = _ref("SingleTypeKVCacheManager.get_num_blocks_to_allocate", _SINGLE, 176)
+GET_NUM_BLOCKS_TO_ALLOCATE = _ref(
+    "SingleTypeKVCacheManager.get_num_blocks_to_allocate", _SINGLE, 176
+)
 FIND_LONGEST_CACHE_HIT = _ref("FullAttentionManager.find_longest_cache_hit", _SINGLE, 743)
 CHECK_STOP = _ref("check_stop", "vllm/v1/core/sched/utils.py", 98)
 FCFS_PREPEND = _ref("FCFSRequestQueue.prepend_request", _QUEUE, 92)

@@ -42,7 +42,17 @@ def test_public_json_shape() -> None:
     j = EX.public_json(EX.run(EX.parse(raw)))
     assert set(j) == {"steps", "requests", "summary"}
     step = j["steps"][0]
-    assert {"step", "scheduled", "preempted", "finished", "running", "waiting", "kv_blocks_used", "kv_usage", "prefix_hit_tokens"} <= set(step)
+    assert {
+        "step",
+        "scheduled",
+        "preempted",
+        "finished",
+        "running",
+        "waiting",
+        "kv_blocks_used",
+        "kv_usage",
+        "prefix_hit_tokens",
+    } <= set(step)
     assert step["scheduled"] == {"A": 100}
     assert isinstance(step["kv_usage"], float)
     reqs = {r["id"]: r for r in j["requests"]}
@@ -124,7 +134,9 @@ def test_preset_prefix_caching_hits_the_system_prompt() -> None:
     assert hits == {"A": 0, "B": 64, "C": 64, "D": 48, "E": 0}
 
 
-@pytest.mark.parametrize(("slug", "victim"), [("preemption-fcfs", "C"), ("preemption-priority", "A")])
+@pytest.mark.parametrize(
+    ("slug", "victim"), [("preemption-fcfs", "C"), ("preemption-priority", "A")]
+)
 def test_preemption_presets_preempt(slug: str, victim: str) -> None:
     """KV pressure preempts: FCFS takes the newest (C), priority the worst priority (A)."""
     trace, j = run_preset(slug)
@@ -138,7 +150,10 @@ def test_preemption_presets_preempt(slug: str, victim: str) -> None:
 def test_preset_priority_admits_high_priority_first() -> None:
     """H1/H2 (priority 0) arrive later but are admitted before L3/L4 (priority 5)."""
     _, j = run_preset("priority")
-    first = {rid: next(s["step"] for s in j["steps"] if rid in s["scheduled"]) for rid in ("H1", "H2", "L3", "L4")}
+    first = {
+        rid: next(s["step"] for s in j["steps"] if rid in s["scheduled"])
+        for rid in ("H1", "H2", "L3", "L4")
+    }
     assert max(first["H1"], first["H2"]) < min(first["L3"], first["L4"])
 
 
@@ -232,7 +247,9 @@ def test_every_citation_is_in_the_table_and_unique() -> None:
     """All citations live in one table; (function, path) pairs are distinct and on GitHub."""
     keys = [(r.function, r.path) for r in src.ALL]
     assert len(keys) == len(set(keys))
-    assert all(r.url.startswith("https://github.com/vllm-project/vllm/blob/v0.33.0/") for r in src.ALL)
+    assert all(
+        r.url.startswith("https://github.com/vllm-project/vllm/blob/v0.33.0/") for r in src.ALL
+    )
 
 
 def test_messages_are_literal_msg_calls() -> None:
@@ -241,5 +258,8 @@ def test_messages_are_literal_msg_calls() -> None:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "msg":
-                assert node.args and isinstance(node.args[0], ast.Constant), (path.name, node.lineno)
+                assert node.args and isinstance(node.args[0], ast.Constant), (
+                    path.name,
+                    node.lineno,
+                )
                 assert isinstance(node.args[0].value, str)

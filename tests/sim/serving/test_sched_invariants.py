@@ -28,7 +28,9 @@ def workloads(draw: st.DrawFn) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     blocks = draw(st.integers(min_value=-(-mml // bs) + 1, max_value=-(-mml // bs) + 40))
     seqs = draw(st.integers(min_value=1, max_value=6))
     chunked = draw(st.booleans())
-    budget = draw(st.integers(min_value=max(seqs, 1 if chunked else mml), max_value=max(seqs, mml) + 64))
+    budget = draw(
+        st.integers(min_value=max(seqs, 1 if chunked else mml), max_value=max(seqs, mml) + 64)
+    )
     config = {
         "block_size": bs,
         "max_model_len": mml,
@@ -89,7 +91,9 @@ def _check(s: Scheduler, arrived: list[Req], idx: int) -> None:
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(workloads())
-def test_invariants_hold_and_every_request_finishes(w: tuple[dict[str, Any], list[dict[str, Any]]]) -> None:
+def test_invariants_hold_and_every_request_finishes(
+    w: tuple[dict[str, Any], list[dict[str, Any]]],
+) -> None:
     """Budget never exceeded, running <= max_num_seqs, blocks conserved, every request finishes
     with the output count check_stop gives."""
     config, reqs = w

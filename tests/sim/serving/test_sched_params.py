@@ -38,7 +38,11 @@ def test_defaults_are_vllm_033_scheduler_defaults() -> None:
 
 def test_duplicate_ids_name_the_second_request() -> None:
     """Duplicate request ids → 422 at requests.<i>.id."""
-    raw = body({"id": "A", "prompt_tokens": 5}, {"id": "B", "prompt_tokens": 5}, {"id": "A", "prompt_tokens": 5})
+    raw = body(
+        {"id": "A", "prompt_tokens": 5},
+        {"id": "B", "prompt_tokens": 5},
+        {"id": "A", "prompt_tokens": 5},
+    )
     assert locs(raw) == [("requests", 2, "id")]
 
 
@@ -91,13 +95,19 @@ def test_every_issue_is_reported_at_once() -> None:
 
 def test_vllm_config_consistency_checks() -> None:
     """SchedulerConfig.verify_max_model_len and the KV capacity check at start-up."""
-    assert locs(body({"id": "A", "prompt_tokens": 5}, enable_chunked_prefill=False, max_num_batched_tokens=1024)) == [
-        ("config", "max_num_batched_tokens")
-    ]
+    assert locs(
+        body(
+            {"id": "A", "prompt_tokens": 5},
+            enable_chunked_prefill=False,
+            max_num_batched_tokens=1024,
+        )
+    ) == [("config", "max_num_batched_tokens")]
     assert locs(body({"id": "A", "prompt_tokens": 5}, max_num_batched_tokens=64)) == [
         ("config", "max_num_batched_tokens")
     ]
-    assert locs(body({"id": "A", "prompt_tokens": 5}, num_gpu_blocks=100)) == [("config", "num_gpu_blocks")]
+    assert locs(body({"id": "A", "prompt_tokens": 5}, num_gpu_blocks=100)) == [
+        ("config", "num_gpu_blocks")
+    ]
     assert locs(body({"id": "A", "prompt_tokens": 5}, long_prefill_token_threshold=4096)) == [
         ("config", "long_prefill_token_threshold")
     ]
@@ -106,13 +116,25 @@ def test_vllm_config_consistency_checks() -> None:
 def test_max_work_is_enforced() -> None:
     """parse refuses params whose cost (tokens to process) exceeds limits.max_work."""
     reqs = [{"id": str(i), "prompt_tokens": 1000, "max_tokens": 1000} for i in range(12_000)]
-    assert EX.cost(parse({"requests": reqs, "config": {"max_model_len": 4096, "num_gpu_blocks": 4096}})) > EX.limits.max_work
-    assert locs({"requests": reqs, "config": {"max_model_len": 4096, "num_gpu_blocks": 4096}}) == [("requests",)]
+    assert (
+        EX.cost(
+            parse({"requests": reqs, "config": {"max_model_len": 4096, "num_gpu_blocks": 4096}})
+        )
+        > EX.limits.max_work
+    )
+    assert locs({"requests": reqs, "config": {"max_model_len": 4096, "num_gpu_blocks": 4096}}) == [
+        ("requests",)
+    ]
 
 
 def test_cost_counts_prompt_plus_produced_outputs() -> None:
     """cost = Σ prompt + the output tokens check_stop lets each request produce."""
-    p = parse(body({"id": "A", "prompt_tokens": 10, "max_tokens": 7}, {"id": "B", "prompt_tokens": 3, "max_tokens": 9, "eos_position": 2}))
+    p = parse(
+        body(
+            {"id": "A", "prompt_tokens": 10, "max_tokens": 7},
+            {"id": "B", "prompt_tokens": 3, "max_tokens": 9, "eos_position": 2},
+        )
+    )
     assert EX.cost(p) == 10 + 7 + 3 + 2
 
 

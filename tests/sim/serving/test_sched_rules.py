@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.sim.serving.engine import Req, Scheduler
-
 from schedhelp import req, result, run_steps, series, watch
+
+from app.sim.serving.engine import Req, Scheduler
 
 
 def at(steps: list[Any], k: int) -> Any:
@@ -73,9 +73,7 @@ def test_long_prefill_threshold_applies_only_with_more_than_one_request() -> Non
 
 def test_max_num_seqs_caps_admission() -> None:
     """Scheduler.schedule §1b: admission stops when len(running) reaches max_num_seqs."""
-    steps = run_steps(
-        {"max_num_seqs": 2}, [req("A", 10, 3), req("B", 10, 5), req("C", 10, 3)]
-    )
+    steps = run_steps({"max_num_seqs": 2}, [req("A", 10, 3), req("B", 10, 5), req("C", 10, 3)])
     assert set(at(steps, 0)["scheduled"]) == {"A", "B"}
     assert at(steps, 0)["waiting"] == ["C"]
     # A finishes at the end of step 2 (3 outputs); C is admitted in step 3.
@@ -86,7 +84,12 @@ def test_max_num_seqs_caps_admission() -> None:
 # --- preemption -------------------------------------------------------------------------------
 
 # 9 blocks = the null block + 8 usable blocks of 16 tokens.
-SMALL = {"num_gpu_blocks": 9, "max_model_len": 128, "max_num_batched_tokens": 256, "max_num_seqs": 4}
+SMALL = {
+    "num_gpu_blocks": 9,
+    "max_model_len": 128,
+    "max_num_batched_tokens": 256,
+    "max_num_seqs": 4,
+}
 
 
 def test_fcfs_preempts_the_newest_running_request_and_admits_nobody() -> None:
@@ -140,7 +143,12 @@ def test_priority_preempts_the_worst_request_and_gives_its_tokens_back() -> None
         req("C", 48, 64, priority=1, arrival_step=2),
         req("W", 16, 2, priority=1, arrival_step=34),
     ]
-    cfg = {"num_gpu_blocks": 17, "max_model_len": 256, "max_num_batched_tokens": 256, "max_num_seqs": 4}
+    cfg = {
+        "num_gpu_blocks": 17,
+        "max_model_len": 256,
+        "max_num_batched_tokens": 256,
+        "max_num_seqs": 4,
+    }
     steps = run_steps({**cfg, "policy": "priority"}, reqs)
     s34 = at(steps, 34)  # B needs its 6th block at position 80; all 16 blocks are held
     assert s34["preempted"] == ["A"]
@@ -170,7 +178,12 @@ def test_priority_self_preemption_lets_later_requests_run() -> None:
 def test_head_of_line_blocking_without_chunked_prefill() -> None:
     """Scheduler.schedule §1b: with chunked prefill off, a head prompt larger than the budget
     left stops admission, even for short requests behind it."""
-    cfg = {"max_num_batched_tokens": 1024, "max_model_len": 1024, "num_gpu_blocks": 256, "max_num_seqs": 8}
+    cfg = {
+        "max_num_batched_tokens": 1024,
+        "max_model_len": 1024,
+        "num_gpu_blocks": 256,
+        "max_num_seqs": 8,
+    }
     reqs = [req("A", 700, 24), req("B", 1000, 8), req("C", 30, 8), req("D", 30, 8)]
     off = run_steps({**cfg, "enable_chunked_prefill": False}, reqs)
     assert at(off, 0)["scheduled"] == {"A": 700}
@@ -183,7 +196,12 @@ def test_head_of_line_blocking_without_chunked_prefill() -> None:
 def test_admission_needs_the_whole_sequence_to_fit() -> None:
     """KVCacheManager.allocate_slots §4.3 (scheduler_reserve_full_isl): a waiting request is
     admitted only if its whole prompt fits, even when only a chunk is scheduled now."""
-    cfg = {"num_gpu_blocks": 9, "max_model_len": 128, "max_num_batched_tokens": 32, "max_num_seqs": 4}
+    cfg = {
+        "num_gpu_blocks": 9,
+        "max_model_len": 128,
+        "max_num_batched_tokens": 32,
+        "max_num_seqs": 4,
+    }
     reqs = [req("A", 32, 60), req("B", 100, 4, arrival_step=1)]
     # Step 1: A takes its 3rd block, 5 are free; B's 31-token chunk needs 2 but its whole
     # 100-token prompt needs 7.
