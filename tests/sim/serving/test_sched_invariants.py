@@ -40,7 +40,7 @@ def workloads(draw: st.DrawFn) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         "enable_chunked_prefill": chunked,
         "enable_prefix_caching": draw(st.booleans()),
         "policy": draw(st.sampled_from(["fcfs", "priority"])),
-        "long_prefill_token_threshold": draw(st.sampled_from([0, 0, 5, 17])),
+        "long_prefill_token_threshold": draw(st.sampled_from([0, 0, 5, 15])),
         "watermark": draw(st.sampled_from([0.0, 0.0, 0.1])),
         "batching": draw(st.sampled_from(["continuous", "continuous", "static"])),
     }
