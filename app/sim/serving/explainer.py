@@ -235,6 +235,12 @@ def summarize(params: SchedulerParams, se: SchedulerSeries) -> dict[str, Any]:
     prompt_tokens = sum(r["prompt_tokens"] for r in rs)
     computed = sum(se["prefill_tokens"]) + sum(se["decode_tokens"])
     hits = sum(se["prefix_hit_tokens"])
+    first_hits = 0  # prefix hits at each request's first admission (resumes excluded)
+    seen: set[int] = set()
+    for i, h in zip(se["admit_req"], se["admit_hit"], strict=True):
+        if i not in seen:
+            seen.add(i)
+            first_hits += h
     usage = se["kv_usage"]
     dur = [b - a for a, b in zip(se["t_start"], se["t_end"], strict=True)]
     return {
@@ -246,7 +252,9 @@ def summarize(params: SchedulerParams, se: SchedulerSeries) -> dict[str, Any]:
         "prompt_tokens": prompt_tokens,
         "output_tokens": out_tokens,
         "computed_tokens": computed,
-        "recomputed_tokens": max(0, computed + hits - prompt_tokens - out_tokens + len(rs)),
+        # Without preemption a request computes its prompt (less its first prefix hit) and every
+        # output token but the last; anything beyond that was computed twice.
+        "recomputed_tokens": computed + first_hits - (prompt_tokens + out_tokens - len(rs)),
         "output_throughput_tok_s": out_tokens / makespan if makespan > 0 else None,
         "total_throughput_tok_s": (out_tokens + prompt_tokens) / makespan if makespan > 0 else None,
         "mean_ttft_s": _mean(ttft),

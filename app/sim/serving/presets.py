@@ -45,19 +45,18 @@ def _chunked() -> dict[str, Any]:
     }
 
 
-SYSTEM_PROMPT = list(range(1000, 1064))  # 64 tokens = 4 blocks of 16
+SYSTEM_PROMPT = list(range(1000, 2024))  # 1024 tokens = 64 blocks of 16
 
 
 def _prefix() -> dict[str, Any]:
     def user(i: int, n: int) -> list[int]:
-        return [2000 + 100 * i + j for j in range(n)]
+        return [3000 + 100 * i + j for j in range(n)]
 
     return {
         "config": {
-            "max_num_batched_tokens": 512,
+            "max_num_batched_tokens": 2048,
             "max_num_seqs": 8,
-            "num_gpu_blocks": 128,
-            "max_model_len": 512,
+            "num_gpu_blocks": 256,
         },
         "requests": [
             {"id": "A", "prompt_token_ids": SYSTEM_PROMPT + user(0, 20), "max_tokens": 6},
@@ -76,7 +75,7 @@ def _prefix() -> dict[str, Any]:
             {"id": "D", "prompt_token_ids": SYSTEM_PROMPT, "max_tokens": 6, "arrival_step": 9},
             {
                 "id": "E",
-                "prompt_token_ids": list(range(5000, 5084)),
+                "prompt_token_ids": list(range(5000, 6044)),
                 "max_tokens": 6,
                 "arrival_step": 12,
             },

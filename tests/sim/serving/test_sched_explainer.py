@@ -126,12 +126,16 @@ def test_preset_chunked_prefill_splits_the_long_prompt() -> None:
 
 
 def test_preset_prefix_caching_hits_the_system_prompt() -> None:
-    """Later requests hit the 64-token shared system prompt; an exact repeat hits 48."""
+    """Later requests hit the 1024-token shared system prompt (64 blocks); an exact repeat of
+    it hits 1008 (its last block is recomputed); an unrelated prompt hits nothing, and the hits
+    cut time to first token."""
     _, j = run_preset("prefix-caching")
     hits: dict[str, int] = {}
     for s in j["steps"]:
         hits.update(s["prefix_hit_tokens"])
-    assert hits == {"A": 0, "B": 64, "C": 64, "D": 48, "E": 0}
+    assert hits == {"A": 0, "B": 1024, "C": 1024, "D": 1008, "E": 0}
+    ttft = {r["id"]: r["ttft"] for r in j["requests"]}
+    assert max(ttft["B"], ttft["C"], ttft["D"]) < min(ttft["A"], ttft["E"]) / 2
 
 
 @pytest.mark.parametrize(
@@ -263,3 +267,11 @@ def test_messages_are_literal_msg_calls() -> None:
                     node.lineno,
                 )
                 assert isinstance(node.args[0].value, str)
+
+
+def test_recomputed_tokens_count_work_done_twice() -> None:
+    """Preemption (FCFS preset): C had computed positions 0-78 when preempted at step 34; its
+    first two blocks (32 tokens) survive in the prefix cache, so 79 - 32 = 47 are recomputed."""
+    trace, _ = run_preset("preemption-fcfs")
+    assert trace.summary["recomputed_tokens"] == 47
+    assert run_preset("continuous-batching")[0].summary["recomputed_tokens"] == 0
