@@ -28,8 +28,8 @@ from app.sim.serving.engine import (
     Scheduler,
 )
 
-MAX_RUNNING_VIEWS = 32  # request rows in a frame: running ones (in list order) ...
-MAX_WAITING_VIEWS = 16  # ... and the head of the waiting queue
+MAX_RUNNING_VIEWS = 24  # request rows in a frame: running ones (in list order) ...
+MAX_WAITING_VIEWS = 8  # ... and the head of the waiting queue
 MAX_FREE_QUEUE_VIEW = 256
 MAX_LOG_LINES = 16
 MAX_IDS_LISTED = 8

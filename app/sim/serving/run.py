@@ -288,7 +288,7 @@ def estimate_steps(s: Scheduler) -> int:
 def _initial_stride(s: Scheduler, max_frames: int) -> int:
     est = estimate_steps(s)
     stride = 1
-    while stride * 2 * max_frames <= est:
+    while est > stride * max_frames:
         stride *= 2
     return stride
 
