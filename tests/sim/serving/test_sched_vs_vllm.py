@@ -269,7 +269,9 @@ def small_workloads(draw: st.DrawFn) -> tuple[dict[str, Any], list[dict[str, Any
                 "arrival_step": draw(st.integers(0, 5)),
                 "arrival_time": float(draw(st.integers(0, 3))),
                 "priority": draw(st.integers(0, 2)),
-                "output_token_ids": draw(st.lists(st.integers(1, 3), max_size=8)),
+                "output_token_ids": draw(st.lists(st.integers(1, 5), max_size=8)),
+                "stop_token_ids": draw(st.lists(st.integers(3, 5), max_size=1)),
+                "ignore_eos": draw(st.booleans()),
             }
         )
     return config, reqs
@@ -278,8 +280,8 @@ def small_workloads(draw: st.DrawFn) -> tuple[dict[str, Any], list[dict[str, Any
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(small_workloads())
 def test_random_workloads_match_vllm(w: tuple[dict[str, Any], list[dict[str, Any]]]) -> None:
-    """Random small configs and workloads (shared prefixes, priorities, KV pressure) behave
-    step by step as in vLLM 0.33."""
+    """Random small configs and workloads (shared prefixes, priorities, KV pressure, EOS, stop
+    ids, ignore_eos) behave step by step as in vLLM 0.33."""
     import tempfile
 
     config, reqs = w
