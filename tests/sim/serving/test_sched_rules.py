@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from schedhelp import req, result, run_steps, series, watch
 
 from app.sim.serving.engine import Req, Scheduler
@@ -389,3 +390,38 @@ def test_static_batching_admits_nobody_until_the_batch_is_done() -> None:
     assert first_step(steps, "C") == 20  # B's 20th output ends step 19
     cont = run_steps({"max_num_seqs": 2}, reqs)
     assert first_step(cont, "C") == 4  # A's 4th output ends step 3
+
+
+# --- arrivals ---------------------------------------------------------------------------------
+
+
+def test_arrival_step_adds_before_that_schedule_and_idle_steps_are_skipped() -> None:
+    """EngineCore.step: requests arriving at step k are added before the k-th schedule();
+    steps with nothing to run are not recorded and take no time."""
+    se = series({}, [req("A", 10, 2, arrival_step=5), req("B", 10, 2, arrival_step=9)])
+    assert se["step"] == [5, 6, 9, 10]
+    assert se["t_start"][0] == 0.0
+    assert se["t_start"][2] == se["t_end"][1]  # the idle steps 7-8 take no time
+
+
+def test_arrival_time_jumps_an_idle_clock_and_counts_queueing_from_arrival() -> None:
+    """A request with only arrival_time is added before the first step starting at or after
+    that time; its latencies count from arrival_time."""
+    lat = {"mode": "linear", "base_ms": 10, "prefill_token_ms": 0, "decode_token_ms": 0}
+    raw = {
+        "requests": [
+            {"id": "A", "prompt_tokens": 10, "max_tokens": 3, "arrival_time": 1.0},
+            {"id": "B", "prompt_tokens": 10, "max_tokens": 1, "arrival_time": 1.015},
+        ],
+        "latency": lat,
+    }
+    from app.sim.serving.params import parse
+    from app.sim.serving.run import simulate
+
+    se = simulate(parse(raw)).series
+    assert se["t_start"][:3] == [1.0, 1.01, 1.02]
+    b = result(se, "B")
+    # B arrives during step 1 (1.01-1.02) and is added before step 2, which ends at 1.03.
+    assert b["arrival_s"] == 1.015
+    assert b["queue"] == pytest.approx(0.005)
+    assert b["ttft"] == pytest.approx(0.015)
