@@ -483,11 +483,13 @@ class Scheduler:
         ctx = 0
         priority = self.priority
 
-        # 1a. RUNNING, in list order.
-        i = 0
-        nrun = len(running)
-        while i < nrun and budget > 0:
-            r = running[i]
+        # 1a. RUNNING, in list order. Iterating over a copy visits the requests in the order
+        # vLLM's index walk does; a request preempted earlier in this loop is skipped.
+        for r in tuple(running):
+            if budget <= 0:
+                break
+            if r.status != RUNNING:
+                continue
             comp = r.computed
             n = r.num_tokens - comp
             if n == 1 and comp < len(r.blocks) * bs:
@@ -502,7 +504,6 @@ class Scheduler:
                 r.computed = comp + 1
                 decode += 1
                 ctx += comp + 1
-                i += 1
                 continue
             if 0 < thr < n:
                 n = thr
@@ -512,7 +513,6 @@ class Scheduler:
             if n > lim:
                 n = lim
             if n <= 0:
-                i += 1
                 continue
             need = comp + n
             if need > mml:
@@ -525,10 +525,7 @@ class Scheduler:
                     given = 0
                     if priority:
                         victim = max(running, key=_pkey)
-                        vi = running.index(victim)
-                        del running[vi]
-                        if vi < i:
-                            i -= 1
+                        del running[running.index(victim)]
                         if victim in sched:
                             given = sched.pop(victim)
                             budget += given
@@ -540,7 +537,6 @@ class Scheduler:
                             ctx -= victim.computed
                     else:
                         victim = running.pop()
-                    nrun -= 1
                     self._preempt(victim)
                     self.preempt_events.append(
                         PreemptEvent(
@@ -572,7 +568,6 @@ class Scheduler:
             else:
                 prefill += n
             ctx += comp + n
-            i += 1
 
         # 1b. WAITING, only if nothing was preempted.
         stop: tuple[int, Req | None, int, int] = (STOP_EMPTY, None, 0, 0)
