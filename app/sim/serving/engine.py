@@ -110,6 +110,7 @@ class Req:
         "computed",
         "num_output",
         "blocks",
+        "cap",
         "num_cached",
         "status",
         "pkey",
@@ -139,6 +140,7 @@ class Req:
         self.computed = 0
         self.num_output = 0
         self.blocks: list[int] = []
+        self.cap = 0  # len(blocks) * block_size: token slots held
         self.num_cached = 0
         self.status = WAITING
         self.pkey: tuple[int, float] = (spec.priority, 0.0)
@@ -452,6 +454,7 @@ class Scheduler:
         ``num_computed_tokens = 0``."""
         self._free_blocks(victim.blocks)
         victim.blocks = []
+        victim.cap = 0
         victim.num_cached = 0
         victim.status = PREEMPTED
         victim.computed = 0
@@ -492,18 +495,19 @@ class Scheduler:
                 continue
             comp = r.computed
             n = r.num_tokens - comp
-            if n == 1 and comp < len(r.blocks) * bs:
+            if n == 1 and comp < r.cap:
                 # Fast path: a decode whose next position is inside a block it holds (the cap
                 # checks cannot bite: budget > 0, threshold >= 1, comp + 1 < max_model_len).
-                if caching:
-                    nf = (comp + 1) // bs
-                    if nf > r.num_cached:
-                        self._cache_blocks(r, nf)
+                # A running request has cached exactly its computed // block_size blocks, so
+                # a block becomes full (and is cached) only when comp + 1 is a multiple.
+                comp += 1
+                if caching and comp % bs == 0:
+                    self._cache_blocks(r, comp // bs)
                 sched[r] = 1
                 budget -= 1
-                r.computed = comp + 1
+                r.computed = comp
                 decode += 1
-                ctx += comp + 1
+                ctx += comp
                 continue
             if 0 < thr < n:
                 n = thr
@@ -555,6 +559,7 @@ class Scheduler:
                         continue  # r removed itself; later (higher-priority) ones may fit
                     break
                 r.blocks.extend(self._popleft(nb))
+                r.cap = len(r.blocks) * bs
             if caching:
                 nt = r.num_tokens
                 nf = (need if need < nt else nt) // bs
@@ -622,6 +627,7 @@ class Scheduler:
                 r.num_cached = nh
                 if new_blocks:
                     hits.extend(self._popleft(new_blocks))
+                r.cap = len(hits) * bs
                 if caching:
                     nf = (need if need < nt else nt) // bs
                     if nf > nh:
@@ -687,6 +693,7 @@ class Scheduler:
                 else:
                     self.fcfs.popleft()
                 r.blocks = self._popleft(need)
+                r.cap = need * bs
                 r.status = RUNNING
                 running.append(r)
                 if r.t_first_sched < 0:
@@ -753,6 +760,7 @@ class Scheduler:
                 r.step_finish = self.step_k
                 self._free_blocks(r.blocks)
                 r.blocks = []
+                r.cap = 0
             self.running = [r for r in self.running if r.status == RUNNING]
             self.num_finished += len(finished)
         self.finished_now = finished

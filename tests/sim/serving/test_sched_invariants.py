@@ -76,7 +76,9 @@ def _check(s: Scheduler, arrived: list[Req], idx: int) -> None:
         assert r.status == RUNNING
         for b in r.blocks:
             holders[b] += 1
-        assert len(r.blocks) * s.bs >= r.computed
+        assert len(r.blocks) * s.bs == r.cap >= r.computed
+        if s.caching:  # every full computed block is in the cache (the decode fast path's premise)
+            assert r.num_cached == r.computed // s.bs
     assert holders[0] == 0
     assert holders[1:] == s.ref[1:]
     queue = s.free_queue(s.nblocks + 5)
