@@ -220,7 +220,9 @@ class Scheduler:
         self.dups: dict[object, list[int]] = {}
         self.intern: dict[tuple[int, tuple[int, ...]], int] = {}
         self.nfree = n
-        self._popleft(1)  # the null block (BlockPool.__init__); never freed, ref not kept
+        # The request index that allocated each block while it is in use; -1 when free.
+        self.owner = [-1] * n
+        self._popleft(1, -1)  # the null block (BlockPool.__init__); never freed, ref not kept
         self.ref[0] = 0
 
         # --- queues ------------------------------------------------------------------------
@@ -283,7 +285,7 @@ class Scheduler:
 
     # --- block pool ------------------------------------------------------------------------
 
-    def _popleft(self, k: int) -> list[int]:
+    def _popleft(self, k: int, owner_idx: int) -> list[int]:
         """``FreeKVCacheBlockQueue.popleft_n`` + ``get_new_blocks``: take ``k`` blocks from the
         head, evicting any that still carry a hash, each with ref_cnt 1."""
         nxt = self.nxt
@@ -294,8 +296,10 @@ class Scheduler:
         h2b = self.h2b
         dups = self.dups
         hashed = self.hashed
+        owner = self.owner
         for _ in range(k):
             out.append(b)
+            owner[b] = owner_idx
             key = bhash[b]
             if key is not None:
                 if dups or h2b.get(key) != b:
@@ -331,13 +335,14 @@ class Scheduler:
         self.bhash[b] = None
         self.hashed[b] = 0
 
-    def _touch(self, blocks: list[int]) -> None:
+    def _touch(self, blocks: list[int], owner_idx: int) -> None:
         """``BlockPool.touch``: a prefix hit takes its blocks out of the free queue."""
         ref = self.ref
         nxt = self.nxt
         prv = self.prv
         for b in blocks:
             if ref[b] == 0:
+                self.owner[b] = owner_idx
                 p = prv[b]
                 q = nxt[b]
                 nxt[p] = q
@@ -351,12 +356,14 @@ class Scheduler:
         (LRU), tail block first."""
         ref = self.ref
         bhash = self.bhash
+        owner = self.owner
         first: list[int] = []
         last: list[int] = []
         for b in reversed(blocks):
             c = ref[b] - 1
             ref[b] = c
             if c == 0:
+                owner[b] = -1
                 if bhash[b] is None:
                     first.append(b)
                 else:
@@ -558,7 +565,7 @@ class Scheduler:
                     if priority:
                         continue  # r removed itself; later (higher-priority) ones may fit
                     break
-                r.blocks.extend(self._popleft(nb))
+                r.blocks.extend(self._popleft(nb, r.idx))
                 r.cap = len(r.blocks) * bs
             if caching:
                 nt = r.num_tokens
@@ -622,11 +629,11 @@ class Scheduler:
                 if new_blocks + evictable + wm > self.nfree:
                     stop = (STOP_KV, r, new_blocks + evictable + wm, self.nfree)
                     break
-                self._touch(hits)
+                self._touch(hits, r.idx)
                 r.blocks = hits
                 r.num_cached = nh
                 if new_blocks:
-                    hits.extend(self._popleft(new_blocks))
+                    hits.extend(self._popleft(new_blocks, r.idx))
                 r.cap = len(hits) * bs
                 if caching:
                     nf = (need if need < nt else nt) // bs
@@ -692,7 +699,7 @@ class Scheduler:
                     heapq.heappop(self.heap)
                 else:
                     self.fcfs.popleft()
-                r.blocks = self._popleft(need)
+                r.blocks = self._popleft(need, r.idx)
                 r.cap = need * bs
                 r.status = RUNNING
                 running.append(r)

@@ -74,6 +74,8 @@ class KVView(TypedDict):
     used: int
     free: int  # free-queue length (evictable cached blocks included)
     usage: float
+    owner: list[int]  # per block: index (into the series' request_ids) of the request that
+    # allocated it while it is in use, -1 when free; shared prefix blocks show ref_cnt > 1
     ref_cnt: list[int]  # per block
     hashed: list[int]  # 1 if the block is in the prefix cache
     free_queue: list[int]  # head first: reused (and evicted) first; at most 256 shown
@@ -178,6 +180,7 @@ def snapshot(s: Scheduler, arrived: list[Req], index: int) -> FrameParts:
         "used": used,
         "free": s.nfree,
         "usage": used / usable,
+        "owner": list(s.owner),
         "ref_cnt": list(s.ref),
         "hashed": list(s.hashed),
         "free_queue": s.free_queue(MAX_FREE_QUEUE_VIEW),

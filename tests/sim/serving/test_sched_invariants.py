@@ -72,6 +72,10 @@ def _check(s: Scheduler, arrived: list[Req], idx: int) -> None:
     # Blocks are conserved: each block's ref_cnt is the number of block tables holding it,
     # free blocks are exactly those with ref_cnt 0, and the free queue holds each once.
     holders = [0] * s.nblocks
+    for b in range(1, s.nblocks):
+        assert (s.owner[b] == -1) == (s.ref[b] == 0)
+        if s.owner[b] >= 0:
+            assert any(b in r.blocks for r in s.running if r.idx == s.owner[b]) or s.ref[b] > 1
     for r in s.running:
         assert r.status == RUNNING
         for b in r.blocks:
