@@ -6,6 +6,16 @@
 and waiting after the step, KV blocks used and usage, prefix-cache hit tokens per admitted
 request), ``requests[]`` (latency metrics in seconds) and ``summary``.
 
+A step is one ``schedule()`` and one ``update_from_output()``; ``steps[]`` lists the steps that
+ran (a step with nothing in the system is skipped, so ``step`` may jump to the next arrival;
+vLLM's engine also runs one empty ``schedule()`` after requests finish, to hand
+``finished_req_ids`` to the workers: it decides nothing and is not a step here). ``running``
+and ``waiting`` are the queues after the step, in service order. Times are seconds from the
+latency model; a request added at step ``k`` arrives at the start of step ``k``, one with only
+``arrival_time`` arrives then (and the engine, if idle, waits for it). ``arrival_time`` also
+breaks priority ties (``Request.__lt__``); without it a request's arrival time is the clock when
+it is added, and requests added together tie on it and are ordered by id.
+
 Cost is the number of tokens to process: each request's prompt plus the output tokens it will
 produce (``max_tokens``, or fewer when EOS / a stop id / ``max_model_len`` ends it first),
 summed; recomputation after preemption is not counted in advance.
