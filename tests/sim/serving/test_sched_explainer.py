@@ -275,3 +275,14 @@ def test_recomputed_tokens_count_work_done_twice() -> None:
     trace, _ = run_preset("preemption-fcfs")
     assert trace.summary["recomputed_tokens"] == 47
     assert run_preset("continuous-batching")[0].summary["recomputed_tokens"] == 0
+
+
+def test_every_message_renders_with_its_parameters() -> None:
+    """Each narration and note of every preset fills all its placeholders (no KeyError)."""
+    for p in EX.presets:
+        trace = EX.run(EX.parse(p.params))
+        for f in trace.frames:
+            for m in (f.narration, *f.notes):
+                text = m.id.format_map(m.params)
+                assert "{" not in text
+    assert all("{" not in p.title.id for p in EX.presets)
