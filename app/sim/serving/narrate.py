@@ -231,14 +231,16 @@ def snapshot(s: Scheduler, arrived: list[Req], index: int) -> FrameParts:
         source, mark, result = src.ALLOCATE_SLOTS, None, "ok"
     else:
         source, mark, result = src.SCHEDULE, None, "ok"
+    # Field names are identifiers (like vLLM's own attribute names), not prose.
     fields = (
         Field(name="step", value=s.step_k),
-        Field(name="token budget used", value=budget_used, unit="tokens"),
-        Field(name="running", value=len(s.running)),
-        Field(name="waiting", value=s.num_waiting()),
-        Field(name="finished", value=s.num_finished),
-        Field(name="KV blocks used", value=used, unit=f"of {usable}"),
-        Field(name="preemptions so far", value=s.total_preemptions),
+        Field(name="token_budget_used", value=budget_used, unit="tokens"),
+        Field(name="num_running", value=len(s.running)),
+        Field(name="num_waiting", value=s.num_waiting()),
+        Field(name="num_finished", value=s.num_finished),
+        Field(name="kv_blocks_used", value=used, unit="blocks"),
+        Field(name="kv_blocks_usable", value=usable, unit="blocks"),
+        Field(name="num_preemptions", value=s.total_preemptions),
     )
     return FrameParts(
         state=state,
