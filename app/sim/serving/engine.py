@@ -220,7 +220,7 @@ class Scheduler:
         self.dups: dict[object, list[int]] = {}
         self.intern: dict[tuple[int, tuple[int, ...]], int] = {}
         self.nfree = n
-        # The request index that allocated each block while it is in use; -1 when free.
+        # Per block: the request that allocated it (or revived it as a prefix hit); -1 when free.
         self.owner = [-1] * n
         self._popleft(1, -1)  # the null block (BlockPool.__init__); never freed, ref not kept
         self.ref[0] = 0

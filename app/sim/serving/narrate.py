@@ -75,7 +75,8 @@ class KVView(TypedDict):
     free: int  # free-queue length (evictable cached blocks included)
     usage: float
     owner: list[int]  # per block: index (into the series' request_ids) of the request that
-    # allocated it while it is in use, -1 when free; shared prefix blocks show ref_cnt > 1
+    # computed it, or took it back from the free queue as a prefix hit; -1 when free. A shared
+    # block (ref_cnt > 1) keeps the request that computed it, even after that one finished.
     ref_cnt: list[int]  # per block
     hashed: list[int]  # 1 if the block is in the prefix cache
     free_queue: list[int]  # head first: reused (and evicted) first; at most 256 shown
