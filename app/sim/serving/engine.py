@@ -502,7 +502,7 @@ class Scheduler:
                 continue
             comp = r.computed
             n = r.num_tokens - comp
-            if n == 1 and comp < r.cap:
+            if n == 1 and comp < r.cap and comp >= r.prompt_len:
                 # Fast path: a decode whose next position is inside a block it holds (the cap
                 # checks cannot bite: budget > 0, threshold >= 1, comp + 1 < max_model_len).
                 # A running request has cached exactly its computed // block_size blocks, so
