@@ -425,3 +425,13 @@ def test_arrival_time_jumps_an_idle_clock_and_counts_queueing_from_arrival() -> 
     assert b["arrival_s"] == 1.015
     assert b["queue"] == pytest.approx(0.005)
     assert b["ttft"] == pytest.approx(0.015)
+
+
+def test_a_one_token_prefill_remainder_is_prefill_not_decode() -> None:
+    """A chunk of 1 prompt token is prefill work (only tokens after the first output decode)."""
+    se = series(
+        {"max_num_batched_tokens": 16, "max_num_seqs": 8, "block_size": 32}, [req("A", 17, 3)]
+    )
+    assert (se["prefill_tokens"][0], se["decode_tokens"][0]) == (16, 0)
+    assert (se["prefill_tokens"][1], se["decode_tokens"][1]) == (1, 0)
+    assert (se["prefill_tokens"][2], se["decode_tokens"][2]) == (0, 1)
