@@ -120,6 +120,12 @@ def _ids(reqs: list[Req]) -> str:
     return head + (" …" if len(reqs) > MAX_IDS_LISTED else "")
 
 
+def _to_compute(r: Req) -> int:
+    """Tokens ``r`` computes before it samples: after a step that sampled, the token just
+    appended is not among them."""
+    return r.computed if r.computed == r.num_tokens - 1 else r.num_tokens
+
+
 def _lefts(budget: int, tokens: list[int]) -> list[int]:
     out: list[int] = []
     for n in tokens:
@@ -292,7 +298,7 @@ def _decision_log(s: Scheduler, spend: Spend, arrived: list[Req]) -> tuple[Messa
                         id=r.rid,
                         tokens=n,
                         done=r.computed,
-                        total=r.num_tokens - (1 if r.computed >= r.num_tokens - 1 else 0),
+                        total=_to_compute(r),
                     )
                 )
             else:
@@ -323,14 +329,14 @@ def _decision_log(s: Scheduler, spend: Spend, arrived: list[Req]) -> tuple[Messa
                         id=r.rid,
                         tokens=n,
                         done=r.computed,
-                        total=r.num_tokens,
+                        total=_to_compute(r),
                     )
                 )
     for ev in s.preempt_events:
         if ev.victim is ev.for_req:
             lines.append(
                 msg(
-                    "{req} needs {need} new blocks but only {free} are free, and it is itself the "
+                    "{req} needs {need} new block(s) but only {free} are free, and it is itself the "
                     "victim: it preempts itself and frees its blocks.",
                     req=ev.for_req.rid,
                     need=ev.need_blocks,
@@ -340,7 +346,7 @@ def _decision_log(s: Scheduler, spend: Spend, arrived: list[Req]) -> tuple[Messa
         elif s.priority:
             lines.append(
                 msg(
-                    "{req} needs {need} new blocks but only {free} are free → preempt {victim} "
+                    "{req} needs {need} new block(s) but only {free} are free → preempt {victim} "
                     "(worst priority {priority}); {given} tokens it was given this step go back "
                     "to the budget.",
                     req=ev.for_req.rid,
@@ -354,7 +360,7 @@ def _decision_log(s: Scheduler, spend: Spend, arrived: list[Req]) -> tuple[Messa
         else:
             lines.append(
                 msg(
-                    "{req} needs {need} new blocks but only {free} are free → preempt {victim} "
+                    "{req} needs {need} new block(s) but only {free} are free → preempt {victim} "
                     "(the newest running request): its blocks go back to the free queue and it "
                     "returns to the front of the waiting queue.",
                     req=ev.for_req.rid,
@@ -387,7 +393,7 @@ def _decision_log(s: Scheduler, spend: Spend, arrived: list[Req]) -> tuple[Messa
             lines.append(
                 msg(
                     "{id} is admitted: prefix-cache hit of {hit} tokens, {tokens} tokens "
-                    "scheduled, {blocks} new blocks.",
+                    "scheduled, {blocks} new block(s).",
                     id=a.req.rid,
                     hit=a.hit_tokens,
                     tokens=a.tokens,
@@ -397,7 +403,7 @@ def _decision_log(s: Scheduler, spend: Spend, arrived: list[Req]) -> tuple[Messa
         else:
             lines.append(
                 msg(
-                    "{id} is admitted: {tokens} tokens scheduled, {blocks} new blocks.",
+                    "{id} is admitted: {tokens} tokens scheduled, {blocks} new block(s).",
                     id=a.req.rid,
                     tokens=a.tokens,
                     blocks=a.new_blocks,
