@@ -1,0 +1,468 @@
+"""What a frame shows: the state after one step, and the decision log that led to it.
+
+A frame's narration is a headline; its notes are the decision log, in the order the scheduler
+made the decisions (running requests, preemptions, admissions, why admission stopped, requests
+finishing). Every sentence is a ``msg()`` with its figures as parameters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TypedDict
+
+from app.sim.core.i18n import Message, msg
+from app.sim.core.sources import SourceRef
+from app.sim.core.trace import Field
+from app.sim.serving import sources as src
+from app.sim.serving.engine import (
+    PREEMPTED,
+    STOP_BUDGET,
+    STOP_HOL,
+    STOP_KV,
+    STOP_KV_FULL,
+    STOP_MAX_SEQS,
+    STOP_PREEMPTED,
+    STOP_STATIC_BATCH,
+    WAITING,
+    Req,
+    Scheduler,
+)
+
+MAX_RUNNING_VIEWS = 24  # request rows in a frame: running ones (in list order) ...
+MAX_WAITING_VIEWS = 8  # ... and the head of the waiting queue
+MAX_FREE_QUEUE_VIEW = 256
+MAX_LOG_LINES = 16
+MAX_IDS_LISTED = 8
+
+STOP_NAMES = {
+    0: "queue_empty",
+    STOP_BUDGET: "budget",
+    STOP_MAX_SEQS: "max_num_seqs",
+    STOP_HOL: "head_of_line",
+    STOP_KV_FULL: "kv_full_sequence",
+    STOP_KV: "kv_chunk",
+    STOP_PREEMPTED: "preempted_this_step",
+    STOP_STATIC_BATCH: "static_batch_running",
+}
+
+
+class ReqView(TypedDict):
+    id: str
+    phase: str  # waiting | preempted | prefill | decode | finished
+    prompt_tokens: int
+    num_tokens: int  # prompt + outputs so far
+    computed: int  # num_computed_tokens
+    output_tokens: int
+    max_tokens: int
+    priority: int
+    scheduled: int  # tokens this step (0 when not scheduled)
+    blocks: list[int]  # block table, in order
+    num_preemptions: int
+
+
+class Spend(TypedDict):
+    """The token budget spent this step, request by request in scheduling order (columns)."""
+
+    ids: list[str]
+    tokens: list[int]
+    kinds: list[str]  # decode | prefill | recompute
+
+
+class KVView(TypedDict):
+    num_blocks: int  # including the null block 0
+    block_size: int
+    used: int
+    free: int  # free-queue length (evictable cached blocks included)
+    usage: float
+    owner: list[int]  # per block: index (into the series' request_ids) of the request that
+    # computed it, or took it back from the free queue as a prefix hit; -1 when free. A shared
+    # block (ref_cnt > 1) keeps the request that computed it, even after that one finished.
+    ref_cnt: list[int]  # per block
+    hashed: list[int]  # 1 if the block is in the prefix cache
+    free_queue: list[int]  # head first: reused (and evicted) first; at most 256 shown
+    cached_blocks: int
+
+
+class StepState(TypedDict):
+    step: int
+    t_start: float
+    t_end: float
+    token_budget: int
+    budget_used: int
+    spend: Spend
+    arrived: list[str]
+    admitted: list[str]
+    preempted: list[str]
+    finished: list[str]
+    prefix_hits: dict[str, int]
+    requests: list[ReqView]
+    num_running: int
+    num_waiting: int
+    num_finished: int
+    waiting_stop: str
+    kv: KVView
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FrameParts:
+    state: StepState
+    narration: Message
+    notes: tuple[Message, ...]
+    source: SourceRef
+    mark: str | None
+    result: str
+    fields: tuple[Field, ...]
+    time: float
+
+
+def _ids(reqs: list[Req]) -> str:
+    head = ", ".join(r.rid for r in reqs[:MAX_IDS_LISTED])
+    return head + (" …" if len(reqs) > MAX_IDS_LISTED else "")
+
+
+def _to_compute(r: Req) -> int:
+    """Tokens ``r`` computes before it samples: after a step that sampled, the token just
+    appended is not among them."""
+    return r.computed if r.computed == r.num_tokens - 1 else r.num_tokens
+
+
+def _lefts(budget: int, tokens: list[int]) -> list[int]:
+    out: list[int] = []
+    for n in tokens:
+        budget -= n
+        out.append(budget)
+    return out
+
+
+def _phase(r: Req) -> str:
+    if r.status == WAITING:
+        return "waiting"
+    if r.status == PREEMPTED:
+        return "preempted"
+    if r.status == 3:
+        return "finished"
+    return "decode" if r.computed == r.num_tokens - 1 and r.num_output > 0 else "prefill"
+
+
+def _view(r: Req, n: int) -> ReqView:
+    return {
+        "id": r.rid,
+        "phase": _phase(r),
+        "prompt_tokens": r.prompt_len,
+        "num_tokens": r.num_tokens,
+        "computed": r.computed,
+        "output_tokens": r.num_output,
+        "max_tokens": r.spec.max_tokens,
+        "priority": r.spec.priority,
+        "scheduled": n,
+        "blocks": list(r.blocks),
+        "num_preemptions": r.preemptions,
+    }
+
+
+def snapshot(s: Scheduler, arrived: list[Req], index: int) -> FrameParts:
+    """The frame of the step ``s`` has just executed."""
+    sched = s.sched
+    admitted = {a.req: a for a in s.admissions}
+    kinds: list[str] = []
+    for r, n in sched.items():
+        before = r.computed - n
+        if n == 1 and before >= r.prompt_len and r not in admitted:
+            kinds.append("decode")
+        elif r.preemptions and (before >= r.prompt_len or r in admitted and admitted[r].resumed):
+            kinds.append("recompute")
+        else:
+            kinds.append("prefill")
+    spend: Spend = {"ids": [r.rid for r in sched], "tokens": list(sched.values()), "kinds": kinds}
+
+    views = [_view(r, sched.get(r, 0)) for r in s.running[:MAX_RUNNING_VIEWS]]
+    views.extend(_view(r, sched.get(r, 0)) for r in s.finished_now)
+    views.extend(_view(r, 0) for r in s.waiting_list(MAX_WAITING_VIEWS))
+
+    usable = s.nblocks - 1
+    used = usable - s.nfree
+    kv: KVView = {
+        "num_blocks": s.nblocks,
+        "block_size": s.bs,
+        "used": used,
+        "free": s.nfree,
+        "usage": used / usable,
+        "owner": list(s.owner),
+        "ref_cnt": list(s.ref),
+        "hashed": list(s.hashed),
+        "free_queue": s.free_queue(MAX_FREE_QUEUE_VIEW),
+        "cached_blocks": len(s.h2b) + sum(len(v) for v in s.dups.values()),
+    }
+    t_start = s.clock
+    t_end = s.t_end
+    budget_used = s.budget_max - s.budget_left
+    state: StepState = {
+        "step": s.step_k,
+        "t_start": t_start,
+        "t_end": t_end,
+        "token_budget": s.budget_max,
+        "budget_used": budget_used,
+        "spend": spend,
+        "arrived": [r.rid for r in arrived],
+        "admitted": [a.req.rid for a in s.admissions],
+        "preempted": [e.victim.rid for e in s.preempt_events],
+        "finished": [r.rid for r in s.finished_now],
+        "prefix_hits": {a.req.rid: a.hit_tokens for a in s.admissions} if s.caching else {},
+        "requests": views,
+        "num_running": len(s.running),
+        "num_waiting": s.num_waiting(),
+        "num_finished": s.num_finished,
+        "waiting_stop": STOP_NAMES[s.wait_stop[0]],
+        "kv": kv,
+    }
+    notes = _decision_log(s, spend, arrived)
+    narration = msg(
+        "Step {step}: {used} of {budget} budget tokens go to {count} requests "
+        "({prefill} prefill, {decode} decode).",
+        step=s.step_k,
+        used=budget_used,
+        budget=s.budget_max,
+        count=len(sched),
+        prefill=s.prefill_tokens,
+        decode=s.decode_tokens,
+    )
+    if s.preempt_events:
+        source, mark, result = src.PREEMPT, "preempt", "preempt"
+    elif s.wait_stop[0] == STOP_HOL:
+        source, mark, result = src.SCHEDULE, "hol", "blocked"
+    elif any(a.hit_tokens for a in s.admissions):
+        source, mark, result = src.GET_COMPUTED_BLOCKS, "prefix_hit", "ok"
+    elif s.finished_now:
+        source, mark, result = src.UPDATE_FROM_OUTPUT, None, "ok"
+    elif s.admissions:
+        source, mark, result = src.ALLOCATE_SLOTS, None, "ok"
+    else:
+        source, mark, result = src.SCHEDULE, None, "ok"
+    # Field names are identifiers (like vLLM's own attribute names), not prose.
+    fields = (
+        Field(name="step", value=s.step_k),
+        Field(name="token_budget_used", value=budget_used, unit="tokens"),
+        Field(name="num_running", value=len(s.running)),
+        Field(name="num_waiting", value=s.num_waiting()),
+        Field(name="num_finished", value=s.num_finished),
+        Field(name="kv_blocks_used", value=used, unit="blocks"),
+        Field(name="kv_blocks_usable", value=usable, unit="blocks"),
+        Field(name="num_preemptions", value=s.total_preemptions),
+    )
+    return FrameParts(
+        state=state,
+        narration=narration,
+        notes=notes,
+        source=source,
+        mark=mark,
+        result=result,
+        fields=fields,
+        time=t_start,
+    )
+
+
+def _decision_log(s: Scheduler, spend: Spend, arrived: list[Req]) -> tuple[Message, ...]:
+    lines: list[Message] = []
+    if arrived:
+        lines.append(
+            msg("Arrived before this step: {ids} ({count}).", ids=_ids(arrived), count=len(arrived))
+        )
+    admitted = {a.req for a in s.admissions}
+    entries = [
+        (r, n, kind, left)
+        for r, n, kind, left in zip(
+            s.sched,
+            spend["tokens"],
+            spend["kinds"],
+            _lefts(s.budget_max, spend["tokens"]),
+            strict=True,
+        )
+        if r not in admitted
+    ]
+    decodes = [e for e in entries if e[2] == "decode"]
+    if len(entries) <= 6:
+        for r, n, kind, left in entries:
+            if kind == "decode":
+                lines.append(
+                    msg(
+                        "{id} is running: 1 decode token ({left} budget tokens left).",
+                        id=r.rid,
+                        left=left,
+                    )
+                )
+            elif kind == "recompute":
+                lines.append(
+                    msg(
+                        "{id} is running: recomputes {tokens} tokens after its preemption "
+                        "({done} of {total} done).",
+                        id=r.rid,
+                        tokens=n,
+                        done=r.computed,
+                        total=_to_compute(r),
+                    )
+                )
+            else:
+                lines.append(
+                    msg(
+                        "{id} is running: prefill chunk of {tokens} tokens ({done} of {prompt} "
+                        "prompt tokens computed).",
+                        id=r.rid,
+                        tokens=n,
+                        done=min(r.computed, r.prompt_len),
+                        prompt=r.prompt_len,
+                    )
+                )
+    else:
+        if decodes:
+            lines.append(
+                msg(
+                    "{count} running requests decode 1 token each: {ids}.",
+                    count=len(decodes),
+                    ids=_ids([e[0] for e in decodes]),
+                )
+            )
+        for r, n, kind, _left in entries:
+            if kind != "decode":
+                lines.append(
+                    msg(
+                        "{id} is running: {tokens} prefill tokens ({done} of {total} computed).",
+                        id=r.rid,
+                        tokens=n,
+                        done=r.computed,
+                        total=_to_compute(r),
+                    )
+                )
+    for ev in s.preempt_events:
+        if ev.victim is ev.for_req:
+            lines.append(
+                msg(
+                    "{req} needs {need} new block(s) but only {free} are free, and it is itself the "
+                    "victim: it preempts itself and frees its blocks.",
+                    req=ev.for_req.rid,
+                    need=ev.need_blocks,
+                    free=ev.free_blocks,
+                )
+            )
+        elif s.priority:
+            lines.append(
+                msg(
+                    "{req} needs {need} new block(s) but only {free} are free → preempt {victim} "
+                    "(worst priority {priority}); {given} tokens it was given this step go back "
+                    "to the budget.",
+                    req=ev.for_req.rid,
+                    need=ev.need_blocks,
+                    free=ev.free_blocks,
+                    victim=ev.victim.rid,
+                    priority=ev.victim.spec.priority,
+                    given=ev.given_back,
+                )
+            )
+        else:
+            lines.append(
+                msg(
+                    "{req} needs {need} new block(s) but only {free} are free → preempt {victim} "
+                    "(the newest running request): its blocks go back to the free queue and it "
+                    "returns to the front of the waiting queue.",
+                    req=ev.for_req.rid,
+                    need=ev.need_blocks,
+                    free=ev.free_blocks,
+                    victim=ev.victim.rid,
+                )
+            )
+    for a in s.admissions:
+        if s.static:
+            lines.append(
+                msg(
+                    "{id} joins the new static batch and reserves {blocks} blocks for its prompt "
+                    "and all of max_tokens.",
+                    id=a.req.rid,
+                    blocks=a.new_blocks,
+                )
+            )
+        elif a.resumed:
+            lines.append(
+                msg(
+                    "{id} resumes after preemption: {hit} tokens hit the prefix cache (its own "
+                    "surviving blocks), {tokens} tokens are recomputed now.",
+                    id=a.req.rid,
+                    hit=a.hit_tokens,
+                    tokens=a.tokens,
+                )
+            )
+        elif a.hit_tokens:
+            lines.append(
+                msg(
+                    "{id} is admitted: prefix-cache hit of {hit} tokens, {tokens} tokens "
+                    "scheduled, {blocks} new block(s).",
+                    id=a.req.rid,
+                    hit=a.hit_tokens,
+                    tokens=a.tokens,
+                    blocks=a.new_blocks,
+                )
+            )
+        else:
+            lines.append(
+                msg(
+                    "{id} is admitted: {tokens} tokens scheduled, {blocks} new block(s).",
+                    id=a.req.rid,
+                    tokens=a.tokens,
+                    blocks=a.new_blocks,
+                )
+            )
+    code, head, wa, wb = s.wait_stop
+    waiting = s.num_waiting()
+    if code == STOP_PREEMPTED and waiting:
+        lines.append(msg("A request was preempted this step, so nobody is admitted."))
+    elif code == STOP_BUDGET and waiting:
+        lines.append(
+            msg("The token budget is spent; {count} requests keep waiting.", count=waiting)
+        )
+    elif code == STOP_MAX_SEQS and head is not None:
+        lines.append(
+            msg(
+                "{id} waits: {running} requests are running, the max_num_seqs limit.",
+                id=head.rid,
+                running=wa,
+            )
+        )
+    elif code == STOP_HOL and head is not None:
+        lines.append(
+            msg(
+                "Head-of-line blocking: {id} needs {tokens} tokens, only {left} are left and "
+                "chunked prefill is off, so nobody behind it is admitted.",
+                id=head.rid,
+                tokens=wa,
+                left=wb,
+            )
+        )
+    elif code in (STOP_KV_FULL, STOP_KV) and head is not None:
+        lines.append(
+            msg(
+                "{id} waits: it needs {need} free blocks (its whole sequence, plus the "
+                "watermark) and {free} are free; admission stops at the head of the queue.",
+                id=head.rid,
+                need=wa,
+                free=wb,
+            )
+        )
+    elif code == STOP_STATIC_BATCH and waiting:
+        lines.append(
+            msg(
+                "Static batching: the current batch is still running, so {count} requests wait.",
+                count=waiting,
+            )
+        )
+    for r in s.finished_now:
+        lines.append(
+            msg(
+                "{id} finished ({reason}) after {outputs} output tokens; its blocks are freed.",
+                id=r.rid,
+                reason=r.finish_reason,
+                outputs=r.num_output,
+            )
+        )
+    if len(lines) > MAX_LOG_LINES:
+        more = len(lines) - (MAX_LOG_LINES - 1)
+        lines = lines[: MAX_LOG_LINES - 1]
+        lines.append(msg("… and {more} more decisions.", more=more))
+    return tuple(lines)

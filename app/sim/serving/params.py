@@ -1,0 +1,544 @@
+"""Parameters of a scheduler run: the vLLM scheduler config, a workload of requests and a
+latency model.
+
+``parse(raw)`` turns the JSON body of ``POST /api/v1/explainers/scheduler/run`` into frozen
+:class:`SchedulerParams` (or raises :class:`~app.sim.core.ParamError` naming every bad field);
+``dump(params)`` gives the raw form back, so ``parse(dump(p)) == p``.
+
+Config keys use vLLM's names. Anything omitted takes vLLM 0.33's scheduler defaults
+(``SchedulerConfig`` / ``CacheConfig``), except ``max_model_len`` (2048 here; vLLM takes it from
+the model), ``num_gpu_blocks`` (vLLM measures it; 1024 here) and ``eos_token_id`` (the model's
+tokenizer decides; 2 here). ``batching`` is ours: ``"continuous"`` (vLLM) or ``"static"`` (one
+batch at a time, for comparison).
+
+A request gives its prompt as a length (``prompt_tokens``: content unique to that request, so it
+never shares a prefix) or as ``prompt_token_ids`` (prefix caching hashes the ids, so requests
+with a common start share cached blocks). What the "model" emits at each decode is
+``output_token_ids`` (then a filler token: the smallest id that is neither EOS nor one of the
+request's stop ids), with ``eos_position`` (1-based) forcing EOS at that output token.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from app.sim.core.errors import ParamError, ParamIssue
+
+MAX_REQUESTS = 50_000
+MAX_TOKENS_PER_REQUEST = 1_000_000
+MAX_GPU_BLOCKS = 1_000_000
+MAX_BUDGET = 1_000_000
+MAX_MODEL_LEN = 1_000_000
+MAX_TOKEN_ID = 2**31 - 1
+MAX_ARRIVAL_STEP = 10_000_000
+MAX_ARRIVAL_TIME_S = 1e7
+MAX_PRIORITY = 2**31
+
+Policy = Literal["fcfs", "priority"]
+Batching = Literal["continuous", "static"]
+LatencyMode = Literal["roofline", "linear"]
+
+_CONFIG_KEYS = (
+    "max_num_batched_tokens",
+    "max_num_seqs",
+    "block_size",
+    "num_gpu_blocks",
+    "enable_chunked_prefill",
+    "long_prefill_token_threshold",
+    "enable_prefix_caching",
+    "policy",
+    "watermark",
+    "max_model_len",
+    "scheduler_reserve_full_isl",
+    "eos_token_id",
+    "batching",
+)
+_REQUEST_KEYS = (
+    "id",
+    "prompt_tokens",
+    "prompt_token_ids",
+    "max_tokens",
+    "arrival_step",
+    "arrival_time",
+    "priority",
+    "output_token_ids",
+    "stop_token_ids",
+    "ignore_eos",
+    "eos_position",
+)
+_LATENCY_KEYS = (
+    "mode",
+    "model_params_billion",
+    "bytes_per_param",
+    "gpu_tflops",
+    "gpu_bandwidth_gbps",
+    "mfu",
+    "kv_bytes_per_token",
+    "step_overhead_ms",
+    "base_ms",
+    "prefill_token_ms",
+    "decode_token_ms",
+)
+_TOP_KEYS = ("config", "requests", "latency")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SchedulerConfig:
+    """vLLM's scheduler and cache settings (names as in ``vllm/config/scheduler.py``)."""
+
+    max_num_batched_tokens: int = 2048  # SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS
+    max_num_seqs: int = 128  # SchedulerConfig.DEFAULT_MAX_NUM_SEQS
+    block_size: int = 16  # CacheConfig.DEFAULT_BLOCK_SIZE
+    num_gpu_blocks: int = 1024  # measured by vLLM; includes the null block 0
+    enable_chunked_prefill: bool = True
+    long_prefill_token_threshold: int = 0
+    enable_prefix_caching: bool = True
+    policy: Policy = "fcfs"
+    watermark: float = 0.0
+    max_model_len: int = 2048
+    scheduler_reserve_full_isl: bool = True
+    eos_token_id: int = 2
+    batching: Batching = "continuous"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RequestSpec:
+    """One request of the workload."""
+
+    id: str
+    prompt_tokens: int
+    prompt_token_ids: tuple[int, ...] | None = None
+    max_tokens: int = 16  # SamplingParams default
+    arrival_step: int | None = None
+    arrival_time: float | None = None
+    priority: int = 0
+    output_token_ids: tuple[int, ...] = ()
+    stop_token_ids: tuple[int, ...] = ()
+    ignore_eos: bool = False
+    eos_position: int | None = None
+
+    @property
+    def step(self) -> int | None:
+        """The step before whose schedule() the request is added (None: by arrival_time)."""
+        if self.arrival_step is not None:
+            return self.arrival_step
+        return None if self.arrival_time is not None else 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LatencyParams:
+    """How a step becomes time.
+
+    ``roofline`` (default): a step takes ``step_overhead_ms`` plus the larger of its compute
+    time (2 FLOPs per parameter per scheduled token at ``mfu`` of ``gpu_tflops``) and its memory
+    time (all weights plus the KV cache of every scheduled request's context, read once at
+    ``gpu_bandwidth_gbps``). Defaults: an 8B-parameter model in bf16 (Llama-3-8B shapes:
+    128 KiB of KV per token) on one H100 SXM. ``linear``: ``base_ms`` per step plus
+    ``prefill_token_ms`` per prefill token and ``decode_token_ms`` per decode token.
+    """
+
+    mode: LatencyMode = "roofline"
+    model_params_billion: float = 8.0
+    bytes_per_param: float = 2.0
+    gpu_tflops: float = 989.0
+    gpu_bandwidth_gbps: float = 3350.0
+    mfu: float = 0.5
+    kv_bytes_per_token: int = 131072
+    step_overhead_ms: float = 1.0
+    base_ms: float = 5.0
+    prefill_token_ms: float = 0.02
+    decode_token_ms: float = 0.05
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SchedulerParams:
+    config: SchedulerConfig
+    requests: tuple[RequestSpec, ...]
+    latency: LatencyParams = LatencyParams()
+
+
+# --- validation -------------------------------------------------------------------------------
+
+
+def _kind(v: Any) -> str:
+    if isinstance(v, bool):
+        return "a boolean"
+    if v is None:
+        return "null"
+    if isinstance(v, str):
+        return f"the text {v[:20]!r}" + ("…" if len(v) > 20 else "")
+    if isinstance(v, (int, float)):
+        return f"{v:g}" if isinstance(v, float) else str(v)
+    if isinstance(v, (list, tuple)):
+        return "a list"
+    if isinstance(v, Mapping):
+        return "an object"
+    return type(v).__name__
+
+
+Loc = tuple[str | int, ...]
+
+
+class _Checker:
+    def __init__(self) -> None:
+        self.issues: list[ParamIssue] = []
+
+    def add(self, loc: Loc, msg: str) -> None:
+        self.issues.append(ParamIssue(loc=loc, msg=msg))
+
+    def unknown(self, raw: Mapping[str, Any], allowed: tuple[str, ...], loc: Loc) -> None:
+        for key in raw:
+            if key not in allowed:
+                name = str(key)[:30]
+                self.add(
+                    (*loc, str(key)), f"unknown field {name!r}; valid fields: {', '.join(allowed)}"
+                )
+
+    def integer(
+        self,
+        raw: Mapping[str, Any],
+        key: str,
+        loc: Loc,
+        default: int,
+        *,
+        ge: int | None = None,
+        le: int | None = None,
+    ) -> int:
+        here = (*loc, key)
+        if key not in raw:
+            return default
+        v = raw[key]
+        if isinstance(v, float) and v.is_integer():
+            v = int(v)
+        if not isinstance(v, int) or isinstance(v, bool):
+            self.add(here, f"{key} must be a whole number; you gave {_kind(v)}")
+            return default
+        if ge is not None and v < ge:
+            self.add(here, f"{key} must be ≥ {ge}; you gave {v}")
+            return default
+        if le is not None and v > le:
+            self.add(here, f"{key} must be ≤ {le}; you gave {v}")
+            return default
+        return v
+
+    def number(
+        self,
+        raw: Mapping[str, Any],
+        key: str,
+        loc: Loc,
+        default: float,
+        *,
+        ge: float | None = None,
+        gt: float | None = None,
+        lt: float | None = None,
+        le: float | None = None,
+    ) -> float:
+        here = (*loc, key)
+        if key not in raw:
+            return default
+        v = raw[key]
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
+            self.add(here, f"{key} must be a number; you gave {_kind(v)}")
+            return default
+        f = float(v)
+        if ge is not None and f < ge:
+            self.add(here, f"{key} must be ≥ {ge:g}; you gave {f:g}")
+        elif gt is not None and f <= gt:
+            self.add(here, f"{key} must be > {gt:g}; you gave {f:g}")
+        elif lt is not None and f >= lt:
+            self.add(here, f"{key} must be < {lt:g}; you gave {f:g}")
+        elif le is not None and f > le:
+            self.add(here, f"{key} must be ≤ {le:g}; you gave {f:g}")
+        else:
+            return f
+        return default
+
+    def boolean(self, raw: Mapping[str, Any], key: str, loc: Loc, default: bool) -> bool:
+        if key not in raw:
+            return default
+        v = raw[key]
+        if not isinstance(v, bool):
+            self.add((*loc, key), f"{key} must be true or false; you gave {_kind(v)}")
+            return default
+        return v
+
+    def choice(
+        self, raw: Mapping[str, Any], key: str, loc: Loc, default: str, options: tuple[str, ...]
+    ) -> str:
+        if key not in raw:
+            return default
+        v = raw[key]
+        if v not in options:
+            self.add((*loc, key), f"{key} must be one of {', '.join(options)}; you gave {_kind(v)}")
+            return default
+        return str(v)
+
+    def int_list(
+        self, raw: Mapping[str, Any], key: str, loc: Loc, *, max_len: int
+    ) -> tuple[int, ...] | None:
+        if key not in raw:
+            return None
+        v = raw[key]
+        if not isinstance(v, (list, tuple)):
+            self.add((*loc, key), f"{key} must be a list of token ids; you gave {_kind(v)}")
+            return None
+        if len(v) > max_len:
+            self.add((*loc, key), f"{key} has {len(v)} entries; the limit is {max_len}")
+            return None
+        out: list[int] = []
+        for j, t in enumerate(v):
+            if isinstance(t, float) and t.is_integer():
+                t = int(t)
+            if not isinstance(t, int) or isinstance(t, bool) or not 0 <= t <= MAX_TOKEN_ID:
+                self.add((*loc, key, j), f"token ids are whole numbers ≥ 0; you gave {_kind(t)}")
+                return None
+            out.append(t)
+        return tuple(out)
+
+
+def _parse_config(c: _Checker, raw: Any) -> SchedulerConfig:
+    loc: Loc = ("config",)
+    d = SchedulerConfig()
+    if raw is None:
+        return d
+    if not isinstance(raw, Mapping):
+        c.add(loc, f"config must be an object; you gave {_kind(raw)}")
+        return d
+    c.unknown(raw, _CONFIG_KEYS, loc)
+    before = len(c.issues)
+    cfg = SchedulerConfig(
+        max_num_batched_tokens=c.integer(
+            raw, "max_num_batched_tokens", loc, d.max_num_batched_tokens, ge=1, le=MAX_BUDGET
+        ),
+        max_num_seqs=c.integer(raw, "max_num_seqs", loc, d.max_num_seqs, ge=1, le=MAX_REQUESTS),
+        block_size=c.integer(raw, "block_size", loc, d.block_size, ge=1, le=1024),
+        num_gpu_blocks=c.integer(
+            raw, "num_gpu_blocks", loc, d.num_gpu_blocks, ge=2, le=MAX_GPU_BLOCKS
+        ),
+        enable_chunked_prefill=c.boolean(
+            raw, "enable_chunked_prefill", loc, d.enable_chunked_prefill
+        ),
+        long_prefill_token_threshold=c.integer(
+            raw,
+            "long_prefill_token_threshold",
+            loc,
+            d.long_prefill_token_threshold,
+            ge=0,
+            le=MAX_MODEL_LEN,
+        ),
+        enable_prefix_caching=c.boolean(raw, "enable_prefix_caching", loc, d.enable_prefix_caching),
+        policy="priority"
+        if c.choice(raw, "policy", loc, d.policy, ("fcfs", "priority")) == "priority"
+        else "fcfs",
+        watermark=c.number(raw, "watermark", loc, d.watermark, ge=0.0, lt=1.0),
+        max_model_len=c.integer(raw, "max_model_len", loc, d.max_model_len, ge=2, le=MAX_MODEL_LEN),
+        scheduler_reserve_full_isl=c.boolean(
+            raw, "scheduler_reserve_full_isl", loc, d.scheduler_reserve_full_isl
+        ),
+        eos_token_id=c.integer(raw, "eos_token_id", loc, d.eos_token_id, ge=0, le=MAX_TOKEN_ID),
+        batching="static"
+        if c.choice(raw, "batching", loc, d.batching, ("continuous", "static")) == "static"
+        else "continuous",
+    )
+    if len(c.issues) == before:
+        _check_config(c, cfg)
+    return cfg
+
+
+def _check_config(c: _Checker, cfg: SchedulerConfig) -> None:
+    """The consistency checks vLLM itself makes (SchedulerConfig.verify_max_model_len and the
+    KV-cache capacity check at start-up)."""
+    loc: Loc = ("config",)
+    if not cfg.enable_chunked_prefill and cfg.max_num_batched_tokens < cfg.max_model_len:
+        c.add(
+            (*loc, "max_num_batched_tokens"),
+            f"without chunked prefill max_num_batched_tokens ({cfg.max_num_batched_tokens}) "
+            f"must be ≥ max_model_len ({cfg.max_model_len})",
+        )
+    if cfg.max_num_batched_tokens < cfg.max_num_seqs:
+        c.add(
+            (*loc, "max_num_batched_tokens"),
+            f"max_num_batched_tokens ({cfg.max_num_batched_tokens}) must be ≥ max_num_seqs "
+            f"({cfg.max_num_seqs})",
+        )
+    if cfg.long_prefill_token_threshold > cfg.max_model_len:
+        c.add(
+            (*loc, "long_prefill_token_threshold"),
+            f"long_prefill_token_threshold ({cfg.long_prefill_token_threshold}) cannot be "
+            f"greater than max_model_len ({cfg.max_model_len})",
+        )
+    usable = (cfg.num_gpu_blocks - 1) * cfg.block_size
+    if usable < cfg.max_model_len:
+        c.add(
+            (*loc, "num_gpu_blocks"),
+            f"{cfg.num_gpu_blocks - 1} usable blocks of {cfg.block_size} tokens hold {usable} "
+            f"tokens, less than one max_model_len ({cfg.max_model_len}) sequence",
+        )
+
+
+def _parse_request(c: _Checker, raw: Any, i: int, cfg: SchedulerConfig) -> RequestSpec | None:
+    loc: Loc = ("requests", i)
+    if not isinstance(raw, Mapping):
+        c.add(loc, f"each request must be an object; you gave {_kind(raw)}")
+        return None
+    c.unknown(raw, _REQUEST_KEYS, loc)
+    before = len(c.issues)
+    rid = raw.get("id")
+    if isinstance(rid, int) and not isinstance(rid, bool):
+        rid = str(rid)
+    if not isinstance(rid, str) or not rid or len(rid) > 64:
+        c.add((*loc, "id"), f"id must be a text of 1 to 64 characters; you gave {_kind(rid)}")
+        rid = ""
+    ids = c.int_list(raw, "prompt_token_ids", loc, max_len=MAX_MODEL_LEN)
+    n_prompt = 0
+    if "prompt_tokens" in raw:
+        n_prompt = c.integer(raw, "prompt_tokens", loc, 0, ge=1, le=MAX_MODEL_LEN)
+        if n_prompt == 0 and len(c.issues) == before:
+            c.add((*loc, "prompt_tokens"), "prompt_tokens must be ≥ 1")
+    if ids is not None:
+        if not ids:
+            c.add((*loc, "prompt_token_ids"), "prompt_token_ids must not be empty")
+        elif "prompt_tokens" in raw and n_prompt and n_prompt != len(ids):
+            c.add(
+                (*loc, "prompt_tokens"),
+                f"prompt_tokens ({n_prompt}) differs from the {len(ids)} prompt_token_ids",
+            )
+        n_prompt = len(ids)
+    elif "prompt_tokens" not in raw:
+        c.add((*loc, "prompt_tokens"), "give prompt_tokens (a length) or prompt_token_ids")
+    if n_prompt >= cfg.max_model_len:
+        field = "prompt_token_ids" if ids is not None else "prompt_tokens"
+        c.add(
+            (*loc, field),
+            f"a prompt of {n_prompt} tokens leaves no room for output within max_model_len "
+            f"({cfg.max_model_len})",
+        )
+    max_tokens = c.integer(raw, "max_tokens", loc, 16, ge=1, le=MAX_TOKENS_PER_REQUEST)
+    arrival_step: int | None = None
+    if raw.get("arrival_step") is not None:
+        arrival_step = c.integer(raw, "arrival_step", loc, 0, ge=0, le=MAX_ARRIVAL_STEP)
+    arrival_time: float | None = None
+    if raw.get("arrival_time") is not None:
+        arrival_time = c.number(raw, "arrival_time", loc, 0.0, ge=0.0, le=MAX_ARRIVAL_TIME_S)
+    priority = c.integer(raw, "priority", loc, 0, ge=-MAX_PRIORITY, le=MAX_PRIORITY)
+    outs = c.int_list(raw, "output_token_ids", loc, max_len=MAX_TOKENS_PER_REQUEST) or ()
+    stops = c.int_list(raw, "stop_token_ids", loc, max_len=1024) or ()
+    ignore_eos = c.boolean(raw, "ignore_eos", loc, False)
+    eos_position: int | None = None
+    if raw.get("eos_position") is not None:
+        eos_position = c.integer(raw, "eos_position", loc, 1, ge=1, le=MAX_TOKENS_PER_REQUEST)
+    if len(c.issues) != before:
+        return None
+    return RequestSpec(
+        id=rid,
+        prompt_tokens=n_prompt,
+        prompt_token_ids=ids,
+        max_tokens=max_tokens,
+        arrival_step=arrival_step,
+        arrival_time=arrival_time,
+        priority=priority,
+        output_token_ids=outs,
+        stop_token_ids=stops,
+        ignore_eos=ignore_eos,
+        eos_position=eos_position,
+    )
+
+
+def _parse_latency(c: _Checker, raw: Any) -> LatencyParams:
+    loc: Loc = ("latency",)
+    d = LatencyParams()
+    if raw is None:
+        return d
+    if not isinstance(raw, Mapping):
+        c.add(loc, f"latency must be an object; you gave {_kind(raw)}")
+        return d
+    c.unknown(raw, _LATENCY_KEYS, loc)
+    mode = c.choice(raw, "mode", loc, d.mode, ("roofline", "linear"))
+    return LatencyParams(
+        mode="linear" if mode == "linear" else "roofline",
+        model_params_billion=c.number(
+            raw, "model_params_billion", loc, d.model_params_billion, gt=0, le=1e5
+        ),
+        bytes_per_param=c.number(raw, "bytes_per_param", loc, d.bytes_per_param, gt=0, le=64),
+        gpu_tflops=c.number(raw, "gpu_tflops", loc, d.gpu_tflops, gt=0, le=1e7),
+        gpu_bandwidth_gbps=c.number(
+            raw, "gpu_bandwidth_gbps", loc, d.gpu_bandwidth_gbps, gt=0, le=1e7
+        ),
+        mfu=c.number(raw, "mfu", loc, d.mfu, gt=0, le=1),
+        kv_bytes_per_token=c.integer(
+            raw, "kv_bytes_per_token", loc, d.kv_bytes_per_token, ge=0, le=2**30
+        ),
+        step_overhead_ms=c.number(raw, "step_overhead_ms", loc, d.step_overhead_ms, ge=0, le=1e6),
+        base_ms=c.number(raw, "base_ms", loc, d.base_ms, ge=0, le=1e6),
+        prefill_token_ms=c.number(raw, "prefill_token_ms", loc, d.prefill_token_ms, ge=0, le=1e6),
+        decode_token_ms=c.number(raw, "decode_token_ms", loc, d.decode_token_ms, ge=0, le=1e6),
+    )
+
+
+def parse(raw: Any) -> SchedulerParams:
+    """Validate JSON-shaped parameters; raise ParamError listing every problem found."""
+    if isinstance(raw, SchedulerParams):
+        return raw
+    if not isinstance(raw, Mapping):
+        raise ParamError.single((), f"parameters must be an object; you gave {_kind(raw)}")
+    c = _Checker()
+    c.unknown(raw, _TOP_KEYS, ())
+    cfg = _parse_config(c, raw.get("config"))
+    latency = _parse_latency(c, raw.get("latency"))
+    reqs_raw = raw.get("requests")
+    requests: list[RequestSpec] = []
+    if not isinstance(reqs_raw, (list, tuple)):
+        c.add(("requests",), f"requests must be a list of requests; you gave {_kind(reqs_raw)}")
+    elif not reqs_raw:
+        c.add(("requests",), "requests must hold at least one request")
+    elif len(reqs_raw) > MAX_REQUESTS:
+        c.add(("requests",), f"{len(reqs_raw)} requests; the limit is {MAX_REQUESTS:,}")
+    else:
+        seen: dict[str, int] = {}
+        for i, r in enumerate(reqs_raw):
+            spec = _parse_request(c, r, i, cfg)
+            if spec is None:
+                continue
+            if spec.id in seen:
+                c.add(
+                    ("requests", i, "id"),
+                    f"duplicate id {spec.id[:20]!r} (also request {seen[spec.id]})",
+                )
+                continue
+            seen[spec.id] = i
+            requests.append(spec)
+    if c.issues:
+        raise ParamError(c.issues)
+    return SchedulerParams(config=cfg, requests=tuple(requests), latency=latency)
+
+
+def dump(p: SchedulerParams) -> dict[str, Any]:
+    """The raw JSON-shaped form of ``p`` (every config and latency key, each request's own)."""
+    cfg = {k: getattr(p.config, k) for k in _CONFIG_KEYS}
+    lat = {k: getattr(p.latency, k) for k in _LATENCY_KEYS}
+    reqs: list[dict[str, Any]] = []
+    for r in p.requests:
+        d: dict[str, Any] = {"id": r.id}
+        if r.prompt_token_ids is not None:
+            d["prompt_token_ids"] = list(r.prompt_token_ids)
+        else:
+            d["prompt_tokens"] = r.prompt_tokens
+        d["max_tokens"] = r.max_tokens
+        if r.arrival_step is not None:
+            d["arrival_step"] = r.arrival_step
+        if r.arrival_time is not None:
+            d["arrival_time"] = r.arrival_time
+        d["priority"] = r.priority
+        if r.output_token_ids:
+            d["output_token_ids"] = list(r.output_token_ids)
+        if r.stop_token_ids:
+            d["stop_token_ids"] = list(r.stop_token_ids)
+        if r.ignore_eos:
+            d["ignore_eos"] = True
+        if r.eos_position is not None:
+            d["eos_position"] = r.eos_position
+        reqs.append(d)
+    return {"config": cfg, "requests": reqs, "latency": lat}
