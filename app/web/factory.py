@@ -21,6 +21,7 @@ from app.web.plugin import Plugin
 from app.web.routes import api, jobs, pages
 from app.web.runs import current_client
 from app.web.site import Site
+from app.web.staticcache import StaticGzipCache
 
 _PLOTLY = find_spec("plotly")
 PLOTLY_JS = (
@@ -29,6 +30,9 @@ PLOTLY_JS = (
     else None
 )
 # reveal.js 6 keeps its plugins under dist/plugin (served as /vendor/reveal.js/dist/plugin/...).
+PLOTLY_ETAG = (
+    f'"{int(PLOTLY_JS.stat().st_mtime)}-{PLOTLY_JS.stat().st_size}"' if PLOTLY_JS else '""'
+)
 VENDOR_DIST = ("htmx.org/dist", "idiomorph/dist", "reveal.js/dist")
 
 
@@ -90,7 +94,8 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
     app.state.pngs = PngRenderer(settings.chromium)
     errors.install(app)
     # Frame stores and plotly.js compress well.
-    app.add_middleware(GZipMiddleware, minimum_size=2048)
+    app.add_middleware(GZipMiddleware, minimum_size=2048, compresslevel=6)
+    app.add_middleware(StaticGzipCache)  # outside GZip: static files are compressed once
     app.add_middleware(HeadAsGet)
     app.add_middleware(ClientTag)
     sharing.install(app)  # sessions, /s/ links, /embed, /export, /examples
@@ -121,7 +126,7 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
         return FileResponse(
             PLOTLY_JS,
             media_type="text/javascript",
-            headers={"Cache-Control": "public, max-age=86400"},
+            headers={"Cache-Control": "public, max-age=86400", "ETag": PLOTLY_ETAG},
         )
 
     apidocs.install(app, settings)

@@ -47,6 +47,9 @@ class PageCache:
         self.used = 0
         self._items: OrderedDict[tuple[str, ...], Entry] = OrderedDict()
         self._lock = threading.Lock()
+        # One render per key at a time: 300 students opening the same link wait for the first
+        # render instead of each rendering the page themselves.
+        self._rendering: dict[tuple[str, ...], threading.Lock] = {}
 
     def _get(self, key: tuple[str, ...]) -> Entry | None:
         with self._lock:
@@ -79,18 +82,33 @@ class PageCache:
         )
         entry = self._get(key)
         if entry is None:
-            response = produce()
-            if response.status_code != 200 or "cache-control" in response.headers:
-                return response  # errors, jobs in progress and no-store answers are not kept
-            body = bytes(response.body)
-            entry = Entry(
-                body=body,
-                gz=gzip.compress(body, compresslevel=6),
-                etag='"' + hashlib.blake2b(body, digest_size=12).hexdigest() + '"',
-                headers=tuple((k, v) for k, v in response.headers.items() if k in KEPT),
-                status=response.status_code,
-            )
-            self._put(key, entry)
+            with self._lock:
+                gate = self._rendering.setdefault(key, threading.Lock())
+            with gate:
+                entry = self._get(key)
+                if entry is None:
+                    try:
+                        return self._render(request, key, produce)
+                    finally:
+                        with self._lock:
+                            self._rendering.pop(key, None)
+        return self._answer(request, entry)
+
+    def _render(
+        self, request: Request, key: tuple[str, ...], produce: Callable[[], Response]
+    ) -> Response:
+        response = produce()
+        if response.status_code != 200 or "cache-control" in response.headers:
+            return response  # errors, jobs in progress and no-store answers are not kept
+        body = bytes(response.body)
+        entry = Entry(
+            body=body,
+            gz=gzip.compress(body, compresslevel=6),
+            etag='"' + hashlib.blake2b(body, digest_size=12).hexdigest() + '"',
+            headers=tuple((k, v) for k, v in response.headers.items() if k in KEPT),
+            status=response.status_code,
+        )
+        self._put(key, entry)
         return self._answer(request, entry)
 
     @staticmethod
