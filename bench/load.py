@@ -92,12 +92,30 @@ def pct(sorted_xs: list[float], p: float) -> float:
     return sorted_xs[i] * 1000
 
 
+async def fetch_raw(client: httpx.AsyncClient, method: str, url: str) -> httpx.Response:
+    """Download a response's bytes as they come over the wire (gzipped), without decoding them:
+    a browser decompresses in its own process, so the load client should not pay for it."""
+    async with client.stream(method, url) as r:
+        async for _ in r.aiter_raw():
+            pass
+        return r
+
+
 async def timed(
-    stats: Stats, kind: str, client: httpx.AsyncClient, method: str, url: str, **kw: Any
+    stats: Stats,
+    kind: str,
+    client: httpx.AsyncClient,
+    method: str,
+    url: str,
+    raw: bool = False,
+    **kw: Any,
 ) -> httpx.Response | None:
     t0 = time.perf_counter()
     try:
-        r = await client.request(method, url, **kw)
+        if raw:
+            r = await fetch_raw(client, method, url)
+        else:
+            r = await client.request(method, url, **kw)
     except asyncio.CancelledError:
         stats.unfinished[kind] += 1
         raise
@@ -266,7 +284,7 @@ async def hall(base: str, args: argparse.Namespace, info: dict[str, Any]) -> Sta
             count = int(m.group(1)) if (m := re.search(r'data-count="(\d+)"', page.text)) else 1
             assets = sorted(set(ASSET_RE.findall(page.text)))
             assets_seen.update(assets)
-            await asyncio.gather(*(timed(stats, "asset", c, "GET", a) for a in assets))
+            await asyncio.gather(*(timed(stats, "asset", c, "GET", a, raw=True) for a in assets))
             for step in range(1, min(args.hall_steps, count - 1) + 1):
                 await asyncio.sleep(random.uniform(0.5, 1.5) * args.think)
                 if step % FRAME_WINDOW == FRAME_WINDOW - 10:  # the player fetches ahead
