@@ -13,7 +13,6 @@ import binascii
 import json
 from dataclasses import dataclass
 from typing import Annotated, Any
-from urllib.parse import urlencode
 
 from fastapi import Depends, HTTPException, Query, Request
 
@@ -103,10 +102,6 @@ class Source:
         if self.preset:
             return {"explainer": self.plugin.name, "preset": self.preset.slug}
         return {"explainer": self.plugin.name, "p": self.params_token}
-
-    def export_url(self, fmt: str, **extra: Any) -> str:
-        query = {**self.export_query, **{k: str(v) for k, v in extra.items() if v is not None}}
-        return f"/export/{fmt}?{urlencode(query)}"
 
     @property
     def sim_changed(self) -> bool:

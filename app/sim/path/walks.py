@@ -124,7 +124,8 @@ class Walk:
     def drop(self, reason: str, hook: str | None = None) -> None:
         t = self.t
         t.counters["dropped"] += 1
-        assert t.cur is not None
+        if t.cur is None:
+            raise RuntimeError("internal: t.cur is unset here")
         self.s.free(t.cur, consume=False)
         t.leaf(
             "kfree_skb_reason",
@@ -848,7 +849,8 @@ class Walk:
             ),
             layer="irq",
         )
-        assert t.napi is not None
+        if t.napi is None:
+            raise RuntimeError("internal: t.napi is unset here")
         t.napi["irq_enabled"] = False
         t.leaf(
             "napi_schedule_prep",
@@ -876,7 +878,8 @@ class Walk:
     def net_rx_action(self, pending: list[Seg]) -> None:
         t = self.t
         napi = t.napi
-        assert napi is not None
+        if napi is None:
+            raise RuntimeError("internal: napi is unset here")
         t.context = "softirq"
         t.stack = []
         t.cur = None
@@ -949,7 +952,8 @@ class Walk:
     def poll(self, pending: list[Seg]) -> int:
         t = self.t
         napi = t.napi
-        assert napi is not None
+        if napi is None:
+            raise RuntimeError("internal: napi is unset here")
         napi["polls"] += 1
         napi["work"] = 0
         t.stack = ["__do_softirq", "net_rx_action"]
@@ -1492,7 +1496,8 @@ class Walk:
     def to_rx_list(self, seg: Seg) -> None:
         t = self.t
         napi = t.napi
-        assert napi is not None
+        if napi is None:
+            raise RuntimeError("internal: napi is unset here")
         self.rx_list.append(seg)
         napi["rx_count"] += seg.segs
         t.cur = seg.skb
@@ -1511,7 +1516,8 @@ class Walk:
     def gro_normal_list(self) -> None:
         t = self.t
         napi = t.napi
-        assert napi is not None
+        if napi is None:
+            raise RuntimeError("internal: napi is unset here")
         batch = list(self.rx_list)
         self.rx_list.clear()
         count = napi["rx_count"]
@@ -2303,7 +2309,8 @@ class Walk:
         t.ns = "container"
         t.dev = "eth0"
         clone = self.tcp_send(0, p.payload_bytes, MSS)
-        assert clone is not None
+        if clone is None:
+            raise RuntimeError("internal: clone is unset here")
         top = len(t.stack)
         self.neigh_cached(clone)
         s.set_header(clone, "mac")
@@ -2576,7 +2583,8 @@ class Walk:
         p, t, s = self.p, self.t, self.s
         t.dev = "vxlan0"
         clone = self.tcp_send(0, p.payload_bytes, MSS - 50)
-        assert clone is not None
+        if clone is None:
+            raise RuntimeError("internal: clone is unset here")
         self.neigh_cached(clone)
         s.set_header(clone, "mac")
         t.enter(
