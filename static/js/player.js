@@ -237,5 +237,7 @@
   };
   sync(null);
   keepInView();
-  if (root.dataset.autoplay === "1") play();
+  // Autoplay waits for a click when the reader asked for reduced motion.
+  const calm = window.matchMedia && window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+  if (root.dataset.autoplay === "1" && !calm) play();
 })();

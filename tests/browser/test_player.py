@@ -143,3 +143,21 @@ def test_long_scenario_fetches_frames_beyond_the_page(live_server, page) -> None
     page.wait_for_function(
         "document.querySelector('#stage #ptr-skb-data')?.dataset.offset == '298'"
     )
+
+
+def test_editor_keeps_focus_and_caret_across_updates(live_server, page) -> None:
+    """Typing in a field that the editor re-renders (htmx swap after a change) keeps the focus
+    and the caret in that field, so the next keys land in it, not in the page body."""
+    page.goto(f"{live_server.url}/explainers/skb/edit?preset=panic")
+    field = page.locator("input[name='ops.0.size']")
+    field.click()
+    field.press("End")
+    field.type("0")
+    field.dispatch_event("change")
+    page.wait_for_function(
+        "document.activeElement && document.activeElement.name === 'ops.0.size'"
+        " && document.querySelector('.ok-msg, .err-msg')"
+    )
+    page.keyboard.type("1")
+    value = page.input_value("input[name='ops.0.size']")
+    assert value.endswith("01"), value
