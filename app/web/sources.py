@@ -123,11 +123,29 @@ def from_preset(site: Site, name: str, slug: str | None = None) -> Source:
     )
 
 
+def matching_preset(plugin: Plugin, raw: Any) -> Preset | None:
+    """The preset whose params these are (compared in canonical form), if any: a shared or
+    custom scenario that is a walkthrough unchanged keeps that walkthrough's lesson and notes."""
+    try:
+        canonical = plugin.sim.dump(plugin.sim.parse(raw))
+    except (ParamError, RecursionError, TypeError, ValueError):
+        return None
+    for preset in plugin.sim.presets:
+        if plugin.sim.dump(plugin.sim.parse(dict(preset.params))) == canonical:
+            return preset
+    return None
+
+
 def from_token(site: Site, name: str, token: str, *, title: str | None = None) -> Source:
     plugin = site.plugin(name)
     raw = decode_params(token)
+    same = matching_preset(plugin, raw)
     return Source(
-        plugin=plugin, raw=raw, title=title or f"Custom {plugin.sim.title} scenario", token=token
+        plugin=plugin,
+        raw=raw,
+        title=title or (str(same.title) if same else f"Custom {plugin.sim.title} scenario"),
+        token=token,
+        lesson=site.content.lesson(same.lesson) if same else None,
     )
 
 
@@ -137,8 +155,16 @@ def from_scenario(site: Site, engine: Any, scenario_id: str) -> Source:
     if row is None:
         raise ScenarioNotFound(scenario_id)
     plugin = site.plugin(row.explainer)
-    title = row.title or f"Shared {plugin.sim.title} scenario"
-    return Source(plugin=plugin, raw=json.loads(row.params_json), title=title, scenario=row)
+    raw = json.loads(row.params_json)
+    same = matching_preset(plugin, raw)
+    default = str(same.title) if same else f"Shared {plugin.sim.title} scenario"
+    return Source(
+        plugin=plugin,
+        raw=raw,
+        title=row.title or default,
+        scenario=row,
+        lesson=site.content.lesson(same.lesson) if same else None,
+    )
 
 
 def run_source(site: Site, source: Source) -> Trace[Any, Any]:

@@ -233,3 +233,18 @@ def test_player_pages_offer_share_embed_and_export(client: TestClient) -> None:
     shared = client.get(f"/s/{sid}").text
     assert f"/export/png?scenario={sid}" in shared and f'data-path="/embed/s/{sid}"' in shared
     assert 'id="share-url"' in shared and 'id="fork-link"' in shared
+
+
+def test_shared_walkthrough_keeps_its_lesson_and_notes(client: TestClient) -> None:
+    """A walkthrough shared unchanged keeps its lesson intro and "what to notice" notes; a
+    changed one does not pretend to be the walkthrough."""
+    preset = SIMS["skb"].preset("rx-frame")
+    r = client.post("/api/v1/scenarios", json={"explainer": "skb", "params": dict(preset.params)})
+    assert 'class="lesson-intro"' in client.get(r.json()["url"] + "?step=0").text
+    notes = [
+        n for n in range(12) if 'class="notice"' in client.get(f"{r.json()['url']}?step={n}").text
+    ]
+    assert notes, "no step of the shared walkthrough shows its lesson's notes"
+    changed = {"ops": [*preset.params["ops"], {"op": "skb_put", "len": 1}]}
+    r2 = client.post("/api/v1/scenarios", json={"explainer": "skb", "params": changed})
+    assert 'class="lesson-intro"' not in client.get(r2.json()["url"]).text
