@@ -76,6 +76,34 @@ def frame_window(step: int, count: int, size: int = FRAME_WINDOW) -> tuple[int, 
     return start, start + size
 
 
+MAX_MARKS = 120  # ticks on the scrubber; denser marks are grouped so each stays visible
+
+
+def scrubber_marks(frames: tuple[Frame[Any], ...], count: int) -> list[dict[str, Any]]:
+    """Ticks for the scrubber: one per marked frame, or, when there are more than fit, one per
+    stretch of the bar holding the first mark there and how many it stands for."""
+    marked = [f for f in frames if f.mark]
+    if len(marked) <= MAX_MARKS:
+        return [{"index": f.index, "mark": f.mark, "op": f.op} for f in marked]
+    groups: dict[int, list[Frame[Any]]] = {}
+    for f in marked:
+        groups.setdefault(f.index * MAX_MARKS // max(count, 1), []).append(f)
+    out = []
+    for bucket in sorted(groups):
+        members = groups[bucket]
+        kinds = sorted({str(m.mark) for m in members})
+        out.append(
+            {
+                "index": members[0].index,
+                "mark": members[0].mark,
+                "op": f"{members[0].op} (+{len(members) - 1} more: {', '.join(kinds)})"
+                if len(members) > 1
+                else members[0].op,
+            }
+        )
+    return out
+
+
 def player_context(
     source: Source, trace: Trace[Any, Any], *, step: int | None, all_frames: bool = False
 ) -> dict[str, Any]:
@@ -84,7 +112,7 @@ def player_context(
     current = clamp_step(step, count)
     start, stop = (0, count) if all_frames else frame_window(current, count)
     frames = render_frames(plugin, trace, start, stop, source.lesson)
-    marks = [{"index": f.index, "mark": f.mark, "op": f.op} for f in trace.frames if f.mark]
+    marks = scrubber_marks(trace.frames, count)
     source_query = {"preset": source.preset.slug} if source.preset else {"p": source.params_token}
     times = [f.time for f in trace.frames] if any(f.time is not None for f in trace.frames) else []
     ended = trace.ended_early

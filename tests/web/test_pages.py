@@ -144,3 +144,29 @@ def test_frames_endpoint_rejects_bad_queries(client: TestClient) -> None:
     assert client.get("/explainers/skb/frames?start=0&preset=nope").status_code == 422
     assert client.get("/explainers/skb/frames?start=0&count=100000&preset=panic").status_code == 422
     assert client.get("/explainers/skb/frames?start=999&preset=panic").status_code == 200
+
+
+def test_dense_scrubber_marks_are_grouped() -> None:
+    """A run with hundreds of marked steps shows at most MAX_MARKS ticks, each at a marked
+    step, and a grouped tick says how many marks it stands for."""
+    from app.sim.core import Frame, msg
+    from app.web.player import MAX_MARKS, scrubber_marks
+
+    frames = tuple(
+        Frame(
+            index=i,
+            op="loss",
+            result="ok",
+            narration=msg("x"),
+            source=None,
+            state={},
+            mark="loss" if i % 2 else None,
+        )
+        for i in range(1000)
+    )
+    marks = scrubber_marks(frames, len(frames))
+    assert 0 < len(marks) <= MAX_MARKS
+    assert all(frames[m["index"]].mark for m in marks)
+    assert any("more" in m["op"] for m in marks)
+    few = scrubber_marks(frames[:20], 20)
+    assert [m["index"] for m in few] == [i for i in range(20) if i % 2]
