@@ -104,6 +104,19 @@ def scrubber_marks(frames: tuple[Frame[Any], ...], count: int) -> list[dict[str,
     return out
 
 
+def transcript(frames: tuple[Frame[Any], ...]) -> list[dict[str, Any]]:
+    """Every step as one line (time, kind, the first sentence of its narration): the event list
+    beside the player, the page's text transcript for screen readers and a printable handout."""
+    out = []
+    for f in frames:
+        text = f.narration.render()
+        first = text.split(". ", 1)[0]
+        if len(first) > 160:
+            first = first[:159] + "…"
+        out.append({"index": f.index, "time": f.time, "kind": f.mark or f.op, "text": first})
+    return out
+
+
 def player_context(
     source: Source, trace: Trace[Any, Any], *, step: int | None, all_frames: bool = False
 ) -> dict[str, Any]:
@@ -129,6 +142,7 @@ def player_context(
         "frames_url": f"/explainers/{plugin.name}/frames?{urlencode(source_query)}",
         "frame_times": times,
         "marks": marks,
+        "transcript": transcript(trace.frames),
         "preset": source.preset,
         "lesson": source.lesson,
         "scenario": source.scenario,

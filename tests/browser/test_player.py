@@ -161,3 +161,21 @@ def test_editor_keeps_focus_and_caret_across_updates(live_server, page) -> None:
     page.keyboard.type("1")
     value = page.input_value("input[name='ops.0.size']")
     assert value.endswith("01"), value
+
+
+def test_step_list_follows_the_player_and_jumps(live_server, page) -> None:
+    """The step list marks the current step as the reader steps, a click on a line jumps to
+    that step, and the kind filter hides the other kinds."""
+    page.goto(f"{live_server.url}/explainers/skb/presets/rx-frame")
+    page.keyboard.press("ArrowRight")
+    page.wait_for_selector('#transcript li[data-step="1"][aria-current="step"]')
+    page.click('#transcript li[data-step="3"] a')
+    page.wait_for_function("document.getElementById('step-no').textContent === '3'")
+    assert "step=3" in page.url
+    kinds = page.eval_on_selector_all("#transcript-filter option", "os => os.map(o => o.value)")
+    kind = next(k for k in kinds if k)
+    page.select_option("#transcript-filter", kind)
+    shown = page.eval_on_selector_all(
+        "#transcript li", "ls => ls.filter(l => !l.hidden).map(l => l.dataset.kind)"
+    )
+    assert shown and set(shown) == {kind}
