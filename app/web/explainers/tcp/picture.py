@@ -812,7 +812,8 @@ def _timer_bars(
                     f'<rect id="tcp-timer-{ep}-{o["id"]}-{_a(tm["name"])}" class="timer" '
                     f'x="{x - 2.5:.1f}" y="{y0:.1f}" width="5" height="{h:.1f}" rx="2" '
                     f'style="fill: {COLOUR[ep]}; opacity: 0.75"><title>'
-                    f"{_t(tm['name'])} fires at {_t(_ms(tm['deadline_ms']))}</title></rect>"
+                    f"{_t(TIMER_RFC.get(tm['name'], tm['name']))} timer fires at "
+                    f"{_t(_ms(tm['deadline_ms']))}</title></rect>"
                 )
                 k += 1
     return "".join(out)
@@ -846,8 +847,25 @@ def _vars_for(e: EndpointState) -> list[tuple[str, str]]:
     return out
 
 
-def _timers(e: EndpointState) -> list[str]:
-    return [f"{tm['name']} at {_ms(tm['deadline_ms'])}" for o in e["linux"] for tm in o["timers"]]
+# RFC words for the kernel's timers (the RFC view never names a Linux object)
+TIMER_RFC = {
+    "retransmit": "retransmission",
+    "synack": "SYN-ACK retransmission",
+    "probe0": "persist",
+    "delack": "delayed ACK",
+    "keepalive": "keepalive",
+    "fin_wait2": "FIN-WAIT-2",
+    "timewait": "2MSL",
+}
+
+
+def _timers(e: EndpointState, rfc: bool) -> list[str]:
+    return [
+        f"{TIMER_RFC.get(tm['name'], tm['name']) if rfc else tm['name']} at "
+        f"{_ms(tm['deadline_ms'])}"
+        for o in e["linux"]
+        for tm in o["timers"]
+    ]
 
 
 def _panel(
@@ -882,9 +900,10 @@ def _panel(
     if len(_vars_for(e)) % 2:
         y += LINE
     y += 4
-    timers = _timers(e)
-    tline = "timers: " + (", ".join(timers) if timers else "none")
-    out.append(f'<text x="10" y="{y}">{_t(_fit(tline, 44))}</text>')
+    for cls, rfc in (("tcp-rfc-only", True), ("tcp-linux-only", False)):
+        timers = _timers(e, rfc)
+        tline = "timers: " + (", ".join(timers) if timers else "none")
+        out.append(f'<text class="{cls}" x="10" y="{y}">{_t(_fit(tline, 44))}</text>')
     y += LINE
     status = []
     if e["blocked"]:
