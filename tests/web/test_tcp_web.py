@@ -47,7 +47,9 @@ def test_run_returns_frames_with_states_segments_and_errors(client: TestClient) 
         assert set(f["states"]) == {"client", "server"}
     for ep in ("client", "server"):
         assert any(f["states"][ep] == "ESTABLISHED" for f in frames), ep
-    client_segs = [f["segment"] for f in frames if f["segment"] and f["segment"]["from"] == "client"]
+    client_segs = [
+        f["segment"] for f in frames if f["segment"] and f["segment"]["from"] == "client"
+    ]
     assert client_segs[1]["lost"] is True
     assert not any(s["lost"] for s in client_segs[:1])
     times = [f["t_ms"] for f in frames]
@@ -149,7 +151,9 @@ def test_final_ack_of_the_handshake_lights_established_for_both() -> None:
     arrows = [
         p for p in svg.iter(f"{SVG_NS}path") if "taken-server" in (p.get("class") or "").split()
     ]
-    assert ("SYN_RECEIVED", "ESTABLISHED") in [(a.get("data-from"), a.get("data-to")) for a in arrows]
+    assert ("SYN_RECEIVED", "ESTABLISHED") in [
+        (a.get("data-from"), a.get("data-to")) for a in arrows
+    ]
     assert "tcp_rcv_state_process()" in picture(trace, trace.frames[n])
     # one step earlier the server was still SYN-RECEIVED
     assert _lit(_svg(trace, n - 1), "server") == ["SYN_RECEIVED"]

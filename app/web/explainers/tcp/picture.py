@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 from typing import Any
@@ -323,8 +323,11 @@ def _route(a: str, b: str) -> tuple[str, tuple[float, float]]:
     bx, by = _pos(b)
     if a == b:  # a change inside one state (Linux objects): a loop on the right
         x, y = ax + NODE_W / 2, ay
-        return (f"M{x:.1f} {y - 8:.1f} C{x + 30:.1f} {y - 26:.1f} {x + 30:.1f} {y + 26:.1f} "
-                f"{x:.1f} {y + 8:.1f}", (x + 28, y))
+        return (
+            f"M{x:.1f} {y - 8:.1f} C{x + 30:.1f} {y - 26:.1f} {x + 30:.1f} {y + 26:.1f} "
+            f"{x:.1f} {y + 8:.1f}",
+            (x + 28, y),
+        )
     if b == "CLOSED" and ay > 100:
         # back up to CLOSED along the left or right margin
         left = ax < 220
@@ -362,8 +365,9 @@ def _node(
     x, y = _pos(key)
     x0, y0 = x - NODE_W / 2, y - NODE_H / 2
     cls = "node" + (" lit" if lit else "") + "".join(f" lit-{ep}" for ep in lit)
+    prefix = "tcp-lnode" if kernel else "tcp-node"
     parts = [
-        f'<g id="tcp-node-{key}" class="{cls}" data-state="{key}"'
+        f'<g id="{prefix}-{key}" class="{cls}" data-state="{key}"'
         + (' data-focus="1"' if extra == "focus" else "")
         + ">",
         f'<rect class="box" x="{x0}" y="{y0}" width="{NODE_W}" height="{NODE_H}" rx="6"/>',
@@ -705,8 +709,11 @@ def _seg(seg: SegmentState, row: int, st: TcpState, idx: _Index, now_i: int, now
     x1, x2 = LANE[src], LANE[dst]
     dy = 26.0
     delivered = idx.delivered_at.get(sid)
-    state = "lost" if seg["lost"] else ("arrived" if delivered is not None and delivered <= now_i
-                                        else "flight")
+    state = (
+        "lost"
+        if seg["lost"]
+        else ("arrived" if delivered is not None and delivered <= now_i else "flight")
+    )
     cls = f"seg {state} from-{src}" + (" now" if now else "")
     head = f"url(#tcp-head-{src})" if now else "url(#tcp-head-muted)"
     parts = [
@@ -791,9 +798,7 @@ def _now_box(ep: str, st: TcpState) -> str:
     return "".join(parts)
 
 
-def _timer_bars(
-    st: TcpState, idx: _Index, window: list[int], now_i: int, now_y: float
-) -> str:
+def _timer_bars(st: TcpState, idx: _Index, window: list[int], now_i: int, now_y: float) -> str:
     """Armed timers as bars beside each timeline, from the row they were armed in to now."""
     out = []
     armed = idx.armed_at[now_i] if now_i < len(idx.armed_at) else {}
@@ -868,9 +873,7 @@ def _timers(e: EndpointState, rfc: bool) -> list[str]:
     ]
 
 
-def _panel(
-    ep: str, e: EndpointState, pe: EndpointState, st: TcpState, i: int
-) -> tuple[str, float]:
+def _panel(ep: str, e: EndpointState, pe: EndpointState, st: TcpState, i: int) -> tuple[str, float]:
     x0 = i * (PANEL_W + 10)
     out = [
         f'<g id="tcp-panel-{ep}" class="ep-panel" style="transform: translate({x0}px, '
@@ -956,8 +959,11 @@ def _value(x: float, y: float, text: str, changed: bool, cls: str, bold: bool = 
     g_cls = " ".join(c for c in (outer, "changed" if changed else "") if c)
     return (
         f'<g class="{g_cls}">'
-        + (f'<rect x="{x - 4:.1f}" y="{y - 12}" width="{w:.1f}" height="16" rx="3"/>' if changed
-           else "")
+        + (
+            f'<rect x="{x - 4:.1f}" y="{y - 12}" width="{w:.1f}" height="16" rx="3"/>'
+            if changed
+            else ""
+        )
         + f'<text class="{inner}" x="{x:.1f}" y="{y}"{style}>{_t(text)}</text></g>'
     )
 
@@ -976,8 +982,10 @@ def _wire(trace: Trace[Any, Any], st: TcpState, idx: _Index) -> tuple[str, int]:
             lines.append(("", str(msg("{count} in flight", count=n))))
     else:
         arrived = st["delivered"] is not None and st["segment"] is None
-        title = str(msg("Arrived at {dst}", dst=seg["dst"])) if arrived else str(
-            msg("{src} sends", src=seg["src"])
+        title = (
+            str(msg("Arrived at {dst}", dst=seg["dst"]))
+            if arrived
+            else str(msg("{src} sends", src=seg["src"]))
         )
         lines += [
             ("segment", f"#{seg['nth']} from {seg['src']} → {seg['dst']}"),
