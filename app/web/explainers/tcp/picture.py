@@ -98,7 +98,7 @@ LAD_TOP = 46
 ROW = 42
 WINDOW = 7
 
-PANEL_Y = 432
+PANEL_Y = 444
 
 
 def _a(value: object) -> str:
@@ -215,14 +215,12 @@ def picture(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
 
 
 def _acting(st: TcpState) -> str | None:
-    """The endpoint this step is about (its lit state is the phone's focus)."""
+    """The endpoint whose state changed in this step (its lit node is the phone's focus; in
+    other steps the step's segment is)."""
     if st["transitions"]:
         return st["transitions"][-1]["endpoint"]
-    if st["call"] is not None:
+    if st["segment"] is None and st["delivered"] is None and st["call"] is not None:
         return st["call"]["endpoint"]
-    seg = st["segment"] or st["delivered"]
-    if seg is not None:
-        return seg["dst"] if st["delivered"] else seg["src"]
     return None
 
 
@@ -548,9 +546,7 @@ def _diagram(st: TcpState, prev: TcpState, focus: str | None) -> str:
         a, b = _linux_key(t, "from"), _linux_key(t, "to")
         if a == b and a not in ("TW", "REQ"):
             continue
-        arrow, label = _arrow(
-            100 + i, t["endpoint"], a, b, t["event"], t["function"], avoid, f"({t['object']})"
-        )
+        arrow, label = _arrow(100 + i, t["endpoint"], a, b, t["event"], t["function"], avoid)
         arrows.append(arrow)
         labels.append(label)
     out += arrows + labels
@@ -631,10 +627,10 @@ def _caption(st: TcpState, prev: TcpState) -> str:
     for cls, lines in (("tcp-rfc-only", rfc), ("tcp-linux-only", lin)):
         out.append(f'<g class="{cls}">')
         for i, line in enumerate(lines[:3]):
-            out.append(f'<text x="4" y="{y + i * 15}">{_t(line)}</text>')
+            out.append(f'<text x="4" y="{y + i * 14}">{_t(line)}</text>')
         if len(lines) > 3:
             more = msg("and {count} more", count=len(lines) - 3)
-            out.append(f'<text class="muted" x="4" y="{y + 45}">{_t(str(more))}</text>')
+            out.append(f'<text class="muted" x="300" y="{y + 28}">{_t(str(more))}</text>')
         out.append("</g>")
     out.append("</g>")
     return "".join(out)
@@ -719,7 +715,7 @@ def _seg(seg: SegmentState, row: int, st: TcpState, idx: _Index, now_i: int, now
     parts = [
         f'<g id="tcp-seg-{sid}" class="{cls} glide" style="transform: translate(0px, '
         f'{_row_y(row)}px)" data-seg="{sid}" data-kind="{_a(seg["kind"])}"'
-        + (' data-focus="1"' if now else "")
+        + (' data-focus="1"' if now and not st["transitions"] else "")
         + ">"
     ]
     if state == "lost":
@@ -883,12 +879,12 @@ def _panel(ep: str, e: EndpointState, pe: EndpointState, st: TcpState, i: int) -
         f'<text class="title" x="26" y="21">{ep}</text>',
     ]
     changed = e["rfc"] != pe["rfc"]
-    out.append(_value(90, 21, _dash(e["rfc"]), changed, "tcp-rfc-only", bold=True))
+    out.append(_value(76, 21, _dash(e["rfc"]), changed, "tcp-rfc-only", bold=True))
     kern = KERNEL.get(e["rfc"], "")
-    out.append(_value(90 + len(_dash(e["rfc"])) * 8.6 + 14, 21, kern, False, "tcp-rfc-only mono"))
+    out.append(_value(76 + len(_dash(e["rfc"])) * 8.4 + 10, 21, kern, False, "tcp-rfc-only mono"))
     lin_states = " ".join(o["state"] for o in e["linux"]) or "—"
     pl = " ".join(o["state"] for o in pe["linux"]) or "—"
-    out.append(_value(90, 21, lin_states, lin_states != pl, "tcp-linux-only mono"))
+    out.append(_value(76, 21, _fit(lin_states, 30), lin_states != pl, "tcp-linux-only mono"))
     y = 42
     for n, (key, label) in enumerate(_vars_for(e)):
         col = n % 2
@@ -930,13 +926,13 @@ def _panel(ep: str, e: EndpointState, pe: EndpointState, st: TcpState, i: int) -
     y += LINE
     out.append('<g class="tcp-linux-only">')
     for o in e["linux"]:
-        text = f"{o['object']} #{o['id']} {o['state']}"
-        if o["tw_substate"]:
-            text += f" ({o['tw_substate']})"
-        if o["held_by_app"]:
-            text += " · fd"
-        out.append(f'<text class="mono" x="10" y="{y}">{_t(_fit(text, 41))}</text>')
+        text = f"{o['object']} #{o['id']} {o['state']}" + (" · fd" if o["held_by_app"] else "")
+        out.append(f'<text class="mono" x="10" y="{y}">{_t(_fit(text, 39))}</text>')
         y += LINE
+        if o["tw_substate"]:
+            sub = f"tw_substate {o['tw_substate']}"
+            out.append(f'<text class="mono" x="26" y="{y}">{_t(sub)}</text>')
+            y += LINE
     if not e["linux"]:
         out.append(f'<text class="muted" x="10" y="{y}">no kernel objects</text>')
         y += LINE
@@ -979,7 +975,7 @@ def _wire(trace: Trace[Any, Any], st: TcpState, idx: _Index) -> tuple[str, int]:
         title = str(msg("No segment this step"))
         n = len(st["in_flight"])
         if n:
-            lines.append(("", str(msg("{count} in flight", count=n))))
+            lines.append(("", str(msg("{count} segments in flight", count=n))))
     else:
         arrived = st["delivered"] is not None and st["segment"] is None
         title = (
@@ -1012,7 +1008,7 @@ def _wire(trace: Trace[Any, Any], st: TcpState, idx: _Index) -> tuple[str, int]:
     for k, v in lines:
         if k:
             out.append(f'<text class="muted" x="10" y="{y}">{_t(k)}</text>')
-        out.append(f'<text class="mono" x="84" y="{y}">{_t(_fit(v, 34))}</text>')
+        out.append(f'<text class="mono" x="{84 if k else 10}" y="{y}">{_t(_fit(v, 34))}</text>')
         y += LINE
     for href, text in links:
         out.append(f'<a href="{_a(href)}" class="xlink"><text x="10" y="{y}">{_t(text)}</text></a>')
