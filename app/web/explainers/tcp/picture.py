@@ -419,6 +419,12 @@ def _rfc_chain(ep: str, st: TcpState, prev: TcpState) -> list[TransitionState]:
     return [t for t in mine if t["object"] in ("sock", "listener", "request_sock")]
 
 
+def _rfc_ends(t: TransitionState) -> tuple[str, str]:
+    """The RFC states an arrow joins: a connection whose kernel object closes goes to CLOSED
+    even when the endpoint as a whole is still LISTEN (its listener stays)."""
+    return t["rfc_from"], "CLOSED" if t["to_state"] == "TCP_CLOSE" else t["rfc_to"]
+
+
 def _linux_key(t: TransitionState, which: str) -> str:
     state = t["from_state"] if which == "from" else t["to_state"]
     if state == "TCP_NEW_SYN_RECV":
@@ -512,7 +518,7 @@ def _diagram(st: TcpState, prev: TcpState, focus: str | None) -> str:
     avoid = _node_boxes(linux=False)
     for ep in ENDPOINTS:
         for t in _rfc_chain(ep, st, prev):
-            a, b = _arrow(n, ep, t["rfc_from"], t["rfc_to"], t["event"], t["function"], avoid)
+            a, b = _arrow(n, ep, *_rfc_ends(t), t["event"], t["function"], avoid)
             arrows.append(a)
             labels.append(b)
             n += 1
@@ -601,8 +607,8 @@ def _caption(st: TcpState, prev: TcpState) -> str:
                     msg(
                         "{endpoint}: {old} → {new} on {event}, by {function}()",
                         endpoint=ep,
-                        old=_dash(t["rfc_from"]),
-                        new=_dash(t["rfc_to"]),
+                        old=_dash(_rfc_ends(t)[0]),
+                        new=_dash(_rfc_ends(t)[1]),
                         event=t["event"],
                         function=t["function"],
                     )
