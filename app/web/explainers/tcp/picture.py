@@ -95,8 +95,8 @@ DIAGRAM_H = 384
 LAD_X0 = 452
 LANE = {"client": 540.0, "server": 860.0}
 LAD_TOP = 46
-ROW = 42
-WINDOW = 7
+ROW = 46
+WINDOW = 6
 
 PANEL_Y = 444
 
@@ -677,7 +677,7 @@ def _ladder(trace: Trace[Any, Any], frame: Frame[Any], st: TcpState, idx: _Index
         hidden = shown_ids.index(window[0])
         out.append(
             f'<text class="muted" x="{(LANE["client"] + LANE["server"]) / 2}" y="{LAD_TOP - 14}" '
-            f'text-anchor="middle">{_t(str(msg("↑ {count} earlier segments", count=hidden)))}'
+            f'text-anchor="middle">{_t(str(msg("↑ {count} earlier", count=hidden)))}'
             "</text>"
         )
     last_row = -1
@@ -785,7 +785,7 @@ def _now_box(ep: str, st: TcpState) -> str:
     call = st["call"]
     if call is not None and call["endpoint"] == ep and call["errno"]:
         text = f"{call['call']} → {call['errno']}"
-        w = len(text) * 7.6 + 12
+        w = len(text) * 8.6 + 12
         bx = anchor_x if ep == "server" else max(anchor_x - w, LAD_X0)
         if ep == "server":
             bx = min(bx, WIDTH - w - 2)
@@ -880,17 +880,18 @@ def _panel(ep: str, e: EndpointState, pe: EndpointState, st: TcpState, i: int) -
     out = [
         f'<g id="tcp-panel-{ep}" class="ep-panel" style="transform: translate({x0}px, '
         f'{PANEL_Y}px)">',
-        "",  # the box, once its height is known
+        "",  # the boxes (one per view), once their heights are known
         f'<circle cx="14" cy="16" r="6" style="fill: {COLOUR[ep]}"/>',
         f'<text class="title" x="26" y="21">{ep}</text>',
     ]
+    sx = 32 + len(ep) * 8.2
     changed = e["rfc"] != pe["rfc"]
-    out.append(_value(76, 21, _dash(e["rfc"]), changed, "tcp-rfc-only", bold=True))
+    out.append(_value(sx, 21, _dash(e["rfc"]), changed, "tcp-rfc-only", bold=True))
     kern = KERNEL.get(e["rfc"], "")
-    out.append(_value(76 + len(_dash(e["rfc"])) * 8.4 + 10, 21, kern, False, "tcp-rfc-only mono"))
+    out.append(_value(sx + len(_dash(e["rfc"])) * 8.4 + 10, 21, kern, False, "tcp-rfc-only mono"))
     lin_states = " ".join(o["state"] for o in e["linux"]) or "—"
     pl = " ".join(o["state"] for o in pe["linux"]) or "—"
-    out.append(_value(76, 21, _fit(lin_states, 30), lin_states != pl, "tcp-linux-only mono"))
+    out.append(_value(sx, 21, _fit(lin_states, 31), lin_states != pl, "tcp-linux-only mono"))
     y = 42
     for n, (key, label) in enumerate(_vars_for(e)):
         col = n % 2
@@ -905,48 +906,61 @@ def _panel(ep: str, e: EndpointState, pe: EndpointState, st: TcpState, i: int) -
     if len(_vars_for(e)) % 2:
         y += LINE
     y += 4
-    for cls, rfc in (("tcp-rfc-only", True), ("tcp-linux-only", False)):
-        timers = _timers(e, rfc)
-        tline = "timers: " + (", ".join(timers) if timers else "none")
-        out.append(f'<text class="{cls}" x="10" y="{y}">{_t(_fit(tline, 44))}</text>')
-    y += LINE
     status = []
     if e["blocked"]:
         status.append(f"blocked in {e['blocked']}()")
     if e["error"]:
         status.append(f"pending error {e['error']}")
     call = st["call"]
+    errno = ""
     if call is not None and call["endpoint"] == ep:
         if call["errno"]:
-            text = f"{call['call']} → {call['errno']}"
-            w = len(text) * 7.6 + 12
-            out.append(
-                f'<g class="err errno"><rect x="10" y="{y - 13}" width="{w:.1f}" height="18" '
-                f'rx="4"/><text x="16" y="{y}">{_t(text)}</text></g>'
-            )
-            y += LINE + 4
+            errno = f"{call['call']} → {call['errno']}"
         elif call["result"] != "blocked":
             status.append(f"{call['call']}() returned {call['result']}")
-    if status:
-        out.append(f'<text class="muted" x="10" y="{y}">{_t(_fit("; ".join(status), 46))}</text>')
-    y += LINE
-    out.append('<g class="tcp-linux-only">')
-    for o in e["linux"]:
-        text = f"{o['object']} #{o['id']} {o['state']}" + (" · fd" if o["held_by_app"] else "")
-        out.append(f'<text class="mono" x="10" y="{y}">{_t(_fit(text, 39))}</text>')
-        y += LINE
-        if o["tw_substate"]:
-            sub = f"tw_substate {o['tw_substate']}"
-            out.append(f'<text class="mono" x="26" y="{y}">{_t(sub)}</text>')
-            y += LINE
-    if not e["linux"]:
-        out.append(f'<text class="muted" x="10" y="{y}">no kernel objects</text>')
-        y += LINE
+    boxes: list[str] = []
+    heights: list[float] = []
+    for view, rfc in (("tcp-rfc-only", True), ("tcp-linux-only", False)):
+        yy = y
+        part = [f'<g class="{view}">']
+        timers = _timers(e, rfc)
+        tline = "timers: " + (", ".join(timers) if timers else "none")
+        part.append(f'<text x="10" y="{yy}">{_t(_fit(tline, 44))}</text>')
+        yy += LINE
+        if errno:
+            w = len(errno) * 8.6 + 12
+            part.append(
+                f'<g class="err errno"><rect x="10" y="{yy - 13}" width="{w:.1f}" height="18" '
+                f'rx="4"/><text x="16" y="{yy}">{_t(errno)}</text></g>'
+            )
+            yy += LINE + 4
+        if status:
+            text = _fit("; ".join(status), 46)
+            part.append(f'<text class="muted" x="10" y="{yy}">{_t(text)}</text>')
+            yy += LINE
+        if not rfc:
+            for o in e["linux"]:
+                text = f"{o['object']} #{o['id']} {o['state']}"
+                text += " · fd" if o["held_by_app"] else ""
+                part.append(f'<text class="mono" x="10" y="{yy}">{_t(_fit(text, 39))}</text>')
+                yy += LINE
+                if o["tw_substate"]:
+                    sub = f"tw_substate {o['tw_substate']}"
+                    part.append(f'<text class="mono" x="26" y="{yy}">{_t(sub)}</text>')
+                    yy += LINE
+            if not e["linux"]:
+                part.append(f'<text class="muted" x="10" y="{yy}">no kernel objects</text>')
+                yy += LINE
+        part.append("</g>")
+        out += part
+        h = yy - 6
+        heights.append(h)
+        boxes.append(
+            f'<rect class="panel {view}" x="0" y="0" width="{PANEL_W}" height="{h}" rx="8"/>'
+        )
+    out[1] = "".join(boxes)
     out.append("</g>")
-    out.append("</g>")
-    h = y - 6
-    out[1] = f'<rect class="panel" x="0" y="0" width="{PANEL_W}" height="{h}" rx="8"/>'
-    return "".join(out), h
+    return "".join(out), max(heights)
 
 
 def _fit(text: str, n: int) -> str:
