@@ -11,6 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.sim.tcp import TcpExplainer
+from app.web.editor import form_to_raw
 from app.web.explainers.tcp import EDITOR
 from app.web.explainers.tcp.picture import picture
 
@@ -249,3 +250,25 @@ def test_editor_form_or_json_for_every_preset(client: TestClient) -> None:
     r = client.get("/explainers/tcp/edit")
     assert r.status_code == 200
     assert re.search(r'name="script\.0\.call"', r.text)
+
+
+def test_form_round_trip_keeps_every_preset_that_fits() -> None:
+    """For each preset the form edits, posting its fields back rebuilds the same params
+    (nothing the script needs is dropped by the form)."""
+    ex = TcpExplainer()
+    for p in ex.presets:
+        raw = ex.dump(ex.parse(dict(p.params)))
+        if not EDITOR.fits(raw):
+            continue
+        form: dict[str, str] = {"script.count": str(len(raw["script"]))}
+        for i, item in enumerate(raw["script"]):
+            for k, v in item.items():
+                form[f"script.{i}.{k}"] = str(v)
+        for k in ("until_ms", "rtt_ms", "mss", "rcvbuf", "client_iss", "server_iss"):
+            if k in raw:
+                form[k] = str(raw[k])
+        for k, v in raw.get("sysctl", {}).items():
+            form[f"sysctl.{k}"] = str(v)
+        rebuilt, problems = form_to_raw(EDITOR, form, "")
+        assert problems == []
+        assert ex.parse(rebuilt) == ex.parse(raw), p.slug
