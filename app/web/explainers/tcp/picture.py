@@ -757,9 +757,11 @@ def _seg(seg: SegmentState, row: int, st: TcpState, idx: _Index, now_i: int, now
     )
     plain = seg["kind"] in ("syn", "synack", "ack", "fin", "data", "rst")
     tag = " · ".join(t for t in ("" if plain else kind, note) if t)
-    parts.append(
-        f'<text class="muted" x="{lx:.1f}" y="{dy + 12}" text-anchor="middle">{_t(tag)}</text>'
-    )
+    if tag:  # under the start of the arrow, clear of its label and of the next row
+        tx, anchor = (x1 + 10, "start") if src == "client" else (x1 - 10, "end")
+        parts.append(
+            f'<text class="muted" x="{tx:.1f}" y="{dy}" text-anchor="{anchor}">{_t(tag)}</text>'
+        )
     parts.append("</g>")
     return "".join(parts)
 
