@@ -219,8 +219,9 @@ def _acting(st: TcpState) -> str | None:
     other steps the step's segment is)."""
     if st["transitions"]:
         return st["transitions"][-1]["endpoint"]
-    if st["segment"] is None and st["delivered"] is None and st["call"] is not None:
-        return st["call"]["endpoint"]
+    call = st["call"]
+    if st["segment"] is None and st["delivered"] is None and call is not None:
+        return None if call["errno"] else call["endpoint"]  # an errno badge is the focus
     return None
 
 
@@ -788,11 +789,12 @@ def _now_box(ep: str, st: TcpState) -> str:
     if call is not None and call["endpoint"] == ep and call["errno"]:
         text = f"{call['call']} → {call['errno']}"
         w = len(text) * 8.6 + 12
+        focus = ' data-focus="1"' if not st["transitions"] else ""
         bx = anchor_x if ep == "server" else max(anchor_x - w, LAD_X0)
         if ep == "server":
             bx = min(bx, WIDTH - w - 2)
         parts.append(
-            f'<g id="tcp-errno-{ep}" class="err errno"><rect x="{bx:.1f}" y="42" width="{w:.1f}" '
+            f'<g id="tcp-errno-{ep}" class="err errno"{focus}><rect x="{bx:.1f}" y="42" width="{w:.1f}" '
             f'height="20" rx="4"/><text x="{bx + 6:.1f}" y="56">{_t(text)}</text></g>'
         )
     elif call is not None and call["endpoint"] == ep and call["result"] == "blocked":
