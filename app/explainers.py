@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from app.sim.congestion import CwndExplainer
 from app.sim.skbuff import SkbExplainer
+from app.sim.tcp import TcpExplainer
 from app.web.explainers import cwnd, skb, tcp
 from app.web.plugin import Plugin
 
@@ -14,5 +15,5 @@ def builtin() -> tuple[Plugin, ...]:
     return (
         Plugin(sim=SkbExplainer(), web=skb.VIEW),
         Plugin(sim=CwndExplainer(), web=cwnd.VIEW),
-        Plugin(sim=tcp.SIM, web=tcp.VIEW),
+        Plugin(sim=TcpExplainer(), web=tcp.VIEW),
     )

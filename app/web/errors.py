@@ -66,7 +66,7 @@ def param_error_detail(
     return [
         {
             **i.as_dict(),
-            "loc": list(i.loc) if i.loc[:1] in (("query",), ("path",)) else [*prefix, *i.loc],
+            "loc": list(i.loc) if i.loc[:1] == ("query",) else [*prefix, *i.loc],
         }
         for i in exc.issues
     ]
