@@ -1,0 +1,1 @@
+"""Web half of the packet-path explainer."""
