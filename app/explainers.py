@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from app.sim.congestion import CwndExplainer
 from app.sim.skbuff import SkbExplainer
-from app.web.explainers import cwnd, skb
+from app.web.explainers import cwnd, path, skb
 from app.web.plugin import Plugin
 
 
@@ -14,4 +14,5 @@ def builtin() -> tuple[Plugin, ...]:
     return (
         Plugin(sim=SkbExplainer(), web=skb.VIEW),
         Plugin(sim=CwndExplainer(), web=cwnd.VIEW),
+        Plugin(sim=path.PathExplainer(), web=path.VIEW),
     )
