@@ -28,12 +28,12 @@ WIDTH = 1000
 LABEL_W = 96  # lane label column
 PLOT_X0 = 104
 PLOT_X1 = 598
-HOOK_ROWS_Y = (13, 28)  # two rows of hook labels above the lanes
-LANE_Y0 = 36
-LANE_H = 30
+HOOK_ROWS_Y = (12, 25, 38)  # three rows of hook labels above the lanes
+LANE_Y0 = 46
+LANE_H = 28
 RIGHT_X = 612
 STACK_MAX = 13  # stack lines shown; deeper stacks fold their middle
-STACK_LINE = 16
+STACK_LINE = 15
 
 LANES: tuple[tuple[str, str], ...] = (
     ("user", str(msg("user space"))),
@@ -73,15 +73,18 @@ CONTEXT_LABEL = {
     "softirq": str(msg("softirq (NET_RX / NET_TX)")),
     "hardirq": str(msg("hard IRQ")),
 }
+# Where hooks crowd together their labels shrink to these (the full name is in a tooltip and
+# in the current function's label when the step is at the hook).
 HOOK_SHORT = {
-    "PRE_ROUTING": "PRE_ROUTING",
-    "LOCAL_IN": "LOCAL_IN",
-    "FORWARD": "FORWARD",
-    "LOCAL_OUT": "LOCAL_OUT",
-    "POST_ROUTING": "POST_ROUTING",
-    "BR_PRE_ROUTING": "BR_PRE_ROUTING",
-    "BR_LOCAL_IN": "BR_LOCAL_IN",
+    "PRE_ROUTING": "PRE",
+    "LOCAL_IN": "IN",
+    "FORWARD": "FWD",
+    "LOCAL_OUT": "OUT",
+    "POST_ROUTING": "POST",
+    "BR_PRE_ROUTING": "br PRE",
+    "BR_LOCAL_IN": "br IN",
 }
+CHAR_W = 7.4  # width of one 12 px monospace character
 TCP_LAYERS = frozenset({"tcp", "socket"})
 
 STYLE = """
@@ -148,6 +151,8 @@ class Layout:
     points: list[tuple[float, float]]  # one per frame
     hooks: list[tuple[int, int, str]]  # (first frame, last frame, hook) of each run of frames
     hook_rows: list[int]
+    hook_labels: list[str]
+    napi: bool  # some frame is inside NAPI: the strip has room for GRO's held packets
     skb_trace: Trace[Any, None]
     skb_height: float
     widest: Frame[Any]
@@ -220,16 +225,32 @@ def layout(trace: Trace[PathState, None]) -> Layout:
         else:
             hooks.append((f.index, f.index, h))
     rows: list[int] = []
-    ends = [-1e9, -1e9]
+    labels: list[str] = []
+    ends = [-1e9] * len(HOOK_ROWS_Y)
     for first, _, h in hooks:
         x = points[first][0]
-        width = len(HOOK_SHORT.get(h, h)) * 7.5 + 8
-        row = 0 if x - width / 2 > ends[0] else 1 if x - width / 2 > ends[1] else 0
-        ends[row] = x + width / 2
+        for label in (h, HOOK_SHORT.get(h, h)):
+            half = (len(label) * CHAR_W + 8) / 2
+            free = [r for r in range(len(ends)) if x - half > ends[r]]
+            if free:
+                row = free[0]
+                break
+        else:
+            row = min(range(len(ends)), key=lambda r: ends[r])
+        ends[row] = x + half
         rows.append(row)
+        labels.append(label)
     rep = replay(trace)
-    skb_frames = tuple(
-        dataclasses.replace(f, state=_skb_state(rep, f), mark=None, fields=()) for f in trace.frames
+    skb_frames: tuple[Frame[Any], ...] = tuple(
+        Frame(
+            index=f.index,
+            op=f.op,
+            result=f.result,
+            narration=f.narration,
+            source=f.source,
+            state=_skb_state(rep, f),
+        )
+        for f in trace.frames
     )
     skb_trace: Trace[Any, None] = Trace(
         explainer="skb", sim_version=trace.sim_version, params=None, frames=skb_frames, series=None
@@ -252,6 +273,8 @@ def layout(trace: Trace[PathState, None]) -> Layout:
         points=points,
         hooks=hooks,
         hook_rows=rows,
+        hook_labels=labels,
+        napi=any(f.state["napi"] is not None for f in trace.frames),
         skb_trace=skb_trace,
         skb_height=height,
         widest=widest,
@@ -274,7 +297,7 @@ def _lanes(state: PathState) -> str:
         on = key == lit
         out.append(
             f'<g id="lane-{key}" class="lane{" lit" if on else ""}" data-lane="{key}"'
-            f'{" data-lit=" + chr(34) + "1" + chr(34) if on else ""}>'
+            f"{' data-lit=' + chr(34) + '1' + chr(34) if on else ''}>"
             f'<rect class="lane-bg" x="0" y="{y + 1}" width="{PLOT_X1}" height="{LANE_H - 2}" rx="4"/>'
             f'<text class="lane-name" x="8" y="{y + LANE_H / 2 + 5}">{escape(label)}</text></g>'
         )
@@ -306,7 +329,8 @@ def _lanes(state: PathState) -> str:
 
 def _hooks(lay: Layout, index: int) -> str:
     out = []
-    for n, ((first, last, hook), row) in enumerate(zip(lay.hooks, lay.hook_rows, strict=True)):
+    rows = zip(lay.hooks, lay.hook_rows, lay.hook_labels, strict=True)
+    for n, ((first, last, hook), row, label) in enumerate(rows):
         x, y = lay.points[first]
         if first <= index <= last:
             cls = "lit"
@@ -314,12 +338,12 @@ def _hooks(lay: Layout, index: int) -> str:
             cls = "passed"
         else:
             cls = "future"
-        label = HOOK_SHORT.get(hook, hook)
         ly = HOOK_ROWS_Y[row]
-        w = len(label) * 7.5 + 8
+        w = len(label) * CHAR_W + 8
         lit = ' data-lit="1"' if cls == "lit" else ""
         out.append(
             f'<g id="hook-{n}" class="hook {cls}" data-hook="{_a(hook)}" data-first="{first}"{lit}>'
+            f"<title>{escape(hook)}</title>"
             f'<line class="hook-line" x1="{x}" y1="{ly + 3}" x2="{x}" y2="{y - 8}"/>'
             f'<rect class="hook-tag" x="{x - w / 2}" y="{ly - 11}" width="{w}" height="15" rx="3"/>'
             f'<text class="small mono" x="{x}" y="{ly}" text-anchor="middle">{escape(label)}</text>'
@@ -335,8 +359,8 @@ def _trail(lay: Layout, index: int, state: PathState) -> str:
     x, y = lay.points[index]
     fn = state["function"]
     label = f"{fn}()"
-    sub = str(state["layer"])
-    w = max(len(label), len(sub) + 2) * 8 + 14
+    sub = str(state["layer"]) + (f" · {state['hook']}" if state["hook"] else "")
+    w = len(label) * 8.2 + len(sub) * 7.4 + 22
     right = x + 14 + w <= PLOT_X1
     bx = x + 12 if right else x - 12 - w
     box_y = y - 13
@@ -372,7 +396,7 @@ def _stack(state: PathState) -> str:
     if len(stack) > STACK_MAX:
         head, tail = 3, STACK_MAX - 4
         shown = [*shown[:head], None, *shown[-tail:]]
-    y0 = 54
+    y0 = 50
     title = str(msg("call stack, outermost first ({n} deep)", n=len(stack)))
     out = [
         f'<g id="stack" class="stack" data-depth="{len(stack)}">'
@@ -401,11 +425,11 @@ def _stack(state: PathState) -> str:
     return "".join(out)
 
 
-def _napi(napi: NapiView | None, state: PathState, y: float) -> str:
+def _napi(napi: NapiView | None, state: PathState, y: float, tall: bool) -> str:
     c = state["counters"]
     parts = [f'<g id="napi" class="{"napi-on" if napi else "napi-off"}">']
     parts.append(
-        f'<rect class="panel" x="0" y="{y}" width="{WIDTH}" height="46" rx="6"/>'
+        f'<rect class="panel" x="0" y="{y}" width="{WIDTH}" height="{44 if tall else 26}" rx="6"/>'
     )
     if napi is not None:
         irq = str(msg("on")) if napi["irq_enabled"] else str(msg("off"))
@@ -429,7 +453,7 @@ def _napi(napi: NapiView | None, state: PathState, y: float) -> str:
         x += (len(label) + len(value) + 2) * 7.0 + 10
     held = napi["held"] if napi is not None else []
     hx = 10.0
-    hy = y + 26
+    hy = y + 24 if tall else y + 4
     label = str(msg("GRO holds {n}:", n=len(held))) if napi is not None else ""
     if napi is not None:
         parts.append(f'<text class="small muted" x="{hx}" y="{hy + 13}">{escape(label)}</text>')
@@ -451,9 +475,7 @@ def _napi(napi: NapiView | None, state: PathState, y: float) -> str:
         )
         hx += w + 6
     if len(held) > 6:
-        parts.append(
-            f'<text class="small muted" x="{hx}" y="{hy + 13}">+{len(held) - 6}</text>'
-        )
+        parts.append(f'<text class="small muted" x="{hx}" y="{hy + 13}">+{len(held) - 6}</text>')
     counters = str(
         msg(
             "backlog {b} · qdisc {q} · receive queue {r} · dropped {d}",
@@ -566,9 +588,9 @@ def picture(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
     parts = [_lanes(state), _hooks(lay, frame.index), _trail(lay, frame.index, state)]
     parts.append(_context(state))
     parts.append(_stack(state))
-    y = max(lanes_bottom, 54 + 16 + (STACK_MAX + 1) * STACK_LINE) + 8
-    parts.append(_napi(state["napi"], state, y))
-    y += 54
+    y = max(lanes_bottom, 50 + 16 + (STACK_MAX + 1) * STACK_LINE) + 6
+    parts.append(_napi(state["napi"], state, y, lay.napi))
+    y += 52 if lay.napi else 34
     parts.append(_links(lay, frame, y))
     y += 22
     view = state["skb"]
@@ -584,8 +606,10 @@ def picture(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
         )
     else:
         text = str(msg("no sk_buff in this step"))
-        parts.append(f'<text id="no-skb" class="muted" x="{WIDTH / 2}" y="{y + 40}" '
-                     f'text-anchor="middle">{escape(text)}</text>')
+        parts.append(
+            f'<text id="no-skb" class="muted" x="{WIDTH / 2}" y="{y + 40}" '
+            f'text-anchor="middle">{escape(text)}</text>'
+        )
         skb_attrs = ""
     if drop:
         parts.append(
@@ -603,4 +627,3 @@ def picture(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
         f'data-hook="{_a(hook or "")}"{skb_attrs}>'
         f"<style>{STYLE}</style>" + "".join(parts) + "</svg>"
     )
-

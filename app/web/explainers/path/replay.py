@@ -170,8 +170,8 @@ def ops_for(rep: Replay, index: int, view: SkbView) -> Rebuild:
     keys = ("data", "tail", "end", "nr_frags", "mac_header", "network_header", "transport_header")
     # a header the path walk has not set yet (None) may be 0 in the sk_buff explainer, which
     # models __alloc_skb's zeroed network_header
-    same = all(got[k] == view[k] or view[k] is None for k in keys)  # type: ignore[literal-required]  # type: ignore[literal-required]
-    lengths = all(got[k] == view[k] for k in ("len", "data_len", "truesize"))  # type: ignore[literal-required]
+    same = all(got[k] == view[k] or view[k] is None for k in keys)  # type: ignore[literal-required]
+    lengths = all(got[k] == view[k] for k in ("len", "data_len", "truesize"))
     if same and lengths:
         return Rebuild(ops=ops, exact=True, why="")
     if same:
