@@ -361,11 +361,16 @@ def _trail(lay: Layout, index: int, state: PathState) -> str:
     label = f"{fn}()"
     sub = str(state["layer"]) + (f" · {state['hook']}" if state["hook"] else "")
     w = len(label) * 8.2 + len(sub) * 7.4 + 22
-    right = x + 14 + w <= PLOT_X1
-    bx = x + 12 if right else x - 12 - w
     box_y = y - 13
-    # keep the label box inside the lanes
-    box_y = min(max(box_y, LANE_Y0), LANE_Y0 + len(LANES) * LANE_H - 26)
+    if x + 12 + w <= PLOT_X1:
+        bx = x + 12
+    elif x - 12 - w >= PLOT_X0:
+        bx = x - 12 - w
+    else:
+        # no room on either side in the lane: clamp into the plot and move to the lane above
+        # (below, for the top lane) so the dot stays visible
+        bx = min(max(PLOT_X0, x - w / 2), PLOT_X1 - w)
+        box_y += -LANE_H if y - LANE_H > LANE_Y0 else LANE_H
     return (
         f'<polyline id="path-trail" class="trail" points="{poly}"/>'
         f'<g id="path-current" class="current" data-focus="1" data-function="{_a(fn)}" '
