@@ -131,7 +131,7 @@ STYLE = """
 .path-svg .hdr-mac line { stroke: var(--blue); }
 .path-svg .hdr-network line { stroke: var(--vermillion); }
 .path-svg .hdr-transport line { stroke: var(--purple); }
-.path-svg .hdr text { font-family: var(--mono); font-size: 12px; }
+.path-svg .hdr text { font-family: var(--mono); font-size: 12px; paint-order: stroke; stroke: var(--bg); stroke-width: 3px; }
 .path-svg .drop text { fill: var(--vermillion); font-weight: 700; }
 .stage svg.path-svg svg.skb-svg { min-width: 0; }
 @media (max-width: 700px) { .stage svg.path-svg { min-width: 1000px; } }
@@ -597,10 +597,15 @@ def picture(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
     parts.append(_napi(state["napi"], state, y, lay.napi))
     y += 52 if lay.napi else 34
     parts.append(_links(lay, frame, y))
+    drop = state["drop_reason"]
+    if drop:
+        parts.append(
+            f'<g id="drop" class="drop" data-reason="{_a(drop)}"><text x="{WIDTH}" y="{y + 12}" '
+            f'text-anchor="end">{escape(str(msg("dropped: {reason}", reason=drop)))}</text></g>'
+        )
     y += 22
     view = state["skb"]
     skb_h = lay.skb_height
-    drop = state["drop_reason"]
     if view is not None:
         nested, sx, x0 = _nested_skb(lay, frame, y + 50)
         parts.append(_headers(view, sx, x0, y))
@@ -616,11 +621,6 @@ def picture(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
             f'text-anchor="middle">{escape(text)}</text>'
         )
         skb_attrs = ""
-    if drop:
-        parts.append(
-            f'<g id="drop" class="drop"><text x="{PLOT_X1}" y="{y + 40}" text-anchor="end">'
-            f"{escape(str(msg('dropped: {reason}', reason=drop)))}</text></g>"
-        )
     total = y + 50 + max(skb_h, 60)
     hook = state["hook"]
     title = f"{frame.index}: {state['function']} ({state['layer']}, {state['context']})"
