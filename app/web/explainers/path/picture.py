@@ -255,15 +255,20 @@ def layout(trace: Trace[PathState, None]) -> Layout:
     skb_trace: Trace[Any, None] = Trace(
         explainer="skb", sim_version=trace.sim_version, params=None, frames=skb_frames, series=None
     )
-    # the picture's height does not depend on its scale: draw each frame alone to measure it
-    height = max(
-        (
-            _svg_height(skb_picture(dataclasses.replace(skb_trace, frames=(f,)), f))
-            for f in skb_frames
-            if f.state["skbs"]
-        ),
-        default=0.0,
-    )
+    # The picture's height depends on its shape only (skbs per buffer, frags, frag_list), not
+    # on its scale: draw one frame of each shape alone to measure it.
+    heights: dict[tuple[Any, ...], float] = {}
+    for sf in skb_frames:
+        if not sf.state["skbs"]:
+            continue
+        shape = tuple(
+            (s.get("buffer"), len(s.get("frags", ())), len(s.get("frag_list", ())))
+            for s in sf.state["skbs"]
+        )
+        if shape not in heights:
+            one = dataclasses.replace(skb_trace, frames=(sf,))
+            heights[shape] = _svg_height(skb_picture(one, sf))
+    height = max(heights.values(), default=0.0)
     # the frame whose head buffer is largest sets the scale of every frame
     widest = max(
         skb_frames,
@@ -295,9 +300,9 @@ def _lanes(state: PathState) -> str:
     for i, (key, label) in enumerate(LANES):
         y = LANE_Y0 + i * LANE_H
         on = key == lit
+        flag = ' data-lit="1"' if on else ""
         out.append(
-            f'<g id="lane-{key}" class="lane{" lit" if on else ""}" data-lane="{key}"'
-            f"{' data-lit=' + chr(34) + '1' + chr(34) if on else ''}>"
+            f'<g id="lane-{key}" class="lane{" lit" if on else ""}" data-lane="{key}"{flag}>'
             f'<rect class="lane-bg" x="0" y="{y + 1}" width="{PLOT_X1}" height="{LANE_H - 2}" rx="4"/>'
             f'<text class="lane-name" x="8" y="{y + LANE_H / 2 + 5}">{escape(label)}</text></g>'
         )

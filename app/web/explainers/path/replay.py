@@ -27,7 +27,7 @@ from app.sim.path.params import PathParams
 from app.sim.path.skb import PathSkbs, SkbView
 from app.sim.path.walks import Walk
 from app.sim.skbuff import SkbExplainer
-from app.sim.skbuff.model import SkbMachine, Step
+from app.sim.skbuff.model import DATAREF_MASK, SkbMachine, Step
 from app.sim.skbuff.ops import MAX_OPS, MAX_SKBS, Op
 
 SKB = SkbExplainer()
@@ -43,14 +43,44 @@ class _RecordingMachine(SkbMachine):
         super().__init__()
         self.log: list[tuple[int, Op]] = []
         self.frame_no = 0
+        self.kin: dict[str, set[str]] = {}  # skbs that may share a head (clones, copies)
 
     def apply(self, op: Op) -> Step:
         self.log.append((self.frame_no, op))
+        if op.src is not None and op.op in ("skb_clone", "skb_copy", "pskb_copy"):
+            self.kin.setdefault(op.src, set()).add(op.skb)
+            self.kin.setdefault(op.skb, set()).add(op.src)
         return super().apply(op)
+
+    def partial_snapshot(self, name: str) -> dict[str, Any]:
+        """``snapshot()`` restricted to ``name``, its frag_list and the skbs sharing its head
+        (a whole snapshot per frame would cost O(skbs) each, O(frames²) a walk)."""
+        me = self.skbs[name]
+        names = [name]
+        names += [n for n in self.buf(me).frag_list if n in self.skbs and n not in names]
+        names += sorted(
+            n
+            for n in self.kin.get(name, ())
+            if n in self.skbs and n not in names and self.skbs[n].buffer == me.buffer
+        )
+        bufs = {self.skbs[n].buffer for n in names}
+        return {
+            "skbs": [self.snapshot_skb(n) for n in names],
+            "buffers": {
+                b.id: {
+                    "size": b.nbytes,
+                    "end": b.end,
+                    "dataref": b.dataref & DATAREF_MASK,
+                    "freed": b.freed,
+                    "alloc": b.where,
+                }
+                for b in (self.buffers[i] for i in sorted(bufs))
+            },
+        }
 
 
 class _RecordingSkbs(PathSkbs):
-    """PathSkbs whose machine records ops and whose ``view`` keeps a full snapshot per frame."""
+    """PathSkbs whose machine records ops and whose ``view`` keeps a snapshot per frame."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -62,7 +92,7 @@ class _RecordingSkbs(PathSkbs):
     def view(self, name: str) -> SkbView:
         out = super().view(name)
         if self.tracer is not None:
-            self.snaps[len(self.tracer.frames)] = self.m.snapshot()
+            self.snaps[len(self.tracer.frames)] = self.rec.partial_snapshot(name)
         return out
 
 
