@@ -98,7 +98,7 @@ STYLE = """
 .path-svg .lane.lit .lane-name { font-weight: 700; }
 .path-svg .trail { fill: none; stroke: var(--muted); stroke-width: 2; stroke-opacity: 0.55; stroke-linejoin: round; }
 .path-svg .trail-dot { fill: var(--muted); fill-opacity: 0.55; }
-.path-svg .cur-dot { fill: var(--orange); stroke: var(--fg); stroke-width: 1.5; transition: cx var(--glide) ease, cy var(--glide) ease; }
+.path-svg .cur-dot { fill: var(--orange); stroke: var(--fg); stroke-width: 1.5; transition: transform var(--glide) ease; }
 .path-svg .cur-box { fill: var(--bg); stroke: var(--orange); stroke-width: 2; }
 .path-svg .cur-text { font-family: var(--mono); font-weight: 700; }
 .path-svg .hook .hook-mark { fill: var(--bg); stroke: var(--purple); stroke-width: 2; }
@@ -380,18 +380,21 @@ def _trail(lay: Layout, index: int, state: PathState) -> str:
         f'<polyline id="path-trail" class="trail" points="{poly}"/>'
         f'<g id="path-current" class="current" data-focus="1" data-function="{_a(fn)}" '
         f'data-lane="{_a(lane_of(state))}" data-layer="{_a(state["layer"])}" data-step="{index}">'
-        f'<circle class="cur-dot" cx="{x}" cy="{y}" r="7"/>'
+        f'<circle id="path-dot" class="cur-dot" cx="0" cy="0" r="7" '
+        f'style="transform: translate({x}px, {y}px)"/>'
         f'<rect class="cur-box" x="{bx}" y="{box_y}" width="{w}" height="26" rx="4"/>'
         f'<text class="cur-text" x="{bx + 7}" y="{box_y + 18}">{escape(label)}'
         f'<tspan class="small muted" font-weight="400"> {escape(sub)}</tspan></text></g>'
     )
 
 
-def _context(state: PathState) -> str:
+def _context(state: PathState, packets: int) -> str:
     ctx = state["context"]
     label = CONTEXT_LABEL.get(ctx, ctx)
     w = WIDTH - RIGHT_X
     where = str(msg("namespace {ns}", ns=state["ns"]))
+    if state["packet"] is not None and packets > 1:
+        where += " · " + str(msg("packet {n} of {total}", n=state["packet"] + 1, total=packets))
     return (
         f'<g id="ctx" class="ctx ctx-{_a(ctx)}" data-context="{_a(ctx)}">'
         f'<rect x="{RIGHT_X}" y="2" width="{w}" height="26" rx="13"/>'
@@ -596,7 +599,7 @@ def picture(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
     state: PathState = frame.state
     lanes_bottom = LANE_Y0 + len(LANES) * LANE_H
     parts = [_lanes(state), _hooks(lay, frame.index), _trail(lay, frame.index, state)]
-    parts.append(_context(state))
+    parts.append(_context(state, int(getattr(trace.params, "packets", 1))))
     parts.append(_stack(state))
     y = max(lanes_bottom, 50 + 16 + (STACK_MAX + 1) * STACK_LINE) + 6
     parts.append(_napi(state["napi"], state, y, lay.napi))
