@@ -210,7 +210,7 @@ def test_napi_strip_shows_budget_and_gro_held_packets() -> None:
     assert f"{napi['held'][0]['segs']} segs" in text
 
 
-def test_skb_link_rebuilds_the_same_skb_in_the_sk_buff_explainer() -> None:
+def test_skb_link_rebuilds_the_same_skb_in_the_sk_buff_explainer(client: TestClient) -> None:
     """The link's op list, run by the sk_buff explainer itself, ends with the same pointers,
     lengths and header offsets as this step's skb."""
     trace = _rx_trace()
@@ -233,6 +233,8 @@ def test_skb_link_rebuilds_the_same_skb_in_the_sk_buff_explainer() -> None:
                 assert got[k] == view[k], (f.op, k)  # type: ignore[literal-required]
         checked += 1
     assert checked > 20
+    # and the last link opens the sk_buff explainer's player
+    assert client.get(link.get("href") or "").status_code == 200
 
 
 def test_tcp_steps_link_to_tcp_and_congestion_control(client: TestClient) -> None:

@@ -633,7 +633,7 @@ def picture(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
     hook = state["hook"]
     title = f"{frame.index}: {state['function']} ({state['layer']}, {state['context']})"
     return (
-        f'<svg id="path-svg" class="path-svg" viewBox="0 0 {WIDTH} {total:g}" role="img" '
+        f'<svg id="path-svg" class="path-svg" viewBox="0 0 {WIDTH} {total:g}" role="group" '
         f'aria-label="{_a(title)}" xmlns="http://www.w3.org/2000/svg" data-step="{frame.index}" '
         f'data-function="{_a(state["function"])}" data-lane="{_a(lane_of(state))}" '
         f'data-layer="{_a(state["layer"])}" data-context="{_a(state["context"])}" '
