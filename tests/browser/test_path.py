@@ -53,3 +53,30 @@ def test_hook_lights_when_the_step_reaches_it(live_server, page) -> None:
     page.keyboard.press("ArrowRight")
     page.wait_for_function(f"document.querySelector('#path-svg')?.dataset.step === '{at}'")
     assert page.locator("#stage g[data-hook='LOCAL_IN'][data-lit='1']").count() == 1
+
+
+def test_phone_scrolls_the_picture_not_the_page(live_server, browser) -> None:
+    """At 390×844 the page never scrolls sideways; the picture scrolls inside its own box (at
+    most 72% of the screen high) with the lit function in view."""
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    try:
+        pg = context.new_page()
+        pg.goto(f"{live_server.url}/explainers/path/presets/receive-segment?step=44")
+        pg.wait_for_selector("#path-svg")
+        pg.keyboard.press("ArrowRight")
+        pg.wait_for_function("document.querySelector('#path-svg')?.dataset.step === '45'")
+        pg.wait_for_timeout(400)
+        assert pg.evaluate("document.documentElement.scrollWidth") <= 390
+        stage = pg.evaluate(
+            "(() => { const s = document.getElementById('stage');"
+            " return [s.scrollWidth, s.clientWidth, s.scrollHeight, s.clientHeight]; })()"
+        )
+        assert stage[0] > stage[1]  # sideways scroll inside the stage
+        assert stage[3] <= 0.72 * 844 + 1  # and never taller than most of the screen
+        box = pg.evaluate(
+            "(() => { const r = document.getElementById('path-current').getBoundingClientRect();"
+            " return [r.left, r.right]; })()"
+        )
+        assert box[1] > 0 and box[0] < 390
+    finally:
+        context.close()

@@ -84,7 +84,7 @@ HOOK_SHORT = {
     "BR_PRE_ROUTING": "br PRE",
     "BR_LOCAL_IN": "br IN",
 }
-CHAR_W = 7.4  # width of one 12 px monospace character
+CHAR_W = 7.7  # width of one 12.5 px monospace character
 TCP_LAYERS = frozenset({"tcp", "socket"})
 
 STYLE = """
@@ -92,7 +92,7 @@ STYLE = """
 .path-svg text { fill: var(--fg); font-size: 13px; }
 .path-svg .mono, .path-svg .mono text { font-family: var(--mono); }
 .path-svg .muted { fill: var(--muted); }
-.path-svg .small { font-size: 12px; }
+.path-svg .small { font-size: 12.5px; }
 .path-svg .lane-bg { fill: var(--panel); stroke: var(--line); stroke-width: 1; }
 .path-svg .lane.lit .lane-bg { fill: var(--orange); fill-opacity: 0.28; stroke: var(--orange); stroke-width: 2; }
 .path-svg .lane.lit .lane-name { font-weight: 700; }
@@ -117,7 +117,7 @@ STYLE = """
 .path-svg .ctx-hardirq rect { fill: #E69F00; }
 .path-svg .ctx-hardirq text { fill: #000000; }
 .path-svg .ctx text { font-weight: 700; }
-.path-svg .stack-line text { font-family: var(--mono); font-size: 12.5px; }
+.path-svg .stack-line text { font-family: var(--mono); font-size: 13px; }
 .path-svg .stack-line.top rect { fill: var(--orange); fill-opacity: 0.28; stroke: var(--orange); }
 .path-svg .stack-line.top text { font-weight: 700; }
 .path-svg .stack-line rect { fill: none; }
@@ -131,10 +131,13 @@ STYLE = """
 .path-svg .hdr-mac line { stroke: var(--blue); }
 .path-svg .hdr-network line { stroke: var(--vermillion); }
 .path-svg .hdr-transport line { stroke: var(--purple); }
-.path-svg .hdr text { font-family: var(--mono); font-size: 12px; paint-order: stroke; stroke: var(--bg); stroke-width: 3px; }
+.path-svg .hdr text { font-family: var(--mono); font-size: 12.5px; paint-order: stroke; stroke: var(--bg); stroke-width: 3px; }
 .path-svg .drop text { fill: var(--vermillion); font-weight: 700; }
 .stage svg.path-svg svg.skb-svg { min-width: 0; }
-@media (max-width: 700px) { .stage svg.path-svg { min-width: 1000px; } }
+@media (max-width: 700px) {
+  .stage svg.path-svg { min-width: 1000px; }
+  .stage:has(> svg.path-svg) { max-height: 72vh; overflow: auto; }
+}
 @media (prefers-reduced-motion: reduce) { .path-svg .cur-dot { transition: none; } }
 """
 
@@ -365,7 +368,7 @@ def _trail(lay: Layout, index: int, state: PathState) -> str:
     fn = state["function"]
     label = f"{fn}()"
     sub = str(state["layer"]) + (f" · {state['hook']}" if state["hook"] else "")
-    w = len(label) * 8.2 + len(sub) * 7.4 + 22
+    w = len(label) * 8.2 + len(sub) * 7.7 + 22
     box_y = y - 13
     if x + 12 + w <= PLOT_X1:
         bx = x + 12
@@ -463,14 +466,14 @@ def _napi(napi: NapiView | None, state: PathState, y: float, tall: bool) -> str:
             f'<text class="small" x="{x}" y="{y + 18}"><tspan class="muted">{escape(label)}</tspan>'
             f' <tspan class="v">{escape(value)}</tspan></text>'
         )
-        x += (len(label) + len(value) + 2) * 7.0 + 10
+        x += (len(label) + len(value) + 2) * 7.3 + 10
     held = napi["held"] if napi is not None else []
     hx = 10.0
     hy = y + 24 if tall else y + 4
     label = str(msg("GRO holds {n}:", n=len(held))) if napi is not None else ""
     if napi is not None:
         parts.append(f'<text class="small muted" x="{hx}" y="{hy + 13}">{escape(label)}</text>')
-        hx += len(label) * 7 + 8
+        hx += len(label) * 7.3 + 8
     for i, h in enumerate(held[:6]):
         text = str(
             msg(
@@ -481,7 +484,7 @@ def _napi(napi: NapiView | None, state: PathState, y: float, tall: bool) -> str:
                 n=h["len"],
             )
         )
-        w = len(text) * 6.9 + 10
+        w = len(text) * 7.3 + 12
         parts.append(
             f'<g id="held-{i}" class="held"><rect x="{hx}" y="{hy}" width="{w}" height="17" rx="3"/>'
             f'<text class="small" x="{hx + 5}" y="{hy + 13}">{escape(text)}</text></g>'
@@ -541,7 +544,7 @@ def _links(lay: Layout, frame: Frame[PathState], y: float) -> str:
         x += len(text) * 7.4 + 12
         if note:
             out.append(f'<text class="small muted" x="{x}" y="12">{escape(note)}</text>')
-            x += len(note) * 6.6 + 12
+            x += len(note) * 6.9 + 12
     if state["layer"] in TCP_LAYERS:
         for key, href2, label in (
             ("tcp", "/explainers/tcp", str(msg("TCP state machine ↗"))),
