@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import html
+import importlib
 import xml.etree.ElementTree as ET
 from typing import Any
 from urllib.parse import parse_qs, urlparse
@@ -278,3 +279,24 @@ def test_phone_focus_is_the_current_function() -> None:
     root = _svg(trace, 12)
     focus = next(el for el in root.iter() if el.get("data-focus") == "1")
     assert focus.get("id") == "path-current"
+
+
+def test_picture_without_a_replay_draws_the_frame_skb(monkeypatch: pytest.MonkeyPatch) -> None:
+    """If the walk cannot be replayed, the sk_buff is drawn from the frame's own fields and the
+    link falls back to the closest sk_buff walkthrough."""
+    pic = importlib.import_module("app.web.explainers.path.picture")
+    monkeypatch.setattr(pic, "replay", lambda trace: None)
+    pic.LAYOUTS.clear()
+    try:
+        trace = _rx_trace()
+        i = next(f.index for f in trace.frames if f.op == "eth_type_trans")
+        view = trace.frames[i].state["skb"]
+        assert view is not None
+        root = _svg(trace, i)
+        ptr = _by_id(root, f"ptr-{view['name']}-data")
+        assert ptr.get("data-offset") == str(view["data"])
+        link = _by_id(root, "skb-link")
+        assert (link.get("href") or "").startswith("/explainers/skb/presets/")
+        assert link.get("data-exact") == "0"
+    finally:
+        pic.LAYOUTS.clear()

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections import OrderedDict
 from collections.abc import Mapping
 from html import escape
 from typing import Any
@@ -20,6 +19,7 @@ from typing import Any
 from app.sim.core import Frame, Trace, msg
 from app.sim.path.engine import NapiView, PathState
 from app.sim.path.skb import SkbView
+from app.web.explainers.path.lru import Lru
 from app.web.explainers.path.replay import Rebuild, Replay, ops_for, replay, snapshot
 from app.web.explainers.skb.picture import picture as skb_picture
 from app.web.sources import encode_params
@@ -162,7 +162,7 @@ class Layout:
     rep: Replay | None
 
 
-_LAYOUTS: OrderedDict[tuple[str, str, int], Layout] = OrderedDict()
+LAYOUTS: Lru[tuple[str, str, int], Layout] = Lru(16)
 
 
 def lane_of(state: Mapping[str, Any]) -> str:
@@ -207,9 +207,8 @@ def _svg_height(svg: str) -> float:
 
 def layout(trace: Trace[PathState, None]) -> Layout:
     key = (trace.sim_version, json.dumps(repr(trace.params)), len(trace.frames))
-    hit = _LAYOUTS.get(key)
+    hit = LAYOUTS.get(key)
     if hit is not None:
-        _LAYOUTS.move_to_end(key)
         return hit
     n = len(trace.frames)
     span = PLOT_X1 - PLOT_X0 - 16
@@ -288,9 +287,7 @@ def layout(trace: Trace[PathState, None]) -> Layout:
         widest=widest,
         rep=rep,
     )
-    _LAYOUTS[key] = out
-    while len(_LAYOUTS) > 16:
-        _LAYOUTS.popitem(last=False)
+    LAYOUTS.put(key, out)
     return out
 
 

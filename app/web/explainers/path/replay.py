@@ -16,7 +16,6 @@ A replay is cached per (sim version, params); it never changes the trace it expl
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,11 +28,11 @@ from app.sim.path.walks import Walk
 from app.sim.skbuff import SkbExplainer
 from app.sim.skbuff.model import DATAREF_MASK, SkbMachine, Step
 from app.sim.skbuff.ops import MAX_OPS, MAX_SKBS, Op
+from app.web.explainers.path.lru import Lru
 
 SKB = SkbExplainer()
 _FIELDS = ("size", "len", "offset", "truesize", "nhead", "ntail", "label", "seq", "mss", "start")
-_CACHE: OrderedDict[tuple[str, str], Replay] = OrderedDict()
-_CACHE_SIZE = 16
+CACHE: Lru[tuple[str, str], Replay] = Lru(16)
 
 
 class _RecordingMachine(SkbMachine):
@@ -109,9 +108,8 @@ def replay(trace: Trace[PathState, None]) -> Replay | None:
     if not isinstance(params, PathParams):
         return None
     key = (trace.sim_version, json.dumps(PATH.dump(params), sort_keys=True))
-    hit = _CACHE.get(key)
+    hit = CACHE.get(key)
     if hit is not None:
-        _CACHE.move_to_end(key)
         return hit
     skbs = _RecordingSkbs()
     tracer = Tracer(skbs, None, PATH.cost(params))
@@ -128,9 +126,7 @@ def replay(trace: Trace[PathState, None]) -> Replay | None:
     if len(tracer.frames) != len(trace.frames):
         return None
     out = Replay(log=tuple(skbs.rec.log), snaps=skbs.snaps, frames=len(tracer.frames))
-    _CACHE[key] = out
-    while len(_CACHE) > _CACHE_SIZE:
-        _CACHE.popitem(last=False)
+    CACHE.put(key, out)
     return out
 
 
