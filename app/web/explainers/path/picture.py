@@ -11,7 +11,6 @@ positions live in attributes or inline style so the player's morphing swap anima
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Mapping
 from html import escape
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 from app.sim.core import Frame, Trace, msg
 from app.sim.path.engine import NapiView, PathState
 from app.sim.path.skb import SkbView
+from app.sim.skbuff.model import SHINFO
 from app.web.explainers.path.lru import Lru
 from app.web.explainers.path.replay import Rebuild, Replay, ops_for, replay, snapshot
 from app.web.explainers.skb.picture import picture as skb_picture
@@ -187,7 +187,7 @@ def _fallback_skb_state(view: SkbView) -> dict[str, Any]:
     return {
         "primary": view["name"],
         "skbs": [skb],
-        "buffers": {buf: {"end": view["end"], "size": view["end"] + 320, "freed": False}},
+        "buffers": {buf: {"end": view["end"], "size": view["end"] + SHINFO, "freed": False}},
     }
 
 
@@ -206,7 +206,7 @@ def _svg_height(svg: str) -> float:
 
 
 def layout(trace: Trace[PathState, None]) -> Layout:
-    key = (trace.sim_version, json.dumps(repr(trace.params)), len(trace.frames))
+    key = (trace.sim_version, repr(trace.params), len(trace.frames))
     hit = LAYOUTS.get(key)
     if hit is not None:
         return hit
@@ -263,8 +263,12 @@ def layout(trace: Trace[PathState, None]) -> Layout:
     for sf in skb_frames:
         if not sf.state["skbs"]:
             continue
+        order: list[Any] = []
+        for s in sf.state["skbs"]:
+            if s.get("buffer") not in order:
+                order.append(s.get("buffer"))
         shape = tuple(
-            (s.get("buffer"), len(s.get("frags", ())), len(s.get("frag_list", ())))
+            (order.index(s.get("buffer")), len(s.get("frags", ())), len(s.get("frag_list", ())))
             for s in sf.state["skbs"]
         )
         if shape not in heights:
