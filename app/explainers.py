@@ -5,9 +5,10 @@ docs/adding-an-explainer.md."""
 from __future__ import annotations
 
 from app.sim.congestion import CwndExplainer
+from app.sim.path.explainer import PathExplainer
 from app.sim.skbuff import SkbExplainer
 from app.sim.tcp import TcpExplainer
-from app.web.explainers import cwnd, skb, tcp
+from app.web.explainers import cwnd, path, skb, tcp
 from app.web.plugin import Plugin
 
 
@@ -16,4 +17,5 @@ def builtin() -> tuple[Plugin, ...]:
         Plugin(sim=SkbExplainer(), web=skb.VIEW),
         Plugin(sim=CwndExplainer(), web=cwnd.VIEW),
         Plugin(sim=TcpExplainer(), web=tcp.VIEW),
+        Plugin(sim=PathExplainer(), web=path.VIEW),
     )

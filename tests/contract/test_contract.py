@@ -172,14 +172,24 @@ GENERIC = [
 def test_generic_code_names_no_explainer() -> None:
     """Player, editor, share, embed, export, sessions, API and templates never name an
     explainer (nor its package or algorithms): explainer code lives in its own package."""
-    words = {p.name for p in PLUGINS}
-    words |= {type(p.sim).__module__.split(".")[2] for p in PLUGINS if p.name != "toy"}
-    words |= {"sk_buff", "cubic", "bbr", "reno", "vllm"}
-    pattern = re.compile(r"\b(" + "|".join(sorted(words)) + r")\b", re.IGNORECASE)
+    names = {p.name for p in PLUGINS} | {
+        type(p.sim).__module__.split(".")[2] for p in PLUGINS if p.name != "toy"
+    }
+    # Names that are also everyday words of web code (a URL's path) are caught where code would
+    # name the explainer: in an explainer URL, an import, or a comparison with a name.
+    common = {"path"}
+    bare = (names - common) | {"sk_buff", "cubic", "bbr", "reno", "vllm"}
+    patterns = [re.compile(r"\b(" + "|".join(sorted(bare)) + r")\b", re.IGNORECASE)]
+    for word in names & common:
+        patterns += [
+            re.compile(rf"explainers/{word}\b"),
+            re.compile(rf"app\.(sim|web\.explainers)\.{word}\b"),
+            re.compile(rf"(name|explainer)\S*\s*(==|!=)\s*['\"]{word}['\"]"),
+        ]
     found = [
         f"{path.relative_to(REPO)}:{n}: {line.strip()}"
         for path in GENERIC
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-        if pattern.search(line)
+        if any(p.search(line) for p in patterns)
     ]
     assert GENERIC and not found, "\n".join(found)

@@ -1,0 +1,48 @@
+"""Web half of the packet-path explainer (issue #13): the swimlane/stack/sk_buff picture and
+a form for the top-level params."""
+
+from __future__ import annotations
+
+from app.sim.core import msg
+from app.sim.path.explainer import PathExplainer
+from app.sim.path.params import DEVICES, DROPS, HOOKS, NEIGH, PATHS, PSH, RX_MODES, SCENARIOS
+from app.web.editor import EditorSpec, FieldSpec, Group
+from app.web.explainers.path.picture import picture
+from app.web.plugin import WebView
+
+# same_bucket, tso and fast_path are booleans, which the form has no input for: params that
+# set them open in the JSON editor.
+
+EDITOR = EditorSpec(
+    groups=(
+        Group(
+            key=None,
+            legend=msg("The walk"),
+            fields=(
+                FieldSpec(key="path", label=msg("path"), kind="choice", choices=PATHS),
+                FieldSpec(key="device", label=msg("device"), kind="choice", choices=DEVICES),
+                FieldSpec(key="packets", label=msg("packets"), kind="int"),
+                FieldSpec(key="payload_bytes", label=msg("payload"), kind="int", unit="bytes"),
+                FieldSpec(key="scenario", label=msg("scenario"), kind="choice", choices=SCENARIOS),
+                FieldSpec(key="drop", label=msg("drop"), kind="choice", choices=DROPS),
+                FieldSpec(key="hook", label=msg("dropping hook"), kind="choice", choices=HOOKS),
+            ),
+        ),
+        Group(
+            key=None,
+            legend=msg("Scenario details (leave empty for the defaults)"),
+            fields=(
+                FieldSpec(key="psh", label=msg("PSH on"), kind="choice", choices=PSH),
+                FieldSpec(key="flows", label=msg("GRO burst flows"), kind="int"),
+                FieldSpec(key="last_bytes", label=msg("last segment"), kind="int", unit="bytes"),
+                FieldSpec(key="rx_mode", label=msg("igb RX mode"), kind="choice", choices=RX_MODES),
+                FieldSpec(key="neigh", label=msg("neighbour"), kind="choice", choices=NEIGH),
+                FieldSpec(key="qdisc_queued", label=msg("already in qdisc"), kind="int"),
+            ),
+        ),
+    )
+)
+
+VIEW = WebView(picture=picture, editor=EDITOR)
+
+__all__ = ["EDITOR", "VIEW", "PathExplainer"]
