@@ -5,8 +5,9 @@ docs/adding-an-explainer.md."""
 from __future__ import annotations
 
 from app.sim.congestion import CwndExplainer
+from app.sim.serving import SchedulerExplainer
 from app.sim.skbuff import SkbExplainer
-from app.web.explainers import cwnd, skb
+from app.web.explainers import cwnd, scheduler, skb
 from app.web.plugin import Plugin
 
 
@@ -14,4 +15,5 @@ def builtin() -> tuple[Plugin, ...]:
     return (
         Plugin(sim=SkbExplainer(), web=skb.VIEW),
         Plugin(sim=CwndExplainer(), web=cwnd.VIEW),
+        Plugin(sim=SchedulerExplainer(), web=scheduler.VIEW),
     )

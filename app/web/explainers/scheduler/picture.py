@@ -1,0 +1,491 @@
+"""The per-step picture: the token budget as it was spent, the KV cache's blocks, the queues.
+
+One SVG, 960 units wide (one unit ≈ one pixel beside the narration at 1440×900; a phone
+scrolls it sideways in the stage). Element ids are stable between frames (``seg-<n>``,
+``blk-<n>``, ``row-<id>``) so the player's morphing swap glides what moved. The root carries
+what the step did as data attributes (budget used, KV blocks used, preempted, finished, lit
+blocks) for tests and scripts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from app.sim.core import Frame, Trace
+from app.web.explainers.scheduler import style as st
+from app.web.explainers.scheduler.style import attr
+
+W = 960
+PAD = 10
+INNER = W - 2 * PAD
+MAX_SEGMENTS = 240  # budget segments drawn one by one; beyond, same-kind neighbours merge
+MAX_CELLS = 1024  # KV blocks drawn; the rest are summed up in a line
+MAX_ROWS = 18  # request-table rows (changed rows are always kept)
+MAX_FREE_SHOWN = 24
+ROW_H = 24
+
+KIND_FILL = {
+    "prefill": "url(#sp-hatch)",
+    "decode": st.DECODE,
+    "recompute": "url(#sp-cross)",
+}
+KIND_LABEL = {"prefill": "prefill chunk", "decode": "decode", "recompute": "recompute"}
+PHASE_LABEL = {
+    "waiting": "waiting",
+    "preempted": "preempted",
+    "prefill": "prefill chunk",
+    "decode": "decode",
+    "finished": "finished",
+}
+
+
+def _index_of(trace: Trace[Any, Any]) -> dict[str, int]:
+    series = trace.series or {}
+    return {rid: i for i, rid in enumerate(series.get("request_ids", ()))}
+
+
+def _text(x: float, y: float, body: str, cls: str = "", anchor: str = "start", **extra: Any) -> str:
+    more = "".join(f' {k.replace("_", "-")}="{attr(v)}"' for k, v in extra.items())
+    c = f' class="{cls}"' if cls else ""
+    a = f' text-anchor="{anchor}"' if anchor != "start" else ""
+    return f'<text x="{x:.1f}" y="{y:.1f}"{c}{a}{more}>{attr(body)}</text>'
+
+
+def _segments(spend: Mapping[str, Any]) -> list[tuple[str, int, str, int]]:
+    """(ids label, tokens, kind, count) per drawn segment, merging runs when there are many."""
+    ids: Sequence[str] = spend.get("ids", ())
+    toks: Sequence[int] = spend.get("tokens", ())
+    kinds: Sequence[str] = spend.get("kinds", ())
+    segs = [(rid, n, k, 1) for rid, n, k in zip(ids, toks, kinds, strict=False)]
+    if len(segs) <= MAX_SEGMENTS:
+        return segs
+    merged: list[tuple[str, int, str, int]] = []
+    for rid, n, k, c in segs:
+        if merged and merged[-1][2] == k:
+            first, n0, _, c0 = merged[-1]
+            merged[-1] = (first, n0 + n, k, c0 + c)
+        else:
+            merged.append((rid, n, k, c))
+    return merged
+
+
+def _budget(state: Mapping[str, Any], y: float) -> tuple[str, float]:
+    budget = max(int(state.get("token_budget", 1)), 1)
+    used = int(state.get("budget_used", 0))
+    spend = state.get("spend", {})
+    out = [
+        f'<g id="budget" data-budget="{budget}" data-used="{used}">',
+        _text(PAD, y + 15, "Token budget", "title"),
+        _text(
+            PAD + 112,
+            y + 15,
+            f"{used} of {budget} tokens spent this step, in the order schedule() gave them"
+            f" · {budget - used} left",
+            "muted",
+        ),
+    ]
+    top = y + 24
+    h = 34
+    out.append(f'<rect id="budget-frame" class="left" x="{PAD}" y="{top}" width="{INNER}" height="{h}" rx="3"/>')
+    x = float(PAD)
+    segs = _segments(spend)
+    for n, (rid, tokens, kind, count) in enumerate(segs):
+        w = INNER * tokens / budget
+        label = rid if count == 1 else f"{rid} +{count - 1}"
+        title = (
+            f"{rid}: {tokens} {KIND_LABEL.get(kind, kind)} token(s)"
+            if count == 1
+            else f"{count} requests from {rid}: {tokens} {KIND_LABEL.get(kind, kind)} tokens"
+        )
+        out.append(
+            f'<rect id="seg-{n}" class="seg seg-{attr(kind)}" x="{x:.2f}" y="{top}" '
+            f'width="{max(w, 0.5):.2f}" height="{h}" fill="{KIND_FILL.get(kind, st.WAITING)}" '
+            f'data-req="{attr(rid)}" data-tokens="{tokens}" data-kind="{attr(kind)}">'
+            f"<title>{attr(title)}</title></rect>"
+        )
+        text = f"{label} {tokens}"
+        if w >= 7.5 * len(text) + 8:
+            fg = "#ffffff" if kind == "prefill" else "#000000"
+            out.append(
+                f'<text x="{x + w / 2:.1f}" y="{top + 22}" text-anchor="middle" '
+                f'style="fill:{fg};font-weight:700" class="mono">{attr(text)}</text>'
+            )
+        elif w >= 14 and count == 1 and len(rid) <= 2:
+            fg = "#ffffff" if kind == "prefill" else "#000000"
+            out.append(
+                f'<text x="{x + w / 2:.1f}" y="{top + 22}" text-anchor="middle" '
+                f'style="fill:{fg};font-weight:700" class="mono">{attr(rid)}</text>'
+            )
+        x += w
+    left = budget - used
+    if left > 0 and INNER * left / budget >= 70:
+        out.append(
+            _text(x + INNER * left / budget / 2, top + 22, f"{left} left", "muted", "middle")
+        )
+    out.append(
+        f'<line id="budget-end" data-focus="1" x1="{x:.2f}" x2="{x:.2f}" y1="{top - 3}" '
+        f'y2="{top + h + 3}" style="stroke:var(--fg);stroke-width:2"/>'
+    )
+    # legend
+    ly = top + h + 18
+    lx = float(PAD)
+    for kind, fill in (("prefill", KIND_FILL["prefill"]), ("decode", st.DECODE), ("recompute", KIND_FILL["recompute"])):
+        out.append(f'<rect x="{lx}" y="{ly - 11}" width="18" height="13" fill="{fill}"/>')
+        out.append(_text(lx + 23, ly, KIND_LABEL[kind]))
+        lx += 36 + 7.2 * len(KIND_LABEL[kind])
+    out.append(f'<rect class="left" x="{lx}" y="{ly - 11}" width="18" height="13"/>')
+    out.append(_text(lx + 23, ly, "unspent"))
+    out.append("</g>")
+    return "".join(out), ly + 14
+
+
+def _grid_shape(n: int) -> tuple[int, float, float]:
+    shown = min(n, MAX_CELLS)
+    if shown <= 24:
+        cols = shown
+    elif shown <= 512:
+        cols = 32
+    else:
+        cols = 64
+    cw = INNER / cols
+    ch = min(44.0, max(14.0, cw * 0.8)) if shown <= 24 else (24.0 if cols == 32 else 14.0)
+    return cols, cw, ch
+
+
+def _hit_blocks(state: Mapping[str, Any]) -> set[int]:
+    """Blocks that prefix-cache hits handed to requests admitted this step."""
+    hits: Mapping[str, int] = state.get("prefix_hits", {})
+    bs = max(int(state.get("kv", {}).get("block_size", 1)), 1)
+    lit: set[int] = set()
+    for view in state.get("requests", ()):
+        hit = int(hits.get(view.get("id"), 0))
+        if hit > 0:
+            lit.update(view.get("blocks", ())[: hit // bs])
+    return lit
+
+
+def _freed_blocks(trace: Trace[Any, Any], frame: Frame[Any]) -> set[int]:
+    """Blocks the step's preemption victims held in the previous step (when that step is the
+    previous frame)."""
+    victims = set(frame.state.get("preempted", ()))
+    if not victims or frame.index == 0:
+        return set()
+    prev = trace.frames[frame.index - 1].state
+    series = trace.series or {}
+    steps = series.get("step", [])
+    here = frame.state.get("step")
+    if here not in steps or steps.index(here) == 0 or steps[steps.index(here) - 1] != prev.get("step"):
+        return set()
+    freed: set[int] = set()
+    for view in prev.get("requests", ()):
+        if view.get("id") in victims:
+            freed.update(view.get("blocks", ()))
+    return freed
+
+
+def _kv(trace: Trace[Any, Any], frame: Frame[Any], y: float) -> tuple[str, float, list[int]]:
+    state = frame.state
+    kv = state.get("kv", {})
+    ids: Sequence[str] = (trace.series or {}).get("request_ids", ())
+    n = int(kv.get("num_blocks", 0))
+    owner: Sequence[int] = kv.get("owner", ())
+    ref: Sequence[int] = kv.get("ref_cnt", ())
+    hashed: Sequence[int] = kv.get("hashed", ())
+    used = int(kv.get("used", 0))
+    usable = max(n - 1, 1)
+    lit = _hit_blocks(state)
+    freed = _freed_blocks(trace, frame)
+    out = [
+        f'<g id="kv" data-used="{used}" data-blocks="{n}">',
+        _text(PAD, y + 15, "KV cache", "title"),
+        _text(
+            PAD + 76,
+            y + 15,
+            f"{used} of {usable} usable blocks in use ({100 * used / usable:.0f}%) · "
+            f"{kv.get('block_size', '?')} tokens per block · {kv.get('cached_blocks', 0)} hashed "
+            f"(prefix cache) · {kv.get('free', 0)} in the free queue",
+            "muted",
+        ),
+    ]
+    cols, cw, ch = _grid_shape(n)
+    top = y + 26
+    shown = min(n, MAX_CELLS)
+    for b in range(shown):
+        cx = PAD + (b % cols) * cw
+        cy = top + (b // cols) * (ch + 3)
+        o = owner[b] if b < len(owner) else -1
+        r = ref[b] if b < len(ref) else 0
+        hs = hashed[b] if b < len(hashed) else 0
+        who = ids[o] if 0 <= o < len(ids) else ""
+        if b == 0:
+            cls, fill, fg = "cell null", "", "var(--bg)"
+            desc = "block 0: the null block (never allocated)"
+        elif r > 0:
+            fill, fg = st.owner_colour(o if o >= 0 else 0)
+            cls = "cell used"
+            desc = f"block {b}: {who}, ref_cnt {r}" + (", hashed" if hs else ", not hashed yet")
+        elif hs:
+            cls, fill, fg = "cell cached", "url(#sp-cached)", "var(--fg)"
+            desc = f"block {b}: free, still hashed (a prefix-cache hit can take it back)"
+        else:
+            cls, fill, fg = "cell free", "", "var(--fg)"
+            desc = f"block {b}: free"
+        flags = []
+        if b in lit:
+            flags.append("lit")
+            desc += "; prefix-cache hit this step"
+        if b in freed:
+            flags.append("freed")
+            desc += "; freed by the preemption this step"
+        if b in lit:
+            out.append(
+                f'<rect class="halo" x="{cx - 1:.1f}" y="{cy - 2:.1f}" width="{cw + 1:.1f}" height="{ch + 4:.1f}" rx="3"/>'
+            )
+        fill_attr = f' fill="{fill}"' if fill else ""
+        state_name = "null" if b == 0 else ("used" if r > 0 else ("cached" if hs else "free"))
+        out.append(
+            f'<rect id="blk-{b}" class="{cls}{" lit" if b in lit else ""}" x="{cx + 1:.1f}" y="{cy:.1f}" '
+            f'width="{cw - 2:.1f}" height="{ch:.1f}" rx="2"{fill_attr} data-owner="{attr(who)}" '
+            f'data-ref="{r}" data-state="{state_name}" data-hashed="{hs}"'
+            f'{" data-lit=" + chr(34) + "1" + chr(34) if b in lit else ""}>'
+            f"<title>{attr(desc)}</title></rect>"
+        )
+        if b in freed:
+            out.append(
+                f'<rect class="freed" x="{cx + 2.5:.1f}" y="{cy + 1.5:.1f}" width="{cw - 5:.1f}" height="{ch - 3:.1f}"/>'
+            )
+        if cw >= 26 and ch >= 18:
+            if b == 0:
+                label = "null" if cw >= 40 else "∅"
+                out.append(
+                    f'<text x="{cx + cw / 2:.1f}" y="{cy + ch / 2 + 5:.1f}" text-anchor="middle" class="nulltext">{label}</text>'
+                )
+            elif r > 0 and who:
+                label = who if r == 1 else f"{who}×{r}"
+                if 7.5 * len(label) <= cw - 4:
+                    out.append(
+                        f'<text x="{cx + cw / 2:.1f}" y="{cy + ch / 2 + 5:.1f}" text-anchor="middle" '
+                        f'style="fill:{fg};font-weight:700">{attr(label)}</text>'
+                    )
+            if hs and b > 0:
+                out.append(
+                    f'<path d="M{cx + cw - 10:.1f} {cy:.1f} h9 v9 z" style="fill:var(--fg)"><title>hashed</title></path>'
+                )
+        elif r > 1:
+            out.append(
+                f'<circle cx="{cx + cw / 2:.1f}" cy="{cy + ch / 2:.1f}" r="2.5" style="fill:#000000"/>'
+            )
+    rows = (shown + cols - 1) // cols
+    yy = top + rows * (ch + 3) + 4
+    if n > shown:
+        rest_used = sum(1 for b in range(shown, n) if b < len(ref) and ref[b] > 0)
+        out.append(
+            _text(PAD, yy + 13, f"Blocks {shown}–{n - 1} not drawn: {rest_used} of them in use.", "muted")
+        )
+        yy += 18
+    # free queue
+    fq: Sequence[int] = kv.get("free_queue", ())
+    yy += 4
+    out.append(_text(PAD, yy + 15, "Free queue, head first (reused and evicted first):", "muted"))
+    fx = PAD + 352
+    for k, b in enumerate(fq[:MAX_FREE_SHOWN]):
+        hs = hashed[b] if b < len(hashed) else 0
+        fill = "url(#sp-cached)" if hs else "var(--bg)"
+        out.append(
+            f'<rect id="fq-{k}" x="{fx:.1f}" y="{yy + 1}" width="22" height="19" rx="2" '
+            f'style="fill:{fill};stroke:var(--line)" data-block="{b}"/>'
+        )
+        out.append(
+            f'<text x="{fx + 11:.1f}" y="{yy + 15}" text-anchor="middle" class="mono" style="font-size:12px">{b}</text>'
+        )
+        fx += 24
+    extra = max(int(kv.get("free", 0)) - min(len(fq), MAX_FREE_SHOWN), 0)
+    if extra:
+        out.append(_text(fx + 4, yy + 15, f"+{extra} more", "muted"))
+    yy += 26
+    # legend
+    ly = yy + 12
+    lx = float(PAD)
+    items = (
+        ("var(--bg)", "free"),
+        ("url(#sp-cached)", "free, hashed (cached)"),
+        (st.OWNER[0][0], "in use (colour = request)"),
+    )
+    for fill, label in items:
+        out.append(
+            f'<rect x="{lx}" y="{ly - 11}" width="18" height="13" style="fill:{fill};stroke:var(--line)"/>'
+        )
+        out.append(_text(lx + 23, ly, label))
+        lx += 34 + 7.2 * len(label)
+    out.append(f'<path d="M{lx + 8} {ly - 11} h9 v9 z" style="fill:var(--fg)"/>')
+    out.append(_text(lx + 22, ly, "hashed"))
+    lx += 80
+    out.append(f'<rect class="halo" x="{lx}" y="{ly - 12}" width="20" height="15" rx="2"/>')
+    out.append(_text(lx + 25, ly, "prefix hit now"))
+    lx += 128
+    out.append(f'<rect class="freed" x="{lx}" y="{ly - 11}" width="18" height="13"/>')
+    out.append(_text(lx + 23, ly, "freed by preemption"))
+    out.append("</g>")
+    return "".join(out), ly + 12, sorted(lit)
+
+
+def _table_rows(state: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    views: list[Mapping[str, Any]] = list(state.get("requests", ()))
+    changed = set(state.get("preempted", ())) | set(state.get("finished", ())) | set(
+        state.get("admitted", ())
+    )
+    if len(views) <= MAX_ROWS:
+        return views
+    keep = [v for v in views if v.get("id") in changed]
+    room = MAX_ROWS - len(keep)
+    others = [v for v in views if v.get("id") not in changed][: max(room, 0)]
+    picked = {id(v) for v in keep + others}
+    return [v for v in views if id(v) in picked]
+
+
+COLS = (
+    ("request", 10),
+    ("queue", 118),
+    ("phase", 212),
+    ("computed / to compute", 346),
+    ("outputs", 590),
+    ("this step", 690),
+    ("blocks", 778),
+    ("prio · preempt.", 846),
+)
+
+
+def _table(trace: Trace[Any, Any], state: Mapping[str, Any], y: float) -> tuple[str, float]:
+    index = _index_of(trace)
+    preempted = set(state.get("preempted", ()))
+    finished = set(state.get("finished", ()))
+    admitted = set(state.get("admitted", ()))
+    views = _table_rows(state)
+    running_n = int(state.get("num_running", 0))
+    waiting_n = int(state.get("num_waiting", 0))
+    out = [
+        '<g id="requests">',
+        _text(PAD, y + 15, "Requests", "title"),
+        _text(
+            PAD + 80,
+            y + 15,
+            f"{running_n} running · {waiting_n} waiting · {state.get('num_finished', 0)} finished",
+            "muted",
+        ),
+    ]
+    hy = y + 40
+    for label, x in COLS:
+        out.append(_text(x, hy, label, "muted"))
+    out.append(f'<line class="gridline" x1="{PAD}" x2="{W - PAD}" y1="{hy + 6}" y2="{hy + 6}"/>')
+    ry = hy + 10
+    running_ids = {v.get("id") for v in state.get("requests", ()) if v.get("phase") in ("prefill", "decode")}
+    listed = set()
+    for v in views:
+        rid = str(v.get("id", ""))
+        listed.add(rid)
+        phase = str(v.get("phase", ""))
+        if rid in finished:
+            queue = "finished"
+        elif rid in running_ids:
+            queue = "running"
+        else:
+            queue = "waiting"
+        row_cls = ""
+        tag = ""
+        if rid in preempted:
+            row_cls, tag = "row-preempted", "preempted"
+        elif rid in finished:
+            row_cls, tag = "row-finished", "finished"
+        elif rid in admitted:
+            row_cls, tag = "row-admitted", ""
+        out.append(
+            f'<g id="row-{attr(rid)}" class="req {row_cls}" data-req="{attr(rid)}" '
+            f'data-phase="{attr(phase)}" data-queue="{queue}"'
+            f'{" data-change=" + chr(34) + tag + chr(34) if tag else ""}>'
+        )
+        if row_cls:
+            out.append(f'<rect class="{row_cls}" x="{PAD - 4}" y="{ry}" width="{INNER + 8}" height="{ROW_H - 2}" rx="3"/>')
+        fill, _ = st.owner_colour(index.get(rid, 0))
+        out.append(f'<rect x="{PAD}" y="{ry + 5}" width="12" height="12" fill="{fill}"/>')
+        out.append(_text(PAD + 18, ry + 16, rid[:12], "mono", style="font-weight:700"))
+        out.append(_text(118, ry + 16, queue))
+        shown_phase = PHASE_LABEL.get(phase, phase)
+        if tag == "preempted":
+            shown_phase = "preempted now"
+        elif tag == "finished":
+            shown_phase = "finished now"
+        elif rid in admitted:
+            shown_phase += " (admitted)"
+        weight = "font-weight:700" if tag else ""
+        out.append(_text(212, ry + 16, shown_phase, style=weight) if weight else _text(212, ry + 16, shown_phase))
+        prompt = int(v.get("prompt_tokens", 0))
+        total = int(v.get("num_tokens", 0))
+        computed = int(v.get("computed", 0))
+        bw = 150
+        out.append(f'<rect class="bar-bg" x="346" y="{ry + 5}" width="{bw}" height="12"/>')
+        if total > 0:
+            pw = bw * min(prompt, total) / total
+            cw = bw * min(computed, total) / total
+            out.append(
+                f'<rect id="prog-{attr(rid)}" x="346" y="{ry + 5}" width="{cw:.1f}" height="12" '
+                f'fill="{st.PREFILL if computed < prompt else st.DECODE}"/>'
+            )
+            out.append(
+                f'<line x1="{346 + pw:.1f}" x2="{346 + pw:.1f}" y1="{ry + 2}" y2="{ry + 20}" '
+                'style="stroke:var(--fg);stroke-width:1.5"><title>end of the prompt</title></line>'
+            )
+        out.append(_text(502, ry + 16, f"{computed}/{total}", "mono"))
+        out.append(_text(590, ry + 16, f"{v.get('output_tokens', 0)}/{v.get('max_tokens', 0)}", "mono"))
+        sched = int(v.get("scheduled", 0))
+        out.append(_text(690, ry + 16, str(sched) if sched else "–", "mono"))
+        out.append(_text(778, ry + 16, str(len(v.get("blocks", ()))), "mono"))
+        out.append(
+            _text(846, ry + 16, f"{v.get('priority', 0)} · {v.get('num_preemptions', 0)}", "mono")
+        )
+        out.append("</g>")
+        ry += ROW_H
+    for rid in sorted(preempted - listed):  # a victim deep in a long waiting queue
+        out.append(
+            f'<g id="row-{attr(rid)}" class="req row-preempted" data-req="{attr(rid)}" '
+            'data-phase="preempted" data-queue="waiting" data-change="preempted">'
+            f'<rect class="row-preempted" x="{PAD - 4}" y="{ry}" width="{INNER + 8}" height="{ROW_H - 2}" rx="3"/>'
+            + _text(PAD + 18, ry + 16, rid[:12], "mono")
+            + _text(118, ry + 16, "waiting")
+            + _text(212, ry + 16, "preempted now", style="font-weight:700")
+            + "</g>"
+        )
+        ry += ROW_H
+    hidden = len(state.get("requests", ())) - len(views)
+    more = running_n + waiting_n - len([v for v in views if v.get("id") not in finished])
+    if hidden > 0 or more > 0:
+        out.append(
+            _text(PAD, ry + 14, f"{max(more, hidden)} more requests in the queues are not listed.", "muted")
+        )
+        ry += 20
+    out.append("</g>")
+    return "".join(out), ry + 4
+
+
+def picture(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
+    state = frame.state
+    budget, y = _budget(state, 4)
+    kv, y2, lit = _kv(trace, frame, y + 8)
+    table, y3 = _table(trace, state, y2 + 8)
+    h = int(y3 + 6)
+    preempted = ",".join(state.get("preempted", ()))
+    finished = ",".join(state.get("finished", ()))
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" id="sched-picture" class="sched-svg" '
+        f'viewBox="0 0 {W} {h}" width="{W}" height="{h}" style="min-width:{W}px" role="img" '
+        f'aria-label="Step {attr(state.get("step", ""))}: token budget, KV cache and requests" '
+        f'data-step="{attr(state.get("step", ""))}" data-budget-used="{attr(state.get("budget_used", 0))}" '
+        f'data-kv-used="{attr(state.get("kv", {}).get("used", 0))}" data-preempted="{attr(preempted)}" '
+        f'data-finished="{attr(finished)}" data-lit="{",".join(map(str, lit))}">'
+        + st.style()
+        + st.defs("sp")
+        + budget
+        + kv
+        + table
+        + "</svg>"
+    )
