@@ -118,13 +118,19 @@ def _budget(state: Mapping[str, Any], y: float) -> tuple[str, float]:
                 f'style="fill:{fg};font-weight:700" class="mono">{attr(rid)}</text>'
             )
         x += w
+    small = [f"{rid} {tokens}" for rid, tokens, _, count in segs if count == 1 and INNER * tokens / budget < 7.5 * (len(rid) + len(str(tokens)) + 1) + 8]
     left = budget - used
-    if left > 0 and INNER * left / budget >= 70:
+    if small and len(small) == len(segs):
+        line = "in order: " + " → ".join(small)
+        if len(line) > 90:
+            line = line[:88].rsplit(" → ", 1)[0] + " → …"
+        out.append(_text(x + 8, top + 22, line, "mono"))
+    elif left > 0 and INNER * left / budget >= 70:
         out.append(
             _text(x + INNER * left / budget / 2, top + 22, f"{left} left", "muted", "middle")
         )
     out.append(
-        f'<line id="budget-end" data-focus="1" x1="{x:.2f}" x2="{x:.2f}" y1="{top - 3}" '
+        f'<line id="budget-end" x1="{x:.2f}" x2="{x:.2f}" y1="{top - 3}" '
         f'y2="{top + h + 3}" style="stroke:var(--fg);stroke-width:2"/>'
     )
     # legend
@@ -263,7 +269,9 @@ def _kv(trace: Trace[Any, Any], frame: Frame[Any], y: float) -> tuple[str, float
                 )
             elif r > 0 and who:
                 label = who if r == 1 else f"{who}×{r}"
-                if 7.5 * len(label) <= cw - 4:
+                if 7.5 * len(label) > cw - 10 and r > 1:
+                    label = f"×{r}"
+                if 7.5 * len(label) <= cw - 10:
                     out.append(
                         f'<text x="{cx + cw / 2:.1f}" y="{cy + ch / 2 + 5:.1f}" text-anchor="middle" '
                         f'style="fill:{fg};font-weight:700">{attr(label)}</text>'
@@ -346,11 +354,11 @@ def _table_rows(state: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 COLS = (
     ("request", 10),
-    ("queue", 118),
-    ("phase", 212),
-    ("computed / to compute", 346),
-    ("outputs", 590),
-    ("this step", 690),
+    ("queue", 112),
+    ("phase", 196),
+    ("computed / to compute", 384),
+    ("outputs", 616),
+    ("this step", 700),
     ("blocks", 778),
     ("prio · preempt.", 846),
 )
@@ -381,6 +389,8 @@ def _table(trace: Trace[Any, Any], state: Mapping[str, Any], y: float) -> tuple[
     ry = hy + 10
     running_ids = {v.get("id") for v in state.get("requests", ()) if v.get("phase") in ("prefill", "decode")}
     listed = set()
+    kinds = dict(zip(state.get("spend", {}).get("ids", ()), state.get("spend", {}).get("kinds", ()), strict=False))
+    focused = False
     for v in views:
         rid = str(v.get("id", ""))
         listed.add(rid)
@@ -400,7 +410,7 @@ def _table(trace: Trace[Any, Any], state: Mapping[str, Any], y: float) -> tuple[
         elif rid in admitted:
             row_cls, tag = "row-admitted", ""
         out.append(
-            f'<g id="row-{attr(rid)}" class="req {row_cls}" data-req="{attr(rid)}" '
+            f'<g id="row-{attr(rid)}" class="req{" changed" if row_cls else ""}" data-req="{attr(rid)}" '
             f'data-phase="{attr(phase)}" data-queue="{queue}"'
             f'{" data-change=" + chr(34) + tag + chr(34) if tag else ""}>'
         )
@@ -409,36 +419,40 @@ def _table(trace: Trace[Any, Any], state: Mapping[str, Any], y: float) -> tuple[
         fill, _ = st.owner_colour(index.get(rid, 0))
         out.append(f'<rect x="{PAD}" y="{ry + 5}" width="12" height="12" fill="{fill}"/>')
         out.append(_text(PAD + 18, ry + 16, rid[:12], "mono", style="font-weight:700"))
-        out.append(_text(118, ry + 16, queue))
-        shown_phase = PHASE_LABEL.get(phase, phase)
+        if tag and not focused:
+            out.append(f'<rect x="{PAD}" y="{ry}" width="2" height="2" fill="none" data-focus="1"/>')
+            focused = True
+        out.append(_text(112, ry + 16, queue))
+        # what the request did this step (its tokens' kind), else where it stands
+        shown_phase = KIND_LABEL.get(kinds[rid], phase) if rid in kinds else PHASE_LABEL.get(phase, phase)
         if tag == "preempted":
             shown_phase = "preempted now"
         elif tag == "finished":
             shown_phase = "finished now"
         elif rid in admitted:
-            shown_phase += " (admitted)"
+            shown_phase = "admitted · " + shown_phase
         weight = "font-weight:700" if tag else ""
-        out.append(_text(212, ry + 16, shown_phase, style=weight) if weight else _text(212, ry + 16, shown_phase))
+        out.append(_text(196, ry + 16, shown_phase, style=weight) if weight else _text(196, ry + 16, shown_phase))
         prompt = int(v.get("prompt_tokens", 0))
         total = int(v.get("num_tokens", 0))
         computed = int(v.get("computed", 0))
-        bw = 150
-        out.append(f'<rect class="bar-bg" x="346" y="{ry + 5}" width="{bw}" height="12"/>')
+        bw = 120
+        out.append(f'<rect class="bar-bg" x="384" y="{ry + 5}" width="{bw}" height="12"/>')
         if total > 0:
             pw = bw * min(prompt, total) / total
             cw = bw * min(computed, total) / total
             out.append(
-                f'<rect id="prog-{attr(rid)}" x="346" y="{ry + 5}" width="{cw:.1f}" height="12" '
+                f'<rect id="prog-{attr(rid)}" x="384" y="{ry + 5}" width="{cw:.1f}" height="12" '
                 f'fill="{st.PREFILL if computed < prompt else st.DECODE}"/>'
             )
             out.append(
-                f'<line x1="{346 + pw:.1f}" x2="{346 + pw:.1f}" y1="{ry + 2}" y2="{ry + 20}" '
+                f'<line x1="{384 + pw:.1f}" x2="{384 + pw:.1f}" y1="{ry + 2}" y2="{ry + 20}" '
                 'style="stroke:var(--fg);stroke-width:1.5"><title>end of the prompt</title></line>'
             )
-        out.append(_text(502, ry + 16, f"{computed}/{total}", "mono"))
-        out.append(_text(590, ry + 16, f"{v.get('output_tokens', 0)}/{v.get('max_tokens', 0)}", "mono"))
+        out.append(_text(510, ry + 16, f"{computed}/{total}", "mono"))
+        out.append(_text(616, ry + 16, f"{v.get('output_tokens', 0)}/{v.get('max_tokens', 0)}", "mono"))
         sched = int(v.get("scheduled", 0))
-        out.append(_text(690, ry + 16, str(sched) if sched else "–", "mono"))
+        out.append(_text(700, ry + 16, str(sched) if sched else "–", "mono"))
         out.append(_text(778, ry + 16, str(len(v.get("blocks", ()))), "mono"))
         out.append(
             _text(846, ry + 16, f"{v.get('priority', 0)} · {v.get('num_preemptions', 0)}", "mono")
@@ -447,12 +461,12 @@ def _table(trace: Trace[Any, Any], state: Mapping[str, Any], y: float) -> tuple[
         ry += ROW_H
     for rid in sorted(preempted - listed):  # a victim deep in a long waiting queue
         out.append(
-            f'<g id="row-{attr(rid)}" class="req row-preempted" data-req="{attr(rid)}" '
+            f'<g id="row-{attr(rid)}" class="req changed" data-req="{attr(rid)}" '
             'data-phase="preempted" data-queue="waiting" data-change="preempted">'
             f'<rect class="row-preempted" x="{PAD - 4}" y="{ry}" width="{INNER + 8}" height="{ROW_H - 2}" rx="3"/>'
             + _text(PAD + 18, ry + 16, rid[:12], "mono")
-            + _text(118, ry + 16, "waiting")
-            + _text(212, ry + 16, "preempted now", style="font-weight:700")
+            + _text(112, ry + 16, "waiting")
+            + _text(196, ry + 16, "preempted now", style="font-weight:700")
             + "</g>"
         )
         ry += ROW_H
@@ -464,14 +478,16 @@ def _table(trace: Trace[Any, Any], state: Mapping[str, Any], y: float) -> tuple[
         )
         ry += 20
     out.append("</g>")
-    return "".join(out), ry + 4
+    return "".join(out), ry + 4, focused
 
 
 def picture(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
     state = frame.state
     budget, y = _budget(state, 4)
     kv, y2, lit = _kv(trace, frame, y + 8)
-    table, y3 = _table(trace, state, y2 + 8)
+    table, y3, focused = _table(trace, state, y2 + 8)
+    if not focused:  # no row changed: keep the left edge (ids, the budget's start) in view
+        budget = budget.replace('id="budget-frame"', 'id="budget-frame" data-focus="1"', 1)
     h = int(y3 + 6)
     preempted = ",".join(state.get("preempted", ()))
     finished = ",".join(state.get("finished", ()))

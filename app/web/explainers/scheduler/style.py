@@ -69,8 +69,9 @@ CSS = """
 .sched-svg .title{font-weight:700;font-size:14px}
 .sched-svg .mono{font-family:var(--mono)}
 .sched-svg .frame{fill:none;stroke:var(--line);stroke-width:1}
-.sched-svg .free{fill:var(--bg);stroke:var(--line)}
 .sched-svg .cell{stroke:var(--bg);stroke-width:1}
+.sched-svg .cell.free,.sched-svg .cell.cached{fill:var(--bg);stroke:var(--muted);stroke-width:1}
+.sched-svg .cell.cached{fill:url(#sp-cached)}
 .sched-svg .null{fill:var(--fg);opacity:0.75}
 .sched-svg .nulltext{fill:var(--bg);font-weight:700}
 .sched-svg .lit{stroke:var(--fg);stroke-width:3}
@@ -85,7 +86,7 @@ CSS = """
 .sched-svg .tag-finished{fill:#009E73}
 .sched-svg .tagtext{fill:#000000;font-weight:700}
 .sched-svg .bar-bg{fill:var(--panel);stroke:var(--line)}
-.sched-svg .cursor-col{fill:var(--changed);fill-opacity:0.35;transition:x var(--glide)}
+.sched-svg .cursor-col{fill:var(--changed);fill-opacity:0.45;stroke:var(--fg);stroke-width:1.5;transition:x var(--glide)}
 .sched-svg .cursor-line{stroke:var(--fg);stroke-width:1.5;transition:x1 var(--glide),x2 var(--glide)}
 .sched-svg .gridline{stroke:var(--line);stroke-width:1}
 .sched-svg .line-a{fill:none;stroke:#0072B2;stroke-width:1.8}

@@ -47,7 +47,7 @@ def frame_columns(trace: Trace[Any, Any], bounds: Sequence[int]) -> list[int]:
 def _cursor(prefix: str, x0: float, colw: float, top: float, height: float) -> str:
     return (
         f'<rect id="{prefix}-cursor" class="cursor-col sched-cursor" x="{x0:.2f}" y="{top:.1f}" '
-        f'width="{max(colw, 2):.2f}" height="{height:.1f}" data-x0="{x0:.2f}" data-colw="{colw:.4f}"/>'
+        f'width="{max(colw, 3):.2f}" height="{height:.1f}" data-x0="{x0:.2f}" data-colw="{colw:.4f}"/>'
     )
 
 
@@ -199,9 +199,11 @@ def _line_chart(
     for k in range(3):
         c = min(cols - 1, round(k * (cols - 1) / 2)) if cols > 1 else 0
         x = CL + (c + 0.5) * colw
+        anchor = ("start", "middle", "end")[k]
+        x = (CL, x, CW - CR)[k]
         out.append(
-            f'<text x="{x:.1f}" y="{CH - 8}" text-anchor="middle" class="muted" style="font-size:12px">'
-            f"step {step_labels[bounds[c]]}</text>"
+            f'<text x="{x:.1f}" y="{CH - 8}" text-anchor="{anchor}" class="muted" style="font-size:12px">'
+            f"step {step_labels[bounds[c] if k < 2 else bounds[-1] - 1]}</text>"
         )
     out.append("</svg>")
     return "".join(out)
@@ -364,7 +366,8 @@ LAYOUT = """<style>
 .sched-static svg,.sched-compare svg{display:block;height:auto}
 .sched-gantt{width:100%}
 .sched-charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,420px),1fr));gap:0.6rem;margin-top:0.6rem}
-.sched-chart{width:100%;border:1px solid var(--line);border-radius:8px}
+.sched-chart{width:100%;min-width:470px;border:1px solid var(--line);border-radius:8px}
+.sched-charts{overflow-x:auto}
 #stage:has(> .sched-svg){overflow-x:auto}
 </style>"""
 
