@@ -75,21 +75,36 @@ def test_run_returns_steps_requests_and_summary(client: TestClient) -> None:
     ("change", "loc"),
     [
         (lambda b: b["requests"].append(dict(b["requests"][0])), ["body", "requests", 3, "id"]),
-        (lambda b: b["requests"][1].update(prompt_tokens=0), ["body", "requests", 1, "prompt_tokens"]),
+        (
+            lambda b: b["requests"][1].update(prompt_tokens=0),
+            ["body", "requests", 1, "prompt_tokens"],
+        ),
         (lambda b: b["requests"][2].update(max_tokens=-4), ["body", "requests", 2, "max_tokens"]),
-        (lambda b: b["requests"][0].update(prompt_tokens=600), ["body", "requests", 0, "prompt_tokens"]),
+        (
+            lambda b: b["requests"][0].update(prompt_tokens=600),
+            ["body", "requests", 0, "prompt_tokens"],
+        ),
         (
             # the count is checked before the items (so the body stays under the 1 MB cap)
             lambda b: b.update(requests=[{}] * 50_001),
             ["body", "requests"],
         ),
     ],
-    ids=["duplicate-id", "zero-prompt", "negative-max-tokens", "prompt-over-max-model-len", "too-many"],
+    ids=[
+        "duplicate-id",
+        "zero-prompt",
+        "negative-max-tokens",
+        "prompt-over-max-model-len",
+        "too-many",
+    ],
 )
 def test_bad_input_is_422_naming_the_field(client: TestClient, change, loc) -> None:  # type: ignore[no-untyped-def]
     """Duplicate ids, non-positive lengths, a prompt of max_model_len (512) or more and over
     50,000 requests answer 422 with the field's location."""
-    body = {"config": dict(ISSUE_EXAMPLE["config"]), "requests": [dict(q) for q in ISSUE_EXAMPLE["requests"]]}
+    body = {
+        "config": dict(ISSUE_EXAMPLE["config"]),
+        "requests": [dict(q) for q in ISSUE_EXAMPLE["requests"]],
+    }
     change(body)
     r = client.post(API, json=body)
     assert r.status_code == 422, r.text
@@ -113,7 +128,9 @@ NS = "{http://www.w3.org/2000/svg}"
 
 
 @pytest.mark.parametrize("slug", [p.slug for p in PRESETS])
-def test_every_preset_page_renders_picture_timeline_and_vllm_links(client: TestClient, slug: str) -> None:
+def test_every_preset_page_renders_picture_timeline_and_vllm_links(
+    client: TestClient, slug: str
+) -> None:
     """Each walkthrough renders: a parseable SVG per frame, the timeline with its cursor, and
     source links to vLLM v0.33.0 on GitHub labelled "vLLM 0.33.0"."""
     r = client.get(f"/explainers/scheduler/presets/{slug}")
@@ -149,7 +166,9 @@ def test_budget_bar_spends_the_frame_tokens_in_order() -> None:
 
 
 @pytest.mark.parametrize("slug", ["preemption-fcfs", "preemption-priority"])
-def test_preemption_named_in_the_words_is_marked_in_the_picture(client: TestClient, slug: str) -> None:
+def test_preemption_named_in_the_words_is_marked_in_the_picture(
+    client: TestClient, slug: str
+) -> None:
     """At the step whose decision log says "preempt X", the picture marks X's row as preempted
     (and the victim's old blocks as freed); no other step marks a preemption."""
     html = client.get(f"/explainers/scheduler/presets/{slug}").text
@@ -158,12 +177,18 @@ def test_preemption_named_in_the_words_is_marked_in_the_picture(client: TestClie
         side = htmllib.unescape(part.split('data-part="side"', 1)[1])
         victims = re.findall(r"→ preempt (\w+)", side)
         svg = _svg(part)
-        marked = [g.get("data-req") for g in svg.iter(f"{NS}g") if g.get("data-change") == "preempted"]
+        marked = [
+            g.get("data-req") for g in svg.iter(f"{NS}g") if g.get("data-change") == "preempted"
+        ]
         assert marked == victims
         assert (svg.get("data-preempted") or "") == ",".join(victims)
         if victims:
             named += 1
-            freed = [e for e in svg.iter(f"{NS}rect") if "freed" in (e.get("class") or "") and e.get("x") and e.get("height") != "13"]
+            freed = [
+                e
+                for e in svg.iter(f"{NS}rect")
+                if "freed" in (e.get("class") or "") and e.get("x") and e.get("height") != "13"
+            ]
             assert freed, "the victim's blocks are outlined as freed"
     assert named == 1
 
@@ -176,7 +201,9 @@ def test_prefix_hit_lights_the_shared_blocks() -> None:
     hits = 0
     for frame in trace.frames:
         svg = ET.fromstring(picture(trace, frame))
-        lit = {int(e.get("id", "blk-0")[4:]) for e in svg.iter(f"{NS}rect") if e.get("data-lit") == "1"}
+        lit = {
+            int(e.get("id", "blk-0")[4:]) for e in svg.iter(f"{NS}rect") if e.get("data-lit") == "1"
+        }
         expected: set[int] = set()
         for view in frame.state["requests"]:
             h = frame.state["prefix_hits"].get(view["id"], 0)
@@ -231,7 +258,9 @@ def test_compare_page_renders_both_configs(client: TestClient) -> None:
     showing both summaries and timelines."""
     r = client.get("/explainers/scheduler/compare?preset=continuous-batching")
     assert r.status_code == 200
-    assert 'data-config="batching=continuous"' in r.text and 'data-config="batching=static"' in r.text
+    assert (
+        'data-config="batching=continuous"' in r.text and 'data-config="batching=static"' in r.text
+    )
     assert 'id="cmp0-gantt"' in r.text and 'id="cmp1-gantt"' in r.text
     assert 'id="compare-summary"' in r.text and "padding tokens" in r.text
     r = client.get("/explainers/scheduler/compare?preset=head-of-line&vary=chunked_prefill")
@@ -255,4 +284,6 @@ def test_editor_form_only_for_what_it_can_carry(client: TestClient) -> None:
     m = re.search(r'id="edit-link" href="([^"]+)"', token)
     assert m
     page = client.get(htmllib.unescape(m.group(1))).text
-    assert 'name="config.max_num_batched_tokens"' in page and 'name="requests.0.prompt_tokens"' in page
+    assert (
+        'name="config.max_num_batched_tokens"' in page and 'name="requests.0.prompt_tokens"' in page
+    )

@@ -29,3 +29,16 @@
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", () => move(current()));
   else move(current());
 })();
+// The Compare button opens the compare page for the walkthrough being played.
+(function () {
+  "use strict";
+  function wire() {
+    const a = document.getElementById("action-compare");
+    const pick = document.querySelector(".preset-picker select");
+    if (!a || !pick || !pick.value) return;
+    const slug = pick.value.split("/").pop();
+    if (slug) a.setAttribute("href", a.getAttribute("href").split("?")[0] + "?preset=" + encodeURIComponent(slug));
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", wire);
+  else wire();
+})();

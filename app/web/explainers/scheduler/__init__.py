@@ -4,11 +4,11 @@ compare page."""
 
 from __future__ import annotations
 
+from app.sim.core import msg
 from app.web.explainers.scheduler.compare import router
 from app.web.explainers.scheduler.editor import EDITOR
 from app.web.explainers.scheduler.picture import picture
 from app.web.explainers.scheduler.timeline import static
-from app.sim.core import msg
 from app.web.plugin import Action, WebView
 
 VIEW = WebView(

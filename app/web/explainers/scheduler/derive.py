@@ -123,7 +123,9 @@ def series_index(series: Any, step: int) -> int:
     return max(0, min(len(steps) - 1, bisect_right(steps, step) - 1))
 
 
-def runs(codes: Sequence[int], toks: Sequence[int], bounds: Sequence[int]) -> list[tuple[int, int, int, int]]:
+def runs(
+    codes: Sequence[int], toks: Sequence[int], bounds: Sequence[int]
+) -> list[tuple[int, int, int, int]]:
     """Run-length columns: (first column, last column + 1, phase, tokens) with one phase per
     column (the highest-ranked phase in its bucket)."""
     out: list[tuple[int, int, int, int]] = []

@@ -29,16 +29,35 @@ CONFIG = Group(
     key="config",
     legend=msg("Scheduler config (vLLM names)"),
     fields=(
-        FieldSpec(key="max_num_batched_tokens", label=msg("max_num_batched_tokens"), kind="int", unit="tokens per step"),
-        FieldSpec(key="max_num_seqs", label=msg("max_num_seqs"), kind="int", unit="running requests"),
+        FieldSpec(
+            key="max_num_batched_tokens",
+            label=msg("max_num_batched_tokens"),
+            kind="int",
+            unit="tokens per step",
+        ),
+        FieldSpec(
+            key="max_num_seqs", label=msg("max_num_seqs"), kind="int", unit="running requests"
+        ),
         FieldSpec(key="block_size", label=msg("block_size"), kind="int", unit="tokens"),
-        FieldSpec(key="num_gpu_blocks", label=msg("num_gpu_blocks"), kind="int", unit="blocks, incl. the null block"),
-        FieldSpec(key="long_prefill_token_threshold", label=msg("long_prefill_token_threshold"), kind="int", unit="tokens, 0 = off"),
+        FieldSpec(
+            key="num_gpu_blocks",
+            label=msg("num_gpu_blocks"),
+            kind="int",
+            unit="blocks, incl. the null block",
+        ),
+        FieldSpec(
+            key="long_prefill_token_threshold",
+            label=msg("long_prefill_token_threshold"),
+            kind="int",
+            unit="tokens, 0 = off",
+        ),
         FieldSpec(key="policy", label=msg("policy"), kind="choice", choices=("fcfs", "priority")),
         FieldSpec(key="watermark", label=msg("watermark"), unit="fraction 0–1"),
         FieldSpec(key="max_model_len", label=msg("max_model_len"), kind="int", unit="tokens"),
         FieldSpec(key="eos_token_id", label=msg("eos_token_id"), kind="int"),
-        FieldSpec(key="batching", label=msg("batching"), kind="choice", choices=("continuous", "static")),
+        FieldSpec(
+            key="batching", label=msg("batching"), kind="choice", choices=("continuous", "static")
+        ),
     ),
 )
 

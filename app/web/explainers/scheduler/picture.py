@@ -87,7 +87,9 @@ def _budget(state: Mapping[str, Any], y: float) -> tuple[str, float]:
     ]
     top = y + 24
     h = 34
-    out.append(f'<rect id="budget-frame" class="left" x="{PAD}" y="{top}" width="{INNER}" height="{h}" rx="3"/>')
+    out.append(
+        f'<rect id="budget-frame" class="left" x="{PAD}" y="{top}" width="{INNER}" height="{h}" rx="3"/>'
+    )
     x = float(PAD)
     segs = _segments(spend)
     for n, (rid, tokens, kind, count) in enumerate(segs):
@@ -118,7 +120,11 @@ def _budget(state: Mapping[str, Any], y: float) -> tuple[str, float]:
                 f'style="fill:{fg};font-weight:700" class="mono">{attr(rid)}</text>'
             )
         x += w
-    small = [f"{rid} {tokens}" for rid, tokens, _, count in segs if count == 1 and INNER * tokens / budget < 7.5 * (len(rid) + len(str(tokens)) + 1) + 8]
+    small = [
+        f"{rid} {tokens}"
+        for rid, tokens, _, count in segs
+        if count == 1 and INNER * tokens / budget < 7.5 * (len(rid) + len(str(tokens)) + 1) + 8
+    ]
     left = budget - used
     if small and len(small) == len(segs):
         line = "in order: " + " → ".join(small)
@@ -136,7 +142,11 @@ def _budget(state: Mapping[str, Any], y: float) -> tuple[str, float]:
     # legend
     ly = top + h + 18
     lx = float(PAD)
-    for kind, fill in (("prefill", KIND_FILL["prefill"]), ("decode", st.DECODE), ("recompute", KIND_FILL["recompute"])):
+    for kind, fill in (
+        ("prefill", KIND_FILL["prefill"]),
+        ("decode", st.DECODE),
+        ("recompute", KIND_FILL["recompute"]),
+    ):
         out.append(f'<rect x="{lx}" y="{ly - 11}" width="18" height="13" fill="{fill}"/>')
         out.append(_text(lx + 23, ly, KIND_LABEL[kind]))
         lx += 36 + 7.2 * len(KIND_LABEL[kind])
@@ -181,7 +191,11 @@ def _freed_blocks(trace: Trace[Any, Any], frame: Frame[Any]) -> set[int]:
     series = trace.series or {}
     steps = series.get("step", [])
     here = frame.state.get("step")
-    if here not in steps or steps.index(here) == 0 or steps[steps.index(here) - 1] != prev.get("step"):
+    if (
+        here not in steps
+        or steps.index(here) == 0
+        or steps[steps.index(here) - 1] != prev.get("step")
+    ):
         return set()
     freed: set[int] = set()
     for view in prev.get("requests", ()):
@@ -254,7 +268,7 @@ def _kv(trace: Trace[Any, Any], frame: Frame[Any], y: float) -> tuple[str, float
             f'<rect id="blk-{b}" class="{cls}{" lit" if b in lit else ""}" x="{cx + 1:.1f}" y="{cy:.1f}" '
             f'width="{cw - 2:.1f}" height="{ch:.1f}" rx="2"{fill_attr} data-owner="{attr(who)}" '
             f'data-ref="{r}" data-state="{state_name}" data-hashed="{hs}"'
-            f'{" data-lit=" + chr(34) + "1" + chr(34) if b in lit else ""}>'
+            f"{' data-lit=' + chr(34) + '1' + chr(34) if b in lit else ''}>"
             f"<title>{attr(desc)}</title></rect>"
         )
         if b in freed:
@@ -289,7 +303,12 @@ def _kv(trace: Trace[Any, Any], frame: Frame[Any], y: float) -> tuple[str, float
     if n > shown:
         rest_used = sum(1 for b in range(shown, n) if b < len(ref) and ref[b] > 0)
         out.append(
-            _text(PAD, yy + 13, f"Blocks {shown}–{n - 1} not drawn: {rest_used} of them in use.", "muted")
+            _text(
+                PAD,
+                yy + 13,
+                f"Blocks {shown}–{n - 1} not drawn: {rest_used} of them in use.",
+                "muted",
+            )
         )
         yy += 18
     # free queue
@@ -340,8 +359,10 @@ def _kv(trace: Trace[Any, Any], frame: Frame[Any], y: float) -> tuple[str, float
 
 def _table_rows(state: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     views: list[Mapping[str, Any]] = list(state.get("requests", ()))
-    changed = set(state.get("preempted", ())) | set(state.get("finished", ())) | set(
-        state.get("admitted", ())
+    changed = (
+        set(state.get("preempted", ()))
+        | set(state.get("finished", ()))
+        | set(state.get("admitted", ()))
     )
     if len(views) <= MAX_ROWS:
         return views
@@ -364,7 +385,7 @@ COLS = (
 )
 
 
-def _table(trace: Trace[Any, Any], state: Mapping[str, Any], y: float) -> tuple[str, float]:
+def _table(trace: Trace[Any, Any], state: Mapping[str, Any], y: float) -> tuple[str, float, bool]:
     index = _index_of(trace)
     preempted = set(state.get("preempted", ()))
     finished = set(state.get("finished", ()))
@@ -387,9 +408,17 @@ def _table(trace: Trace[Any, Any], state: Mapping[str, Any], y: float) -> tuple[
         out.append(_text(x, hy, label, "muted"))
     out.append(f'<line class="gridline" x1="{PAD}" x2="{W - PAD}" y1="{hy + 6}" y2="{hy + 6}"/>')
     ry = hy + 10
-    running_ids = {v.get("id") for v in state.get("requests", ()) if v.get("phase") in ("prefill", "decode")}
+    running_ids = {
+        v.get("id") for v in state.get("requests", ()) if v.get("phase") in ("prefill", "decode")
+    }
     listed = set()
-    kinds = dict(zip(state.get("spend", {}).get("ids", ()), state.get("spend", {}).get("kinds", ()), strict=False))
+    kinds = dict(
+        zip(
+            state.get("spend", {}).get("ids", ()),
+            state.get("spend", {}).get("kinds", ()),
+            strict=False,
+        )
+    )
     focused = False
     for v in views:
         rid = str(v.get("id", ""))
@@ -412,19 +441,25 @@ def _table(trace: Trace[Any, Any], state: Mapping[str, Any], y: float) -> tuple[
         out.append(
             f'<g id="row-{attr(rid)}" class="req{" changed" if row_cls else ""}" data-req="{attr(rid)}" '
             f'data-phase="{attr(phase)}" data-queue="{queue}"'
-            f'{" data-change=" + chr(34) + tag + chr(34) if tag else ""}>'
+            f"{' data-change=' + chr(34) + tag + chr(34) if tag else ''}>"
         )
         if row_cls:
-            out.append(f'<rect class="{row_cls}" x="{PAD - 4}" y="{ry}" width="{INNER + 8}" height="{ROW_H - 2}" rx="3"/>')
+            out.append(
+                f'<rect class="{row_cls}" x="{PAD - 4}" y="{ry}" width="{INNER + 8}" height="{ROW_H - 2}" rx="3"/>'
+            )
         fill, _ = st.owner_colour(index.get(rid, 0))
         out.append(f'<rect x="{PAD}" y="{ry + 5}" width="12" height="12" fill="{fill}"/>')
         out.append(_text(PAD + 18, ry + 16, rid[:12], "mono", style="font-weight:700"))
         if tag and not focused:
-            out.append(f'<rect x="{PAD}" y="{ry}" width="2" height="2" fill="none" data-focus="1"/>')
+            out.append(
+                f'<rect x="{PAD}" y="{ry}" width="2" height="2" fill="none" data-focus="1"/>'
+            )
             focused = True
         out.append(_text(112, ry + 16, queue))
         # what the request did this step (its tokens' kind), else where it stands
-        shown_phase = KIND_LABEL.get(kinds[rid], phase) if rid in kinds else PHASE_LABEL.get(phase, phase)
+        shown_phase = (
+            KIND_LABEL.get(kinds[rid], phase) if rid in kinds else PHASE_LABEL.get(phase, phase)
+        )
         if tag == "preempted":
             shown_phase = "preempted now"
         elif tag == "finished":
@@ -432,7 +467,11 @@ def _table(trace: Trace[Any, Any], state: Mapping[str, Any], y: float) -> tuple[
         elif rid in admitted:
             shown_phase = "admitted · " + shown_phase
         weight = "font-weight:700" if tag else ""
-        out.append(_text(196, ry + 16, shown_phase, style=weight) if weight else _text(196, ry + 16, shown_phase))
+        out.append(
+            _text(196, ry + 16, shown_phase, style=weight)
+            if weight
+            else _text(196, ry + 16, shown_phase)
+        )
         prompt = int(v.get("prompt_tokens", 0))
         total = int(v.get("num_tokens", 0))
         computed = int(v.get("computed", 0))
@@ -450,7 +489,9 @@ def _table(trace: Trace[Any, Any], state: Mapping[str, Any], y: float) -> tuple[
                 'style="stroke:var(--fg);stroke-width:1.5"><title>end of the prompt</title></line>'
             )
         out.append(_text(510, ry + 16, f"{computed}/{total}", "mono"))
-        out.append(_text(616, ry + 16, f"{v.get('output_tokens', 0)}/{v.get('max_tokens', 0)}", "mono"))
+        out.append(
+            _text(616, ry + 16, f"{v.get('output_tokens', 0)}/{v.get('max_tokens', 0)}", "mono")
+        )
         sched = int(v.get("scheduled", 0))
         out.append(_text(700, ry + 16, str(sched) if sched else "–", "mono"))
         out.append(_text(778, ry + 16, str(len(v.get("blocks", ()))), "mono"))
@@ -474,7 +515,12 @@ def _table(trace: Trace[Any, Any], state: Mapping[str, Any], y: float) -> tuple[
     more = running_n + waiting_n - len([v for v in views if v.get("id") not in finished])
     if hidden > 0 or more > 0:
         out.append(
-            _text(PAD, ry + 14, f"{max(more, hidden)} more requests in the queues are not listed.", "muted")
+            _text(
+                PAD,
+                ry + 14,
+                f"{max(more, hidden)} more requests in the queues are not listed.",
+                "muted",
+            )
         )
         ry += 20
     out.append("</g>")
@@ -491,7 +537,7 @@ def picture(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
     h = int(y3 + 6)
     preempted = ",".join(state.get("preempted", ()))
     finished = ",".join(state.get("finished", ()))
-    return (
+    svg: str = (
         f'<svg xmlns="http://www.w3.org/2000/svg" id="sched-picture" class="sched-svg" '
         f'viewBox="0 0 {W} {h}" width="{W}" height="{h}" style="min-width:{W}px" role="img" '
         f'aria-label="Step {attr(state.get("step", ""))}: token budget, KV cache and requests" '
@@ -505,3 +551,4 @@ def picture(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
         + table
         + "</svg>"
     )
+    return svg

@@ -33,7 +33,15 @@ PHASE_FILL = {
     dv.PREEMPTED: st.PREEMPTED,
 }
 PHASE_OPACITY = {dv.WAITING: "0.55"}
-LEGEND = (dv.WAITING, dv.PREFILL, dv.DECODE, dv.RECOMPUTE, dv.STALLED, dv.PREEMPTED, dv.PREEMPTED_WAIT)
+LEGEND = (
+    dv.WAITING,
+    dv.PREFILL,
+    dv.DECODE,
+    dv.RECOMPUTE,
+    dv.STALLED,
+    dv.PREEMPTED,
+    dv.PREEMPTED_WAIT,
+)
 
 
 def frame_columns(trace: Trace[Any, Any], bounds: Sequence[int]) -> list[int]:
@@ -70,9 +78,9 @@ def gantt(trace: Trace[Any, Any], *, prefix: str = "gantt", cursor: bool = True)
         f'data-rows="{rows}" data-steps="{n_steps}">',
         st.style(),
         st.defs(prefix),
-        f'<text x="6" y="16" class="title">Timeline</text>',
+        '<text x="6" y="16" class="title">Timeline</text>',
         f'<text x="86" y="16" class="muted">one row per request, one column per '
-        f'{"step" if cols == n_steps else f"{n_steps / cols:.1f} steps"}; hover a bar for the tokens '
+        f"{'step' if cols == n_steps else f'{n_steps / cols:.1f} steps'}; hover a bar for the tokens "
         f"it was given</text>",
     ]
     if cursor:
@@ -104,12 +112,16 @@ def gantt(trace: Trace[Any, Any], *, prefix: str = "gantt", cursor: bool = True)
     for k in range(6):
         c = min(cols - 1, round(k * (cols - 1) / 5)) if cols > 1 else 0
         x = LABEL_W + (c + 0.5) * colw
-        out.append(f'<line class="gridline" x1="{x:.1f}" x2="{x:.1f}" y1="{ay - 12}" y2="{ay - 8}"/>')
+        out.append(
+            f'<line class="gridline" x1="{x:.1f}" x2="{x:.1f}" y1="{ay - 12}" y2="{ay - 8}"/>'
+        )
         out.append(
             f'<text x="{x:.1f}" y="{ay + 4}" text-anchor="middle" class="muted" style="font-size:12px">'
             f"{series['step'][bounds[c]]}</text>"
         )
-    out.append(f'<text x="{LABEL_W - 6}" y="{ay + 4}" text-anchor="end" class="muted" style="font-size:12px">step</text>')
+    out.append(
+        f'<text x="{LABEL_W - 6}" y="{ay + 4}" text-anchor="end" class="muted" style="font-size:12px">step</text>'
+    )
     lx = 6.0
     ly = ay + 30
     for code in LEGEND:
@@ -118,7 +130,7 @@ def gantt(trace: Trace[Any, Any], *, prefix: str = "gantt", cursor: bool = True)
         op = PHASE_OPACITY.get(code)
         out.append(
             f'<rect x="{lx}" y="{ly - 11}" width="18" height="13" fill="{fill}"'
-            f'{f" fill-opacity={chr(34)}{op}{chr(34)}" if op else ""}/>'
+            f"{f' fill-opacity={chr(34)}{op}{chr(34)}' if op else ''}/>"
         )
         out.append(f'<text x="{lx + 23}" y="{ly}">{attr(label)}</text>')
         lx += 36 + 7.0 * len(label)
@@ -169,7 +181,7 @@ def _line_chart(
         f'<text x="6" y="18" class="title">{attr(title)}</text>',
     ]
     lx = CL + 8.0 * len(title) - 30
-    for k, (label, _, cls) in enumerate(lines):
+    for label, _, cls in lines:
         out.append(
             f'<line class="{cls}" x1="{lx}" x2="{lx + 18}" y1="13" y2="13"/>'
             f'<text x="{lx + 22}" y="18" class="muted">{attr(label)}</text>'
@@ -209,7 +221,9 @@ def _line_chart(
     return "".join(out)
 
 
-def _hist(prefix: str, title: str, sets: Sequence[tuple[str, Sequence[float], str]], unit: str) -> str:
+def _hist(
+    prefix: str, title: str, sets: Sequence[tuple[str, Sequence[float], str]], unit: str
+) -> str:
     values = [v for _, vs, _ in sets for v in vs]
     pw = CW - CL - CR
     ph = CH - CT - CB
@@ -220,7 +234,9 @@ def _hist(prefix: str, title: str, sets: Sequence[tuple[str, Sequence[float], st
         f'<text x="6" y="18" class="title">{attr(title)}</text>',
     ]
     if not values:
-        out.append(f'<text x="{CL}" y="{CT + 40}" class="muted">no finished request yet</text></svg>')
+        out.append(
+            f'<text x="{CL}" y="{CT + 40}" class="muted">no finished request yet</text></svg>'
+        )
         return "".join(out)
     lo, hi = min(values), max(values)
     nb = 20
@@ -345,7 +361,8 @@ def summary_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 def summary_table(summary: Mapping[str, Any]) -> str:
     rows = "".join(
-        f"<tr><th scope='row'>{attr(k)}</th><td>{attr(v)}</td></tr>" for k, v in summary_rows(summary)
+        f"<tr><th scope='row'>{attr(k)}</th><td>{attr(v)}</td></tr>"
+        for k, v in summary_rows(summary)
     )
     return (
         '<details class="run-summary" open><summary>Summary of the whole run</summary>'
@@ -379,8 +396,7 @@ def static(trace: Trace[Any, Any]) -> str:
     bounds = dv.buckets(len(series["step"]), MAX_COLS)
     chart_bounds = dv.buckets(len(series["step"]), MAX_COLS // 2)
     return (
-        LAYOUT
-        + f'<section class="sched-static" aria-label="Timeline and charts" '
+        LAYOUT + f'<section class="sched-static" aria-label="Timeline and charts" '
         f'data-frame-cols="{attr(json.dumps(frame_columns(trace, bounds)))}" '
         f'data-chart-cols="{attr(json.dumps(frame_columns(trace, chart_bounds)))}">'
         + gantt(trace)
