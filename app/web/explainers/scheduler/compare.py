@@ -75,7 +75,12 @@ def compare(
             raise ParamError(issues)
         raw = copy.deepcopy(dict(presets[preset].params))
         other, label_a, label_b = _varied(raw, vary)
-        panels = [_panel(site, plugin, raw, label_a, 0), _panel(site, plugin, other, label_b, 1)]
+        traces = [_run(site, plugin, raw, label_a), _run(site, plugin, other, label_b)]
+        span = max(len(t.series["step"]) for t in traces)
+        panels = [
+            _panel(t, label, i, span)
+            for i, (t, label) in enumerate(zip(traces, (label_a, label_b), strict=True))
+        ]
     except ParamError as exc:
         if wants_json(request):
             raise
@@ -101,16 +106,21 @@ def _ctx(presets: Any, form: Any, panels: Any, rows: Any, issues: Any) -> dict[s
     }
 
 
-def _panel(site: Any, plugin: Any, raw: dict[str, Any], label: str, i: int) -> dict[str, Any]:
+def _run(site: Any, plugin: Any, raw: dict[str, Any], label: str) -> Any:
     try:
         _, trace = site.run(plugin, raw)
     except ParamError as exc:
         raise ParamError(
             [ParamIssue(loc=("query", "vary"), msg=f"{label}: {issue.msg}") for issue in exc.issues]
         ) from exc
+    return trace
+
+
+def _panel(trace: Any, label: str, i: int, span: int) -> dict[str, Any]:
+    """One config's timeline and charts, on a step axis shared with the other config."""
     return {
         "label": label,
-        "gantt": Markup(gantt(trace, prefix=f"cmp{i}-gantt", cursor=False)),
-        "charts": Markup(charts(trace, prefix=f"cmp{i}", cursor=False)),
+        "gantt": Markup(gantt(trace, prefix=f"cmp{i}-gantt", cursor=False, span=span)),
+        "charts": Markup(charts(trace, prefix=f"cmp{i}", cursor=False, span=span)),
         "summary": summary_rows(trace.summary),
     }

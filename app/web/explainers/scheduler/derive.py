@@ -117,6 +117,12 @@ def column_of(bounds: Sequence[int], index: int) -> int:
     return max(0, min(len(bounds) - 2, bisect_right(bounds, index) - 1))
 
 
+def step_label(series: Any, index: int) -> int:
+    """The step number at series index ``index`` (counted on past the run's end)."""
+    steps: list[int] = series["step"]
+    return steps[index] if index < len(steps) else steps[-1] + index - len(steps) + 1
+
+
 def series_index(series: Any, step: int) -> int:
     """The series index of the executed step numbered ``step`` (steps only increase)."""
     steps: list[int] = series["step"]
@@ -133,7 +139,7 @@ def runs(
         a, b = bounds[c], bounds[c + 1]
         best = NONE
         tok = 0
-        for s in range(a, b):
+        for s in range(a, min(b, len(codes))):
             code = codes[s]
             if RANK[code] > RANK[best]:
                 best = code
@@ -147,13 +153,16 @@ def runs(
 
 
 def envelope(values: Sequence[float], bounds: Sequence[int]) -> tuple[list[float], list[float]]:
-    """Per column: the minimum and maximum of ``values`` over its bucket."""
+    """Per column: the minimum and maximum of ``values`` over its bucket (columns past the end
+    of ``values``, on a longer shared axis, are left out)."""
     lo: list[float] = []
     hi: list[float] = []
     for c in range(len(bounds) - 1):
         chunk = values[bounds[c] : bounds[c + 1]]
-        lo.append(min(chunk) if chunk else 0.0)
-        hi.append(max(chunk) if chunk else 0.0)
+        if not chunk:
+            break
+        lo.append(min(chunk))
+        hi.append(max(chunk))
     return lo, hi
 
 

@@ -152,8 +152,50 @@ def _budget(state: Mapping[str, Any], y: float) -> tuple[str, float]:
         lx += 36 + 7.2 * len(KIND_LABEL[kind])
     out.append(f'<rect class="left" x="{lx}" y="{ly - 11}" width="18" height="13"/>')
     out.append(_text(lx + 23, ly, "unspent"))
+    lx += 100
+    blocked = _blocked_head(state)
+    if blocked is not None and state.get("waiting_stop") == "head_of_line":
+        rid, need = blocked
+        gw = min(INNER * need / budget, W - 2 - x)
+        out.append(
+            f'<rect id="budget-blocked" class="blocked" x="{x:.2f}" y="{top - 4}" width="{gw:.2f}" '
+            f'height="{h + 8}" data-req="{attr(rid)}" data-tokens="{need}">'
+            f"<title>{attr(f'{rid} needs {need} tokens; {left} are left')}</title></rect>"
+        )
+        out.append(
+            _text(
+                lx, ly, f"{rid} needs {need} tokens, {left} left: blocked", style="font-weight:700"
+            )
+        )
+    elif small and len(small) < len(segs):
+        order = " → ".join(f"{rid} {tokens}" for rid, tokens, _, count in segs if count == 1)
+        room = int((W - PAD - lx) / 7.6) - 7
+        line = "order: " + order
+        if len(line) > room:
+            line = line[:room].rsplit(" → ", 1)[0] + " → …"
+        out.append(_text(lx, ly, line, "mono"))
     out.append("</g>")
     return "".join(out), ly + 14
+
+
+def _blocked_head(state: Mapping[str, Any]) -> tuple[str, int] | None:
+    """The head of the waiting queue (not admitted this step) and the tokens it needs."""
+    admitted = set(state.get("admitted", ()))
+    for v in state.get("requests", ()):
+        if v.get("phase") in ("waiting", "preempted") and v.get("id") not in admitted:
+            return str(v.get("id")), int(v.get("num_tokens", 0)) - int(v.get("computed", 0))
+    return None
+
+
+STOP_WORDS = {
+    "head_of_line": "blocked (head of line)",
+    "kv_full_sequence": "waits: KV blocks",
+    "kv_chunk": "waits: KV blocks",
+    "max_num_seqs": "waits: max_num_seqs",
+    "budget": "waits: budget spent",
+    "static_batch_running": "waits: batch running",
+    "preempted_this_step": "waits: preemption",
+}
 
 
 def _grid_shape(n: int) -> tuple[int, float, float]:
@@ -316,18 +358,23 @@ def _kv(trace: Trace[Any, Any], frame: Frame[Any], y: float) -> tuple[str, float
     yy += 4
     out.append(_text(PAD, yy + 15, "Free queue, head first (reused and evicted first):", "muted"))
     fx = PAD + 352
+    shown_fq = min(len(fq), MAX_FREE_SHOWN)
     for k, b in enumerate(fq[:MAX_FREE_SHOWN]):
+        bw = max(22, 8 * len(str(b)) + 6)
         hs = hashed[b] if b < len(hashed) else 0
         fill = "url(#sp-cached)" if hs else "var(--bg)"
         out.append(
-            f'<rect id="fq-{k}" x="{fx:.1f}" y="{yy + 1}" width="22" height="19" rx="2" '
+            f'<rect id="fq-{k}" x="{fx:.1f}" y="{yy + 1}" width="{bw}" height="19" rx="2" '
             f'style="fill:{fill};stroke:var(--line)" data-block="{b}"/>'
         )
         out.append(
-            f'<text x="{fx + 11:.1f}" y="{yy + 15}" text-anchor="middle" class="mono" style="font-size:12px">{b}</text>'
+            f'<text x="{fx + bw / 2:.1f}" y="{yy + 15}" text-anchor="middle" class="mono" style="font-size:12px">{b}</text>'
         )
-        fx += 24
-    extra = max(int(kv.get("free", 0)) - min(len(fq), MAX_FREE_SHOWN), 0)
+        fx += bw + 2
+        if fx > W - 120:
+            shown_fq = k + 1
+            break
+    extra = max(int(kv.get("free", 0)) - shown_fq, 0)
     if extra:
         out.append(_text(fx + 4, yy + 15, f"+{extra} more", "muted"))
     yy += 26
@@ -412,6 +459,8 @@ def _table(trace: Trace[Any, Any], state: Mapping[str, Any], y: float) -> tuple[
         v.get("id") for v in state.get("requests", ()) if v.get("phase") in ("prefill", "decode")
     }
     listed = set()
+    head = _blocked_head(state)
+    stop = str(state.get("waiting_stop", ""))
     kinds = dict(
         zip(
             state.get("spend", {}).get("ids", ()),
@@ -438,6 +487,8 @@ def _table(trace: Trace[Any, Any], state: Mapping[str, Any], y: float) -> tuple[
             row_cls, tag = "row-finished", "finished"
         elif rid in admitted:
             row_cls, tag = "row-admitted", ""
+        elif head is not None and rid == head[0] and stop in STOP_WORDS:
+            row_cls, tag = ("row-blocked", "blocked") if stop == "head_of_line" else ("", "")
         out.append(
             f'<g id="row-{attr(rid)}" class="req{" changed" if row_cls else ""}" data-req="{attr(rid)}" '
             f'data-phase="{attr(phase)}" data-queue="{queue}"'
@@ -466,6 +517,8 @@ def _table(trace: Trace[Any, Any], state: Mapping[str, Any], y: float) -> tuple[
             shown_phase = "finished now"
         elif rid in admitted:
             shown_phase = "admitted · " + shown_phase
+        elif head is not None and rid == head[0] and stop in STOP_WORDS:
+            shown_phase = STOP_WORDS[stop]
         weight = "font-weight:700" if tag else ""
         out.append(
             _text(196, ry + 16, shown_phase, style=weight)

@@ -82,6 +82,8 @@ CSS = """
 .sched-svg .row-preempted{fill:#D55E00;fill-opacity:0.22;stroke:#D55E00;stroke-width:2}
 .sched-svg .row-finished{fill:#009E73;fill-opacity:0.20;stroke:#009E73;stroke-width:2}
 .sched-svg .row-admitted{fill:#56B4E9;fill-opacity:0.18;stroke:#0072B2;stroke-width:1.5}
+.sched-svg .row-blocked{fill:#E69F00;fill-opacity:0.18;stroke:#E69F00;stroke-width:2;stroke-dasharray:5 3}
+.sched-svg .blocked{fill:none;stroke:#D55E00;stroke-width:2.5;stroke-dasharray:6 4}
 .sched-svg .tag-preempted{fill:#D55E00}
 .sched-svg .tag-finished{fill:#009E73}
 .sched-svg .tagtext{fill:#000000;font-weight:700}

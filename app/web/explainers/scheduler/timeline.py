@@ -59,9 +59,12 @@ def _cursor(prefix: str, x0: float, colw: float, top: float, height: float) -> s
     )
 
 
-def gantt(trace: Trace[Any, Any], *, prefix: str = "gantt", cursor: bool = True) -> str:
+def gantt(
+    trace: Trace[Any, Any], *, prefix: str = "gantt", cursor: bool = True, span: int = 0
+) -> str:
+    """``span``: draw on an axis of that many steps (≥ the run's), to line up two runs."""
     series = trace.series
-    n_steps = len(series["step"])
+    n_steps = max(len(series["step"]), span)
     results = series["requests"]
     rows = min(MAX_GANTT_ROWS, len(results))
     codes, toks = dv.phases(series, [r["prompt_tokens"] for r in results], rows)
@@ -96,9 +99,10 @@ def gantt(trace: Trace[Any, Any], *, prefix: str = "gantt", cursor: bool = True)
         for c0, c1, code, tk in dv.runs(codes[i], toks[i], bounds):
             fill = PHASE_FILL[code].format(p=prefix)
             op = PHASE_OPACITY.get(code)
-            s0, s1 = series["step"][bounds[c0]], series["step"][bounds[c1] - 1]
-            span = f"step {s0}" if s0 == s1 else f"steps {s0}–{s1}"
-            tip = f"{rid}: {dv.PHASE_NAMES[code]}, {span}"
+            s0 = dv.step_label(series, bounds[c0])
+            s1 = dv.step_label(series, min(bounds[c1], len(series["step"])) - 1)
+            steps_text = f"step {s0}" if s0 == s1 else f"steps {s0}–{s1}"
+            tip = f"{rid}: {dv.PHASE_NAMES[code]}, {steps_text}"
             if tk:
                 tip += f", {tk} tokens scheduled"
             out.append(
@@ -117,7 +121,7 @@ def gantt(trace: Trace[Any, Any], *, prefix: str = "gantt", cursor: bool = True)
         )
         out.append(
             f'<text x="{x:.1f}" y="{ay + 4}" text-anchor="middle" class="muted" style="font-size:12px">'
-            f"{series['step'][bounds[c]]}</text>"
+            f"{dv.step_label(series, bounds[c])}</text>"
         )
     out.append(
         f'<text x="{LABEL_W - 6}" y="{ay + 4}" text-anchor="end" class="muted" style="font-size:12px">step</text>'
@@ -159,7 +163,7 @@ def _poly(xs: Sequence[float], ys: Sequence[float]) -> str:
 def _line_chart(
     prefix: str,
     title: str,
-    step_labels: Sequence[int],
+    series: Any,
     bounds: Sequence[int],
     lines: Sequence[tuple[str, Sequence[float], str]],
     *,
@@ -199,7 +203,7 @@ def _line_chart(
         out.append(_cursor(prefix, CL, colw, CT - 2, ph + 4))
     for _, values, cls in lines:
         lo, hi = dv.envelope(values, bounds)
-        xs = [CL + (c + 0.5) * colw for c in range(cols)]
+        xs = [CL + (c + 0.5) * colw for c in range(len(hi))]
         yhi = [CT + ph - ph * v / top_val for v in hi]
         ylo = [CT + ph - ph * v / top_val for v in lo]
         if any(a != b for a, b in zip(lo, hi, strict=True)):
@@ -215,7 +219,7 @@ def _line_chart(
         x = (CL, x, CW - CR)[k]
         out.append(
             f'<text x="{x:.1f}" y="{CH - 8}" text-anchor="{anchor}" class="muted" style="font-size:12px">'
-            f"step {step_labels[bounds[c] if k < 2 else bounds[-1] - 1]}</text>"
+            f"step {dv.step_label(series, bounds[c] if k < 2 else bounds[-1] - 1)}</text>"
         )
     out.append("</svg>")
     return "".join(out)
@@ -283,15 +287,17 @@ def _hist(
     return "".join(out)
 
 
-def charts(trace: Trace[Any, Any], *, prefix: str = "chart", cursor: bool = True) -> str:
+def charts(
+    trace: Trace[Any, Any], *, prefix: str = "chart", cursor: bool = True, span: int = 0
+) -> str:
     se = trace.series
-    n = len(se["step"])
+    n = max(len(se["step"]), span)
     bounds = dv.buckets(n, MAX_COLS // 2)
     budget = trace.params.config.max_num_batched_tokens
     queue = _line_chart(
         f"{prefix}-queues",
         "Queue lengths",
-        se["step"],
+        se,
         bounds,
         (("running", se["num_running"], "line-a"), ("waiting", se["num_waiting"], "line-b")),
         cursor=cursor,
@@ -299,7 +305,7 @@ def charts(trace: Trace[Any, Any], *, prefix: str = "chart", cursor: bool = True
     kv = _line_chart(
         f"{prefix}-kv",
         "KV cache usage",
-        se["step"],
+        se,
         bounds,
         (("blocks in use", se["kv_usage"], "line-a"),),
         ymax=1.0,
@@ -309,7 +315,7 @@ def charts(trace: Trace[Any, Any], *, prefix: str = "chart", cursor: bool = True
     toks = _line_chart(
         f"{prefix}-tokens",
         "Tokens per step",
-        se["step"],
+        se,
         bounds,
         (
             ("prefill", [float(v) for v in se["prefill_tokens"]], "line-a"),
