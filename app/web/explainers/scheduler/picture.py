@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from app.sim.core import Frame, Trace
+from app.web.explainers.scheduler import derive as dv
 from app.web.explainers.scheduler import style as st
 from app.web.explainers.scheduler.style import attr
 
@@ -202,7 +203,7 @@ def _grid_shape(n: int) -> tuple[int, float, float]:
     shown = min(n, MAX_CELLS)
     if shown <= 24:
         cols = shown
-    elif shown <= 512:
+    elif shown <= 256:
         cols = 32
     else:
         cols = 64
@@ -232,12 +233,10 @@ def _freed_blocks(trace: Trace[Any, Any], frame: Frame[Any]) -> set[int]:
     prev = trace.frames[frame.index - 1].state
     series = trace.series or {}
     steps = series.get("step", [])
-    here = frame.state.get("step")
-    if (
-        here not in steps
-        or steps.index(here) == 0
-        or steps[steps.index(here) - 1] != prev.get("step")
-    ):
+    s = dv.series_index(series, int(frame.state.get("step", 0)))
+    if not steps or steps[s] != frame.state.get("step") or s == 0:
+        return set()
+    if steps[s - 1] != prev.get("step"):
         return set()
     freed: set[int] = set()
     for view in prev.get("requests", ()):
@@ -273,7 +272,10 @@ def _kv(trace: Trace[Any, Any], frame: Frame[Any], y: float) -> tuple[str, float
     cols, cw, ch = _grid_shape(n)
     top = y + 26
     shown = min(n, MAX_CELLS)
-    for b in range(shown):
+    compact = cols == 64
+    if compact:  # small cells: draw runs of alike neighbouring blocks as one rect, no labels
+        out.extend(_compact_cells(kv, ids, shown, cols, cw, ch, top, lit, freed))
+    for b in range(0 if not compact else shown, shown):
         cx = PAD + (b % cols) * cw
         cy = top + (b // cols) * (ch + 3)
         o = owner[b] if b < len(owner) else -1
@@ -384,7 +386,7 @@ def _kv(trace: Trace[Any, Any], frame: Frame[Any], y: float) -> tuple[str, float
     items = (
         ("var(--bg)", "free"),
         ("url(#sp-cached)", "free, hashed (cached)"),
-        (st.OWNER[0][0], "in use (colour = request)"),
+        (st.OWNER[0][0], "in use" if compact else "in use (colour = request)"),
     )
     for fill, label in items:
         out.append(
@@ -392,9 +394,16 @@ def _kv(trace: Trace[Any, Any], frame: Frame[Any], y: float) -> tuple[str, float
         )
         out.append(_text(lx + 23, ly, label))
         lx += 34 + 7.2 * len(label)
-    out.append(f'<path d="M{lx + 8} {ly - 11} h9 v9 z" style="fill:var(--fg)"/>')
-    out.append(_text(lx + 22, ly, "hashed"))
-    lx += 80
+    if compact:  # small cells: shared blocks get their own colour, hashed marks are left out
+        out.append(
+            f'<rect x="{lx}" y="{ly - 11}" width="18" height="13" style="fill:{st.PURPLE}"/>'
+        )
+        out.append(_text(lx + 23, ly, "shared (ref_cnt > 1)"))
+        lx += 34 + 7.2 * 20
+    else:
+        out.append(f'<path d="M{lx + 8} {ly - 11} h9 v9 z" style="fill:var(--fg)"/>')
+        out.append(_text(lx + 22, ly, "hashed"))
+        lx += 80
     out.append(f'<rect class="halo" x="{lx}" y="{ly - 12}" width="20" height="15" rx="2"/>')
     out.append(_text(lx + 25, ly, "prefix hit now"))
     lx += 128
@@ -402,6 +411,64 @@ def _kv(trace: Trace[Any, Any], frame: Frame[Any], y: float) -> tuple[str, float
     out.append(_text(lx + 23, ly, "freed by preemption"))
     out.append("</g>")
     return "".join(out), ly + 12, sorted(lit)
+
+
+def _compact_cells(
+    kv: Mapping[str, Any],
+    ids: Sequence[str],
+    shown: int,
+    cols: int,
+    cw: float,
+    ch: float,
+    top: float,
+    lit: set[int],
+    freed: set[int],
+) -> list[str]:
+    ref: Sequence[int] = kv.get("ref_cnt", ())
+    hashed: Sequence[int] = kv.get("hashed", ())
+
+    # Owners are not told apart by colour here (a few pixels per block, many requests): a run
+    # is blocks alike in state, sharing, hit and freed; its tooltip names the owners.
+    def key(b: int) -> tuple[str, int, bool, bool, bool]:
+        r = ref[b] if b < len(ref) else 0
+        hs = bool(hashed[b]) if b < len(hashed) else False
+        state = "null" if b == 0 else ("used" if r > 0 else ("cached" if hs else "free"))
+        return state, 0, r > 1, b in lit, b in freed
+
+    out: list[str] = []
+    b = 0
+    while b < shown:
+        k = key(b)
+        e = b + 1
+        while e < shown and e % cols != 0 and key(e) == k:
+            e += 1
+        state, _, shared, is_lit, is_freed = k
+        cx = PAD + (b % cols) * cw
+        cy = top + (b // cols) * (ch + 3)
+        w = (e - b) * cw
+        # fills come from the classes (cu in use, cs shared, cc cached, cf free)
+        fill = ""
+        cls = {"null": "cell null", "used": "cell cs" if shared else "cell cu"}.get(
+            state, "cell cc" if state == "cached" else "cell cf"
+        )
+        if is_lit:
+            out.append(
+                f'<rect class="halo" x="{cx - 1:.1f}" y="{cy - 2:.1f}" width="{w + 1:.1f}" '
+                f'height="{ch + 4:.1f}" rx="3"/>'
+            )
+        # no tooltip per run: a fragmented cache has hundreds of runs per frame
+        out.append(
+            f'<rect id="blk-{b}" class="{cls}{" lit" if is_lit else ""}" x="{cx + 1:.1f}" '
+            f'y="{cy:.1f}" width="{w - 2:.1f}" height="{ch:.1f}"{fill} data-n="{e - b}"'
+            f"{' data-lit=' + chr(34) + '1' + chr(34) if is_lit else ''}/>"
+        )
+        if is_freed:
+            out.append(
+                f'<rect class="freed" x="{cx + 2.5:.1f}" y="{cy + 1.5:.1f}" width="{w - 5:.1f}" '
+                f'height="{ch - 3:.1f}"/>'
+            )
+        b = e
+    return out
 
 
 def _table_rows(state: Mapping[str, Any]) -> list[Mapping[str, Any]]:

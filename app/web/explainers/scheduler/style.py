@@ -25,6 +25,7 @@ DECODE = "#009E73"
 RECOMPUTE = "#E69F00"
 PREEMPTED = "#D55E00"
 WAITING = "#999999"
+PURPLE = "#CC79A7"
 
 
 def owner_colour(i: int) -> tuple[str, str]:
@@ -71,7 +72,10 @@ CSS = """
 .sched-svg .frame{fill:none;stroke:var(--line);stroke-width:1}
 .sched-svg .cell{stroke:var(--bg);stroke-width:1}
 .sched-svg .cell.free,.sched-svg .cell.cached{fill:var(--bg);stroke:var(--muted);stroke-width:1}
-.sched-svg .cell.cached{fill:url(#sp-cached)}
+.sched-svg .cell.cached,.sched-svg .cell.cc{fill:url(#sp-cached)}
+.sched-svg .cell.cu{fill:#0072B2}
+.sched-svg .cell.cs{fill:#CC79A7}
+.sched-svg .cell.cf{fill:var(--bg);stroke:var(--muted)}
 .sched-svg .null{fill:var(--fg);opacity:0.75}
 .sched-svg .nulltext{fill:var(--bg);font-weight:700}
 .sched-svg .lit{stroke:var(--fg);stroke-width:3}

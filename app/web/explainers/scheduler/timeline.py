@@ -253,7 +253,7 @@ def _hist(
         counts_all.append(counts)
     top = max(max(c) for c in counts_all) or 1
     bw = pw / nb
-    lx = CL + 8.0 * len(title) - 30
+    lx = 14 + 8.5 * len(title)
     for k, (label, vs, colour) in enumerate(sets):
         off = k * bw / len(sets)
         for b, c in enumerate(counts_all[k]):
@@ -264,12 +264,13 @@ def _hist(
             a, z = lo + b * width, lo + (b + 1) * width
             out.append(
                 f'<rect x="{x:.1f}" y="{CT + ph - h:.1f}" width="{bw / len(sets) - 1:.1f}" height="{h:.1f}" '
-                f'fill="{colour}"><title>{attr(label)}: {c} requests in {a * 1000:.1f}–{z * 1000:.1f} {unit}</title></rect>'
+                f'fill="{colour}"><title>{attr(label)}: {c} requests in {_secs(a, hi)}–{_secs(z, hi)}</title></rect>'
             )
         mean = sum(vs) / len(vs) if vs else 0.0
         out.append(
             f'<rect x="{lx}" y="7" width="14" height="12" fill="{colour}"/>'
-            f'<text x="{lx + 19}" y="18" class="muted">{attr(label)} · mean {mean * 1000:.1f} ms</text>'
+            f'<text x="{lx + 19}" y="18" class="muted">{attr(label)} · mean {_secs(mean, hi)} · '
+            f"{len(vs)} requests</text>"
         )
         lx += 150 + 7 * len(label)
     out.append(f'<line class="gridline" x1="{CL}" x2="{CW - CR}" y1="{CT + ph}" y2="{CT + ph}"/>')
@@ -281,7 +282,7 @@ def _hist(
         x = CL + pw * k / 2
         out.append(
             f'<text x="{x:.1f}" y="{CH - 8}" text-anchor="{("start", "middle", "end")[k]}" class="muted" '
-            f'style="font-size:12px">{v * 1000:.1f} ms</text>'
+            f'style="font-size:12px">{_secs(v, hi)}</text>'
         )
     out.append("</svg>")
     return "".join(out)
@@ -325,16 +326,24 @@ def charts(
         cursor=cursor,
     )
     rs = se["requests"]
-    lat = _hist(
-        f"{prefix}-latency",
-        "TTFT / TPOT",
-        (
-            ("TTFT", [r["ttft"] for r in rs if r["ttft"] >= 0], "#0072B2"),
-            ("TPOT", [r["tpot"] for r in rs if r["tpot"] is not None], "#E69F00"),
-        ),
-        "ms",
+    ttft = _hist(
+        f"{prefix}-ttft",
+        "TTFT",
+        (("time to first token", [r["ttft"] for r in rs if r["ttft"] >= 0], "#0072B2"),),
+        "",
     )
-    return '<div class="sched-charts">' + queue + kv + toks + lat + "</div>"
+    tpot = _hist(
+        f"{prefix}-tpot",
+        "TPOT",
+        (("time per output token", [r["tpot"] for r in rs if r["tpot"] is not None], "#E69F00"),),
+        "",
+    )
+    return '<div class="sched-charts">' + queue + kv + toks + ttft + tpot + "</div>"
+
+
+def _secs(v: float, scale: float) -> str:
+    """A duration in the unit the chart's range calls for."""
+    return f"{v:.2f} s" if scale >= 1.0 else f"{v * 1000:.1f} ms"
 
 
 def summary_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
