@@ -119,8 +119,9 @@ def gantt(
         out.append(
             f'<line class="gridline" x1="{x:.1f}" x2="{x:.1f}" y1="{ay - 12}" y2="{ay - 8}"/>'
         )
+        anchor = "end" if k == 5 else "middle"
         out.append(
-            f'<text x="{x:.1f}" y="{ay + 4}" text-anchor="middle" class="muted" style="font-size:12px">'
+            f'<text x="{x:.1f}" y="{ay + 4}" text-anchor="{anchor}" class="muted" style="font-size:12px">'
             f"{dv.step_label(series, bounds[c])}</text>"
         )
     out.append(
@@ -282,7 +283,7 @@ def _hist(
         x = CL + pw * k / 2
         out.append(
             f'<text x="{x:.1f}" y="{CH - 8}" text-anchor="{("start", "middle", "end")[k]}" class="muted" '
-            f'style="font-size:12px">{_secs(v, hi)}</text>'
+            f'style="font-size:12px">{_secs(v, hi, hi - lo)}</text>'
         )
     out.append("</svg>")
     return "".join(out)
@@ -341,9 +342,13 @@ def charts(
     return '<div class="sched-charts">' + queue + kv + toks + ttft + tpot + "</div>"
 
 
-def _secs(v: float, scale: float) -> str:
-    """A duration in the unit the chart's range calls for."""
-    return f"{v:.2f} s" if scale >= 1.0 else f"{v * 1000:.1f} ms"
+def _secs(v: float, scale: float, spread: float = 1.0) -> str:
+    """A duration in the unit the chart's range calls for, with enough decimals to tell the
+    axis ticks apart."""
+    if scale >= 1.0:
+        return f"{v:.2f} s"
+    digits = 1 if spread >= 1e-3 else 2 if spread >= 1e-4 else 3
+    return f"{v * 1000:.{digits}f} ms"
 
 
 def summary_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
