@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from app.sim.core import Frame, Trace
+from app.sim.core import Frame, Trace, msg
 from app.web.explainers.scheduler import derive as dv
 from app.web.explainers.scheduler import style as st
 from app.web.explainers.scheduler.style import attr
@@ -31,13 +31,22 @@ KIND_FILL = {
     "decode": st.DECODE,
     "recompute": "url(#sp-cross)",
 }
-KIND_LABEL = {"prefill": "prefill chunk", "decode": "decode", "recompute": "recompute"}
+KIND_LABEL = {
+    "prefill": str(msg("prefill chunk")),
+    "decode": str(msg("decode")),
+    "recompute": str(msg("recompute")),
+}
 PHASE_LABEL = {
-    "waiting": "waiting",
-    "preempted": "preempted",
-    "prefill": "prefill chunk",
-    "decode": "decode",
-    "finished": "finished",
+    "waiting": str(msg("waiting")),
+    "preempted": str(msg("preempted")),
+    "prefill": str(msg("prefill chunk")),
+    "decode": str(msg("decode")),
+    "finished": str(msg("finished")),
+}
+QUEUE_LABEL = {
+    "running": str(msg("running")),
+    "waiting": str(msg("waiting")),
+    "finished": str(msg("finished")),
 }
 
 
@@ -77,12 +86,19 @@ def _budget(state: Mapping[str, Any], y: float) -> tuple[str, float]:
     spend = state.get("spend", {})
     out = [
         f'<g id="budget" data-budget="{budget}" data-used="{used}">',
-        _text(PAD, y + 15, "Token budget", "title"),
+        _text(PAD, y + 15, str(msg("Token budget")), "title"),
         _text(
             PAD + 112,
             y + 15,
-            f"{used} of {budget} tokens spent this step, in the order schedule() gave them"
-            f" · {budget - used} left",
+            str(
+                msg(
+                    "{used} of {budget} tokens spent this step, in the order schedule() gave "
+                    "them · {left} left",
+                    used=used,
+                    budget=budget,
+                    left=budget - used,
+                )
+            ),
             "muted",
         ),
     ]
@@ -96,10 +112,21 @@ def _budget(state: Mapping[str, Any], y: float) -> tuple[str, float]:
     for n, (rid, tokens, kind, count) in enumerate(segs):
         w = INNER * tokens / budget
         label = rid if count == 1 else f"{rid} +{count - 1}"
-        title = (
-            f"{rid}: {tokens} {KIND_LABEL.get(kind, kind)} token(s)"
+        title = str(
+            msg(
+                "{id}: {tokens} token(s), {kind}",
+                id=rid,
+                tokens=tokens,
+                kind=KIND_LABEL.get(kind, kind),
+            )
             if count == 1
-            else f"{count} requests from {rid}: {tokens} {KIND_LABEL.get(kind, kind)} tokens"
+            else msg(
+                "{count} requests from {id}: {tokens} tokens, {kind}",
+                count=count,
+                id=rid,
+                tokens=tokens,
+                kind=KIND_LABEL.get(kind, kind),
+            )
         )
         out.append(
             f'<rect id="seg-{n}" class="seg seg-{attr(kind)}" x="{x:.2f}" y="{top}" '
@@ -128,13 +155,19 @@ def _budget(state: Mapping[str, Any], y: float) -> tuple[str, float]:
     ]
     left = budget - used
     if small and len(small) == len(segs):
-        line = "in order: " + " → ".join(small)
+        line = str(msg("in order: {list}", list=" → ".join(small)))
         if len(line) > 90:
             line = line[:88].rsplit(" → ", 1)[0] + " → …"
         out.append(_text(x + 8, top + 22, line, "mono"))
     elif left > 0 and INNER * left / budget >= 70:
         out.append(
-            _text(x + INNER * left / budget / 2, top + 22, f"{left} left", "muted", "middle")
+            _text(
+                x + INNER * left / budget / 2,
+                top + 22,
+                str(msg("{left} left", left=left)),
+                "muted",
+                "middle",
+            )
         )
     out.append(
         f'<line id="budget-end" x1="{x:.2f}" x2="{x:.2f}" y1="{top - 3}" '
@@ -152,7 +185,7 @@ def _budget(state: Mapping[str, Any], y: float) -> tuple[str, float]:
         out.append(_text(lx + 23, ly, KIND_LABEL[kind]))
         lx += 36 + 7.2 * len(KIND_LABEL[kind])
     out.append(f'<rect class="left" x="{lx}" y="{ly - 11}" width="18" height="13"/>')
-    out.append(_text(lx + 23, ly, "unspent"))
+    out.append(_text(lx + 23, ly, str(msg("unspent"))))
     lx += 100
     blocked = _blocked_head(state)
     if blocked is not None and state.get("waiting_stop") == "head_of_line":
@@ -161,17 +194,27 @@ def _budget(state: Mapping[str, Any], y: float) -> tuple[str, float]:
         out.append(
             f'<rect id="budget-blocked" class="blocked" x="{x:.2f}" y="{top - 4}" width="{gw:.2f}" '
             f'height="{h + 8}" data-req="{attr(rid)}" data-tokens="{need}">'
-            f"<title>{attr(f'{rid} needs {need} tokens; {left} are left')}</title></rect>"
+            f"<title>{attr(str(msg('{id} needs {need} tokens; {left} are left', id=rid, need=need, left=left)))}</title></rect>"
         )
         out.append(
             _text(
-                lx, ly, f"{rid} needs {need} tokens, {left} left: blocked", style="font-weight:700"
+                lx,
+                ly,
+                str(
+                    msg(
+                        "{id} needs {need} tokens, {left} left: blocked",
+                        id=rid,
+                        need=need,
+                        left=left,
+                    )
+                ),
+                style="font-weight:700",
             )
         )
     elif small and len(small) < len(segs):
         order = " → ".join(f"{rid} {tokens}" for rid, tokens, _, count in segs if count == 1)
         room = int((W - PAD - lx) / 7.6) - 7
-        line = "order: " + order
+        line = str(msg("order: {list}", list=order))
         if len(line) > room:
             line = line[:room].rsplit(" → ", 1)[0] + " → …"
         out.append(_text(lx, ly, line, "mono"))
@@ -189,13 +232,13 @@ def _blocked_head(state: Mapping[str, Any]) -> tuple[str, int] | None:
 
 
 STOP_WORDS = {
-    "head_of_line": "blocked (head of line)",
-    "kv_full_sequence": "waits: KV blocks",
-    "kv_chunk": "waits: KV blocks",
-    "max_num_seqs": "waits: max_num_seqs",
-    "budget": "waits: budget spent",
-    "static_batch_running": "waits: batch running",
-    "preempted_this_step": "waits: preemption",
+    "head_of_line": str(msg("blocked (head of line)")),
+    "kv_full_sequence": str(msg("waits: KV blocks")),
+    "kv_chunk": str(msg("waits: KV blocks")),
+    "max_num_seqs": str(msg("waits: max_num_seqs")),
+    "budget": str(msg("waits: budget spent")),
+    "static_batch_running": str(msg("waits: batch running")),
+    "preempted_this_step": str(msg("waits: preemption")),
 }
 
 
@@ -259,13 +302,22 @@ def _kv(trace: Trace[Any, Any], frame: Frame[Any], y: float) -> tuple[str, float
     freed = _freed_blocks(trace, frame)
     out = [
         f'<g id="kv" data-used="{used}" data-blocks="{n}">',
-        _text(PAD, y + 15, "KV cache", "title"),
+        _text(PAD, y + 15, str(msg("KV cache")), "title"),
         _text(
             PAD + 76,
             y + 15,
-            f"{used} of {usable} usable blocks in use ({100 * used / usable:.0f}%) · "
-            f"{kv.get('block_size', '?')} tokens per block · {kv.get('cached_blocks', 0)} hashed "
-            f"(prefix cache) · {kv.get('free', 0)} in the free queue",
+            str(
+                msg(
+                    "{used} of {usable} usable blocks in use ({pct}%) · {bs} tokens per block · "
+                    "{cached} hashed (prefix cache) · {free} in the free queue",
+                    used=used,
+                    usable=usable,
+                    pct=round(100 * used / usable),
+                    bs=int(kv.get("block_size", 0)),
+                    cached=int(kv.get("cached_blocks", 0)),
+                    free=int(kv.get("free", 0)),
+                )
+            ),
             "muted",
         ),
     ]
@@ -284,24 +336,30 @@ def _kv(trace: Trace[Any, Any], frame: Frame[Any], y: float) -> tuple[str, float
         who = ids[o] if 0 <= o < len(ids) else ""
         if b == 0:
             cls, fill, fg = "cell null", "", "var(--bg)"
-            desc = "block 0: the null block (never allocated)"
+            desc = str(msg("block 0: the null block (never allocated)"))
         elif r > 0:
             fill, fg = st.owner_colour(o if o >= 0 else 0)
             cls = "cell used"
-            desc = f"block {b}: {who}, ref_cnt {r}" + (", hashed" if hs else ", not hashed yet")
+            desc = str(
+                msg("block {n}: {id}, ref_cnt {ref}, hashed", n=b, id=who, ref=r)
+                if hs
+                else msg("block {n}: {id}, ref_cnt {ref}, not hashed yet", n=b, id=who, ref=r)
+            )
         elif hs:
             cls, fill, fg = "cell cached", "url(#sp-cached)", "var(--fg)"
-            desc = f"block {b}: free, still hashed (a prefix-cache hit can take it back)"
+            desc = str(
+                msg("block {n}: free, still hashed (a prefix-cache hit can take it back)", n=b)
+            )
         else:
             cls, fill, fg = "cell free", "", "var(--fg)"
-            desc = f"block {b}: free"
+            desc = str(msg("block {n}: free", n=b))
         flags = []
         if b in lit:
             flags.append("lit")
-            desc += "; prefix-cache hit this step"
+            desc += str(msg("; prefix-cache hit this step"))
         if b in freed:
             flags.append("freed")
-            desc += "; freed by the preemption this step"
+            desc += str(msg("; freed by the preemption this step"))
         if b in lit:
             out.append(
                 f'<rect class="halo" x="{cx - 1:.1f}" y="{cy - 2:.1f}" width="{cw + 1:.1f}" height="{ch + 4:.1f}" rx="3"/>'
@@ -350,7 +408,14 @@ def _kv(trace: Trace[Any, Any], frame: Frame[Any], y: float) -> tuple[str, float
             _text(
                 PAD,
                 yy + 13,
-                f"Blocks {shown}–{n - 1} not drawn: {rest_used} of them in use.",
+                str(
+                    msg(
+                        "Blocks {first}–{last} not drawn: {used} of them in use.",
+                        first=shown,
+                        last=n - 1,
+                        used=rest_used,
+                    )
+                ),
                 "muted",
             )
         )
@@ -358,7 +423,9 @@ def _kv(trace: Trace[Any, Any], frame: Frame[Any], y: float) -> tuple[str, float
     # free queue
     fq: Sequence[int] = kv.get("free_queue", ())
     yy += 4
-    out.append(_text(PAD, yy + 15, "Free queue, head first (reused and evicted first):", "muted"))
+    out.append(
+        _text(PAD, yy + 15, str(msg("Free queue, head first (reused and evicted first):")), "muted")
+    )
     fx = PAD + 352
     shown_fq = min(len(fq), MAX_FREE_SHOWN)
     for k, b in enumerate(fq[:MAX_FREE_SHOWN]):
@@ -378,15 +445,15 @@ def _kv(trace: Trace[Any, Any], frame: Frame[Any], y: float) -> tuple[str, float
             break
     extra = max(int(kv.get("free", 0)) - shown_fq, 0)
     if extra:
-        out.append(_text(fx + 4, yy + 15, f"+{extra} more", "muted"))
+        out.append(_text(fx + 4, yy + 15, str(msg("+{count} more", count=extra)), "muted"))
     yy += 26
     # legend
     ly = yy + 12
     lx = float(PAD)
     items = (
-        ("var(--bg)", "free"),
-        ("url(#sp-cached)", "free, hashed (cached)"),
-        (st.OWNER[0][0], "in use" if compact else "in use (colour = request)"),
+        ("var(--bg)", str(msg("free"))),
+        ("url(#sp-cached)", str(msg("free, hashed (cached)"))),
+        (st.OWNER[0][0], str(msg("in use")) if compact else str(msg("in use (colour = request)"))),
     )
     for fill, label in items:
         out.append(
@@ -398,17 +465,17 @@ def _kv(trace: Trace[Any, Any], frame: Frame[Any], y: float) -> tuple[str, float
         out.append(
             f'<rect x="{lx}" y="{ly - 11}" width="18" height="13" style="fill:{st.PURPLE}"/>'
         )
-        out.append(_text(lx + 23, ly, "shared (ref_cnt > 1)"))
+        out.append(_text(lx + 23, ly, str(msg("shared (ref_cnt > 1)"))))
         lx += 34 + 7.2 * 20
     else:
         out.append(f'<path d="M{lx + 8} {ly - 11} h9 v9 z" style="fill:var(--fg)"/>')
-        out.append(_text(lx + 22, ly, "hashed"))
+        out.append(_text(lx + 22, ly, str(msg("hashed"))))
         lx += 80
     out.append(f'<rect class="halo" x="{lx}" y="{ly - 12}" width="20" height="15" rx="2"/>')
-    out.append(_text(lx + 25, ly, "prefix hit now"))
+    out.append(_text(lx + 25, ly, str(msg("prefix hit now"))))
     lx += 128
     out.append(f'<rect class="freed" x="{lx}" y="{ly - 11}" width="18" height="13"/>')
-    out.append(_text(lx + 23, ly, "freed by preemption"))
+    out.append(_text(lx + 23, ly, str(msg("freed by preemption"))))
     out.append("</g>")
     return "".join(out), ly + 12, sorted(lit)
 
@@ -488,14 +555,14 @@ def _table_rows(state: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 COLS = (
-    ("request", 10),
-    ("queue", 112),
-    ("phase", 196),
-    ("computed / to compute", 384),
-    ("outputs", 616),
-    ("this step", 700),
-    ("blocks", 778),
-    ("prio · preempt.", 846),
+    (msg("request"), 10),
+    (msg("queue"), 112),
+    (msg("phase"), 196),
+    (msg("computed / to compute"), 384),
+    (msg("outputs"), 616),
+    (msg("this step"), 700),
+    (msg("blocks"), 778),
+    (msg("prio · preempt."), 846),
 )
 
 
@@ -509,17 +576,24 @@ def _table(trace: Trace[Any, Any], state: Mapping[str, Any], y: float) -> tuple[
     waiting_n = int(state.get("num_waiting", 0))
     out = [
         '<g id="requests">',
-        _text(PAD, y + 15, "Requests", "title"),
+        _text(PAD, y + 15, str(msg("Requests")), "title"),
         _text(
             PAD + 80,
             y + 15,
-            f"{running_n} running · {waiting_n} waiting · {state.get('num_finished', 0)} finished",
+            str(
+                msg(
+                    "{running} running · {waiting} waiting · {finished} finished",
+                    running=running_n,
+                    waiting=waiting_n,
+                    finished=int(state.get("num_finished", 0)),
+                )
+            ),
             "muted",
         ),
     ]
     hy = y + 40
     for label, x in COLS:
-        out.append(_text(x, hy, label, "muted"))
+        out.append(_text(x, hy, str(label), "muted"))
     out.append(f'<line class="gridline" x1="{PAD}" x2="{W - PAD}" y1="{hy + 6}" y2="{hy + 6}"/>')
     ry = hy + 10
     running_ids = {
@@ -573,17 +647,17 @@ def _table(trace: Trace[Any, Any], state: Mapping[str, Any], y: float) -> tuple[
                 f'<rect x="{PAD}" y="{ry}" width="2" height="2" fill="none" data-focus="1"/>'
             )
             focused = True
-        out.append(_text(112, ry + 16, queue))
+        out.append(_text(112, ry + 16, QUEUE_LABEL[queue]))
         # what the request did this step (its tokens' kind), else where it stands
         shown_phase = (
             KIND_LABEL.get(kinds[rid], phase) if rid in kinds else PHASE_LABEL.get(phase, phase)
         )
         if tag == "preempted":
-            shown_phase = "preempted now"
+            shown_phase = str(msg("preempted now"))
         elif tag == "finished":
-            shown_phase = "finished now"
+            shown_phase = str(msg("finished now"))
         elif rid in admitted:
-            shown_phase = "admitted · " + shown_phase
+            shown_phase = str(msg("admitted · {phase}", phase=shown_phase))
         elif head is not None and rid == head[0] and stop in STOP_WORDS:
             shown_phase = STOP_WORDS[stop]
         weight = "font-weight:700" if tag else ""
@@ -626,8 +700,8 @@ def _table(trace: Trace[Any, Any], state: Mapping[str, Any], y: float) -> tuple[
             'data-phase="preempted" data-queue="waiting" data-change="preempted">'
             f'<rect class="row-preempted" x="{PAD - 4}" y="{ry}" width="{INNER + 8}" height="{ROW_H - 2}" rx="3"/>'
             + _text(PAD + 18, ry + 16, rid[:12], "mono")
-            + _text(112, ry + 16, "waiting")
-            + _text(196, ry + 16, "preempted now", style="font-weight:700")
+            + _text(112, ry + 16, QUEUE_LABEL["waiting"])
+            + _text(196, ry + 16, str(msg("preempted now")), style="font-weight:700")
             + "</g>"
         )
         ry += ROW_H
@@ -638,7 +712,12 @@ def _table(trace: Trace[Any, Any], state: Mapping[str, Any], y: float) -> tuple[
             _text(
                 PAD,
                 ry + 14,
-                f"{max(more, hidden)} more requests in the queues are not listed.",
+                str(
+                    msg(
+                        "{count} more requests in the queues are not listed.",
+                        count=max(more, hidden),
+                    )
+                ),
                 "muted",
             )
         )
@@ -660,7 +739,7 @@ def picture(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
     svg: str = (
         f'<svg xmlns="http://www.w3.org/2000/svg" id="sched-picture" class="sched-svg" '
         f'viewBox="0 0 {W} {h}" width="{W}" height="{h}" style="min-width:{W}px" role="img" '
-        f'aria-label="Step {attr(state.get("step", ""))}: token budget, KV cache and requests" '
+        f'aria-label="{attr(msg("Step {step}: token budget, KV cache and requests", step=int(state.get("step", 0))))}" '
         f'data-step="{attr(state.get("step", ""))}" data-budget-used="{attr(state.get("budget_used", 0))}" '
         f'data-kv-used="{attr(state.get("kv", {}).get("used", 0))}" data-preempted="{attr(preempted)}" '
         f'data-finished="{attr(finished)}" data-lit="{",".join(map(str, lit))}">'

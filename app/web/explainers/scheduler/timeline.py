@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from app.sim.core import Trace
+from app.sim.core import Message, Trace, msg
 from app.web.explainers.scheduler import derive as dv
 from app.web.explainers.scheduler import style as st
 from app.web.explainers.scheduler.style import attr
@@ -33,6 +33,15 @@ PHASE_FILL = {
     dv.PREEMPTED: st.PREEMPTED,
 }
 PHASE_OPACITY = {dv.WAITING: "0.55"}
+PHASE_LABEL = {
+    dv.WAITING: str(msg("waiting")),
+    dv.STALLED: str(msg("running, no tokens")),
+    dv.DECODE: str(msg("decode")),
+    dv.PREFILL: str(msg("prefill chunk")),
+    dv.RECOMPUTE: str(msg("recompute")),
+    dv.PREEMPTED_WAIT: str(msg("preempted, waiting")),
+    dv.PREEMPTED: str(msg("preempted")),
+}
 LEGEND = (
     dv.WAITING,
     dv.PREFILL,
@@ -74,17 +83,24 @@ def gantt(
     colw = plot_w / max(cols, 1)
     top = 26
     height = rows * ROW_H
+    sub = (
+        msg("one row per request, one column per step; hover a bar for the tokens it was given")
+        if cols == n_steps
+        else msg(
+            "one row per request, one column per {n} steps; hover a bar for the tokens it was "
+            "given",
+            n=round(n_steps / cols, 1),
+        )
+    )
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" id="{prefix}" class="sched-svg sched-gantt" '
         f'viewBox="0 0 {GW} {top + height + 64}" style="min-width:{GW}px" role="img" '
-        f'aria-label="Timeline: each request\'s phase at every step" data-cols="{cols}" '
+        f'aria-label="{attr(msg("Timeline: each request’s phase at every step"))}" data-cols="{cols}" '
         f'data-rows="{rows}" data-steps="{n_steps}">',
         st.style(),
         st.defs(prefix),
-        '<text x="6" y="16" class="title">Timeline</text>',
-        f'<text x="86" y="16" class="muted">one row per request, one column per '
-        f"{'step' if cols == n_steps else f'{n_steps / cols:.1f} steps'}; hover a bar for the tokens "
-        f"it was given</text>",
+        f'<text x="6" y="16" class="title">{attr(msg("Timeline"))}</text>',
+        f'<text x="86" y="16" class="muted">{attr(sub)}</text>',
     ]
     if cursor:
         out.append(_cursor(prefix, LABEL_W, colw, top - 2, height + 4))
@@ -101,10 +117,14 @@ def gantt(
             op = PHASE_OPACITY.get(code)
             s0 = dv.step_label(series, bounds[c0])
             s1 = dv.step_label(series, min(bounds[c1], len(series["step"])) - 1)
-            steps_text = f"step {s0}" if s0 == s1 else f"steps {s0}–{s1}"
-            tip = f"{rid}: {dv.PHASE_NAMES[code]}, {steps_text}"
+            if s0 == s1:
+                tip = str(msg("{id}: {phase}, step {a}", id=rid, phase=PHASE_LABEL[code], a=s0))
+            else:
+                tip = str(
+                    msg("{id}: {phase}, steps {a}–{b}", id=rid, phase=PHASE_LABEL[code], a=s0, b=s1)
+                )
             if tk:
-                tip += f", {tk} tokens scheduled"
+                tip += str(msg(", {tokens} tokens scheduled", tokens=tk))
             out.append(
                 f'<rect x="{LABEL_W + c0 * colw:.2f}" y="{y + 1}" width="{(c1 - c0) * colw:.2f}" '
                 f'height="{ROW_H - 3}" fill="{fill}"{f" fill-opacity={chr(34)}{op}{chr(34)}" if op else ""} '
@@ -125,12 +145,12 @@ def gantt(
             f"{dv.step_label(series, bounds[c])}</text>"
         )
     out.append(
-        f'<text x="{LABEL_W - 6}" y="{ay + 4}" text-anchor="end" class="muted" style="font-size:12px">step</text>'
+        f'<text x="{LABEL_W - 6}" y="{ay + 4}" text-anchor="end" class="muted" style="font-size:12px">{attr(msg("step"))}</text>'
     )
     lx = 6.0
     ly = ay + 30
     for code in LEGEND:
-        label = dv.PHASE_NAMES[code]
+        label = PHASE_LABEL[code]
         fill = PHASE_FILL[code].format(p=prefix)
         op = PHASE_OPACITY.get(code)
         out.append(
@@ -143,8 +163,16 @@ def gantt(
     note = ""
     if len(results) > rows:
         note = (
-            f'<p class="muted sched-note">The timeline shows the first {rows} of '
-            f"{len(results)} requests; the charts count them all.</p>"
+            '<p class="muted sched-note">'
+            + attr(
+                msg(
+                    "The timeline shows the first {rows} of {total} requests; the charts count "
+                    "them all.",
+                    rows=rows,
+                    total=len(results),
+                )
+            )
+            + "</p>"
         )
     return '<div class="sched-scroll">' + "".join(out) + "</div>" + note
 
@@ -220,7 +248,7 @@ def _line_chart(
         x = (CL, x, CW - CR)[k]
         out.append(
             f'<text x="{x:.1f}" y="{CH - 8}" text-anchor="{anchor}" class="muted" style="font-size:12px">'
-            f"step {dv.step_label(series, bounds[c] if k < 2 else bounds[-1] - 1)}</text>"
+            f"{attr(msg('step {n}', n=dv.step_label(series, bounds[c] if k < 2 else bounds[-1] - 1)))}</text>"
         )
     out.append("</svg>")
     return "".join(out)
@@ -240,7 +268,7 @@ def _hist(
     ]
     if not values:
         out.append(
-            f'<text x="{CL}" y="{CT + 40}" class="muted">no finished request yet</text></svg>'
+            f'<text x="{CL}" y="{CT + 40}" class="muted">{attr(msg("no finished request yet"))}</text></svg>'
         )
         return "".join(out)
     lo, hi = min(values), max(values)
@@ -265,13 +293,14 @@ def _hist(
             a, z = lo + b * width, lo + (b + 1) * width
             out.append(
                 f'<rect x="{x:.1f}" y="{CT + ph - h:.1f}" width="{bw / len(sets) - 1:.1f}" height="{h:.1f}" '
-                f'fill="{colour}"><title>{attr(label)}: {c} requests in {_secs(a, hi)}–{_secs(z, hi)}</title></rect>'
+                f'fill="{colour}"><title>{attr(msg("{label}: {count} requests in {a}–{b}", label=label, count=c, a=_secs(a, hi), b=_secs(z, hi)))}</title></rect>'
             )
         mean = sum(vs) / len(vs) if vs else 0.0
         out.append(
             f'<rect x="{lx}" y="7" width="14" height="12" fill="{colour}"/>'
-            f'<text x="{lx + 19}" y="18" class="muted">{attr(label)} · mean {_secs(mean, hi)} · '
-            f"{len(vs)} requests</text>"
+            f'<text x="{lx + 19}" y="18" class="muted">'
+            f"{attr(msg('{label} · mean {mean} · {count} requests', label=label, mean=_secs(mean, hi), count=len(vs)))}"
+            "</text>"
         )
         lx += 150 + 7 * len(label)
     out.append(f'<line class="gridline" x1="{CL}" x2="{CW - CR}" y1="{CT + ph}" y2="{CT + ph}"/>')
@@ -298,30 +327,33 @@ def charts(
     budget = trace.params.config.max_num_batched_tokens
     queue = _line_chart(
         f"{prefix}-queues",
-        "Queue lengths",
+        str(msg("Queue lengths")),
         se,
         bounds,
-        (("running", se["num_running"], "line-a"), ("waiting", se["num_waiting"], "line-b")),
+        (
+            (str(msg("running")), se["num_running"], "line-a"),
+            (str(msg("waiting")), se["num_waiting"], "line-b"),
+        ),
         cursor=cursor,
     )
     kv = _line_chart(
         f"{prefix}-kv",
-        "KV cache usage",
+        str(msg("KV cache usage")),
         se,
         bounds,
-        (("blocks in use", se["kv_usage"], "line-a"),),
+        ((str(msg("blocks in use")), se["kv_usage"], "line-a"),),
         ymax=1.0,
         unit="%",
         cursor=cursor,
     )
     toks = _line_chart(
         f"{prefix}-tokens",
-        "Tokens per step",
+        str(msg("Tokens per step")),
         se,
         bounds,
         (
-            ("prefill", [float(v) for v in se["prefill_tokens"]], "line-a"),
-            ("decode", [float(v) for v in se["decode_tokens"]], "line-b"),
+            (str(msg("prefill")), [float(v) for v in se["prefill_tokens"]], "line-a"),
+            (str(msg("decode")), [float(v) for v in se["decode_tokens"]], "line-b"),
         ),
         ymax=float(budget),
         cursor=cursor,
@@ -330,13 +362,19 @@ def charts(
     ttft = _hist(
         f"{prefix}-ttft",
         "TTFT",
-        (("time to first token", [r["ttft"] for r in rs if r["ttft"] >= 0], "#0072B2"),),
+        ((str(msg("time to first token")), [r["ttft"] for r in rs if r["ttft"] >= 0], "#0072B2"),),
         "",
     )
     tpot = _hist(
         f"{prefix}-tpot",
         "TPOT",
-        (("time per output token", [r["tpot"] for r in rs if r["tpot"] is not None], "#E69F00"),),
+        (
+            (
+                str(msg("time per output token")),
+                [r["tpot"] for r in rs if r["tpot"] is not None],
+                "#E69F00",
+            ),
+        ),
         "",
     )
     return '<div class="sched-charts">' + queue + kv + toks + ttft + tpot + "</div>"
@@ -351,7 +389,7 @@ def _secs(v: float, scale: float, spread: float = 1.0) -> str:
     return f"{v * 1000:.{digits}f} ms"
 
 
-def summary_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
+def summary_rows(summary: Mapping[str, Any]) -> list[tuple[Message, str]]:
     def ms(key: str) -> str:
         v = summary.get(key)
         return f"{v * 1000:.1f} ms" if isinstance(v, (int, float)) else "–"
@@ -361,21 +399,21 @@ def summary_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
         return format(v, spec) + suffix if isinstance(v, (int, float)) else "–"
 
     return [
-        ("batching · policy", f"{summary.get('batching', '')} · {summary.get('policy', '')}"),
-        ("requests", num("num_requests")),
-        ("steps", num("num_steps")),
-        ("makespan", f"{summary.get('makespan_s', 0):.3f} s"),
-        ("output throughput", num("output_throughput_tok_s", ",.0f", " tok/s")),
-        ("mean TTFT", ms("mean_ttft_s")),
-        ("p99 TTFT", ms("p99_ttft_s")),
-        ("mean TPOT", ms("mean_tpot_s")),
-        ("p99 TPOT", ms("p99_tpot_s")),
-        ("mean end-to-end", ms("mean_e2e_s")),
-        ("preemptions", num("num_preemptions")),
-        ("recomputed tokens", num("recomputed_tokens")),
-        ("prefix-cache hit tokens", num("prefix_hit_tokens")),
-        ("peak KV usage", num("peak_kv_usage", ".0%")),
-        ("padding tokens", num("padding_tokens")),
+        (msg("batching · policy"), f"{summary.get('batching', '')} · {summary.get('policy', '')}"),
+        (msg("requests"), num("num_requests")),
+        (msg("steps"), num("num_steps")),
+        (msg("makespan"), f"{summary.get('makespan_s', 0):.3f} s"),
+        (msg("output throughput"), num("output_throughput_tok_s", ",.0f", " tok/s")),
+        (msg("mean TTFT"), ms("mean_ttft_s")),
+        (msg("p99 TTFT"), ms("p99_ttft_s")),
+        (msg("mean TPOT"), ms("mean_tpot_s")),
+        (msg("p99 TPOT"), ms("p99_tpot_s")),
+        (msg("mean end-to-end"), ms("mean_e2e_s")),
+        (msg("preemptions"), num("num_preemptions")),
+        (msg("recomputed tokens"), num("recomputed_tokens")),
+        (msg("prefix-cache hit tokens"), num("prefix_hit_tokens")),
+        (msg("peak KV usage"), num("peak_kv_usage", ".0%")),
+        (msg("padding tokens"), num("padding_tokens")),
     ]
 
 
@@ -385,7 +423,7 @@ def summary_table(summary: Mapping[str, Any]) -> str:
         for k, v in summary_rows(summary)
     )
     return (
-        '<details class="run-summary" open><summary>Summary of the whole run</summary>'
+        f'<details class="run-summary" open><summary>{attr(msg("Summary of the whole run"))}</summary>'
         '<div class="table-scroll"><table class="fields summary-table"><tbody>'
         + rows
         + "</tbody></table></div></details>"
