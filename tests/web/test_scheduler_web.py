@@ -287,3 +287,31 @@ def test_editor_form_only_for_what_it_can_carry(client: TestClient) -> None:
     assert (
         'name="config.max_num_batched_tokens"' in page and 'name="requests.0.prompt_tokens"' in page
     )
+
+
+def test_head_of_line_block_is_drawn_where_the_words_say(client: TestClient) -> None:
+    """When the decision log says "Head-of-line blocking: X needs N tokens, only L are left"
+    (chunked prefill off, Scheduler.schedule stops admitting), the budget bar shows X's N
+    tokens overrunning the L left and X's row is marked blocked; other steps show neither."""
+    html = client.get("/explainers/scheduler/presets/head-of-line").text
+    seen = 0
+    for part in _frames(html).values():
+        side = htmllib.unescape(part.split('data-part="side"', 1)[1])
+        m = re.search(r"Head-of-line blocking: (\w+) needs (\d+) tokens, only (\d+) are left", side)
+        svg = _svg(part)
+        ghost = svg.find(f".//{NS}rect[@id='budget-blocked']")
+        blocked = [
+            g.get("data-req") for g in svg.iter(f"{NS}g") if g.get("data-change") == "blocked"
+        ]
+        if m is None:
+            assert ghost is None and blocked == []
+            continue
+        seen += 1
+        rid, need, left = m.group(1), int(m.group(2)), int(m.group(3))
+        assert ghost is not None and ghost.get("data-req") == rid
+        assert int(ghost.get("data-tokens") or 0) == need > left
+        assert blocked == [rid]
+        budget = svg.find(f".//{NS}g[@id='budget']")
+        assert budget is not None
+        assert int(budget.get("data-budget") or 0) - int(budget.get("data-used") or 0) == left
+    assert seen >= 2
