@@ -571,6 +571,7 @@ def _table(trace: Trace[Any, Any], state: Mapping[str, Any], y: float) -> tuple[
     preempted = set(state.get("preempted", ()))
     finished = set(state.get("finished", ()))
     admitted = set(state.get("admitted", ()))
+    arrived = set(state.get("arrived", ()))
     views = _table_rows(state)
     running_n = int(state.get("num_running", 0))
     waiting_n = int(state.get("num_waiting", 0))
@@ -660,6 +661,8 @@ def _table(trace: Trace[Any, Any], state: Mapping[str, Any], y: float) -> tuple[
             shown_phase = str(msg("admitted · {phase}", phase=shown_phase))
         elif head is not None and rid == head[0] and stop in STOP_WORDS:
             shown_phase = STOP_WORDS[stop]
+        if rid in arrived and rid not in admitted and not tag:
+            shown_phase = str(msg("arrived · {phase}", phase=shown_phase))
         weight = "font-weight:700" if tag else ""
         out.append(
             _text(196, ry + 16, shown_phase, style=weight)
