@@ -170,10 +170,13 @@ def test_preemption_named_in_the_words_is_marked_in_the_picture(
     client: TestClient, slug: str
 ) -> None:
     """At the step whose decision log says "preempt X", the picture marks X's row as preempted
-    (and the victim's old blocks as freed); no other step marks a preemption."""
+    and the blocks it held the step before as freed (Scheduler._preempt_request frees them); no
+    other step marks a preemption."""
     html = client.get(f"/explainers/scheduler/presets/{slug}").text
+    ex = SchedulerExplainer()
+    trace = ex.run(ex.parse(dict(next(p for p in PRESETS if p.slug == slug).params)))
     named = 0
-    for _, part in _frames(html).items():
+    for index, part in _frames(html).items():
         side = htmllib.unescape(part.split('data-part="side"', 1)[1])
         victims = re.findall(r"→ preempt (\w+)", side)
         svg = _svg(part)
@@ -184,12 +187,13 @@ def test_preemption_named_in_the_words_is_marked_in_the_picture(
         assert (svg.get("data-preempted") or "") == ",".join(victims)
         if victims:
             named += 1
-            freed = [
-                e
-                for e in svg.iter(f"{NS}rect")
-                if "freed" in (e.get("class") or "") and e.get("x") and e.get("height") != "13"
-            ]
-            assert freed, "the victim's blocks are outlined as freed"
+            # the blocks the victim held in the step before, outlined as freed
+            prev = trace.frames[index - 1].state
+            held = {b for v in prev["requests"] if v["id"] in victims for b in v["blocks"]}
+            freed = {
+                int(e.get("data-block") or -1) for e in svg.iter(f"{NS}rect") if e.get("data-block")
+            }
+            assert freed == held and held
     assert named == 1
 
 

@@ -375,7 +375,7 @@ def _kv(trace: Trace[Any, Any], frame: Frame[Any], y: float) -> tuple[str, float
         )
         if b in freed:
             out.append(
-                f'<rect class="freed" x="{cx + 2.5:.1f}" y="{cy + 1.5:.1f}" width="{cw - 5:.1f}" height="{ch - 3:.1f}"/>'
+                f'<rect class="freed" x="{cx + 2.5:.1f}" y="{cy + 1.5:.1f}" width="{cw - 5:.1f}" height="{ch - 3:.1f}" data-block="{b}"/>'
             )
         if cw >= 26 and ch >= 18:
             if b == 0:
