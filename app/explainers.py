@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from app.sim.congestion import CwndExplainer
 from app.sim.path.explainer import PathExplainer
+from app.sim.serving import SchedulerExplainer
 from app.sim.skbuff import SkbExplainer
 from app.sim.tcp import TcpExplainer
-from app.web.explainers import cwnd, path, skb, tcp
+from app.web.explainers import cwnd, path, scheduler, skb, tcp
 from app.web.plugin import Plugin
 
 
@@ -18,4 +19,5 @@ def builtin() -> tuple[Plugin, ...]:
         Plugin(sim=CwndExplainer(), web=cwnd.VIEW),
         Plugin(sim=TcpExplainer(), web=tcp.VIEW),
         Plugin(sim=PathExplainer(), web=path.VIEW),
+        Plugin(sim=SchedulerExplainer(), web=scheduler.VIEW),
     )

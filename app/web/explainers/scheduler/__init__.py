@@ -1,0 +1,21 @@
+"""Web half of the vLLM scheduler explainer: the per-step picture (token budget, KV cache,
+request queues), a timeline and charts drawn once per trace, a config/requests editor and the
+compare page."""
+
+from __future__ import annotations
+
+from app.sim.core import msg
+from app.web.explainers.scheduler.compare import router
+from app.web.explainers.scheduler.editor import EDITOR
+from app.web.explainers.scheduler.picture import picture
+from app.web.explainers.scheduler.timeline import static
+from app.web.plugin import Action, WebView
+
+VIEW = WebView(
+    picture=picture,
+    static=static,
+    scripts=("/static/explainers/scheduler/cursor.js",),
+    editor=EDITOR,
+    router=router,
+    actions=(Action(key="compare", label=msg("Compare"), path="compare"),),
+)
