@@ -347,8 +347,8 @@ def _decision_log(s: Scheduler, spend: Spend, arrived: list[Req]) -> tuple[Messa
             lines.append(
                 msg(
                     "{req} needs {need} new block(s) but only {free} are free → preempt {victim} "
-                    "(worst priority {priority}); {given} tokens it was given this step go back "
-                    "to the budget.",
+                    "(worst priority {priority}); the token(s) it was given this step ({given}) go "
+                    "back to the budget.",
                     req=ev.for_req.rid,
                     need=ev.need_blocks,
                     free=ev.free_blocks,
@@ -415,7 +415,7 @@ def _decision_log(s: Scheduler, spend: Spend, arrived: list[Req]) -> tuple[Messa
         lines.append(msg("A request was preempted this step, so nobody is admitted."))
     elif code == STOP_BUDGET and waiting:
         lines.append(
-            msg("The token budget is spent; {count} requests keep waiting.", count=waiting)
+            msg("The token budget is spent; requests still waiting: {count}.", count=waiting)
         )
     elif code == STOP_MAX_SEQS and head is not None:
         lines.append(
