@@ -168,8 +168,7 @@ def _flow_series(p: CwndParams, f: Flow) -> dict[str, Any]:
     }
     out.update(f.series or {"t": [], "cwnd": []})
     out["events"] = f.events
-    if f.is_cubic:
-        out["epochs"] = f.epochs
+    out.update(f.ca.trace_extras(f))
     return out
 
 
