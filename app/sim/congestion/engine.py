@@ -53,7 +53,9 @@ Simplifications, each a deliberate choice (what Linux does differs as said):
 * on RTO every outstanding un-SACKed segment is marked lost (6.4 with RACK leaves segments
   sent within the last RTT unmarked; after ≥ 200 ms of silence that is normally none);
 * the RTT sample of an ACK comes from the segment that triggered it (Linux's srtt uses the
-  oldest newly ACKed segment, usually sent a few µs earlier in the same burst);
+  oldest newly ACKed segment, usually sent a few µs earlier in the same burst); when that is a
+  retransmission and the ACK advances snd_una, the timestamp echo gives the sample, in whole
+  ms, as ``tcp_ack_update_rtt`` takes it (the 52-byte headers carry timestamps);
 * TSO only for paced (BBR) flows, as bursts of ``bbr_tso_segs_goal`` segments; no TSQ.
 """
 
@@ -94,6 +96,7 @@ from app.sim.core.tcp import (
 )
 
 _RTO_MAX_S = TCP_RTO_MAX_US / 1e6
+TCP_TS_HZ = 1000  # include/net/tcp.h: the TCP timestamp clock (TSval) ticks every ms
 
 
 class Engine:
@@ -472,43 +475,44 @@ class Engine:
             # newly lost (a drop blocks the cumulative ACK and would show up as SACKs).
             delivered = ack_no - f.snd_una
             f.snd_una = ack_no
+            f.icsk_retransmits = 0
             f.delivered += delivered
-            if pkt[2]:
-                rtt_us = -1
+            # tcp_ack_update_rtt: snd_una advanced, so there is always a sample: the segment's
+            # own, or for a retransmission the timestamp echo (see ack_rtt_us)
+            rtt_us = int((now - pkt[1]) * 1e6) if not pkt[2] else tsecr_rtt_us(now, pkt[1])
+            # tcp_rtt_estimator, inlined here for speed (Flow.rtt_estimator is the shared
+            # version): srtt ×8, mdev ×4, rttvar floored at 200 ms per RTT
+            m = rtt_us
+            srtt = f.srtt_us
+            m -= srtt >> 3
+            srtt += m
+            mdev = f.mdev_us
+            if m < 0:
+                m = -m - (mdev >> 2)
+                if m > 0:
+                    m >>= 3
             else:
-                rtt_us = int((now - pkt[1]) * 1e6)
-                # tcp_rtt_estimator, inlined here for speed (Flow.rtt_estimator is the
-                # commented version): srtt ×8, mdev ×4, rttvar floored at 200 ms per RTT
-                m = rtt_us
-                srtt = f.srtt_us
-                m -= srtt >> 3
-                srtt += m
-                mdev = f.mdev_us
-                if m < 0:
-                    m = -m - (mdev >> 2)
-                    if m > 0:
-                        m >>= 3
-                else:
-                    m -= mdev >> 2
-                mdev += m
-                f.mdev_us = mdev
-                if mdev > f.mdev_max_us:
-                    f.mdev_max_us = mdev
-                    if mdev > f.rttvar_us:
-                        f.rttvar_us = mdev
-                if ack_no > f.rtt_seq:
-                    if f.mdev_max_us < f.rttvar_us:
-                        f.rttvar_us -= (f.rttvar_us - f.mdev_max_us) >> 2
-                    f.rtt_seq = f.snd_nxt
-                    f.mdev_max_us = TCP_RTO_MIN_US
-                if srtt < 1:
-                    srtt = 1
-                f.srtt_us = srtt
-                rto_us = (srtt >> 3) + f.rttvar_us
-                f.rto_s = -(-rto_us // 1000) / 1000 if rto_us < TCP_RTO_MAX_US else _RTO_MAX_S
-                if rtt_us < f.min_rtt_us:
-                    f.min_rtt_us = rtt_us
-                f.last_rtt_us = rtt_us
+                m -= mdev >> 2
+            mdev += m
+            f.mdev_us = mdev
+            if mdev > f.mdev_max_us:
+                f.mdev_max_us = mdev
+                if mdev > f.rttvar_us:
+                    f.rttvar_us = mdev
+            if ack_no > f.rtt_seq:
+                if f.mdev_max_us < f.rttvar_us:
+                    f.rttvar_us -= (f.rttvar_us - f.mdev_max_us) >> 2
+                f.rtt_seq = f.snd_nxt
+                f.mdev_max_us = TCP_RTO_MIN_US
+            if srtt < 1:
+                srtt = 1
+            f.srtt_us = srtt
+            rto_us = (srtt >> 3) + f.rttvar_us
+            f.rto_s = -(-rto_us // 1000) / 1000 if rto_us < TCP_RTO_MAX_US else _RTO_MAX_S
+            f.backoff = 0
+            if rtt_us < f.min_rtt_us:
+                f.min_rtt_us = rtt_us
+            f.last_rtt_us = rtt_us
             if pkt[1] > f.rack_xmit:
                 f.rack_xmit = pkt[1]
             f.ca.acked_and_cong_avoid(f, delivered, rtt_us, now)
@@ -517,7 +521,6 @@ class Engine:
                 f.rto_deadline = f.tlp_deadline = 0.0
                 self.push(f, now)
                 return
-            f.backoff = 0
             rto = f.rto_s
             f.rto_deadline = now + rto
             room = f.cwnd - (nxt - ack_no)
@@ -543,6 +546,7 @@ class Engine:
         if ack_no > f.snd_una:
             delivered = ack_no - f.snd_una
             f.snd_una = ack_no
+            f.icsk_retransmits = 0
             una_adv = True
             if f.holes:
                 self.cum_ack_holes(f, ack_no)
@@ -560,15 +564,8 @@ class Engine:
                 f.sacked_set.clear()
         f.delivered += delivered
 
-        # RTT sample (Karn: none from a retransmission), tcp_rtt_estimator, pkts_acked
-        if not pkt[2]:
-            rtt_us = int((now - pkt[1]) * 1e6)
-            f.rtt_estimator(rtt_us)
-            if rtt_us < f.min_rtt_us:
-                f.min_rtt_us = rtt_us
-            f.last_rtt_us = rtt_us
-        else:
-            rtt_us = -1
+        # tcp_ack_update_rtt (the estimator, min_rtt, backoff), then pkts_acked with the sample
+        rtt_us = self.ack_rtt_us(f, now, pkt, una_adv)
         ca = f.ca
         if ca.pkts_acked is not None:
             ca.pkts_acked(f, rtt_us, now)
@@ -597,7 +594,6 @@ class Engine:
         if f.snd_nxt == f.snd_una:
             f.rto_deadline = f.tlp_deadline = 0.0
         elif una_adv:
-            f.backoff = 0
             self.arm_rto(f, now)
             if not self.schedule_loss_probe(f, now, f.rto_s):
                 f.tlp_deadline = 0.0  # tcp_rearm_rto replaces a pending probe
@@ -611,15 +607,9 @@ class Engine:
         prior_in_flight = f.snd_nxt - f.snd_una + f.retrans_out
         delivered = ack_no - f.snd_una
         f.snd_una = ack_no
+        f.icsk_retransmits = 0
         f.delivered += delivered
-        if pkt[2]:
-            rtt_us = -1
-        else:
-            rtt_us = int((now - pkt[1]) * 1e6)
-            f.rtt_estimator(rtt_us)
-            if rtt_us < f.min_rtt_us:
-                f.min_rtt_us = rtt_us
-            f.last_rtt_us = rtt_us
+        rtt_us = self.ack_rtt_us(f, now, pkt, True)
         if pkt[1] > f.rack_xmit:
             f.rack_xmit = pkt[1]
         self.rate_sample(f, now, delivered, 0, pkt, rtt_us, prior_in_flight)
@@ -627,10 +617,34 @@ class Engine:
         if f.snd_nxt == ack_no:
             f.rto_deadline = f.tlp_deadline = 0.0
         else:
-            f.backoff = 0
             f.rto_deadline = now + f.rto_s
             self.schedule_loss_probe(f, now, f.rto_s)
         self.push(f, now)
+
+    def ack_rtt_us(self, f: Flow, now: float, pkt: tuple[Any, ...], acked: bool) -> int:
+        """tcp_clean_rtx_queue → tcp_ack_update_rtt (tcp_input.c:3087): the ACK's RTT sample
+        in µs, or -1, after feeding it to the estimator.
+
+        A never-retransmitted segment gives its own sample (Karn's rule forbids one from
+        retransmitted data). Failing that, an ACK that advances snd_una (FLAG_ACKED) takes one
+        from its timestamp echo, which timestamps (the 52-byte headers) always carry: TSecr
+        is the TSval of the retransmission itself, so the sample is exact, in whole ms. A valid
+        sample recomputes the RTO (tcp_set_rto) and clears the backoff (RFC 6298), so the
+        doubled RTO of a timeout lasts only until the first retransmission is ACKed; the same
+        sample is ``rs.rtt_us`` and ``pkts_acked``'s, so BBR's and CUBIC's hooks see it too.
+        """
+        if not pkt[2]:
+            rtt_us = int((now - pkt[1]) * 1e6)
+        elif acked:
+            rtt_us = tsecr_rtt_us(now, pkt[1])
+        else:
+            return -1
+        f.rtt_estimator(rtt_us)
+        f.backoff = 0
+        if rtt_us < f.min_rtt_us:
+            f.min_rtt_us = rtt_us
+        f.last_rtt_us = rtt_us
+        return rtt_us
 
     def cum_ack_holes(self, f: Flow, ack_no: int) -> None:
         hh = f.hole_heap
@@ -929,7 +943,9 @@ class Engine:
         cwnd = f.cwnd
         state = f.ca_state
         new_reduction = (
-            state <= CA_DISORDER or f.snd_una >= f.high_seq or (state == CA_LOSS and f.backoff == 0)
+            state <= CA_DISORDER
+            or f.snd_una >= f.high_seq
+            or (state == CA_LOSS and f.icsk_retransmits == 0)
         )
         if new_reduction:
             f.prior_cwnd = cwnd
@@ -956,6 +972,7 @@ class Engine:
         f.high_seq = f.snd_nxt
         self.set_ca_state(f, CA_LOSS, now)
         rto = f.rto_s
+        f.icsk_retransmits += 1
         f.backoff += 1
         f.rto_s = min(f.rto_s * 2, _RTO_MAX_S)
         if new_reduction:
@@ -1041,6 +1058,13 @@ def _claim(timer: Timer, now: float) -> bool:
     timer.queued_at = None
     timer.deadline = None
     return True
+
+
+def tsecr_rtt_us(now: float, sent: float) -> int:
+    """The RTT the timestamp echo gives (tcp_ack_update_rtt): tcp_time_stamp now less the
+    echoed TSval, both in TCP_TS_HZ (1 kHz) ticks of the same clock, at least 1, in µs."""
+    delta = int(now * TCP_TS_HZ) - int(sent * TCP_TS_HZ)
+    return (delta if delta > 0 else 1) * (1_000_000 // TCP_TS_HZ)
 
 
 def _pto(f: Flow) -> float:

@@ -108,6 +108,7 @@ class Flow(RttEstimator):
         "prr_out",
         # retransmission timer (the RTT estimator's fields come from RttEstimator)
         "backoff",
+        "icsk_retransmits",
         "rto_deadline",
         "rto_timer",
         "tlp_deadline",
@@ -200,7 +201,8 @@ class Flow(RttEstimator):
         self.prr_delivered = 0
         self.prr_out = 0
 
-        self.backoff = 0
+        self.backoff = 0  # icsk_backoff: RTO doublings since the last valid RTT sample
+        self.icsk_retransmits = 0  # RTOs since snd_una last advanced (tcp_enter_loss asks)
         self.rto_deadline = 0.0
         # One retransmission timer per flow (icsk_retransmit_timer), lazily in the event queue:
         # it serves the RTO (rto_deadline) and the tail loss probe (tlp_deadline, 0 when none is

@@ -1,0 +1,80 @@
+"""Issue #11: RTT samples with timestamps, the receiver's initial quick ACKs, BBR's citations."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from app.sim.congestion import bbr as B
+from app.sim.congestion import cubic as C
+from app.sim.congestion.engine import Engine, tsecr_rtt_us
+from app.sim.congestion.flow import CA_LOSS
+from app.sim.congestion.params import parse
+from app.sim.core.tcp import rto_jiffies_s
+
+LINK = {"rate_mbps": 10, "rtt_ms": 40, "buffer_bdp": 1}
+
+
+def _until(eng: Engine, t: float, done: Callable[[], bool], step: float = 0.0005) -> float:
+    """Walk the engine in small steps from ``t`` until ``done()`` is true; the time reached."""
+    while not done():
+        t += step
+        eng.run(until=t)
+        if t > eng.end:
+            raise AssertionError("the condition never became true")
+    return t
+
+
+def after_rto_ack(cc: str) -> tuple[Engine, float, float]:
+    """One ``cc`` flow black-holed at 2 s until its loss probe is lost too, then the path is
+    restored: the RTO fires, resends the head, and the walk stops at the first ACK that
+    moves snd_una. Returns the engine, the RTO it backed off to, and the time."""
+    eng = Engine(parse({"link": LINK, "flows": [{"cc": cc}], "duration_s": 6, "seed": 0}))
+    f = eng.flows[0]
+    eng.run(until=2.0)
+    limit = eng.limit_time
+    eng.limit_time = -1.0  # every packet offered is dropped
+    t = _until(eng, 2.0, lambda: f.tlps == 1)
+    eng.limit_time = limit
+    t = _until(eng, t, lambda: f.rtos == 1)
+    doubled = f.rto_s
+    una = f.snd_una
+    assert f.backoff == 1 and f.ca_state == CA_LOSS  # the timer backed off
+    t = _until(eng, t, lambda: f.snd_una > una)
+    return eng, doubled, t
+
+
+def test_tsecr_sample_is_whole_milliseconds() -> None:
+    """tcp_ack_update_rtt: delta = tcp_time_stamp − TSecr in 1 ms ticks (TCP_TS_HZ), at least
+    one tick, times 1000 µs."""
+    assert tsecr_rtt_us(2.0809, 2.0001) == 80_000
+    assert tsecr_rtt_us(2.0801, 2.0009) == 80_000
+    assert tsecr_rtt_us(1.0004, 1.0001) == 1_000  # same tick: delta 0 counts as 1
+
+
+@pytest.mark.parametrize("cc", ["reno", "cubic", "bbr"])
+def test_ack_of_a_retransmission_samples_rtt_from_tsecr(cc: str) -> None:
+    """tcp_ack_update_rtt (net/ipv4/tcp_input.c) with timestamps: the ACK that advances snd_una
+    over the RTO's retransmission takes the RTT from TSecr (whole ms), recomputes the RTO
+    (tcp_set_rto), so the doubled RTO is gone, and clears icsk_backoff; the same sample is
+    rs.rtt_us (BBR) and pkts_acked's (CUBIC's delay_min, reset by the Loss state)."""
+    eng, doubled, _ = after_rto_ack(cc)
+    f = eng.flows[0]
+    m = f.last_rtt_us
+    assert m % 1000 == 0 and 40_000 <= m <= 200_000
+    assert f.backoff == 0
+    assert f.rto_s == rto_jiffies_s((f.srtt_us >> 3) + f.rttvar_us) < doubled
+    ca = f.ca
+    if isinstance(ca, C.Cubic):
+        assert ca.delay_min == m
+    if isinstance(ca, B.Bbr):
+        assert f.rs.rtt_us == m
+
+
+def test_rto_after_a_sampled_retransmission_is_not_doubled_again() -> None:
+    """tcp_ack_update_rtt resets the backoff on a valid sample, while tcp_enter_loss's
+    "already reduced" test reads icsk_retransmits, which only snd_una moving clears."""
+    eng, _, _ = after_rto_ack("reno")
+    f = eng.flows[0]
+    assert f.icsk_retransmits == 0 and f.backoff == 0
