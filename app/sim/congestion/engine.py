@@ -186,9 +186,12 @@ class Engine:
                 continue
             n += 1
             if kind == EV_PACE:
+                # the pacing timer is armed only while idle, at wstamp, so its one entry is
+                # always due when it pops (Timer.due, inlined: it runs for every paced burst)
                 f = flows[ev[4]]
-                if f.pace_timer.due(now):
-                    self.push(f, now)
+                timer = f.pace_timer
+                timer.queued_at = timer.deadline = None
+                self.push(f, now)
             elif kind == EV_DELACK:
                 self.on_delack(flows[ev[4]], now)
             elif kind == EV_RTO:
@@ -258,13 +261,15 @@ class Engine:
                 if in_reduction:
                     f.prr_out += room
         else:
-            tso_segs = f.ca.tso_segs
+            goal = f.ca.tso_segs(f)  # changes only with the pacing rate, not while sending
             while room > 0:
                 if f.wstamp > now:  # tcp_pacing_check: wait for the earliest departure time
-                    if not f.pace_timer.armed:
-                        f.pace_timer.arm(f.wstamp)
+                    timer = f.pace_timer
+                    if timer.queued_at is None:  # Timer.arm, inlined (the timer is idle)
+                        timer.queued_at = timer.deadline = f.wstamp
+                        self.evq.push(f.wstamp, EV_PACE, f.index)
                     break
-                burst = tso_segs(f)  # tcp_cwnd_test: also at most half of cwnd
+                burst = goal  # tcp_cwnd_test: also at most half of cwnd
                 half = f.cwnd >> 1
                 if half < burst:
                     burst = half if half > 1 else 1
@@ -609,7 +614,13 @@ class Engine:
         f.snd_una = ack_no
         f.icsk_retransmits = 0
         f.delivered += delivered
-        rtt_us = self.ack_rtt_us(f, now, pkt, True)
+        # ack_rtt_us, inlined: snd_una advanced, so there is always a sample
+        rtt_us = int((now - pkt[1]) * 1e6) if not pkt[2] else tsecr_rtt_us(now, pkt[1])
+        f.sample(rtt_us, ack_no, f.snd_nxt)  # tcp_rtt_estimator (Flow.rtt_estimator)
+        f.backoff = 0
+        if rtt_us < f.min_rtt_us:
+            f.min_rtt_us = rtt_us
+        f.last_rtt_us = rtt_us
         if pkt[1] > f.rack_xmit:
             f.rack_xmit = pkt[1]
         self.rate_sample(f, now, delivered, 0, pkt, rtt_us, prior_in_flight)
@@ -639,7 +650,7 @@ class Engine:
             rtt_us = tsecr_rtt_us(now, pkt[1])
         else:
             return -1
-        f.rtt_estimator(rtt_us)
+        f.sample(rtt_us, f.snd_una, f.snd_nxt)  # tcp_rtt_estimator (Flow.rtt_estimator)
         f.backoff = 0
         if rtt_us < f.min_rtt_us:
             f.min_rtt_us = rtt_us
