@@ -36,7 +36,8 @@ Simplifications, each a deliberate choice (what Linux does differs as said):
 * no handshake: a flow starts established, with one RTT sample (base RTT + the queue then) as
   the SYN/ACK would give; no receive-window limit (autotuning never binds); segments are full;
 * the delayed-ACK timer is a fixed 40 ms (TCP_ATO_MIN; Linux adapts ``ato`` from it); the
-  first 5 segments are ACKed at once (quick-ACK); no SACK compression (every out-of-order
+  first segments are ACKed at once (quick-ACK): 16 with the default 65160-byte initial receive
+  window and a 1448-byte MSS (``tcp_incr_quickack``); no SACK compression (every out-of-order
   segment is SACKed at once, as with tcp_comp_sack_nr = 0);
 * loss detection is RACK with a reorder window of min_rtt/4 below 3 SACKed segments and 0 after,
   but without RACK's reorder timer (the check runs on the next ACK); no F-RTO or undo (the path

@@ -32,7 +32,9 @@ CA_NAMES = ("Open", "Disorder", "CWR", "Recovery", "Loss")
 # Event kinds in the engine's queue (``kind`` of an EventQueue entry)
 EV_ACK, EV_PACE, EV_DELACK, EV_RTO, EV_SAMPLE, EV_START = range(6)
 
-TCP_DEFAULT_INIT_RCVWND = 10  # initial receive window in segments -> quick ACKs
+TCP_MAX_QUICKACKS = 16  # include/net/tcp.h
+TCP_RMEM_DEFAULT = 131072  # net.ipv4.tcp_rmem[1]: a new socket's sk_rcvbuf
+TCP_ADV_WIN_SCALE = 1  # net.ipv4.tcp_adv_win_scale in 6.4: half the buffer is window
 JIFFIES_BASE = 1 << 20  # keeps jiffies non-zero: CUBIC treats epoch_start == 0 as "no epoch"
 SND_CWND_CLAMP = 0xFFFFFFFF
 DUPTHRESH = 3  # net.ipv4.tcp_reordering: RACK skips its reorder window once this many SACKed
@@ -237,8 +239,9 @@ class Flow(RttEstimator):
         self.rcv_pending_pkt: tuple[Any, ...] | None = None
         self.rcv_deadline = 0.0  # when the pending delayed ACK is due (icsk_ack.timeout)
         self.delack_timer = Timer(q, EV_DELACK, index)
-        # tcp_incr_quickack on the first data segment: rcv_wnd / (2 * rcv_mss) quick ACKs
-        self.quick = TCP_DEFAULT_INIT_RCVWND // 2
+        # icsk_ack.quick: the first data segment sets it (tcp_incr_quickack); each immediate
+        # ACK uses one up
+        self.quick = initial_quickacks(mss)
 
         self.retransmits = 0
         self.drops = 0
@@ -284,6 +287,27 @@ class Flow(RttEstimator):
         srtt + max(4·mdev, 200 ms), not max(200 ms, srtt + 4·rttvar).
         """
         self.sample(m, self.snd_una, self.snd_nxt)
+
+
+def initial_rcv_wnd(mss: int) -> int:
+    """The receive window the receiver offers in its SYN-ACK, in bytes: tcp_openreq_init_rwin
+    (net/ipv4/tcp_minisocks.c) passes tcp_full_space(), the default 128 KiB buffer less the
+    tcp_adv_win_scale share (65536 bytes), to tcp_select_initial_window
+    (net/ipv4/tcp_output.c), which rounds it down to whole segments of ``mss`` (the MSS less the
+    timestamp option) and caps it at 65535. For a 1448-byte MSS: 45 × 1448 = 65160 bytes."""
+    space = TCP_RMEM_DEFAULT - (TCP_RMEM_DEFAULT >> TCP_ADV_WIN_SCALE)  # tcp_win_from_space
+    if space > mss:
+        space -= space % mss
+    return min(space, 0xFFFF)
+
+
+def initial_quickacks(mss: int) -> int:
+    """tcp_incr_quickack (net/ipv4/tcp_input.c) on the first data segment (tcp_event_data_recv):
+    rcv_wnd / (2 · rcv_mss) quick ACKs, at least 2, at most TCP_MAX_QUICKACKS. rcv_mss is the
+    segment size by then (tcp_measure_rcv_mss runs first), so a 1448-byte MSS gives
+    min(65160 / 2896, 16) = 16."""
+    quick = initial_rcv_wnd(mss) // (2 * mss)
+    return min(quick if quick else 2, TCP_MAX_QUICKACKS)
 
 
 def sk_pacing_rate(tp: Flow) -> float:

@@ -9,7 +9,7 @@ import pytest
 from app.sim.congestion import bbr as B
 from app.sim.congestion import cubic as C
 from app.sim.congestion.engine import Engine, tsecr_rtt_us
-from app.sim.congestion.flow import CA_LOSS
+from app.sim.congestion.flow import CA_LOSS, Flow, initial_quickacks, initial_rcv_wnd
 from app.sim.congestion.params import parse
 from app.sim.core.tcp import rto_jiffies_s
 
@@ -78,3 +78,35 @@ def test_rto_after_a_sampled_retransmission_is_not_doubled_again() -> None:
     eng, _, _ = after_rto_ack("reno")
     f = eng.flows[0]
     assert f.icsk_retransmits == 0 and f.backoff == 0
+
+
+def test_initial_receive_window_and_quick_acks() -> None:
+    """tcp_select_initial_window (via tcp_openreq_init_rwin) offers tcp_full_space() = 65536
+    bytes rounded down to whole segments, at most 65535; tcp_incr_quickack then allows
+    rcv_wnd / (2 · rcv_mss) quick ACKs, between 2 and TCP_MAX_QUICKACKS = 16."""
+    assert initial_rcv_wnd(1448) == 65160 == 45 * 1448
+    assert initial_quickacks(1448) == 16  # 65160 / 2896 = 22, capped at 16
+    assert initial_rcv_wnd(536) == 65392 and initial_quickacks(536) == 16
+    assert initial_rcv_wnd(9000) == 63000 and initial_quickacks(9000) == 3
+    assert initial_rcv_wnd(4000) == 64000 and initial_quickacks(4000) == 8
+
+
+def test_receiver_acks_the_first_16_segments_at_once() -> None:
+    """tcp_incr_quickack (net/ipv4/tcp_input.c): with the default 65160-byte window the
+    receiver ACKs each of the first 16 segments at once, then every second segment
+    (__tcp_ack_snd_check) or after the delayed-ACK timer."""
+    eng = Engine(parse({"link": LINK, "flows": [{"cc": "reno"}], "duration_s": 1, "seed": 0}))
+    f = eng.flows[0]
+    assert f.quick == 16
+    acked: list[int] = []
+    on_ack = eng.on_ack
+
+    def record(f: Flow, now: float, ack_no: int, sacked: int, pkt: tuple[object, ...]) -> None:
+        acked.append(ack_no)
+        on_ack(f, now, ack_no, sacked, pkt)
+
+    eng.on_ack = record  # type: ignore[method-assign]
+    eng.run(until=0.3)
+    assert acked[:16] == list(range(1, 17))
+    assert acked[16] - acked[15] == 2
+    assert f.quick == 0
