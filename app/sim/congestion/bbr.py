@@ -234,7 +234,10 @@ class Bbr(CongestionOps):
         )
 
     def rto_note(self, tp: Flow, cwnd: int) -> str:
-        return "BBR restarts full-pipe detection and will restore its saved cwnd after recovery"
+        return (
+            "BBR zeroes full_bw, the bandwidth its full-pipe test compares against (a pipe "
+            "already judged full stays so), and will restore its saved cwnd after recovery"
+        )
 
     def record(self, tp: Flow, series: dict[str, list[Any]]) -> None:
         """The mode, the max-filter bw, the pacing gain and min_rtt at this sample tick."""
@@ -244,7 +247,8 @@ class Bbr(CongestionOps):
         series["min_rtt_ms"].append(round(self.min_rtt_us / 1e3, 3))
 
     def set_state(self, tp: Flow, new_state: int, now: float) -> None:
-        """bbr_set_state: an RTO ends the round and restarts full-pipe detection."""
+        """bbr_set_state (tcp_bbr.c:1128): entering Loss (an RTO) ends the round, zeroes full_bw
+        (not full_bw_reached) and feeds the long-term sampler a lossy sample."""
         if new_state == CA_LOSS:
             self.prev_ca_state = CA_LOSS
             self.full_bw = 0
@@ -254,8 +258,9 @@ class Bbr(CongestionOps):
             self._lt_bw_sampling(tp, rs, now)
 
     def undo_cwnd(self, tp: Flow) -> int:
-        """bbr_undo_cwnd (tcp_bbr.c:1089): the slow-down was spurious, so full-pipe detection
-        and the long-term sampler start over; cwnd stays as it is."""
+        """bbr_undo_cwnd (tcp_bbr.c:1089): the slow-down was spurious, so full_bw and
+        full_bw_cnt are zeroed (full_bw_reached stays) and the long-term sampler starts over;
+        cwnd stays as it is."""
         self.full_bw = 0
         self.full_bw_cnt = 0
         self._reset_lt_bw_sampling(tp)

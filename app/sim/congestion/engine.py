@@ -852,7 +852,7 @@ class Engine:
         self.set_timer(f, f.rto_deadline)
 
     def schedule_loss_probe(self, f: Flow, now: float, rto_left: float) -> bool:
-        """tcp_schedule_loss_probe (tcp_output.c:2734 in 6.4): arm the tail loss probe.
+        """tcp_schedule_loss_probe (tcp_output.c:2730 in 6.4): arm the tail loss probe.
 
         Only in Open (or CWR) with data outstanding (SACK is always on here). The probe
         timeout (PTO) is 2·srtt in whole jiffies plus TCP_TIMEOUT_MIN (2 ms), or plus

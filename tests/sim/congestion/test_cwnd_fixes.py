@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import random
+import re
+import shutil
+import subprocess
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from app.sim.congestion import bbr as B
 from app.sim.congestion import cubic as C
+from app.sim.congestion import run, sources
 from app.sim.congestion.engine import Engine, tsecr_rtt_us
 from app.sim.congestion.flow import CA_LOSS, Flow, initial_quickacks, initial_rcv_wnd
 from app.sim.congestion.params import parse
+from app.sim.core.sources import SourceRef
 from app.sim.core.tcp import rto_jiffies_s
 
 LINK = {"rate_mbps": 10, "rtt_ms": 40, "buffer_bdp": 1}
@@ -110,3 +117,87 @@ def test_receiver_acks_the_first_16_segments_at_once() -> None:
     assert acked[:16] == list(range(1, 17))
     assert acked[16] - acked[15] == 2
     assert f.quick == 0
+
+
+LINUX_TREE = Path("/work/.mirror/lewisevans2007+linux-6.4/repo")
+
+
+def _all_refs() -> list[SourceRef]:
+    refs: list[SourceRef] = []
+    for value in vars(sources).values():
+        if isinstance(value, SourceRef):
+            refs.append(value)
+        elif isinstance(value, dict):
+            refs += [v for v in value.values() if isinstance(v, SourceRef)]
+    return refs
+
+
+def test_cited_lines_are_the_definitions_in_linux_6_4() -> None:
+    """Every SourceRef in the citation table names the line where its function is defined in
+    Linux 6.4 (checked in the source tree when it is available)."""
+    if not LINUX_TREE.is_dir() or shutil.which("git") is None:
+        pytest.skip("the Linux 6.4 source tree is not available here")
+    files: dict[str, list[str]] = {}
+    for ref in _all_refs():
+        if ref.path not in files:
+            out = subprocess.run(
+                ["git", "-C", str(LINUX_TREE), "show", f"HEAD:{ref.path}"],
+                capture_output=True,
+                text=True,
+                check=True,
+                timeout=30,
+            )
+            files[ref.path] = out.stdout.splitlines()
+        line = files[ref.path][ref.line - 1]
+        assert re.match(rf"^\w.*[ *]{ref.function}\(", line), (ref, line)
+
+
+def test_bbr_recovery_exit_cites_its_own_restore() -> None:
+    """tcp_end_cwnd_reduction (net/ipv4/tcp_input.c) returns at once for an ops table with
+    cong_control, so BBR leaving Recovery cites bbr_set_cwnd_to_recover_or_restore, where its
+    saved cwnd comes back; Reno and CUBIC cite tcp_end_cwnd_reduction."""
+    detail = {"cwnd": 10, "ssthresh": 5, "cwnd_before": 7}
+    bbr = sources.for_event("recovery_exit", "bbr", detail)
+    assert bbr is not None and bbr.function == "bbr_set_cwnd_to_recover_or_restore"
+    assert bbr.path == "net/ipv4/tcp_bbr.c" and bbr.line == 479
+    for cc in ("reno", "cubic"):
+        ref = sources.for_event("recovery_exit", cc, detail)
+        assert ref is not None and ref.function == "tcp_end_cwnd_reduction"
+    tr = run(
+        parse(
+            {
+                "link": {"rate_mbps": 20, "rtt_ms": 40, "buffer_bdp": 1},
+                "flows": [{"cc": "bbr"}],
+                "duration_s": 2,
+            }
+        )
+    )
+    exits = [fr for fr in tr.frames if fr.op == "recovery_exit"]
+    assert exits and all(fr.source == bbr for fr in exits)
+
+
+def test_long_term_rate_cites_bbr_lt_bw_interval_done() -> None:
+    """The long-term ("policer") rate takes over in bbr_lt_bw_interval_done
+    (net/ipv4/tcp_bbr.c): two lossy intervals delivering the same rate. That is what such a
+    step cites, not bbr_reset_probe_bw_mode."""
+    ref = sources.for_event(
+        "bbr_mode", "bbr", {"from": "PROBE_BW", "to": "PROBE_BW", "lt_bw_mbps": 4.2}
+    )
+    assert ref is not None and ref.function == "bbr_lt_bw_interval_done" and ref.line == 657
+    other = sources.for_event("bbr_mode", "bbr", {"from": "DRAIN", "to": "PROBE_BW"})
+    assert other is not None and other.function == "bbr_reset_probe_bw_mode"
+
+
+def test_bbr_rto_zeroes_full_bw_but_keeps_full_pipe() -> None:
+    """bbr_set_state (net/ipv4/tcp_bbr.c) on entering Loss zeroes full_bw and ends the round,
+    but leaves full_bw_reached alone: a flow whose pipe was judged full does not go back to
+    Startup, and the RTO's narration no longer says full-pipe detection restarts."""
+    ca = B.Bbr(random.Random(0))
+    f = Flow(index=0, cc_name="bbr", ca=ca, start=0.0, rtt=0.04, mss=1448)
+    f.min_rtt_us = 40_000
+    ca.init(f, 0.0)
+    ca.full_bw, ca.full_bw_cnt, ca.full_bw_reached, ca.round_start = 5000, 3, 1, 0
+    ca.set_state(f, CA_LOSS, 1.0)
+    assert (ca.full_bw, ca.full_bw_reached, ca.round_start) == (0, 1, 1)
+    note = ca.rto_note(f, 100)
+    assert "restarts full-pipe detection" not in note and "full_bw" in note
