@@ -87,7 +87,6 @@ from app.sim.congestion.flow import (
     sk_pacing_rate,
 )
 from app.sim.congestion.params import CwndParams
-from app.sim.congestion.reno import CongControl
 from app.sim.core.events import EventQueue, Timer
 from app.sim.core.tcp import (
     TCP_DELACK_MIN_S,
@@ -120,6 +119,9 @@ class Engine:
         self.acks = 0
         self.events_processed = 0
         self.evq = EventQueue()
+        # the queue's heap and seq counter, bound once for the hot paths (send_new, on_ack)
+        self.heap = self.evq.heap
+        self.seq = self.evq.seq
         self.flows = [
             Flow(
                 index=i,
@@ -262,7 +264,7 @@ class Engine:
                 if in_reduction:
                     f.prr_out += room
         else:
-            goal = f.ca.tso_segs(f)  # changes only with the pacing rate, not while sending
+            goal = 0  # the TSO goal, read when first needed (only the pacing rate changes it)
             while room > 0:
                 if f.wstamp > now:  # tcp_pacing_check: wait for the earliest departure time
                     timer = f.pace_timer
@@ -270,6 +272,8 @@ class Engine:
                         timer.queued_at = timer.deadline = f.wstamp
                         self.evq.push(f.wstamp, EV_PACE, f.index)
                     break
+                if not goal:
+                    goal = f.ca.tso_segs(f)
                 burst = goal  # tcp_cwnd_test: also at most half of cwnd
                 half = f.cwnd >> 1
                 if half < burst:
@@ -329,9 +333,8 @@ class Engine:
         """``transmit`` for ``n`` new segments at once (the hot path, so with locals)."""
         seq0 = f.snd_nxt
         f.snd_nxt = seq0 + n
-        heap = self.evq.heap  # Timer.arm and EventQueue.push inlined below
-        counter = self.evq.seq
-        dtimer = f.delack_timer
+        heap = self.heap  # Timer.arm and EventQueue.push inlined below
+        counter = self.seq
         tx = self.tx
         lim = self.limit_time
         owd = f.owd
@@ -340,9 +343,10 @@ class Engine:
         idx = f.index
         ooo = f.ooo
         d, dm, ft, al = f.delivered, f.delivered_mstamp, f.first_tx_mstamp, f.app_limited
-        accepted = 0
+        dropped = 0
         nxt = f.rcv_nxt  # receiver state in locals; written back before anything reads it
         pending = f.rcv_pending
+        deadline = f.rcv_deadline
         hpush = heapq.heappush
         q = f.ackq
         qadd = q.append
@@ -356,14 +360,14 @@ class Engine:
                     self.random_drops += 1
                 f.drops += 1
                 f.undetected.append(pkt)
+                dropped += 1
                 continue
             last = (last if b > 0 else now) + tx
-            accepted += 1
             r = last + owd
-            if pending and f.rcv_deadline <= r:  # the delayed-ACK timer fired first
+            if pending and deadline <= r:  # the delayed-ACK timer fired first
                 pending = False
                 f.rcv_nxt = nxt
-                self.send_ack(f, f.rcv_deadline, f.rcv_pending_pkt)
+                self.send_ack(f, deadline, f.rcv_pending_pkt)
             if seq == nxt:
                 nxt += 1
                 if ooo:
@@ -375,11 +379,12 @@ class Engine:
                 elif not pending:
                     pending = True
                     f.rcv_pending_pkt = pkt
-                    f.rcv_deadline = dtimer.deadline = dl = r + TCP_DELACK_MIN_S
-                    qa = dtimer.queued_at
-                    if qa is None or dl < qa:
-                        dtimer.queued_at = dl
-                        hpush(heap, (dl, 0, next(counter), EV_DELACK, idx))
+                    deadline = r + TCP_DELACK_MIN_S
+                    # arm the delayed-ACK timer (inlined): deadlines only grow (departures
+                    # are FIFO), so an entry already queued comes first and on_delack moves it
+                    if f.delack_timer.queued_at is None:
+                        f.delack_timer.queued_at = deadline
+                        hpush(heap, (deadline, 0, next(counter), EV_DELACK, idx))
                     continue
             elif seq > nxt:
                 ooo.add(seq)
@@ -387,11 +392,12 @@ class Engine:
             qadd((r + owd, nxt, len(ooo), pkt))
         f.rcv_nxt = nxt
         f.rcv_pending = pending
+        f.rcv_deadline = deadline
         if q and not f.ack_armed:
             f.ack_armed = True
             hpush(heap, (q[0][0], 0, next(counter), EV_ACK, idx))
         self.last_dep = last
-        self.accepted += accepted
+        self.accepted += n - dropped
 
     def transmit(self, f: Flow, seq: int, now: float, retrans: bool) -> None:
         """One segment into the bottleneck; if it gets through, into the receiver."""
@@ -433,7 +439,7 @@ class Engine:
                     f.rcv_pending = True
                     f.rcv_pending_pkt = pkt
                     f.rcv_deadline = d = r + TCP_DELACK_MIN_S
-                    f.delack_timer.arm(d)
+                    self.arm_delack(f, d)
                     return
         elif seq > nxt:
             f.ooo.add(seq)  # out of order: SACK it at once
@@ -448,18 +454,33 @@ class Engine:
             f.ack_armed = True
             self.evq.push(at, EV_ACK, f.index)
 
+    def arm_delack(self, f: Flow, deadline: float) -> None:
+        """Make sure the delayed-ACK timer fires no later than ``deadline`` (``rcv_deadline``).
+
+        As :meth:`Timer.arm` queues it: deadlines only grow, so an entry already queued is
+        earlier and stays; :meth:`on_delack` moves it on when it comes up early.
+        """
+        timer = f.delack_timer
+        if timer.queued_at is None:
+            timer.queued_at = deadline
+            self.evq.push(deadline, EV_DELACK, f.index)
+
     def on_delack(self, f: Flow, now: float) -> None:
         """The delayed-ACK timer (tcp_delack_timer): ACK the pending segment if one still is.
 
         An ACK sent meanwhile (a second segment arrived) leaves the timer queued: it then
-        finds nothing pending and stops; a newer pending segment's later deadline re-queues it.
+        finds nothing pending and stops; a newer pending segment's later deadline
+        (``rcv_deadline``) re-queues it.
         """
-        timer = f.delack_timer
+        if not _claim(f.delack_timer, now):
+            return  # never happens: deadlines only grow, so no entry is superseded
         if not f.rcv_pending:
-            timer.stop()
-        if timer.due(now):
+            return
+        if f.rcv_deadline <= now:
             f.rcv_pending = False
             self.send_ack(f, now, f.rcv_pending_pkt)
+        else:
+            self.arm_delack(f, f.rcv_deadline)
 
     # -- ACK processing ------------------------------------------------------------------------
 
@@ -474,17 +495,17 @@ class Engine:
             and f.ca_state == CA_OPEN
             and not f.undetected
         ):
-            if cong_control is not None:
-                self.cong_control_fast_ack(f, now, ack_no, pkt, cong_control)
-                return
             # The common case, in one place: in-order progress in state Open. Nothing can be
             # newly lost (a drop blocks the cumulative ACK and would show up as SACKs).
+            if cong_control is not None:
+                prior_in_flight = f.snd_nxt - f.snd_una + f.retrans_out
+            # (icsk_retransmits is already 0 in Open: the first ACK to move snd_una after an
+            # RTO clears it, in the Loss state, before Loss can end)
             delivered = ack_no - f.snd_una
             f.snd_una = ack_no
-            f.icsk_retransmits = 0
             f.delivered += delivered
             # tcp_ack_update_rtt: snd_una advanced, so there is always a sample: the segment's
-            # own, or for a retransmission the timestamp echo (see ack_rtt_us)
+            # own, or for a retransmission the timestamp echo (as in the slow path below)
             rtt_us = int((now - pkt[1]) * 1e6) if not pkt[2] else tsecr_rtt_us(now, pkt[1])
             # tcp_rtt_estimator, inlined here for speed (Flow.rtt_estimator is the shared
             # version): srtt ×8, mdev ×4, rttvar floored at 200 ms per RTT
@@ -514,20 +535,29 @@ class Engine:
                 srtt = 1
             f.srtt_us = srtt
             rto_us = (srtt >> 3) + f.rttvar_us
-            f.rto_s = -(-rto_us // 1000) / 1000 if rto_us < TCP_RTO_MAX_US else _RTO_MAX_S
+            f.rto_s = rto = -(-rto_us // 1000) / 1000 if rto_us < TCP_RTO_MAX_US else _RTO_MAX_S
             f.backoff = 0
             if rtt_us < f.min_rtt_us:
                 f.min_rtt_us = rtt_us
             f.last_rtt_us = rtt_us
             if pkt[1] > f.rack_xmit:
                 f.rack_xmit = pkt[1]
+            if cong_control is not None:  # tcp_cong_control: the rate sample and bbr_main
+                self.rate_sample(f, now, delivered, 0, pkt, rtt_us, prior_in_flight)
+                cong_control(f, f.rs, now)
+                if f.snd_nxt == ack_no:
+                    f.rto_deadline = f.tlp_deadline = 0.0
+                else:
+                    f.rto_deadline = now + rto
+                    self.schedule_loss_probe(f, now, rto)
+                self.push(f, now)
+                return
             f.ca.acked_and_cong_avoid(f, delivered, rtt_us, now)
             nxt = f.snd_nxt
             if nxt == ack_no:
                 f.rto_deadline = f.tlp_deadline = 0.0
                 self.push(f, now)
                 return
-            rto = f.rto_s
             f.rto_deadline = now + rto
             room = f.cwnd - (nxt - ack_no)
             if room > 0:
@@ -536,14 +566,12 @@ class Engine:
             # tcp_set_xmit_timer / tcp_schedule_loss_probe (state Open): the timer becomes
             # the loss probe, 2·srtt in whole jiffies + 2 ms (+ 200 ms with one segment out),
             # never later than the RTO (``pto``, inlined for speed)
-            pto = (((f.srtt_us >> 2) + 999) // 1000 + (2 if nxt - ack_no > 1 else 200)) / 1000
+            pto = (((srtt >> 2) + 999) // 1000 + (2 if nxt - ack_no > 1 else 200)) / 1000
             f.tlp_deadline = d = now + (pto if pto < rto else rto)
-            timer = f.rto_timer  # Timer.arm, inlined
-            timer.deadline = d
-            qa = timer.queued_at
+            qa = f.rto_timer.queued_at  # set_timer, inlined
             if qa is None or d < qa:
-                timer.queued_at = d
-                self.evq.push(d, EV_RTO, f.index)
+                f.rto_timer.queued_at = d
+                heapq.heappush(self.heap, (d, 0, next(self.seq), EV_RTO, f.index))
             return
         if cong_control is not None:
             prior_in_flight = f.snd_nxt - f.snd_una - f.sacked_out - len(f.holes) + f.retrans_out
@@ -570,8 +598,27 @@ class Engine:
                 f.sacked_set.clear()
         f.delivered += delivered
 
-        # tcp_ack_update_rtt (the estimator, min_rtt, backoff), then pkts_acked with the sample
-        rtt_us = self.ack_rtt_us(f, now, pkt, una_adv)
+        # tcp_clean_rtx_queue → tcp_ack_update_rtt (tcp_input.c:3087): the ACK's RTT sample
+        # (-1 when none). A never-retransmitted segment gives its own (Karn's rule forbids one
+        # from retransmitted data). Failing that, an ACK that advances snd_una (FLAG_ACKED)
+        # takes one from its timestamp echo, which timestamps (the 52-byte headers) always
+        # carry: TSecr is the TSval of the retransmission itself, so the sample is exact, in
+        # whole ms. A valid sample feeds the estimator and min_rtt, recomputes the RTO
+        # (tcp_set_rto) and clears the backoff (RFC 6298), so the doubled RTO of a timeout lasts
+        # only until the first retransmission is ACKed; the same sample is rs.rtt_us and
+        # pkts_acked's, so BBR's and CUBIC's hooks see it too.
+        if not pkt[2]:
+            rtt_us = int((now - pkt[1]) * 1e6)
+        elif una_adv:
+            rtt_us = tsecr_rtt_us(now, pkt[1])
+        else:
+            rtt_us = -1
+        if rtt_us >= 0:
+            f.sample(rtt_us, f.snd_una, f.snd_nxt)  # tcp_rtt_estimator (Flow.rtt_estimator)
+            f.backoff = 0
+            if rtt_us < f.min_rtt_us:
+                f.min_rtt_us = rtt_us
+            f.last_rtt_us = rtt_us
         ca = f.ca
         if ca.pkts_acked is not None:
             ca.pkts_acked(f, rtt_us, now)
@@ -604,59 +651,6 @@ class Engine:
             if not self.schedule_loss_probe(f, now, f.rto_s):
                 f.tlp_deadline = 0.0  # tcp_rearm_rto replaces a pending probe
         self.push(f, now)
-
-    def cong_control_fast_ack(
-        self, f: Flow, now: float, ack_no: int, pkt: tuple[Any, ...], cong_control: CongControl
-    ) -> None:
-        """The in-order, state-Open ACK for an ops table with ``cong_control`` (BBR): no SACK,
-        no loss, then the rate sample and ``cong_control`` (``bbr_main``)."""
-        prior_in_flight = f.snd_nxt - f.snd_una + f.retrans_out
-        delivered = ack_no - f.snd_una
-        f.snd_una = ack_no
-        f.icsk_retransmits = 0
-        f.delivered += delivered
-        # ack_rtt_us, inlined: snd_una advanced, so there is always a sample
-        rtt_us = int((now - pkt[1]) * 1e6) if not pkt[2] else tsecr_rtt_us(now, pkt[1])
-        f.sample(rtt_us, ack_no, f.snd_nxt)  # tcp_rtt_estimator (Flow.rtt_estimator)
-        f.backoff = 0
-        if rtt_us < f.min_rtt_us:
-            f.min_rtt_us = rtt_us
-        f.last_rtt_us = rtt_us
-        if pkt[1] > f.rack_xmit:
-            f.rack_xmit = pkt[1]
-        self.rate_sample(f, now, delivered, 0, pkt, rtt_us, prior_in_flight)
-        cong_control(f, f.rs, now)
-        if f.snd_nxt == ack_no:
-            f.rto_deadline = f.tlp_deadline = 0.0
-        else:
-            f.rto_deadline = now + f.rto_s
-            self.schedule_loss_probe(f, now, f.rto_s)
-        self.push(f, now)
-
-    def ack_rtt_us(self, f: Flow, now: float, pkt: tuple[Any, ...], acked: bool) -> int:
-        """tcp_clean_rtx_queue → tcp_ack_update_rtt (tcp_input.c:3087): the ACK's RTT sample
-        in µs, or -1, after feeding it to the estimator.
-
-        A never-retransmitted segment gives its own sample (Karn's rule forbids one from
-        retransmitted data). Failing that, an ACK that advances snd_una (FLAG_ACKED) takes one
-        from its timestamp echo, which timestamps (the 52-byte headers) always carry: TSecr
-        is the TSval of the retransmission itself, so the sample is exact, in whole ms. A valid
-        sample recomputes the RTO (tcp_set_rto) and clears the backoff (RFC 6298), so the
-        doubled RTO of a timeout lasts only until the first retransmission is ACKed; the same
-        sample is ``rs.rtt_us`` and ``pkts_acked``'s, so BBR's and CUBIC's hooks see it too.
-        """
-        if not pkt[2]:
-            rtt_us = int((now - pkt[1]) * 1e6)
-        elif acked:
-            rtt_us = tsecr_rtt_us(now, pkt[1])
-        else:
-            return -1
-        f.sample(rtt_us, f.snd_una, f.snd_nxt)  # tcp_rtt_estimator (Flow.rtt_estimator)
-        f.backoff = 0
-        if rtt_us < f.min_rtt_us:
-            f.min_rtt_us = rtt_us
-        f.last_rtt_us = rtt_us
-        return rtt_us
 
     def cum_ack_holes(self, f: Flow, ack_no: int) -> None:
         hh = f.hole_heap
@@ -841,11 +835,16 @@ class Engine:
     def set_timer(self, f: Flow, deadline: float) -> None:
         """Make sure the flow's retransmission timer fires no later than ``deadline``.
 
-        Entries are lazy (:meth:`Timer.arm`): a later deadline keeps the pending entry (the
-        handler re-queues it when it fires early); an earlier one pushes a new entry, and the
-        old one is ignored when it comes up (only the entry at ``queued_at`` counts).
+        Entries are lazy, as :meth:`Timer.arm` queues them: a later deadline keeps the pending
+        entry (the handler re-queues it when it fires early); an earlier one pushes a new
+        entry, and the old one is ignored when it comes up (only the entry at ``queued_at``
+        counts). The flow keeps the deadlines themselves (``tlp_deadline``, ``rto_deadline``),
+        so only the timer's queue entry is used.
         """
-        f.rto_timer.arm(deadline)
+        qa = f.rto_timer.queued_at
+        if qa is None or deadline < qa:
+            f.rto_timer.queued_at = deadline
+            self.evq.push(deadline, EV_RTO, f.index)
 
     def arm_rto(self, f: Flow, now: float) -> None:
         f.rto_deadline = now + f.rto_s
