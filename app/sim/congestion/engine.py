@@ -23,10 +23,12 @@ Model (a dumbbell):
   Recovery, else ``cong_avoid``), then transmit: lost segments first, then new data, while
   ``tcp_packets_in_flight < cwnd``; BBR's segments leave in TSO-sized bursts at ``tcp_wstamp_ns``.
 * Events live in the shared :class:`~app.sim.core.events.EventQueue` (entries ``(time, priority,
-  seq, kind, arg)``, equal times in scheduling order). Timers are lazy
-  (:class:`~app.sim.core.events.Timer`): one queue entry per flow and timer; re-arming just moves
-  a deadline, and a timer that fires early re-queues itself. Time series are sampled every
-  ``sample_ms``.
+  seq, kind, arg)``, equal times in scheduling order; an ACK entry names its flow by index). Each
+  flow's retransmission, delayed-ACK and pacing timers are lazy
+  :class:`~app.sim.core.events.Timer` entries: a later deadline only moves the flow's own
+  deadline (``rto_deadline``/``tlp_deadline``, ``rcv_deadline``, ``wstamp``), an earlier one
+  queues a new entry, an entry that comes up early re-queues itself and a superseded one is
+  ignored. Time series are sampled every ``sample_ms``.
 * The engine never asks which algorithm a flow runs: it calls the flow's ops table
   (:class:`~app.sim.congestion.reno.CongestionOps`) where tcp_input.c calls
   ``icsk->icsk_ca_ops``, and tests ``cong_control is not None`` where the kernel does.
