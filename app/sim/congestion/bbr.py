@@ -17,19 +17,11 @@ lowered (strictly) for 10 s.
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from app.sim.congestion.flow import (
-    CA_LOSS,
-    CA_OPEN,
-    CA_RECOVERY,
-    HZ,
-    JIFFIES_BASE,
-    TCP_INFINITE_SSTHRESH,
-    TCP_INIT_CWND,
-)
+from app.sim.congestion.flow import CA_LOSS, CA_OPEN, CA_RECOVERY, JIFFIES_BASE, RateSample
 from app.sim.congestion.reno import CongestionOps
-from app.sim.core.trace import SourceRef
+from app.sim.core.tcp import HZ, TCP_INFINITE_SSTHRESH, TCP_INIT_CWND
 
 if TYPE_CHECKING:
     from app.sim.congestion.flow import Flow
@@ -70,50 +62,6 @@ SK_PACING_SHIFT = 10  # sk_pacing_shift default: ~1 ms of data per TSO burst
 GSO_LEGACY_MAX_SIZE = 65536
 MAX_TCP_HEADER = 320
 U32 = 0xFFFFFFFF
-
-# Line numbers in Linux v6.4 tcp_bbr.c (constants at :130-202).
-SRC_MAIN = SourceRef(function="bbr_main", path="net/ipv4/tcp_bbr.c", line=1026)
-SRC_INIT = SourceRef(function="bbr_init", path="net/ipv4/tcp_bbr.c", line=1038)
-SRC_SSTHRESH = SourceRef(function="bbr_ssthresh", path="net/ipv4/tcp_bbr.c", line=1100)
-SRC_CHECK_DRAIN = SourceRef(function="bbr_check_drain", path="net/ipv4/tcp_bbr.c", line=892)
-SRC_RESET_PROBE_BW = SourceRef(
-    function="bbr_reset_probe_bw_mode", path="net/ipv4/tcp_bbr.c", line=616
-)
-SRC_MIN_RTT = SourceRef(function="bbr_update_min_rtt", path="net/ipv4/tcp_bbr.c", line=940)
-SRC_PROBE_RTT_DONE = SourceRef(
-    function="bbr_check_probe_rtt_done", path="net/ipv4/tcp_bbr.c", line=907
-)
-
-
-class RateSample:
-    """struct rate_sample (include/net/tcp.h), filled by the engine as tcp_rate_gen does."""
-
-    __slots__ = (
-        "prior_mstamp",
-        "prior_delivered",
-        "delivered",
-        "interval_us",
-        "rtt_us",
-        "losses",
-        "acked_sacked",
-        "prior_in_flight",
-        "is_app_limited",
-        "is_retrans",
-        "is_ack_delayed",
-    )
-
-    def __init__(self) -> None:
-        self.prior_mstamp = 0.0
-        self.prior_delivered = 0
-        self.delivered = -1
-        self.interval_us = -1
-        self.rtt_us = -1
-        self.losses = 0
-        self.acked_sacked = 0
-        self.prior_in_flight = 0
-        self.is_app_limited = False
-        self.is_retrans = False
-        self.is_ack_delayed = False
 
 
 class MinMax:
@@ -168,8 +116,7 @@ class Bbr(CongestionOps):
     """``struct bbr`` and the bbr_* hooks."""
 
     name = "bbr"
-    ssthresh_src = SRC_SSTHRESH
-    init_src = SRC_INIT
+    series_keys: ClassVar[tuple[str, ...]] = ("bw_mbps", "pacing_gain", "min_rtt_ms")
 
     __slots__ = (
         "rng",
@@ -206,7 +153,6 @@ class Bbr(CongestionOps):
         "ack_epoch_acked",
         "extra_acked_win_rtts",
         "extra_acked_win_idx",
-        "rs",
         "probe_rtt_count",
         "tso_goal",
         "dm_us",
@@ -215,16 +161,21 @@ class Bbr(CongestionOps):
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng  # get_random_u32_below for the PROBE_BW start phase
         self.bw = MinMax()
-        self.rs = RateSample()
         self.extra_acked = [0, 0]
         self.probe_rtt_count = 0
         self.tso_goal = 2  # bbr_tso_segs_goal(), recomputed whenever the pacing rate changes
         self.dm_us = 0  # tp->delivered_mstamp in µs, set once per ACK by cong_control
 
+    @classmethod
+    def create(cls, rng: random.Random) -> Bbr:
+        return cls(rng)
+
     # -- hooks ------------------------------------------------------------------------------
 
     def init(self, tp: Flow, now: float) -> None:
-        """bbr_init: STARTUP, empty bw filter, min_rtt from the handshake, initial pacing."""
+        """bbr_init: STARTUP, empty bw filter, min_rtt from the handshake, initial pacing;
+        the socket paces itself (sk_pacing_status = SK_PACING_NEEDED)."""
+        tp.paced = True
         self.prior_cwnd = 0
         tp.ssthresh = TCP_INFINITE_SSTHRESH
         self.rtt_cnt = 0
@@ -268,8 +219,36 @@ class Bbr(CongestionOps):
             f"conservation (send one packet per packet delivered)",
         )
 
+    def start_note(self, tp: Flow) -> str:
+        return (
+            f"; BBR paces its first window at 2.89 × {tp.cwnd} segments per RTT "
+            f"({tp.pacing_rate * 8 / 1e6:.2f} Mbit/s)"
+        )
+
+    def recovery_note(self, tp: Flow, cwnd: int) -> str:
+        return "BBR skips PRR and sets cwnd itself"
+
+    def recovery_exit_note(self, tp: Flow, before: int) -> str:
+        return (
+            f"BBR's cwnd goes back to at least the {self.prior_cwnd} it saved when the loss began"
+        )
+
+    def rto_note(self, tp: Flow, cwnd: int) -> str:
+        return (
+            "BBR zeroes full_bw, the bandwidth its full-pipe test compares against (a pipe "
+            "already judged full stays so), and will restore its saved cwnd after recovery"
+        )
+
+    def record(self, tp: Flow, series: dict[str, list[Any]]) -> None:
+        """The mode, the max-filter bw, the pacing gain and min_rtt at this sample tick."""
+        series["bbr_mode"].append(MODE_NAMES[self.mode])
+        series["bw_mbps"].append(round(self.bw_bytes_per_sec(tp) * 8e-6, 3))
+        series["pacing_gain"].append(self.pacing_gain / BBR_UNIT)
+        series["min_rtt_ms"].append(round(self.min_rtt_us / 1e3, 3))
+
     def set_state(self, tp: Flow, new_state: int, now: float) -> None:
-        """bbr_set_state: an RTO ends the round and restarts full-pipe detection."""
+        """bbr_set_state (tcp_bbr.c:1128): entering Loss (an RTO) ends the round, zeroes full_bw
+        (not full_bw_reached) and feeds the long-term sampler a lossy sample."""
         if new_state == CA_LOSS:
             self.prev_ca_state = CA_LOSS
             self.full_bw = 0
@@ -278,8 +257,18 @@ class Bbr(CongestionOps):
             rs.losses = 1
             self._lt_bw_sampling(tp, rs, now)
 
-    def cong_avoid(self, tp: Flow, acked: int, now: float) -> None:  # pragma: no cover
-        raise AssertionError("BBR uses cong_control")
+    def undo_cwnd(self, tp: Flow) -> int:
+        """bbr_undo_cwnd (tcp_bbr.c:1089): the slow-down was spurious, so full_bw and
+        full_bw_cnt are zeroed (full_bw_reached stays) and the long-term sampler starts over;
+        cwnd stays as it is."""
+        self.full_bw = 0
+        self.full_bw_cnt = 0
+        self._reset_lt_bw_sampling(tp)
+        return tp.cwnd
+
+    def tso_segs(self, tp: Flow) -> int:
+        """The burst size: bbr_tso_segs_goal, recomputed whenever the pacing rate changes."""
+        return self.tso_goal
 
     def cong_control(self, tp: Flow, rs: RateSample, now: float) -> None:
         """bbr_main: update the model, then set pacing rate and cwnd.

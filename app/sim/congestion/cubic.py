@@ -17,11 +17,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from app.sim.congestion.flow import CA_LOSS, HZ, JIFFIES_BASE
+from app.sim.congestion.flow import CA_LOSS, JIFFIES_BASE, sk_pacing_rate
 from app.sim.congestion.reno import CongestionOps, tcp_slow_start
-from app.sim.core.trace import SourceRef
+from app.sim.core.tcp import HZ
 
 if TYPE_CHECKING:
     from app.sim.congestion.flow import Flow
@@ -121,11 +121,6 @@ _CBRT_V = bytes(
     )
 )
 
-SRC_UPDATE = SourceRef(function="bictcp_update", path="net/ipv4/tcp_cubic.c", line=214)
-SRC_SSTHRESH = SourceRef(function="cubictcp_recalc_ssthresh", path="net/ipv4/tcp_cubic.c", line=341)
-SRC_HYSTART = SourceRef(function="hystart_update", path="net/ipv4/tcp_cubic.c", line=386)
-SRC_INIT = SourceRef(function="cubictcp_init", path="net/ipv4/tcp_cubic.c", line=129)
-
 
 def cubic_root(a: int) -> int:
     """cubic_root (tcp_cubic.c:167): table guess from the top bits, one Newton–Raphson step.
@@ -154,9 +149,7 @@ class Cubic(CongestionOps):
     """``struct bictcp`` and the cubictcp_* hooks."""
 
     name = "cubic"
-    has_pkts_acked = True
-    ssthresh_src = SRC_SSTHRESH
-    init_src = SRC_INIT
+    series_keys: ClassVar[tuple[str, ...]] = ("w_cubic", "w_est")
 
     __slots__ = (
         "cnt",
@@ -246,6 +239,26 @@ class Cubic(CongestionOps):
             text += f"W_max {w_max}; "
         text += f"K = {k:.2f} s (time for the cubic to climb back to W_max)"
         return detail, text
+
+    def rto_note(self, tp: Flow, cwnd: int) -> str:
+        return (
+            f"ssthresh = {tp.ssthresh} = {cwnd} × 717/1024; entering Loss resets CUBIC "
+            f"(W_max = 0), so its next epoch starts with K = 0"
+        )
+
+    def record(self, tp: Flow, series: dict[str, list[Any]]) -> None:
+        """w_cubic (the last bic_target) and w_est (tcp_cwnd), None outside an epoch."""
+        series["bbr_mode"].append(None)
+        live = self.epoch_start != 0
+        series["w_cubic"].append(self.bic_target if live else None)
+        series["w_est"].append(self.tcp_cwnd if live else None)
+
+    def trace_extras(self, tp: Flow) -> dict[str, Any]:
+        return {"epochs": tp.epochs}
+
+    def finish(self, tp: Flow, end: float) -> None:
+        """The epoch still running at the end of the run ends there."""
+        self._close_epoch(tp, end)
 
     def set_state(self, tp: Flow, new_state: int, now: float) -> None:
         """cubictcp_state: an RTO (Loss) wipes W_max and delay_min; HyStart starts over."""
@@ -473,17 +486,3 @@ def _hystart_ack_delay(tp: Flow) -> int:
     if not rate:
         return 0
     return min(1000, int(GSO_MAX_SIZE * 4 * 1_000_000 // rate))
-
-
-def sk_pacing_rate(tp: Flow) -> float:
-    """tcp_update_pacing_rate: 200 % of cwnd/srtt in slow start (below ssthresh/2), else 120 %.
-
-    For reno and cubic this rate is only advisory (no fq qdisc, so nothing enforces it); BBR
-    sets its own.
-    """
-    if tp.is_bbr:
-        return tp.pacing_rate
-    if not tp.srtt_us:
-        return 0.0
-    ratio = 200 if tp.cwnd < tp.ssthresh // 2 else 120
-    return tp.mss * ratio / 100 * max(tp.cwnd, tp.snd_nxt - tp.snd_una) / (tp.srtt_us / 8e6)

@@ -22,15 +22,24 @@ Model (a dumbbell):
   Open/Disorder/Recovery/Loss), then ``tcp_cong_control`` (BBR's ``cong_control``, PRR in
   Recovery, else ``cong_avoid``), then transmit: lost segments first, then new data, while
   ``tcp_packets_in_flight < cwnd``; BBR's segments leave in TSO-sized bursts at ``tcp_wstamp_ns``.
-* Timers are lazy: one heap entry per flow and timer; re-arming just moves a deadline, and a timer
-  that fires early re-queues itself. Time series are sampled every ``sample_ms``.
+* Events live in the shared :class:`~app.sim.core.events.EventQueue` (entries ``(time, priority,
+  seq, kind, arg)``, equal times in scheduling order; an ACK entry names its flow by index). Each
+  flow's retransmission, delayed-ACK and pacing timers are lazy
+  :class:`~app.sim.core.events.Timer` entries: a later deadline only moves the flow's own
+  deadline (``rto_deadline``/``tlp_deadline``, ``rcv_deadline``, ``wstamp``), an earlier one
+  queues a new entry, an entry that comes up early re-queues itself and a superseded one is
+  ignored. Time series are sampled every ``sample_ms``.
+* The engine never asks which algorithm a flow runs: it calls the flow's ops table
+  (:class:`~app.sim.congestion.reno.CongestionOps`) where tcp_input.c calls
+  ``icsk->icsk_ca_ops``, and tests ``cong_control is not None`` where the kernel does.
 
 Simplifications, each a deliberate choice (what Linux does differs as said):
 
 * no handshake: a flow starts established, with one RTT sample (base RTT + the queue then) as
   the SYN/ACK would give; no receive-window limit (autotuning never binds); segments are full;
 * the delayed-ACK timer is a fixed 40 ms (TCP_ATO_MIN; Linux adapts ``ato`` from it); the
-  first 5 segments are ACKed at once (quick-ACK); no SACK compression (every out-of-order
+  first segments are ACKed at once (quick-ACK): 16 with the default 65160-byte initial receive
+  window and a 1448-byte MSS (``tcp_incr_quickack``); no SACK compression (every out-of-order
   segment is SACKed at once, as with tcp_comp_sack_nr = 0);
 * loss detection is RACK with a reorder window of min_rtt/4 below 3 SACKed segments and 0 after,
   but without RACK's reorder timer (the check runs on the next ACK); no F-RTO or undo (the path
@@ -47,20 +56,20 @@ Simplifications, each a deliberate choice (what Linux does differs as said):
 * on RTO every outstanding un-SACKed segment is marked lost (6.4 with RACK leaves segments
   sent within the last RTT unmarked; after ≥ 200 ms of silence that is normally none);
 * the RTT sample of an ACK comes from the segment that triggered it (Linux's srtt uses the
-  oldest newly ACKed segment, usually sent a few µs earlier in the same burst);
+  oldest newly ACKed segment, usually sent a few µs earlier in the same burst); when that is a
+  retransmission and the ACK advances snd_una, the timestamp echo gives the sample, in whole
+  ms, as ``tcp_ack_update_rtt`` takes it (the 52-byte headers carry timestamps);
 * TSO only for paced (BBR) flows, as bursts of ``bbr_tso_segs_goal`` segments; no TSQ.
 """
 
 from __future__ import annotations
 
 import heapq
-import itertools
 import math
 import random
 from typing import Any
 
-from app.sim.congestion.bbr import BBR_UNIT, MODE_NAMES, Bbr
-from app.sim.congestion.cubic import Cubic, sk_pacing_rate
+from app.sim.congestion.algorithms import make_ca
 from app.sim.congestion.flow import (
     CA_CWR,
     CA_DISORDER,
@@ -69,28 +78,27 @@ from app.sim.congestion.flow import (
     CA_OPEN,
     CA_RECOVERY,
     DUPTHRESH,
+    EV_ACK,
+    EV_DELACK,
+    EV_PACE,
+    EV_RTO,
+    EV_SAMPLE,
+    EV_START,
     MAX_EVENTS_TOTAL,
+    Flow,
+    sk_pacing_rate,
+)
+from app.sim.congestion.params import CwndParams
+from app.sim.core.events import EventQueue, Timer
+from app.sim.core.tcp import (
     TCP_DELACK_MIN_S,
     TCP_INFINITE_SSTHRESH,
     TCP_RTO_MAX_US,
     TCP_RTO_MIN_US,
-    Flow,
 )
-from app.sim.congestion.params import CwndParams
-from app.sim.congestion.reno import CongestionOps, Reno
 
-EV_ACK, EV_PACE, EV_DELACK, EV_RTO, EV_SAMPLE, EV_START = range(6)
 _RTO_MAX_S = TCP_RTO_MAX_US / 1e6
-
-
-def make_ca(name: str, rng: random.Random) -> CongestionOps:
-    if name == "reno":
-        return Reno()
-    if name == "cubic":
-        return Cubic()
-    if name == "bbr":
-        return Bbr(rng)
-    raise ValueError(name)
+TCP_TS_HZ = 1000  # include/net/tcp.h: the TCP timestamp clock (TSval) ticks every ms
 
 
 class Engine:
@@ -112,8 +120,10 @@ class Engine:
         self.random_drops = 0
         self.acks = 0
         self.events_processed = 0
-        self.heap: list[tuple[Any, ...]] = []
-        self.seq = itertools.count()
+        self.evq = EventQueue()
+        # the queue's heap and seq counter, bound once for the hot paths (send_new, on_ack)
+        self.heap = self.evq.heap
+        self.seq = self.evq.seq
         self.flows = [
             Flow(
                 index=i,
@@ -122,6 +132,7 @@ class Engine:
                 start=f.start_s,
                 rtt=p.flow_rtt_ms(i) / 1e3,
                 mss=p.mss,
+                queue=self.evq,
             )
             for i, f in enumerate(p.flows)
         ]
@@ -134,34 +145,37 @@ class Engine:
             self.push_event(f.start, EV_START, f.index)
         self.push_event(0.0, EV_SAMPLE, 0)
 
-    def push_event(self, t: float, kind: int, *rest: Any) -> None:
-        heapq.heappush(self.heap, (t, next(self.seq), kind, *rest))
+    def push_event(self, t: float, kind: int, arg: Any) -> None:
+        self.evq.push(t, kind, arg)
 
     # -- main loop ---------------------------------------------------------------------------
 
     def run(self, until: float | None = None) -> None:
         """Process events up to ``until`` (default: the end). Calling it again resumes, so a
         test can walk the run in steps; finishing in steps gives the same result as at once."""
-        heap = self.heap
+        evq = self.evq
+        heap = evq.heap  # the hot loop pops the queue's heap itself (EventQueue.run inlined)
         pop = heapq.heappop
         flows = self.flows
         end = self.end if until is None else min(until, self.end)
         on_ack = self.on_ack
         push = heapq.heappush
-        counter = self.seq
+        counter = evq.seq
         n = self.events_processed - self.acks
         acks = self.acks
+        popped = 0
         while heap:
             if heap[0][0] > end:
                 break
             ev = pop(heap)
+            popped += 1
             now = ev[0]
-            kind = ev[2]
+            kind = ev[3]
             if kind == EV_ACK:
                 # A flow's ACKs arrive in the order they were sent (FIFO path, fixed delay), so
                 # they wait in its own queue with only the head in the heap; keep draining it
                 # while it is ahead of every other event.
-                f = ev[3]
+                f = flows[ev[4]]
                 q = f.ackq
                 while True:
                     t, a, sk, pkt = q.popleft()
@@ -172,28 +186,33 @@ class Engine:
                         break
                     nt = q[0][0]
                     if nt > end or (heap and nt >= heap[0][0]):
-                        push(heap, (nt, next(counter), EV_ACK, f))
+                        push(heap, (nt, 0, next(counter), EV_ACK, f.index))
                         break
                 continue
             n += 1
             if kind == EV_PACE:
-                f = flows[ev[3]]
-                f.pace_armed = False
+                # the pacing timer is armed only while idle, at wstamp, so its one entry is
+                # always due when it pops (Timer.due, inlined: it runs for every paced burst)
+                f = flows[ev[4]]
+                timer = f.pace_timer
+                timer.queued_at = timer.deadline = None
                 self.push(f, now)
             elif kind == EV_DELACK:
-                self.on_delack(flows[ev[3]], now)
+                self.on_delack(flows[ev[4]], now)
             elif kind == EV_RTO:
-                self.on_rto_timer(flows[ev[3]], now)
+                self.on_rto_timer(flows[ev[4]], now)
             elif kind == EV_SAMPLE:
-                self.sample(now, ev[3])
+                self.sample(now, ev[4])
             else:
-                self.start_flow(flows[ev[3]], now)
+                self.start_flow(flows[ev[4]], now)
+        evq.processed += popped
+        if end > evq.now:
+            evq.now = end
         self.acks = acks
         self.events_processed = n + acks
         if end >= self.end:
             for f in flows:
-                if isinstance(f.ca, Cubic):
-                    f.ca._close_epoch(f, self.end)
+                f.ca.finish(f, self.end)
 
     # -- flows start -----------------------------------------------------------------------
 
@@ -204,21 +223,13 @@ class Engine:
         f.rtt_estimator(m)
         f.min_rtt_us = m
         f.delivered_mstamp = f.first_tx_mstamp = f.wstamp = now
-        f.ca.init(f, now)
-        f.series = {k: [] for k in SERIES_KEYS}
-        if not f.is_cubic:
-            del f.series["w_cubic"], f.series["w_est"]
-        if not f.is_bbr:
-            del f.series["bw_mbps"], f.series["pacing_gain"], f.series["min_rtt_ms"]
+        ca = f.ca
+        ca.init(f, now)
+        f.series = {k: [] for k in SERIES_KEYS + ca.series_keys}
         text = (
             f"flow {f.index} ({f.cc_name}) starts: cwnd = IW {f.cwnd} segments, ssthresh = "
             f"∞, handshake RTT {m / 1e3:.2f} ms → RTO {f.rto_s * 1e3:.0f} ms"
-        )
-        if f.is_bbr:
-            text += (
-                f"; BBR paces its first window at 2.89 × {f.cwnd} segments per RTT "
-                f"({f.pacing_rate * 8 / 1e6:.2f} Mbit/s)"
-            )
+        ) + ca.start_note(f)
         f.event("start", now, {"cwnd": f.cwnd, "rtt_ms": m / 1e3, "rto_ms": f.rto_s * 1e3}, text)
         self.push(f, now)
 
@@ -255,15 +266,17 @@ class Engine:
                 if in_reduction:
                     f.prr_out += room
         else:
-            ca = f.ca
-            assert isinstance(ca, Bbr)
+            goal = 0  # the TSO goal, read when first needed (only the pacing rate changes it)
             while room > 0:
                 if f.wstamp > now:  # tcp_pacing_check: wait for the earliest departure time
-                    if not f.pace_armed:
-                        f.pace_armed = True
-                        self.push_event(f.wstamp, EV_PACE, f.index)
+                    timer = f.pace_timer
+                    if timer.queued_at is None:  # Timer.arm, inlined (the timer is idle)
+                        timer.queued_at = timer.deadline = f.wstamp
+                        self.evq.push(f.wstamp, EV_PACE, f.index)
                     break
-                burst = ca.tso_goal  # tcp_cwnd_test: also at most half of cwnd
+                if not goal:
+                    goal = f.ca.tso_segs(f)
+                burst = goal  # tcp_cwnd_test: also at most half of cwnd
                 half = f.cwnd >> 1
                 if half < burst:
                     burst = half if half > 1 else 1
@@ -322,7 +335,7 @@ class Engine:
         """``transmit`` for ``n`` new segments at once (the hot path, so with locals)."""
         seq0 = f.snd_nxt
         f.snd_nxt = seq0 + n
-        heap = self.heap
+        heap = self.heap  # Timer.arm and EventQueue.push inlined below
         counter = self.seq
         tx = self.tx
         lim = self.limit_time
@@ -332,9 +345,10 @@ class Engine:
         idx = f.index
         ooo = f.ooo
         d, dm, ft, al = f.delivered, f.delivered_mstamp, f.first_tx_mstamp, f.app_limited
-        accepted = 0
+        dropped = 0
         nxt = f.rcv_nxt  # receiver state in locals; written back before anything reads it
         pending = f.rcv_pending
+        deadline = f.rcv_deadline
         hpush = heapq.heappush
         q = f.ackq
         qadd = q.append
@@ -348,14 +362,14 @@ class Engine:
                     self.random_drops += 1
                 f.drops += 1
                 f.undetected.append(pkt)
+                dropped += 1
                 continue
             last = (last if b > 0 else now) + tx
-            accepted += 1
             r = last + owd
-            if pending and f.rcv_deadline <= r:  # the delayed-ACK timer fired first
+            if pending and deadline <= r:  # the delayed-ACK timer fired first
                 pending = False
                 f.rcv_nxt = nxt
-                self.send_ack(f, f.rcv_deadline, f.rcv_pending_pkt)
+                self.send_ack(f, deadline, f.rcv_pending_pkt)
             if seq == nxt:
                 nxt += 1
                 if ooo:
@@ -367,10 +381,12 @@ class Engine:
                 elif not pending:
                     pending = True
                     f.rcv_pending_pkt = pkt
-                    f.rcv_deadline = dl = r + TCP_DELACK_MIN_S
-                    if not f.delack_armed:
-                        f.delack_armed = True
-                        hpush(heap, (dl, next(counter), EV_DELACK, idx))
+                    deadline = r + TCP_DELACK_MIN_S
+                    # arm the delayed-ACK timer (inlined): deadlines only grow (departures
+                    # are FIFO), so an entry already queued comes first and on_delack moves it
+                    if f.delack_timer.queued_at is None:
+                        f.delack_timer.queued_at = deadline
+                        hpush(heap, (deadline, 0, next(counter), EV_DELACK, idx))
                     continue
             elif seq > nxt:
                 ooo.add(seq)
@@ -378,11 +394,12 @@ class Engine:
             qadd((r + owd, nxt, len(ooo), pkt))
         f.rcv_nxt = nxt
         f.rcv_pending = pending
+        f.rcv_deadline = deadline
         if q and not f.ack_armed:
             f.ack_armed = True
-            hpush(heap, (q[0][0], next(counter), EV_ACK, f))
+            hpush(heap, (q[0][0], 0, next(counter), EV_ACK, idx))
         self.last_dep = last
-        self.accepted += accepted
+        self.accepted += n - dropped
 
     def transmit(self, f: Flow, seq: int, now: float, retrans: bool) -> None:
         """One segment into the bottleneck; if it gets through, into the receiver."""
@@ -424,9 +441,7 @@ class Engine:
                     f.rcv_pending = True
                     f.rcv_pending_pkt = pkt
                     f.rcv_deadline = d = r + TCP_DELACK_MIN_S
-                    if not f.delack_armed:
-                        f.delack_armed = True
-                        heapq.heappush(self.heap, (d, next(self.seq), EV_DELACK, f.index))
+                    self.arm_delack(f, d)
                     return
         elif seq > nxt:
             f.ooo.add(seq)  # out of order: SACK it at once
@@ -439,24 +454,41 @@ class Engine:
         f.ackq.append((at, f.rcv_nxt, len(f.ooo), pkt))
         if not f.ack_armed:
             f.ack_armed = True
-            heapq.heappush(self.heap, (at, next(self.seq), EV_ACK, f))
+            self.evq.push(at, EV_ACK, f.index)
+
+    def arm_delack(self, f: Flow, deadline: float) -> None:
+        """Make sure the delayed-ACK timer fires no later than ``deadline`` (``rcv_deadline``).
+
+        As :meth:`Timer.arm` queues it: deadlines only grow, so an entry already queued is
+        earlier and stays; :meth:`on_delack` moves it on when it comes up early.
+        """
+        timer = f.delack_timer
+        if timer.queued_at is None:
+            timer.queued_at = deadline
+            self.evq.push(deadline, EV_DELACK, f.index)
 
     def on_delack(self, f: Flow, now: float) -> None:
-        f.delack_armed = False
+        """The delayed-ACK timer (tcp_delack_timer): ACK the pending segment if one still is.
+
+        An ACK sent meanwhile (a second segment arrived) leaves the timer queued: it then
+        finds nothing pending and stops; a newer pending segment's later deadline
+        (``rcv_deadline``) re-queues it.
+        """
+        if not _claim(f.delack_timer, now):
+            return  # never happens: deadlines only grow, so no entry is superseded
         if not f.rcv_pending:
             return
         if f.rcv_deadline <= now:
             f.rcv_pending = False
             self.send_ack(f, now, f.rcv_pending_pkt)
         else:
-            f.delack_armed = True
-            self.push_event(f.rcv_deadline, EV_DELACK, f.index)
+            self.arm_delack(f, f.rcv_deadline)
 
     # -- ACK processing ------------------------------------------------------------------------
 
     def on_ack(self, f: Flow, now: float, ack_no: int, sacked: int, pkt: tuple[Any, ...]) -> None:
         """tcp_ack for one ACK: scoreboard, RTT, loss marking, CA state, cwnd, transmit."""
-        is_bbr = f.is_bbr
+        cong_control = f.cong_control
         if (
             not sacked
             and ack_no > f.snd_una
@@ -465,60 +497,69 @@ class Engine:
             and f.ca_state == CA_OPEN
             and not f.undetected
         ):
-            if is_bbr:
-                self.bbr_fast_ack(f, now, ack_no, pkt)
-                return
             # The common case, in one place: in-order progress in state Open. Nothing can be
             # newly lost (a drop blocks the cumulative ACK and would show up as SACKs).
+            if cong_control is not None:
+                prior_in_flight = f.snd_nxt - f.snd_una + f.retrans_out
+            # (icsk_retransmits is already 0 in Open: the first ACK to move snd_una after an
+            # RTO clears it, in the Loss state, before Loss can end)
             delivered = ack_no - f.snd_una
             f.snd_una = ack_no
             f.delivered += delivered
-            if pkt[2]:
-                rtt_us = -1
+            # tcp_ack_update_rtt: snd_una advanced, so there is always a sample: the segment's
+            # own, or for a retransmission the timestamp echo (as in the slow path below)
+            rtt_us = int((now - pkt[1]) * 1e6) if not pkt[2] else tsecr_rtt_us(now, pkt[1])
+            # tcp_rtt_estimator, inlined here for speed (Flow.rtt_estimator is the shared
+            # version): srtt ×8, mdev ×4, rttvar floored at 200 ms per RTT
+            m = rtt_us
+            srtt = f.srtt_us
+            m -= srtt >> 3
+            srtt += m
+            mdev = f.mdev_us
+            if m < 0:
+                m = -m - (mdev >> 2)
+                if m > 0:
+                    m >>= 3
             else:
-                rtt_us = int((now - pkt[1]) * 1e6)
-                # tcp_rtt_estimator, inlined here for speed (Flow.rtt_estimator is the
-                # commented version): srtt ×8, mdev ×4, rttvar floored at 200 ms per RTT
-                m = rtt_us
-                srtt = f.srtt_us
-                m -= srtt >> 3
-                srtt += m
-                mdev = f.mdev_us
-                if m < 0:
-                    m = -m - (mdev >> 2)
-                    if m > 0:
-                        m >>= 3
-                else:
-                    m -= mdev >> 2
-                mdev += m
-                f.mdev_us = mdev
-                if mdev > f.mdev_max_us:
-                    f.mdev_max_us = mdev
-                    if mdev > f.rttvar_us:
-                        f.rttvar_us = mdev
-                if ack_no > f.rtt_seq:
-                    if f.mdev_max_us < f.rttvar_us:
-                        f.rttvar_us -= (f.rttvar_us - f.mdev_max_us) >> 2
-                    f.rtt_seq = f.snd_nxt
-                    f.mdev_max_us = TCP_RTO_MIN_US
-                if srtt < 1:
-                    srtt = 1
-                f.srtt_us = srtt
-                rto_us = (srtt >> 3) + f.rttvar_us
-                f.rto_s = -(-rto_us // 1000) / 1000 if rto_us < TCP_RTO_MAX_US else _RTO_MAX_S
-                if rtt_us < f.min_rtt_us:
-                    f.min_rtt_us = rtt_us
-                f.last_rtt_us = rtt_us
+                m -= mdev >> 2
+            mdev += m
+            f.mdev_us = mdev
+            if mdev > f.mdev_max_us:
+                f.mdev_max_us = mdev
+                if mdev > f.rttvar_us:
+                    f.rttvar_us = mdev
+            if ack_no > f.rtt_seq:
+                if f.mdev_max_us < f.rttvar_us:
+                    f.rttvar_us -= (f.rttvar_us - f.mdev_max_us) >> 2
+                f.rtt_seq = f.snd_nxt
+                f.mdev_max_us = TCP_RTO_MIN_US
+            if srtt < 1:
+                srtt = 1
+            f.srtt_us = srtt
+            rto_us = (srtt >> 3) + f.rttvar_us
+            f.rto_s = rto = -(-rto_us // 1000) / 1000 if rto_us < TCP_RTO_MAX_US else _RTO_MAX_S
+            f.backoff = 0
+            if rtt_us < f.min_rtt_us:
+                f.min_rtt_us = rtt_us
+            f.last_rtt_us = rtt_us
             if pkt[1] > f.rack_xmit:
                 f.rack_xmit = pkt[1]
+            if cong_control is not None:  # tcp_cong_control: the rate sample and bbr_main
+                self.rate_sample(f, now, delivered, 0, pkt, rtt_us, prior_in_flight)
+                cong_control(f, f.rs, now)
+                if f.snd_nxt == ack_no:
+                    f.rto_deadline = f.tlp_deadline = 0.0
+                else:
+                    f.rto_deadline = now + rto
+                    self.schedule_loss_probe(f, now, rto)
+                self.push(f, now)
+                return
             f.ca.acked_and_cong_avoid(f, delivered, rtt_us, now)
             nxt = f.snd_nxt
             if nxt == ack_no:
                 f.rto_deadline = f.tlp_deadline = 0.0
                 self.push(f, now)
                 return
-            f.backoff = 0
-            rto = f.rto_s
             f.rto_deadline = now + rto
             room = f.cwnd - (nxt - ack_no)
             if room > 0:
@@ -527,20 +568,21 @@ class Engine:
             # tcp_set_xmit_timer / tcp_schedule_loss_probe (state Open): the timer becomes
             # the loss probe, 2·srtt in whole jiffies + 2 ms (+ 200 ms with one segment out),
             # never later than the RTO (``pto``, inlined for speed)
-            pto = (((f.srtt_us >> 2) + 999) // 1000 + (2 if nxt - ack_no > 1 else 200)) / 1000
+            pto = (((srtt >> 2) + 999) // 1000 + (2 if nxt - ack_no > 1 else 200)) / 1000
             f.tlp_deadline = d = now + (pto if pto < rto else rto)
-            if not f.rto_armed or d < f.timer_at:
-                f.rto_armed = True
-                f.timer_at = d
-                heapq.heappush(self.heap, (d, next(self.seq), EV_RTO, f.index))
+            qa = f.rto_timer.queued_at  # set_timer, inlined
+            if qa is None or d < qa:
+                f.rto_timer.queued_at = d
+                heapq.heappush(self.heap, (d, 0, next(self.seq), EV_RTO, f.index))
             return
-        if is_bbr:
+        if cong_control is not None:
             prior_in_flight = f.snd_nxt - f.snd_una - f.sacked_out - len(f.holes) + f.retrans_out
         delivered = 0
         una_adv = False
         if ack_no > f.snd_una:
             delivered = ack_no - f.snd_una
             f.snd_una = ack_no
+            f.icsk_retransmits = 0
             una_adv = True
             if f.holes:
                 self.cum_ack_holes(f, ack_no)
@@ -558,17 +600,29 @@ class Engine:
                 f.sacked_set.clear()
         f.delivered += delivered
 
-        # RTT sample (Karn: none from a retransmission), tcp_rtt_estimator, pkts_acked
+        # tcp_clean_rtx_queue → tcp_ack_update_rtt (tcp_input.c:3087): the ACK's RTT sample
+        # (-1 when none). A never-retransmitted segment gives its own (Karn's rule forbids one
+        # from retransmitted data). Failing that, an ACK that advances snd_una (FLAG_ACKED)
+        # takes one from its timestamp echo, which timestamps (the 52-byte headers) always
+        # carry: TSecr is the TSval of the retransmission itself, so the sample is exact, in
+        # whole ms. A valid sample feeds the estimator and min_rtt, recomputes the RTO
+        # (tcp_set_rto) and clears the backoff (RFC 6298), so the doubled RTO of a timeout lasts
+        # only until the first retransmission is ACKed; the same sample is rs.rtt_us and
+        # pkts_acked's, so BBR's and CUBIC's hooks see it too.
         if not pkt[2]:
             rtt_us = int((now - pkt[1]) * 1e6)
-            f.rtt_estimator(rtt_us)
+        elif una_adv:
+            rtt_us = tsecr_rtt_us(now, pkt[1])
+        else:
+            rtt_us = -1
+        if rtt_us >= 0:
+            f.sample(rtt_us, f.snd_una, f.snd_nxt)  # tcp_rtt_estimator (Flow.rtt_estimator)
+            f.backoff = 0
             if rtt_us < f.min_rtt_us:
                 f.min_rtt_us = rtt_us
             f.last_rtt_us = rtt_us
-        else:
-            rtt_us = -1
         ca = f.ca
-        if ca.has_pkts_acked:
+        if ca.pkts_acked is not None:
             ca.pkts_acked(f, rtt_us, now)
 
         # RACK: the newest delivered transmission marks everything sent before it as lost
@@ -582,8 +636,9 @@ class Engine:
             self.ca_state_machine(f, now)
 
         # tcp_cong_control
-        if is_bbr:
-            self.bbr_rate_sample(f, now, delivered, newly_lost, pkt, rtt_us, prior_in_flight)
+        if cong_control is not None:
+            self.rate_sample(f, now, delivered, newly_lost, pkt, rtt_us, prior_in_flight)
+            cong_control(f, f.rs, now)
         elif f.ca_state == CA_RECOVERY or f.ca_state == CA_CWR:
             self.cwnd_reduction(f, delivered, newly_lost, una_adv)
         elif una_adv:
@@ -594,35 +649,9 @@ class Engine:
         if f.snd_nxt == f.snd_una:
             f.rto_deadline = f.tlp_deadline = 0.0
         elif una_adv:
-            f.backoff = 0
             self.arm_rto(f, now)
             if not self.schedule_loss_probe(f, now, f.rto_s):
                 f.tlp_deadline = 0.0  # tcp_rearm_rto replaces a pending probe
-        self.push(f, now)
-
-    def bbr_fast_ack(self, f: Flow, now: float, ack_no: int, pkt: tuple[Any, ...]) -> None:
-        """The in-order, state-Open ACK for BBR: no SACK, no loss, then ``bbr_main``."""
-        prior_in_flight = f.snd_nxt - f.snd_una + f.retrans_out
-        delivered = ack_no - f.snd_una
-        f.snd_una = ack_no
-        f.delivered += delivered
-        if pkt[2]:
-            rtt_us = -1
-        else:
-            rtt_us = int((now - pkt[1]) * 1e6)
-            f.rtt_estimator(rtt_us)
-            if rtt_us < f.min_rtt_us:
-                f.min_rtt_us = rtt_us
-            f.last_rtt_us = rtt_us
-        if pkt[1] > f.rack_xmit:
-            f.rack_xmit = pkt[1]
-        self.bbr_rate_sample(f, now, delivered, 0, pkt, rtt_us, prior_in_flight)
-        if f.snd_nxt == ack_no:
-            f.rto_deadline = f.tlp_deadline = 0.0
-        else:
-            f.backoff = 0
-            f.rto_deadline = now + f.rto_s
-            self.schedule_loss_probe(f, now, f.rto_s)
         self.push(f, now)
 
     def cum_ack_holes(self, f: Flow, ack_no: int) -> None:
@@ -672,9 +701,9 @@ class Engine:
     def ca_state_machine(self, f: Flow, now: float) -> None:
         state = f.ca_state
         if state == CA_RECOVERY and f.snd_una >= f.high_seq:
-            # tcp_end_cwnd_reduction: cwnd = ssthresh (BBR keeps its own cwnd)
+            # tcp_end_cwnd_reduction: cwnd = ssthresh, unless cong_control keeps its own cwnd
             before = f.cwnd
-            if not f.is_bbr and f.ssthresh < TCP_INFINITE_SSTHRESH:
+            if f.cong_control is None and f.ssthresh < TCP_INFINITE_SSTHRESH:
                 f.cwnd = f.ssthresh
             self.set_ca_state(f, CA_OPEN, now)
             f.event(
@@ -682,12 +711,7 @@ class Engine:
                 now,
                 {"cwnd": f.cwnd, "ssthresh": _ss(f), "cwnd_before": before},
                 f"recovery ends: every segment sent before the loss (up to {f.high_seq}) is "
-                f"ACKed; "
-                + (
-                    f"BBR's cwnd goes back to at least the {_prior(f)} it saved when the loss began"
-                    if f.is_bbr
-                    else f"cwnd = ssthresh = {f.cwnd} (PRR had it at {before})"
-                ),
+                f"ACKed; " + f.ca.recovery_exit_note(f, before),
             )
         elif state == CA_LOSS and f.snd_una >= f.high_seq:
             self.set_ca_state(f, CA_OPEN, now)
@@ -740,14 +764,7 @@ class Engine:
             },
             text,
         )
-        if f.is_bbr:
-            how = "BBR skips PRR and sets cwnd itself"
-        else:
-            how = (
-                f"PRR (RFC 6937) will walk cwnd from {cwnd} down to ssthresh {f.ssthresh} "
-                f"over about one round trip, sending ~{f.ssthresh / max(cwnd, 1):.2f} segments "
-                f"per segment delivered"
-            )
+        how = f.ca.recovery_note(f, cwnd)
         f.event(
             "recovery_enter",
             now,
@@ -775,7 +792,7 @@ class Engine:
             sndcnt = 0 if f.prr_out else 1
         f.cwnd = in_flight + sndcnt
 
-    def bbr_rate_sample(
+    def rate_sample(
         self,
         f: Flow,
         now: float,
@@ -785,10 +802,9 @@ class Engine:
         rtt_us: int,
         prior_in_flight: int,
     ) -> None:
-        """tcp_rate_gen (tcp_rate.c), then BBR's cong_control with that sample."""
-        ca = f.ca
-        assert isinstance(ca, Bbr)
-        rs = ca.rs
+        """tcp_rate_gen (tcp_rate.c): fill ``f.rs`` for ``cong_control``. Only an ops table
+        with ``cong_control`` reads it, so only those flows pay for it."""
+        rs = f.rs
         if f.app_limited and f.delivered > f.app_limited:
             f.app_limited = 0
         if delivered:
@@ -815,28 +831,29 @@ class Engine:
         else:
             rs.delivered = -1
             rs.interval_us = -1
-        ca.cong_control(f, rs, now)
 
     # -- retransmission timer --------------------------------------------------------------------
 
     def set_timer(self, f: Flow, deadline: float) -> None:
-        """Make sure the flow's timer entry fires no later than ``deadline``.
+        """Make sure the flow's retransmission timer fires no later than ``deadline``.
 
-        Entries are lazy: a later deadline keeps the pending entry (it re-queues itself when it
-        fires early); an earlier one pushes a new entry, and the old one is ignored when it
-        comes up (only the entry at ``timer_at`` counts).
+        Entries are lazy, as :meth:`Timer.arm` queues them: a later deadline keeps the pending
+        entry (the handler re-queues it when it fires early); an earlier one pushes a new
+        entry, and the old one is ignored when it comes up (only the entry at ``queued_at``
+        counts). The flow keeps the deadlines themselves (``tlp_deadline``, ``rto_deadline``),
+        so only the timer's queue entry is used.
         """
-        if not f.rto_armed or deadline < f.timer_at:
-            f.rto_armed = True
-            f.timer_at = deadline
-            heapq.heappush(self.heap, (deadline, next(self.seq), EV_RTO, f.index))
+        qa = f.rto_timer.queued_at
+        if qa is None or deadline < qa:
+            f.rto_timer.queued_at = deadline
+            self.evq.push(deadline, EV_RTO, f.index)
 
     def arm_rto(self, f: Flow, now: float) -> None:
         f.rto_deadline = now + f.rto_s
         self.set_timer(f, f.rto_deadline)
 
     def schedule_loss_probe(self, f: Flow, now: float, rto_left: float) -> bool:
-        """tcp_schedule_loss_probe (tcp_output.c:2734 in 6.4): arm the tail loss probe.
+        """tcp_schedule_loss_probe (tcp_output.c:2730 in 6.4): arm the tail loss probe.
 
         Only in Open (or CWR) with data outstanding (SACK is always on here). The probe
         timeout (PTO) is 2·srtt in whole jiffies plus TCP_TIMEOUT_MIN (2 ms), or plus
@@ -858,10 +875,13 @@ class Engine:
         return True
 
     def on_rto_timer(self, f: Flow, now: float) -> None:
-        """The retransmission timer: the loss probe if one is scheduled, else the RTO."""
-        if not f.rto_armed or now != f.timer_at:
+        """The retransmission timer: the loss probe if one is scheduled, else the RTO.
+
+        The flow keeps the two deadlines it serves (``tlp_deadline``, ``rto_deadline``) itself,
+        so this handler, not :meth:`Timer.due`, decides whether to fire or re-queue.
+        """
+        if not _claim(f.rto_timer, now):
             return  # superseded by an earlier entry
-        f.rto_armed = False
         if f.snd_nxt == f.snd_una:
             f.tlp_deadline = 0.0
             return
@@ -936,7 +956,9 @@ class Engine:
         cwnd = f.cwnd
         state = f.ca_state
         new_reduction = (
-            state <= CA_DISORDER or f.snd_una >= f.high_seq or (state == CA_LOSS and f.backoff == 0)
+            state <= CA_DISORDER
+            or f.snd_una >= f.high_seq
+            or (state == CA_LOSS and f.icsk_retransmits == 0)
         )
         if new_reduction:
             f.prior_cwnd = cwnd
@@ -963,18 +985,12 @@ class Engine:
         f.high_seq = f.snd_nxt
         self.set_ca_state(f, CA_LOSS, now)
         rto = f.rto_s
+        f.icsk_retransmits += 1
         f.backoff += 1
         f.rto_s = min(f.rto_s * 2, _RTO_MAX_S)
-        if f.is_cubic:
-            why = (
-                f"ssthresh = {f.ssthresh} = {cwnd} × 717/1024; entering Loss resets CUBIC "
-                f"(W_max = 0), so its next epoch starts with K = 0"
-            )
-        elif f.is_bbr:
-            why = "BBR restarts full-pipe detection and will restore its saved cwnd after recovery"
+        if new_reduction:
+            why = f.ca.rto_note(f, cwnd)
         else:
-            why = f"ssthresh = {f.ssthresh} = max({cwnd} / 2, 2)"
-        if not new_reduction:
             why = f"ssthresh stays {f.ssthresh} (already reduced for this window)"
         f.event(
             "rto",
@@ -1027,18 +1043,7 @@ class Engine:
             )
             f.last_sample_delivered = f.delivered
             s["ca_state"].append(CA_NAMES[f.ca_state])
-            ca = f.ca
-            if isinstance(ca, Bbr):
-                s["bbr_mode"].append(MODE_NAMES[ca.mode])
-                s["bw_mbps"].append(round(ca.bw_bytes_per_sec(f) * 8e-6, 3))
-                s["pacing_gain"].append(ca.pacing_gain / BBR_UNIT)
-                s["min_rtt_ms"].append(round(ca.min_rtt_us / 1e3, 3))
-            else:
-                s["bbr_mode"].append(None)
-            if isinstance(ca, Cubic):
-                live = ca.epoch_start != 0
-                s["w_cubic"].append(ca.bic_target if live else None)
-                s["w_est"].append(ca.tcp_cwnd if live else None)
+            f.ca.record(f, s)
         if k + 1 < self.n_samples:
             self.push_event((k + 1) * dt, EV_SAMPLE, k + 1)
 
@@ -1053,12 +1058,26 @@ SERIES_KEYS = (
     "delivery_mbps",
     "bbr_mode",
     "ca_state",
-    "w_cubic",
-    "w_est",
-    "bw_mbps",
-    "pacing_gain",
-    "min_rtt_ms",
 )
+"""Every flow's series; its algorithm adds its own ``series_keys`` after these."""
+
+
+def _claim(timer: Timer, now: float) -> bool:
+    """Whether the entry popped at ``now`` is ``timer``'s live one (the earliest it queued);
+    if so it is consumed and the timer is idle until armed again. A superseded entry, or one
+    of a timer that is not armed, gives False (what :meth:`Timer.due` checks first)."""
+    if timer.queued_at != now:
+        return False
+    timer.queued_at = None
+    timer.deadline = None
+    return True
+
+
+def tsecr_rtt_us(now: float, sent: float) -> int:
+    """The RTT the timestamp echo gives (tcp_ack_update_rtt): tcp_time_stamp now less the
+    echoed TSval, both in TCP_TS_HZ (1 kHz) ticks of the same clock, at least 1, in µs."""
+    delta = int(now * TCP_TS_HZ) - int(sent * TCP_TS_HZ)
+    return (delta if delta > 0 else 1) * (1_000_000 // TCP_TS_HZ)
 
 
 def _pto(f: Flow) -> float:
@@ -1066,11 +1085,6 @@ def _pto(f: Flow) -> float:
     TCP_TIMEOUT_MIN (2 jiffies), or TCP_RTO_MIN with one segment out (HZ = 1000)."""
     jiffies = ((f.srtt_us >> 2) + 999) // 1000  # usecs_to_jiffies rounds up
     return (jiffies + (200 if f.snd_nxt - f.snd_una == 1 else 2)) / 1000
-
-
-def _prior(f: Flow) -> int:
-    ca = f.ca
-    return ca.prior_cwnd if isinstance(ca, Bbr) else f.prior_cwnd
 
 
 def _ss(f: Flow) -> int | None:

@@ -7,8 +7,10 @@ in include/net/tcp.h. Because the simulated path never reorders, the SACK scoreb
 as counts plus the few holes the sender has marked lost (``holes``), instead of a per-segment
 queue.
 
-The RTT estimator and RTO are Linux's (``tcp_rtt_estimator`` tcp_input.c:828, ``__tcp_set_rto``
-include/net/tcp.h:699, min 200 ms, max 120 s, ``icsk_backoff`` doubling on each timeout).
+A flow *is* an :class:`~app.sim.core.tcp.RttEstimator` (srtt, mdev, rttvar, rto), so its RTT
+estimator is the shared one (``tcp_rtt_estimator`` then ``__tcp_set_rto``; ``icsk_backoff``
+doubles the RTO on each timeout). Its three timers (retransmission, delayed ACK, pacing) are
+lazy :class:`~app.sim.core.events.Timer` entries in the engine's event queue.
 """
 
 from __future__ import annotations
@@ -16,27 +18,65 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
+from app.sim.core.events import EventQueue, Timer
+from app.sim.core.tcp import TCP_INFINITE_SSTHRESH as TCP_INFINITE_SSTHRESH
+from app.sim.core.tcp import TCP_INIT_CWND, RttEstimator
+
 if TYPE_CHECKING:
-    from app.sim.congestion.reno import CongestionOps
+    from app.sim.congestion.reno import CongControl, CongestionOps
 
 # enum tcp_ca_state (include/uapi/linux/tcp.h)
 CA_OPEN, CA_DISORDER, CA_CWR, CA_RECOVERY, CA_LOSS = range(5)
 CA_NAMES = ("Open", "Disorder", "CWR", "Recovery", "Loss")
 
-TCP_INIT_CWND = 10  # include/net/tcp.h:231
-TCP_INFINITE_SSTHRESH = 0x7FFFFFFF  # include/net/tcp.h:1227
-TCP_RTO_MIN_US = 200_000  # HZ/5
-TCP_RTO_MAX_US = 120_000_000  # 120*HZ
-TCP_DELACK_MIN_S = 0.040  # HZ/25 = TCP_ATO_MIN: the delayed-ACK timer
-TCP_DEFAULT_INIT_RCVWND = 10  # initial receive window in segments -> quick ACKs
-HZ = 1000  # jiffies per second (CONFIG_HZ_1000)
+# Event kinds in the engine's queue (``kind`` of an EventQueue entry)
+EV_ACK, EV_PACE, EV_DELACK, EV_RTO, EV_SAMPLE, EV_START = range(6)
+
+TCP_MAX_QUICKACKS = 16  # include/net/tcp.h
+TCP_RMEM_DEFAULT = 131072  # net.ipv4.tcp_rmem[1]: a new socket's sk_rcvbuf
+TCP_ADV_WIN_SCALE = 1  # net.ipv4.tcp_adv_win_scale in 6.4: half the buffer is window
 JIFFIES_BASE = 1 << 20  # keeps jiffies non-zero: CUBIC treats epoch_start == 0 as "no epoch"
 SND_CWND_CLAMP = 0xFFFFFFFF
 DUPTHRESH = 3  # net.ipv4.tcp_reordering: RACK skips its reorder window once this many SACKed
 
 
-class Flow:
-    """Mutable per-flow state. Only the engine and the congestion-control hooks touch it."""
+class RateSample:
+    """struct rate_sample (include/net/tcp.h), filled by the engine as tcp_rate_gen does."""
+
+    __slots__ = (
+        "prior_mstamp",
+        "prior_delivered",
+        "delivered",
+        "interval_us",
+        "rtt_us",
+        "losses",
+        "acked_sacked",
+        "prior_in_flight",
+        "is_app_limited",
+        "is_retrans",
+        "is_ack_delayed",
+    )
+
+    def __init__(self) -> None:
+        self.prior_mstamp = 0.0
+        self.prior_delivered = 0
+        self.delivered = -1
+        self.interval_us = -1
+        self.rtt_us = -1
+        self.losses = 0
+        self.acked_sacked = 0
+        self.prior_in_flight = 0
+        self.is_app_limited = False
+        self.is_retrans = False
+        self.is_ack_delayed = False
+
+
+class Flow(RttEstimator):
+    """Mutable per-flow state. Only the engine and the congestion-control hooks touch it.
+
+    ``queue`` is the engine's event queue the flow's timers live in (a flow made on its own,
+    as in unit tests, gets a private one).
+    """
 
     __slots__ = (
         # identity and path
@@ -48,8 +88,7 @@ class Flow:
         "owd",
         "mss",
         "paced",
-        "is_bbr",
-        "is_cubic",
+        "cong_control",
         # send sequence space and windows
         "snd_una",
         "snd_nxt",
@@ -69,17 +108,11 @@ class Flow:
         "prior_cwnd",
         "prr_delivered",
         "prr_out",
-        # RTT estimator and retransmission timer
-        "srtt_us",
-        "mdev_us",
-        "mdev_max_us",
-        "rttvar_us",
-        "rtt_seq",
-        "rto_s",
+        # retransmission timer (the RTT estimator's fields come from RttEstimator)
         "backoff",
+        "icsk_retransmits",
         "rto_deadline",
-        "rto_armed",
-        "timer_at",
+        "rto_timer",
         "tlp_deadline",
         "tlp_high_seq",
         "min_rtt_us",
@@ -95,7 +128,8 @@ class Flow:
         # pacing (internal TCP pacing, tcp_output.c)
         "pacing_rate",
         "wstamp",
-        "pace_armed",
+        "pace_timer",
+        "rs",
         "data_segs_out",
         # receiver
         "rcv_nxt",
@@ -105,7 +139,7 @@ class Flow:
         "rcv_pending",
         "rcv_pending_pkt",
         "rcv_deadline",
-        "delack_armed",
+        "delack_timer",
         "quick",
         # statistics and outputs
         "retransmits",
@@ -124,8 +158,17 @@ class Flow:
     )
 
     def __init__(
-        self, *, index: int, cc_name: str, ca: CongestionOps, start: float, rtt: float, mss: int
+        self,
+        *,
+        index: int,
+        cc_name: str,
+        ca: CongestionOps,
+        start: float,
+        rtt: float,
+        mss: int,
+        queue: EventQueue | None = None,
     ) -> None:
+        super().__init__()  # srtt, mdev, rttvar, rtt_seq = 0; rto = TCP_TIMEOUT_INIT
         self.index = index
         self.cc_name = cc_name
         self.ca = ca
@@ -133,9 +176,11 @@ class Flow:
         self.rtt = rtt
         self.owd = rtt / 2  # all propagation delay sits after the bottleneck, split evenly
         self.mss = mss
-        self.is_bbr = cc_name == "bbr"
-        self.is_cubic = cc_name == "cubic"
-        self.paced = self.is_bbr  # BBR sets SK_PACING_NEEDED; reno/cubic are not paced
+        # sk_pacing_status == SK_PACING_NEEDED: the algorithm's init sets it (bbr_init does)
+        self.paced = False
+        # the ops table's cong_control hook, kept here because every ACK asks for it
+        self.cong_control: CongControl | None = ca.cong_control
+        q = EventQueue() if queue is None else queue
 
         self.snd_una = 0
         self.snd_nxt = 0
@@ -158,20 +203,14 @@ class Flow:
         self.prr_delivered = 0
         self.prr_out = 0
 
-        self.srtt_us = 0  # << 3, as in tcp_sock
-        self.mdev_us = 0  # << 2
-        self.mdev_max_us = 0
-        self.rttvar_us = 0
-        self.rtt_seq = 0
-        self.rto_s = 1.0  # TCP_TIMEOUT_INIT until the first sample
-        self.backoff = 0
+        self.backoff = 0  # icsk_backoff: RTO doublings since the last valid RTT sample
+        self.icsk_retransmits = 0  # RTOs since snd_una last advanced (tcp_enter_loss asks)
         self.rto_deadline = 0.0
-        # One retransmission timer per flow (icsk_retransmit_timer), lazily in the event heap:
-        # rto_armed says an entry is pending, at timer_at; it serves the RTO (rto_deadline) and
-        # the tail loss probe (tlp_deadline, 0 when none is scheduled), as Linux's one timer
-        # serves ICSK_TIME_RETRANS and ICSK_TIME_LOSS_PROBE.
-        self.rto_armed = False
-        self.timer_at = 0.0
+        # One retransmission timer per flow (icsk_retransmit_timer), lazily in the event queue:
+        # it serves the RTO (rto_deadline) and the tail loss probe (tlp_deadline, 0 when none is
+        # scheduled), as Linux's one timer serves ICSK_TIME_RETRANS and ICSK_TIME_LOSS_PROBE.
+        # The engine keeps those two deadlines itself and uses the Timer for its queue entry.
+        self.rto_timer = Timer(q, EV_RTO, index)
         self.tlp_deadline = 0.0
         self.tlp_high_seq = 0  # snd_nxt after the last probe; outstanding while snd_una < it
         self.min_rtt_us = 0xFFFFFFFF
@@ -187,7 +226,8 @@ class Flow:
 
         self.pacing_rate = 0.0  # bytes per second (sk_pacing_rate)
         self.wstamp = start  # tcp_wstamp_ns, in seconds
-        self.pace_armed = False
+        self.pace_timer = Timer(q, EV_PACE, index)  # wakes the sender at wstamp
+        self.rs = RateSample()
         self.data_segs_out = 0
 
         self.rcv_nxt = 0
@@ -197,10 +237,11 @@ class Flow:
         self.ack_armed = False  # the head of ackq has an entry in the event heap
         self.rcv_pending = False
         self.rcv_pending_pkt: tuple[Any, ...] | None = None
-        self.rcv_deadline = 0.0
-        self.delack_armed = False
-        # tcp_incr_quickack on the first data segment: rcv_wnd / (2 * rcv_mss) quick ACKs
-        self.quick = TCP_DEFAULT_INIT_RCVWND // 2
+        self.rcv_deadline = 0.0  # when the pending delayed ACK is due (icsk_ack.timeout)
+        self.delack_timer = Timer(q, EV_DELACK, index)
+        # icsk_ack.quick: the first data segment sets it (tcp_incr_quickack); each immediate
+        # ACK uses one up
+        self.quick = initial_quickacks(mss)
 
         self.retransmits = 0
         self.drops = 0
@@ -222,9 +263,6 @@ class Flow:
         """tcp_packets_in_flight: packets_out - (sacked_out + lost_out) + retrans_out."""
         return self.snd_nxt - self.snd_una - self.sacked_out - len(self.holes) + self.retrans_out
 
-    def in_slow_start(self) -> bool:
-        return self.cwnd < self.ssthresh
-
     def event(self, kind: str, t: float, detail: dict[str, Any], text: str) -> None:
         """Record a notable moment: its numbers (``detail``), our sentence, and a snapshot."""
         if len(self.events) >= self.max_events:
@@ -242,43 +280,49 @@ class Flow:
         )
 
     def rtt_estimator(self, m: int) -> None:
-        """tcp_rtt_estimator (tcp_input.c:828) then tcp_set_rto: srtt is kept ×8, mdev ×4.
+        """tcp_rtt_estimator (tcp_input.c:828) then tcp_set_rto: the shared estimator, with
+        this flow's snd_una/snd_nxt deciding when a round trip has passed.
 
         rttvar never drops below the 200 ms floor inside one RTT, so the RTO is about
         srtt + max(4·mdev, 200 ms), not max(200 ms, srtt + 4·rttvar).
         """
-        srtt = self.srtt_us
-        if srtt:
-            m -= srtt >> 3
-            srtt += m
-            if m < 0:
-                m = -m - (self.mdev_us >> 2)
-                if m > 0:
-                    m >>= 3
-            else:
-                m -= self.mdev_us >> 2
-            mdev = self.mdev_us + m
-            self.mdev_us = mdev
-            if mdev > self.mdev_max_us:
-                self.mdev_max_us = mdev
-                if mdev > self.rttvar_us:
-                    self.rttvar_us = mdev
-            if self.snd_una > self.rtt_seq:  # once per RTT, decay rttvar toward mdev_max
-                if self.mdev_max_us < self.rttvar_us:
-                    self.rttvar_us -= (self.rttvar_us - self.mdev_max_us) >> 2
-                self.rtt_seq = self.snd_nxt
-                self.mdev_max_us = TCP_RTO_MIN_US
-        else:  # first sample
-            srtt = m << 3
-            self.mdev_us = m << 1
-            self.rttvar_us = self.mdev_max_us = max(self.mdev_us, TCP_RTO_MIN_US)
-            self.rtt_seq = self.snd_nxt
-        self.srtt_us = srtt if srtt > 0 else 1
-        # __tcp_set_rto, in whole jiffies (usecs_to_jiffies rounds up), bounded to TCP_RTO_MAX
-        rto_us = (self.srtt_us >> 3) + self.rttvar_us
-        if rto_us > TCP_RTO_MAX_US:
-            rto_us = TCP_RTO_MAX_US
-        self.rto_s = -(-rto_us // 1000) / HZ
+        self.sample(m, self.snd_una, self.snd_nxt)
+
+
+def initial_rcv_wnd(mss: int) -> int:
+    """The receive window the receiver offers in its SYN-ACK, in bytes: tcp_openreq_init_rwin
+    (net/ipv4/tcp_minisocks.c) passes tcp_full_space(), the default 128 KiB buffer less the
+    tcp_adv_win_scale share (65536 bytes), to tcp_select_initial_window
+    (net/ipv4/tcp_output.c), which rounds it down to whole segments of ``mss`` (the MSS less the
+    timestamp option) and caps it at 65535. For a 1448-byte MSS: 45 × 1448 = 65160 bytes."""
+    space = TCP_RMEM_DEFAULT - (TCP_RMEM_DEFAULT >> TCP_ADV_WIN_SCALE)  # tcp_win_from_space
+    if space > mss:
+        space -= space % mss
+    return min(space, 0xFFFF)
+
+
+def initial_quickacks(mss: int) -> int:
+    """tcp_incr_quickack (net/ipv4/tcp_input.c) on the first data segment (tcp_event_data_recv):
+    rcv_wnd / (2 · rcv_mss) quick ACKs, at least 2, at most TCP_MAX_QUICKACKS. rcv_mss is the
+    segment size by then (tcp_measure_rcv_mss runs first), so a 1448-byte MSS gives
+    min(65160 / 2896, 16) = 16."""
+    quick = initial_rcv_wnd(mss) // (2 * mss)
+    return min(quick if quick else 2, TCP_MAX_QUICKACKS)
+
+
+def sk_pacing_rate(tp: Flow) -> float:
+    """sk_pacing_rate in bytes per second.
+
+    An ops table with ``cong_control`` (BBR) sets it itself; for the others tcp_cong_control
+    calls tcp_update_pacing_rate: 200 % of cwnd/srtt in slow start (below ssthresh/2), else
+    120 %. For reno and cubic the rate is only advisory (no fq qdisc, so nothing enforces it).
+    """
+    if tp.cong_control is not None:
+        return tp.pacing_rate
+    if not tp.srtt_us:
+        return 0.0
+    ratio = 200 if tp.cwnd < tp.ssthresh // 2 else 120
+    return tp.mss * ratio / 100 * max(tp.cwnd, tp.snd_nxt - tp.snd_una) / (tp.srtt_us / 8e6)
 
 
 MAX_EVENTS_PER_FLOW = 4000

@@ -16,10 +16,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from app.sim.congestion.algorithms import ALGORITHMS
 from app.sim.core.errors import ParamError
 from app.sim.core.validate import Checker, describe
 
-CC_NAMES = ("reno", "cubic", "bbr")
+CC_NAMES = tuple(ALGORITHMS)  # the congestion controls a flow may name, from the one list
 HEADER_BYTES = 52  # 20 IPv4 + 20 TCP + 12 TCP timestamp option (tcp_options_write)
 MAX_FLOWS = 16
 MAX_DURATION_S = 600.0
@@ -85,7 +86,8 @@ class CwndParams:
             return link.buffer_packets
         if link.buffer_bytes is not None:
             return max(1, link.buffer_bytes // self.wire_bytes)
-        assert link.buffer_bdp is not None
+        if link.buffer_bdp is None:
+            raise ValueError("the link gives no buffer size")  # parse() never lets this through
         return max(1, round(link.buffer_bdp * self.bdp_packets))
 
     def flow_rtt_ms(self, i: int) -> float:
@@ -113,11 +115,10 @@ def parse(raw: Any) -> CwndParams:
 
     link = _parse_link(c, raw.get("link"))
     flows = _parse_flows(c, raw.get("flows"), "flows" in raw)
-    duration = c.number(raw, "duration_s", (), default=60.0, gt=0, le=MAX_DURATION_S, unit="s")
+    duration = _number(c, raw, "duration_s", (), 60.0, gt=0, le=MAX_DURATION_S, unit="s")
     mss = c.integer(raw, "mss", (), default=1448, ge=536, le=9000)
     seed = c.integer(raw, "seed", (), default=0, ge=0, le=2**63 - 1)
-    sample_ms = c.number(raw, "sample_ms", (), default=10.0, ge=1, le=10_000, unit="ms")
-    assert duration is not None and sample_ms is not None
+    sample_ms = _number(c, raw, "sample_ms", (), 10.0, ge=1, le=10_000, unit="ms")
 
     if flows:
         for i, f in enumerate(flows):
@@ -147,6 +148,20 @@ def parse(raw: Any) -> CwndParams:
     if c.issues:
         raise ParamError(c.issues)
     return params
+
+
+def _number(
+    c: Checker,
+    raw: Mapping[str, Any],
+    key: str,
+    loc: tuple[str | int, ...],
+    default: float,
+    **kw: Any,
+) -> float:
+    """``c.number`` for a field with a default: the value, or the default when it is absent or
+    not a number (the checker has then recorded the issue)."""
+    value = c.number(raw, key, loc, default=default, **kw)
+    return default if value is None else value
 
 
 def _parse_link(c: Checker, raw: Any) -> LinkParams | None:
@@ -226,12 +241,11 @@ def _parse_flows(c: Checker, raw: Any, present: bool) -> list[FlowParams] | None
                 (*loc, "cc"),
                 f"unknown congestion control; choose one of {', '.join(CC_NAMES)}; you gave {describe(cc)}",
             )
-        start = c.number(f, "start_s", loc, default=0.0, ge=0, unit="s")
+        start = _number(c, f, "start_s", loc, 0.0, ge=0, unit="s")
         rtt = c.number(f, "rtt_ms", loc, default=None, gt=0, le=MAX_RTT_MS, unit="ms")
-        if len(c.issues) > before:
+        if len(c.issues) > before or not isinstance(cc, str):  # a bad cc is an issue already
             ok = False
             continue
-        assert isinstance(cc, str) and start is not None
         out.append(FlowParams(cc=cc.lower(), start_s=start, rtt_ms=rtt))
     return out if ok else None
 

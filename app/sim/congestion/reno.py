@@ -1,15 +1,29 @@
-"""Reno as Linux 6.4 runs it (net/ipv4/tcp_cong.c), and the hook interface every algorithm uses.
+"""Reno as Linux 6.4 runs it (net/ipv4/tcp_cong.c), and the ops table every algorithm fills in.
 
-The hooks are named after ``struct tcp_congestion_ops``: ``init``, ``ssthresh``, ``cong_avoid``,
-``pkts_acked``, ``set_state`` and (BBR only) ``cong_control``. The engine calls them where
-tcp_input.c does:
+:class:`CongestionOps` is ``struct tcp_congestion_ops`` (include/net/tcp.h): ``init``,
+``ssthresh``, ``cong_avoid``, ``set_state``, ``pkts_acked``, ``cong_control`` and ``undo_cwnd``,
+plus ``tso_segs``: the segments a paced flow sends per burst, which the kernel sizes in
+tcp_tso_segs (asking ``min_tso_segs``) and BBR plans for with bbr_tso_segs_goal. Optional hooks are ``None`` when an algorithm
+has none, and the engine asks as tcp_input.c does (``if (icsk->icsk_ca_ops->cong_control)``).
+The engine calls them where the kernel does:
 
 * every ACK: ``pkts_acked`` (from ``tcp_clean_rtx_queue``), then ``tcp_cong_control``
-  (tcp_input.c:3495): BBR's ``cong_control``, or PRR during CWR/Recovery, or ``cong_avoid`` when
-  the ACK advanced ``snd_una``;
+  (tcp_input.c:3495): ``cong_control`` when the table has one (BBR), or PRR during
+  CWR/Recovery, or ``cong_avoid`` when the ACK advanced ``snd_una``;
 * entering Recovery (``tcp_init_cwnd_reduction``, tcp_input.c:2611) or Loss (``tcp_enter_loss``,
   tcp_input.c:2137): ``ssthresh``;
 * every CA-state change (``tcp_set_ca_state``, tcp_cong.c:37): ``set_state``.
+
+The kernel's other hooks have nothing to do here: ``cwnd_event`` reacts to idle restarts and
+ECN (a bulk sender is never idle; no ECN), ``in_ack_event`` to ECE/window updates,
+``sndbuf_expand`` and ``get_info`` to socket buffers and inet_diag, and ``undo_cwnd`` runs only
+when an undo (F-RTO, DSACK, Eifel) proves a reduction spurious, which the model's never-reordering
+path cannot do; it is still part of each table, as in the kernel, where it is required.
+
+The remaining members are the model's own: how each algorithm explains itself (``start_note``,
+``loss_text``, ``recovery_note``, ``recovery_exit_note``, ``rto_note``), the extra time series it
+records (``series_keys`` and ``record``), extra per-flow outputs (``trace_extras``) and
+``finish`` at the end of a run.
 
 Linux counts ACKed *segments*, not ACKs (Appropriate Byte Counting, RFC 3465), so delayed ACKs do
 not slow Reno's slow start: ``tcp_slow_start`` adds every newly ACKed segment.
@@ -17,12 +31,17 @@ not slow Reno's slow start: ``tcp_slow_start`` adds every newly ACKed segment.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from app.sim.core.trace import SourceRef
+import random
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
-    from app.sim.congestion.flow import Flow
+    from app.sim.congestion.flow import Flow, RateSample
+
+CongControl = Callable[["Flow", "RateSample", float], None]
+"""``cong_control(tp, rs, now)``: set cwnd and the pacing rate from a rate sample."""
+PktsAcked = Callable[["Flow", int, float], None]
+"""``pkts_acked(tp, rtt_us, now)``: one ACK's RTT sample (-1 when there is none)."""
 
 
 def tcp_slow_start(tp: Flow, acked: int) -> int:
@@ -55,38 +74,91 @@ def tcp_cong_avoid_ai(tp: Flow, w: int, acked: int) -> None:
 
 
 class CongestionOps:
-    """The default hooks; subclasses override what their kernel module implements."""
+    """``struct tcp_congestion_ops``: the hooks an algorithm gives, and the model's narration.
 
-    name = ""
-    has_pkts_acked = False  # lets the engine skip a call per ACK
-    ssthresh_src = SourceRef(function="tcp_reno_ssthresh", path="net/ipv4/tcp_cong.c", line=517)
-    init_src = SourceRef(
-        function="tcp_init_congestion_control", path="net/ipv4/tcp_cong.c", line=226
-    )
+    Subclasses override what their kernel module implements. ``ssthresh``, ``undo_cwnd`` and
+    (without ``cong_control``) ``cong_avoid`` are required, as tcp_validate_congestion_control
+    demands; ``pkts_acked`` and ``cong_control`` are optional and ``None`` when absent.
+    """
+
+    name: ClassVar[str] = ""
+    # Optional hooks: None unless the algorithm has one. A subclass defines a method of the
+    # same name; the engine tests ``is not None`` as the kernel tests the function pointer.
+    pkts_acked: PktsAcked | None = None
+    cong_control: CongControl | None = None
+    series_keys: ClassVar[tuple[str, ...]] = ()
+    """Time series this algorithm adds to every flow's ``series`` (filled by ``record``)."""
+
+    @classmethod
+    def create(cls, rng: random.Random) -> CongestionOps:
+        """A fresh per-flow instance (``inet_csk_ca``); ``rng`` is the run's generator."""
+        return cls()
 
     def init(self, tp: Flow, now: float) -> None:
-        pass
+        """``init``: set up private state when the connection is established."""
 
     def ssthresh(self, tp: Flow, now: float) -> int:
-        raise NotImplementedError
+        """``ssthresh`` (required): the slow-start threshold after a loss."""
+        raise NotImplementedError(f"{type(self).__name__} has no ssthresh hook")
 
     def cong_avoid(self, tp: Flow, acked: int, now: float) -> None:
-        raise NotImplementedError
-
-    def pkts_acked(self, tp: Flow, rtt_us: int, now: float) -> None:
-        pass
+        """``cong_avoid``: grow cwnd for ``acked`` newly ACKed segments."""
+        raise NotImplementedError(f"{type(self).__name__} has no cong_avoid hook")
 
     def set_state(self, tp: Flow, new_state: int, now: float) -> None:
-        pass
+        """``set_state``: called before the CA state changes (tcp_set_ca_state)."""
+
+    def undo_cwnd(self, tp: Flow) -> int:
+        """``undo_cwnd`` = tcp_reno_undo_cwnd (tcp_cong.c:525): max(cwnd, prior_cwnd)."""
+        return max(tp.cwnd, tp.prior_cwnd)
+
+    def tso_segs(self, tp: Flow) -> int:
+        """Segments a paced flow sends per burst (tcp_tso_segs). Only paced flows are sent in
+        bursts here, so the default (one segment) is never used by reno or cubic."""
+        return 1
 
     def acked_and_cong_avoid(self, tp: Flow, acked: int, rtt_us: int, now: float) -> None:
         """``pkts_acked`` then ``cong_avoid``: what an in-order ACK in state Open runs."""
-        self.pkts_acked(tp, rtt_us, now)
+        if self.pkts_acked is not None:
+            self.pkts_acked(tp, rtt_us, now)
         self.cong_avoid(tp, acked, now)
+
+    # -- the model's narration and outputs --------------------------------------------------
+
+    def start_note(self, tp: Flow) -> str:
+        """Appended to the flow's start sentence."""
+        return ""
 
     def loss_text(self, tp: Flow, cwnd: int, ssthresh: int) -> tuple[dict[str, float], str]:
         """Numbers and our sentence for a loss event (after ``ssthresh`` ran)."""
         return {}, ""
+
+    def recovery_note(self, tp: Flow, cwnd: int) -> str:
+        """How cwnd moves during Recovery: PRR (tcp_cwnd_reduction), unless cong_control."""
+        return (
+            f"PRR (RFC 6937) will walk cwnd from {cwnd} down to ssthresh {tp.ssthresh} "
+            f"over about one round trip, sending ~{tp.ssthresh / max(cwnd, 1):.2f} segments "
+            f"per segment delivered"
+        )
+
+    def recovery_exit_note(self, tp: Flow, before: int) -> str:
+        """What happens to cwnd when Recovery ends (tcp_end_cwnd_reduction)."""
+        return f"cwnd = ssthresh = {tp.cwnd} (PRR had it at {before})"
+
+    def rto_note(self, tp: Flow, cwnd: int) -> str:
+        """Why ssthresh is what it is after a retransmission timeout."""
+        return f"ssthresh = {tp.ssthresh}"
+
+    def record(self, tp: Flow, series: dict[str, list[Any]]) -> None:
+        """Append this sample tick's values of ``series_keys`` (and ``bbr_mode``, None here)."""
+        series["bbr_mode"].append(None)
+
+    def trace_extras(self, tp: Flow) -> dict[str, Any]:
+        """Extra per-flow outputs of the trace (CUBIC's epochs)."""
+        return {}
+
+    def finish(self, tp: Flow, end: float) -> None:
+        """The run ends at ``end``: close anything still open."""
 
 
 class Reno(CongestionOps):
@@ -108,6 +180,9 @@ class Reno(CongestionOps):
 
     def acked_and_cong_avoid(self, tp: Flow, acked: int, rtt_us: int, now: float) -> None:
         self.cong_avoid(tp, acked, now)  # reno has no pkts_acked hook
+
+    def rto_note(self, tp: Flow, cwnd: int) -> str:
+        return f"ssthresh = {tp.ssthresh} = max({cwnd} / 2, 2)"
 
     def loss_text(self, tp: Flow, cwnd: int, ssthresh: int) -> tuple[dict[str, float], str]:
         return (

@@ -65,7 +65,10 @@ from app.sim.core import Message, Progress
 from app.sim.core.trace import Field, Frame, Trace
 
 EXPLAINER = "cwnd"
-SIM_VERSION = "cwnd-2"  # cwnd-2: tail loss probe; the RTO restarts when the head is resent
+SIM_VERSION = "cwnd-3"  # cwnd-2: tail loss probe; the RTO restarts when the head is resent
+# cwnd-3: an ACK that advances snd_una samples the RTT from TSecr when the segment was resent;
+# the receiver starts with tcp_incr_quickack's 16 quick ACKs (not 5); BBR's recovery exit,
+# long-term rate and RTO narration cite and say what 6.4 does
 MAX_FRAMES = 1000
 PROGRESS_SLICES = 100  # a run reports progress (simulated seconds) this many times
 
@@ -168,8 +171,7 @@ def _flow_series(p: CwndParams, f: Flow) -> dict[str, Any]:
     }
     out.update(f.series or {"t": [], "cwnd": []})
     out["events"] = f.events
-    if f.is_cubic:
-        out["epochs"] = f.epochs
+    out.update(f.ca.trace_extras(f))
     return out
 
 
