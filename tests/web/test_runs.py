@@ -101,7 +101,7 @@ def test_abandoned_job_is_cancelled(make_client: Callable[..., TestClient]) -> N
     """A job nobody asks about for job_idle_s is cancelled and its worker freed."""
     client = make_client(job_threshold_s=0.0, job_idle_s=0.5)
     runs = client.app.state.site.runs  # type: ignore[attr-defined]
-    r = client.post("/api/v1/explainers/cwnd/run", json=cwnd(60, rate=100))
+    r = client.post("/api/v1/explainers/cwnd/run", json=cwnd(160, rate=100))
     key = r.json()["job"]
     wait_for(lambda: (job := runs.peek(key)) is not None and job.state != "running", 20)
     assert runs.peek(key).state == "cancelled" and runs.running == 0
@@ -112,7 +112,7 @@ def test_client_that_disconnects_cancels_its_run(tmp_path: Path) -> None:
     """A short (non-job) run is cancelled when its client goes away before the answer."""
     settings = Settings(database_url=f"sqlite:///{tmp_path / 'live.db'}", job_threshold_s=1e9)
     app = create_app(settings)
-    body = json.dumps(cwnd(60, rate=100)).encode()
+    body = json.dumps(cwnd(160, rate=100)).encode()
     with LiveServer(app) as server:
         runs = app.state.site.runs
         with socket.create_connection(("127.0.0.1", server.port)) as sock:
@@ -132,9 +132,9 @@ def test_client_that_disconnects_cancels_its_run(tmp_path: Path) -> None:
 def test_queue_full_is_503_with_retry_after(make_client: Callable[..., TestClient]) -> None:
     """With every worker and queue place taken, a new run answers 503 with Retry-After."""
     client = make_client(job_threshold_s=0.0, sim_queue=0)
-    first = client.post("/api/v1/explainers/cwnd/run", json=cwnd(60, rate=100))
+    first = client.post("/api/v1/explainers/cwnd/run", json=cwnd(160, rate=100))
     assert first.status_code == 202
-    busy = client.post("/api/v1/explainers/cwnd/run", json=cwnd(60, rate=100, seed=1))
+    busy = client.post("/api/v1/explainers/cwnd/run", json=cwnd(160, rate=100, seed=1))
     assert busy.status_code == 503 and int(busy.headers["retry-after"]) >= 1
     page = client.get(f"/explainers/skb/custom?p={encode_params(SMALL)}")
     assert page.status_code == 503 and "busy" in page.text
@@ -145,9 +145,9 @@ def test_expensive_runs_are_rate_limited_per_client(make_client: Callable[..., T
     """Runs expected to take over a second count against a per-client quota (429 past it);
     cheap runs do not."""
     client = make_client(job_threshold_s=0.5, expensive_runs_per_minute=1)
-    first = client.post("/api/v1/explainers/cwnd/run", json=cwnd(60, rate=100))
+    first = client.post("/api/v1/explainers/cwnd/run", json=cwnd(160, rate=100))
     assert first.status_code == 202
-    second = client.post("/api/v1/explainers/cwnd/run", json=cwnd(60, rate=100, seed=2))
+    second = client.post("/api/v1/explainers/cwnd/run", json=cwnd(160, rate=100, seed=2))
     assert second.status_code == 429 and int(second.headers["retry-after"]) >= 1
     assert client.post("/api/v1/explainers/skb/run", json=SMALL).status_code == 200
     client.delete(f"/api/v1/jobs/{first.json()['job']}")

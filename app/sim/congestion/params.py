@@ -30,8 +30,9 @@ MAX_RTT_MS = 10_000.0
 MAX_BUFFER_PACKETS = 1_000_000
 MAX_SAMPLES = 60_000  # per series: duration_s / sample_ms
 MAX_FLOW_SAMPLES = 120_000  # samples × flows: bounds a trace's memory and JSON size
-# Limit that protects the server: about 500 k events per wall second on this machine.
-MAX_PACKET_EVENTS = 20_000_000
+# The largest run one request may ask for: at about 500 k events per second of one core this is
+# at most ~5 s of CPU (runs over ~1.5 s become jobs with a progress bar; see app/web/runs.py).
+MAX_PACKET_EVENTS = 2_500_000
 
 _LINK_KEYS = ("rate_mbps", "rtt_ms", "buffer_packets", "buffer_bytes", "buffer_bdp", "loss_rate")
 _FLOW_KEYS = ("cc", "start_s", "rtt_ms")
