@@ -159,7 +159,7 @@ def run_source(site: Site, source: Source) -> Trace[Any, Any]:
 
 
 def prefixed(exc: ParamError, *prefix: str | int) -> ParamError:
-    return ParamError([ParamIssue(loc=(*prefix, *i.loc), msg=i.msg) for i in exc.issues])
+    return ParamError([ParamIssue(loc=(*prefix, *i.loc), msg=i.message) for i in exc.issues])
 
 
 # --- dependencies --------------------------------------------------------------------------

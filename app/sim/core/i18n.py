@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeAlias
 
-Param = int | float | str
+Param: TypeAlias = "int | float | str | Message"
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,12 +28,17 @@ class Message:
         text = gettext(self.id) if gettext else self.id
         if not self.params:
             return text
+        # A parameter may itself be a message (e.g. "you gave {what}", what = "a list"): it is
+        # rendered in the same language first.
+        params = {
+            k: v.render(gettext) if isinstance(v, Message) else v for k, v in self.params.items()
+        }
         try:
-            return text.format_map(self.params)
+            return text.format_map(params)
         except (KeyError, IndexError, ValueError):
             # A catalog entry with a broken placeholder must not take a page down: fall back to
             # the English source, which tests keep well-formed.
-            return self.id.format_map(self.params)
+            return self.id.format_map(params)
 
     def __str__(self) -> str:
         return self.render()
