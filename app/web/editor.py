@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from app.sim.core import Message, ParamError
+from app.web import i18n
 
 _INT = re.compile(r"^-?[0-9]{1,30}$")  # longer digit strings stay text for the validator to name
 _NUM = re.compile(r"^-?([0-9]{1,30}\.?[0-9]{0,30}|\.[0-9]{1,30})([eE][-+]?[0-9]{1,4})?$")
@@ -197,8 +198,9 @@ def _rows_from_form(rows: Rows, form: Mapping[str, Any], action: str) -> list[di
 def issues_by_name(exc: ParamError) -> dict[str, list[str]]:
     """Issues keyed by the dotted form name their ``loc`` points at ("ops.3.len")."""
     found: dict[str, list[str]] = {}
+    gettext = i18n.gettext_for()
     for issue in exc.issues:
-        found.setdefault(_name(*issue.loc), []).append(issue.msg)
+        found.setdefault(_name(*issue.loc), []).append(issue.text(gettext))
     return found
 
 

@@ -12,6 +12,7 @@ from fastapi.responses import HTMLResponse
 from markupsafe import Markup
 
 from app.sim.core import Frame, Message, Trace
+from app.web import i18n
 from app.web.content import Lesson
 from app.web.plugin import Plugin
 from app.web.sources import Source
@@ -45,6 +46,7 @@ def render_frames(
 ) -> list[RenderedFrame]:
     """Pictures, words and notes of frames ``start`` ≤ index < ``stop``."""
     notes = lesson.step_notes if lesson else {}
+    gettext = i18n.gettext_for()
     out = []
     for f in trace.frames[max(start, 0) : max(stop, 0)]:
         kind = plugin.sim.result_kind(f.result)
@@ -52,8 +54,8 @@ def render_frames(
             RenderedFrame(
                 frame=f,
                 picture=Markup(plugin.web.picture(trace, f)),
-                narration=f.narration.render(),
-                notes=tuple(n.render() for n in f.notes),
+                narration=f.narration.render(gettext),
+                notes=tuple(n.render(gettext) for n in f.notes),
                 badge=result_label(plugin, f.result),
                 tone=kind.tone,
                 note=Markup(notes.get(f.index, "")),
@@ -65,7 +67,7 @@ def render_frames(
 def result_label(plugin: Plugin, result: str) -> str:
     """The badge text of a frame result, from the explainer's declared result kinds."""
     label = plugin.sim.result_kind(result).label
-    return Message(label.id, {**label.params, "result": result}).render()
+    return Message(label.id, {**label.params, "result": result}).render(i18n.gettext_for())
 
 
 def frame_window(step: int, count: int, size: int = FRAME_WINDOW) -> tuple[int, int]:
