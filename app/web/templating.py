@@ -50,6 +50,8 @@ def setup(env: Environment) -> None:
     env.finalize = _finalize
     # Old-style gettext: ``{% trans %}`` formats with %(name)s and escapes the values.
     env.newstyle_gettext = False  # type: ignore[attr-defined]
+    # ``{% trans %}`` ids are whitespace-normalised (babel.cfg extracts with ``trimmed`` too).
+    env.policies["ext.i18n.trimmed"] = True
 
 
 def render(
