@@ -27,7 +27,7 @@
       status.textContent = t("job_done");
       location.reload();
     } else if (job.state === "running") {
-      status.textContent = t("job_progress", { pct: pct, s: Math.round(job.elapsed_s || 0) });
+      status.textContent = t("job_progress", { pct: pct + " %", s: Math.round(job.elapsed_s || 0) });
       setTimeout(poll, 500);
     } else {
       status.textContent = job.error ? t("job_state_error", { state: job.state, error: job.error }) : t("job_state", { state: job.state });
