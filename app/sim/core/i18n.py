@@ -9,7 +9,7 @@ and an English step always quote the same figures.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
@@ -25,7 +25,7 @@ class Message:
 
     def render(self, gettext: Callable[[str], str] | None = None) -> str:
         """The text in one language; ``gettext`` maps an id to its translation (default: English)."""
-        text = gettext(self.id) if gettext else self.id
+        text = gettext(self.id) if gettext and self.id else self.id
         if not self.params:
             return text
         # A parameter may itself be a message (e.g. "you gave {what}", what = "a list"): it is
@@ -46,6 +46,24 @@ class Message:
     def __contains__(self, text: str) -> bool:
         """``"word" in message``: does the English text contain it (tests read it this way)."""
         return text in self.render()
+
+    def __add__(self, other: Message | str) -> Message:
+        """Sentences written one after another: each part is translated on its own."""
+        return join("", (self, other))
+
+    def __radd__(self, other: str) -> Message:
+        return join("", (other, self))
+
+
+def join(sep: str, parts: Iterable[Message | str]) -> Message:
+    """``sep.join(parts)`` as one message whose parts are translated separately (the joining
+    id itself is never in a catalog, so it renders as written)."""
+    items = tuple(parts)
+    escaped = sep.replace("{", "{{").replace("}", "}}")
+    return Message(
+        escaped.join(f"{{p{i}}}" for i in range(len(items))),
+        {f"p{i}": part for i, part in enumerate(items)},
+    )
 
 
 def msg(text: str, /, **params: Param) -> Message:
