@@ -51,8 +51,17 @@ def test_template_matches_code() -> None:
     try:
         CommandLineInterface().run(
             [
-                "pybabel", "-q", "extract", "-F", str(ROOT / "babel.cfg"), "-k", "msg",
-                "--no-wrap", "-o", str(out), str(ROOT),
+                "pybabel",
+                "-q",
+                "extract",
+                "-F",
+                str(ROOT / "babel.cfg"),
+                "-k",
+                "msg",
+                "--no-wrap",
+                "-o",
+                str(out),
+                str(ROOT),
             ]
         )
         fresh = {str(m.id) for m in _load(out) if m.id}
@@ -70,9 +79,7 @@ def test_every_id_is_in_both_catalogs(catalog: Catalog) -> None:
 
 def test_every_id_has_a_chinese_translation() -> None:
     """Every id has a non-empty, non-fuzzy Chinese msgstr."""
-    untranslated = [
-        i for i in IDS if not (m := ZH.get(i)) or not m.string or m.fuzzy
-    ]
+    untranslated = [i for i in IDS if not (m := ZH.get(i)) or not m.string or m.fuzzy]
     assert not untranslated, f"{len(untranslated)} untranslated, e.g. {untranslated[:5]}"
 
 
@@ -93,14 +100,20 @@ def test_chinese_prose_uses_full_width_punctuation() -> None:
     bad = [
         str(m.string)
         for i in IDS
-        if (m := ZH.get(i)) and m.string and re.search(r"[\u4e00-\u9fff][,;:.](?:\s|$)", str(m.string))
+        if (m := ZH.get(i))
+        and m.string
+        and re.search(r"[\u4e00-\u9fff][,;:.](?:\s|$)", str(m.string))
     ]
     assert not bad, bad[:5]
 
 
 def test_placeholder_parser() -> None:
     """The placeholder parser sees names and specs, and ignores escaped braces."""
-    assert placeholders("{key} must be ≥ {limit:g}{unit}; {{x}}") == {"{key}", "{limit:g}", "{unit}"}
+    assert placeholders("{key} must be ≥ {limit:g}{unit}; {{x}}") == {
+        "{key}",
+        "{limit:g}",
+        "{unit}",
+    }
     assert placeholders("step %(step)s of %(last)s") == {"%(step)", "%(last)"}
 
 

@@ -135,7 +135,9 @@ def test_lessons_per_language(client: TestClient, tmp_path, monkeypatch) -> None
 
     (tmp_path / "zh-CN").mkdir()
     (tmp_path / "demo.md").write_text("---\ntitle: Demo\n---\nIntro.\n\n## Step 1\nOne.\n")
-    (tmp_path / "zh-CN" / "demo.md").write_text("---\ntitle: 演示\n---\n引言。\n\n## 第 1 步\n一。\n")
+    (tmp_path / "zh-CN" / "demo.md").write_text(
+        "---\ntitle: 演示\n---\n引言。\n\n## 第 1 步\n一。\n"
+    )
     (tmp_path / "only.md").write_text("---\ntitle: Only English\n---\nx\n")
     c = Content(tmp_path)
     zh = c.lesson("demo", "zh-CN")

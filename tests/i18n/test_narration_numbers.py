@@ -43,9 +43,7 @@ def test_a_message_changes_language_but_not_its_figures() -> None:
     assert en != zh and CJK.search(zh) and numbers(en) == numbers(zh)
 
 
-@pytest.mark.parametrize(
-    ("explainer", "slug"), PRESETS, ids=[f"{e.name}-{s}" for e, s in PRESETS]
-)
+@pytest.mark.parametrize(("explainer", "slug"), PRESETS, ids=[f"{e.name}-{s}" for e, s in PRESETS])
 def test_preset_narration_numbers_match(explainer: Explainer[Any], slug: str) -> None:
     """Every step's narration and notes: the Chinese text is Chinese and its digit runs equal
     the English text's."""

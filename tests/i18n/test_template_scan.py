@@ -62,7 +62,7 @@ def test_scanner_finds_english() -> None:
     """The scan catches text nodes and visible attributes, and passes translated ones."""
     assert untranslated('<p title="Hello there">x</p>') == ["Hello there"]
     assert untranslated("<p>Hi <b>you</b></p>") == ["Hi", "you"]
-    assert untranslated('<p title="{{ _(\'Hi\') }}">{% trans %}Hi{% endtrans %}</p>') == []
+    assert untranslated("<p title=\"{{ _('Hi') }}\">{% trans %}Hi{% endtrans %}</p>") == []
     assert untranslated("<script>const a = 'Hello';</script>{# Note #}") == []
     assert untranslated("<code>Stepscope</code> <b>API</b>") == []
 
