@@ -17,9 +17,10 @@ from urllib.parse import urlencode
 
 from fastapi import Depends, HTTPException, Query, Request
 
-from app.sim.core import Explainer, ParamError, ParamIssue, Preset, Trace
+from app.sim.core import Explainer, ParamError, ParamIssue, Preset, Trace, msg
 from app.store import repo
 from app.store.models import Scenario
+from app.web import i18n
 from app.web.content import Lesson
 from app.web.plugin import Plugin
 from app.web.site import Site
@@ -118,7 +119,12 @@ def from_preset(site: Site, name: str, slug: str | None = None) -> Source:
     plugin = site.plugin(name)
     preset = plugin.sim.preset(slug or plugin.sim.default_preset)
     if preset is None:
-        raise HTTPException(404, f"{plugin.sim.title} has no preset called {str(slug)[:80]!r}.")
+        text = msg(
+            "{explainer} has no preset called {slug}.",
+            explainer=plugin.sim.title,
+            slug=repr(str(slug)[:80]),
+        )
+        raise HTTPException(404, i18n.render(text))
     return Source(
         plugin=plugin,
         raw=dict(preset.params),
