@@ -219,3 +219,16 @@ def test_plain_string_issue_still_works() -> None:
     e = ParamError([ParamIssue(loc=("x",), msg="x {is} odd")])
     assert e.issues[0].msg == "x {is} odd"
     assert e.issues[0].text(i18n.gettext_for("zh-CN")) == "x {is} odd"
+
+
+def test_api_frames_narrate_in_the_request_language(client: TestClient) -> None:
+    """The run API's frames carry their narration in the request's language, same figures."""
+    url = "/api/v1/explainers/skb/run"
+    en = client.post(url, json=OPS, headers=EN).json()["frames"]
+    zh = client.post(url, json=OPS, headers=ZH).json()["frames"]
+    assert [f["skb"] for f in en] == [f["skb"] for f in zh]
+    for e, z in zip(en, zh, strict=True):
+        assert CJK.search(z["narration"]) and not CJK.search(e["narration"])
+        assert sorted(re.findall(r"\d+", e["narration"])) == sorted(
+            re.findall(r"\d+", z["narration"])
+        )
