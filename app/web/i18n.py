@@ -215,14 +215,20 @@ def reset(token: object) -> None:
     _current.reset(token)  # type: ignore[arg-type]
 
 
-def switch_links(path: str, query: str, current_lang: str) -> list[dict[str, object]]:
-    """One link per language to this same page (path and query kept, ``lang`` replaced)."""
-    kept = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k != QUERY]
+SWITCH_QUERY_MAX = 2000  # characters of a query the switch links repeat
+
+
+def switch_links(query: str, current_lang: str) -> list[dict[str, object]]:
+    """One link per language to this same page: a relative ``?query`` (so the path is kept
+    without being echoed into the page) with ``lang`` replaced. theme.js rebuilds it from the
+    address bar on click, so a step the player moved to is kept too."""
+    pairs = parse_qsl(query, keep_blank_values=True) if len(query) <= SWITCH_QUERY_MAX else []
+    kept = [(k, v) for k, v in pairs if k != QUERY]
     return [
         {
             "lang": lang,
             "name": name,
-            "href": path + "?" + urlencode([*kept, (QUERY, lang)]),
+            "href": "?" + urlencode([*kept, (QUERY, lang)]),
             "current": lang == current_lang,
         }
         for lang, name in NAMES.items()

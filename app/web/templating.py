@@ -31,7 +31,7 @@ def language_context(request: Request) -> dict[str, Any]:
         "gettext": tr.gettext,
         "ngettext": tr.ngettext,
         "_": tr.gettext,
-        "lang_links": i18n.switch_links(request.url.path, request.url.query, lang),
+        "lang_links": i18n.switch_links(request.url.query, lang),
         "tr": lambda value: i18n.render(value, lang) if isinstance(value, Message) else value,
     }
 
