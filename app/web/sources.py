@@ -128,7 +128,7 @@ def from_preset(site: Site, name: str, slug: str | None = None) -> Source:
     return Source(
         plugin=plugin,
         raw=dict(preset.params),
-        title=str(preset.title),
+        title=i18n.render(preset.title),  # in the request's language
         preset=preset,
         lesson=site.content.lesson(preset.lesson),
     )
@@ -138,7 +138,10 @@ def from_token(site: Site, name: str, token: str, *, title: str | None = None) -
     plugin = site.plugin(name)
     raw = decode_params(token)
     return Source(
-        plugin=plugin, raw=raw, title=title or f"Custom {plugin.sim.title} scenario", token=token
+        plugin=plugin,
+        raw=raw,
+        title=title or i18n.render(msg("Custom {name} scenario", name=plugin.sim.title)),
+        token=token,
     )
 
 
@@ -148,7 +151,7 @@ def from_scenario(site: Site, engine: Any, scenario_id: str) -> Source:
     if row is None:
         raise ScenarioNotFound(scenario_id)
     plugin = site.plugin(row.explainer)
-    title = row.title or f"Shared {plugin.sim.title} scenario"
+    title = row.title or i18n.render(msg("Shared {name} scenario", name=plugin.sim.title))
     return Source(plugin=plugin, raw=json.loads(row.params_json), title=title, scenario=row)
 
 
