@@ -1959,7 +1959,7 @@ class SkbMachine:
                     name=s.name,
                 )
                 + self._release(s, "consumed")
-                + "."
+                + msg(".")
             )
         elif (
             headlen > offset
