@@ -55,10 +55,16 @@ class Message:
         return join("", (other, self))
 
 
-def join(sep: str, parts: Iterable[Message | str]) -> Message:
+def join(sep: Message | str, parts: Iterable[Message | str]) -> Message:
     """``sep.join(parts)`` as one message whose parts are translated separately (the joining
-    id itself is never in a catalog, so it renders as written)."""
+    id itself is never in a catalog, so it renders as written); a message ``sep`` (e.g.
+    ``msg("; ")``) is translated too."""
     items = tuple(parts)
+    if isinstance(sep, Message):
+        return Message(
+            "{sep}".join(f"{{p{i}}}" for i in range(len(items))),
+            {"sep": sep, **{f"p{i}": part for i, part in enumerate(items)}},
+        )
     escaped = sep.replace("{", "{{").replace("}", "}}")
     return Message(
         escaped.join(f"{{p{i}}}" for i in range(len(items))),

@@ -1275,7 +1275,7 @@ class SkbMachine:
             parts.append(msg("the next frag now starts after the copied bytes"))
         if released:
             parts.append(msg("frag_list skb(s) {join} are consumed", join=", ".join(released)))
-        return join("; ", parts)
+        return join(msg("; "), parts)
 
     def op_pskb_may_pull(self, op: Op) -> Step:
         s = self.skbs[op.skb]
@@ -1591,7 +1591,7 @@ class SkbMachine:
             names.append(name)
             offset += ln
         shown = join(
-            ", ",
+            msg(", "),
             (
                 msg(
                     "{name} (len {len}, {n} frag(s))",
@@ -2653,7 +2653,7 @@ class SkbMachine:
             self._release(ms, ms.status if ms.status in ("dropped", "consumed") else "consumed")
         if b.frag_list:
             parts.append(msg("frag_list {join} released", join=", ".join(b.frag_list)))
-        return join(", ", parts)
+        return join(msg(", "), parts)
 
     def _release(self, s: Skb, how: str) -> Text:
         """Drop one user; on the last, release data and the sk_buff (kfree_skbmem)."""
