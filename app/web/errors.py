@@ -120,11 +120,11 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(Busy)
     async def _busy(request: Request, exc: Busy) -> Response:
-        return _overloaded(request, 503, str(exc), exc.retry_after)
+        return _overloaded(request, 503, i18n.render(exc.message), exc.retry_after)
 
     @app.exception_handler(RateLimited)
     async def _limited(request: Request, exc: RateLimited) -> Response:
-        return _overloaded(request, 429, str(exc), exc.retry_after)
+        return _overloaded(request, 429, i18n.render(exc.message), exc.retry_after)
 
     @app.exception_handler(Cancelled)
     async def _cancelled(request: Request, exc: Cancelled) -> Response:

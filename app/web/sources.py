@@ -49,7 +49,7 @@ def decode_params(token: str) -> Any:
         return json.loads(base64.urlsafe_b64decode(padded.encode()).decode())
     except (ValueError, UnicodeDecodeError, binascii.Error, RecursionError) as exc:
         raise ParamError.single(
-            ("p",), "this scenario link is damaged; open the editor and rebuild it"
+            ("p",), msg("this scenario link is damaged; open the editor and rebuild it")
         ) from exc
 
 
@@ -235,28 +235,34 @@ def query_source(
     if scenario is not None:
         if explainer is not None or preset is not None or p is not None:
             raise ParamError.single(
-                ("scenario",), "give either scenario, or explainer with preset or p, not both"
+                ("scenario",),
+                msg("give either scenario, or explainer with preset or p, not both"),
             )
         return from_scenario(site, request.app.state.engine, scenario)
     if explainer is None:
         raise ParamError.single(
             ("explainer",),
-            "name the scenario: scenario=ID, or explainer=NAME with preset=SLUG or p=TOKEN",
+            msg("name the scenario: scenario=ID, or explainer=NAME with preset=SLUG or p=TOKEN"),
         )
     if site.get(explainer) is None:
         raise ParamError.single(
             ("explainer",),
-            f"there is no explainer called {explainer!r}; choose one of: {site.names}",
+            msg(
+                "there is no explainer called {name}; choose one of: {names}",
+                name=repr(explainer),
+                names=site.names,
+            ),
         )
     if preset is not None and p is not None:
-        raise ParamError.single(("p",), "give either preset or p, not both")
+        raise ParamError.single(("p",), msg("give either preset or p, not both"))
     if p is not None:
         return from_token(site, explainer, p)
     try:
         return from_preset(site, explainer, preset)
     except HTTPException:
         raise ParamError.single(
-            ("preset",), f"{explainer} has no preset called {preset!r}"
+            ("preset",),
+            msg("{explainer} has no preset called {slug}", explainer=explainer, slug=repr(preset)),
         ) from None
 
 

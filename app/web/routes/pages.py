@@ -99,7 +99,7 @@ def frames_fragment(
 ) -> Response:
     """Frame templates ``start``..``start+count`` of a scenario, for the player to fetch on demand."""
     if (preset is None) == (p is None):
-        raise ParamError.single(("query", "preset"), "give exactly one of preset or p")
+        raise ParamError.single(("query", "preset"), msg("give exactly one of preset or p"))
     if p is not None:
         source = from_token(site, name, p)
     else:

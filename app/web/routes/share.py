@@ -82,7 +82,11 @@ def create_scenario(body: ScenarioIn, request: Request, site: SiteDep) -> JSONRe
     if plugin is None:
         raise ParamError.single(
             ("explainer",),
-            f"there is no explainer called {body.explainer!r}; choose one of: {site.names}",
+            msg(
+                "there is no explainer called {name}; choose one of: {names}",
+                name=repr(body.explainer),
+                names=site.names,
+            ),
         )
     ex = plugin.sim
     try:
@@ -99,7 +103,7 @@ def create_scenario(body: ScenarioIn, request: Request, site: SiteDep) -> JSONRe
             body.forked_from is not None
             and repo.get_scenario(db=db, scenario_id=body.forked_from) is None
         ):
-            raise ParamError.single(("forked_from",), "no saved scenario has this id")
+            raise ParamError.single(("forked_from",), msg("no saved scenario has this id"))
         row = repo.create_scenario(
             db=db,
             explainer=ex.name,
