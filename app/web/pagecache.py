@@ -104,8 +104,11 @@ class PageCache:
             f"public, max-age=0, s-maxage={MAX_AGE}, stale-while-revalidate={STALE}"
         )
         # A shared cache must not hand one language's page to a reader of the other.
-        vary = (headers.get("vary"), "Accept-Encoding", "Accept-Language", "Cookie")
-        headers["Vary"] = ", ".join(v for v in vary if v)
+        vary = [v.strip() for v in (headers.get("vary") or "").split(",") if v.strip()]
+        for name in ("Accept-Encoding", "Accept-Language", "Cookie"):
+            if name not in vary:
+                vary.append(name)
+        headers["Vary"] = ", ".join(vary)
         headers.pop("vary", None)
         if entry.etag in request.headers.get("if-none-match", ""):
             return Response(status_code=304, headers=headers)

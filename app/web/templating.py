@@ -66,7 +66,9 @@ def render(
     response: HTMLResponse = templates.TemplateResponse(
         request, name, dict(context or {}), status_code=status_code, headers=headers
     )
-    response.headers.setdefault("Vary", "HX-Request")
+    # A page differs by htmx request and by language (?lang= is in the URL; the cookie and
+    # Accept-Language are not).
+    response.headers.setdefault("Vary", "HX-Request, Accept-Language, Cookie")
     response.headers.setdefault("Content-Language", i18n.language_of(request))
     return response
 
