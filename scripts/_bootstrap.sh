@@ -35,4 +35,6 @@ if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1; then
   { as_root apt-get update -qq && DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq chromium >/dev/null; } \
     || echo "warning: chromium not installed; PNG export will answer 503"
 fi
+# gettext catalogs: .po files are committed, the .mo files the app reads are built here.
+.venv/bin/pybabel compile -d app/locale --use-fuzzy >/dev/null
 mkdir -p data

@@ -1,4 +1,10 @@
-"""Lessons: ``content/<stem>.md`` with front matter and optional ``## Step N`` notes."""
+"""Lessons: ``content/<stem>.md`` with front matter and optional ``## Step N`` notes.
+
+One Markdown file per language per walkthrough: ``content/<stem>.md`` is the English original,
+``content/<lang>/<stem>.md`` (e.g. ``content/zh-CN/<stem>.md``) its translation. A lesson is
+read in the request's language when that file exists, else in English. Step notes may be
+headed ``## Step N`` or ``## 第 N 步``.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,11 @@ from pathlib import Path
 
 import markdown as md
 
-_STEP_HEADING = re.compile(r"^##\s+Step\s+(\d+)\s*$", re.IGNORECASE | re.MULTILINE)
+from app.web import i18n
+
+_STEP_HEADING = re.compile(
+    r"^##\s+(?:Step\s+(\d+)|第\s*(\d+)\s*步)\s*$", re.IGNORECASE | re.MULTILINE
+)
 _STEM = re.compile(r"[a-z0-9][a-z0-9-]{0,79}")
 
 
@@ -42,10 +52,10 @@ def _html(text: str) -> str:
 
 def parse_lesson(stem: str, text: str) -> Lesson:
     meta, body = _front_matter(text)
-    parts = _STEP_HEADING.split(body)
+    parts = _STEP_HEADING.split(body)  # text, (en number, zh number, text)*
     intro, notes = parts[0], {}
-    for i in range(1, len(parts) - 1, 2):
-        notes[int(parts[i])] = _html(parts[i + 1])
+    for i in range(1, len(parts) - 2, 3):
+        notes[int(parts[i] or parts[i + 1])] = _html(parts[i + 2])
     return Lesson(
         stem=stem,
         title=meta.get("title", stem),
@@ -68,19 +78,29 @@ class Content:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
 
-    def lesson(self, stem: str) -> Lesson | None:
+    def path(self, stem: str, lang: str | None = None) -> Path | None:
+        """The file of ``stem`` in ``lang`` (default: the request's), else the English one."""
         # The stem is checked before it touches the file system (no traversal, no long names).
         if not stem or not _STEM.fullmatch(stem):
             return None
+        lang = lang or i18n.current()
+        if lang != i18n.DEFAULT and lang in i18n.LANGUAGES:
+            translated = self.folder / lang / f"{stem}.md"
+            if translated.is_file():
+                return translated
         path = self.folder / f"{stem}.md"
-        if not path.is_file():
+        return path if path.is_file() else None
+
+    def lesson(self, stem: str, lang: str | None = None) -> Lesson | None:
+        path = self.path(stem, lang)
+        if path is None:
             return None
         return _load(path, path.stat().st_mtime)
 
-    def lessons_for(self, explainer: str) -> list[Lesson]:
+    def lessons_for(self, explainer: str, lang: str | None = None) -> list[Lesson]:
         found = []
         for path in sorted(self.folder.glob("*.md")):
-            item = self.lesson(path.stem)
+            item = self.lesson(path.stem, lang)
             if item and item.explainer == explainer:
                 found.append(item)
         return found

@@ -17,12 +17,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from app.sim.core import Message, ParamError
+from app.sim.core import Message, ParamError, msg
+from app.web import i18n
 
 _INT = re.compile(r"^-?[0-9]{1,30}$")  # longer digit strings stay text for the validator to name
 _NUM = re.compile(r"^-?([0-9]{1,30}\.?[0-9]{0,30}|\.[0-9]{1,30})([eE][-+]?[0-9]{1,4})?$")
 _INDEX = re.compile(r"-?[0-9]{1,6}")
-TOO_BIG = (
+TOO_BIG = msg(
     "That JSON is too large to read: numbers may have at most 4300 digits and nesting must stay "
     "under a few hundred levels."
 )
@@ -155,11 +156,15 @@ def _json_form(form: Mapping[str, Any]) -> tuple[Any, list[str]]:
     try:
         return json.loads(text), []
     except json.JSONDecodeError as exc:
-        return text, [
-            f"That is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}."
-        ]
+        bad = msg(
+            "That is not valid JSON: {error} at line {line}, column {column}.",
+            error=exc.msg,
+            line=exc.lineno,
+            column=exc.colno,
+        )
+        return text, [i18n.render(bad)]
     except (ValueError, RecursionError):
-        return text, [TOO_BIG]
+        return text, [i18n.render(TOO_BIG)]
 
 
 def _rows_from_form(rows: Rows, form: Mapping[str, Any], action: str) -> list[dict[str, Any]]:
@@ -197,8 +202,9 @@ def _rows_from_form(rows: Rows, form: Mapping[str, Any], action: str) -> list[di
 def issues_by_name(exc: ParamError) -> dict[str, list[str]]:
     """Issues keyed by the dotted form name their ``loc`` points at ("ops.3.len")."""
     found: dict[str, list[str]] = {}
+    gettext = i18n.gettext_for()
     for issue in exc.issues:
-        found.setdefault(_name(*issue.loc), []).append(issue.msg)
+        found.setdefault(_name(*issue.loc), []).append(issue.text(gettext))
     return found
 
 

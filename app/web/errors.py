@@ -1,7 +1,9 @@
 """One shape for every input error: HTTP 422 with ``detail: [{loc, msg, type}]``.
 
 The API answers JSON; pages answer an HTML page that says what to change. Nothing a user types
-can produce a 500 or a stack trace.
+can produce a 500 or a stack trace. A simulation's issue is a message id with parameters: the
+JSON API renders it in the language ``Accept-Language`` asks for (or ``?lang=``), a page in the
+page's language.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app.sim.core import Cancelled, ParamError
+from app.sim.core import Cancelled, Message, ParamError, msg
 from app.store import repo
+from app.web import i18n
 from app.web.runs import Busy, JobStarted, RateLimited
 from app.web.sources import ScenarioNotFound
 
@@ -49,7 +52,8 @@ def clamp_detail(detail: list[dict[str, Any]], total: int | None = None) -> list
         out.append({**issue, "loc": loc, "msg": clamp_text(str(issue.get("msg", "")))})
     if (total or len(detail)) > ISSUES_MAX:
         more = (total or len(detail)) - ISSUES_MAX
-        out.append({"loc": [], "msg": f"… and {more} more problems", "type": "too_many_errors"})
+        text = i18n.render(msg("… and {n} more problems", n=more))
+        out.append({"loc": [], "msg": text, "type": "too_many_errors"})
     return out
 
 
@@ -60,12 +64,23 @@ def wants_json(request: Request) -> bool:
     )
 
 
+def response_language(request: Request) -> str:
+    """The language of an error answer: for the JSON API, ``?lang=`` then ``Accept-Language``
+    (a client states it per request); for a page, the page's language."""
+    if wants_json(request):
+        asked = i18n.normalize(request.query_params.get(i18n.QUERY))
+        accepted = i18n.from_accept_language(request.headers.get("accept-language"))
+        return asked or accepted or i18n.language_of(request)
+    return i18n.language_of(request)
+
+
 def param_error_detail(
-    exc: ParamError, prefix: tuple[str | int, ...] = ("body",)
+    exc: ParamError, prefix: tuple[str | int, ...] = ("body",), lang: str | None = None
 ) -> list[dict[str, Any]]:
+    gettext = i18n.gettext_for(lang)
     return [
         {
-            **i.as_dict(),
+            **i.as_dict(gettext),
             "loc": list(i.loc) if i.loc[:1] == ("query",) else [*prefix, *i.loc],
         }
         for i in exc.issues
@@ -79,13 +94,19 @@ def install(app: FastAPI) -> None:
     async def _param_error(request: Request, exc: ParamError) -> Response:
         # Parameters of a GET come from the query string; of a POST, from the body.
         where = "body" if request.method in ("POST", "PUT", "PATCH") else "query"
-        detail = clamp_detail(param_error_detail(exc, (where,)))
+        lang = response_language(request)
+        token = i18n.use(lang)
+        try:
+            detail = clamp_detail(param_error_detail(exc, (where,), lang))
+        finally:
+            i18n.reset(token)
+        headers = {"Content-Language": lang}
         if wants_json(request):
-            return JSONResponse({"detail": detail}, status_code=422)
+            return JSONResponse({"detail": detail}, status_code=422, headers=headers)
         return render(
             request,
             "pages/error.html",
-            {"status": 422, "title": "These parameters don't work", "issues": detail},
+            {"status": 422, "title": msg("These parameters don't work"), "issues": detail},
             status_code=422,
         )
 
@@ -93,21 +114,22 @@ def install(app: FastAPI) -> None:
         headers = {"Retry-After": str(retry_after), "Cache-Control": "no-store"}
         if wants_json(request):
             return JSONResponse({"detail": message}, status_code=status, headers=headers)
-        title = "Too many long simulations" if status == 429 else "The simulator is busy"
+        title = msg("Too many long simulations") if status == 429 else msg("The simulator is busy")
         ctx = {"status": status, "title": title, "message": message}
         return render(request, "pages/error.html", ctx, status_code=status, headers=headers)
 
     @app.exception_handler(Busy)
     async def _busy(request: Request, exc: Busy) -> Response:
-        return _overloaded(request, 503, str(exc), exc.retry_after)
+        return _overloaded(request, 503, i18n.render(exc.message), exc.retry_after)
 
     @app.exception_handler(RateLimited)
     async def _limited(request: Request, exc: RateLimited) -> Response:
-        return _overloaded(request, 429, str(exc), exc.retry_after)
+        return _overloaded(request, 429, i18n.render(exc.message), exc.retry_after)
 
     @app.exception_handler(Cancelled)
     async def _cancelled(request: Request, exc: Cancelled) -> Response:
-        return _overloaded(request, 503, "the simulation was cancelled; reload to run it again", 1)
+        text = i18n.render(msg("the simulation was cancelled; reload to run it again"))
+        return _overloaded(request, 503, text, 1)
 
     @app.exception_handler(JobStarted)
     async def _job(request: Request, exc: JobStarted) -> Response:
@@ -163,7 +185,7 @@ def install(app: FastAPI) -> None:
         return render(
             request,
             "pages/error.html",
-            {"status": 422, "title": "That request doesn't work", "issues": detail},
+            {"status": 422, "title": msg("That request doesn't work"), "issues": detail},
             status_code=422,
         )
 
@@ -181,7 +203,9 @@ def install(app: FastAPI) -> None:
                 status_code=exc.status_code,
                 headers=getattr(exc, "headers", None),
             )
-        title = "Page not found" if exc.status_code == 404 else "Something went wrong"
+        title: Message = (
+            msg("Page not found") if exc.status_code == 404 else msg("Something went wrong")
+        )
         return render(
             request,
             "pages/error.html",

@@ -17,6 +17,7 @@ from app.settings import Settings
 from app.store.db import init_db, make_engine
 from app.web import apidocs, errors, security, sharing
 from app.web.exporting import PngRenderer
+from app.web.i18n import LanguageMiddleware
 from app.web.plugin import Plugin
 from app.web.routes import api, jobs, pages
 from app.web.runs import current_client
@@ -98,6 +99,7 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
     app.add_middleware(StaticGzipCache)  # outside GZip: static files are compressed once
     app.add_middleware(HeadAsGet)
     app.add_middleware(ClientTag)
+    app.add_middleware(LanguageMiddleware)  # the reader's language, before any route runs
     sharing.install(app)  # sessions, /s/ links, /embed, /export, /examples
     app.include_router(api.router_for(app.state.site))
     app.include_router(jobs.router)

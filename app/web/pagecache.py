@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from fastapi import Request
 from fastapi.responses import Response
 
+from app.web import i18n
 from app.web.deps import visitor_id
 
 MAX_AGE = 3600  # seconds a shared cache (proxy, CDN) may reuse a page before revalidating
@@ -79,6 +80,8 @@ class PageCache:
             request.url.path,
             request.url.query,
             request.headers.get("hx-request", ""),
+            # The same URL reads differently per language (cookie, Accept-Language, ?lang=).
+            i18n.language_of(request),
         )
         entry = self._get(key)
         if entry is None:
@@ -118,7 +121,12 @@ class PageCache:
         headers["Cache-Control"] = (
             f"public, max-age=0, s-maxage={MAX_AGE}, stale-while-revalidate={STALE}"
         )
-        headers["Vary"] = ", ".join(v for v in (headers.get("vary"), "Accept-Encoding") if v)
+        # A shared cache must not hand one language's page to a reader of the other.
+        vary = [v.strip() for v in (headers.get("vary") or "").split(",") if v.strip()]
+        for name in ("Accept-Encoding", "Accept-Language", "Cookie"):
+            if name not in vary:
+                vary.append(name)
+        headers["Vary"] = ", ".join(vary)
         headers.pop("vary", None)
         if entry.etag in request.headers.get("if-none-match", ""):
             return Response(status_code=304, headers=headers)

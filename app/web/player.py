@@ -3,6 +3,7 @@ custom, shared, embedded, offline export), and the frame rendering they share.""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -12,6 +13,7 @@ from fastapi.responses import HTMLResponse
 from markupsafe import Markup
 
 from app.sim.core import Frame, Message, Trace
+from app.web import i18n
 from app.web.content import Lesson
 from app.web.plugin import Plugin
 from app.web.sources import Source
@@ -45,6 +47,7 @@ def render_frames(
 ) -> list[RenderedFrame]:
     """Pictures, words and notes of frames ``start`` ≤ index < ``stop``."""
     notes = lesson.step_notes if lesson else {}
+    gettext = i18n.gettext_for()
     out = []
     for f in trace.frames[max(start, 0) : max(stop, 0)]:
         kind = plugin.sim.result_kind(f.result)
@@ -52,8 +55,8 @@ def render_frames(
             RenderedFrame(
                 frame=f,
                 picture=Markup(plugin.web.picture(trace, f)),
-                narration=f.narration.render(),
-                notes=tuple(n.render() for n in f.notes),
+                narration=f.narration.render(gettext),
+                notes=tuple(n.render(gettext) for n in f.notes),
                 badge=result_label(plugin, f.result),
                 tone=kind.tone,
                 note=Markup(notes.get(f.index, "")),
@@ -65,7 +68,7 @@ def render_frames(
 def result_label(plugin: Plugin, result: str) -> str:
     """The badge text of a frame result, from the explainer's declared result kinds."""
     label = plugin.sim.result_kind(result).label
-    return Message(label.id, {**label.params, "result": result}).render()
+    return Message(label.id, {**label.params, "result": result}).render(i18n.gettext_for())
 
 
 def frame_window(step: int, count: int, size: int = FRAME_WINDOW) -> tuple[int, int]:
@@ -108,9 +111,10 @@ def transcript(frames: tuple[Frame[Any], ...]) -> list[dict[str, Any]]:
     """Every step as one line (time, kind, the first sentence of its narration): the event list
     beside the player, the page's text transcript for screen readers and a printable handout."""
     out = []
+    gettext = i18n.gettext_for()
     for f in frames:
-        text = f.narration.render()
-        first = text.split(". ", 1)[0]
+        text = f.narration.render(gettext)
+        first = re.split(r"(?<=[.。])\s*", text, maxsplit=1)[0]
         if len(first) > 160:
             first = first[:159] + "…"
         out.append({"index": f.index, "time": f.time, "kind": f.mark or f.op, "text": first})

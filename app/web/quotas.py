@@ -12,7 +12,9 @@ import time
 
 from fastapi import HTTPException, Request
 
+from app.sim.core import Message, msg
 from app.store import repo
+from app.web import i18n
 from app.web.deps import visitor_id
 
 WINDOW_S = 3600
@@ -29,16 +31,25 @@ def check_share_quota(request: Request, now: float | None = None) -> None:
     clock = int(now if now is not None else time.time())
     window = clock - clock % WINDOW_S
     retry_after = window + WINDOW_S - clock
-    keys = [(client_key(request), settings.share_quota_per_client, "from this address")]
+    keys: list[tuple[str, int, Message]] = [
+        (client_key(request), settings.share_quota_per_client, msg("from this address"))
+    ]
     sid = visitor_id(request)
     if sid is not None:
-        keys.insert(0, (f"session:{sid}", settings.share_quota_per_session, "per browser"))
+        keys.insert(0, (f"session:{sid}", settings.share_quota_per_session, msg("per browser")))
     with repo.session_for(request.app.state.engine) as db:
         for key, limit, who in keys:
             if repo.count_hit(db=db, key=key, window_start=window) > limit:
                 raise HTTPException(
                     429,
-                    f"At most {limit} scenarios can be shared per hour {who}; "
-                    f"try again in {retry_after // 60 + 1} minutes.",
+                    i18n.render(
+                        msg(
+                            "At most {limit} scenarios can be shared per hour {who}; "
+                            "try again in {minutes} minutes.",
+                            limit=limit,
+                            who=who,
+                            minutes=retry_after // 60 + 1,
+                        )
+                    ),
                     headers={"Retry-After": str(retry_after)},
                 )

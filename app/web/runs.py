@@ -39,7 +39,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from app.settings import Settings
-from app.sim.core import Cancelled, Explainer, Trace
+from app.sim.core import Cancelled, Explainer, Trace, msg
 from app.store import repo
 
 AnyTrace = Trace[Any, Any]
@@ -52,7 +52,8 @@ class Busy(Exception):
     """Every worker and queue place is taken: try again in ``retry_after`` seconds."""
 
     def __init__(self, retry_after: int) -> None:
-        super().__init__(f"the simulator is busy; try again in {retry_after} s")
+        self.message = msg("the simulator is busy; try again in {s} s", s=retry_after)
+        super().__init__(str(self.message))
         self.retry_after = retry_after
 
 
@@ -60,9 +61,12 @@ class RateLimited(Exception):
     """This client asked for too many expensive runs in the last minute."""
 
     def __init__(self, retry_after: int, limit: int) -> None:
-        super().__init__(
-            f"at most {limit} long simulations a minute per client; try again in {retry_after} s"
+        self.message = msg(
+            "at most {limit} long simulations a minute per client; try again in {s} s",
+            limit=limit,
+            s=retry_after,
         )
+        super().__init__(str(self.message))
         self.retry_after = retry_after
 
 

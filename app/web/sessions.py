@@ -24,7 +24,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.sim.core import ParamError
+from app.sim.core import ParamError, msg
 from app.store import repo
 from app.store.models import Progress
 from app.web.deps import visitor_id
@@ -158,8 +158,10 @@ def resolve_walkthrough(request: Request, site: Site, key: str) -> Source:
     """The preset or saved scenario a walkthrough key names; 422 naming ``walkthrough`` if none."""
     bad = ParamError.single(
         ("walkthrough",),
-        "is not a walkthrough: use a preset page path "
-        "(/explainers/NAME/presets/SLUG) or a shared scenario path (/s/ID)",
+        msg(
+            "is not a walkthrough: use a preset page path "
+            "(/explainers/NAME/presets/SLUG) or a shared scenario path (/s/ID)"
+        ),
     )
     if m := _PRESET_KEY.fullmatch(key):
         try:
@@ -197,7 +199,12 @@ def save_progress(body: ProgressIn, request: Request, site: SiteDep) -> dict[str
     count = len(run_source(site, source).frames)
     if body.step >= max(count, 1):
         raise ParamError.single(
-            ("step",), f"must be below {count}, the number of steps; you gave {body.step}"
+            ("step",),
+            msg(
+                "must be below {count}, the number of steps; you gave {step}",
+                count=count,
+                step=body.step,
+            ),
         )
     sid = ensure_visitor(request) if body.step > 0 else visitor_id(request)
     if sid is None:

@@ -15,11 +15,14 @@ from fastapi.templating import Jinja2Templates
 from sqlalchemy import Engine
 
 from app.settings import Settings
-from app.sim.core import Trace
+from app.sim.core import Trace, msg
+from app.web import i18n
 from app.web.content import Content
 from app.web.pagecache import PageCache
 from app.web.plugin import Plugin
 from app.web.runs import RunService
+from app.web.templating import language_context
+from app.web.templating import setup as setup_i18n
 
 
 class Site:
@@ -27,7 +30,10 @@ class Site:
         self.settings = settings
         self._plugins = {p.name: p for p in plugins}
         self.content = Content(settings.root / "content")
-        self.templates = Jinja2Templates(directory=str(settings.root / "templates"))
+        self.templates = Jinja2Templates(
+            directory=str(settings.root / "templates"), context_processors=[language_context]
+        )
+        setup_i18n(self.templates.env)
         self.templates.env.globals["site_name"] = "Stepscope"
         # The one place runs happen and traces are kept (memory + database, shared by workers).
         self.runs = RunService(settings, engine)
@@ -46,7 +52,8 @@ class Site:
         """The explainer called ``name``, or 404."""
         found = self._plugins.get(name)
         if found is None:
-            raise HTTPException(404, f"There is no explainer called {name[:40]!r}.")
+            text = msg("There is no explainer called {name}.", name=repr(name[:40]))
+            raise HTTPException(404, i18n.render(text))
         return found
 
     @property

@@ -16,9 +16,10 @@ from typing import Annotated, Any
 
 from fastapi import Depends, HTTPException, Query, Request
 
-from app.sim.core import Explainer, ParamError, ParamIssue, Preset, Trace
+from app.sim.core import Explainer, ParamError, ParamIssue, Preset, Trace, msg
 from app.store import repo
 from app.store.models import Scenario
+from app.web import i18n
 from app.web.content import Lesson
 from app.web.plugin import Plugin
 from app.web.site import Site
@@ -47,7 +48,7 @@ def decode_params(token: str) -> Any:
         return json.loads(base64.urlsafe_b64decode(padded.encode()).decode())
     except (ValueError, UnicodeDecodeError, binascii.Error, RecursionError) as exc:
         raise ParamError.single(
-            ("p",), "this scenario link is damaged; open the editor and rebuild it"
+            ("p",), msg("this scenario link is damaged; open the editor and rebuild it")
         ) from exc
 
 
@@ -113,11 +114,16 @@ def from_preset(site: Site, name: str, slug: str | None = None) -> Source:
     plugin = site.plugin(name)
     preset = plugin.sim.preset(slug or plugin.sim.default_preset)
     if preset is None:
-        raise HTTPException(404, f"{plugin.sim.title} has no preset called {str(slug)[:80]!r}.")
+        text = msg(
+            "{explainer} has no preset called {slug}.",
+            explainer=plugin.sim.title,
+            slug=repr(str(slug)[:80]),
+        )
+        raise HTTPException(404, i18n.render(text))
     return Source(
         plugin=plugin,
         raw=dict(preset.params),
-        title=str(preset.title),
+        title=i18n.render(preset.title),  # in the request's language
         preset=preset,
         lesson=site.content.lesson(preset.lesson),
     )
@@ -143,7 +149,10 @@ def from_token(site: Site, name: str, token: str, *, title: str | None = None) -
     return Source(
         plugin=plugin,
         raw=raw,
-        title=title or (str(same.title) if same else f"Custom {plugin.sim.title} scenario"),
+        title=title
+        or i18n.render(
+            same.title if same else msg("Custom {name} scenario", name=plugin.sim.title)
+        ),
         token=token,
         lesson=site.content.lesson(same.lesson) if same else None,
     )
@@ -157,7 +166,9 @@ def from_scenario(site: Site, engine: Any, scenario_id: str) -> Source:
     plugin = site.plugin(row.explainer)
     raw = json.loads(row.params_json)
     same = matching_preset(plugin, raw)
-    default = str(same.title) if same else f"Shared {plugin.sim.title} scenario"
+    default = i18n.render(
+        same.title if same else msg("Shared {name} scenario", name=plugin.sim.title)
+    )
     return Source(
         plugin=plugin,
         raw=raw,
@@ -180,7 +191,7 @@ def run_source(site: Site, source: Source) -> Trace[Any, Any]:
 
 
 def prefixed(exc: ParamError, *prefix: str | int) -> ParamError:
-    return ParamError([ParamIssue(loc=(*prefix, *i.loc), msg=i.msg) for i in exc.issues])
+    return ParamError([ParamIssue(loc=(*prefix, *i.loc), msg=i.message) for i in exc.issues])
 
 
 # --- dependencies --------------------------------------------------------------------------
@@ -247,28 +258,34 @@ def query_source(
     if scenario is not None:
         if explainer is not None or preset is not None or p is not None:
             raise ParamError.single(
-                ("scenario",), "give either scenario, or explainer with preset or p, not both"
+                ("scenario",),
+                msg("give either scenario, or explainer with preset or p, not both"),
             )
         return from_scenario(site, request.app.state.engine, scenario)
     if explainer is None:
         raise ParamError.single(
             ("explainer",),
-            "name the scenario: scenario=ID, or explainer=NAME with preset=SLUG or p=TOKEN",
+            msg("name the scenario: scenario=ID, or explainer=NAME with preset=SLUG or p=TOKEN"),
         )
     if site.get(explainer) is None:
         raise ParamError.single(
             ("explainer",),
-            f"there is no explainer called {explainer!r}; choose one of: {site.names}",
+            msg(
+                "there is no explainer called {name}; choose one of: {names}",
+                name=repr(explainer),
+                names=site.names,
+            ),
         )
     if preset is not None and p is not None:
-        raise ParamError.single(("p",), "give either preset or p, not both")
+        raise ParamError.single(("p",), msg("give either preset or p, not both"))
     if p is not None:
         return from_token(site, explainer, p)
     try:
         return from_preset(site, explainer, preset)
     except HTTPException:
         raise ParamError.single(
-            ("preset",), f"{explainer} has no preset called {preset!r}"
+            ("preset",),
+            msg("{explainer} has no preset called {slug}", explainer=explainer, slug=repr(preset)),
         ) from None
 
 

@@ -6,6 +6,11 @@
   const bar = document.getElementById("job-progress");
   const status = document.getElementById("job-status");
   const retry = document.getElementById("job-retry");
+  // Words come from the page's #i18n-strings JSON (in the page's language); {name} is filled in.
+  const STRINGS = (() => { try { return JSON.parse(document.getElementById("i18n-strings").textContent); } catch (e) { return {}; } })();
+  function t(key, vars) {
+    return String(STRINGS[key] || key).replace(/\{(\w+)\}/g, (m, k) => (vars && k in vars ? String(vars[k]) : m));
+  }
   async function poll() {
     let job;
     try {
@@ -19,13 +24,13 @@
     bar.value = pct;
     bar.textContent = pct + " %";
     if (job.state === "done") {
-      status.textContent = "Done: opening the walkthrough…";
+      status.textContent = t("job_done");
       location.reload();
     } else if (job.state === "running") {
-      status.textContent = pct + " % simulated, " + Math.round(job.elapsed_s || 0) + " s so far";
+      status.textContent = t("job_progress", { pct: pct + " %", s: Math.round(job.elapsed_s || 0) });
       setTimeout(poll, 500);
     } else {
-      status.textContent = "The run " + job.state + (job.error ? ": " + job.error : ".");
+      status.textContent = job.error ? t("job_state_error", { state: job.state, error: job.error }) : t("job_state", { state: job.state });
       retry.hidden = false;
     }
   }

@@ -123,6 +123,17 @@
     return true;
   }
 
+  // The play button's words come from data attributes the template fills in the page's language.
+  function setPlayLabel(btn, which) {
+    const text = btn.dataset[which] || which;
+    const icon = document.createElement("span");
+    icon.className = "play-icon";
+    icon.setAttribute("aria-hidden", "true");
+    icon.textContent = text;
+    btn.replaceChildren(icon);
+    btn.setAttribute("aria-label", text);
+  }
+
   function interval() {
     const sel = $("speed");
     const speed = sel ? parseFloat(sel.value) : 1;
@@ -133,7 +144,7 @@
     if (timer || count < 2) return;
     if (step >= count - 1) goto(0, "replace");
     const btn = $("btn-play");
-    if (btn) { btn.innerHTML = '<span class="play-icon" aria-hidden="true">Pause</span>'; btn.setAttribute("aria-label", "Pause"); }
+    if (btn) { setPlayLabel(btn, "pause"); }
     root.classList.add("playing");
     timer = window.setInterval(() => {
       if (step >= count - 1) { pause(); return; }
@@ -146,7 +157,7 @@
     timer = null;
     root.classList.remove("playing");
     const btn = $("btn-play");
-    if (btn) { btn.innerHTML = '<span class="play-icon" aria-hidden="true">Play</span>'; btn.setAttribute("aria-label", "Play"); }
+    if (btn) { setPlayLabel(btn, "play"); }
   }
 
   function toggle() { timer ? pause() : play(); }

@@ -11,6 +11,11 @@
   if (!player) return;
   const FORK_KEY = "stepscope:forked_from";
   let step = parseInt(player.dataset.step || "0", 10);
+  // Words come from the page's #i18n-strings JSON (in the page's language); {name} is filled in.
+  const STRINGS = (() => { try { return JSON.parse(document.getElementById("i18n-strings").textContent); } catch (e) { return {}; } })();
+  function t(key, vars) {
+    return String(STRINGS[key] || key).replace(/\{(\w+)\}/g, (m, k) => (vars && k in vars ? String(vars[k]) : m));
+  }
 
   function status(msg) { const s = $("share-status"); if (s) s.textContent = msg; }
 
@@ -30,7 +35,7 @@
       const input = $("share-url");
       if (input && input.value === text) { input.focus(); input.select(); }
       try { if (document.execCommand("copy")) { status(okMsg); return true; } } catch (e2) { /* ignore */ }
-      status("Select the link and copy it (Ctrl+C).");
+      status(t("copy_hint"));
       return false;
     }
   }
@@ -60,19 +65,19 @@
         const fork = JSON.parse(window.sessionStorage.getItem(FORK_KEY) || "null");
         if (fork && fork.explainer === body.explainer) body.forked_from = fork.id;
       } catch (e) { /* storage off: no fork link, nothing else changes */ }
-      status("Saving…");
+      status(t("saving"));
       let res;
       try {
         res = await fetch("/api/v1/scenarios", {
           method: "POST", credentials: "same-origin",
-          headers: { "Content-Type": "application/json", "Accept": "application/json" },
+          headers: { "Content-Type": "application/json", "Accept": "application/json", "Accept-Language": STRINGS.lang || "en" },
           body: JSON.stringify(body),
         });
-      } catch (e) { status("Could not reach the server; try again."); return; }
+      } catch (e) { status(t("unreachable")); return; }
       const data = await res.json().catch(() => ({}));
       if (res.status !== 201) {
         const issues = Array.isArray(data.detail) ? data.detail.map((d) => (d.loc || []).slice(1).join(".") + ": " + d.msg) : [String(data.detail || res.status)];
-        status("Not saved — " + issues.join("; "));
+        status(t("not_saved", { issues: issues.join("; ") }));
         return;
       }
       try { window.sessionStorage.removeItem(FORK_KEY); } catch (e) { /* ignore */ }
@@ -80,11 +85,11 @@
       showLink(data.share_url || new URL(data.url, window.location.href).toString());
       setEmbedPath(data.embed_url);
       player.dataset.shared = data.id;
-      await copy($("share-url").value, "Link copied to the clipboard.");
+      await copy($("share-url").value, t("link_copied"));
     });
   }
   const copyBtn = $("share-copy");
-  if (copyBtn) copyBtn.addEventListener("click", () => copy($("share-url").value, "Link copied to the clipboard."));
+  if (copyBtn) copyBtn.addEventListener("click", () => copy($("share-url").value, t("link_copied")));
 
   // Fork: remember which scenario the edited copy came from (sent when it is shared).
   const forkLink = $("fork-link");
@@ -112,6 +117,7 @@
     u.searchParams.set("controls", ($("embed-controls") || {}).value || "min");
     u.searchParams.set("theme", ($("embed-theme") || {}).value || "light");
     if (step > 0) u.searchParams.set("step", String(step));
+    if (STRINGS.lang) u.searchParams.set("lang", STRINGS.lang);  // the embed speaks the page's language
     const code = '<iframe src="' + u.toString() + '" width="960" height="600" style="border:0" ' +
       'allow="clipboard-write" title="' + (document.title || "Stepscope").replace(/"/g, "&quot;") + '"></iframe>';
     const ta = $("embed-code");
@@ -121,7 +127,7 @@
   const embedCopy = $("embed-copy");
   if (embedCopy) embedCopy.addEventListener("click", () => {
     const ta = $("embed-code");
-    navigator.clipboard.writeText(ta.value).then(() => status("Embed code copied."), () => { ta.focus(); ta.select(); });
+    navigator.clipboard.writeText(ta.value).then(() => status(t("embed_copied")), () => { ta.focus(); ta.select(); });
   });
   updateEmbed();
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from app.sim.core.errors import ParamIssue
+from app.sim.core.i18n import Message, msg
 
 EXCERPT = 40  # characters of a bad value quoted back to the user
 
@@ -19,18 +20,19 @@ def is_number(v: object) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def describe(v: object) -> str:
+def describe(v: object) -> Message:
+    """What kind of value ``v`` is, for "you gave …" (a message: it is translated too)."""
     if isinstance(v, bool):
-        return "a boolean"
+        return msg("a boolean")
     if v is None:
-        return "null"
+        return msg("null")
     if isinstance(v, str):
-        return f"the text {excerpt(v)!r}"
+        return msg("the text {value}", value=repr(excerpt(v)))
     if isinstance(v, (list, tuple)):
-        return "a list"
+        return msg("a list")
     if isinstance(v, Mapping):
-        return "an object"
-    return excerpt(repr(v))
+        return msg("an object")
+    return msg("{value}", value=excerpt(repr(v)))
 
 
 def excerpt(text: str, limit: int = EXCERPT) -> str:
@@ -45,8 +47,8 @@ class Checker:
     def __init__(self) -> None:
         self.issues: list[ParamIssue] = []
 
-    def add(self, loc: tuple[str | int, ...], msg: str) -> None:
-        self.issues.append(ParamIssue(loc=loc, msg=msg))
+    def add(self, loc: tuple[str | int, ...], message: Message | str) -> None:
+        self.issues.append(ParamIssue(loc=loc, msg=message))
 
     def unknown(
         self, raw: Mapping[str, Any], allowed: tuple[str, ...], loc: tuple[str | int, ...]
@@ -55,7 +57,11 @@ class Checker:
             if key not in allowed:
                 self.add(
                     (*loc, str(key)),
-                    f"unknown field {excerpt(str(key))!r}; valid fields: {', '.join(allowed)}",
+                    msg(
+                        "unknown field {field}; valid fields: {allowed}",
+                        field=repr(excerpt(str(key))),
+                        allowed=", ".join(allowed),
+                    ),
                 )
 
     def number(
@@ -70,26 +76,64 @@ class Checker:
         ge: float | None = None,
         le: float | None = None,
         lt: float | None = None,
-        unit: str = "",
+        unit: Message | str = "",
     ) -> float | None:
         here = (*loc, key)
         if key not in raw or (raw[key] is None and not required):
             if required:
-                self.add(here, f"{key} is required")
+                self.add(here, msg("{key} is required", key=key))
             return default
         v = raw[key]
         if not is_number(v):
-            self.add(here, f"{key} must be a number; you gave {describe(v)}")
+            self.add(
+                here, msg("{key} must be a number; you gave {what}", key=key, what=describe(v))
+            )
             return default
-        u = f" {unit}" if unit else ""
+        u: Message | str = msg(" {unit}", unit=unit) if unit else ""
         if gt is not None and not v > gt:
-            self.add(here, f"{key} must be > {gt:g}{u}; you gave {v:g}")
+            self.add(
+                here,
+                msg(
+                    "{key} must be > {limit:g}{unit}; you gave {v:g}",
+                    key=key,
+                    limit=gt,
+                    unit=u,
+                    v=v,
+                ),
+            )
         elif ge is not None and not v >= ge:
-            self.add(here, f"{key} must be ≥ {ge:g}{u}; you gave {v:g}")
+            self.add(
+                here,
+                msg(
+                    "{key} must be ≥ {limit:g}{unit}; you gave {v:g}",
+                    key=key,
+                    limit=ge,
+                    unit=u,
+                    v=v,
+                ),
+            )
         elif le is not None and not v <= le:
-            self.add(here, f"{key} must be ≤ {le:g}{u}; you gave {v:g}")
+            self.add(
+                here,
+                msg(
+                    "{key} must be ≤ {limit:g}{unit}; you gave {v:g}",
+                    key=key,
+                    limit=le,
+                    unit=u,
+                    v=v,
+                ),
+            )
         elif lt is not None and not v < lt:
-            self.add(here, f"{key} must be < {lt:g}{u}; you gave {v:g}")
+            self.add(
+                here,
+                msg(
+                    "{key} must be < {limit:g}{unit}; you gave {v:g}",
+                    key=key,
+                    limit=lt,
+                    unit=u,
+                    v=v,
+                ),
+            )
         return float(v)
 
     def integer(
@@ -109,10 +153,13 @@ class Checker:
         if isinstance(v, float) and v.is_integer():
             v = int(v)
         if not isinstance(v, int) or isinstance(v, bool):
-            self.add(here, f"{key} must be a whole number; you gave {describe(v)}")
+            self.add(
+                here,
+                msg("{key} must be a whole number; you gave {what}", key=key, what=describe(v)),
+            )
             return default
         if ge is not None and v < ge:
-            self.add(here, f"{key} must be ≥ {ge}; you gave {v}")
+            self.add(here, msg("{key} must be ≥ {limit}; you gave {v}", key=key, limit=ge, v=v))
         elif le is not None and v > le:
-            self.add(here, f"{key} must be ≤ {le}; you gave {v}")
+            self.add(here, msg("{key} must be ≤ {limit}; you gave {v}", key=key, limit=le, v=v))
         return v

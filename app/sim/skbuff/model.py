@@ -16,8 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from app.sim.core import SourceRef
+from app.sim.core import Message, SourceRef, msg
+from app.sim.core.i18n import join
 from app.sim.skbuff.ops import DROP_REASONS, Op
+
+# Words of a step: a message (translated by the web layer) or, for a bare identifier, a str.
+Text = Message | str
 
 # ---- constants (x86-64, Linux 6.4) -----------------------------------------------------------
 SMP_CACHE_BYTES = 64
@@ -346,7 +350,7 @@ class Expanded:
     """What pskb_expand_head did: ``ok`` False means -ENOMEM with the skb unchanged."""
 
     ok: bool
-    detail: str
+    detail: Text
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -355,9 +359,9 @@ class Step:
 
     primary: str
     result: str
-    narration: str
+    narration: Text
     source: SourceRef
-    notes: tuple[str, ...] = ()
+    notes: tuple[Text, ...] = ()
     mark: str | None = None
     bug: str | None = None  # the message the kernel would print, for BUG outcomes
 
@@ -565,22 +569,25 @@ class SkbMachine:
         op: Op,
         primary: str,
         result: str,
-        text: str,
+        text: Text,
         *,
-        notes: tuple[str, ...] = (),
+        notes: tuple[Text, ...] = (),
         mark: str | None = None,
         bug: str | None = None,
     ) -> Step:
         if op.via:
             where = KNOWN_CALLERS.get(op.via)
             who = f"{op.via} ({where})" if where else op.via
-            text = f"Called from {who}. {text}"
+            text = msg("Called from {who}. {text_}", who=who, text_=text)
             variant = UNCHECKED_CALLERS.get(op.via)
             if variant and result == "ok" and variant.lstrip("_") == op.op:
                 notes = (
                     *notes,
-                    f"{op.via} actually calls {variant}, the variant without the "
-                    f"length check: the caller has already validated the lengths.",
+                    msg(
+                        "{via} actually calls {variant}, the variant without the length check: the caller has already validated the lengths.",
+                        via=op.via,
+                        variant=variant,
+                    ),
                 )
         if result != "ok" and result != "null" and mark is None:
             mark = "panic"
@@ -618,18 +625,17 @@ class SkbMachine:
 
     def _use_after_free(self, op: Op, s: Skb) -> Step:
         if s.status == "in_frag_list":
-            why = (
-                f"'{s.name}' was handed to '{s.owner}''s frag_list by GRO: its "
-                f"caller gave up ownership, and the skb is freed together with '{s.owner}'. "
-                f"Touching it afterwards through the old pointer is a use-after-free bug "
-                f"(KASAN reports it once the memory is actually released)."
+            why = msg(
+                "'{name}' was handed to '{owner}''s frag_list by GRO: its caller gave up ownership, and the skb is freed together with '{owner}'. Touching it afterwards through the old pointer is a use-after-free bug (KASAN reports it once the memory is actually released).",
+                name=s.name,
+                owner=s.owner or "",
             )
         else:
-            why = (
-                f"'{s.name}' was already released ({s.status}); its sk_buff went back to the slab "
-                f"and may hold another packet by now. {op.op} on it is a use-after-free: with "
-                f"KASAN the kernel prints 'BUG: KASAN: use-after-free in {op.op}'; without it the "
-                f"write silently corrupts whatever reuses the memory."
+            why = msg(
+                "'{name}' was already released ({status}); its sk_buff went back to the slab and may hold another packet by now. {op} on it is a use-after-free: with KASAN the kernel prints 'BUG: KASAN: use-after-free in {op}'; without it the write silently corrupts whatever reuses the memory.",
+                name=s.name,
+                status=s.status,
+                op=op.op,
             )
         return self._step(
             op,
@@ -641,31 +647,40 @@ class SkbMachine:
         )
 
     # -- allocation ----------------------------------------------------------------------------
-    def _alloc_narr(self, call: str, size: int, alloc: HeadAlloc) -> str:
+    def _alloc_narr(self, call: Text, size: int, alloc: HeadAlloc) -> Text:
         obj = head_align(size)
         if alloc.where == "skbuff_small_head":
-            how = (
-                f"SKB_HEAD_ALIGN({size}) = {data_align(size)} + 320 = {obj} bytes fits the "
-                f"640-byte skbuff_small_head cache"
+            how = msg(
+                "SKB_HEAD_ALIGN({size}) = {data_align} + 320 = {obj} bytes fits the 640-byte skbuff_small_head cache",
+                size=size,
+                data_align=data_align(size),
+                obj=obj,
             )
         else:
-            how = (
-                f"SKB_HEAD_ALIGN({size}) = {data_align(size)} + 320 = {obj} bytes is served by "
-                f"{alloc.where} ({alloc.nbytes} bytes)"
+            how = msg(
+                "SKB_HEAD_ALIGN({size}) = {data_align} + 320 = {obj} bytes is served by {where} ({nbytes} bytes)",
+                size=size,
+                data_align=data_align(size),
+                obj=obj,
+                where=alloc.where,
+                nbytes=alloc.nbytes,
             )
         slack = alloc.end - size
-        return (
-            f"{call} sizes the head with kmalloc_reserve: {how}. skb_shared_info takes the last "
-            f"320 bytes, so end = {alloc.end}; the {slack} bytes of rounding slack become "
-            f"tailroom. truesize = end + 576 = {alloc.end + TRUESIZE_OVERHEAD}."
+        return msg(
+            "{call} sizes the head with kmalloc_reserve: {how}. skb_shared_info takes the last 320 bytes, so end = {end}; the {slack} bytes of rounding slack become tailroom. truesize = end + 576 = {alloc_end_truesize_overhead}.",
+            call=call,
+            how=how,
+            end=alloc.end,
+            slack=slack,
+            alloc_end_truesize_overhead=alloc.end + TRUESIZE_OVERHEAD,
         )
 
-    def _alloc_notes(self, size: int) -> tuple[str, ...]:
+    def _alloc_notes(self, size: int) -> tuple[Text, ...]:
         if data_align(size) <= SMALL_HEAD_6_12_DATA:
             return (
-                "Linux 6.12 grows the small-head cache to 704 bytes (it must also fit "
-                "GRO_MAX_HEAD + NET_SKB_PAD), so a data area this small gets end = 384 and "
-                "truesize = 960 there.",
+                msg(
+                    "Linux 6.12 grows the small-head cache to 704 bytes (it must also fit GRO_MAX_HEAD + NET_SKB_PAD), so a data area this small gets end = 384 and truesize = 960 there."
+                ),
             )
         return ()
 
@@ -676,8 +691,11 @@ class SkbMachine:
                 op,
                 op.skb,
                 "null",
-                f"A {head_align(size)}-byte head is larger than KMALLOC_MAX_SIZE "
-                f"(4 MiB); the allocation fails and {op.op} returns NULL.",
+                msg(
+                    "A {head_align}-byte head is larger than KMALLOC_MAX_SIZE (4 MiB); the allocation fails and {op} returns NULL.",
+                    head_align=head_align(size),
+                    op=op.op,
+                ),
                 mark="null",
             )
         return alloc
@@ -688,10 +706,9 @@ class SkbMachine:
         if isinstance(alloc, Step):
             return alloc
         self._new_skb(op.skb, alloc, origin="alloc_skb")
-        text = (
-            self._alloc_narr(f"alloc_skb({size}) → __alloc_skb", size, alloc)
-            + " data = tail = 0: headroom 0, len 0."
-        )
+        text = self._alloc_narr(
+            msg("alloc_skb({size}) → __alloc_skb", size=size), size, alloc
+        ) + msg(" data = tail = 0: headroom 0, len 0.")
         return self._step(op, op.skb, "ok", text, notes=self._alloc_notes(size))
 
     def op_alloc_skb_fclone(self, op: Op) -> Step:
@@ -700,11 +717,8 @@ class SkbMachine:
         if isinstance(alloc, Step):
             return alloc
         self._new_skb(op.skb, alloc, fclone="orig", origin="alloc_skb_fclone")
-        text = (
-            self._alloc_narr(f"alloc_skb_fclone({size})", size, alloc)
-            + " The sk_buff comes from skbuff_fclone_cache as the first half of a pair "
-            "(fclone = orig, fclone_ref 1): a later skb_clone can use the companion "
-            "without allocating."
+        text = self._alloc_narr(f"alloc_skb_fclone({size})", size, alloc) + msg(
+            " The sk_buff comes from skbuff_fclone_cache as the first half of a pair (fclone = orig, fclone_ref 1): a later skb_clone can use the companion without allocating."
         )
         return self._step(op, op.skb, "ok", text, notes=self._alloc_notes(size))
 
@@ -714,13 +728,13 @@ class SkbMachine:
         pad = NET_SKB_PAD + NET_IP_ALIGN if napi else NET_SKB_PAD
         padded = want + pad
         fn = "__napi_alloc_skb" if napi else "__netdev_alloc_skb"
-        notes: tuple[str, ...] = ()
+        notes: tuple[Text, ...] = ()
         head_frag = True
         if napi and padded <= SMALL_FRAG_END:
             alloc = HeadAlloc(where="napi 1K frag", nbytes=NAPI_SMALL_FRAG)
-            how = (
-                f"{padded} ≤ 704, so it takes a fixed 1 KiB page fragment "
-                f"(NAPI_HAS_SMALL_PAGE_FRAG): end = SKB_WITH_OVERHEAD(1024) = 704"
+            how = msg(
+                "{padded} ≤ 704, so it takes a fixed 1 KiB page fragment (NAPI_HAS_SMALL_PAGE_FRAG): end = SKB_WITH_OVERHEAD(1024) = 704",
+                padded=padded,
             )
         elif (not napi and padded <= SMALL_FRAG_END) or padded > PAGE_HEAD_MAX:
             got = self._kmalloc_or_null(op, padded)
@@ -728,34 +742,48 @@ class SkbMachine:
                 return got
             alloc = got
             head_frag = False
-            why = "≤ 704" if padded <= SMALL_FRAG_END else "> 3776 (more than a page)"
-            how = (
-                f"{padded} is {why}, so it falls back to __alloc_skb: SKB_HEAD_ALIGN({padded}) = "
-                f"{head_align(padded)} from {alloc.where} ({alloc.nbytes} bytes), end = {alloc.end}"
+            why = "≤ 704" if padded <= SMALL_FRAG_END else msg("> 3776 (more than a page)")
+            how = msg(
+                "{padded} is {why}, so it falls back to __alloc_skb: SKB_HEAD_ALIGN({padded}) = {head_align} from {where} ({nbytes} bytes), end = {end}",
+                padded=padded,
+                why=why,
+                head_align=head_align(padded),
+                where=alloc.where,
+                nbytes=alloc.nbytes,
+                end=alloc.end,
             )
             if not napi:
                 notes = (
-                    "Linux 6.12 moves this lower threshold to the small-head cache size "
-                    "(SKB_WITH_OVERHEAD(704) = 384).",
+                    msg(
+                        "Linux 6.12 moves this lower threshold to the small-head cache size (SKB_WITH_OVERHEAD(704) = 384)."
+                    ),
                 )
         else:
             alloc = HeadAlloc(where="page_frag", nbytes=head_align(padded))
-            how = (
-                f"704 < {padded} ≤ 3776, so the head is a page fragment of "
-                f"SKB_HEAD_ALIGN({padded}) = {data_align(padded)} + 320 = {alloc.nbytes} bytes "
-                f"(head_frag = 1), end = {alloc.end}"
+            how = msg(
+                "704 < {padded} ≤ 3776, so the head is a page fragment of SKB_HEAD_ALIGN({padded}) = {data_align} + 320 = {nbytes} bytes (head_frag = 1), end = {end}",
+                padded=padded,
+                data_align=data_align(padded),
+                nbytes=alloc.nbytes,
+                end=alloc.end,
             )
         s = self._new_skb(op.skb, alloc, origin=op.op, head_frag=head_frag)
         s.data = s.tail = pad
         added = (
-            "NET_SKB_PAD 64 + NET_IP_ALIGN 0 (x86-64)"
+            msg("NET_SKB_PAD 64 + NET_IP_ALIGN 0 (x86-64)")
             if napi
-            else "NET_SKB_PAD 64 (no NET_IP_ALIGN)"
+            else msg("NET_SKB_PAD 64 (no NET_IP_ALIGN)")
         )
-        text = (
-            f"{fn}(len {want}) adds {added} → {padded}. {how}. "
-            f"truesize = end + 576 = {s.truesize}. It then skb_reserve()s {pad}: "
-            f"data = tail = {pad}, headroom {pad}, tailroom {s.end - s.tail}."
+        text = msg(
+            "{fn}(len {want}) adds {added} → {padded}. {how}. truesize = end + 576 = {truesize}. It then skb_reserve()s {pad}: data = tail = {pad}, headroom {pad}, tailroom {s_end_s_tail}.",
+            fn=fn,
+            want=want,
+            added=added,
+            padded=padded,
+            how=how,
+            truesize=s.truesize,
+            pad=pad,
+            s_end_s_tail=s.end - s.tail,
         )
         return self._step(op, op.skb, "ok", text, notes=notes)
 
@@ -772,17 +800,17 @@ class SkbMachine:
         s = self._new_skb(op.skb, alloc, origin=op.op, head_frag=True)
         fn = "napi_build_skb" if napi else "build_skb"
         whence = (
-            "from the per-CPU NAPI cache (napi_skb_cache_get)"
+            msg("from the per-CPU NAPI cache (napi_skb_cache_get)")
             if napi
-            else "from skbuff_cache (kmem_cache_alloc)"
+            else msg("from skbuff_cache (kmem_cache_alloc)")
         )
-        text = (
-            f"{fn}(data, frag_size {frag_size}) allocates only the sk_buff, {whence}; the head is "
-            f"the driver's receive buffer, which the NIC has already written. "
-            f"__finalize_skb_around puts skb_shared_info in its last 320 bytes: end = "
-            f"{frag_size} − 320 = {s.end}, truesize = SKB_TRUESIZE(end) = {s.end} + 576 = "
-            f"{s.truesize}. data = tail = 0 and head_frag = 1 (the head is part of a page). "
-            f"The driver then skb_reserve()s its headroom and __skb_put()s the frame length."
+        text = msg(
+            "{fn}(data, frag_size {frag_size}) allocates only the sk_buff, {whence}; the head is the driver's receive buffer, which the NIC has already written. __finalize_skb_around puts skb_shared_info in its last 320 bytes: end = {frag_size} − 320 = {end}, truesize = SKB_TRUESIZE(end) = {end} + 576 = {truesize}. data = tail = 0 and head_frag = 1 (the head is part of a page). The driver then skb_reserve()s its headroom and __skb_put()s the frame length.",
+            fn=fn,
+            frag_size=frag_size,
+            whence=whence,
+            end=s.end,
+            truesize=s.truesize,
         )
         return self._step(op, op.skb, "ok", text)
 
@@ -802,14 +830,17 @@ class SkbMachine:
         s.truesize = alloc.end + TRUESIZE_OVERHEAD  # SKB_TRUESIZE(skb_end_offset(skb))
         s.data = s.tail = MAX_TCP_HEADER
         s.ip_summed = CHECKSUM_PARTIAL
-        text = (
-            f"tcp_stream_alloc_skb({size}) calls alloc_skb_fclone({size} + MAX_TCP_HEADER 320 = "
-            f"{total}): SKB_HEAD_ALIGN({total}) = {head_align(total)} → {alloc.where} "
-            f"({alloc.nbytes} bytes), end = {alloc.end}. It sets truesize = SKB_TRUESIZE(end) = "
-            f"{s.truesize} and reserves 320 bytes for the TCP, IP and link headers: "
-            f"headroom {s.data}, tailroom {s.end - s.tail}. User data will go into page frags. "
-            f"ip_summed = CHECKSUM_PARTIAL: the device (or skb_checksum_help) will finish the "
-            f"TCP checksum."
+        text = msg(
+            "tcp_stream_alloc_skb({size}) calls alloc_skb_fclone({size} + MAX_TCP_HEADER 320 = {total}): SKB_HEAD_ALIGN({total}) = {head_align} → {where} ({nbytes} bytes), end = {end}. It sets truesize = SKB_TRUESIZE(end) = {truesize} and reserves 320 bytes for the TCP, IP and link headers: headroom {data}, tailroom {s_end_s_tail}. User data will go into page frags. ip_summed = CHECKSUM_PARTIAL: the device (or skb_checksum_help) will finish the TCP checksum.",
+            size=size,
+            total=total,
+            head_align=head_align(total),
+            where=alloc.where,
+            nbytes=alloc.nbytes,
+            end=alloc.end,
+            truesize=s.truesize,
+            data=s.data,
+            s_end_s_tail=s.end - s.tail,
         )
         return self._step(op, op.skb, "ok", text, notes=self._alloc_notes(total))
 
@@ -820,22 +851,29 @@ class SkbMachine:
         d0, t0 = s.data, s.tail
         s.data += n
         s.tail += n
-        notes: list[str] = []
+        notes: list[Text] = []
         mark = None
         if s.len:
             notes.append(
-                "skb_reserve is meant for an empty buffer; on one holding data it just "
-                "slides the window over bytes that are not the packet any more."
+                msg(
+                    "skb_reserve is meant for an empty buffer; on one holding data it just slides the window over bytes that are not the packet any more."
+                )
             )
-        text = (
-            f"skb_reserve moves data and tail together by {n}: data {d0} → {s.data}, "
-            f"tail {t0} → {s.tail}. headroom is now {s.data}; len stays {s.len}."
+        text = msg(
+            "skb_reserve moves data and tail together by {n}: data {d0} → {data}, tail {t0} → {tail}. headroom is now {data}; len stays {len}.",
+            n=n,
+            d0=d0,
+            data=s.data,
+            t0=t0,
+            tail=s.tail,
+            len=s.len,
         )
         if s.tail > s.end:
             mark = "overrun"
-            text += (
-                f" Nothing checks the size: tail ({s.tail}) is now past end ({s.end}), into "
-                f"skb_shared_info. The next skb_put will hit skb_over_panic."
+            text += msg(
+                " Nothing checks the size: tail ({tail}) is now past end ({end}), into skb_shared_info. The next skb_put will hit skb_over_panic.",
+                tail=s.tail,
+                end=s.end,
             )
         return self._step(op, s.name, "ok", text, notes=tuple(notes), mark=mark)
 
@@ -847,9 +885,10 @@ class SkbMachine:
                 op,
                 s.name,
                 "skb_put_nonlinear",
-                f"skb_put starts with SKB_LINEAR_ASSERT: the skb is nonlinear (data_len "
-                f"{s.data_len}), so BUG_ON fires — 'kernel BUG at net/core/skbuff.c'. Appending to "
-                f"the linear tail would put bytes in front of the paged data, out of order.",
+                msg(
+                    "skb_put starts with SKB_LINEAR_ASSERT: the skb is nonlinear (data_len {data_len}), so BUG_ON fires — 'kernel BUG at net/core/skbuff.c'. Appending to the linear tail would put bytes in front of the paged data, out of order.",
+                    data_len=s.data_len,
+                ),
                 bug="kernel BUG at net/core/skbuff.c (SKB_LINEAR_ASSERT in skb_put)",
             )
         new_tail = s.tail + n
@@ -859,11 +898,15 @@ class SkbMachine:
                 op,
                 s.name,
                 "skb_over_panic",
-                f"skb_put({n}) moves tail {s.tail} → {new_tail}, past end {s.end} (tailroom was "
-                f"only "
-                f"{s.end - s.tail}). skb_over_panic → skb_panic prints the geometry with pr_emerg "
-                f"and calls BUG(): the kernel oopses instead of overwriting skb_shared_info. "
-                f'Printed: "{line}".',
+                msg(
+                    'skb_put({n}) moves tail {tail} → {new_tail}, past end {end} (tailroom was only {s_end_s_tail}). skb_over_panic → skb_panic prints the geometry with pr_emerg and calls BUG(): the kernel oopses instead of overwriting skb_shared_info. Printed: "{line}".',
+                    n=n,
+                    tail=s.tail,
+                    new_tail=new_tail,
+                    end=s.end,
+                    s_end_s_tail=s.end - s.tail,
+                    line=line,
+                ),
                 bug=line,
             )
         b = self.buf(s)
@@ -875,13 +918,19 @@ class SkbMachine:
         notes = []
         if self.skb_cloned(s):
             notes.append(
-                "This skb's data is shared with a clone; real code makes it private "
-                "first (skb_cow_data or pskb_expand_head) before writing."
+                msg(
+                    "This skb's data is shared with a clone; real code makes it private first (skb_cow_data or pskb_expand_head) before writing."
+                )
             )
-        text = (
-            f"skb_put extends the data area by {n} bytes at the tail and returns the old tail "
-            f"for the caller to fill: tail {t0} → {s.tail}, len {l0} → {s.len}, tailroom "
-            f"{s.end - t0} → {s.end - s.tail}."
+        text = msg(
+            "skb_put extends the data area by {n} bytes at the tail and returns the old tail for the caller to fill: tail {t0} → {tail}, len {l0} → {len}, tailroom {s_end_t0} → {s_end_s_tail}.",
+            n=n,
+            t0=t0,
+            tail=s.tail,
+            l0=l0,
+            len=s.len,
+            s_end_t0=s.end - t0,
+            s_end_s_tail=s.end - s.tail,
         )
         return self._step(op, s.name, "ok", text, notes=tuple(notes))
 
@@ -895,11 +944,13 @@ class SkbMachine:
                 op,
                 s.name,
                 "skb_under_panic",
-                f"skb_push({n}) would move data {s.data} → {new_data}, in front of head: only "
-                f"{s.data} bytes of headroom exist. skb_under_panic → skb_panic prints the "
-                f"geometry "
-                f"and calls BUG(). Callers that are unsure use skb_cow_head() first. "
-                f'Printed: "{line}".',
+                msg(
+                    'skb_push({n}) would move data {data} → {new_data}, in front of head: only {data} bytes of headroom exist. skb_under_panic → skb_panic prints the geometry and calls BUG(). Callers that are unsure use skb_cow_head() first. Printed: "{line}".',
+                    n=n,
+                    data=s.data,
+                    new_data=new_data,
+                    line=line,
+                ),
                 bug=line,
             )
         b = self.buf(s)
@@ -911,18 +962,24 @@ class SkbMachine:
         notes = []
         if self.skb_header_cloned(s):
             notes.append(
-                "The header bytes are shared with another skb (skb_header_cloned); "
-                "real code calls skb_cow_head() first so it does not scribble on them."
+                msg(
+                    "The header bytes are shared with another skb (skb_header_cloned); real code calls skb_cow_head() first so it does not scribble on them."
+                )
             )
         elif self.skb_cloned(s):
             notes.append(
-                "The data is shared, but the other holders only reference the payload "
-                "(the dataref split set by __skb_header_release), so writing headers into "
-                "the headroom is safe — that is why TCP releases headers on queued skbs."
+                msg(
+                    "The data is shared, but the other holders only reference the payload (the dataref split set by __skb_header_release), so writing headers into the headroom is safe — that is why TCP releases headers on queued skbs."
+                )
             )
-        text = (
-            f"skb_push prepends {n} bytes: data {d0} → {s.data}, len {l0} → {s.len}, "
-            f"headroom {d0} → {s.data}. The caller writes the {label} header at the new data."
+        text = msg(
+            "skb_push prepends {n} bytes: data {d0} → {data}, len {l0} → {len}, headroom {d0} → {data}. The caller writes the {label} header at the new data.",
+            n=n,
+            d0=d0,
+            data=s.data,
+            l0=l0,
+            len=s.len,
+            label=label,
         )
         return self._step(op, s.name, "ok", text, notes=tuple(notes))
 
@@ -934,8 +991,11 @@ class SkbMachine:
                 op,
                 s.name,
                 "null",
-                f"skb_pull({n}) asks for more than len {s.len}: skb_pull_inline returns NULL and "
-                f"leaves the skb unchanged (no panic). Callers treat this as a truncated packet.",
+                msg(
+                    "skb_pull({n}) asks for more than len {len}: skb_pull_inline returns NULL and leaves the skb unchanged (no panic). Callers treat this as a truncated packet.",
+                    n=n,
+                    len=s.len,
+                ),
                 mark="null",
             )
         if s.len - n < s.data_len:
@@ -943,27 +1003,32 @@ class SkbMachine:
                 op,
                 s.name,
                 "__skb_pull",
-                f"Only {s.len - s.data_len} bytes are linear (headlen) but skb_pull({n}) goes past "
-                f"them into paged data (data_len {s.data_len}). __skb_pull sees len < data_len "
-                f"after subtracting and calls BUG(). Code that may cross into frags uses "
-                f"pskb_may_pull()/pskb_pull(), which copy paged bytes into the head first.",
+                msg(
+                    "Only {s_len_s_data_len} bytes are linear (headlen) but skb_pull({n}) goes past them into paged data (data_len {data_len}). __skb_pull sees len < data_len after subtracting and calls BUG(). Code that may cross into frags uses pskb_may_pull()/pskb_pull(), which copy paged bytes into the head first.",
+                    s_len_s_data_len=s.len - s.data_len,
+                    n=n,
+                    data_len=s.data_len,
+                ),
                 bug="kernel BUG at include/linux/skbuff.h (__skb_pull)",
             )
         d0, l0 = s.data, s.len
         s.data += n
         s.len -= n
-        text = (
-            f"skb_pull removes {n} bytes from the front: data {d0} → {s.data}, len {l0} → "
-            f"{s.len}, headroom {d0} → {s.data}. The bytes stay in the buffer; they are just "
-            f"in front of data now, and the function returns the new data pointer."
+        text = msg(
+            "skb_pull removes {n} bytes from the front: data {d0} → {data}, len {l0} → {len}, headroom {d0} → {data}. The bytes stay in the buffer; they are just in front of data now, and the function returns the new data pointer.",
+            n=n,
+            d0=d0,
+            data=s.data,
+            l0=l0,
+            len=s.len,
         )
         return self._step(op, s.name, "ok", text)
 
-    def _linear_trim(self, s: Skb, n: int) -> str:
+    def _linear_trim(self, s: Skb, n: int) -> Text:
         l0, t0 = s.len, s.tail
         s.len = n
         s.tail = s.data + n
-        return f"len {l0} → {s.len}, tail {t0} → {s.tail}"
+        return msg("len {l0} → {len}, tail {t0} → {tail}", l0=l0, len=s.len, t0=t0, tail=s.tail)
 
     def op_skb_trim(self, op: Op) -> Step:
         s = self.skbs[op.skb]
@@ -973,25 +1038,36 @@ class SkbMachine:
                 op,
                 s.name,
                 "ok",
-                f"skb_trim({n}) only shortens: len is already {s.len}, nothing changes.",
+                msg(
+                    "skb_trim({n}) only shortens: len is already {len}, nothing changes.",
+                    n=n,
+                    len=s.len,
+                ),
             )
         if s.data_len:
             return self._step(
                 op,
                 s.name,
                 "ok",
-                f"skb_trim({n}) on a nonlinear skb (data_len {s.data_len}): __skb_set_length hits "
-                f"WARN_ON(skb_is_nonlinear) and returns without trimming. len stays {s.len}. "
-                f"Paged skbs need pskb_trim.",
+                msg(
+                    "skb_trim({n}) on a nonlinear skb (data_len {data_len}): __skb_set_length hits WARN_ON(skb_is_nonlinear) and returns without trimming. len stays {len}. Paged skbs need pskb_trim.",
+                    n=n,
+                    data_len=s.data_len,
+                    len=s.len,
+                ),
                 mark="warn",
-                notes=("The WARN prints a stack trace once but does not stop the kernel.",),
+                notes=(msg("The WARN prints a stack trace once but does not stop the kernel."),),
             )
         what = self._linear_trim(s, n)
         return self._step(
             op,
             s.name,
             "ok",
-            f"skb_trim cuts the linear data to {n} bytes by moving tail back: {what}.",
+            msg(
+                "skb_trim cuts the linear data to {n} bytes by moving tail back: {what}.",
+                n=n,
+                what=what,
+            ),
         )
 
     def op_pskb_trim(self, op: Op) -> Step:
@@ -999,28 +1075,41 @@ class SkbMachine:
         n = op.len or 0
         if s.len <= n:
             return self._step(
-                op, s.name, "ok", f"pskb_trim({n}): len is already {s.len}, nothing to trim."
+                op,
+                s.name,
+                "ok",
+                msg("pskb_trim({n}): len is already {len}, nothing to trim.", n=n, len=s.len),
             )
         if not s.data_len:
             what = self._linear_trim(s, n)
             return self._step(
-                op, s.name, "ok", f"pskb_trim({n}) on a linear skb is a plain __skb_trim: {what}."
+                op,
+                s.name,
+                "ok",
+                msg(
+                    "pskb_trim({n}) on a linear skb is a plain __skb_trim: {what}.", n=n, what=what
+                ),
             )
-        pre = ""
+        pre: Text = ""
         if self.skb_cloned(s):
             if s.users != 1:
-                return self._shared_bug(op, s, "___pskb_trim must unclone first")
+                return self._shared_bug(op, s, msg("___pskb_trim must unclone first"))
             res = self._expand(s, 0, 0)
             if not res.ok:
                 return self._step(
                     op,
                     s.name,
                     "null",
-                    f"___pskb_trim needs a private copy but pskb_expand_head fails with -ENOMEM "
-                    f"({res.detail}); pskb_trim returns the error and the skb is unchanged.",
+                    msg(
+                        "___pskb_trim needs a private copy but pskb_expand_head fails with -ENOMEM ({detail}); pskb_trim returns the error and the skb is unchanged.",
+                        detail=res.detail,
+                    ),
                     mark="null",
                 )
-            pre = f"The data was shared, so ___pskb_trim first unclones it: {res.detail} "
+            pre = msg(
+                "The data was shared, so ___pskb_trim first unclones it: {detail} ",
+                detail=res.detail,
+            )
         b = self.buf(s)
         l0, dl0 = s.len, s.data_len
         offset = s.len - s.data_len
@@ -1052,15 +1141,20 @@ class SkbMachine:
             s.len = n
             s.data_len = 0
             s.tail = s.data + n
-        text = (
-            f"{pre}pskb_trim({n}) → ___pskb_trim walks the frags: keeps what lies below {n}, "
-            f"shrinks the frag that crosses it and drops {dropped} frag(s) beyond (put_page). "
-            f"len {l0} → {s.len}, data_len {dl0} → {s.data_len}."
+        text = msg(
+            "{pre}pskb_trim({n}) → ___pskb_trim walks the frags: keeps what lies below {n}, shrinks the frag that crosses it and drops {dropped} frag(s) beyond (put_page). len {l0} → {len}, data_len {dl0} → {data_len}.",
+            pre=pre,
+            n=n,
+            dropped=dropped,
+            l0=l0,
+            len=s.len,
+            dl0=dl0,
+            data_len=s.data_len,
         )
         if s.has_sk:
-            text += (
-                " skb->sk is set, so skb_condense is skipped and truesize stays "
-                f"{s.truesize}: the socket's accounting must not change under it."
+            text += msg(
+                " skb->sk is set, so skb_condense is skipped and truesize stays {truesize}: the socket's accounting must not change under it.",
+                truesize=s.truesize,
             )
         else:
             text += self._condense(s)
@@ -1074,33 +1168,48 @@ class SkbMachine:
         raw = s.data + (offset or 0)
         value = raw & U16
         setattr(s, field, value)
-        was = "unset (~0)" if old is None else str(old)
+        was = msg("unset (~0)") if old is None else str(old)
         if offset is None:
-            what = f"skb_reset_{field} records data − head: {field} {was} → {value}"
+            what = msg(
+                "skb_reset_{field} records data − head: {field} {was} → {value}",
+                field=field,
+                was=was,
+                value=value,
+            )
         else:
-            what = (
-                f"skb_set_{field}({offset}) records data − head + {offset} = {s.data} + "
-                f"{offset}: {field} {was} → {value}"
+            what = msg(
+                "skb_set_{field}({offset}) records data − head + {offset} = {data} + {offset}: {field} {was} → {value}",
+                field=field,
+                offset=offset,
+                data=s.data,
+                was=was,
+                value=value,
             )
         rel = value - s.data
         where = (
-            "at data"
+            msg("at data")
             if rel == 0
-            else f"{rel} bytes after data"
+            else msg("{rel} bytes after data", rel=rel)
             if rel > 0
-            else f"{-rel} bytes in front of data (already pulled)"
+            else msg("{rel} bytes in front of data (already pulled)", rel=-rel)
         )
-        text = (
-            f"{what}. The offset is counted from head, not from data, so it stays valid while "
-            f"later pulls and pushes move data; the {which} header now starts {where}."
+        text = msg(
+            "{what}. The offset is counted from head, not from data, so it stays valid while later pulls and pushes move data; the {which} header now starts {where}.",
+            what=what,
+            which=which,
+            where=where,
         )
-        notes: tuple[str, ...] = ()
+        notes: tuple[Text, ...] = ()
         mark = None
         if raw < 0 or raw > U16:
             mark = "warn"
             notes = (
-                f"data + offset = {raw} does not fit the u16 field; the kernel stores {value}, "
-                f"and skb_{which}_header() would point at the wrong bytes.",
+                msg(
+                    "data + offset = {raw} does not fit the u16 field; the kernel stores {value}, and skb_{which}_header() would point at the wrong bytes.",
+                    raw=raw,
+                    value=value,
+                    which=which,
+                ),
             )
         return self._step(op, s.name, "ok", text, notes=notes, mark=mark)
 
@@ -1122,7 +1231,7 @@ class SkbMachine:
     def op_skb_set_transport_header(self, op: Op) -> Step:
         return self._header_op(op, "transport", op.offset or 0)
 
-    def _eat_paged(self, s: Skb, delta: int) -> str:
+    def _eat_paged(self, s: Skb, delta: int) -> Text:
         """__pskb_pull_tail's bookkeeping after the copy: drop or advance the frags (and then
         frag_list skbs) that held the first ``delta`` paged bytes."""
         b = self.buf(s)
@@ -1161,12 +1270,12 @@ class SkbMachine:
                     ms.len -= left
                     ms.data_len -= left
                     left = 0
-        parts = [f"{dropped} frag(s) fully copied are released"]
+        parts = [msg("{dropped} frag(s) fully copied are released", dropped=dropped)]
         if keep and delta:
-            parts.append("the next frag now starts after the copied bytes")
+            parts.append(msg("the next frag now starts after the copied bytes"))
         if released:
-            parts.append(f"frag_list skb(s) {', '.join(released)} are consumed")
-        return "; ".join(parts)
+            parts.append(msg("frag_list skb(s) {join} are consumed", join=", ".join(released)))
+        return join(msg("; "), parts)
 
     def op_pskb_may_pull(self, op: Op) -> Step:
         s = self.skbs[op.skb]
@@ -1177,25 +1286,30 @@ class SkbMachine:
                 op,
                 s.name,
                 "ok",
-                f"pskb_may_pull({n}): the first {n} bytes are already in the linear area "
-                f"(headlen {headlen}), so it returns true at once and nothing moves.",
+                msg(
+                    "pskb_may_pull({n}): the first {n} bytes are already in the linear area (headlen {headlen}), so it returns true at once and nothing moves.",
+                    n=n,
+                    headlen=headlen,
+                ),
             )
         if n > s.len:
             return self._step(
                 op,
                 s.name,
                 "null",
-                f"pskb_may_pull({n}): the packet has only {s.len} bytes, so it returns false "
-                f"(pskb_may_pull_reason gives SKB_DROP_REASON_PKT_TOO_SMALL); the caller drops "
-                f"the packet. The skb is unchanged.",
+                msg(
+                    "pskb_may_pull({n}): the packet has only {len} bytes, so it returns false (pskb_may_pull_reason gives SKB_DROP_REASON_PKT_TOO_SMALL); the caller drops the packet. The skb is unchanged.",
+                    n=n,
+                    len=s.len,
+                ),
                 mark="null",
             )
         delta = n - headlen
         eat = s.tail + delta - s.end
-        pre = ""
+        pre: Text = ""
         if eat > 0 or self.skb_cloned(s):
             if s.users != 1:
-                return self._shared_bug(op, s, "__pskb_pull_tail must expand the head")
+                return self._shared_bug(op, s, msg("__pskb_pull_tail must expand the head"))
             ntail = eat + 128 if eat > 0 else 0
             res = self._expand(s, 0, ntail)
             if not res.ok:
@@ -1203,14 +1317,20 @@ class SkbMachine:
                     op,
                     s.name,
                     "null",
-                    f"__pskb_pull_tail cannot grow the head ({res.detail}): pskb_may_pull "
-                    f"returns false (SKB_DROP_REASON_NOMEM).",
+                    msg(
+                        "__pskb_pull_tail cannot grow the head ({detail}): pskb_may_pull returns false (SKB_DROP_REASON_NOMEM).",
+                        detail=res.detail,
+                    ),
                     mark="null",
                 )
             pre = (
-                f"eat = tail + {delta} − end = {eat} > 0, so the head first grows by eat + 128: "
+                msg(
+                    "eat = tail + {delta} − end = {eat} > 0, so the head first grows by eat + 128: ",
+                    delta=delta,
+                    eat=eat,
+                )
                 if eat > 0
-                else "The head is shared with a clone, so it is made private first: "
+                else msg("The head is shared with a clone, so it is made private first: ")
             ) + f"{res.detail} "
         b = self.buf(s)
         t0 = s.tail
@@ -1218,11 +1338,17 @@ class SkbMachine:
         s.tail += delta
         s.data_len -= delta
         how = self._eat_paged(s, delta)
-        text = (
-            f"{pre}pskb_may_pull({n}): only {headlen} bytes are linear, so __pskb_pull_tail("
-            f"{delta}) copies the next {delta} paged bytes behind them: tail {t0} → {s.tail}, "
-            f"data_len → {s.data_len}, len stays {s.len}; {how}. It returns true: the caller "
-            f"may now read {n} bytes at data."
+        text = msg(
+            "{pre}pskb_may_pull({n}): only {headlen} bytes are linear, so __pskb_pull_tail({delta}) copies the next {delta} paged bytes behind them: tail {t0} → {tail}, data_len → {data_len}, len stays {len}; {how}. It returns true: the caller may now read {n} bytes at data.",
+            pre=pre,
+            n=n,
+            headlen=headlen,
+            delta=delta,
+            t0=t0,
+            tail=s.tail,
+            data_len=s.data_len,
+            len=s.len,
+            how=how,
         )
         return self._step(op, s.name, "ok", text)
 
@@ -1236,8 +1362,11 @@ class SkbMachine:
                 op,
                 s.name,
                 pulled.result,
-                f"ip_rcv_core first needs the {ihl}-byte IP header in the linear area: "
-                f"{pulled.narration} The packet is dropped (kfree_skb_reason).",
+                msg(
+                    "ip_rcv_core first needs the {ihl}-byte IP header in the linear area: {pulled_narration} The packet is dropped (kfree_skb_reason).",
+                    ihl=ihl,
+                    pulled_narration=pulled.narration,
+                ),
                 mark=pulled.mark,
                 bug=pulled.bug,
             )
@@ -1246,13 +1375,14 @@ class SkbMachine:
         s.cb_layer = "IPCB"
         s.cb = {"iif": SKB_IIF, "flags": 0, "opt.optlen": ihl - 20}
         was = "unset" if th0 is None else str(th0)
-        text = (
-            f"ip_rcv_core checks the IP header with pskb_may_pull({ihl}) (here: {pulled.narration}"
-            f") and sets transport_header = network_header + ihl*4 = {s.network_header} + {ihl} "
-            f"= {s.transport_header} (was {was}); data stays at the IP header. It then clears "
-            f"IPCB(skb), the struct inet_skb_parm that the IP layer lays over cb[0..], and "
-            f"stores iif = skb->skb_iif ({SKB_IIF}). Only the IP layer reads cb[] now; the "
-            f"next layer will reuse the same 48 bytes for its own struct."
+        text = msg(
+            "ip_rcv_core checks the IP header with pskb_may_pull({ihl}) (here: {pulled_narration}) and sets transport_header = network_header + ihl*4 = {network_header} + {ihl} = {transport_header} (was {was}); data stays at the IP header. It then clears IPCB(skb), the struct inet_skb_parm that the IP layer lays over cb[0..], and stores iif = skb->skb_iif ({skb_iif}). Only the IP layer reads cb[] now; the next layer will reuse the same 48 bytes for its own struct.",
+            ihl=ihl,
+            pulled_narration=pulled.narration,
+            network_header=s.network_header,
+            transport_header=s.transport_header,
+            was=was,
+            skb_iif=SKB_IIF,
         )
         return self._step(op, s.name, "ok", text)
 
@@ -1265,13 +1395,12 @@ class SkbMachine:
         syn, fin = int("SYN" in flags), int("FIN" in flags)
         payload = s.len - doff
         end_seq = (seq + syn + fin + payload) & 0xFFFFFFFF
-        moved = ""
+        moved: Text = ""
         iif = s.cb.get("iif") if s.cb_layer == "IPCB" else None
         if iif is not None:
-            moved = (
-                f"IPCB starts at cb[0], exactly where TCP_SKB_CB puts seq, so it first "
-                f"memmove()s the IP layer's inet_skb_parm (iif {iif}) into TCP_SKB_CB(skb)->"
-                f"header.h4, further inside cb[]. "
+            moved = msg(
+                "IPCB starts at cb[0], exactly where TCP_SKB_CB puts seq, so it first memmove()s the IP layer's inet_skb_parm (iif {iif}) into TCP_SKB_CB(skb)->header.h4, further inside cb[]. ",
+                iif=iif,
             )
         s.cb_layer = "TCP_SKB_CB"
         s.cb = {
@@ -1282,17 +1411,26 @@ class SkbMachine:
         }
         if iif is not None:
             s.cb["header.h4.iif"] = iif
-        notes: tuple[str, ...] = ()
+        notes: tuple[Text, ...] = ()
         if payload < 0:
             notes = (
-                f"len {s.len} is shorter than the {doff}-byte TCP header; tcp_v4_rcv's "
-                f"pskb_may_pull(doff*4) would have dropped this packet first.",
+                msg(
+                    "len {len} is shorter than the {doff}-byte TCP header; tcp_v4_rcv's pskb_may_pull(doff*4) would have dropped this packet first.",
+                    len=s.len,
+                    doff=doff,
+                ),
             )
-        text = (
-            f"tcp_v4_fill_cb: {moved}Then it fills TCP_SKB_CB(skb): seq = {seq}, end_seq = "
-            f"seq + SYN {syn} + FIN {fin} + len {s.len} − doff*4 {doff} = {end_seq}, tcp_flags = "
-            f"{'|'.join(flags)} ({fbyte:#04x}), sacked = 0. From here on TCP works with these "
-            f"numbers instead of re-reading the header."
+        text = msg(
+            "tcp_v4_fill_cb: {moved}Then it fills TCP_SKB_CB(skb): seq = {seq}, end_seq = seq + SYN {syn} + FIN {fin} + len {len} − doff*4 {doff} = {end_seq}, tcp_flags = {join} ({fbyte:#04x}), sacked = 0. From here on TCP works with these numbers instead of re-reading the header.",
+            moved=moved,
+            seq=seq,
+            syn=syn,
+            fin=fin,
+            len=s.len,
+            doff=doff,
+            end_seq=end_seq,
+            join="|".join(flags),
+            fbyte=fbyte,
         )
         return self._step(op, s.name, "ok", text, notes=notes)
 
@@ -1304,12 +1442,10 @@ class SkbMachine:
         b = self.buf(s)
         s.nohdr = True
         b.dataref = 1 + (1 << DATAREF_SHIFT) if (b.dataref & DATAREF_MASK) == 1 else b.dataref
-        text = (
-            f"tcp_skb_entail stamps TCP_SKB_CB(skb) before any data is copied: seq = end_seq = "
-            f"write_seq = {seq}, tcp_flags = ACK, sacked = 0. It calls __skb_header_release "
-            f"(nohdr, dataref 0x10001) and queues the skb on sk_write_queue, charging its "
-            f"truesize ({s.truesize}) to sk_wmem_queued. Each copy into the skb advances "
-            f"end_seq by the bytes copied."
+        text = msg(
+            "tcp_skb_entail stamps TCP_SKB_CB(skb) before any data is copied: seq = end_seq = write_seq = {seq}, tcp_flags = ACK, sacked = 0. It calls __skb_header_release (nohdr, dataref 0x10001) and queues the skb on sk_write_queue, charging its truesize ({truesize}) to sk_wmem_queued. Each copy into the skb advances end_seq by the bytes copied.",
+            seq=seq,
+            truesize=s.truesize,
         )
         return self._step(op, s.name, "ok", text)
 
@@ -1319,22 +1455,24 @@ class SkbMachine:
         mss = op.mss or 0
         if s.len <= mss:
             segs, size = 1, 0
-            how = f"len {s.len} ≤ mss {mss}: one segment, tcp_gso_size = 0 (not GSO)"
+            how = msg(
+                "len {len} ≤ mss {mss}: one segment, tcp_gso_size = 0 (not GSO)", len=s.len, mss=mss
+            )
         else:
             segs, size = -(-s.len // mss), mss
-            how = (
-                f"len {s.len} > mss {mss}: tcp_gso_segs = DIV_ROUND_UP({s.len}, {mss}) = "
-                f"{segs}, tcp_gso_size = {mss}"
+            how = msg(
+                "len {len} > mss {mss}: tcp_gso_segs = DIV_ROUND_UP({len}, {mss}) = {segs}, tcp_gso_size = {mss}",
+                len=s.len,
+                mss=mss,
+                segs=segs,
             )
         if s.cb_layer != "TCP_SKB_CB":
             s.cb_layer, s.cb = "TCP_SKB_CB", {}
         s.cb["tcp_gso_segs"] = segs
         s.cb["tcp_gso_size"] = size
-        text = (
-            f"tcp_set_skb_tso_segs records in TCP_SKB_CB how many wire segments this skb "
-            f"stands for: {how}. tcp_skb_pcount() reads it for cwnd accounting, and "
-            f"__tcp_transmit_skb copies it into skb_shinfo(skb)->gso_segs / gso_size (with "
-            f"gso_type = sk->sk_gso_type) when it sends the clone."
+        text = msg(
+            "tcp_set_skb_tso_segs records in TCP_SKB_CB how many wire segments this skb stands for: {how}. tcp_skb_pcount() reads it for cwnd accounting, and __tcp_transmit_skb copies it into skb_shinfo(skb)->gso_segs / gso_size (with gso_type = sk->sk_gso_type) when it sends the clone.",
+            how=how,
         )
         return self._step(op, s.name, "ok", text)
 
@@ -1346,9 +1484,9 @@ class SkbMachine:
                 op,
                 s.name,
                 "null",
-                "tcp4_gro_complete reads tcp_hdr(skb), but transport_header is unset; in the "
-                "kernel inet_gro_receive has set it (skb_set_transport_header) by now. Set it "
-                "first.",
+                msg(
+                    "tcp4_gro_complete reads tcp_hdr(skb), but transport_header is unset; in the kernel inet_gro_receive has set it (skb_set_transport_header) by now. Set it first."
+                ),
                 mark="null",
             )
         count = max(s.gro_count, 1)
@@ -1360,15 +1498,15 @@ class SkbMachine:
         s.csum_start = s.transport_header
         s.csum_offset = TCP_CHECK_OFFSET
         s.gro_count = 0
-        text = (
-            f"GRO flushes '{s.name}': napi_gro_complete → inet_gro_complete → tcp4_gro_complete "
-            f"seeds th->check with the pseudo-header sum and ORs SKB_GSO_TCPV4 into gso_type "
-            f"({'|'.join(t0) or 'none'} → {'|'.join(b.gso_type)}); tcp_gro_complete sets "
-            f"gso_segs = NAPI_GRO_CB(skb)->count = {count} and makes the checksum "
-            f"CHECKSUM_PARTIAL with csum_start = transport header ({s.csum_start}) and "
-            f"csum_offset = offsetof(struct tcphdr, check) = 16. gso_size stays {b.gso_size}: "
-            f"the stack now sees one {s.len}-byte GSO packet that can be cut back into "
-            f"{b.gso_size}-byte segments (skb_segment) if it is forwarded."
+        text = msg(
+            "GRO flushes '{name}': napi_gro_complete → inet_gro_complete → tcp4_gro_complete seeds th->check with the pseudo-header sum and ORs SKB_GSO_TCPV4 into gso_type ({join_t0_or_none} → {join}); tcp_gro_complete sets gso_segs = NAPI_GRO_CB(skb)->count = {count} and makes the checksum CHECKSUM_PARTIAL with csum_start = transport header ({csum_start}) and csum_offset = offsetof(struct tcphdr, check) = 16. gso_size stays {gso_size}: the stack now sees one {len}-byte GSO packet that can be cut back into {gso_size}-byte segments (skb_segment) if it is forwarded.",
+            name=s.name,
+            join_t0_or_none="|".join(t0) or "none",
+            join="|".join(b.gso_type),
+            count=count,
+            csum_start=s.csum_start,
+            gso_size=b.gso_size,
+            len=s.len,
         )
         return self._step(op, s.name, "ok", text)
 
@@ -1377,22 +1515,25 @@ class SkbMachine:
         hb = self.buf(head)
         mss = hb.gso_size
 
-        def refuse(why: str) -> Step:
+        def refuse(why: Text) -> Step:
             return self._step(op, head.name, "null", why, mark="null")
 
         if mss == 0:
             return refuse(
-                f"skb_segment cuts an skb into gso_size pieces, but '{head.name}''s "
-                f"skb_shinfo gso_size is 0: it is not a GSO packet."
+                msg(
+                    "skb_segment cuts an skb into gso_size pieces, but '{name}''s skb_shinfo gso_size is 0: it is not a GSO packet.",
+                    name=head.name,
+                )
             )
         if head.mac_header is None or head.mac_header > head.data:
             return refuse(
-                "skb_segment copies the headers from skb_mac_header() up to data, so the mac "
-                "header must be set and in front of data (skb_reset_mac_header)."
+                msg(
+                    "skb_segment copies the headers from skb_mac_header() up to data, so the mac header must be set and in front of data (skb_reset_mac_header)."
+                )
             )
         if hb.frag_list:
             return refuse(
-                "This skb has a frag_list; segmenting frag_list GSO packets is not modelled."
+                msg("This skb has a frag_list; segmenting frag_list GSO packets is not modelled.")
             )
         doffset = head.data - head.mac_header
         headroom = head.mac_header
@@ -1405,7 +1546,11 @@ class SkbMachine:
         if len(self.skbs) + nseg > MAX_SKBS_SIM:
             head.data, head.len = d0, head.len - doffset
             return refuse(
-                f"{nseg} segments would exceed the {MAX_SKBS_SIM} skbs one scenario may show."
+                msg(
+                    "{nseg} segments would exceed the {max_skbs_sim} skbs one scenario may show.",
+                    nseg=nseg,
+                    max_skbs_sim=MAX_SKBS_SIM,
+                )
             )
         names: list[str] = []
         offset, pos, i = doffset, headlen, 0
@@ -1445,20 +1590,25 @@ class SkbMachine:
             n.truesize += n.data_len
             names.append(name)
             offset += ln
-        shown = ", ".join(
-            f"{m} (len {self.skbs[m].len}, {len(self.buf(self.skbs[m]).frags)} frag(s))"
-            for m in names
+        shown = join(
+            msg(", "),
+            (
+                msg(
+                    "{name} (len {len}, {n} frag(s))",
+                    name=m,
+                    len=self.skbs[m].len,
+                    n=len(self.buf(self.skbs[m]).frags),
+                )
+                for m in names
+            ),
         )
-        text = (
-            f"skb_segment (reached from validate_xmit_skb → skb_gso_segment → tcp_gso_segment "
-            f"when the device cannot do TSO) cuts '{head.name}' into gso_size = {mss}-byte "
-            f"pieces. It pushes data back to the mac header (doffset = {doffset} header bytes), "
-            f"then for each piece allocates a small head (__alloc_skb(hsize + doffset + "
-            f"headroom {headroom})), copies the {doffset} header bytes into it and points "
-            f"frags at the same pages (skb_frag_ref, no payload copy): {shown}. Each segment's "
-            f"truesize counts its own head plus the paged bytes it references. tcp_gso_segment "
-            f"then rewrites every copy's sequence number and checksum, and the caller "
-            f"consume_skb()s the original."
+        text = msg(
+            "skb_segment (reached from validate_xmit_skb → skb_gso_segment → tcp_gso_segment when the device cannot do TSO) cuts '{name}' into gso_size = {mss}-byte pieces. It pushes data back to the mac header (doffset = {doffset} header bytes), then for each piece allocates a small head (__alloc_skb(hsize + doffset + headroom {headroom})), copies the {doffset} header bytes into it and points frags at the same pages (skb_frag_ref, no payload copy): {shown}. Each segment's truesize counts its own head plus the paged bytes it references. tcp_gso_segment then rewrites every copy's sequence number and checksum, and the caller consume_skb()s the original.",
+            name=head.name,
+            mss=mss,
+            doffset=doffset,
+            headroom=headroom,
+            shown=shown,
         )
         return self._step(op, head.name, "ok", text, mark="clone")
 
@@ -1473,22 +1623,27 @@ class SkbMachine:
                 op,
                 s.name,
                 "null",
-                f"skb_partial_csum_set({start}, {off}): the 2-byte checksum field would end at "
-                f"{csum_end}, past the {headlen} linear bytes (or csum_start {csum_start} does "
-                f"not fit 16 bits). It prints 'bad partial csum' and returns false; nothing "
-                f"changes.",
+                msg(
+                    "skb_partial_csum_set({start}, {off}): the 2-byte checksum field would end at {csum_end}, past the {headlen} linear bytes (or csum_start {csum_start} does not fit 16 bits). It prints 'bad partial csum' and returns false; nothing changes.",
+                    start=start,
+                    off=off,
+                    csum_end=csum_end,
+                    headlen=headlen,
+                    csum_start=csum_start,
+                ),
                 mark="null",
             )
         s.ip_summed = CHECKSUM_PARTIAL
         s.csum_start = csum_start
         s.csum_offset = off
         s.transport_header = csum_start
-        text = (
-            f"skb_partial_csum_set({start}, {off}) asks the device to finish a checksum: "
-            f"ip_summed = CHECKSUM_PARTIAL, csum_start = headroom {s.data} + {start} = "
-            f"{csum_start} (from head), csum_offset = {off}, and transport_header = csum_start. "
-            f"The device sums from csum_start to the end and stores the result at csum_start + "
-            f"csum_offset = {csum_start + off}."
+        text = msg(
+            "skb_partial_csum_set({start}, {off}) asks the device to finish a checksum: ip_summed = CHECKSUM_PARTIAL, csum_start = headroom {data} + {start} = {csum_start} (from head), csum_offset = {off}, and transport_header = csum_start. The device sums from csum_start to the end and stores the result at csum_start + csum_offset = {csum_start_off}.",
+            start=start,
+            off=off,
+            data=s.data,
+            csum_start=csum_start,
+            csum_start_off=csum_start + off,
         )
         return self._step(op, s.name, "ok", text)
 
@@ -1499,23 +1654,22 @@ class SkbMachine:
                 op,
                 s.name,
                 "null",
-                "tcp_v4_send_check uses skb_transport_header(), which is unset here; "
-                "__tcp_transmit_skb calls skb_reset_transport_header right after pushing the "
-                "TCP header.",
+                msg(
+                    "tcp_v4_send_check uses skb_transport_header(), which is unset here; __tcp_transmit_skb calls skb_reset_transport_header right after pushing the TCP header."
+                ),
                 mark="null",
             )
         s.csum_start = s.transport_header
         s.csum_offset = TCP_CHECK_OFFSET
         state = CHECKSUM_NAMES[s.ip_summed]
-        text = (
-            f"tcp_v4_send_check → __tcp_v4_send_check writes the pseudo-header sum into "
-            f"th->check and sets csum_start = transport header − head = {s.csum_start}, "
-            f"csum_offset = offsetof(struct tcphdr, check) = 16. ip_summed is {state}"
-            + (
-                ": the NIC (or skb_checksum_help) adds the TCP header and payload to finish it."
-                if s.ip_summed == CHECKSUM_PARTIAL
-                else "."
-            )
+        text = msg(
+            "tcp_v4_send_check → __tcp_v4_send_check writes the pseudo-header sum into th->check and sets csum_start = transport header − head = {csum_start}, csum_offset = offsetof(struct tcphdr, check) = 16. ip_summed is {state}",
+            csum_start=s.csum_start,
+            state=state,
+        ) + (
+            msg(": the NIC (or skb_checksum_help) adds the TCP header and payload to finish it.")
+            if s.ip_summed == CHECKSUM_PARTIAL
+            else "."
         )
         return self._step(op, s.name, "ok", text)
 
@@ -1523,11 +1677,9 @@ class SkbMachine:
         s = self.skbs[op.skb]
         before = CHECKSUM_NAMES[s.ip_summed]
         s.ip_summed = CHECKSUM_UNNECESSARY
-        text = (
-            f"igb_rx_checksum: the descriptor says the NIC verified the TCP/UDP checksum "
-            f"(E1000_RXD_STAT_TCPCS), so ip_summed {before} → CHECKSUM_UNNECESSARY and the "
-            f"stack will not sum the payload again. On a checksum error bit it would leave "
-            f"CHECKSUM_NONE and let the stack verify (and drop with SKB_DROP_REASON_TCP_CSUM)."
+        text = msg(
+            "igb_rx_checksum: the descriptor says the NIC verified the TCP/UDP checksum (E1000_RXD_STAT_TCPCS), so ip_summed {before} → CHECKSUM_UNNECESSARY and the stack will not sum the payload again. On a checksum error bit it would leave CHECKSUM_NONE and let the stack verify (and drop with SKB_DROP_REASON_TCP_CSUM).",
+            before=before,
         )
         return self._step(op, s.name, "ok", text)
 
@@ -1538,19 +1690,26 @@ class SkbMachine:
             op,
             s.name,
             "ok",
-            f"skb_headroom = data − head = {s.data} bytes free in front of the data.",
+            msg(
+                "skb_headroom = data − head = {data} bytes free in front of the data.", data=s.data
+            ),
         )
 
     def op_skb_tailroom(self, op: Op) -> Step:
         s = self.skbs[op.skb]
         if s.data_len:
-            text = (
-                f"skb_tailroom is 0: the skb is nonlinear (data_len {s.data_len}), and bytes "
-                f"appended to the head would land before the paged data. (end − tail would "
-                f"be {s.end - s.tail}.)"
+            text = msg(
+                "skb_tailroom is 0: the skb is nonlinear (data_len {data_len}), and bytes appended to the head would land before the paged data. (end − tail would be {s_end_s_tail}.)",
+                data_len=s.data_len,
+                s_end_s_tail=s.end - s.tail,
             )
         else:
-            text = f"skb_tailroom = end − tail = {s.end} − {s.tail} = {s.end - s.tail} bytes."
+            text = msg(
+                "skb_tailroom = end − tail = {end} − {tail} = {s_end_s_tail} bytes.",
+                end=s.end,
+                tail=s.tail,
+                s_end_s_tail=s.end - s.tail,
+            )
         return self._step(op, s.name, "ok", text)
 
     def op_skb_headlen(self, op: Op) -> Step:
@@ -1559,8 +1718,12 @@ class SkbMachine:
             op,
             s.name,
             "ok",
-            f"skb_headlen = len − data_len = {s.len} − {s.data_len} = "
-            f"{s.len - s.data_len} bytes in the linear area (tail − data).",
+            msg(
+                "skb_headlen = len − data_len = {len} − {data_len} = {s_len_s_data_len} bytes in the linear area (tail − data).",
+                len=s.len,
+                data_len=s.data_len,
+                s_len_s_data_len=s.len - s.data_len,
+            ),
         )
 
     # -- paged data ----------------------------------------------------------------------------
@@ -1569,27 +1732,23 @@ class SkbMachine:
         b = self.buf(s)
         i = len(b.frags)
         if b.head_frag or b.where.startswith("pages"):
-            where = (
-                "past the end of the head buffer. This head was carved from a page "
-                f"({b.where}), not a slab object, so there is no slab redzone behind it and KASAN "
-                "does not flag the write: it silently overwrites whatever the page holds next, "
-                "typically another packet's buffer"
+            where = msg(
+                "past the end of the head buffer. This head was carved from a page ({where}), not a slab object, so there is no slab redzone behind it and KASAN does not flag the write: it silently overwrites whatever the page holds next, typically another packet's buffer",
+                where=b.where,
             )
             bug = f"frags[{i}] written past the head: silent memory corruption (no KASAN report)"
         else:
-            where = (
-                f"past the end of the {b.where} slab object that holds the head, so a KASAN "
-                "kernel reports a slab-out-of-bounds write; without KASAN it silently corrupts "
-                "the neighbouring object"
+            where = msg(
+                "past the end of the {where} slab object that holds the head, so a KASAN kernel reports a slab-out-of-bounds write; without KASAN it silently corrupts the neighbouring object",
+                where=b.where,
             )
             bug = f"BUG: KASAN: slab-out-of-bounds in {fn} (frags[{i}])"
-        text = (
-            f"The skb already has MAX_SKB_FRAGS = {MAX_SKB_FRAGS} frags. {fn} → "
-            f"skb_fill_page_desc does not check the index: frags[{i}] would lie just after "
-            f"skb_shared_info's array, which ends exactly at the end of the allocation — {where}. "
-            f"Callers stop before this: skb_gro_receive chains the segment on frag_list instead "
-            f"when its frags would not fit, and tcp_sendmsg_locked starts a new skb once "
-            f"sysctl_max_skb_frags is reached. The simulation treats it as fatal."
+        text = msg(
+            "The skb already has MAX_SKB_FRAGS = {max_skb_frags} frags. {fn} → skb_fill_page_desc does not check the index: frags[{i}] would lie just after skb_shared_info's array, which ends exactly at the end of the allocation — {where}. Callers stop before this: skb_gro_receive chains the segment on frag_list instead when its frags would not fit, and tcp_sendmsg_locked starts a new skb once sysctl_max_skb_frags is reached. The simulation treats it as fatal.",
+            max_skb_frags=MAX_SKB_FRAGS,
+            fn=fn,
+            i=i,
+            where=where,
         )
         return self._step(op, s.name, "skb_frag_overflow", text, bug=bug)
 
@@ -1611,27 +1770,38 @@ class SkbMachine:
         ts_why = (
             "given"
             if op.truesize is not None
-            else "default: half a 4 KiB page, as igb/ixgbe charge"
+            else msg("default: half a 4 KiB page, as igb/ixgbe charge")
             if size <= HALF_PAGE_TRUESIZE
-            else "default: the whole pages it spans"
+            else msg("default: the whole pages it spans")
         )
-        text = (
-            f"skb_add_rx_frag attaches {size} bytes at offset {offset} of {page} as frags"
-            f"[{len(b.frags) - 1}]: nr_frags {len(b.frags) - 1} → {len(b.frags)}, len {l0} → "
-            f"{s.len}, data_len {dl0} → {s.data_len}, truesize {t0} → {s.truesize} "
-            f"(+{ts}, {ts_why}). The head is untouched; skb_tailroom is now 0."
+        text = msg(
+            "skb_add_rx_frag attaches {size} bytes at offset {offset} of {page} as frags[{len_b_frags_1}]: nr_frags {len_b_frags_1} → {n_frags}, len {l0} → {len}, data_len {dl0} → {data_len}, truesize {t0} → {truesize} (+{ts}, {ts_why}). The head is untouched; skb_tailroom is now 0.",
+            size=size,
+            offset=offset,
+            page=page,
+            len_b_frags_1=len(b.frags) - 1,
+            n_frags=len(b.frags),
+            l0=l0,
+            len=s.len,
+            dl0=dl0,
+            data_len=s.data_len,
+            t0=t0,
+            truesize=s.truesize,
+            ts=ts,
+            ts_why=ts_why,
         )
-        notes: list[str] = []
+        notes: list[Text] = []
         if s.origin == "tcp_stream_alloc_skb":
             notes.append(
-                "skb_add_rx_frag is a receive-side helper; on transmit tcp_sendmsg_locked "
-                "copies into the socket's page frag and uses skb_fill_page_desc "
-                "(charging truesize by the bytes copied)."
+                msg(
+                    "skb_add_rx_frag is a receive-side helper; on transmit tcp_sendmsg_locked copies into the socket's page frag and uses skb_fill_page_desc (charging truesize by the bytes copied)."
+                )
             )
         if self.skb_cloned(s):
             notes.append(
-                "The skb_shared_info is shared with a clone, which now sees a frag its "
-                "len does not count; drivers only add frags to private skbs."
+                msg(
+                    "The skb_shared_info is shared with a clone, which now sees a frag its len does not count; drivers only add frags to private skbs."
+                )
             )
         return self._step(op, s.name, "ok", text, notes=tuple(notes))
 
@@ -1650,38 +1820,50 @@ class SkbMachine:
         s.len += size
         s.data_len += size
         s.truesize += size
-        seq_note = ""
+        seq_note: Text = ""
         if s.cb_layer == "TCP_SKB_CB" and "end_seq" in s.cb:
             e0 = s.cb["end_seq"]
             s.cb["end_seq"] = (e0 + size) & 0xFFFFFFFF
-            seq_note = (
-                f" tcp_sendmsg_locked also advances write_seq and TCP_SKB_CB(skb)->end_seq: "
-                f"{e0} → {s.cb['end_seq']}."
+            seq_note = msg(
+                " tcp_sendmsg_locked also advances write_seq and TCP_SKB_CB(skb)->end_seq: {e0} → {s_cb_end_seq}.",
+                e0=e0,
+                s_cb_end_seq=s.cb["end_seq"],
             )
-        text = (
-            f"The transmit path copies {size} bytes of user data into the socket's page frag "
-            f"({page}, offset {offset}); skb_copy_to_page_nocache accounts them with skb_len_add: "
-            f"len {l0} → {s.len}, data_len {dl0} → {s.data_len} and truesize {t0} → {s.truesize} "
-            f"all grow by the {size} bytes copied. skb_fill_page_desc then records the page as "
-            f"frags[{i}] (nr_frags {i} → {i + 1}) and the page gets a reference. The head is "
-            f"untouched; skb_tailroom is now 0.{seq_note}"
+        text = msg(
+            "The transmit path copies {size} bytes of user data into the socket's page frag ({page}, offset {offset}); skb_copy_to_page_nocache accounts them with skb_len_add: len {l0} → {len}, data_len {dl0} → {data_len} and truesize {t0} → {truesize} all grow by the {size} bytes copied. skb_fill_page_desc then records the page as frags[{i}] (nr_frags {i} → {i_1}) and the page gets a reference. The head is untouched; skb_tailroom is now 0.{seq_note}",
+            size=size,
+            page=page,
+            offset=offset,
+            l0=l0,
+            len=s.len,
+            dl0=dl0,
+            data_len=s.data_len,
+            t0=t0,
+            truesize=s.truesize,
+            i=i,
+            i_1=i + 1,
+            seq_note=seq_note,
         )
-        notes: tuple[str, ...] = ()
+        notes: tuple[Text, ...] = ()
         if self.skb_cloned(s):
             notes = (
-                "The skb_shared_info is shared with a clone, which now sees a frag its len "
-                "does not count; tcp_sendmsg_locked only appends to skbs not yet sent.",
+                msg(
+                    "The skb_shared_info is shared with a clone, which now sees a frag its len does not count; tcp_sendmsg_locked only appends to skbs not yet sent."
+                ),
             )
         return self._step(op, s.name, "ok", text, notes=notes)
 
-    def _gro_too_big(self, op: Op, p: Skb, total: int, what: str) -> Step:
+    def _gro_too_big(self, op: Op, p: Skb, total: int, what: Text) -> Step:
         return self._step(
             op,
             p.name,
             "null",
-            f"{what} = {total} ≥ 65536: {SOURCES[op.op].function} returns -E2BIG and nothing "
-            f"changes; GRO flushes the held packet up the stack and this segment starts a new "
-            f"one.",
+            msg(
+                "{what} = {total} ≥ 65536: {sources_op_op_function} returns -E2BIG and nothing changes; GRO flushes the held packet up the stack and this segment starts a new one.",
+                what=what,
+                total=total,
+                sources_op_op_function=SOURCES[op.op].function,
+            ),
             mark="null",
         )
 
@@ -1696,8 +1878,10 @@ class SkbMachine:
                 op,
                 p.name,
                 "null",
-                f"'{s.name}' already carries a frag_list; a segment fresh from the driver never "
-                f"does, so this merge is not modelled and nothing changes.",
+                msg(
+                    "'{name}' already carries a frag_list; a segment fresh from the driver never does, so this merge is not modelled and nothing changes.",
+                    name=s.name,
+                ),
                 mark="null",
             )
         reach = headlen + (sb.frags[0].size if sb.frags else 0)
@@ -1706,8 +1890,12 @@ class SkbMachine:
                 op,
                 p.name,
                 "null",
-                f"The GRO header offset {offset} is beyond '{s.name}''s linear part and first "
-                f"frag ({reach} bytes); headers never extend that far, so nothing is merged.",
+                msg(
+                    "The GRO header offset {offset} is beyond '{name}''s linear part and first frag ({reach} bytes); headers never extend that far, so nothing is merged.",
+                    offset=offset,
+                    name=s.name,
+                    reach=reach,
+                ),
                 mark="null",
             )
         seg_len = s.len - offset  # skb_gro_len(): the payload after the parsed headers
@@ -1716,14 +1904,22 @@ class SkbMachine:
                 op,
                 p,
                 p.len + seg_len,
-                f"'{p.name}' len {p.len} + skb_gro_len('{s.name}') {seg_len}",
+                msg(
+                    "'{name}' len {len} + skb_gro_len('{name2}') {seg_len}",
+                    name=p.name,
+                    len=p.len,
+                    name2=s.name,
+                    seg_len=seg_len,
+                ),
             )
         pb = self.buf(p)
         lp = self.skbs[pb.frag_list[-1]] if pb.frag_list else p
         lb = self.buf(lp)
-        into = f"'{lp.name}'" + ("" if lp is p else f" (the last skb on '{p.name}''s frag_list)")
-        how: str
-        freed: str
+        into = f"'{lp.name}'" + (
+            "" if lp is p else msg(" (the last skb on '{name}''s frag_list)", name=p.name)
+        )
+        how: Text
+        freed: Text
         if headlen <= offset and len(lb.frags) + len(sb.frags) <= MAX_SKB_FRAGS:
             eat = offset - headlen
             n0 = len(lb.frags)
@@ -1739,16 +1935,31 @@ class SkbMachine:
             s.len -= s.data_len
             s.data_len = 0
             how = (
-                f"All of '{s.name}''s headers are in its linear part (headlen {headlen} ≤ offset "
-                f"{offset}), so its {len(moved)} page frag(s) move into {into}'s frags[] "
-                f"(nr_frags {n0} → {len(lb.frags)}) without copying"
-                + (f"; the first is advanced by {eat} header bytes" if eat else "")
-                + f". '{s.name}' keeps only its head: its truesize becomes SKB_TRUESIZE(end) = "
-                f"{new_ts}, and the other {delta} bytes of truesize move with the pages."
+                msg(
+                    "All of '{name}''s headers are in its linear part (headlen {headlen} ≤ offset {offset}), so its {n_moved} page frag(s) move into {into}'s frags[] (nr_frags {n0} → {n_frags}) without copying",
+                    name=s.name,
+                    headlen=headlen,
+                    offset=offset,
+                    n_moved=len(moved),
+                    into=into,
+                    n0=n0,
+                    n_frags=len(lb.frags),
+                )
+                + (msg("; the first is advanced by {eat} header bytes", eat=eat) if eat else "")
+                + msg(
+                    ". '{name}' keeps only its head: its truesize becomes SKB_TRUESIZE(end) = {new_ts}, and the other {delta} bytes of truesize move with the pages.",
+                    name=s.name,
+                    new_ts=new_ts,
+                    delta=delta,
+                )
             )
             freed = (
-                f" napi_skb_finish then frees the emptied '{s.name}' and its head "
-                f"(GRO_MERGED_FREE): " + self._release(s, "consumed") + "."
+                msg(
+                    " napi_skb_finish then frees the emptied '{name}' and its head (GRO_MERGED_FREE): ",
+                    name=s.name,
+                )
+                + self._release(s, "consumed")
+                + msg(".")
             )
         elif (
             headlen > offset
@@ -1770,31 +1981,50 @@ class SkbMachine:
             sb.freed = True
             sb.dataref = 0
             how = (
-                f"'{s.name}''s payload is in its head (headlen {headlen} > offset {offset}) and "
-                f"the head is a page fragment (head_frag), so GRO steals the head: the {first} "
-                f"bytes after the headers become a frag of {into} ({page} = {sb.id}'s page, "
-                f"offset {s.data + offset})"
-                + (f", followed by its {nmoved} frag(s)" if nmoved else "")
-                + f" (nr_frags {n0} → {len(lb.frags)}). '{s.name}' keeps truesize "
-                f"SKB_DATA_ALIGN(sizeof(struct sk_buff)) = {SKB_STRUCT}; the other {delta} bytes "
-                f"move with the page."
+                msg(
+                    "'{name}''s payload is in its head (headlen {headlen} > offset {offset}) and the head is a page fragment (head_frag), so GRO steals the head: the {first} bytes after the headers become a frag of {into} ({page} = {id}'s page, offset {s_data_offset})",
+                    name=s.name,
+                    headlen=headlen,
+                    offset=offset,
+                    first=first,
+                    into=into,
+                    page=page,
+                    id=sb.id,
+                    s_data_offset=s.data + offset,
+                )
+                + (msg(", followed by its {nmoved} frag(s)", nmoved=nmoved) if nmoved else "")
+                + msg(
+                    " (nr_frags {n0} → {n_frags}). '{name}' keeps truesize SKB_DATA_ALIGN(sizeof(struct sk_buff)) = {skb_struct}; the other {delta} bytes move with the page.",
+                    n0=n0,
+                    n_frags=len(lb.frags),
+                    name=s.name,
+                    skb_struct=SKB_STRUCT,
+                    delta=delta,
+                )
             )
             s.users -= 1
             s.status = "consumed"
             if s.pair is not None:
                 self.fclone_refs[s.pair] -= 1
-            freed = (
-                f" napi_skb_finish frees only the sk_buff (napi_skb_free_stolen_head): its head "
-                f"lives on inside '{p.name}'."
+            freed = msg(
+                " napi_skb_finish frees only the sk_buff (napi_skb_free_stolen_head): its head lives on inside '{name}'.",
+                name=p.name,
             )
         else:
             full = len(lb.frags) + len(sb.frags) + (0 if headlen <= offset else 1)
             why = (
-                f"{into} already has {len(lb.frags)} frags and {full} would exceed "
-                f"MAX_SKB_FRAGS = {MAX_SKB_FRAGS}"
+                msg(
+                    "{into} already has {n_frags} frags and {full} would exceed MAX_SKB_FRAGS = {max_skb_frags}",
+                    into=into,
+                    n_frags=len(lb.frags),
+                    full=full,
+                    max_skb_frags=MAX_SKB_FRAGS,
+                )
                 if full > MAX_SKB_FRAGS
-                else f"the payload sits in '{s.name}''s head, which is not a page fragment "
-                f"(head_frag 0), so it cannot become a frag"
+                else msg(
+                    "the payload sits in '{name}''s head, which is not a page fragment (head_frag 0), so it cannot become a frag",
+                    name=s.name,
+                )
             )
             eat = max(0, offset - headlen)
             if eat and sb.frags:
@@ -1814,22 +2044,29 @@ class SkbMachine:
             sb.dataref = (
                 1 + (1 << DATAREF_SHIFT) if (sb.dataref & DATAREF_MASK) == 1 else sb.dataref
             )
-            how = (
-                f"Its frags cannot be merged ({why}), so skb_gro_receive falls back to chaining: "
-                f"it pulls the {offset} header bytes off '{s.name}', links it on '{p.name}''s "
-                f"frag_list (after NAPI_GRO_CB(p)->last), marks its header released and drops "
-                f"its destructor; all of its truesize ({delta}) moves to '{p.name}'."
+            how = msg(
+                "Its frags cannot be merged ({why}), so skb_gro_receive falls back to chaining: it pulls the {offset} header bytes off '{name}', links it on '{name2}''s frag_list (after NAPI_GRO_CB(p)->last), marks its header released and drops its destructor; all of its truesize ({delta}) moves to '{name2}'.",
+                why=why,
+                offset=offset,
+                name=s.name,
+                name2=p.name,
+                delta=delta,
             )
-            freed = f" '{s.name}' now belongs to '{p.name}' (GRO_MERGED, not freed)."
+            freed = msg(
+                " '{name}' now belongs to '{name2}' (GRO_MERGED, not freed).",
+                name=s.name,
+                name2=p.name,
+            )
             lp = p
         l0, dl0, t0 = p.len, p.data_len, p.truesize
-        held = ""
+        held: Text = ""
         if p.gro_count == 0:
             p.gro_count = 1
             pb.gso_size = l0 - offset
-            held = (
-                f" (When GRO held '{p.name}', dev_gro_receive set its gso_size = skb_gro_len = "
-                f"{pb.gso_size}.)"
+            held = msg(
+                " (When GRO held '{name}', dev_gro_receive set its gso_size = skb_gro_len = {pb_gso_size}.)",
+                name=p.name,
+                pb_gso_size=pb.gso_size,
             )
         p.gro_count += 1
         p.len += seg_len
@@ -1839,12 +2076,22 @@ class SkbMachine:
             lp.len += seg_len
             lp.data_len += seg_len
             lp.truesize += delta
-        text = (
-            f"tcp_gro_receive has parsed '{s.name}''s headers ({offset} bytes, the GRO offset) "
-            f"and found it continues '{p.name}''s flow. skb_gro_receive first checks the size: "
-            f"{l0} + {seg_len} < 65536 (gro_ipv4_max_size). {how} '{p.name}': len {l0} → "
-            f"{p.len}, data_len {dl0} → {p.data_len}, truesize {t0} → {p.truesize}; "
-            f"NAPI_GRO_CB(p)->count = {p.gro_count}.{freed}{held}"
+        text = msg(
+            "tcp_gro_receive has parsed '{name}''s headers ({offset} bytes, the GRO offset) and found it continues '{name2}''s flow. skb_gro_receive first checks the size: {l0} + {seg_len} < 65536 (gro_ipv4_max_size). {how} '{name2}': len {l0} → {len}, data_len {dl0} → {data_len}, truesize {t0} → {truesize}; NAPI_GRO_CB(p)->count = {gro_count}.{freed}{held}",
+            name=s.name,
+            offset=offset,
+            name2=p.name,
+            l0=l0,
+            seg_len=seg_len,
+            how=how,
+            len=p.len,
+            dl0=dl0,
+            data_len=p.data_len,
+            t0=t0,
+            truesize=p.truesize,
+            gro_count=p.gro_count,
+            freed=freed,
+            held=held,
         )
         return self._step(op, p.name, "ok", text)
 
@@ -1857,16 +2104,25 @@ class SkbMachine:
                 op,
                 p,
                 p.len + s.len,
-                f"'{p.name}' len {p.len} + '{s.name}' len {s.len} (headers included: the check "
-                f"comes before the pull)",
+                msg(
+                    "'{name}' len {len} + '{name2}' len {len2} (headers included: the check comes before the pull)",
+                    name=p.name,
+                    len=p.len,
+                    name2=s.name,
+                    len2=s.len,
+                ),
             )
         if off > s.len - s.data_len:
             return self._step(
                 op,
                 p.name,
                 "null",
-                f"The GRO header offset {off} is beyond '{s.name}''s linear part "
-                f"({s.len - s.data_len} bytes); nothing is merged.",
+                msg(
+                    "The GRO header offset {off} is beyond '{name}''s linear part ({s_len_s_data_len} bytes); nothing is merged.",
+                    off=off,
+                    name=s.name,
+                    s_len_s_data_len=s.len - s.data_len,
+                ),
                 mark="null",
             )
         b = self.buf(p)
@@ -1880,14 +2136,27 @@ class SkbMachine:
         p.len += s.len
         p.data_len += s.len
         p.truesize += s.truesize
-        pulled = f" It then pulls the {off}-byte GRO header offset from '{s.name}'." if off else ""
-        text = (
-            f"UDP fraglist GRO (udp_gro_receive_segment, on a device with NETIF_F_GRO_FRAGLIST; "
-            f"in 6.4 TCP never uses it): skb_gro_receive_list checks {p.len} + {s.len + off} < "
-            f"65536 and chains '{s.name}' onto '{p.name}''s frag_list (after "
-            f"NAPI_GRO_CB(p)->last).{pulled} '{p.name}' grows by the rest of it: len {l0} → "
-            f"{p.len}, data_len {dl0} → {p.data_len}, truesize {t0} → {p.truesize}. "
-            f"'{s.name}' loses its destructor and now belongs to '{p.name}'."
+        pulled = (
+            msg(
+                " It then pulls the {off}-byte GRO header offset from '{name}'.",
+                off=off,
+                name=s.name,
+            )
+            if off
+            else ""
+        )
+        text = msg(
+            "UDP fraglist GRO (udp_gro_receive_segment, on a device with NETIF_F_GRO_FRAGLIST; in 6.4 TCP never uses it): skb_gro_receive_list checks {len} + {s_len_off} < 65536 and chains '{name}' onto '{name2}''s frag_list (after NAPI_GRO_CB(p)->last).{pulled} '{name2}' grows by the rest of it: len {l0} → {len}, data_len {dl0} → {data_len}, truesize {t0} → {truesize}. '{name}' loses its destructor and now belongs to '{name2}'.",
+            len=p.len,
+            s_len_off=s.len + off,
+            name=s.name,
+            name2=p.name,
+            pulled=pulled,
+            l0=l0,
+            dl0=dl0,
+            data_len=p.data_len,
+            t0=t0,
+            truesize=p.truesize,
         )
         return self._step(op, p.name, "ok", text)
 
@@ -1899,25 +2168,27 @@ class SkbMachine:
             op,
             s.name,
             "ok",
-            f"skb_get takes another reference on the sk_buff itself: users "
-            f"{s.users - 1} → {s.users}. Nothing is copied; the skb is now "
-            f"skb_shared(), so it must not be modified in place.",
+            msg(
+                "skb_get takes another reference on the sk_buff itself: users {s_users_1} → {users}. Nothing is copied; the skb is now skb_shared(), so it must not be modified in place.",
+                s_users_1=s.users - 1,
+                users=s.users,
+            ),
         )
 
     def op_skb_set_owner_w(self, op: Op) -> Step:
         s = self.skbs[op.skb]
         s.has_sk = True
-        notes: tuple[str, ...] = ()
+        notes: tuple[Text, ...] = ()
         if op.via == "__tcp_transmit_skb":
             notes = (
-                "__tcp_transmit_skb does this inline after pushing the TCP header: "
-                "skb_orphan, skb->sk = sk, destructor = tcp_wfree, and sk_wmem_alloc += truesize.",
+                msg(
+                    "__tcp_transmit_skb does this inline after pushing the TCP header: skb_orphan, skb->sk = sk, destructor = tcp_wfree, and sk_wmem_alloc += truesize."
+                ),
             )
-        text = (
-            f"skb_set_owner_w charges '{s.name}' to the sending socket: skb->sk = sk, the "
-            f"destructor (sock_wfree) will give the {s.truesize} bytes of truesize back to "
-            f"sk_wmem_alloc when the skb is freed. From now on code that reallocates the head "
-            f"(pskb_expand_head, ___pskb_trim) must not change truesize."
+        text = msg(
+            "skb_set_owner_w charges '{name}' to the sending socket: skb->sk = sk, the destructor (sock_wfree) will give the {truesize} bytes of truesize back to sk_wmem_alloc when the skb is freed. From now on code that reallocates the head (pskb_expand_head, ___pskb_trim) must not change truesize.",
+            name=s.name,
+            truesize=s.truesize,
         )
         return self._step(op, s.name, "ok", text, notes=notes)
 
@@ -1941,38 +2212,44 @@ class SkbMachine:
             assert src.pair is not None
             self.fclone_refs[src.pair] = 2
             n.fclone, n.pair = "clone", src.pair
-            how = (
-                f"'{src.name}' is an fclone orig with fclone_ref 1, so the companion sk_buff "
-                f"already "
-                "allocated next to it is used: no allocation, fclone_ref 1 → 2."
+            how = msg(
+                "'{name}' is an fclone orig with fclone_ref 1, so the companion sk_buff already allocated next to it is used: no allocation, fclone_ref 1 → 2.",
+                name=src.name,
             )
         else:
             n.fclone = "unavailable"
             why = (
-                "is an fclone orig whose companion is busy (fclone_ref 2)"
+                msg("is an fclone orig whose companion is busy (fclone_ref 2)")
                 if src.fclone == "orig"
-                else "has no fclone companion"
+                else msg("has no fclone companion")
             )
-            how = (
-                f"'{src.name}' {why}, so the new sk_buff comes from skbuff_cache "
-                "(fclone = unavailable)."
+            how = msg(
+                "'{name}' {why}, so the new sk_buff comes from skbuff_cache (fclone = unavailable).",
+                name=src.name,
+                why=why,
             )
         src.cloned = True
         n.cloned = True
         d0 = b.dataref & DATAREF_MASK
         b.dataref += 1
         self.skbs[n.name] = n
-        hdr = ""
+        hdr: Text = ""
         if src.nohdr:
-            hdr = (
-                f" Because '{src.name}' released its header (nohdr), the clone's hdr_len is its "
-                f"headroom ({src.data}) and dataref's payload-only count stays at "
-                f"{(b.dataref >> DATAREF_SHIFT) & DATAREF_MASK}: the clone may write headers."
+            hdr = msg(
+                " Because '{name}' released its header (nohdr), the clone's hdr_len is its headroom ({data}) and dataref's payload-only count stays at {b_dataref_dataref_shift_dataref}: the clone may write headers.",
+                name=src.name,
+                data=src.data,
+                b_dataref_dataref_shift_dataref=b.dataref >> DATAREF_SHIFT & DATAREF_MASK,
             )
-        text = (
-            f"skb_clone makes '{n.name}' share '{src.name}''s head buffer {b.id} and frags: "
-            f"{how} Both get cloned = 1; dataref {d0} → {b.dataref & DATAREF_MASK}. The clone "
-            f"has users 1 and no socket.{hdr}"
+        text = msg(
+            "skb_clone makes '{name}' share '{name2}''s head buffer {id} and frags: {how} Both get cloned = 1; dataref {d0} → {b_dataref_dataref_mask}. The clone has users 1 and no socket.{hdr}",
+            name=n.name,
+            name2=src.name,
+            id=b.id,
+            how=how,
+            d0=d0,
+            b_dataref_dataref_mask=b.dataref & DATAREF_MASK,
+            hdr=hdr,
         )
         return self._step(op, n.name, "ok", text, mark="clone")
 
@@ -1985,7 +2262,10 @@ class SkbMachine:
                 op,
                 src.name,
                 "null",
-                f"skb_copy needs a {size}-byte head, beyond KMALLOC_MAX_SIZE; it returns NULL.",
+                msg(
+                    "skb_copy needs a {size}-byte head, beyond KMALLOC_MAX_SIZE; it returns NULL.",
+                    size=size,
+                ),
                 mark="null",
             )
         sb = self.buf(src)
@@ -1999,12 +2279,18 @@ class SkbMachine:
         nb.regions = self._copy_regions(sb.regions, 0, src.tail, 0)
         if src.data_len:
             self._write_region(nb, src.tail, n.tail, "paged data", "payload")
-        text = (
-            f"skb_copy allocates a private, fully linear copy '{n.name}': end + data_len = "
-            f"{src.end} + {src.data_len} = {size}, re-rounded by kmalloc_reserve to "
-            f"{alloc.where} ({alloc.nbytes} bytes) → end {n.end}. It reserves the same "
-            f"headroom ({n.data}), skb_put()s len {n.len} and copies headroom and data "
-            f"(paged bytes included). truesize = {n.truesize}; dataref 1; nothing is shared."
+        text = msg(
+            "skb_copy allocates a private, fully linear copy '{name}': end + data_len = {end} + {data_len} = {size}, re-rounded by kmalloc_reserve to {where} ({nbytes} bytes) → end {end2}. It reserves the same headroom ({data}), skb_put()s len {len} and copies headroom and data (paged bytes included). truesize = {truesize}; dataref 1; nothing is shared.",
+            name=n.name,
+            end=src.end,
+            data_len=src.data_len,
+            size=size,
+            where=alloc.where,
+            nbytes=alloc.nbytes,
+            end2=n.end,
+            data=n.data,
+            len=n.len,
+            truesize=n.truesize,
         )
         return self._step(op, n.name, "ok", text, mark="clone")
 
@@ -2018,7 +2304,10 @@ class SkbMachine:
                 op,
                 src.name,
                 "null",
-                f"pskb_copy needs a {size}-byte head, beyond KMALLOC_MAX_SIZE; it returns NULL.",
+                msg(
+                    "pskb_copy needs a {size}-byte head, beyond KMALLOC_MAX_SIZE; it returns NULL.",
+                    size=size,
+                ),
                 mark="null",
             )
         sb = self.buf(src)
@@ -2038,31 +2327,41 @@ class SkbMachine:
         for m in sb.frag_list:
             self.skbs[m].users += 1
             nb.frag_list.append(m)
-        shared = ""
+        shared: Text = ""
         if sb.frags:
-            shared = (
-                f" Its {len(sb.frags)} frag(s) are shared, not copied: each page gets a "
-                "reference (skb_frag_ref)."
+            shared = msg(
+                " Its {n_frags} frag(s) are shared, not copied: each page gets a reference (skb_frag_ref).",
+                n_frags=len(sb.frags),
             )
         if sb.frag_list:
-            shared += " The frag_list skbs are shared too (skb_clone_fraglist: users + 1)."
-        text = (
-            f"pskb_copy gives '{n.name}' a private head for headroom + headlen = {src.data} + "
-            f"{headlen} = {size} bytes, re-rounded to {alloc.where} ({alloc.nbytes} bytes) → "
-            f"end {n.end}, and copies only the linear data.{shared} len {n.len}, data_len "
-            f"{n.data_len}, truesize = end + 576 + data_len = {n.truesize}."
+            shared += msg(" The frag_list skbs are shared too (skb_clone_fraglist: users + 1).")
+        text = msg(
+            "pskb_copy gives '{name}' a private head for headroom + headlen = {data} + {headlen} = {size} bytes, re-rounded to {where} ({nbytes} bytes) → end {end}, and copies only the linear data.{shared} len {len}, data_len {data_len}, truesize = end + 576 + data_len = {truesize}.",
+            name=n.name,
+            data=src.data,
+            headlen=headlen,
+            size=size,
+            where=alloc.where,
+            nbytes=alloc.nbytes,
+            end=n.end,
+            shared=shared,
+            len=n.len,
+            data_len=n.data_len,
+            truesize=n.truesize,
         )
         return self._step(op, n.name, "ok", text, mark="clone")
 
-    def _shared_bug(self, op: Op, s: Skb, why: str = "") -> Step:
+    def _shared_bug(self, op: Op, s: Skb, why: Text = "") -> Step:
         extra = f" ({why})" if why else ""
         return self._step(
             op,
             s.name,
             "pskb_expand_head_shared",
-            f"pskb_expand_head starts with BUG_ON(skb_shared(skb)): users is {s.users}, not 1"
-            f"{extra}. Reallocating the head under another holder of this sk_buff would pull the "
-            f"data out from under it, so the kernel stops with 'kernel BUG at net/core/skbuff.c'.",
+            msg(
+                "pskb_expand_head starts with BUG_ON(skb_shared(skb)): users is {users}, not 1{extra}. Reallocating the head under another holder of this sk_buff would pull the data out from under it, so the kernel stops with 'kernel BUG at net/core/skbuff.c'.",
+                users=s.users,
+                extra=extra,
+            ),
             bug="kernel BUG at net/core/skbuff.c (pskb_expand_head: skb_shared)",
         )
 
@@ -2074,7 +2373,10 @@ class SkbMachine:
         alloc = kmalloc_reserve(size)
         if alloc is None:
             return Expanded(
-                ok=False, detail=f"a {head_align(size)}-byte head exceeds KMALLOC_MAX_SIZE"
+                ok=False,
+                detail=msg(
+                    "a {head_align}-byte head exceeds KMALLOC_MAX_SIZE", head_align=head_align(size)
+                ),
             )
         old = self.buf(s)
         was_cloned = self.skb_cloned(s)
@@ -2093,7 +2395,9 @@ class SkbMachine:
         else:
             old.freed = True
             old.dataref = 0
-            old_desc = f"the old head {old.id} is freed (frags move to the new one)"
+            old_desc = msg(
+                "the old head {old_id} is freed (frags move to the new one)", old_id=old.id
+            )
             s.buffer = new.id
         s.data += nhead
         s.tail += nhead
@@ -2103,18 +2407,31 @@ class SkbMachine:
         s.nohdr = False
         if not s.has_sk:
             s.truesize += new.end - osize
-            grow = f" truesize += {new.end - osize} → {s.truesize} (no owning socket)."
+            grow = msg(
+                " truesize += {new_end_osize} → {truesize} (no owning socket).",
+                new_end_osize=new.end - osize,
+                truesize=s.truesize,
+            )
         else:
-            grow = (
-                " truesize is unchanged: skb->sk is set, so the skb is charged to a socket "
-                "and pskb_expand_head leaves truesize alone."
+            grow = msg(
+                " truesize is unchanged: skb->sk is set, so the skb is charged to a socket and pskb_expand_head leaves truesize alone."
             )
         return Expanded(
             ok=True,
             detail=(
-                f"new size {osize} + {nhead} + {ntail} = {size} → {alloc.where} ({alloc.nbytes} "
-                f"bytes), end {osize} → {new.end}, data and tail shift by {nhead}, dataref 1 on "
-                f"{new.id}; {old_desc}.{grow}"
+                msg(
+                    "new size {osize} + {nhead} + {ntail} = {size} → {where} ({nbytes} bytes), end {osize} → {new_end}, data and tail shift by {nhead}, dataref 1 on {new_id}; {old_desc}.{grow}",
+                    osize=osize,
+                    nhead=nhead,
+                    ntail=ntail,
+                    size=size,
+                    where=alloc.where,
+                    nbytes=alloc.nbytes,
+                    new_end=new.end,
+                    new_id=new.id,
+                    old_desc=old_desc,
+                    grow=grow,
+                )
             ),
         )
 
@@ -2156,18 +2473,25 @@ class SkbMachine:
                 op,
                 s.name,
                 "null",
-                f"pskb_expand_head fails with -ENOMEM ({res.detail}); the skb is unchanged.",
+                msg(
+                    "pskb_expand_head fails with -ENOMEM ({detail}); the skb is unchanged.",
+                    detail=res.detail,
+                ),
                 mark="null",
             )
         return self._step(
             op,
             s.name,
             "ok",
-            f"pskb_expand_head copies head..tail into a new buffer with {op.nhead or 0} "
-            f"more bytes in front and {op.ntail or 0} behind: {res.detail}",
+            msg(
+                "pskb_expand_head copies head..tail into a new buffer with {op_nhead_or_0} more bytes in front and {op_ntail_or_0} behind: {detail}",
+                op_nhead_or_0=op.nhead or 0,
+                op_ntail_or_0=op.ntail or 0,
+                detail=res.detail,
+            ),
         )
 
-    def _pull_tail(self, s: Skb, delta: int) -> str:
+    def _pull_tail(self, s: Skb, delta: int) -> Text:
         """__pskb_pull_tail's copy, once the head has room and is private: move ``delta`` paged
         bytes (all of them, in every caller modelled here) behind the linear data."""
         b = self.buf(s)
@@ -2183,10 +2507,16 @@ class SkbMachine:
         b.frag_list = []
         s.tail += delta
         s.data_len = 0
-        gone = f"{nfr} frag page reference(s)"
+        gone = msg("{nfr} frag page reference(s)", nfr=nfr)
         if members:
-            gone += f" and the frag_list skb(s) {', '.join(members)} (consume_skb)"
-        return f"tail {t0} → {s.tail}, data_len {delta} → 0; it releases {gone}"
+            gone += msg(" and the frag_list skb(s) {join} (consume_skb)", join=", ".join(members))
+        return msg(
+            "tail {t0} → {tail}, data_len {delta} → 0; it releases {gone}",
+            t0=t0,
+            tail=s.tail,
+            delta=delta,
+            gone=gone,
+        )
 
     def op_skb_linearize(self, op: Op) -> Step:
         s = self.skbs[op.skb]
@@ -2195,15 +2525,15 @@ class SkbMachine:
                 op,
                 s.name,
                 "ok",
-                "skb_linearize: the skb is already linear (data_len 0); it returns 0.",
+                msg("skb_linearize: the skb is already linear (data_len 0); it returns 0."),
             )
         delta = s.data_len
         tail0, end0 = s.tail, s.end
         eat = tail0 + delta - end0
-        pre = ""
+        pre: Text = ""
         if eat > 0 or self.skb_cloned(s):
             if s.users != 1:
-                return self._shared_bug(op, s, "__pskb_pull_tail must expand the head")
+                return self._shared_bug(op, s, msg("__pskb_pull_tail must expand the head"))
             ntail = eat + 128 if eat > 0 else 0
             res = self._expand(s, 0, ntail)
             if not res.ok:
@@ -2211,99 +2541,129 @@ class SkbMachine:
                     op,
                     s.name,
                     "null",
-                    f"__pskb_pull_tail cannot grow the head ({res.detail}); "
-                    f"skb_linearize returns -ENOMEM and the skb is unchanged.",
+                    msg(
+                        "__pskb_pull_tail cannot grow the head ({detail}); skb_linearize returns -ENOMEM and the skb is unchanged.",
+                        detail=res.detail,
+                    ),
                     mark="null",
                 )
             if eat > 0:
-                pre = (
-                    f"The {delta} paged bytes do not fit: eat = tail {tail0} + {delta} − end "
-                    f"{end0} = {eat} > 0, so __pskb_pull_tail "
-                    f"calls pskb_expand_head(0, eat + 128 = {ntail}) — 128 spare bytes for "
-                    f"later growth: {res.detail} "
+                pre = msg(
+                    "The {delta} paged bytes do not fit: eat = tail {tail0} + {delta} − end {end0} = {eat} > 0, so __pskb_pull_tail calls pskb_expand_head(0, eat + 128 = {ntail}) — 128 spare bytes for later growth: {detail} ",
+                    delta=delta,
+                    tail0=tail0,
+                    end0=end0,
+                    eat=eat,
+                    ntail=ntail,
+                    detail=res.detail,
                 )
             else:
-                pre = f"The data is shared with a clone, so it is made private first: {res.detail} "
+                pre = msg(
+                    "The data is shared with a clone, so it is made private first: {detail} ",
+                    detail=res.detail,
+                )
         moved = self._pull_tail(s, delta)
-        text = (
-            f"{pre}skb_linearize → __pskb_pull_tail(data_len {delta}) copies the paged bytes "
-            f"behind the linear data: {moved}. len stays {s.len}. truesize is not reduced."
+        text = msg(
+            "{pre}skb_linearize → __pskb_pull_tail(data_len {delta}) copies the paged bytes behind the linear data: {moved}. len stays {len}. truesize is not reduced.",
+            pre=pre,
+            delta=delta,
+            moved=moved,
+            len=s.len,
         )
         return self._step(op, s.name, "ok", text)
 
-    def _condense(self, s: Skb) -> str:
+    def _condense(self, s: Skb) -> Text:
         """skb_condense (net/core/skbuff.c:6656), which ___pskb_trim runs on skbs no socket owns."""
         if s.data_len:
             room = s.end - s.tail
             if s.data_len > room:
-                return (
-                    f" skb_condense: the {s.data_len} paged bytes do not fit the {room} bytes "
-                    f"between tail and end, so the frags stay and truesize is unchanged."
+                return msg(
+                    " skb_condense: the {data_len} paged bytes do not fit the {room} bytes between tail and end, so the frags stay and truesize is unchanged.",
+                    data_len=s.data_len,
+                    room=room,
                 )
             if self.skb_cloned(s):
-                return " skb_condense: the head is shared with a clone, so nothing is pulled."
+                return msg(" skb_condense: the head is shared with a clone, so nothing is pulled.")
             moved = self._pull_tail(s, s.data_len)
-            pulled = f"the paged bytes fit the head, so __pskb_pull_tail copies them in ({moved}); "
+            pulled: Text = msg(
+                "the paged bytes fit the head, so __pskb_pull_tail copies them in ({moved}); ",
+                moved=moved,
+            )
         else:
             pulled = ""
         t0 = s.truesize
         s.truesize = s.end + TRUESIZE_OVERHEAD
-        return (
-            f" No socket owns the skb, so ___pskb_trim ends with skb_condense: {pulled}truesize "
-            f"is re-evaluated as SKB_TRUESIZE(end) = {s.end} + 576 = {s.truesize} (was {t0})."
+        return msg(
+            " No socket owns the skb, so ___pskb_trim ends with skb_condense: {pulled}truesize is re-evaluated as SKB_TRUESIZE(end) = {end} + 576 = {truesize} (was {t0}).",
+            pulled=pulled,
+            end=s.end,
+            truesize=s.truesize,
+            t0=t0,
         )
 
     def op_skb_header_release(self, op: Op) -> Step:
         s = self.skbs[op.skb]
         b = self.buf(s)
-        notes: tuple[str, ...] = ()
+        notes: tuple[Text, ...] = ()
         if (b.dataref & DATAREF_MASK) != 1:
             notes = (
-                "The data is already shared; __skb_header_release uses atomic_set and would "
-                "overwrite the count. Callers only use it on a private skb.",
+                msg(
+                    "The data is already shared; __skb_header_release uses atomic_set and would overwrite the count. Callers only use it on a private skb."
+                ),
             )
         s.nohdr = True
         b.dataref = 1 + (1 << DATAREF_SHIFT)
-        text = (
-            "__skb_header_release sets nohdr and dataref = 1 + (1 << 16) = 0x10001: this skb "
-            "now counts only as a payload reference. A clone made from it may push its own "
-            "headers into the shared headroom, because skb_header_cloned() compares all "
-            "references (low 16 bits) with payload-only ones (high 16 bits)."
+        text = msg(
+            "__skb_header_release sets nohdr and dataref = 1 + (1 << 16) = 0x10001: this skb now counts only as a payload reference. A clone made from it may push its own headers into the shared headroom, because skb_header_cloned() compares all references (low 16 bits) with payload-only ones (high 16 bits)."
         )
         return self._step(op, s.name, "ok", text, notes=notes)
 
     # -- freeing -------------------------------------------------------------------------------
-    def _drop_data_ref(self, b: Buffer, s: Skb) -> str:
+    def _drop_data_ref(self, b: Buffer, s: Skb) -> Text:
         """skb_release_data's dataref handling for a cloned skb; frees the head at zero."""
         sub = (1 << DATAREF_SHIFT) + 1 if s.nohdr else 1
         d0 = b.dataref & DATAREF_MASK
         b.dataref -= sub
         if b.dataref & DATAREF_MASK:
-            return f"{b.id}'s dataref {d0} → {b.dataref & DATAREF_MASK}, still used by another skb"
-        return f"{b.id}'s dataref {d0} → 0: " + self._free_head(b)
+            return msg(
+                "{id}'s dataref {d0} → {b_dataref_dataref_mask}, still used by another skb",
+                id=b.id,
+                d0=d0,
+                b_dataref_dataref_mask=b.dataref & DATAREF_MASK,
+            )
+        return msg("{id}'s dataref {d0} → 0: ", id=b.id, d0=d0) + self._free_head(b)
 
-    def _free_head(self, b: Buffer) -> str:
+    def _free_head(self, b: Buffer) -> Text:
         b.freed = True
         b.dataref = 0
-        parts = [f"head {b.id} ({b.nbytes} bytes, {b.where}) is freed"]
+        parts = [
+            msg(
+                "head {id} ({nbytes} bytes, {where}) is freed",
+                id=b.id,
+                nbytes=b.nbytes,
+                where=b.where,
+            )
+        ]
         if b.frags:
             for f in b.frags:
                 self.pages[f.page] -= 1
-            parts.append(f"{len(b.frags)} frag page reference(s) dropped")
+            parts.append(msg("{n_frags} frag page reference(s) dropped", n_frags=len(b.frags)))
         for m in b.frag_list:
             ms = self.skbs[m]
             self._release(ms, ms.status if ms.status in ("dropped", "consumed") else "consumed")
         if b.frag_list:
-            parts.append(f"frag_list {', '.join(b.frag_list)} released")
-        return ", ".join(parts)
+            parts.append(msg("frag_list {join} released", join=", ".join(b.frag_list)))
+        return join(msg(", "), parts)
 
-    def _release(self, s: Skb, how: str) -> str:
+    def _release(self, s: Skb, how: str) -> Text:
         """Drop one user; on the last, release data and the sk_buff (kfree_skbmem)."""
         s.users -= 1
         if s.users > 0:
-            return (
-                f"users {s.users + 1} → {s.users}; someone else still holds '{s.name}', "
-                "nothing is freed"
+            return msg(
+                "users {s_users_1} → {users}; someone else still holds '{name}', nothing is freed",
+                s_users_1=s.users + 1,
+                users=s.users,
+                name=s.name,
             )
         s.status = how
         b = self.buf(s)
@@ -2311,16 +2671,16 @@ class SkbMachine:
             data = self._drop_data_ref(b, s)
         else:
             data = self._free_head(b)
-        mem = ""
+        mem: Text = ""
         if s.pair is not None:
             self.fclone_refs[s.pair] -= 1
             ref = self.fclone_refs[s.pair]
-            mem = f"; fclone_ref → {ref}" + (
-                ", the fclone pair goes back to skbuff_fclone_cache"
+            mem = msg("; fclone_ref → {ref}", ref=ref) + (
+                msg(", the fclone pair goes back to skbuff_fclone_cache")
                 if ref == 0
-                else ", its companion is free again"
+                else msg(", its companion is free again")
             )
-        return f"users 1 → 0: {data}{mem}"
+        return msg("users 1 → 0: {data}{mem}", data=data, mem=mem)
 
     def _free_op(self, op: Op, how: str, reason: str | None = None) -> Step:
         s = self.skbs[op.skb]
@@ -2336,36 +2696,38 @@ class SkbMachine:
             value = DROP_REASONS.index(reason or "NOT_SPECIFIED") + 1
             name = "SKB_CONSUMED" if reason == "CONSUMED" else f"SKB_DROP_REASON_{reason}"
             call = (
-                f"kfree_skb_reason(skb, {name} = {value})"
+                msg("kfree_skb_reason(skb, {name} = {value})", name=name, value=value)
                 if op.reason
-                else "kfree_skb → kfree_skb_reason(skb, SKB_DROP_REASON_NOT_SPECIFIED = 2)"
+                else msg("kfree_skb → kfree_skb_reason(skb, SKB_DROP_REASON_NOT_SPECIFIED = 2)")
             )
             if not last:
-                text = (
-                    f"{call}: skb_unref finds other users ({res}), so __kfree_skb_reason returns "
-                    f"early: no tracepoint fires and the reason is not recorded anywhere."
+                text = msg(
+                    "{call}: skb_unref finds other users ({res}), so __kfree_skb_reason returns early: no tracepoint fires and the reason is not recorded anywhere.",
+                    call=call,
+                    res=res,
                 )
             elif reason == "CONSUMED":
-                text = (
-                    f"{call}: {res}. With SKB_CONSUMED, __kfree_skb_reason fires "
-                    f"skb:consume_skb instead of skb:kfree_skb: this is the normal end of a "
-                    f"packet, not a drop."
+                text = msg(
+                    "{call}: {res}. With SKB_CONSUMED, __kfree_skb_reason fires skb:consume_skb instead of skb:kfree_skb: this is the normal end of a packet, not a drop.",
+                    call=call,
+                    res=res,
                 )
             else:
-                text = (
-                    f"{call}: {res}. It fires the skb:kfree_skb tracepoint with reason "
-                    f"{reason}, so drop monitors (dropwatch, perf, `perf trace -e skb:kfree_skb`) "
-                    f"count a dropped packet and can say why."
+                text = msg(
+                    "{call}: {res}. It fires the skb:kfree_skb tracepoint with reason {reason}, so drop monitors (dropwatch, perf, `perf trace -e skb:kfree_skb`) count a dropped packet and can say why.",
+                    call=call,
+                    res=res,
+                    reason=reason or "",
                 )
         elif not last:
-            text = (
-                f"consume_skb: skb_unref finds other users ({res}), so it returns before the "
-                f"tracepoint: nothing is freed or traced yet."
+            text = msg(
+                "consume_skb: skb_unref finds other users ({res}), so it returns before the tracepoint: nothing is freed or traced yet.",
+                res=res,
             )
         else:
-            text = (
-                f"consume_skb: {res}. It fires skb:consume_skb instead of skb:kfree_skb: the "
-                f"packet was used normally, so drop monitors ignore it."
+            text = msg(
+                "consume_skb: {res}. It fires skb:consume_skb instead of skb:kfree_skb: the packet was used normally, so drop monitors ignore it.",
+                res=res,
             )
         return self._step(op, s.name, "ok", text, mark="free" if last else None)
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.sim.core.errors import ParamError, ParamIssue
+from app.sim.core.i18n import Message, msg
 
 MAX_OPS = 500
 # Every frame draws every skb; past a handful the picture stops teaching and pages balloon.
@@ -46,10 +47,10 @@ class OpSpec:
     required: tuple[str, ...] = ()
     optional: tuple[str, ...] = ()
     # The largest value each integer field accepts, with the reason shown to the user.
-    limits: tuple[tuple[str, int, str], ...] = ()
+    limits: tuple[tuple[str, int, Message], ...] = ()
 
 
-def _alloc_limit(field: str, extra: int, why: str) -> tuple[tuple[str, int, str], ...]:
+def _alloc_limit(field: str, extra: int, why: Message) -> tuple[tuple[str, int, Message], ...]:
     return ((field, MAX_HEAD_DATA - extra, why),)
 
 
@@ -79,37 +80,45 @@ SPECS: dict[str, OpSpec] = {
     "alloc_skb": OpSpec(
         kind=CREATE,
         required=("size",),
-        limits=_alloc_limit("size", 0, "the head plus 320 bytes of skb_shared_info must fit 4 MiB"),
+        limits=_alloc_limit(
+            "size", 0, msg("the head plus 320 bytes of skb_shared_info must fit 4 MiB")
+        ),
     ),
     "alloc_skb_fclone": OpSpec(
         kind=CREATE,
         required=("size",),
-        limits=_alloc_limit("size", 0, "the head plus 320 bytes of skb_shared_info must fit 4 MiB"),
+        limits=_alloc_limit(
+            "size", 0, msg("the head plus 320 bytes of skb_shared_info must fit 4 MiB")
+        ),
     ),
     "netdev_alloc_skb": OpSpec(
         kind=CREATE,
         required=("len",),
-        limits=_alloc_limit("len", 64, "len + NET_SKB_PAD + 320 must fit 4 MiB"),
+        limits=_alloc_limit("len", 64, msg("len + NET_SKB_PAD + 320 must fit 4 MiB")),
     ),
     "napi_alloc_skb": OpSpec(
         kind=CREATE,
         required=("len",),
-        limits=_alloc_limit("len", 64, "len + NET_SKB_PAD + 320 must fit 4 MiB"),
+        limits=_alloc_limit("len", 64, msg("len + NET_SKB_PAD + 320 must fit 4 MiB")),
     ),
     "build_skb": OpSpec(
         kind=CREATE,
         required=("size",),
-        limits=(("size", MAX_FRAG_SPAN, "a receive buffer is at most one 32 KiB page-frag chunk"),),
+        limits=(
+            ("size", MAX_FRAG_SPAN, msg("a receive buffer is at most one 32 KiB page-frag chunk")),
+        ),
     ),
     "napi_build_skb": OpSpec(
         kind=CREATE,
         required=("size",),
-        limits=(("size", MAX_FRAG_SPAN, "a receive buffer is at most one 32 KiB page-frag chunk"),),
+        limits=(
+            ("size", MAX_FRAG_SPAN, msg("a receive buffer is at most one 32 KiB page-frag chunk")),
+        ),
     ),
     "tcp_stream_alloc_skb": OpSpec(
         kind=CREATE,
         required=("size",),
-        limits=_alloc_limit("size", 320, "size + MAX_TCP_HEADER + 320 must fit 4 MiB"),
+        limits=_alloc_limit("size", 320, msg("size + MAX_TCP_HEADER + 320 must fit 4 MiB")),
     ),
     "skb_reserve": OpSpec(kind=ACT, required=("len",)),
     "skb_put": OpSpec(kind=ACT, required=("len",), optional=("label",)),
@@ -136,15 +145,15 @@ SPECS: dict[str, OpSpec] = {
         kind=ACT,
         required=("seq",),
         optional=("len", "flags"),
-        limits=(("seq", U32_MAX, "a TCP sequence number is 32 bits"),),
+        limits=(("seq", U32_MAX, msg("a TCP sequence number is 32 bits")),),
     ),
     "tcp_skb_entail": OpSpec(
         kind=ACT,
         required=("seq",),
-        limits=(("seq", U32_MAX, "a TCP sequence number is 32 bits"),),
+        limits=(("seq", U32_MAX, msg("a TCP sequence number is 32 bits")),),
     ),
     "tcp_set_skb_tso_segs": OpSpec(
-        kind=ACT, required=("mss",), limits=(("mss", 65535, "an MSS fits 16 bits"),)
+        kind=ACT, required=("mss",), limits=(("mss", 65535, msg("an MSS fits 16 bits")),)
     ),
     "tcp4_gro_complete": OpSpec(kind=ACT),
     "skb_segment": OpSpec(kind=ACT),
@@ -152,8 +161,8 @@ SPECS: dict[str, OpSpec] = {
         kind=ACT,
         required=("start", "offset"),
         limits=(
-            ("start", 65535, "start is a u16"),
-            ("offset", 65535, "off is a u16"),
+            ("start", 65535, msg("start is a u16")),
+            ("offset", 65535, msg("off is a u16")),
         ),
     ),
     "tcp_v4_send_check": OpSpec(kind=ACT),
@@ -219,19 +228,26 @@ def _allowed(spec: OpSpec) -> tuple[str, ...]:
 def parse(raw: Any) -> SkbParams:
     """Validate raw JSON-shaped params and return frozen :class:`SkbParams`."""
     if not isinstance(raw, dict):
-        raise ParamError.single((), 'params must be an object like {"ops": [...]}.')
+        raise ParamError.single(
+            (), msg("params must be an object like {example}.", example='{"ops": [...]}')
+        )
     issues: list[ParamIssue] = []
     for key in raw:
         if key != "ops":
             issues.append(
-                ParamIssue(loc=(str(key),), msg=f"unknown field '{key}'; only \"ops\" is allowed.")
+                ParamIssue(
+                    loc=(str(key),),
+                    msg=msg("unknown field '{key}'; only \"ops\" is allowed.", key=str(key)),
+                )
             )
     if "ops" not in raw:
         issues.append(
             ParamIssue(
                 loc=("ops",),
-                msg='"ops" is missing; give a list of ops, e.g. '
-                '[{"op": "alloc_skb", "size": 1500}].',
+                msg=msg(
+                    '"ops" is missing; give a list of ops, e.g. {example}.',
+                    example='[{"op": "alloc_skb", "size": 1500}]',
+                ),
             )
         )
         raise ParamError(issues)
@@ -239,7 +255,8 @@ def parse(raw: Any) -> SkbParams:
     if not isinstance(raw_ops, list):
         issues.append(
             ParamIssue(
-                loc=("ops",), msg=f'"ops" must be a list of op objects, not {_kind(raw_ops)}.'
+                loc=("ops",),
+                msg=msg('"ops" must be a list of op objects, not {what}.', what=_kind(raw_ops)),
             )
         )
         raise ParamError(issues)
@@ -247,8 +264,10 @@ def parse(raw: Any) -> SkbParams:
         issues.append(
             ParamIssue(
                 loc=("ops",),
-                msg="ops is empty; start with an allocation such as "
-                '{"op": "alloc_skb", "size": 1500}.',
+                msg=msg(
+                    "ops is empty; start with an allocation such as {example}.",
+                    example='{"op": "alloc_skb", "size": 1500}',
+                ),
             )
         )
         raise ParamError(issues)
@@ -256,8 +275,12 @@ def parse(raw: Any) -> SkbParams:
         issues.append(
             ParamIssue(
                 loc=("ops",),
-                msg=f"at most {MAX_OPS} ops are allowed; you gave {len(raw_ops)}. "
-                f"Remove {len(raw_ops) - MAX_OPS}.",
+                msg=msg(
+                    "at most {max} ops are allowed; you gave {n}. Remove {extra}.",
+                    max=MAX_OPS,
+                    n=len(raw_ops),
+                    extra=len(raw_ops) - MAX_OPS,
+                ),
             )
         )
         raise ParamError(issues)
@@ -273,74 +296,100 @@ def parse(raw: Any) -> SkbParams:
     return SkbParams(ops=tuple(ops))
 
 
-def _kind(v: Any) -> str:
+def _kind(v: Any) -> Message:
     if v is None:
-        return "null"
+        return msg("null")
     if isinstance(v, bool):
-        return "a boolean"
+        return msg("a boolean")
     if isinstance(v, int):
-        return "a number"
+        return msg("a number")
     if isinstance(v, float):
-        return "a decimal number"
+        return msg("a decimal number")
     if isinstance(v, str):
-        return "a string"
+        return msg("a string")
     if isinstance(v, list):
-        return "a list"
+        return msg("a list")
     if isinstance(v, dict):
-        return "an object"
-    return type(v).__name__
+        return msg("an object")
+    return msg("{value}", value=type(v).__name__)
 
 
-def _too_many_skbs(op: str) -> str:
-    return (
-        f"a scenario may create at most {MAX_SKBS} skbs and this {op} would make one more; "
-        "free or reuse one (kfree_skb/consume_skb do not lower the count) or split the scenario."
+def _too_many_skbs(op: str) -> Message:
+    return msg(
+        "a scenario may create at most {max} skbs and this {op} would make one more; "
+        "free or reuse one (kfree_skb/consume_skb do not lower the count) or split the scenario.",
+        max=MAX_SKBS,
+        op=op,
     )
 
 
-def _names_hint(names: list[str]) -> str:
+def _names_hint(names: list[str]) -> Message:
     if not names:
-        return "no skb exists yet"
-    shown = ", ".join(f"'{n}'" for n in names[:8])
-    return f"existing skbs: {shown}" + (" …" if len(names) > 8 else "")
+        return msg("no skb exists yet")
+    shown = ", ".join(f"'{n}'" for n in names[:8]) + (" …" if len(names) > 8 else "")
+    return msg("existing skbs: {names}", names=shown)
 
 
 def _parse_one(i: int, item: Any, names: list[str], issues: list[ParamIssue]) -> Op | None:
     start = len(issues)
 
-    def bad(field: str | None, msg: str) -> None:
+    def bad(field: str | None, text: Message) -> None:
         loc: tuple[str | int, ...] = ("ops", i) if field is None else ("ops", i, field)
-        issues.append(ParamIssue(loc=loc, msg=msg))
+        issues.append(ParamIssue(loc=loc, msg=text))
 
     if not isinstance(item, dict):
         bad(
             None,
-            f'each op must be an object like {{"op": "skb_put", "len": 100}}, not {_kind(item)}.',
+            msg(
+                "each op must be an object like {example}, not {what}.",
+                example='{"op": "skb_put", "len": 100}',
+                what=_kind(item),
+            ),
         )
         return None
     name = item.get("op")
     if "op" not in item:
-        bad("op", 'this op has no "op" field; name the kernel function, e.g. "skb_put".')
+        bad("op", msg('this op has no "op" field; name the kernel function, e.g. "skb_put".'))
         return None
     if not isinstance(name, str) or name not in SPECS:
         shown = ", ".join(OP_NAMES)
-        bad("op", f"unknown op {name!r}; use one of: {shown}.")
+        bad("op", msg("unknown op {name}; use one of: {ops}.", name=repr(name), ops=shown))
         return None
     spec = SPECS[name]
     if i == 0 and spec.kind != CREATE:
         bad(
             "op",
-            f"the first op must create an skb ({', '.join(CREATORS)}); you started with {name}.",
+            msg(
+                "the first op must create an skb ({creators}); you started with {name}.",
+                creators=", ".join(CREATORS),
+                name=name,
+            ),
         )
 
     allowed = _allowed(spec)
     for key in item:
         if key not in allowed:
             extra = ", ".join(a for a in allowed if a != "op")
-            bad(str(key), f"{name} has no field '{key}'; its fields are: {extra}.")
+            bad(
+                str(key),
+                msg(
+                    "{name} has no field '{key}'; its fields are: {fields}.",
+                    name=name,
+                    key=str(key),
+                    fields=extra,
+                ),
+            )
     for req in spec.required:
         if req not in item:
-            bad(req, f'{name} needs "{req}"; add it, e.g. "{req}": {_example(req)}.')
+            bad(
+                req,
+                msg(
+                    '{name} needs "{field}"; add it, e.g. "{field}": {example}.',
+                    name=name,
+                    field=req,
+                    example=_example(req),
+                ),
+            )
 
     values: dict[str, Any] = {}
     limits = {f: (mx, why) for f, mx, why in spec.limits}
@@ -348,24 +397,62 @@ def _parse_one(i: int, item: Any, names: list[str], issues: list[ParamIssue]) ->
         if f in item and f in allowed:
             v = item[f]
             if isinstance(v, bool) or not isinstance(v, int):
-                bad(f, f"{f} must be a whole number of bytes, not {_kind(v)}.")
+                bad(
+                    f,
+                    msg(
+                        "{field} must be a whole number of bytes, not {what}.",
+                        field=f,
+                        what=_kind(v),
+                    ),
+                )
             elif f == "offset" and name in SIGNED_OFFSET_OPS and -MAX_FIELD <= v < 0:
                 values[f] = v  # e.g. skb_set_mac_header(skb, -ETH_HLEN)
             elif v < 0:
-                bad(f, f"{f} must be ≥ 0; you gave {v}.")
+                bad(f, msg("{field} must be ≥ 0; you gave {v}.", field=f, v=v))
             elif f in limits and v > limits[f][0]:
                 mx, why = limits[f]
-                bad(f, f"{f} must be at most {mx} ({why}); you gave {v}.")
+                bad(
+                    f,
+                    msg(
+                        "{field} must be at most {max} ({why}); you gave {v}.",
+                        field=f,
+                        max=mx,
+                        why=why,
+                        v=v,
+                    ),
+                )
             elif f not in limits and v > MAX_FIELD:
-                bad(f, f"{f} must be at most {MAX_FIELD} (4 MiB); you gave {v}.")
+                bad(
+                    f,
+                    msg(
+                        "{field} must be at most {max} (4 MiB); you gave {v}.",
+                        field=f,
+                        max=MAX_FIELD,
+                        v=v,
+                    ),
+                )
             else:
                 values[f] = v
     if "label" in item and "label" in allowed:
         v = item["label"]
         if not isinstance(v, str) or not v.strip():
-            bad("label", f'label must be a short non-empty string such as "TCP", not {_kind(v)}.')
+            bad(
+                "label",
+                msg(
+                    'label must be a short non-empty string such as "TCP", not {what}.',
+                    what=_kind(v),
+                ),
+            )
         elif len(v) > MAX_LABEL:
-            bad("label", f"label must be at most {MAX_LABEL} characters; {v!r} has {len(v)}.")
+            bad(
+                "label",
+                msg(
+                    "label must be at most {max} characters; {value} has {n}.",
+                    max=MAX_LABEL,
+                    value=repr(v),
+                    n=len(v),
+                ),
+            )
         else:
             values["label"] = v
     if "flags" in item and "flags" in allowed:
@@ -374,9 +461,10 @@ def _parse_one(i: int, item: Any, names: list[str], issues: list[ParamIssue]) ->
         if not parts or any(p not in TCP_FLAGS for p in parts):
             bad(
                 "flags",
-                'flags must be TCP flag names joined by "|", e.g. "ACK|PSH" (from: '
-                + ", ".join(TCP_FLAGS)
-                + ").",
+                msg(
+                    'flags must be TCP flag names joined by "|", e.g. "ACK|PSH" (from: {flags}).',
+                    flags=", ".join(TCP_FLAGS),
+                ),
             )
         else:
             values["flags"] = "|".join(f for f in TCP_FLAGS if f in parts)
@@ -387,8 +475,10 @@ def _parse_one(i: int, item: Any, names: list[str], issues: list[ParamIssue]) ->
         if key not in DROP_REASONS:
             bad(
                 "reason",
-                "reason must name a Linux 6.4 drop reason such as NO_SOCKET, TCP_CSUM or "
-                "PKT_TOO_SMALL (enum skb_drop_reason, include/net/dropreason-core.h).",
+                msg(
+                    "reason must name a Linux 6.4 drop reason such as NO_SOCKET, TCP_CSUM or "
+                    "PKT_TOO_SMALL (enum skb_drop_reason, include/net/dropreason-core.h)."
+                ),
             )
         else:
             values["reason"] = key
@@ -397,8 +487,10 @@ def _parse_one(i: int, item: Any, names: list[str], issues: list[ParamIssue]) ->
         if not isinstance(v, str) or not VIA_RE.fullmatch(v):
             bad(
                 "via",
-                'via names the calling kernel function, e.g. "eth_type_trans" '
-                "(letters, digits, _; up to 48).",
+                msg(
+                    'via names the calling kernel function, e.g. "eth_type_trans" '
+                    "(letters, digits, _; up to 48)."
+                ),
             )
         else:
             values["via"] = v
@@ -408,16 +500,23 @@ def _parse_one(i: int, item: Any, names: list[str], issues: list[ParamIssue]) ->
     ):
         bad(
             "size",
-            f"size is the driver's buffer size and must be at least {MIN_BUILD_FRAG} (320 bytes "
-            f"of skb_shared_info plus a 64-byte cache line); you gave {values['size']}.",
+            msg(
+                "size is the driver's buffer size and must be at least {min} (320 bytes "
+                "of skb_shared_info plus a 64-byte cache line); you gave {v}.",
+                min=MIN_BUILD_FRAG,
+                v=values["size"],
+            ),
         )
     if name in ("skb_add_rx_frag", "skb_fill_page_desc") and "size" in values:
         span = values["size"] + values.get("offset", 0)
         if span > MAX_FRAG_SPAN:
             bad(
                 "size",
-                f"offset + size must fit one 32 KiB page-frag chunk (≤ {MAX_FRAG_SPAN}); "
-                f"you gave {span}.",
+                msg(
+                    "offset + size must fit one 32 KiB page-frag chunk (≤ {max}); you gave {v}.",
+                    max=MAX_FRAG_SPAN,
+                    v=span,
+                ),
             )
 
     def name_field(field: str, default: str | None) -> str | None:
@@ -427,8 +526,12 @@ def _parse_one(i: int, item: Any, names: list[str], issues: list[ParamIssue]) ->
         if not isinstance(v, str) or not NAME_RE.fullmatch(v):
             bad(
                 field,
-                f"{field} must name an skb: a lowercase letter then up to 15 lowercase "
-                f"letters, digits or _; {v!r} is not one.",
+                msg(
+                    "{field} must name an skb: a lowercase letter then up to 15 lowercase "
+                    "letters, digits or _; {value} is not one.",
+                    field=field,
+                    value=repr(v),
+                ),
             )
             return None
         return v
@@ -440,8 +543,11 @@ def _parse_one(i: int, item: Any, names: list[str], issues: list[ParamIssue]) ->
         if target in names:
             bad(
                 "skb",
-                f"an skb named '{target}' already exists; give the new one another name "
-                'with "skb".',
+                msg(
+                    "an skb named '{name}' already exists; give the new one another name "
+                    'with "skb".',
+                    name=target,
+                ),
             )
         elif len(names) >= MAX_SKBS:
             bad("op", _too_many_skbs(name))
@@ -449,7 +555,7 @@ def _parse_one(i: int, item: Any, names: list[str], issues: list[ParamIssue]) ->
     elif spec.kind == DERIVE:
         src = name_field("from", "skb")
         if src is not None and src not in names:
-            bad("from", f"there is no skb named '{src}' before this op; {_names_hint(names)}.")
+            bad("from", _no_skb(src, names))
         if target is None and "skb" not in item:
             prefix = DERIVE_PREFIX[name]
             n = 1
@@ -460,8 +566,11 @@ def _parse_one(i: int, item: Any, names: list[str], issues: list[ParamIssue]) ->
             if target in names:
                 bad(
                     "skb",
-                    f"an skb named '{target}' already exists; give the new one another name "
-                    'with "skb".',
+                    msg(
+                        "an skb named '{name}' already exists; give the new one another name "
+                        'with "skb".',
+                        name=target,
+                    ),
                 )
             elif len(names) >= MAX_SKBS:
                 bad("op", _too_many_skbs(name))
@@ -471,21 +580,30 @@ def _parse_one(i: int, item: Any, names: list[str], issues: list[ParamIssue]) ->
         src = name_field("from", None)
         for field, who in (("skb", target), ("from", src)):
             if who is not None and who not in names:
-                bad(field, f"there is no skb named '{who}' before this op; {_names_hint(names)}.")
+                bad(field, _no_skb(who, names))
         if src is not None and src == target:
             bad(
                 "from",
-                f"an skb cannot be chained onto its own frag_list; pick another skb "
-                f"than '{target}'.",
+                msg(
+                    "an skb cannot be chained onto its own frag_list; pick another skb than "
+                    "'{name}'.",
+                    name=target,
+                ),
             )
     else:
         target = target or "skb"
         if target not in names:
-            bad("skb", f"there is no skb named '{target}' before this op; {_names_hint(names)}.")
+            bad("skb", _no_skb(target, names))
 
     if len(issues) > start or target is None:
         return None
     return Op(op=name, skb=target, src=src, **values)
+
+
+def _no_skb(name: str, names: list[str]) -> Message:
+    return msg(
+        "there is no skb named '{name}' before this op; {hint}.", name=name, hint=_names_hint(names)
+    )
 
 
 def _example(field: str) -> str:

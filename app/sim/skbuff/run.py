@@ -73,6 +73,10 @@ class SkbState(TypedDict):
 SkbTrace = Trace[SkbState, None]
 
 
+def _message(text: Message | str) -> Message:
+    return text if isinstance(text, Message) else Message(text)
+
+
 def run(params: SkbParams, progress: Progress | None = None) -> SkbTrace:
     """Execute ``params.ops`` in order and return the frozen trace (pure, deterministic)."""
     m = SkbMachine()
@@ -111,12 +115,12 @@ def run(params: SkbParams, progress: Progress | None = None) -> SkbTrace:
                 index=i,
                 op=op.op,
                 result=step.result,
-                narration=Message(step.narration),
+                narration=_message(step.narration),
                 source=step.source,
                 state=state,
                 fields=fields,
                 mark=step.mark,
-                notes=tuple(Message(n) for n in step.notes),
+                notes=tuple(_message(n) for n in step.notes),
             )
         )
         if step.result in BUG_RESULTS:

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Body, Request
 from starlette.concurrency import run_in_threadpool
 
 from app.sim.core import Trace
+from app.web import i18n
 from app.web.plugin import Plugin
 from app.web.runs import Job, JobStarted, RunService
 from app.web.site import Site
@@ -45,8 +46,18 @@ def list_explainers(site: SiteDep) -> dict[str, Any]:
 
 
 def trace_json(plugin: Plugin, trace: Trace[Any, Any]) -> dict[str, Any]:
-    """The explainer's public JSON for a trace, with the simulation version that made it."""
-    return {"sim_version": trace.sim_version, **plugin.sim.public_json(trace)}
+    """The explainer's public JSON for a trace, with the simulation version that made it; each
+    frame's ``narration`` in the request's language."""
+    body = {"sim_version": trace.sim_version, **plugin.sim.public_json(trace)}
+    lang = i18n.current()
+    frames = body.get("frames")
+    if lang != i18n.DEFAULT and isinstance(frames, list):
+        gettext = i18n.gettext_for(lang)
+        for item in frames:
+            index = item.get("index") if isinstance(item, dict) else None
+            if isinstance(index, int) and 0 <= index < len(trace.frames) and "narration" in item:
+                item["narration"] = trace.frames[index].narration.render(gettext)
+    return body
 
 
 def add_run_route(router: APIRouter, site: Site) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
+from app.web import i18n
 from app.web.site import Site
 from app.web.sources import SiteDep
 from app.web.templating import render
@@ -20,8 +21,9 @@ router = APIRouter(prefix="/examples", tags=["examples"])
 SLIDES = 3
 
 
-def deck_scenarios(site: Site, limit: int = SLIDES) -> list[dict[str, Any]]:
-    """Presets taken round-robin across explainers, so the deck shows off more than one."""
+def deck_scenarios(site: Site, limit: int = SLIDES, lang: str = "en") -> list[dict[str, Any]]:
+    """Presets taken round-robin across explainers, so the deck shows off more than one; the
+    embeds speak the deck's language."""
     queues = [[(pl.sim, p) for p in pl.sim.presets] for pl in site.plugins]
     picked: list[dict[str, Any]] = []
     while len(picked) < limit and any(queues):
@@ -32,7 +34,8 @@ def deck_scenarios(site: Site, limit: int = SLIDES) -> list[dict[str, Any]]:
                     {
                         "explainer": ex,
                         "preset": preset,
-                        "src": f"/embed/{ex.name}/presets/{preset.slug}?controls=min&theme=light",
+                        "src": f"/embed/{ex.name}/presets/{preset.slug}"
+                        f"?controls=min&theme=light&lang={lang}",
                     }
                 )
     return picked
@@ -40,4 +43,5 @@ def deck_scenarios(site: Site, limit: int = SLIDES) -> list[dict[str, Any]]:
 
 @router.get("/slides", response_class=HTMLResponse)
 def slides(request: Request, site: SiteDep) -> Response:
-    return render(request, "examples/slides.html", {"slides": deck_scenarios(site)})
+    slides = deck_scenarios(site, lang=i18n.language_of(request))
+    return render(request, "examples/slides.html", {"slides": slides})

@@ -16,7 +16,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from app.sim.core import ParamError, Trace
+from app.sim.core import ParamError, Trace, msg
 from app.web.deps import StepQuery, Theme
 from app.web.exporting import (
     PngRenderer,
@@ -50,7 +50,7 @@ def _attachment(name: str) -> dict[str, str]:
 
 def frame_picture(source: Source, trace: Trace[Any, Any], step: int | None) -> tuple[int, str]:
     if not trace.frames:
-        raise ParamError.single(("step",), "this scenario has no steps to export")
+        raise ParamError.single(("step",), msg("this scenario has no steps to export"))
     index = clamp_step(step, len(trace.frames))
     return index, source.plugin.web.picture(trace, trace.frames[index])
 

@@ -10,6 +10,8 @@ from typing import Any
 from fastapi import APIRouter, HTTPException
 from fastapi.responses import JSONResponse, Response
 
+from app.sim.core import msg
+from app.web import i18n
 from app.web.routes.api import trace_json
 from app.web.sources import SiteDep
 
@@ -20,7 +22,7 @@ NO_STORE = {"Cache-Control": "no-store"}
 
 def _checked(key: str) -> str:
     if not _KEY.fullmatch(key):
-        raise HTTPException(404, "No job has this id.")
+        raise HTTPException(404, i18n.render(msg("No job has this id.")))
     return key
 
 
@@ -36,7 +38,7 @@ def job_status(key: str, site: SiteDep) -> JSONResponse:
             return JSONResponse(
                 {**body, "result_url": f"/api/v1/jobs/{key}/result"}, headers=NO_STORE
             )
-        raise HTTPException(404, "No job has this id.")
+        raise HTTPException(404, i18n.render(msg("No job has this id.")))
     body = {
         "job": key,
         "explainer": job.explainer,
@@ -62,19 +64,21 @@ def job_result(key: str, site: SiteDep) -> Response:
         return JSONResponse(trace_json(plugin, trace))
     job = runs.job(key)
     if job is None:
-        raise HTTPException(404, "No job has this id.")
+        raise HTTPException(404, i18n.render(msg("No job has this id.")))
     if job.state == "running":
         return JSONResponse(
             {"job": key, "state": "running", "progress": round(runs.progress(job), 4)},
             status_code=202,
             headers={"Retry-After": "1", **NO_STORE},
         )
-    raise HTTPException(410, f"This job ended without a result ({job.state}).")
+    raise HTTPException(
+        410, i18n.render(msg("This job ended without a result ({state}).", state=job.state))
+    )
 
 
 @router.delete("/{key}", status_code=204)
 def cancel_job(key: str, site: SiteDep) -> Response:
     """Cancel a running job (its worker is freed at the next progress report)."""
     if not site.runs.cancel(_checked(key)):
-        raise HTTPException(404, "No running job has this id.")
+        raise HTTPException(404, i18n.render(msg("No running job has this id.")))
     return Response(status_code=204)

@@ -7,8 +7,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from app.sim.core import ParamError
+from app.sim.core import ParamError, msg
 from app.store import repo
+from app.web import i18n
 from app.web.deps import StepQuery, Visitor
 from app.web.editor import editor_context, form_to_raw, issues_by_name
 from app.web.player import FRAME_CHUNK_MAX, render_frames, render_player
@@ -60,7 +61,8 @@ def note_page(stem: str, request: Request, site: SiteDep) -> Response:
     """A written note that belongs to an explainer but to no preset (e.g. a real-kernel check)."""
     note = site.content.lesson(stem)
     if note is None:
-        raise HTTPException(404, f"There is no note called {stem[:80]!r}.")
+        text = msg("There is no note called {stem}.", stem=repr(stem[:80]))
+        raise HTTPException(404, i18n.render(text))
     plugin = site.get(note.explainer)
     return render(
         request, "pages/note.html", {"note": note, "explainer": plugin.sim if plugin else None}
@@ -98,7 +100,7 @@ def frames_fragment(
 ) -> Response:
     """Frame templates ``start``..``start+count`` of a scenario, for the player to fetch on demand."""
     if (preset is None) == (p is None):
-        raise ParamError.single(("query", "preset"), "give exactly one of preset or p")
+        raise ParamError.single(("query", "preset"), msg("give exactly one of preset or p"))
     if p is not None:
         source = from_token(site, name, p)
     else:

@@ -15,9 +15,10 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.sim.core import ParamError
+from app.sim.core import ParamError, msg
 from app.store import repo
 from app.store.models import Scenario
+from app.web import i18n
 from app.web.deps import StepQuery, Visitor
 from app.web.player import render_player
 from app.web.quotas import check_share_quota
@@ -81,7 +82,11 @@ def create_scenario(body: ScenarioIn, request: Request, site: SiteDep) -> JSONRe
     if plugin is None:
         raise ParamError.single(
             ("explainer",),
-            f"there is no explainer called {body.explainer!r}; choose one of: {site.names}",
+            msg(
+                "there is no explainer called {name}; choose one of: {names}",
+                name=repr(body.explainer),
+                names=site.names,
+            ),
         )
     ex = plugin.sim
     try:
@@ -98,7 +103,7 @@ def create_scenario(body: ScenarioIn, request: Request, site: SiteDep) -> JSONRe
             body.forked_from is not None
             and repo.get_scenario(db=db, scenario_id=body.forked_from) is None
         ):
-            raise ParamError.single(("forked_from",), "no saved scenario has this id")
+            raise ParamError.single(("forked_from",), msg("no saved scenario has this id"))
         row = repo.create_scenario(
             db=db,
             explainer=ex.name,
@@ -131,7 +136,8 @@ def get_scenario(scenario_id: str, request: Request, site: SiteDep) -> dict[str,
     with repo.session_for(request.app.state.engine) as db:
         row = repo.get_scenario(db=db, scenario_id=scenario_id)
     if row is None:
-        raise HTTPException(404, f"No shared scenario has the id {scenario_id!r}.")
+        text = msg("No shared scenario has the id {id}.", id=repr(scenario_id))
+        raise HTTPException(404, i18n.render(text))
     return scenario_json(request, site, row)
 
 
