@@ -77,6 +77,20 @@
     return fig;
   }
 
+  // On a narrow screen the legend goes under the plot, and the figure grows to hold it.
+  function fit(fig, width) {
+    const L = fig.layout;
+    if (!L.legend || L.showlegend === false || !width || width >= 760) return;
+    if (L._wideHeight === undefined) L._wideHeight = L.height;
+    const entries = fig.data.filter((t) => t.showlegend !== false).length;
+    const groups = new Set(fig.data.map((t) => t.legendgroup)).size;
+    const perRow = Math.max(1, Math.floor(width / 180));
+    const rows = Math.ceil(entries / perRow) + groups;
+    L.legend = Object.assign({}, L.legend, { orientation: "h", x: 0, xanchor: "left", y: -0.04, yanchor: "top" });
+    L.height = L._wideHeight - 120 + 22 * rows;
+    L.yaxis = Object.assign({}, L.yaxis); // the plot keeps its own height: the margin grows
+  }
+
   const figures = new Map(); // element -> its figure (kept to re-theme without re-parsing)
   const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
 
@@ -94,6 +108,7 @@
       el.textContent = "";
       el.style.minHeight = "";
       paint(fig, th);
+      fit(fig, el.clientWidth);
       figures.set(el, fig);
       await window.Plotly.newPlot(el, fig.data, fig.layout, CONFIG);
       await nextTask(); // one chart per task: input and paint get a turn in between

@@ -150,7 +150,7 @@ def _lines(cc: str, *, overlay: bool, paced: bool) -> list[Line]:
         lines += [
             Line(
                 key="w_cubic",
-                label="W(t), CUBIC's cubic target",
+                label="W(t) cubic target",
                 row="cwnd",
                 dash="dot",
                 width=1,
@@ -159,7 +159,7 @@ def _lines(cc: str, *, overlay: bool, paced: bool) -> list[Line]:
             ),
             Line(
                 key="w_est",
-                label="W_est, the Reno-friendly estimate",
+                label="W_est Reno-friendly",
                 row="cwnd",
                 dash="dashdot",
                 width=1,
@@ -322,12 +322,15 @@ def cwnd_figure_json(
                     "x": [_round(x, 3) for x in xs],
                     "y": [_round(v, digits) for v in ys],
                     "yaxis": AXIS_OF[line.row],
-                    "name": f"{who} · {line.label}",
+                    "name": line.label,
                     "legendgroup": f"flow{i}",
+                    "legendgrouptitle": {"text": f"flow {i} · {cc}"},
                     "line": {"color": colour, "width": line.width, "dash": line.dash},
                     "hovertemplate": f"{who} {line.label}<br>%{{x:.3f}} s · %{{y}} {line.unit}"
                     "<extra></extra>",
                     "meta": {"role": role},
+                    # measured per sample interval, so noisy: let the pacing line read through
+                    "opacity": 0.6 if line.key == "delivery_mbps" else 1,
                 }
             )
     queue = series.get("queue", {})
@@ -340,7 +343,9 @@ def cwnd_figure_json(
                 "x": [_round(x, 3) for x in xs],
                 "y": [_round(v, 0) for v in ys],
                 "yaxis": AXIS_OF["queue"],
-                "name": "bottleneck queue",
+                "name": "queue",
+                "legendgroup": "link",
+                "legendgrouptitle": {"text": "bottleneck"},
                 "line": {"color": "#999999", "width": 1.5},
                 "fill": "tozeroy",
                 "fillcolor": "rgba(153,153,153,0.25)",
@@ -383,13 +388,16 @@ def _cwnd_layout(
         )
     layout["annotations"] = annotations
     layout["showlegend"] = True
+    # beside the plot; charts.js moves it below on narrow screens
     layout["legend"] = {
-        "orientation": "h",
-        "y": -0.07,
+        "orientation": "v",
+        "x": 1.01,
+        "xanchor": "left",
+        "y": 1,
         "yanchor": "top",
-        "x": 0,
         "font": {"size": 12},
-        "itemclick": "toggle",
+        "grouptitlefont": {"size": 13},
+        "tracegroupgap": 12,
         "itemsizing": "constant",
     }
     return layout
@@ -432,7 +440,8 @@ def _event_traces(
                 "customdata": [m[2] for m in marks],
                 "yaxis": AXIS_OF["cwnd"],
                 "name": label,
-                "legendgroup": f"ev-{kind}",
+                "legendgroup": "events",
+                "legendgrouptitle": {"text": "events (all flows)"},
                 "marker": {
                     "symbol": symbol,
                     "size": 9,
