@@ -95,8 +95,8 @@ def decimate(
 ) -> tuple[list[float], list[float | None]]:
     """At most ``3 * buckets`` points that draw like ``(t, y)`` at ``buckets`` columns.
 
-    Each column keeps its lowest and highest sample in time order (so a sawtooth keeps its
-    peaks and drops) and a ``None`` after them if the column holds a gap. Short series pass
+    Each column keeps its lowest and highest sample and its first gap (``None``), in time order, so
+    a sawtooth keeps its peaks and drops and a gap stays a gap. Short series pass
     through unchanged.
     """
     n = min(len(t), len(y))
@@ -111,13 +111,9 @@ def decimate(
     lo = hi = gap = -1
 
     def flush() -> None:
-        picks = sorted({lo, hi} - {-1})
-        for k in picks:
+        for k in sorted({lo, hi, gap} - {-1}):  # in time order; ys[gap] is None
             out_x.append(xs[k])
             out_y.append(ys[k])
-        if gap >= 0:
-            out_x.append(xs[gap])
-            out_y.append(None)
 
     for k in range(n):
         b = min(buckets - 1, max(0, int((xs[k] - t0) / span * buckets)))
