@@ -6,14 +6,15 @@
 Starts the app (migrate, then uvicorn on a free loopback port with a temporary SQLite database),
 asks for each page once so the simulation is cached (the figures are about drawing, not
 simulating), then opens each page ``--runs`` times in headless Debian chromium driven by
-Playwright, each time in a fresh browser context (empty cache). Per page it prints the median of:
+Playwright, each time in a fresh browser context (empty cache; ``--warm``: the page is loaded
+twice first, as for a returning reader, so scripts come from the cache). Per page it prints the median of:
 
   first chart   ms from navigation start to the first Plotly chart painted (a MutationObserver
                 sees ``.main-svg`` appear; then two animation frames for the paint)
   all charts    ms until every chart on the page is drawn ("stepscope:charts-ready")
   longest task  the longest main-thread task (PerformanceObserver "longtask", ≥ 50 ms; 0 = none)
   tasks > 50    how many long tasks, and their total blocking time (sum of ms over 50)
-  HTML / JS     bytes of the page and of its scripts as sent (gzip), from Resource Timing
+  HTML / JS     kB of the page and of its scripts as encoded (gzip), from Resource Timing
 
 and the worst run's longest task. A benchmark that prints numbers, not a test: the figures
 depend on the machine and on what else runs on it.
@@ -70,9 +71,9 @@ COLLECT = """
   const js = res.filter((r) => r.initiatorType === "script" || r.name.endsWith(".js"));
   return {
     first: p.first, ready: p.ready, tasks: p.tasks, noLongtask: !!p.noLongtask,
-    html: nav ? nav.transferSize || nav.encodedBodySize : 0,
+    html: nav ? nav.encodedBodySize || nav.transferSize : 0,
     ttfb: nav ? nav.responseStart : 0,
-    js: js.reduce((s, r) => s + (r.transferSize || r.encodedBodySize || 0), 0),
+    js: js.reduce((s, r) => s + (r.encodedBodySize || r.transferSize || 0), 0),
     charts: document.querySelectorAll(".chart .main-svg").length,
   };
 }
@@ -134,11 +135,15 @@ def walkthroughs(only: set[str] | None) -> list[tuple[str, str]]:
     return [(n, path) for n, path in pages if only is None or n in only]
 
 
-def measure(browser: Any, url: str, width: int, height: int) -> dict[str, Any]:
+def measure(browser: Any, url: str, width: int, height: int, *, warm: bool) -> dict[str, Any]:
     ctx = browser.new_context(viewport={"width": width, "height": height})
     try:
         page = ctx.new_page()
         page.add_init_script(PROBE)
+        if warm:  # a returning reader: scripts (and V8's code cache for them) already stored
+            for _ in range(2):
+                page.goto(url, wait_until="load", timeout=60_000)
+                page.wait_for_function("window.__chartProbe.ready !== null", timeout=60_000)
         page.goto(url, wait_until="load", timeout=60_000)
         page.wait_for_function("window.__chartProbe.ready !== null", timeout=60_000)
         page.wait_for_timeout(600)  # let trailing tasks (cursor, resize) show up
@@ -154,6 +159,9 @@ def main() -> None:
     ap.add_argument("--only", help="comma-separated preset slugs (and/or 'compare')")
     ap.add_argument("--width", type=int, default=1440)
     ap.add_argument("--height", type=int, default=900)
+    ap.add_argument(
+        "--warm", action="store_true", help="measure a repeat visit (browser cache filled first)"
+    )
     args = ap.parse_args()
     runs = max(1, min(args.runs, 20))
     only = set(args.only.split(",")) if args.only else None
@@ -162,7 +170,7 @@ def main() -> None:
 
     print(
         f"cwnd charts in headless chromium ({chromium}), viewport {args.width}×{args.height}, "
-        f"{runs} runs per page, {os.cpu_count()} CPUs (load average "
+        f"{runs} runs per page, {'warm' if args.warm else 'cold'} browser cache, {os.cpu_count()} CPUs (load average "
         f"{' '.join(f'{x:.1f}' for x in os.getloadavg())})"
     )
     with Server() as server, sync_playwright() as pw:
@@ -179,7 +187,7 @@ def main() -> None:
             print("-" * len(head))
             for name, path in pages:
                 res = [
-                    measure(browser, server.url + path, args.width, args.height)
+                    measure(browser, server.url + path, args.width, args.height, warm=args.warm)
                     for _ in range(runs)
                 ]
                 med = statistics.median
