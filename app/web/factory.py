@@ -34,7 +34,8 @@ PLOTLY_JS = (
 PLOTLY_ETAG = (
     f'"{int(PLOTLY_JS.stat().st_mtime)}-{PLOTLY_JS.stat().st_size}"' if PLOTLY_JS else '""'
 )
-VENDOR_DIST = ("htmx.org/dist", "idiomorph/dist", "reveal.js/dist")
+# plotly.js-basic-dist-min keeps its one file at the package root.
+VENDOR_DIST = ("htmx.org/dist", "idiomorph/dist", "plotly.js-basic-dist-min", "reveal.js/dist")
 
 
 class ClientTag:

@@ -1,4 +1,5 @@
-"""The cwnd player in chromium: stepping moves the shared time cursor on the Plotly chart."""
+"""The cwnd player in chromium: the charts draw, stepping moves the shared time cursor, and the
+charts follow the colour theme."""
 
 from __future__ import annotations
 
@@ -11,6 +12,10 @@ def test_stepping_moves_the_chart_cursor(live_server, page) -> None:
     """→ jumps to the next event and the chart's cursor line moves to that event's time."""
     page.goto(f"{live_server.url}/explainers/cwnd/presets/reno-sawtooth")
     page.wait_for_function("window.Plotly && document.getElementById('cwnd-chart').layout")
+    # drawn: SVG lines in the plot and a legend, the loading placeholder gone
+    assert page.locator("#cwnd-chart .main-svg .scatterlayer path.js-line").count() >= 3
+    assert page.locator("#cwnd-chart .legend .traces").count() >= 4
+    assert page.locator("#cwnd-chart .chart-loading").count() == 0
     page.keyboard.press("ArrowRight")
     page.keyboard.press("ArrowRight")
     expected = float(page.get_attribute("#frame-2", "data-time"))
@@ -35,3 +40,32 @@ def test_compare_cursor_drives_every_chart(live_server, page) -> None:
     page.dispatch_event("#time-cursor", "input")
     for div in ("compare-0", "compare-1"):
         page.wait_for_function(f"document.querySelector('#{div} .cursor-line')?.dataset.t == '2.5'")
+    # one y-range for every panel's rows
+    ranges = page.evaluate(
+        "() => [0, 1].map((i) => { const l = document.getElementById('compare-' + i)._fullLayout;"
+        " return [l.yaxis.range, l.yaxis4.range].join(); })"
+    )
+    assert ranges[0] == ranges[1]
+
+
+def test_dark_theme_recolours_the_charts(live_server, page) -> None:
+    """Choosing the dark theme repaints the chart background and text from the page's colours."""
+    page.goto(f"{live_server.url}/explainers/cwnd/presets/cubic-vs-reno")
+    page.wait_for_function("document.getElementById('fairness-chart')?._fullLayout")
+    bg = "() => document.getElementById('cwnd-chart')._fullLayout.paper_bgcolor"
+    light = page.evaluate(bg)
+    page.select_option("#theme-picker", "dark")
+    page.wait_for_function(f"({bg})() !== {light!r}")
+    colours = page.evaluate(
+        """() => { const s = getComputedStyle(document.documentElement);
+             const f = document.getElementById('cwnd-chart')._fullLayout;
+             const b = document.getElementById('fairness-chart')._fullLayout;
+             return [f.paper_bgcolor, f.font.color, b.paper_bgcolor,
+                     s.getPropertyValue('--bg').trim(), s.getPropertyValue('--fg').trim(),
+                     getComputedStyle(document.querySelector('#cwnd-chart .main-svg')).backgroundColor]; }"""
+    )
+    assert colours[0].lower() == colours[2].lower() == colours[3].lower()  # --bg of the dark theme
+    assert colours[1].lower() == colours[4].lower()
+    assert colours[5] not in ("rgb(255, 255, 255)", "rgba(0, 0, 0, 0)")
+    page.select_option("#theme-picker", "light")
+    page.wait_for_function(f"({bg})() === {light!r}")

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
 from fastapi.testclient import TestClient
+
+from app.web.explainers.cwnd.charts import EVENT_STYLE, MAX_POINTS, PLOTLY_JS, decimate
 
 ISSUE_EXAMPLE = {
     "link": {"rate_mbps": 100, "rtt_ms": 40, "buffer_packets": 333},
@@ -62,7 +66,6 @@ def test_player_page_has_charts_with_a_cursor_and_event_steps(client: TestClient
     """A cwnd walkthrough renders the Plotly chart (fixed div id), its cursor, and one step per event."""
     html = client.get("/explainers/cwnd/presets/reno-sawtooth").text
     assert 'id="cwnd-chart"' in html
-    assert "/vendor/plotly/plotly.min.js" in html
     times = re.findall(r'<template id="frame-\d+"[^>]* data-time="([0-9.]+)"', html)
     assert len(times) >= 3
     assert [float(t) for t in times] == sorted(float(t) for t in times)
@@ -98,10 +101,115 @@ def test_compare_rejects_bad_choices(client: TestClient) -> None:
     assert client.get("/explainers/cwnd/compare?rate_mbps=abc").status_code == 422
 
 
-def test_plotly_js_is_served_from_the_wheel(client: TestClient) -> None:
-    """plotly.min.js comes from the installed plotly package, not from the repository."""
-    r = client.get("/vendor/plotly/plotly.min.js")
-    assert r.status_code == 200 and len(r.content) > 1_000_000
+def test_pages_load_the_partial_plotly_bundle(client: TestClient) -> None:
+    """Player and compare pages load plotly.js's npm "basic" bundle, never the full plotly.min.js."""
+    for url in ("/explainers/cwnd/presets/slow-start", "/explainers/cwnd/compare?duration_s=3"):
+        html = client.get(url).text
+        assert f'src="{PLOTLY_JS}"' in html, url
+        assert "plotly.min.js" not in html, url
+    r = client.get(PLOTLY_JS)
+    assert r.status_code == 200
+    # the basic bundle (scatter, bar, pie) is about a quarter of the full 4.6 MB one
+    assert 500_000 < len(r.content) < 2_000_000
+    assert b"scatter" in r.content
+
+
+def _figures(html: str) -> dict[str, dict[str, Any]]:
+    found = re.findall(
+        r'<script type="application/json" id="([^"]+)-figure">(.*?)</script>', html, re.S
+    )
+    return {div: json.loads(text) for div, text in found}
+
+
+def test_no_chart_trace_carries_more_points_than_the_cap(client: TestClient) -> None:
+    """A 60 s two-flow run sampled every 10 ms (6,000 samples a series) reaches the page
+    decimated: every trace has at most MAX_POINTS points."""
+    html = client.get("/explainers/cwnd/presets/cubic-vs-reno").text
+    fig = _figures(html)["cwnd-chart"]
+    lengths = [len(tr["x"]) for tr in fig["data"]]
+    assert lengths and max(lengths) <= MAX_POINTS
+    assert any(n > 500 for n in lengths)  # decimated, not thrown away
+    for tr in fig["data"]:
+        assert tr["type"] in ("scatter", "bar")  # what the basic bundle can draw
+
+
+def test_decimation_keeps_every_peak_and_drop() -> None:
+    """Min/max per pixel column: a sawtooth of 20,000 samples keeps each column's extremes,
+    in time order, and gaps (None) stay gaps."""
+    t = [i * 0.001 for i in range(20_000)]
+    y: list[float | None] = [float(i % 1000) for i in range(20_000)]  # peaks 999, drops to 0
+    y[5_000:5_100] = [None] * 100
+    xs, ys = decimate(t, y, t0=0.0, t1=t[-1], buckets=100)
+    assert len(xs) <= 300 and xs == sorted(xs)
+    nums = [v for v in ys if v is not None]
+    assert nums.count(999.0) >= 19 and nums.count(0.0) >= 19  # 20 teeth, one cut by the gap
+    assert None in ys
+
+
+def test_every_marker_kind_and_line_has_a_legend_entry(client: TestClient) -> None:
+    """Each event kind present gets a named legend entry with its own symbol, every line is in
+    the legend, and pacing and delivery rate are named apart."""
+    for slug in ("cubic-vs-reno", "bbr-cycle", "slow-start"):
+        html = client.get(f"/explainers/cwnd/presets/{slug}").text
+        fig = _figures(html)["cwnd-chart"]
+        traces = fig["data"]
+        assert all(tr.get("showlegend", True) and tr.get("name") for tr in traces), slug
+        run = client.post("/api/v1/explainers/cwnd/run", json=_preset_params(client, slug)).json()
+        kinds = {ev["type"] for f in run["flows"] for ev in f["events"]} & set(EVENT_STYLE)
+        markers = {tr["meta"]["event"]: tr for tr in traces if tr.get("mode") == "markers"}
+        assert set(markers) == kinds, slug
+        assert len({tr["marker"]["symbol"] for tr in markers.values()}) == len(markers)
+        for kind, tr in markers.items():
+            assert tr["name"] == EVENT_STYLE[kind][0]
+        names = {tr["name"] for tr in traces}
+        assert {"cwnd", "delivery rate"} <= names, slug
+        assert fig["layout"]["showlegend"] is True
+    bbr = _figures(client.get("/explainers/cwnd/presets/bbr-cycle").text)["cwnd-chart"]
+    assert "pacing rate" in {tr["name"] for tr in bbr["data"]}
+
+
+def _preset_params(client: TestClient, slug: str) -> dict[str, Any]:
+    html = client.get(f"/explainers/cwnd/presets/{slug}").text
+    m = re.search(r'<script type="application/json" id="share-params">(.*?)</script>', html, re.S)
+    assert m, "the player page carries its parameters"
+    params: dict[str, Any] = json.loads(m.group(1))
+    return params.get("params", params)
+
+
+def test_hover_text_is_short(client: TestClient) -> None:
+    """Hovers say time, value and kind in a couple of short lines, not the step's narration."""
+    fig = _figures(client.get("/explainers/cwnd/presets/cubic-lfn").text)["cwnd-chart"]
+    for tr in fig["data"]:
+        tpl = tr["hovertemplate"].replace("<extra></extra>", "")
+        assert "%{x" in tpl
+        assert all(len(line) <= 60 for line in tpl.split("<br>")), tpl
+        assert "hovertext" not in tr and "text" not in tr
+
+
+def test_compare_panels_share_the_y_range_and_hide_fairness(client: TestClient) -> None:
+    """Compare charts use one y-range per row across panels (the largest of all runs), and,
+    each panel being one flow, no Jain's fairness index is shown."""
+    html = client.get("/explainers/cwnd/compare?algos=reno,cubic,bbr&duration_s=5").text
+    figs = _figures(html)
+    panels = [figs[f"compare-{i}"] for i in range(3)]
+    for axis in ("yaxis", "yaxis2", "yaxis3", "yaxis4"):
+        ranges = {tuple(p["layout"][axis]["range"]) for p in panels}
+        assert len(ranges) == 1, axis
+    top = panels[0]["layout"]["yaxis4"]["range"][1]  # the cwnd row
+    peak = max(
+        max(v for v in tr["y"] if v is not None)
+        for p in panels
+        for tr in p["data"]
+        if tr["yaxis"] == "y4"
+    )
+    assert peak <= top < 2.5 * peak
+    assert "Jain" not in html and "fairness" not in html
+
+
+def test_single_flow_walkthrough_hides_fairness(client: TestClient) -> None:
+    """One flow has nothing to be fair to: the summary leaves Jain's index out."""
+    html = client.get("/explainers/cwnd/presets/slow-start").text
+    assert "Jain" not in html and 'id="fairness-chart"' not in html
 
 
 def test_compare_errors_keep_the_form_on_screen(client: TestClient) -> None:

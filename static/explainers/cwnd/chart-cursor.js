@@ -52,7 +52,9 @@
   }
   function wire() {
     for (const el of charts()) {
-      if (window.Plotly) window.Plotly.Plots.resize(el);
+      // refit only a chart whose box changed since it was drawn (a resize redraws every trace)
+      const full = el._fullLayout;
+      if (window.Plotly && full && Math.abs(el.clientWidth - full.width) > 1) window.Plotly.Plots.resize(el);
       if (el.dataset.wired) continue;
       el.dataset.wired = "1";
       if (!el.on) continue;

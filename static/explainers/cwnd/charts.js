@@ -1,24 +1,134 @@
-// Draws every Plotly figure the server left as JSON (see app/web/charts.py), once Plotly and
-// the DOM are ready, then announces "stepscope:charts-ready" so the cursor can attach.
+// Draws every Plotly figure the server left as JSON (app/web/explainers/cwnd/charts.py) once
+// plotly.js and the DOM are ready, one chart per task so the page stays responsive, then
+// announces "stepscope:charts-ready" so the cursor can attach. Colours come from the page's CSS
+// variables (static/css/app.css) at draw time and again whenever the theme changes.
 (function () {
   "use strict";
-  const CONFIG = { responsive: true, displaylogo: false };
-  function draw(root) {
-    if (!window.Plotly) return Promise.resolve();
+  const CONFIG = { responsive: true, displaylogo: false, modeBarButtonsToRemove: ["lasso2d", "select2d"] };
+  const DARK = { flows: ["--sky", "--orange", "--green", "--purple", "--yellow", "--vermillion", "--blue", "--grey"] };
+  const LIGHT = { flows: ["--blue", "--orange", "--green", "--purple", "--sky", "--vermillion", "--yellow", "--grey"] };
+
+  function cssVar(style, name, fallback) {
+    const v = style.getPropertyValue(name).trim();
+    return v || fallback;
+  }
+  function alpha(hex, a) {
+    const m = /^#([0-9a-f]{6})$/i.exec(hex);
+    if (!m) return hex;
+    const n = parseInt(m[1], 16);
+    return "rgba(" + (n >> 16) + "," + ((n >> 8) & 255) + "," + (n & 255) + "," + a + ")";
+  }
+  // The colours of the current theme: page colours and one colour per trace role.
+  function theme() {
+    const style = getComputedStyle(document.documentElement);
+    const dark = document.documentElement.dataset.theme === "dark";
+    const pick = (name, fb) => cssVar(style, name, fb);
+    const flows = (dark ? DARK : LIGHT).flows.map((n) => pick(n, "#0072B2"));
+    const fg = pick("--fg", "#1b1f24");
+    const muted = pick("--muted", "#5b6470");
+    const roles = {
+      overlay: muted,
+      "overlay-est": pick("--green", "#009E73"),
+      queue: pick("--grey", "#999999"),
+      "ev-loss": pick("--vermillion", "#D55E00"),
+      "ev-rto": dark ? "#ff8a5c" : pick("--vermillion", "#D55E00"),
+      "ev-tlp": pick("--orange", "#E69F00"),
+      "ev-ok": pick("--green", "#009E73"),
+      "ev-hystart": dark ? pick("--sky", "#56B4E9") : pick("--blue", "#0072B2"),
+      "ev-epoch": muted,
+      "ev-bbr": pick("--purple", "#CC79A7"),
+    };
+    return {
+      bg: pick("--bg", "#ffffff"), fg: fg, muted: muted, line: pick("--line", "#d5d9df"),
+      panel: pick("--panel", "#f5f6f8"), flows: flows, roles: roles,
+    };
+  }
+  function roleColour(th, role) {
+    const m = /^flow(\d+)$/.exec(role || "");
+    if (m) return th.flows[Number(m[1]) % th.flows.length];
+    return th.roles[role] || th.fg;
+  }
+  // Recolour a figure in place for theme ``th`` (the JSON carries light colours and roles).
+  function paint(fig, th) {
+    for (const tr of fig.data) {
+      const role = tr.meta && tr.meta.role;
+      if (!role) continue;
+      if (role === "bars") {
+        tr.marker.color = tr.x.map((_, i) => th.flows[i % th.flows.length]);
+        tr.textfont = { color: th.bg };
+        continue;
+      }
+      const c = roleColour(th, role);
+      if (tr.line) tr.line.color = c;
+      if (tr.marker) { tr.marker.color = c; if (tr.marker.line) tr.marker.line.color = c; }
+      if (tr.fill) tr.fillcolor = alpha(c, 0.3);
+    }
+    const L = fig.layout;
+    L.paper_bgcolor = th.bg;
+    L.plot_bgcolor = th.bg;
+    L.font = Object.assign({}, L.font, { color: th.fg });
+    L.hoverlabel = Object.assign({}, L.hoverlabel, { bgcolor: th.panel, bordercolor: th.line, font: { color: th.fg, size: 13 } });
+    L.legend = Object.assign({}, L.legend, { bgcolor: "rgba(0,0,0,0)", font: Object.assign({}, (L.legend || {}).font, { color: th.fg }) });
+    for (const key of Object.keys(L)) {
+      if (!/^[xy]axis\d*$/.test(key)) continue;
+      Object.assign(L[key], { gridcolor: th.line, linecolor: th.line, zerolinecolor: th.line, tickfont: Object.assign({}, L[key].tickfont, { color: th.fg }) });
+    }
+    for (const a of L.annotations || []) a.font = Object.assign({}, a.font, { color: th.fg });
+    return fig;
+  }
+
+  // On a narrow screen the legend goes under the plot, and the figure grows to hold it.
+  function fit(fig, width) {
+    const L = fig.layout;
+    if (!L.legend || L.showlegend === false || !width || width >= 760) return;
+    if (L._wideHeight === undefined) L._wideHeight = L.height;
+    const entries = fig.data.filter((t) => t.showlegend !== false).length;
+    const groups = new Set(fig.data.map((t) => t.legendgroup)).size;
+    const perRow = Math.max(1, Math.floor(width / 180));
+    const rows = Math.ceil(entries / perRow) + groups;
+    L.legend = Object.assign({}, L.legend, { orientation: "h", x: 0, xanchor: "left", y: -0.04, yanchor: "top" });
+    L.height = L._wideHeight - 120 + 22 * rows;
+    L.yaxis = Object.assign({}, L.yaxis); // the plot keeps its own height: the margin grows
+  }
+
+  const figures = new Map(); // element -> its figure (kept to re-theme without re-parsing)
+  const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+  async function draw(root) {
+    if (!window.Plotly) return;
     const pending = Array.from((root || document).querySelectorAll(".plotly-pending"));
-    return Promise.all(pending.map((el) => {
+    if (!pending.length) return;
+    const th = theme();
+    for (const el of pending) {
       const src = document.getElementById(el.dataset.figure);
-      if (!src) return null;
+      if (!src || !el.classList.contains("plotly-pending")) continue;
+      let fig;
+      try { fig = JSON.parse(src.textContent); } catch (e) { continue; }
       el.classList.remove("plotly-pending");
       el.textContent = "";
-      let fig;
-      try { fig = JSON.parse(src.textContent); } catch (e) { return null; }
-      return window.Plotly.newPlot(el, fig.data, fig.layout, CONFIG);
-    })).then(() => {
-      document.dispatchEvent(new CustomEvent("stepscope:charts-ready"));
-    });
+      el.style.minHeight = "";
+      paint(fig, th);
+      fit(fig, el.clientWidth);
+      figures.set(el, fig);
+      await window.Plotly.newPlot(el, fig.data, fig.layout, CONFIG);
+      await nextTask(); // one chart per task: input and paint get a turn in between
+    }
+    document.dispatchEvent(new CustomEvent("stepscope:charts-ready"));
   }
-  window.StepscopeCharts = { draw };
+  async function retheme() {
+    if (!window.Plotly) return;
+    const th = theme();
+    for (const [el, fig] of Array.from(figures)) {
+      if (!el.isConnected) { figures.delete(el); continue; }
+      paint(fig, th);
+      await window.Plotly.react(el, fig.data, fig.layout, CONFIG);
+      await nextTask();
+    }
+    document.dispatchEvent(new CustomEvent("stepscope:charts-ready"));
+  }
+  new MutationObserver(retheme).observe(document.documentElement, { attributes: true, attributeFilter: ["data-theme"] });
+
+  window.StepscopeCharts = { draw, retheme };
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", () => draw());
   else draw();
   // htmx swaps (compare mode) bring new figures

@@ -6,6 +6,7 @@ from __future__ import annotations
 from app.sim.congestion.params import CC_NAMES, MAX_FLOWS
 from app.sim.core import msg
 from app.web.editor import EditorSpec, FieldSpec, Group, OneOf, Rows
+from app.web.explainers.cwnd.charts import PLOTLY_JS
 from app.web.explainers.cwnd.compare import router
 from app.web.explainers.cwnd.picture import picture, static
 from app.web.plugin import Action, WebView
@@ -58,7 +59,7 @@ VIEW = WebView(
     picture=picture,
     static=static,
     scripts=(
-        "/vendor/plotly/plotly.min.js",
+        PLOTLY_JS,
         "/static/explainers/cwnd/charts.js",
         "/static/explainers/cwnd/chart-cursor.js",
     ),

@@ -1,56 +1,453 @@
-"""Plotly figures. This module is the only place that imports Plotly.
+"""Chart figures as plain Plotly JSON (no plotly.py: building the dicts is cheaper).
 
-Figures get fixed ``div_id``s so the HTML is reproducible; the time cursor is an HTML line that
-static/explainers/cwnd/chart-cursor.js lays over each plot (moving it needs no Plotly redraw).
+The page loads plotly.js's "basic" bundle (scatter + bar on cartesian axes) from npm, so every
+trace here is a ``scatter`` or ``bar``. Series are decimated before they reach the page: the
+x-range is cut into ``BUCKETS`` columns (about one per pixel of a wide chart) and each column
+keeps its lowest and highest sample in time order, so peaks and sawtooth drops survive while no
+trace carries more than ``MAX_POINTS`` points.
+
+Colours in the JSON are the light theme's; static/explainers/cwnd/charts.js recolours each trace
+by its ``meta.role`` and the layout from the page's CSS variables at draw time and again when
+the theme changes. The time cursor is an HTML line that static/explainers/cwnd/chart-cursor.js
+lays over each plot (moving it needs no Plotly redraw).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-import plotly.graph_objects as go
-from plotly.subplots import make_subplots
+# plotly.js "basic" (scatter, bar, pie on cartesian axes) from npm, about a quarter of the full one
+PLOTLY_JS = "/vendor/plotly.js-basic-dist-min/plotly-basic.min.js"
+BUCKETS = 500  # x columns per chart; each keeps at most min, max and a gap marker
+MAX_POINTS = 3 * BUCKETS  # the most points any trace sends to the page
+FIGURE_HEIGHT = 720
 
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#999999")
-EVENT_STYLE = {
-    "loss": ("x", "#D55E00"),
-    "rto": ("x-thin", "#D55E00"),
-    "recovery_enter": ("triangle-down", "#D55E00"),
-    "recovery_exit": ("triangle-up", "#009E73"),
-    "hystart_exit": ("diamond", "#0072B2"),
-    "epoch_start": ("circle-open", "#555555"),
-    "bbr_mode": ("square", "#CC79A7"),
+
+# event type -> (legend label, marker symbol, colour role, light-theme colour)
+EVENT_STYLE: dict[str, tuple[str, str, str, str]] = {
+    "loss": ("loss detected", "x", "ev-loss", "#D55E00"),
+    "rto": ("RTO timeout", "x-thin-open", "ev-rto", "#D55E00"),
+    "tlp": ("tail loss probe", "star-open", "ev-tlp", "#E69F00"),
+    "recovery_enter": ("Recovery entered", "triangle-down", "ev-loss", "#D55E00"),
+    "recovery_exit": ("Recovery left", "triangle-up", "ev-ok", "#009E73"),
+    "hystart_exit": ("HyStart ends slow start", "diamond", "ev-hystart", "#0072B2"),
+    "epoch_start": ("CUBIC epoch starts", "circle-open", "ev-epoch", "#5b6470"),
+    "bbr_mode": ("BBR mode change", "square", "ev-bbr", "#CC79A7"),
 }
+
+# (row key, axis id, title); rows are listed top to bottom, the x-axis sits under the last
+ROWS = (
+    ("cwnd", "y4", "cwnd (segments)"),
+    ("queue", "y3", "bottleneck queue (packets)"),
+    ("rtt", "y2", "smoothed RTT (ms)"),
+    ("rate", "y", "rate (Mbit/s): pacing solid, delivery dotted"),
+)
+ROW_HEIGHTS = (0.40, 0.18, 0.18, 0.18)
+ROW_GAP = 0.065
+AXIS_OF = {key: axis for key, axis, _ in ROWS}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Line:
+    """One sampled series of a flow drawn as a line: where, how and under which name."""
+
+    key: str
+    label: str
+    row: str
+    dash: str = "solid"
+    width: float = 1.5
+    role: str = ""  # colour role; empty: the flow's colour
+    unit: str = ""
 
 
 def _colour(i: int) -> str:
     return PALETTE[i % len(PALETTE)]
 
 
-def _layout(fig: go.Figure, *, height: int, title: str = "") -> None:
-    fig.update_layout(
-        height=height,
-        margin={"l": 60, "r": 20, "t": 40 if title else 16, "b": 40},
-        title={"text": title, "x": 0.01, "font": {"size": 15}} if title else None,
-        hovermode="x unified",
-        legend={"orientation": "h", "y": -0.08, "x": 0},
-        template="plotly_white",
-        font={"family": "system-ui, sans-serif", "size": 13},
-        uirevision="keep",
+def _num(v: Any) -> float | None:
+    """A finite number, or None (gaps, the "infinite" ssthresh sentinel)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    if not math.isfinite(v) or v >= 1e8:
+        return None
+    return float(v)
+
+
+def _round(v: float | None, digits: int) -> float | int | None:
+    if v is None:
+        return None
+    r = round(v, digits)
+    return int(r) if r == int(r) and abs(r) < 1e15 else r
+
+
+def decimate(
+    t: Sequence[float],
+    y: Sequence[Any],
+    *,
+    t0: float,
+    t1: float,
+    buckets: int = BUCKETS,
+) -> tuple[list[float], list[float | None]]:
+    """At most ``3 * buckets`` points that draw like ``(t, y)`` at ``buckets`` columns.
+
+    Each column keeps its lowest and highest sample and its first gap (``None``), in time order, so
+    a sawtooth keeps its peaks and drops and a gap stays a gap. Short series pass
+    through unchanged.
+    """
+    n = min(len(t), len(y))
+    ys = [_num(v) for v in y[:n]]
+    xs = [float(v) for v in t[:n]]
+    if n <= 2 * buckets:
+        return xs, ys
+    span = t1 - t0 if t1 > t0 else 1.0
+    out_x: list[float] = []
+    out_y: list[float | None] = []
+    cur = -1
+    lo = hi = gap = -1
+
+    def flush() -> None:
+        for k in sorted({lo, hi, gap} - {-1}):  # in time order; ys[gap] is None
+            out_x.append(xs[k])
+            out_y.append(ys[k])
+
+    for k in range(n):
+        b = min(buckets - 1, max(0, int((xs[k] - t0) / span * buckets)))
+        if b != cur:
+            if cur >= 0:
+                flush()
+            cur, lo, hi, gap = b, -1, -1, -1
+        v = ys[k]
+        if v is None:
+            if gap < 0:
+                gap = k
+            continue
+        lo_v = ys[lo] if lo >= 0 else None
+        hi_v = ys[hi] if hi >= 0 else None
+        if lo_v is None or v < lo_v:
+            lo = k
+        if hi_v is None or v > hi_v:
+            hi = k
+    if cur >= 0:
+        flush()
+    return out_x, out_y
+
+
+def _lines(cc: str, *, overlay: bool, paced: bool) -> list[Line]:
+    lines = [
+        Line(key="cwnd", label="cwnd", row="cwnd", width=2, unit="seg"),
+        Line(key="ssthresh", label="ssthresh", row="cwnd", dash="dash", width=1, unit="seg"),
+    ]
+    if overlay and cc == "cubic":
+        lines += [
+            Line(
+                key="w_cubic",
+                label="W(t) cubic target",
+                row="cwnd",
+                dash="dot",
+                width=1,
+                role="overlay",
+                unit="seg",
+            ),
+            Line(
+                key="w_est",
+                label="W_est Reno-friendly",
+                row="cwnd",
+                dash="dashdot",
+                width=1,
+                role="overlay-est",
+                unit="seg",
+            ),
+        ]
+    lines.append(Line(key="srtt_ms", label="smoothed RTT", row="rtt", unit="ms"))
+    if paced:
+        lines.append(Line(key="pacing_mbps", label="pacing rate", row="rate", unit="Mbit/s"))
+    lines.append(
+        Line(key="delivery_mbps", label="delivery rate", row="rate", dash="dot", unit="Mbit/s")
     )
+    return lines
 
 
-def _embed(fig: go.Figure, div_id: str) -> str:
-    """A placeholder plus the figure as JSON; static/explainers/cwnd/charts.js draws it once Plotly has loaded,
-    so the page (and its "drawing" message) shows before the 4 MB library is parsed."""
-    data = fig.to_json().replace("</", "<\\/")  # no "</script>" inside the JSON
+def _x_span(series: Mapping[str, Any]) -> tuple[float, float]:
+    ts: list[float] = []
+    for flow in series.get("flows", ()):
+        t = flow.get("t") or []
+        if t:
+            ts += [float(t[0]), float(t[-1])]
+    qt = series.get("queue", {}).get("t") or []
+    if qt:
+        ts += [float(qt[0]), float(qt[-1])]
+    return (min(ts), max(ts)) if ts else (0.0, 1.0)
+
+
+def row_maxima(series: Mapping[str, Any], *, show_overlay: bool = True) -> dict[str, float]:
+    """The highest value each chart row shows (for a y-range shared between charts)."""
+    flows: Sequence[Mapping[str, Any]] = series.get("flows", ())
+    any_bbr = any(f.get("cc") == "bbr" for f in flows)
+    top = {key: 0.0 for key, _, _ in ROWS}
+    for flow in flows:
+        cc = str(flow.get("cc", ""))
+        for line in _lines(cc, overlay=show_overlay, paced=cc == "bbr" or not any_bbr):
+            vals = [v for v in map(_num, flow.get(line.key) or ()) if v is not None]
+            if vals:
+                top[line.row] = max(top[line.row], max(vals))
+        for ev in flow.get("events", ()):
+            y = _event_y(ev)
+            if y is not None and ev.get("type") in EVENT_STYLE:
+                top["cwnd"] = max(top["cwnd"], y)
+    packets = [v for v in map(_num, series.get("queue", {}).get("packets") or ()) if v is not None]
+    if packets:
+        top["queue"] = max(top["queue"], max(packets))
+    return top
+
+
+def shared_ranges(all_series: Iterable[Mapping[str, Any]]) -> dict[str, list[float]]:
+    """One y-range per row covering every given trace, so side-by-side charts compare by eye."""
+    top = {key: 0.0 for key, _, _ in ROWS}
+    for series in all_series:
+        for key, v in row_maxima(series).items():
+            top[key] = max(top[key], v)
+    return {key: [0.0, _nice(v * 1.05)] for key, v in top.items()}
+
+
+def _nice(v: float) -> float:
+    """``v`` rounded up to 1, 2 or 5 × a power of ten (at least 1)."""
+    if v <= 1:
+        return 1.0
+    p = 10 ** math.floor(math.log10(v))
+    for m in (1, 2, 2.5, 5, 10):
+        if v <= m * p:
+            return float(m * p)
+    return float(10 * p)  # pragma: no cover - the loop always returns
+
+
+def _event_y(ev: Mapping[str, Any]) -> float | None:
+    detail = ev.get("detail") or {}
+    state = ev.get("state") or {}
+    return _num(detail.get("cwnd", state.get("cwnd")))
+
+
+def _domains() -> dict[str, list[float]]:
+    usable = 1.0 - ROW_GAP * (len(ROWS) - 1)
+    out: dict[str, list[float]] = {}
+    top = 1.0
+    for (key, _, _), share in zip(ROWS, ROW_HEIGHTS, strict=True):
+        h = usable * share / sum(ROW_HEIGHTS)
+        out[key] = [round(max(0.0, top - h), 4), round(top, 4)]
+        top -= h + ROW_GAP
+    return out
+
+
+def _embed(figure: Mapping[str, Any], div_id: str, *, height: int, label: str) -> str:
+    """A placeholder plus the figure as JSON; static/explainers/cwnd/charts.js draws it once
+    plotly.js has loaded, so the page shows before the library is parsed."""
+    data = json.dumps(figure, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
     return (
         f'<div id="{div_id}" class="plotly-pending" data-figure="{div_id}-figure" role="img" '
-        f'aria-label="Chart">'
+        f'aria-label="{label}" style="min-height:{height}px">'
         '<p class="chart-loading">Drawing the charts…</p></div>'
         f'<script type="application/json" id="{div_id}-figure">{data}</script>'
     )
+
+
+def _base_layout(height: int, title: str) -> dict[str, Any]:
+    return {
+        "height": height,
+        "margin": {"l": 56, "r": 12, "t": 56 if title else 28, "b": 40},
+        "title": {"text": title, "x": 0.01, "y": 0.995, "yanchor": "top", "font": {"size": 15}}
+        if title
+        else {"text": ""},
+        "font": {"family": "system-ui, sans-serif", "size": 13, "color": "#1b1f24"},
+        "paper_bgcolor": "#ffffff",
+        "plot_bgcolor": "#ffffff",
+        "hovermode": "closest",
+        "hoverlabel": {"font": {"size": 13}, "namelength": 0},
+        "uirevision": "keep",
+    }
+
+
+def _axis(**extra: Any) -> dict[str, Any]:
+    return {
+        "gridcolor": "#d5d9df",
+        "linecolor": "#d5d9df",
+        "zerolinecolor": "#d5d9df",
+        "tickfont": {"size": 12},
+        "automargin": True,
+        **extra,
+    }
+
+
+def cwnd_figure_json(
+    series: Mapping[str, Any],
+    *,
+    title: str = "",
+    show_overlay: bool = True,
+    y_ranges: Mapping[str, Sequence[float]] | None = None,
+) -> dict[str, Any]:
+    """cwnd (+ ssthresh, CUBIC targets, events), queue, RTT and pacing/delivery rate over one
+    time axis, as a Plotly figure dict."""
+    flows: Sequence[Mapping[str, Any]] = series.get("flows", ())
+    any_bbr = any(f.get("cc") == "bbr" for f in flows)
+    t0, t1 = _x_span(series)
+    data: list[dict[str, Any]] = []
+    for i, flow in enumerate(flows):
+        cc = str(flow.get("cc", ""))
+        who = f"flow {i} {cc}"
+        t = flow.get("t") or []
+        for line in _lines(cc, overlay=show_overlay, paced=cc == "bbr" or not any_bbr):
+            if line.key not in flow:
+                continue
+            xs, ys = decimate(t, flow[line.key], t0=t0, t1=t1)
+            if not any(v is not None for v in ys):
+                continue
+            colour = (
+                {"overlay": "#5b6470", "overlay-est": "#009E73"}[line.role]
+                if line.role
+                else _colour(i)
+            )
+            role = line.role or f"flow{i}"
+            digits = 0 if line.unit == "seg" else 2
+            data.append(
+                {
+                    "type": "scatter",
+                    "mode": "lines",
+                    "x": [_round(x, 3) for x in xs],
+                    "y": [_round(v, digits) for v in ys],
+                    "yaxis": AXIS_OF[line.row],
+                    "name": line.label,
+                    "legendgroup": f"flow{i}",
+                    "legendgrouptitle": {"text": f"flow {i} · {cc}"},
+                    "line": {"color": colour, "width": line.width, "dash": line.dash},
+                    "hovertemplate": f"{who} {line.label}<br>%{{x:.3f}} s · %{{y}} {line.unit}"
+                    "<extra></extra>",
+                    "meta": {"role": role},
+                    # measured per sample interval, so noisy: let the pacing line read through
+                    "opacity": 0.6 if line.key == "delivery_mbps" else 1,
+                }
+            )
+    queue = series.get("queue", {})
+    if queue.get("t"):
+        xs, ys = decimate(queue.get("t", []), queue.get("packets", []), t0=t0, t1=t1)
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "x": [_round(x, 3) for x in xs],
+                "y": [_round(v, 0) for v in ys],
+                "yaxis": AXIS_OF["queue"],
+                "name": "queue",
+                "legendgroup": "link",
+                "legendgrouptitle": {"text": "bottleneck"},
+                "line": {"color": "#999999", "width": 1.5},
+                "fill": "tozeroy",
+                "fillcolor": "rgba(153,153,153,0.25)",
+                "hovertemplate": "queue<br>%{x:.3f} s · %{y} packets<extra></extra>",
+                "meta": {"role": "queue"},
+            }
+        )
+    data += _event_traces(flows, t0=t0, t1=t1)
+    return {"data": data, "layout": _cwnd_layout(title, y_ranges, t0, t1)}
+
+
+def _cwnd_layout(
+    title: str, y_ranges: Mapping[str, Sequence[float]] | None, t0: float, t1: float
+) -> dict[str, Any]:
+    layout = _base_layout(FIGURE_HEIGHT, title)
+    domains = _domains()
+    layout["xaxis"] = _axis(anchor="y", domain=[0, 1], ticksuffix=" s", range=[t0, t1])
+    annotations = []
+    for key, axis, label in ROWS:
+        name = "yaxis" if axis == "y" else f"yaxis{axis[1:]}"
+        extra: dict[str, Any] = {"domain": domains[key], "anchor": "x", "rangemode": "tozero"}
+        if y_ranges and key in y_ranges:
+            extra["range"] = list(y_ranges[key])
+            extra["autorange"] = False
+        layout[name] = _axis(**extra)
+        annotations.append(
+            {
+                "text": label,
+                "xref": "paper",
+                "yref": "paper",
+                "x": 0,
+                "y": domains[key][1],
+                "xanchor": "left",
+                "yanchor": "bottom",
+                "showarrow": False,
+                "font": {"size": 13},
+            }
+        )
+    layout["annotations"] = annotations
+    layout["showlegend"] = True
+    # beside the plot; charts.js moves it below on narrow screens
+    layout["legend"] = {
+        "orientation": "v",
+        "x": 1.01,
+        "xanchor": "left",
+        "y": 1,
+        "yanchor": "top",
+        "font": {"size": 12},
+        "grouptitlefont": {"size": 13},
+        "tracegroupgap": 12,
+        "itemsizing": "constant",
+    }
+    return layout
+
+
+def _event_traces(
+    flows: Sequence[Mapping[str, Any]], *, t0: float, t1: float
+) -> list[dict[str, Any]]:
+    """One marker trace per event kind (all flows), at most one mark per flow per column."""
+    span = t1 - t0 if t1 > t0 else 1.0
+    kinds: dict[str, list[tuple[float, float, int]]] = {}
+    for i, flow in enumerate(flows):
+        seen: set[tuple[str, int]] = set()
+        for ev in flow.get("events", ()):
+            kind = ev.get("type")
+            if kind not in EVENT_STYLE:
+                continue
+            t, y = _num(ev.get("t")), _event_y(ev)
+            if t is None or y is None:
+                continue
+            col = min(BUCKETS - 1, max(0, int((t - t0) / span * BUCKETS)))
+            if (kind, col) in seen:
+                continue
+            seen.add((kind, col))
+            kinds.setdefault(kind, []).append((t, y, i))
+    out = []
+    for kind, (label, symbol, role, colour) in EVENT_STYLE.items():  # legend order
+        marks = sorted(kinds.get(kind, ()))
+        if not marks:
+            continue
+        if len(marks) > MAX_POINTS:
+            step = len(marks) / MAX_POINTS
+            marks = [marks[int(j * step)] for j in range(MAX_POINTS)]
+        out.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "x": [_round(m[0], 4) for m in marks],
+                "y": [_round(m[1], 0) for m in marks],
+                "customdata": [m[2] for m in marks],
+                "yaxis": AXIS_OF["cwnd"],
+                "name": label,
+                "legendgroup": "events",
+                "legendgrouptitle": {"text": "events (all flows)"},
+                "marker": {
+                    "symbol": symbol,
+                    "size": 9,
+                    "color": colour,
+                    "line": {"width": 1.5, "color": colour},
+                },
+                "hovertemplate": f"{label}<br>%{{x:.3f}} s · flow %{{customdata}} · cwnd %{{y}}"
+                "<extra></extra>",
+                "meta": {"role": role, "event": kind},
+            }
+        )
+    return out
 
 
 def cwnd_figure(
@@ -59,153 +456,46 @@ def cwnd_figure(
     div_id: str,
     title: str = "",
     show_overlay: bool = True,
+    y_ranges: Mapping[str, Sequence[float]] | None = None,
 ) -> str:
-    """cwnd (+ ssthresh, CUBIC overlay, events), queue, RTT and pacing/delivery rate, one x-axis."""
-    flows: Sequence[Mapping[str, Any]] = series.get("flows", ())
-    any_bbr = any(f.get("cc") == "bbr" for f in flows)
-    rows = 4
-    titles = (
-        "cwnd (segments)",
-        "bottleneck queue (packets)",
-        "smoothed RTT (ms)",
-        "pacing / delivery rate (Mbit/s)",
+    """The cwnd chart's placeholder and figure JSON (see :func:`cwnd_figure_json`)."""
+    fig = cwnd_figure_json(series, title=title, show_overlay=show_overlay, y_ranges=y_ranges)
+    label = f"{title} chart" if title else "Chart"
+    return _embed(
+        fig,
+        div_id,
+        height=FIGURE_HEIGHT,
+        label=f"{label}: cwnd, queue, RTT and rates over time",
     )
-    fig = make_subplots(
-        rows=rows,
-        cols=1,
-        shared_xaxes=True,
-        vertical_spacing=0.05,
-        row_heights=[0.42, 0.2, 0.19, 0.19],
-        subplot_titles=titles,
-    )
-    for i, flow in enumerate(flows):
-        name = f"flow {i} {flow.get('cc', '')}"
-        colour = _colour(i)
-        group = f"flow{i}"
-        cubic = show_overlay and flow.get("cc") == "cubic"
-        paced = flow.get("cc") == "bbr" or not any_bbr  # with BBR present, show BBR's pacing only
-        # (series key, label, subplot row, line style, in the legend, shown)
-        lines = (
-            ("cwnd", "cwnd", 1, {"color": colour, "width": 2}, True, True),
-            ("ssthresh", "ssthresh", 1, {"color": colour, "width": 1, "dash": "dash"}, True, True),
-            (
-                "w_cubic",
-                "W(t) cubic",
-                1,
-                {"color": "#555555", "width": 1, "dash": "dot"},
-                True,
-                cubic,
-            ),
-            (
-                "w_est",
-                "Reno-friendly W_est",
-                1,
-                {"color": "#009E73", "width": 1, "dash": "dashdot"},
-                True,
-                cubic,
-            ),
-            ("srtt_ms", "srtt", 3, {"color": colour, "width": 1.5}, False, True),
-            ("pacing_mbps", "pacing", 4, {"color": colour, "width": 1.5}, False, paced),
-            (
-                "delivery_mbps",
-                "delivery",
-                4,
-                {"color": colour, "width": 1, "dash": "dot"},
-                False,
-                True,
-            ),
-        )
-        for key, label, row, line, legend, shown in lines:
-            if not shown or key not in flow:
-                continue
-            y = flow[key]
-            if key == "ssthresh":  # None (or a huge sentinel) while ssthresh is still "infinite"
-                y = [v if v is not None and v < 1e8 else None for v in y]
-            fig.add_trace(
-                go.Scattergl(
-                    x=flow.get("t", []),
-                    y=y,
-                    name=f"{name} {label}",
-                    legendgroup=group,
-                    showlegend=legend,
-                    line=line,
-                ),
-                row=row,
-                col=1,
-            )
-        _event_markers(fig, flow, name, group)
-    queue = series.get("queue", {})
-    fig.add_trace(
-        go.Scattergl(
-            x=queue.get("t", []),
-            y=queue.get("packets", []),
-            name="queue",
-            line={"color": "#999999", "width": 1.5},
-            fill="tozeroy",
-            showlegend=False,
-        ),
-        row=2,
-        col=1,
-    )
-    fig.update_xaxes(title_text="time (s)", row=rows, col=1)
-    _layout(fig, height=760, title=title)
-    return _embed(fig, div_id)
-
-
-def _event_markers(fig: go.Figure, flow: Mapping[str, Any], name: str, group: str) -> None:
-    by_type: dict[str, list[Mapping[str, Any]]] = {}
-    for ev in flow.get("events", ()):
-        if ev.get("type") in EVENT_STYLE:
-            by_type.setdefault(ev["type"], []).append(ev)
-    for kind, events in by_type.items():
-        symbol, colour = EVENT_STYLE[kind]
-        fig.add_trace(
-            go.Scatter(
-                x=[e["t"] for e in events],
-                y=[e.get("detail", {}).get("cwnd") for e in events],
-                mode="markers",
-                name=f"{name} {kind.replace('_', ' ')}",
-                legendgroup=group,
-                showlegend=False,
-                marker={
-                    "symbol": symbol,
-                    "size": 9,
-                    "color": colour,
-                    "line": {"width": 1.5, "color": colour},
-                },
-                hovertext=[e.get("text", "") for e in events],
-                hoverinfo="text",
-            ),
-            row=1,
-            col=1,
-        )
 
 
 def fairness_figure(summary: Mapping[str, Any], *, div_id: str) -> str:
-    """Goodput per flow as bars, with Jain's fairness index in the title."""
+    """Goodput per flow as bars, with Jain's fairness index in the title (several flows only)."""
     flows = summary.get("flows", ())
     labels = [f"flow {f.get('index', i)} {f.get('cc', '')}" for i, f in enumerate(flows)]
-    fig = go.Figure(
-        go.Bar(
-            x=labels,
-            y=[f.get("goodput_mbps") or 0 for f in flows],
-            marker={"color": [_colour(i) for i in range(len(flows))]},
-            text=[f"{f.get('goodput_mbps') or 0:.1f}" for f in flows],
-            textposition="auto",
-        )
-    )
-    jain = summary.get("jain_fairness")
-    fig.update_layout(
-        height=300,
-        margin={"l": 60, "r": 20, "t": 44, "b": 40},
-        title={
-            "text": f"Goodput per flow (Mbit/s) · Jain's fairness index {jain:.3f}"
-            if jain is not None
-            else "Goodput per flow (Mbit/s)",
-            "x": 0.01,
-            "font": {"size": 15},
-        },
-        template="plotly_white",
-        yaxis={"title": "Mbit/s"},
-    )
-    return _embed(fig, div_id)
+    goodput = [_num(f.get("goodput_mbps")) or 0.0 for f in flows]
+    jain = _num(summary.get("jain_fairness"))
+    title = "Goodput per flow (Mbit/s)"
+    if jain is not None and len(flows) > 1:
+        title += f" · Jain's fairness index {jain:.3f}"
+    layout = _base_layout(300, title)
+    layout["margin"] = {"l": 56, "r": 12, "t": 44, "b": 40}
+    layout["xaxis"] = _axis()
+    layout["yaxis"] = _axis(title={"text": "Mbit/s"}, rangemode="tozero")
+    layout["showlegend"] = False
+    fig = {
+        "data": [
+            {
+                "type": "bar",
+                "x": labels,
+                "y": [round(g, 3) for g in goodput],
+                "marker": {"color": [_colour(i) for i in range(len(flows))]},
+                "text": [f"{g:.1f}" for g in goodput],
+                "textposition": "auto",
+                "hovertemplate": "%{x}<br>%{y:.2f} Mbit/s<extra></extra>",
+                "meta": {"role": "bars", "flows": len(flows)},
+            }
+        ],
+        "layout": layout,
+    }
+    return _embed(fig, div_id, height=300, label="Goodput per flow")

@@ -9,9 +9,9 @@ from fastapi.responses import HTMLResponse, Response
 from markupsafe import Markup
 
 from app.sim.congestion.params import CC_NAMES as ALGOS
-from app.sim.core import ParamError, ParamIssue
+from app.sim.core import ParamError, ParamIssue, Trace
 from app.web.errors import wants_json
-from app.web.explainers.cwnd.charts import cwnd_figure
+from app.web.explainers.cwnd.charts import cwnd_figure, shared_ranges
 from app.web.explainers.cwnd.picture import summary_table
 from app.web.site import Site
 from app.web.sources import SiteDep
@@ -42,9 +42,11 @@ def compare(
     }
     try:
         chosen = _choose(algos)
+        traces = [_run(site, cc, rate_mbps, rtt_ms, buffer_bdp, duration_s) for cc in chosen]
+        # one y-range per chart row across panels, so heights compare by eye
+        ranges = shared_ranges(t.series for t in traces)
         panels = [
-            _panel(site, i, cc, rate_mbps, rtt_ms, buffer_bdp, duration_s)
-            for i, cc in enumerate(chosen)
+            _panel(i, cc, t, ranges) for i, (cc, t) in enumerate(zip(chosen, traces, strict=True))
         ]
     except ParamError as exc:
         if wants_json(request):
@@ -74,15 +76,14 @@ def _choose(algos: str) -> list[str]:
     return chosen
 
 
-def _panel(
+def _run(
     site: Site,
-    i: int,
     cc: str,
     rate_mbps: float,
     rtt_ms: float,
     buffer_bdp: float,
     duration_s: float,
-) -> dict[str, Any]:
+) -> Trace[Any, Any]:
     raw = {
         "link": {"rate_mbps": rate_mbps, "rtt_ms": rtt_ms, "buffer_bdp": buffer_bdp},
         "flows": [{"cc": cc, "start_s": 0}],
@@ -94,8 +95,11 @@ def _panel(
         raise ParamError(
             [ParamIssue(loc=("query", str(issue.loc[-1])), msg=issue.msg) for issue in exc.issues]
         ) from exc
-    return {
-        "cc": cc,
-        "chart": Markup(cwnd_figure(trace.series, div_id=f"compare-{i}", title=cc.upper())),
-        "summary": Markup(summary_table(trace.summary)),
-    }
+    return trace
+
+
+def _panel(
+    i: int, cc: str, trace: Trace[Any, Any], ranges: dict[str, list[float]]
+) -> dict[str, Any]:
+    chart = cwnd_figure(trace.series, div_id=f"compare-{i}", title=cc.upper(), y_ranges=ranges)
+    return {"cc": cc, "chart": Markup(chart), "summary": Markup(summary_table(trace.summary))}

@@ -122,10 +122,16 @@ def summary_table(summary: Mapping[str, Any]) -> str:
             f"<td>{_num(f.get('rtt_p95_ms'))}</td></tr>"
         )
     util = summary.get("utilisation")
+    # fairness compares flows: with one flow it is 1 by definition and says nothing
+    fairness = (
+        f" · Jain's fairness <b>{_num(summary.get('jain_fairness'), '.3f')}</b>"
+        if len(summary.get("flows", ())) > 1
+        else ""
+    )
     head = (
         f"<p class='summary-line'>Utilisation <b>{_num(util * 100 if isinstance(util, (int, float)) else None)} %</b>"
-        f" · Jain's fairness <b>{_num(summary.get('jain_fairness'), '.3f')}</b>"
-        f" · drops <b>{_num(summary.get('drops'), 'd')}</b>"
+        + fairness
+        + f" · drops <b>{_num(summary.get('drops'), 'd')}</b>"
         f" · mean RTT <b>{_num(summary.get('rtt_mean_ms'))} ms</b>"
         f" (p95 {_num(summary.get('rtt_p95_ms'))} ms)</p>"
     )
