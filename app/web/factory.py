@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
-from importlib.util import find_spec
-from pathlib import Path
 
-from fastapi import FastAPI, HTTPException
+from fastapi import FastAPI
 from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
@@ -24,16 +22,6 @@ from app.web.runs import current_client
 from app.web.site import Site
 from app.web.staticcache import StaticGzipCache
 
-_PLOTLY = find_spec("plotly")
-PLOTLY_JS = (
-    Path(_PLOTLY.origin).parent / "package_data" / "plotly.min.js"
-    if _PLOTLY and _PLOTLY.origin
-    else None
-)
-# reveal.js 6 keeps its plugins under dist/plugin (served as /vendor/reveal.js/dist/plugin/...).
-PLOTLY_ETAG = (
-    f'"{int(PLOTLY_JS.stat().st_mtime)}-{PLOTLY_JS.stat().st_size}"' if PLOTLY_JS else '""'
-)
 # plotly.js-basic-dist-min keeps its one file at the package root.
 VENDOR_DIST = ("htmx.org/dist", "idiomorph/dist", "plotly.js-basic-dist-min", "reveal.js/dist")
 
@@ -120,17 +108,6 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
     @app.get("/favicon.ico", include_in_schema=False)
     def favicon() -> FileResponse:
         return FileResponse(settings.root / "static" / "favicon.svg", media_type="image/svg+xml")
-
-    # plotly.js ships inside the plotly wheel; serve that one file from there.
-    @app.get("/vendor/plotly/plotly.min.js", include_in_schema=False)
-    def plotly_js() -> FileResponse:
-        if PLOTLY_JS is None:  # pragma: no cover - plotly is a dependency
-            raise HTTPException(404, "plotly is not installed")
-        return FileResponse(
-            PLOTLY_JS,
-            media_type="text/javascript",
-            headers={"Cache-Control": "public, max-age=86400", "ETag": PLOTLY_ETAG},
-        )
 
     apidocs.install(app, settings)
     security.install(app, settings)  # last: its middleware wraps everything above

@@ -1,4 +1,4 @@
-"""Static files and npm packages, compressed once: plotly.js is 4.6 MB, and gzipping it again
+"""Static files and npm packages, compressed once: plotly.js is over a megabyte, and gzipping it again
 for each of 300 students is most of a small server's CPU. This middleware keeps the gzipped body
 of every ``/static/`` and ``/vendor/`` file it served (keyed by path and the file's ETag) and lets
 browsers and proxies keep them for an hour."""

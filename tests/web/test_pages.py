@@ -121,7 +121,7 @@ def test_theme_picker_is_on_every_page(client: TestClient) -> None:
 def test_head_requests_answer_like_get(client: TestClient) -> None:
     """HEAD (link checkers, curl -I) answers 200 where GET does, not 405."""
     assert client.head("/explainers/skb").status_code == 200
-    assert client.head("/vendor/plotly/plotly.min.js").status_code == 200
+    assert client.head("/vendor/plotly.js-basic-dist-min/plotly-basic.min.js").status_code == 200
 
 
 def test_long_scenarios_embed_a_window_and_serve_the_rest(client: TestClient) -> None:
