@@ -29,11 +29,12 @@ if [ ! -d node_modules/htmx.org ] || [ package.json -nt node_modules/.package-lo
   echo "==> installing front-end packages from npm"
   npm install --no-audit --no-fund --loglevel=error
 fi
-if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1; then
-  # PNG export (and the browser tests) draw pages in Debian's chromium.
-  echo "==> installing Debian's chromium (PNG export, browser tests)"
-  { as_root apt-get update -qq && DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq chromium >/dev/null; } \
-    || echo "warning: chromium not installed; PNG export will answer 503"
+if { [ ! -x /usr/bin/chromium ] || [ ! -d /usr/share/fonts/opentype/noto ]; } && command -v apt-get >/dev/null 2>&1; then
+  # PNG export (and the browser tests) draw pages in Debian's chromium; Chinese pages need CJK
+  # fonts (Noto CJK) or their text draws as empty boxes.
+  echo "==> installing Debian's chromium and Noto CJK fonts (PNG export, browser tests)"
+  { as_root apt-get update -qq && DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq chromium fonts-noto-cjk >/dev/null; } \
+    || echo "warning: chromium or fonts not installed; PNG export may answer 503"
 fi
 # gettext catalogs: .po files are committed, the .mo files the app reads are built here.
 .venv/bin/pybabel compile -d app/locale --use-fuzzy >/dev/null

@@ -47,7 +47,9 @@ def _front_matter(text: str) -> tuple[dict[str, str], str]:
 
 
 def _html(text: str) -> str:
-    return str(md.markdown(text.strip(), extensions=["fenced_code", "tables"]))
+    html = str(md.markdown(text.strip(), extensions=["fenced_code", "tables"]))
+    # Code blocks scroll sideways on narrow screens: keyboard users must be able to reach them.
+    return html.replace("<pre>", '<pre tabindex="0">')
 
 
 def parse_lesson(stem: str, text: str) -> Lesson:

@@ -31,6 +31,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as AsgiMessage
 
 from app.sim.core import Message
+from app.sim.core.i18n import reader_gettext
 
 LOCALE_DIR = Path(__file__).resolve().parent.parent / "locale"
 DOMAIN = "messages"
@@ -141,9 +142,11 @@ class LanguageMiddleware:
             await send(message)
 
         token = _current.set(choice.lang)
+        reader = reader_gettext.set(gettext_for(choice.lang))
         try:
             await self.app(scope, receive, send_with_cookie)
         finally:
+            reader_gettext.reset(reader)
             _current.reset(token)
 
 

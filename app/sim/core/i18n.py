@@ -10,10 +10,15 @@ and an English step always quote the same figures.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
 Param: TypeAlias = "int | float | str | Message"
+
+# The translation of the request being served, set by the web layer's language middleware;
+# ``str(message)`` uses it so pictures and pages built from messages speak the reader's language.
+reader_gettext: ContextVar[Callable[[str], str] | None] = ContextVar("reader_gettext", default=None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +46,9 @@ class Message:
             return self.id.format_map(params)
 
     def __str__(self) -> str:
-        return self.render()
+        """The text in the reader's language when a web request set one (see
+        :data:`reader_gettext`), else English: simulations themselves never set it."""
+        return self.render(reader_gettext.get())
 
     def __contains__(self, text: str) -> bool:
         """``"word" in message``: does the English text contain it (tests read it this way)."""

@@ -247,7 +247,7 @@ def _embed(figure: Mapping[str, Any], div_id: str, *, height: int, label: str) -
     plotly.js has loaded, so the page shows before the library is parsed."""
     data = json.dumps(figure, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
     return (
-        f'<div id="{div_id}" class="plotly-pending" data-figure="{div_id}-figure" role="img" '
+        f'<div id="{div_id}" class="plotly-pending" data-figure="{div_id}-figure" role="figure" '
         f'aria-label="{label}" style="min-height:{height}px">'
         '<p class="chart-loading">Drawing the charts…</p></div>'
         f'<script type="application/json" id="{div_id}-figure">{data}</script>'

@@ -138,7 +138,7 @@ def summary_table(summary: Mapping[str, Any]) -> str:
     return (
         '<details class="run-summary" open><summary>Summary of the whole run</summary>'
         + head
-        + '<div class="table-scroll"><table class="fields summary-table"><thead><tr><th>flow</th><th>cc</th>'
+        + '<div class="table-scroll" tabindex="0"><table class="fields summary-table"><thead><tr><th>flow</th><th>cc</th>'
         "<th>goodput Mbit/s</th><th>retransmits</th><th>RTOs</th><th>mean RTT ms</th>"
         "<th>p95 RTT ms</th></tr></thead><tbody>"
         + "".join(rows)

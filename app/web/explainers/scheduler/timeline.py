@@ -174,7 +174,14 @@ def gantt(
             )
             + "</p>"
         )
-    return '<div class="sched-scroll">' + "".join(out) + "</div>" + note
+    return (
+        '<div class="sched-scroll" tabindex="0" role="region" aria-label="'
+        + attr(str(msg("Timeline of every request")))
+        + '">'
+        + "".join(out)
+        + "</div>"
+        + note
+    )
 
 
 CW = 470
@@ -424,7 +431,7 @@ def summary_table(summary: Mapping[str, Any]) -> str:
     )
     return (
         f'<details class="run-summary" open><summary>{attr(msg("Summary of the whole run"))}</summary>'
-        '<div class="table-scroll"><table class="fields summary-table"><tbody>'
+        '<div class="table-scroll" tabindex="0"><table class="fields summary-table"><tbody>'
         + rows
         + "</tbody></table></div></details>"
     )

@@ -205,7 +205,7 @@ def picture(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
     call = st["call"]
     errno = f"{call['call']} {call['errno']}" if call and call["errno"] else ""
     return (
-        f'<svg id="tcp-svg" class="tcp-svg" viewBox="0 0 {WIDTH} {height}" role="img" '
+        f'<svg id="tcp-svg" class="tcp-svg" viewBox="0 0 {WIDTH} {height}" role="group" '
         f'aria-label="{_a(str(label))}" xmlns="http://www.w3.org/2000/svg" '
         f'data-step="{frame.index}" data-client-state="{_a(eps["client"]["rfc"])}" '
         f'data-server-state="{_a(eps["server"]["rfc"])}" data-client-linux="{_a(lin["client"])}" '
