@@ -22,7 +22,7 @@ from markupsafe import Markup
 from starlette.routing import Mount
 
 from app.sim.core import Trace
-from app.web.player import player_context
+from app.web.player import player_context, reader_glossary
 from app.web.runs import Busy
 from app.web.sources import Source
 from app.web.templating import render, render_block
@@ -255,7 +255,9 @@ def offline_document(
 ) -> str:
     """The whole player for ``source`` as one self-contained HTML document."""
     # offline: every frame inside, nothing to fetch
-    ctx = player_context(source, trace, step=step, all_frames=True)
+    ctx = player_context(
+        source, trace, step=step, all_frames=True, glossary=reader_glossary(request)
+    )
     ctx.update(embed=True, controls=controls, autoplay=False, theme=theme, offline=True)
     online = str(request.base_url).rstrip("/") + source.page_path
     page = render(

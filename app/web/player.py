@@ -10,11 +10,12 @@ from urllib.parse import urlencode
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from app.sim.core import Frame, Message, Trace
 from app.web import i18n
 from app.web.content import Lesson
+from app.web.glossary import Glossary, glossary_for
 from app.web.plugin import Plugin
 from app.web.sources import Source
 from app.web.templating import render
@@ -30,6 +31,7 @@ class RenderedFrame:
     frame: Frame[Any]
     picture: Markup
     narration: str
+    narration_html: Markup  # the narration with glossary terms defined where they appear
     notes: tuple[str, ...]
     badge: str  # the result kind's label
     tone: str  # "ok" | "warn" | "fatal"
@@ -43,7 +45,12 @@ def clamp_step(step: int | None, count: int) -> int:
 
 
 def render_frames(
-    plugin: Plugin, trace: Trace[Any, Any], start: int, stop: int, lesson: Lesson | None = None
+    plugin: Plugin,
+    trace: Trace[Any, Any],
+    start: int,
+    stop: int,
+    lesson: Lesson | None = None,
+    glossary: Glossary | None = None,
 ) -> list[RenderedFrame]:
     """Pictures, words and notes of frames ``start`` ≤ index < ``stop``."""
     notes = lesson.step_notes if lesson else {}
@@ -51,11 +58,13 @@ def render_frames(
     out = []
     for f in trace.frames[max(start, 0) : max(stop, 0)]:
         kind = plugin.sim.result_kind(f.result)
+        text = f.narration.render(gettext)
         out.append(
             RenderedFrame(
                 frame=f,
                 picture=Markup(plugin.web.picture(trace, f)),
-                narration=f.narration.render(gettext),
+                narration=text,
+                narration_html=glossary.annotate(text) if glossary else Markup(escape(text)),
                 notes=tuple(n.render(gettext) for n in f.notes),
                 badge=result_label(plugin, f.result),
                 tone=kind.tone,
@@ -63,6 +72,11 @@ def render_frames(
             )
         )
     return out
+
+
+def reader_glossary(request: Request) -> Glossary:
+    """The glossary in the language of this request."""
+    return glossary_for(request.app.state.site.content.folder, i18n.current())
 
 
 def result_label(plugin: Plugin, result: str) -> str:
@@ -122,13 +136,18 @@ def transcript(frames: tuple[Frame[Any], ...]) -> list[dict[str, Any]]:
 
 
 def player_context(
-    source: Source, trace: Trace[Any, Any], *, step: int | None, all_frames: bool = False
+    source: Source,
+    trace: Trace[Any, Any],
+    *,
+    step: int | None,
+    all_frames: bool = False,
+    glossary: Glossary | None = None,
 ) -> dict[str, Any]:
     plugin = source.plugin
     count = len(trace.frames)
     current = clamp_step(step, count)
     start, stop = (0, count) if all_frames else frame_window(current, count)
-    frames = render_frames(plugin, trace, start, stop, source.lesson)
+    frames = render_frames(plugin, trace, start, stop, source.lesson, glossary)
     marks = scrubber_marks(trace.frames, count)
     source_query = {"preset": source.preset.slug} if source.preset else {"p": source.params_token}
     times = [f.time for f in trace.frames] if any(f.time is not None for f in trace.frames) else []
@@ -172,6 +191,6 @@ def render_player(
 ) -> HTMLResponse:
     """The player page for ``source`` (``extra`` adds or overrides context: embed options,
     a shared scenario's notes)."""
-    ctx = player_context(source, trace, step=step)
+    ctx = player_context(source, trace, step=step, glossary=reader_glossary(request))
     ctx.update(extra)
     return render(request, template, ctx)

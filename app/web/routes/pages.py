@@ -12,7 +12,7 @@ from app.store import repo
 from app.web import i18n
 from app.web.deps import StepQuery, Visitor
 from app.web.editor import editor_context, form_to_raw, issues_by_name
-from app.web.player import FRAME_CHUNK_MAX, render_frames, render_player
+from app.web.player import FRAME_CHUNK_MAX, reader_glossary, render_frames, render_player
 from app.web.security import same_site_form
 from app.web.sources import (
     MAX_TOKEN,
@@ -111,7 +111,9 @@ def frames_fragment(
 
     def produce() -> Response:
         trace = run_source(site, source)
-        frames = render_frames(source.plugin, trace, start, start + count, source.lesson)
+        frames = render_frames(
+            source.plugin, trace, start, start + count, source.lesson, reader_glossary(request)
+        )
         ctx = {"frames": frames, "count": len(trace.frames), "trace": trace, "ended_label": ""}
         return render(request, "partials/frame_templates.html", ctx)
 
