@@ -19,6 +19,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from app.sim.core.events import EventQueue, Timer
+from app.sim.core.i18n import Message
 from app.sim.core.tcp import TCP_INFINITE_SSTHRESH as TCP_INFINITE_SSTHRESH
 from app.sim.core.tcp import TCP_INIT_CWND, RttEstimator
 
@@ -146,6 +147,7 @@ class Flow(RttEstimator):
         "drops",
         "rtos",
         "events",
+        "event_msgs",
         "epochs",
         "series",
         "last_sample_delivered",
@@ -247,6 +249,7 @@ class Flow(RttEstimator):
         self.drops = 0
         self.rtos = 0
         self.events: list[dict[str, Any]] = []
+        self.event_msgs: list[Message] = []  # events[i]["text"] as a message, for the steps
         self.events_dropped = 0
         self.max_events = MAX_EVENTS_PER_FLOW
         self.loss_events = 0
@@ -263,8 +266,11 @@ class Flow(RttEstimator):
         """tcp_packets_in_flight: packets_out - (sacked_out + lost_out) + retrans_out."""
         return self.snd_nxt - self.snd_una - self.sacked_out - len(self.holes) + self.retrans_out
 
-    def event(self, kind: str, t: float, detail: dict[str, Any], text: str) -> None:
-        """Record a notable moment: its numbers (``detail``), our sentence, and a snapshot."""
+    def event(self, kind: str, t: float, detail: dict[str, Any], text: Message) -> None:
+        """Record a notable moment: its numbers (``detail``), our sentence, and a snapshot.
+
+        The event's ``text`` is the sentence in English (the JSON API's); ``event_msgs`` keeps
+        the message itself so a step can be shown in the reader's language."""
         if len(self.events) >= self.max_events:
             self.events_dropped += 1
             return
@@ -276,8 +282,15 @@ class Flow(RttEstimator):
             "ca_state": CA_NAMES[self.ca_state],
         }
         self.events.append(
-            {"t": round(t, 6), "type": kind, "detail": detail, "text": text, "state": state}
+            {
+                "t": round(t, 6),
+                "type": kind,
+                "detail": detail,
+                "text": text.render(),
+                "state": state,
+            }
         )
+        self.event_msgs.append(text)
 
     def rtt_estimator(self, m: int) -> None:
         """tcp_rtt_estimator (tcp_input.c:828) then tcp_set_rto: the shared estimator, with

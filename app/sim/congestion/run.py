@@ -61,7 +61,7 @@ from app.sim.congestion import sources
 from app.sim.congestion.engine import Engine
 from app.sim.congestion.flow import CA_NAMES, TCP_INFINITE_SSTHRESH, Flow
 from app.sim.congestion.params import CwndParams, parse
-from app.sim.core import Message, Progress
+from app.sim.core import Progress
 from app.sim.core.trace import Field, Frame, Trace
 
 EXPLAINER = "cwnd"
@@ -258,8 +258,9 @@ def _frames(p: CwndParams, flows: list[Flow]) -> list[Frame[CwndState]]:
         evs = _coarsen(evs)
     frames: list[Frame[CwndState]] = []
     ccs = {f.index: f.cc_name for f in flows}
+    msgs = {f.index: f.event_msgs for f in flows}
     prev: dict[int, dict[str, Any]] = {}
-    for i, (t, fi, _j, e) in enumerate(evs):
+    for i, (t, fi, j, e) in enumerate(evs):
         d = e["detail"]
         snap = e["state"]
         state: CwndState = {"t": t, "flow": fi, "cc": ccs[fi], "event": e["type"], **snap, **d}  # type: ignore[typeddict-item]
@@ -311,7 +312,7 @@ def _frames(p: CwndParams, flows: list[Flow]) -> list[Frame[CwndState]]:
                 index=i,
                 op=e["type"],
                 result="ok",
-                narration=Message(e["text"]),
+                narration=msgs[fi][j],
                 source=sources.for_event(e["type"], ccs[fi], d),
                 state=state,
                 fields=tuple(rows),
