@@ -41,6 +41,21 @@ SND_CWND_CLAMP = 0xFFFFFFFF
 DUPTHRESH = 3  # net.ipv4.tcp_reordering: RACK skips its reorder window once this many SACKed
 
 
+class Narration(str):
+    """An event's sentence: the English text (a ``str``, so JSON and tests read it as before)
+    that remembers the :class:`Message` it was rendered from."""
+
+    message: Message
+
+    def __new__(cls, message: Message) -> Narration:
+        self = super().__new__(cls, message.render())
+        self.message = message
+        return self
+
+    def __reduce__(self) -> tuple[type[Narration], tuple[Message]]:
+        return (Narration, (self.message,))
+
+
 class RateSample:
     """struct rate_sample (include/net/tcp.h), filled by the engine as tcp_rate_gen does."""
 
@@ -147,7 +162,6 @@ class Flow(RttEstimator):
         "drops",
         "rtos",
         "events",
-        "event_msgs",
         "epochs",
         "series",
         "last_sample_delivered",
@@ -249,7 +263,6 @@ class Flow(RttEstimator):
         self.drops = 0
         self.rtos = 0
         self.events: list[dict[str, Any]] = []
-        self.event_msgs: list[Message] = []  # events[i]["text"] as a message, for the steps
         self.events_dropped = 0
         self.max_events = MAX_EVENTS_PER_FLOW
         self.loss_events = 0
@@ -269,8 +282,9 @@ class Flow(RttEstimator):
     def event(self, kind: str, t: float, detail: dict[str, Any], text: Message) -> None:
         """Record a notable moment: its numbers (``detail``), our sentence, and a snapshot.
 
-        The event's ``text`` is the sentence in English (the JSON API's); ``event_msgs`` keeps
-        the message itself so a step can be shown in the reader's language."""
+        The event's ``text`` is the sentence in English (what the JSON API gives), as a
+        :class:`Narration` that keeps the message so a step or a chart can show it in the
+        reader's language."""
         if len(self.events) >= self.max_events:
             self.events_dropped += 1
             return
@@ -286,11 +300,10 @@ class Flow(RttEstimator):
                 "t": round(t, 6),
                 "type": kind,
                 "detail": detail,
-                "text": text.render(),
+                "text": Narration(text),
                 "state": state,
             }
         )
-        self.event_msgs.append(text)
 
     def rtt_estimator(self, m: int) -> None:
         """tcp_rtt_estimator (tcp_input.c:828) then tcp_set_rto: the shared estimator, with

@@ -59,9 +59,9 @@ from typing import Any, TypedDict
 
 from app.sim.congestion import sources
 from app.sim.congestion.engine import Engine
-from app.sim.congestion.flow import CA_NAMES, TCP_INFINITE_SSTHRESH, Flow
+from app.sim.congestion.flow import CA_NAMES, TCP_INFINITE_SSTHRESH, Flow, Narration
 from app.sim.congestion.params import CwndParams, parse
-from app.sim.core import Progress
+from app.sim.core import Message, Progress
 from app.sim.core.trace import Field, Frame, Trace
 
 EXPLAINER = "cwnd"
@@ -258,9 +258,8 @@ def _frames(p: CwndParams, flows: list[Flow]) -> list[Frame[CwndState]]:
         evs = _coarsen(evs)
     frames: list[Frame[CwndState]] = []
     ccs = {f.index: f.cc_name for f in flows}
-    msgs = {f.index: f.event_msgs for f in flows}
     prev: dict[int, dict[str, Any]] = {}
-    for i, (t, fi, j, e) in enumerate(evs):
+    for i, (t, fi, _j, e) in enumerate(evs):
         d = e["detail"]
         snap = e["state"]
         state: CwndState = {"t": t, "flow": fi, "cc": ccs[fi], "event": e["type"], **snap, **d}  # type: ignore[typeddict-item]
@@ -312,7 +311,7 @@ def _frames(p: CwndParams, flows: list[Flow]) -> list[Frame[CwndState]]:
                 index=i,
                 op=e["type"],
                 result="ok",
-                narration=msgs[fi][j],
+                narration=_narration(e["text"]),
                 source=sources.for_event(e["type"], ccs[fi], d),
                 state=state,
                 fields=tuple(rows),
@@ -321,6 +320,11 @@ def _frames(p: CwndParams, flows: list[Flow]) -> list[Frame[CwndState]]:
             )
         )
     return frames
+
+
+def _narration(text: str) -> Message:
+    """The message an event's text was rendered from (a plain string stays as written)."""
+    return text.message if isinstance(text, Narration) else Message(text)
 
 
 def _coarsen(
