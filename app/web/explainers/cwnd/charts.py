@@ -7,10 +7,15 @@ static/explainers/cwnd/chart-cursor.js lays over each plot (moving it needs no P
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from html import escape
 from typing import Any
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
+
+from app.sim.core import Message, msg
+from app.sim.core.i18n import join
+from app.web import i18n
 
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#999999")
 EVENT_STYLE = {
@@ -22,6 +27,27 @@ EVENT_STYLE = {
     "epoch_start": ("circle-open", "#555555"),
     "bbr_mode": ("square", "#CC79A7"),
 }
+
+
+# Legend names of an event's markers (the event's type, which the JSON keeps in English).
+EVENT_NAMES = {
+    "loss": msg("loss"),
+    "rto": msg("RTO"),
+    "recovery_enter": msg("recovery enter"),
+    "recovery_exit": msg("recovery exit"),
+    "hystart_exit": msg("HyStart exit"),
+    "epoch_start": msg("epoch start"),
+    "bbr_mode": msg("BBR mode"),
+}
+
+
+def _t(message: Message | str) -> str:
+    """A message in the request's language."""
+    return i18n.render(message)
+
+
+def _flow_name(index: object, cc: object) -> str:
+    return _t(msg("flow {index} {cc}", index=str(index), cc=str(cc or "")))
 
 
 def _colour(i: int) -> str:
@@ -47,8 +73,8 @@ def _embed(fig: go.Figure, div_id: str) -> str:
     data = fig.to_json().replace("</", "<\\/")  # no "</script>" inside the JSON
     return (
         f'<div id="{div_id}" class="plotly-pending" data-figure="{div_id}-figure" role="img" '
-        f'aria-label="Chart">'
-        '<p class="chart-loading">Drawing the charts…</p></div>'
+        f'aria-label="{escape(_t(msg("Chart")), quote=True)}">'
+        f'<p class="chart-loading">{escape(_t(msg("Drawing the charts…")))}</p></div>'
         f'<script type="application/json" id="{div_id}-figure">{data}</script>'
     )
 
@@ -65,10 +91,10 @@ def cwnd_figure(
     any_bbr = any(f.get("cc") == "bbr" for f in flows)
     rows = 4
     titles = (
-        "cwnd (segments)",
-        "bottleneck queue (packets)",
-        "smoothed RTT (ms)",
-        "pacing / delivery rate (Mbit/s)",
+        _t(msg("cwnd (segments)")),
+        _t(msg("bottleneck queue (packets)")),
+        _t(msg("smoothed RTT (ms)")),
+        _t(msg("pacing / delivery rate (Mbit/s)")),
     )
     fig = make_subplots(
         rows=rows,
@@ -79,18 +105,25 @@ def cwnd_figure(
         subplot_titles=titles,
     )
     for i, flow in enumerate(flows):
-        name = f"flow {i} {flow.get('cc', '')}"
+        name = _flow_name(i, flow.get("cc", ""))
         colour = _colour(i)
         group = f"flow{i}"
         cubic = show_overlay and flow.get("cc") == "cubic"
         paced = flow.get("cc") == "bbr" or not any_bbr  # with BBR present, show BBR's pacing only
         # (series key, label, subplot row, line style, in the legend, shown)
         lines = (
-            ("cwnd", "cwnd", 1, {"color": colour, "width": 2}, True, True),
-            ("ssthresh", "ssthresh", 1, {"color": colour, "width": 1, "dash": "dash"}, True, True),
+            ("cwnd", msg("cwnd"), 1, {"color": colour, "width": 2}, True, True),
+            (
+                "ssthresh",
+                msg("ssthresh"),
+                1,
+                {"color": colour, "width": 1, "dash": "dash"},
+                True,
+                True,
+            ),
             (
                 "w_cubic",
-                "W(t) cubic",
+                msg("W(t) cubic"),
                 1,
                 {"color": "#555555", "width": 1, "dash": "dot"},
                 True,
@@ -98,17 +131,17 @@ def cwnd_figure(
             ),
             (
                 "w_est",
-                "Reno-friendly W_est",
+                msg("Reno-friendly W_est"),
                 1,
                 {"color": "#009E73", "width": 1, "dash": "dashdot"},
                 True,
                 cubic,
             ),
-            ("srtt_ms", "srtt", 3, {"color": colour, "width": 1.5}, False, True),
-            ("pacing_mbps", "pacing", 4, {"color": colour, "width": 1.5}, False, paced),
+            ("srtt_ms", msg("srtt"), 3, {"color": colour, "width": 1.5}, False, True),
+            ("pacing_mbps", msg("pacing"), 4, {"color": colour, "width": 1.5}, False, paced),
             (
                 "delivery_mbps",
-                "delivery",
+                msg("delivery"),
                 4,
                 {"color": colour, "width": 1, "dash": "dot"},
                 False,
@@ -125,7 +158,7 @@ def cwnd_figure(
                 go.Scattergl(
                     x=flow.get("t", []),
                     y=y,
-                    name=f"{name} {label}",
+                    name=_t(join(" ", (name, label))),
                     legendgroup=group,
                     showlegend=legend,
                     line=line,
@@ -139,7 +172,7 @@ def cwnd_figure(
         go.Scattergl(
             x=queue.get("t", []),
             y=queue.get("packets", []),
-            name="queue",
+            name=_t(msg("queue")),
             line={"color": "#999999", "width": 1.5},
             fill="tozeroy",
             showlegend=False,
@@ -147,7 +180,7 @@ def cwnd_figure(
         row=2,
         col=1,
     )
-    fig.update_xaxes(title_text="time (s)", row=rows, col=1)
+    fig.update_xaxes(title_text=_t(msg("time (s)")), row=rows, col=1)
     _layout(fig, height=760, title=title)
     return _embed(fig, div_id)
 
@@ -164,7 +197,7 @@ def _event_markers(fig: go.Figure, flow: Mapping[str, Any], name: str, group: st
                 x=[e["t"] for e in events],
                 y=[e.get("detail", {}).get("cwnd") for e in events],
                 mode="markers",
-                name=f"{name} {kind.replace('_', ' ')}",
+                name=_t(join(" ", (name, EVENT_NAMES[kind]))),
                 legendgroup=group,
                 showlegend=False,
                 marker={
@@ -173,7 +206,7 @@ def _event_markers(fig: go.Figure, flow: Mapping[str, Any], name: str, group: st
                     "color": colour,
                     "line": {"width": 1.5, "color": colour},
                 },
-                hovertext=[e.get("text", "") for e in events],
+                hovertext=[_event_text(e.get("text", "")) for e in events],
                 hoverinfo="text",
             ),
             row=1,
@@ -181,10 +214,16 @@ def _event_markers(fig: go.Figure, flow: Mapping[str, Any], name: str, group: st
         )
 
 
+def _event_text(text: object) -> str:
+    """An event's sentence in the request's language (the English text if it has no message)."""
+    message = getattr(text, "message", None)
+    return _t(message) if isinstance(message, Message) else str(text)
+
+
 def fairness_figure(summary: Mapping[str, Any], *, div_id: str) -> str:
     """Goodput per flow as bars, with Jain's fairness index in the title."""
     flows = summary.get("flows", ())
-    labels = [f"flow {f.get('index', i)} {f.get('cc', '')}" for i, f in enumerate(flows)]
+    labels = [_flow_name(f.get("index", i), f.get("cc", "")) for i, f in enumerate(flows)]
     fig = go.Figure(
         go.Bar(
             x=labels,
@@ -199,13 +238,18 @@ def fairness_figure(summary: Mapping[str, Any], *, div_id: str) -> str:
         height=300,
         margin={"l": 60, "r": 20, "t": 44, "b": 40},
         title={
-            "text": f"Goodput per flow (Mbit/s) · Jain's fairness index {jain:.3f}"
-            if jain is not None
-            else "Goodput per flow (Mbit/s)",
+            "text": _t(
+                msg(
+                    "Goodput per flow (Mbit/s) · Jain's fairness index {jain}",
+                    jain=f"{jain:.3f}",
+                )
+                if jain is not None
+                else msg("Goodput per flow (Mbit/s)")
+            ),
             "x": 0.01,
             "font": {"size": 15},
         },
         template="plotly_white",
-        yaxis={"title": "Mbit/s"},
+        yaxis={"title": _t(msg("Mbit/s"))},
     )
     return _embed(fig, div_id)
