@@ -70,11 +70,12 @@ def _layout(fig: go.Figure, *, height: int, title: str = "") -> None:
 def _embed(fig: go.Figure, div_id: str) -> str:
     """A placeholder plus the figure as JSON; static/explainers/cwnd/charts.js draws it once Plotly has loaded,
     so the page (and its "drawing" message) shows before the 4 MB library is parsed."""
+    label, loading = _t(msg("Chart")), _t(msg("Drawing the charts…"))
     data = fig.to_json().replace("</", "<\\/")  # no "</script>" inside the JSON
     return (
         f'<div id="{div_id}" class="plotly-pending" data-figure="{div_id}-figure" role="img" '
-        f'aria-label="{escape(_t(msg("Chart")), quote=True)}">'
-        f'<p class="chart-loading">{escape(_t(msg("Drawing the charts…")))}</p></div>'
+        f'aria-label="{escape(label, quote=True)}">'
+        f'<p class="chart-loading">{escape(loading)}</p></div>'
         f'<script type="application/json" id="{div_id}-figure">{data}</script>'
     )
 

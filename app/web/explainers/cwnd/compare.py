@@ -97,7 +97,10 @@ def _panel(
         _, trace = site.run(site.plugin("cwnd"), raw)
     except ParamError as exc:  # report against the query fields the user typed
         raise ParamError(
-            [ParamIssue(loc=("query", str(issue.loc[-1])), msg=issue.msg) for issue in exc.issues]
+            [
+                ParamIssue(loc=("query", str(issue.loc[-1])), msg=issue.message)
+                for issue in exc.issues
+            ]
         ) from exc
     return {
         "cc": cc,

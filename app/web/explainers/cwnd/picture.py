@@ -161,6 +161,7 @@ def summary_table(summary: Mapping[str, Any]) -> str:
         + _t(line).replace("\x00", "<b>").replace("\x01", "</b>")
         + "</p>"
     )
+    title = _t(msg("Summary of the whole run"))
     heads = "".join(
         f"<th>{_t(h)}</th>"
         for h in (
@@ -174,8 +175,7 @@ def summary_table(summary: Mapping[str, Any]) -> str:
         )
     )
     return (
-        f'<details class="run-summary" open><summary>{_t(msg("Summary of the whole run"))}'
-        "</summary>"
+        f'<details class="run-summary" open><summary>{title}</summary>'
         + head
         + '<div class="table-scroll"><table class="fields summary-table"><thead><tr>'
         + heads
