@@ -1,5 +1,5 @@
 """Narration in Chinese quotes the same figures as in English, for every preset step of every
-explainer whose simulation speaks in msg() ids (skb, tcp, path)."""
+explainer whose simulation speaks in msg() ids (skb, tcp, path, cwnd)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,19 @@ from typing import Any
 
 import pytest
 
+from app.sim.congestion import CwndExplainer
 from app.sim.core import Explainer, Message, msg
 from app.sim.path import PathExplainer
 from app.sim.skbuff import SkbExplainer
 from app.sim.tcp import TcpExplainer
 from app.web import i18n
 
-EXPLAINERS: list[Explainer[Any]] = [SkbExplainer(), TcpExplainer(), PathExplainer()]
+EXPLAINERS: list[Explainer[Any]] = [
+    SkbExplainer(),
+    TcpExplainer(),
+    PathExplainer(),
+    CwndExplainer(),
+]
 PRESETS = [(e, p.slug) for e in EXPLAINERS for p in e.presets]
 CJK = re.compile(r"[\u4e00-\u9fff]")
 DIGITS = re.compile(r"\d+")

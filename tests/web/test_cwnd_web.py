@@ -160,7 +160,7 @@ def test_every_marker_kind_and_line_has_a_legend_entry(client: TestClient) -> No
         assert set(markers) == kinds, slug
         assert len({tr["marker"]["symbol"] for tr in markers.values()}) == len(markers)
         for kind, tr in markers.items():
-            assert tr["name"] == EVENT_STYLE[kind][0]
+            assert tr["name"] == str(EVENT_STYLE[kind][0])
         names = {tr["name"] for tr in traces}
         assert {"cwnd", "delivery rate"} <= names, slug
         assert fig["layout"]["showlegend"] is True
@@ -229,3 +229,53 @@ def test_step_card_says_which_cubic_target_drives_cwnd(client: TestClient) -> No
     assert "data-driver=" in html
     bbr = client.get("/explainers/cwnd/presets/bbr-cycle").text
     assert "pacing gain" in bbr and "min_rtt" in bbr
+
+
+ZH = {"accept-language": "zh-CN,zh;q=0.9"}
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def _figure(html: str, div_id: str) -> dict[str, Any]:
+    """The Plotly figure JSON embedded for ``div_id``."""
+    m = re.search(
+        rf'<script type="application/json" id="{div_id}-figure">(.*?)</script>', html, re.S
+    )
+    assert m, div_id
+    figure: dict[str, Any] = json.loads(m.group(1).replace("<\\/", "</"))
+    return figure
+
+
+def test_charts_speak_the_request_language(client: TestClient) -> None:
+    """In Chinese the subplot titles, axis title, legend names and event hovers are Chinese
+    (the figures are the same numbers): the i18n issue's "chart titles, axis labels, legends"."""
+    en = client.get("/explainers/cwnd/presets/cubic-vs-reno").text
+    zh = client.get("/explainers/cwnd/presets/cubic-vs-reno", headers=ZH).text
+    fe, fz = _figure(en, "cwnd-chart"), _figure(zh, "cwnd-chart")
+    titles_en = [a["text"] for a in fe["layout"]["annotations"]]
+    titles_zh = [a["text"] for a in fz["layout"]["annotations"]]
+    assert "cwnd (segments)" in titles_en and "cwnd（段）" in titles_zh
+    groups = {t.get("legendgrouptitle", {}).get("text") for t in fz["data"]}
+    assert {"流 0 · cubic", "流 1 · reno", "事件（所有流）"} <= groups
+    names = {t.get("name") for t in fz["data"]}
+    assert {"检测到丢包", "平滑 RTT"} <= names
+    assert [t.get("y") for t in fe["data"]] == [t.get("y") for t in fz["data"]]
+    hovers = [t["hovertemplate"] for t in fz["data"] if t.get("hovertemplate")]
+    assert hovers and all(CJK.search(h) for h in hovers)
+    assert "Jain 公平性指数" in _figure(zh, "fairness-chart")["layout"]["title"]["text"]
+    assert "有效吞吐 Mbit/s" in zh and "Summary of the whole run" not in zh
+
+
+def test_step_card_and_compare_page_in_chinese(client: TestClient) -> None:
+    """The per-step card, the compare page and its problems read in Chinese when asked."""
+    bbr = client.get("/explainers/cwnd/presets/bbr-cycle", headers=ZH).text
+    assert "pacing 增益" in bbr and "BBR 模式" in bbr and "CA 状态" in bbr
+    cubic = client.get("/explainers/cwnd/presets/cubic-lfn", headers=ZH).text
+    assert "由三次曲线驱动 cwnd" in cubic
+    page = client.get("/explainers/cwnd/compare?algos=reno,cubic&duration_s=5", headers=ZH).text
+    assert "在同一条链路上对比算法" in page and "所有图共用的时间游标" in page
+    bad = client.get(
+        "/explainers/cwnd/compare?algos=reno", headers={**ZH, "HX-Request": "true"}
+    ).text
+    assert "请从 reno, cubic, bbr 中选择 2 或 3 个不同的算法" in bad
+    rate = client.get("/explainers/cwnd/compare?rate_mbps=0", headers=ZH).text
+    assert "你给的是" in rate and "you gave" not in rate

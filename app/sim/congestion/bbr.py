@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from app.sim.congestion.flow import CA_LOSS, CA_OPEN, CA_RECOVERY, JIFFIES_BASE, RateSample
 from app.sim.congestion.reno import CongestionOps
+from app.sim.core.i18n import Message, msg
 from app.sim.core.tcp import HZ, TCP_INFINITE_SSTHRESH, TCP_INIT_CWND
 
 if TYPE_CHECKING:
@@ -211,30 +212,36 @@ class Bbr(CongestionOps):
         self._save_cwnd(tp)
         return tp.ssthresh
 
-    def loss_text(self, tp: Flow, cwnd: int, ssthresh: int) -> tuple[dict[str, float], str]:
+    def loss_text(self, tp: Flow, cwnd: int, ssthresh: int) -> tuple[dict[str, float], Message]:
         return (
             {"prior_cwnd": self.prior_cwnd},
-            f"loss at cwnd {cwnd}: BBR does not cut to a fraction; it saves cwnd "
-            f"{self.prior_cwnd} to restore after recovery and keeps one round of packet "
-            f"conservation (send one packet per packet delivered)",
+            msg(
+                "loss at cwnd {cwnd}: BBR does not cut to a fraction; it saves cwnd {prior} to "
+                "restore after recovery and keeps one round of packet conservation (send one "
+                "packet per packet delivered)",
+                cwnd=cwnd,
+                prior=self.prior_cwnd,
+            ),
         )
 
-    def start_note(self, tp: Flow) -> str:
-        return (
-            f"; BBR paces its first window at 2.89 × {tp.cwnd} segments per RTT "
-            f"({tp.pacing_rate * 8 / 1e6:.2f} Mbit/s)"
+    def start_note(self, tp: Flow) -> Message | None:
+        return msg(
+            "; BBR paces its first window at 2.89 × {cwnd} segments per RTT ({rate} Mbit/s)",
+            cwnd=tp.cwnd,
+            rate=f"{tp.pacing_rate * 8 / 1e6:.2f}",
         )
 
-    def recovery_note(self, tp: Flow, cwnd: int) -> str:
-        return "BBR skips PRR and sets cwnd itself"
+    def recovery_note(self, tp: Flow, cwnd: int) -> Message:
+        return msg("BBR skips PRR and sets cwnd itself")
 
-    def recovery_exit_note(self, tp: Flow, before: int) -> str:
-        return (
-            f"BBR's cwnd goes back to at least the {self.prior_cwnd} it saved when the loss began"
+    def recovery_exit_note(self, tp: Flow, before: int) -> Message:
+        return msg(
+            "BBR's cwnd goes back to at least the {prior} it saved when the loss began",
+            prior=self.prior_cwnd,
         )
 
-    def rto_note(self, tp: Flow, cwnd: int) -> str:
-        return (
+    def rto_note(self, tp: Flow, cwnd: int) -> Message:
+        return msg(
             "BBR zeroes full_bw, the bandwidth its full-pipe test compares against (a pipe "
             "already judged full stays so), and will restore its saved cwnd after recovery"
         )
@@ -444,7 +451,7 @@ class Bbr(CongestionOps):
         tp: Flow,
         mode: int,
         now: float,
-        why: str,
+        why: Message,
         extra: dict[str, float],
         old: int | None = None,
     ) -> None:
@@ -459,21 +466,30 @@ class Bbr(CongestionOps):
             "min_rtt_ms": round(self.min_rtt_us / 1e3, 3) if self.min_rtt_us != U32 else None,
             **extra,
         }
-        tp.event("bbr_mode", now, detail, f"BBR {MODE_NAMES[old]} → {MODE_NAMES[mode]}: {why}")
+        tp.event(
+            "bbr_mode",
+            now,
+            detail,
+            msg("BBR {old} → {new}: {why}", old=MODE_NAMES[old], new=MODE_NAMES[mode], why=why),
+        )
 
-    def _reset_probe_bw_mode(self, tp: Flow, now: float, why: str) -> None:
+    def _reset_probe_bw_mode(self, tp: Flow, now: float, why: Message) -> None:
         self.cycle_idx = CYCLE_LEN - 1 - self.rng.randrange(BBR_CYCLE_RAND)
         self._advance_cycle_phase(tp)
         self._set_mode(
             tp,
             PROBE_BW,
             now,
-            f"{why}; gain cycling starts at phase {self.cycle_idx} "
-            f"(pacing gain {BBR_PACING_GAIN[self.cycle_idx] / BBR_UNIT:g})",
+            msg(
+                "{why}; gain cycling starts at phase {phase} (pacing gain {gain})",
+                why=why,
+                phase=self.cycle_idx,
+                gain=f"{BBR_PACING_GAIN[self.cycle_idx] / BBR_UNIT:g}",
+            ),
             {"cycle_idx": self.cycle_idx},
         )
 
-    def _reset_mode(self, tp: Flow, now: float, why: str) -> None:
+    def _reset_mode(self, tp: Flow, now: float, why: Message) -> None:
         if not self.full_bw_reached:
             self._set_mode(tp, STARTUP, now, why, {})
         else:
@@ -510,8 +526,10 @@ class Bbr(CongestionOps):
                         "to": MODE_NAMES[self.mode],
                         "lt_bw_mbps": round(self.lt_bw * tp.mss * 8 / BW_UNIT, 3),
                     },
-                    "BBR long-term sampler: two lossy intervals delivered the same rate, "
-                    "so it assumes a policer and paces at that rate with gain 1",
+                    msg(
+                        "BBR long-term sampler: two lossy intervals delivered the same rate, "
+                        "so it assumes a policer and paces at that rate with gain 1"
+                    ),
                 )
                 return
         self.lt_bw = bw
@@ -524,7 +542,9 @@ class Bbr(CongestionOps):
                 self.lt_rtt_cnt += 1
                 if self.lt_rtt_cnt >= BBR_LT_BW_MAX_RTTS:
                     self._reset_lt_bw_sampling(tp)
-                    self._reset_probe_bw_mode(tp, now, "48 rounds on the long-term rate are over")
+                    self._reset_probe_bw_mode(
+                        tp, now, msg("48 rounds on the long-term rate are over")
+                    )
             return
         if not self.lt_is_sampling:
             if not rs.losses:
@@ -615,10 +635,14 @@ class Bbr(CongestionOps):
                 tp,
                 DRAIN,
                 now,
-                f"bw stopped growing by 25 % for {BBR_FULL_BW_CNT} rounds at "
-                f"{self.bw_bytes_per_sec(tp) * 8 / 1e6:.1f} Mbit/s, so the pipe is full;"
-                f" pace at 0.35× to drain the queue STARTUP built (target inflight "
-                f"{bdp})",
+                msg(
+                    "bw stopped growing by 25 % for {rounds} rounds at {bw} Mbit/s, so the pipe "
+                    "is full; pace at 0.35× to drain the queue STARTUP built (target inflight "
+                    "{bdp})",
+                    rounds=BBR_FULL_BW_CNT,
+                    bw=f"{self.bw_bytes_per_sec(tp) * 8 / 1e6:.1f}",
+                    bdp=bdp,
+                ),
                 {"target_inflight": bdp},
             )
         if self.mode == DRAIN:
@@ -626,7 +650,13 @@ class Bbr(CongestionOps):
             bdp = self._inflight(tp, self.bw.v[0], BBR_UNIT)
             if inflight <= bdp:
                 self._reset_probe_bw_mode(
-                    tp, now, f"inflight {inflight} ≤ 1 BDP ({bdp} packets): the queue is drained"
+                    tp,
+                    now,
+                    msg(
+                        "inflight {inflight} ≤ 1 BDP ({bdp} packets): the queue is drained",
+                        inflight=inflight,
+                        bdp=bdp,
+                    ),
                 )
 
     def _check_probe_rtt_done(self, tp: Flow, now: float) -> None:
@@ -638,9 +668,13 @@ class Bbr(CongestionOps):
         self._reset_mode(
             tp,
             now,
-            f"200 ms and one round at ≤ {BBR_CWND_MIN_TARGET} packets done;"
-            f" min_rtt is {self.min_rtt_us / 1e3:.2f} ms, cwnd restored to "
-            f"{tp.cwnd}",
+            msg(
+                "200 ms and one round at ≤ {target} packets done; min_rtt is {min_rtt} ms, cwnd "
+                "restored to {cwnd}",
+                target=BBR_CWND_MIN_TARGET,
+                min_rtt=f"{self.min_rtt_us / 1e3:.2f}",
+                cwnd=tp.cwnd,
+            ),
         )
 
     def _update_min_rtt(self, tp: Flow, rs: RateSample, now: float) -> None:
@@ -661,9 +695,14 @@ class Bbr(CongestionOps):
                 tp,
                 PROBE_RTT,
                 now,
-                f"min_rtt was not lowered (strictly) for {BBR_MIN_RTT_WIN_SEC} s; cap "
-                f"cwnd at {BBR_CWND_MIN_TARGET} packets for ≥ 200 ms to drain the queue"
-                f" and measure the path's RTT (cwnd {self.prior_cwnd} saved)",
+                msg(
+                    "min_rtt was not lowered (strictly) for {win} s; cap cwnd at {target} "
+                    "packets for ≥ 200 ms to drain the queue and measure the path's RTT (cwnd "
+                    "{prior} saved)",
+                    win=BBR_MIN_RTT_WIN_SEC,
+                    target=BBR_CWND_MIN_TARGET,
+                    prior=self.prior_cwnd,
+                ),
                 {"prior_cwnd": self.prior_cwnd},
                 old=old,
             )

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from app.sim.congestion.flow import CA_LOSS, JIFFIES_BASE, sk_pacing_rate
 from app.sim.congestion.reno import CongestionOps, tcp_slow_start
+from app.sim.core.i18n import Message, Param, msg
 from app.sim.core.tcp import HZ
 
 if TYPE_CHECKING:
@@ -219,7 +220,7 @@ class Cubic(CongestionOps):
             self.last_max_cwnd = cwnd
         return max((cwnd * BETA) // BICTCP_BETA_SCALE, 2)
 
-    def loss_text(self, tp: Flow, cwnd: int, ssthresh: int) -> tuple[dict[str, float], str]:
+    def loss_text(self, tp: Flow, cwnd: int, ssthresh: int) -> tuple[dict[str, float], Message]:
         w_max = self.last_max_cwnd
         k = k_seconds(w_max, ssthresh)
         fc = w_max != cwnd
@@ -229,21 +230,33 @@ class Cubic(CongestionOps):
             "beta": BETA / 1024,
             "fast_convergence": int(fc),
         }
-        text = f"loss at cwnd {cwnd} → ssthresh {ssthresh} = {cwnd} × 717/1024; "
+        nums: dict[str, Param] = {
+            "cwnd": cwnd,
+            "ssthresh": ssthresh,
+            "w_max": w_max,
+            "k": f"{k:.2f}",
+        }
         if fc:
-            text += (
-                f"cwnd is below the previous W_max, so fast convergence sets W_max "
-                f"{w_max} = {cwnd} × 1741/2048; "
+            text = msg(
+                "loss at cwnd {cwnd} → ssthresh {ssthresh} = {cwnd} × 717/1024; cwnd is below "
+                "the previous W_max, so fast convergence sets W_max {w_max} = {cwnd} × "
+                "1741/2048; K = {k} s (time for the cubic to climb back to W_max)",
+                **nums,
             )
         else:
-            text += f"W_max {w_max}; "
-        text += f"K = {k:.2f} s (time for the cubic to climb back to W_max)"
+            text = msg(
+                "loss at cwnd {cwnd} → ssthresh {ssthresh} = {cwnd} × 717/1024; W_max {w_max}; "
+                "K = {k} s (time for the cubic to climb back to W_max)",
+                **nums,
+            )
         return detail, text
 
-    def rto_note(self, tp: Flow, cwnd: int) -> str:
-        return (
-            f"ssthresh = {tp.ssthresh} = {cwnd} × 717/1024; entering Loss resets CUBIC "
-            f"(W_max = 0), so its next epoch starts with K = 0"
+    def rto_note(self, tp: Flow, cwnd: int) -> Message:
+        return msg(
+            "ssthresh = {ssthresh} = {cwnd} × 717/1024; entering Loss resets CUBIC "
+            "(W_max = 0), so its next epoch starts with K = 0",
+            ssthresh=tp.ssthresh,
+            cwnd=cwnd,
         )
 
     def record(self, tp: Flow, series: dict[str, list[Any]]) -> None:
@@ -374,20 +387,25 @@ class Cubic(CongestionOps):
             }
         )
         if self.last_max_cwnd > cwnd:
-            text = (
-                f"CUBIC epoch starts at cwnd {cwnd}: W(t) = 0.4·(t − K)³ + {self.bic_origin_point}"
-                f" with K = {k:.2f} s (cubic_root of (W_max − cwnd)/C); cwnd is concave below"
-                f" W_max until t = K, then convex"
+            text = msg(
+                "CUBIC epoch starts at cwnd {cwnd}: W(t) = 0.4·(t − K)³ + {origin} with K = {k} s "
+                "(cubic_root of (W_max − cwnd)/C); cwnd is concave below W_max until t = K, "
+                "then convex",
+                cwnd=cwnd,
+                origin=self.bic_origin_point,
+                k=f"{k:.2f}",
+            )
+        elif self.last_max_cwnd == 0:
+            text = msg(
+                "CUBIC epoch starts at cwnd {cwnd} with no W_max above it: K = 0, so the curve "
+                "is convex from the start (capped at +5 % per RTT while W_max is unknown)",
+                cwnd=cwnd,
             )
         else:
-            text = (
-                f"CUBIC epoch starts at cwnd {cwnd} with no W_max above it: K = 0, so the "
-                f"curve is convex from the start"
-                + (
-                    " (capped at +5 % per RTT while W_max is unknown)"
-                    if self.last_max_cwnd == 0
-                    else ""
-                )
+            text = msg(
+                "CUBIC epoch starts at cwnd {cwnd} with no W_max above it: K = 0, so the curve "
+                "is convex from the start",
+                cwnd=cwnd,
             )
         tp.event(
             "epoch_start",
@@ -435,10 +453,15 @@ class Cubic(CongestionOps):
                         tp,
                         now,
                         "ack_train",
-                        f"HyStart: the ACK train of this round lasted {train_us / 1e3:.1f} ms"
-                        f" > {threshold / 1e3:.1f} ms (about half the min RTT "
-                        f"{self.delay_min / 1e3:.1f} ms), so the pipe is full: "
-                        f"ssthresh = cwnd = {tp.cwnd}, slow start ends",
+                        msg(
+                            "HyStart: the ACK train of this round lasted {train} ms > "
+                            "{threshold} ms (about half the min RTT {min_rtt} ms), so the pipe "
+                            "is full: ssthresh = cwnd = {cwnd}, slow start ends",
+                            train=f"{train_us / 1e3:.1f}",
+                            threshold=f"{threshold / 1e3:.1f}",
+                            min_rtt=f"{self.delay_min / 1e3:.1f}",
+                            cwnd=tp.cwnd,
+                        ),
                         {"train_ms": train_us / 1e3, "threshold_ms": threshold / 1e3},
                     )
                     return
@@ -454,17 +477,22 @@ class Cubic(CongestionOps):
                         tp,
                         now,
                         "delay",
-                        f"HyStart: this round's min RTT {self.curr_rtt / 1e3:.1f} ms exceeds "
-                        f"delay_min {self.delay_min / 1e3:.1f} ms + {thresh / 1e3:.1f} ms, "
-                        f"so a queue is building: ssthresh = cwnd = {tp.cwnd}, slow start "
-                        f"ends",
+                        msg(
+                            "HyStart: this round's min RTT {rtt} ms exceeds delay_min "
+                            "{delay_min} ms + {thresh} ms, so a queue is building: ssthresh = "
+                            "cwnd = {cwnd}, slow start ends",
+                            rtt=f"{self.curr_rtt / 1e3:.1f}",
+                            delay_min=f"{self.delay_min / 1e3:.1f}",
+                            thresh=f"{thresh / 1e3:.1f}",
+                            cwnd=tp.cwnd,
+                        ),
                         {
                             "curr_rtt_ms": self.curr_rtt / 1e3,
                             "threshold_ms": (self.delay_min + thresh) / 1e3,
                         },
                     )
 
-    def _found(self, tp: Flow, now: float, how: str, text: str, extra: dict[str, Any]) -> None:
+    def _found(self, tp: Flow, now: float, how: str, text: Message, extra: dict[str, Any]) -> None:
         self.found = 1
         tp.ssthresh = tp.cwnd
         detail = {

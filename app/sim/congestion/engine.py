@@ -90,6 +90,7 @@ from app.sim.congestion.flow import (
 )
 from app.sim.congestion.params import CwndParams
 from app.sim.core.events import EventQueue, Timer
+from app.sim.core.i18n import Param, msg
 from app.sim.core.tcp import (
     TCP_DELACK_MIN_S,
     TCP_INFINITE_SSTHRESH,
@@ -226,10 +227,18 @@ class Engine:
         ca = f.ca
         ca.init(f, now)
         f.series = {k: [] for k in SERIES_KEYS + ca.series_keys}
-        text = (
-            f"flow {f.index} ({f.cc_name}) starts: cwnd = IW {f.cwnd} segments, ssthresh = "
-            f"∞, handshake RTT {m / 1e3:.2f} ms → RTO {f.rto_s * 1e3:.0f} ms"
-        ) + ca.start_note(f)
+        text = msg(
+            "flow {flow} ({cc}) starts: cwnd = IW {cwnd} segments, ssthresh = ∞, handshake RTT "
+            "{rtt} ms → RTO {rto} ms",
+            flow=f.index,
+            cc=f.cc_name,
+            cwnd=f.cwnd,
+            rtt=f"{m / 1e3:.2f}",
+            rto=f"{f.rto_s * 1e3:.0f}",
+        )
+        note = ca.start_note(f)
+        if note is not None:
+            text = text + note
         f.event("start", now, {"cwnd": f.cwnd, "rtt_ms": m / 1e3, "rto_ms": f.rto_s * 1e3}, text)
         self.push(f, now)
 
@@ -710,8 +719,12 @@ class Engine:
                 "recovery_exit",
                 now,
                 {"cwnd": f.cwnd, "ssthresh": _ss(f), "cwnd_before": before},
-                f"recovery ends: every segment sent before the loss (up to {f.high_seq}) is "
-                f"ACKed; " + f.ca.recovery_exit_note(f, before),
+                msg(
+                    "recovery ends: every segment sent before the loss (up to {high_seq}) is "
+                    "ACKed; {note}",
+                    high_seq=f.high_seq,
+                    note=f.ca.recovery_exit_note(f, before),
+                ),
             )
         elif state == CA_LOSS and f.snd_una >= f.high_seq:
             self.set_ca_state(f, CA_OPEN, now)
@@ -719,8 +732,11 @@ class Engine:
                 "recovery_exit",
                 now,
                 {"cwnd": f.cwnd, "ssthresh": _ss(f)},
-                f"loss recovery after the timeout ends at cwnd {f.cwnd}: everything sent "
-                f"before the RTO is ACKed",
+                msg(
+                    "loss recovery after the timeout ends at cwnd {cwnd}: everything sent "
+                    "before the RTO is ACKed",
+                    cwnd=f.cwnd,
+                ),
             )
         if f.ca_state <= CA_DISORDER:
             if f.holes:
@@ -764,14 +780,32 @@ class Engine:
             },
             text,
         )
-        how = f.ca.recovery_note(f, cwnd)
+        nums: dict[str, Param] = {
+            "sacked": f.sacked_out,
+            "first": first,
+            "lost": lost,
+            "high_seq": f.high_seq,
+            "how": f.ca.recovery_note(f, cwnd),
+        }
         f.event(
             "recovery_enter",
             now,
             {"cwnd": cwnd, "ssthresh": _ss(f), "high_seq": f.high_seq, "lost": lost},
-            f"{f.sacked_out} segments SACKed beyond segment {first}, so RACK marks {lost} "
-            f"segment{'s' if lost != 1 else ''} lost and the flow enters Recovery until "
-            f"segment {f.high_seq} is ACKed; {how}",
+            (
+                msg(
+                    "{sacked} segments SACKed beyond segment {first}, so RACK marks {lost} "
+                    "segments lost and the flow enters Recovery until segment {high_seq} is "
+                    "ACKed; {how}",
+                    **nums,
+                )
+                if lost != 1
+                else msg(
+                    "{sacked} segments SACKed beyond segment {first}, so RACK marks {lost} "
+                    "segment lost and the flow enters Recovery until segment {high_seq} is "
+                    "ACKed; {how}",
+                    **nums,
+                )
+            ),
         )
 
     def cwnd_reduction(self, f: Flow, acked_sacked: int, newly_lost: int, una_adv: bool) -> None:
@@ -930,6 +964,13 @@ class Engine:
         f.tlp_high_seq = f.snd_nxt
         f.tlps += 1
         pto = _pto(f)
+        nums: dict[str, Param] = {
+            "extra": 200 if packets_out == 1 else 2,
+            "pto": f"{pto * 1e3:.0f}",
+            "out": packets_out,
+            "seq": seq,
+            "rto": f"{f.rto_s * 1e3:.0f}",
+        }
         f.event(
             "tlp",
             now,
@@ -940,13 +981,25 @@ class Engine:
                 "rto_ms": f.rto_s * 1e3,
                 "dropped": int(f.drops > drops),
             },
-            f"tail loss probe: no ACK has moved snd_una for the probe timeout (2·srtt + "
-            f"{'200' if packets_out == 1 else '2'} ms ≈ {pto * 1e3:.0f} ms) with "
-            f"{packets_out} segments out, so the sender sends one new segment ({seq}) even "
-            f"though cwnd is full; if it arrives, its SACK lets RACK mark the missing tail "
-            f"lost and start fast recovery instead of waiting for the "
-            f"{f.rto_s * 1e3:.0f} ms RTO"
-            + (" (this probe was dropped too)" if f.drops > drops else ""),
+            (
+                msg(
+                    "tail loss probe: no ACK has moved snd_una for the probe timeout (2·srtt + "
+                    "{extra} ms ≈ {pto} ms) with {out} segments out, so the sender sends one new "
+                    "segment ({seq}) even though cwnd is full; if it arrives, its SACK lets RACK "
+                    "mark the missing tail lost and start fast recovery instead of waiting for "
+                    "the {rto} ms RTO (this probe was dropped too)",
+                    **nums,
+                )
+                if f.drops > drops
+                else msg(
+                    "tail loss probe: no ACK has moved snd_una for the probe timeout (2·srtt + "
+                    "{extra} ms ≈ {pto} ms) with {out} segments out, so the sender sends one new "
+                    "segment ({seq}) even though cwnd is full; if it arrives, its SACK lets RACK "
+                    "mark the missing tail lost and start fast recovery instead of waiting for "
+                    "the {rto} ms RTO",
+                    **nums,
+                )
+            ),
         )
         self.arm_rto(f, now)
 
@@ -991,7 +1044,10 @@ class Engine:
         if new_reduction:
             why = f.ca.rto_note(f, cwnd)
         else:
-            why = f"ssthresh stays {f.ssthresh} (already reduced for this window)"
+            why = msg(
+                "ssthresh stays {ssthresh} (already reduced for this window)",
+                ssthresh=f.ssthresh,
+            )
         f.event(
             "rto",
             now,
@@ -1004,9 +1060,17 @@ class Engine:
                 "lost": len(holes),
                 "backoff": f.backoff,
             },
-            f"retransmission timeout after {rto * 1e3:.0f} ms without progress: "
-            f"{len(holes)} segments marked lost, cwnd {cwnd} → {f.cwnd} "
-            f"(packets in flight + 1), {why}; the timer backs off to {f.rto_s * 1e3:.0f} ms",
+            msg(
+                "retransmission timeout after {rto} ms without progress: {lost} segments marked "
+                "lost, cwnd {before} → {cwnd} (packets in flight + 1), {why}; the timer backs off "
+                "to {next_rto} ms",
+                rto=f"{rto * 1e3:.0f}",
+                lost=len(holes),
+                before=cwnd,
+                cwnd=f.cwnd,
+                why=why,
+                next_rto=f"{f.rto_s * 1e3:.0f}",
+            ),
         )
         # the timer retransmits the head itself, without waiting for pacing
         seq = self.next_retransmit(f, now)

@@ -19,6 +19,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from app.sim.core.events import EventQueue, Timer
+from app.sim.core.i18n import Message
 from app.sim.core.tcp import TCP_INFINITE_SSTHRESH as TCP_INFINITE_SSTHRESH
 from app.sim.core.tcp import TCP_INIT_CWND, RttEstimator
 
@@ -38,6 +39,21 @@ TCP_ADV_WIN_SCALE = 1  # net.ipv4.tcp_adv_win_scale in 6.4: half the buffer is w
 JIFFIES_BASE = 1 << 20  # keeps jiffies non-zero: CUBIC treats epoch_start == 0 as "no epoch"
 SND_CWND_CLAMP = 0xFFFFFFFF
 DUPTHRESH = 3  # net.ipv4.tcp_reordering: RACK skips its reorder window once this many SACKed
+
+
+class Narration(str):
+    """An event's sentence: the English text (a ``str``, so JSON and tests read it as before)
+    that remembers the :class:`Message` it was rendered from."""
+
+    message: Message
+
+    def __new__(cls, message: Message) -> Narration:
+        self = super().__new__(cls, message.render())
+        self.message = message
+        return self
+
+    def __reduce__(self) -> tuple[type[Narration], tuple[Message]]:
+        return (Narration, (self.message,))
 
 
 class RateSample:
@@ -263,8 +279,12 @@ class Flow(RttEstimator):
         """tcp_packets_in_flight: packets_out - (sacked_out + lost_out) + retrans_out."""
         return self.snd_nxt - self.snd_una - self.sacked_out - len(self.holes) + self.retrans_out
 
-    def event(self, kind: str, t: float, detail: dict[str, Any], text: str) -> None:
-        """Record a notable moment: its numbers (``detail``), our sentence, and a snapshot."""
+    def event(self, kind: str, t: float, detail: dict[str, Any], text: Message) -> None:
+        """Record a notable moment: its numbers (``detail``), our sentence, and a snapshot.
+
+        The event's ``text`` is the sentence in English (what the JSON API gives), as a
+        :class:`Narration` that keeps the message so a step or a chart can show it in the
+        reader's language."""
         if len(self.events) >= self.max_events:
             self.events_dropped += 1
             return
@@ -276,7 +296,13 @@ class Flow(RttEstimator):
             "ca_state": CA_NAMES[self.ca_state],
         }
         self.events.append(
-            {"t": round(t, 6), "type": kind, "detail": detail, "text": text, "state": state}
+            {
+                "t": round(t, 6),
+                "type": kind,
+                "detail": detail,
+                "text": Narration(text),
+                "state": state,
+            }
         )
 
     def rtt_estimator(self, m: int) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 from app.sim.congestion.algorithms import ALGORITHMS
 from app.sim.core.errors import ParamError
+from app.sim.core.i18n import Param, msg
 from app.sim.core.validate import Checker, describe
 
 CC_NAMES = tuple(ALGORITHMS)  # the congestion controls a flow may name, from the one list
@@ -105,13 +106,18 @@ def estimate_packets(rate_mbps: float, duration_s: float, mss: int) -> float:
     return rate_mbps * 1e6 * duration_s / (8 * (mss + HEADER_BYTES))
 
 
+_LINK_EXAMPLE = '{"rate_mbps": 100, "rtt_ms": 40, "buffer_bdp": 1}'
+
+
 def parse(raw: Any) -> CwndParams:
     """Validate JSON-shaped parameters; raise ParamError listing every problem found."""
     if isinstance(raw, CwndParams):
         return raw
     c = Checker()
     if not isinstance(raw, Mapping):
-        raise ParamError.single((), f"parameters must be an object; you gave {describe(raw)}")
+        raise ParamError.single(
+            (), msg("parameters must be an object; you gave {what}", what=describe(raw))
+        )
     c.unknown(raw, _TOP_KEYS, ())
 
     link = _parse_link(c, raw.get("link"))
@@ -126,17 +132,38 @@ def parse(raw: Any) -> CwndParams:
             if f.start_s >= duration and duration > 0:
                 c.add(
                     ("flows", i, "start_s"),
-                    f"start_s must be before the end of the run ({duration:g} s); you gave {f.start_s:g}",
+                    msg(
+                        "start_s must be before the end of the run ({duration} s); you gave {v}",
+                        duration=f"{duration:g}",
+                        v=f"{f.start_s:g}",
+                    ),
                 )
     if not c.issues and flows:
         n = duration / (sample_ms / 1e3)
         limit = min(MAX_SAMPLES, MAX_FLOW_SAMPLES // len(flows))
         if n > limit:
+            nums: dict[str, Param] = {
+                "sample_ms": f"{sample_ms:g}",
+                "n": f"{n:,.0f}",
+                "flows": len(flows),
+                "limit": f"{limit:,}",
+                "min_ms": math.ceil(duration * 1e3 / limit),
+            }
             c.add(
                 ("sample_ms",),
-                f"sample_ms {sample_ms:g} gives {n:,.0f} samples per series for each of "
-                f"{len(flows)} flow{'s' if len(flows) > 1 else ''}; the limit is {limit:,}: "
-                f"use sample_ms ≥ {math.ceil(duration * 1e3 / limit)}",
+                (
+                    msg(
+                        "sample_ms {sample_ms} gives {n} samples per series for each of {flows} "
+                        "flows; the limit is {limit}: use sample_ms ≥ {min_ms}",
+                        **nums,
+                    )
+                    if len(flows) > 1
+                    else msg(
+                        "sample_ms {sample_ms} gives {n} samples per series for each of {flows} "
+                        "flow; the limit is {limit}: use sample_ms ≥ {min_ms}",
+                        **nums,
+                    )
+                ),
             )
     if c.issues or link is None or flows is None:
         raise ParamError(c.issues)
@@ -168,10 +195,10 @@ def _number(
 def _parse_link(c: Checker, raw: Any) -> LinkParams | None:
     loc: tuple[str | int, ...] = ("link",)
     if raw is None:
-        c.add(loc, 'link is required, e.g. {"rate_mbps": 100, "rtt_ms": 40, "buffer_bdp": 1}')
+        c.add(loc, msg("link is required, e.g. {example}", example=_LINK_EXAMPLE))
         return None
     if not isinstance(raw, Mapping):
-        c.add(loc, f"link must be an object; you gave {describe(raw)}")
+        c.add(loc, msg("link must be an object; you gave {what}", what=describe(raw)))
         return None
     c.unknown(raw, _LINK_KEYS, loc)
     before = len(c.issues)
@@ -179,8 +206,13 @@ def _parse_link(c: Checker, raw: Any) -> LinkParams | None:
     if rate is not None and rate > 0 and not MIN_RATE_MBPS <= rate <= MAX_RATE_MBPS:
         c.add(
             (*loc, "rate_mbps"),
-            f"rate_mbps must be between {MIN_RATE_MBPS:g} and {MAX_RATE_MBPS:g} Mbit/s "
-            f"(0.1 Mbit/s – 10 Gbit/s); you gave {rate:g}",
+            msg(
+                "rate_mbps must be between {lo} and {hi} Mbit/s (0.1 Mbit/s – 10 Gbit/s); "
+                "you gave {v}",
+                lo=f"{MIN_RATE_MBPS:g}",
+                hi=f"{MAX_RATE_MBPS:g}",
+                v=f"{rate:g}",
+            ),
         )
     rtt = c.number(raw, "rtt_ms", loc, required=True, gt=0, le=MAX_RTT_MS, unit="ms")
     loss = c.number(raw, "loss_rate", loc, default=0.0, ge=0, le=0.5)
@@ -188,10 +220,13 @@ def _parse_link(c: Checker, raw: Any) -> LinkParams | None:
     bp = bb = None
     bd: float | None = None
     if len(given) != 1:
-        what = "none" if not given else ", ".join(given)
+        what = msg("none") if not given else ", ".join(given)
         c.add(
             (*loc, "buffer_packets"),
-            f"give exactly one of buffer_packets, buffer_bytes or buffer_bdp; you gave {what}",
+            msg(
+                "give exactly one of buffer_packets, buffer_bytes or buffer_bdp; you gave {what}",
+                what=what,
+            ),
         )
     elif given[0] == "buffer_packets":
         bp = c.integer(raw, "buffer_packets", loc, default=0, ge=1, le=MAX_BUFFER_PACKETS)
@@ -213,34 +248,53 @@ def _parse_link(c: Checker, raw: Any) -> LinkParams | None:
 
 def _parse_flows(c: Checker, raw: Any, present: bool) -> list[FlowParams] | None:
     if not present or raw is None:
-        c.add(("flows",), 'flows is required: a list of 1 to 16 flows such as {"cc": "cubic"}')
+        c.add(
+            ("flows",),
+            msg(
+                "flows is required: a list of 1 to {max} flows such as {example}",
+                max=MAX_FLOWS,
+                example='{"cc": "cubic"}',
+            ),
+        )
         return None
     if not isinstance(raw, (list, tuple)):
-        c.add(("flows",), f"flows must be a list; you gave {describe(raw)}")
+        c.add(("flows",), msg("flows must be a list; you gave {what}", what=describe(raw)))
         return None
     if not raw:
-        c.add(("flows",), "flows must list at least one flow; you gave none")
+        c.add(("flows",), msg("flows must list at least one flow; you gave none"))
         return None
     if len(raw) > MAX_FLOWS:
-        c.add(("flows",), f"at most {MAX_FLOWS} flows share the bottleneck; you gave {len(raw)}")
+        c.add(
+            ("flows",),
+            msg(
+                "at most {max} flows share the bottleneck; you gave {n}", max=MAX_FLOWS, n=len(raw)
+            ),
+        )
         return None
     out: list[FlowParams] = []
     ok = True
     for i, f in enumerate(raw):
         loc: tuple[str | int, ...] = ("flows", i)
         if not isinstance(f, Mapping):
-            c.add(loc, f"each flow must be an object; you gave {describe(f)}")
+            c.add(loc, msg("each flow must be an object; you gave {what}", what=describe(f)))
             ok = False
             continue
         before = len(c.issues)
         c.unknown(f, _FLOW_KEYS, loc)
         cc = f.get("cc")
         if cc is None:
-            c.add((*loc, "cc"), f"cc is required; choose one of {', '.join(CC_NAMES)}")
+            c.add(
+                (*loc, "cc"),
+                msg("cc is required; choose one of {names}", names=", ".join(CC_NAMES)),
+            )
         elif not isinstance(cc, str) or cc.lower() not in CC_NAMES:
             c.add(
                 (*loc, "cc"),
-                f"unknown congestion control; choose one of {', '.join(CC_NAMES)}; you gave {describe(cc)}",
+                msg(
+                    "unknown congestion control; choose one of {names}; you gave {what}",
+                    names=", ".join(CC_NAMES),
+                    what=describe(cc),
+                ),
             )
         start = _number(c, f, "start_s", loc, 0.0, ge=0, unit="s")
         rtt = c.number(f, "rtt_ms", loc, default=None, gt=0, le=MAX_RTT_MS, unit="ms")
@@ -255,14 +309,20 @@ def _check_buffer_size(c: Checker, p: CwndParams) -> None:
     if p.link.buffer_bytes is not None and p.link.buffer_bytes < p.wire_bytes:
         c.add(
             ("link", "buffer_bytes"),
-            f"buffer_bytes must hold at least one {p.wire_bytes}-byte packet; "
-            f"you gave {p.link.buffer_bytes}",
+            msg(
+                "buffer_bytes must hold at least one {size}-byte packet; you gave {v}",
+                size=p.wire_bytes,
+                v=p.link.buffer_bytes,
+            ),
         )
     elif p.buffer_limit_packets > MAX_BUFFER_PACKETS:
         c.add(
             ("link", "buffer_bdp" if p.link.buffer_bdp is not None else "buffer_bytes"),
-            f"the buffer would hold {p.buffer_limit_packets:,} packets; the limit is "
-            f"{MAX_BUFFER_PACKETS:,}",
+            msg(
+                "the buffer would hold {n} packets; the limit is {limit}",
+                n=f"{p.buffer_limit_packets:,}",
+                limit=f"{MAX_BUFFER_PACKETS:,}",
+            ),
         )
 
 
@@ -273,11 +333,18 @@ def _check_budget(c: Checker, p: CwndParams) -> None:
     scale = MAX_PACKET_EVENTS / events
     c.add(
         ("duration_s",),
-        f"this scenario would simulate about {events / 1e6:,.1f} million packet events "
-        f"({p.link.rate_mbps:g} Mbit/s × {p.duration_s:g} s ÷ {p.wire_bytes}-byte packets, "
-        f"plus ACKs); the limit is {MAX_PACKET_EVENTS / 1e6:g} million. Shorten duration_s to "
-        f"≤ {math.floor(p.duration_s * scale * 10) / 10:g} s or lower link.rate_mbps to "
-        f"≤ {math.floor(p.link.rate_mbps * scale * 10) / 10:g}",
+        msg(
+            "this scenario would simulate about {events} million packet events ({rate} Mbit/s × "
+            "{duration} s ÷ {size}-byte packets, plus ACKs); the limit is {limit} million. "
+            "Shorten duration_s to ≤ {max_duration} s or lower link.rate_mbps to ≤ {max_rate}",
+            events=f"{events / 1e6:,.1f}",
+            rate=f"{p.link.rate_mbps:g}",
+            duration=f"{p.duration_s:g}",
+            size=p.wire_bytes,
+            limit=f"{MAX_PACKET_EVENTS / 1e6:g}",
+            max_duration=f"{math.floor(p.duration_s * scale * 10) / 10:g}",
+            max_rate=f"{math.floor(p.link.rate_mbps * scale * 10) / 10:g}",
+        ),
     )
 
 

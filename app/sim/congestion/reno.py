@@ -35,6 +35,8 @@ import random
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from app.sim.core.i18n import Message, msg
+
 if TYPE_CHECKING:
     from app.sim.congestion.flow import Flow, RateSample
 
@@ -125,29 +127,31 @@ class CongestionOps:
 
     # -- the model's narration and outputs --------------------------------------------------
 
-    def start_note(self, tp: Flow) -> str:
-        """Appended to the flow's start sentence."""
-        return ""
+    def start_note(self, tp: Flow) -> Message | None:
+        """Appended to the flow's start sentence (None: nothing to add)."""
+        return None
 
-    def loss_text(self, tp: Flow, cwnd: int, ssthresh: int) -> tuple[dict[str, float], str]:
+    def loss_text(self, tp: Flow, cwnd: int, ssthresh: int) -> tuple[dict[str, float], Message]:
         """Numbers and our sentence for a loss event (after ``ssthresh`` ran)."""
-        return {}, ""
+        return {}, msg("loss at cwnd {cwnd} → ssthresh {ssthresh}", cwnd=cwnd, ssthresh=ssthresh)
 
-    def recovery_note(self, tp: Flow, cwnd: int) -> str:
+    def recovery_note(self, tp: Flow, cwnd: int) -> Message:
         """How cwnd moves during Recovery: PRR (tcp_cwnd_reduction), unless cong_control."""
-        return (
-            f"PRR (RFC 6937) will walk cwnd from {cwnd} down to ssthresh {tp.ssthresh} "
-            f"over about one round trip, sending ~{tp.ssthresh / max(cwnd, 1):.2f} segments "
-            f"per segment delivered"
+        return msg(
+            "PRR (RFC 6937) will walk cwnd from {cwnd} down to ssthresh {ssthresh} over about "
+            "one round trip, sending ~{ratio} segments per segment delivered",
+            cwnd=cwnd,
+            ssthresh=tp.ssthresh,
+            ratio=f"{tp.ssthresh / max(cwnd, 1):.2f}",
         )
 
-    def recovery_exit_note(self, tp: Flow, before: int) -> str:
+    def recovery_exit_note(self, tp: Flow, before: int) -> Message:
         """What happens to cwnd when Recovery ends (tcp_end_cwnd_reduction)."""
-        return f"cwnd = ssthresh = {tp.cwnd} (PRR had it at {before})"
+        return msg("cwnd = ssthresh = {cwnd} (PRR had it at {before})", cwnd=tp.cwnd, before=before)
 
-    def rto_note(self, tp: Flow, cwnd: int) -> str:
+    def rto_note(self, tp: Flow, cwnd: int) -> Message:
         """Why ssthresh is what it is after a retransmission timeout."""
-        return f"ssthresh = {tp.ssthresh}"
+        return msg("ssthresh = {ssthresh}", ssthresh=tp.ssthresh)
 
     def record(self, tp: Flow, series: dict[str, list[Any]]) -> None:
         """Append this sample tick's values of ``series_keys`` (and ``bbr_mode``, None here)."""
@@ -181,12 +185,16 @@ class Reno(CongestionOps):
     def acked_and_cong_avoid(self, tp: Flow, acked: int, rtt_us: int, now: float) -> None:
         self.cong_avoid(tp, acked, now)  # reno has no pkts_acked hook
 
-    def rto_note(self, tp: Flow, cwnd: int) -> str:
-        return f"ssthresh = {tp.ssthresh} = max({cwnd} / 2, 2)"
+    def rto_note(self, tp: Flow, cwnd: int) -> Message:
+        return msg("ssthresh = {ssthresh} = max({cwnd} / 2, 2)", ssthresh=tp.ssthresh, cwnd=cwnd)
 
-    def loss_text(self, tp: Flow, cwnd: int, ssthresh: int) -> tuple[dict[str, float], str]:
+    def loss_text(self, tp: Flow, cwnd: int, ssthresh: int) -> tuple[dict[str, float], Message]:
         return (
             {"factor": 0.5},
-            f"loss at cwnd {cwnd} → ssthresh {ssthresh} = max({cwnd} / 2, 2); Reno then "
-            f"grows cwnd by 1 segment per round trip",
+            msg(
+                "loss at cwnd {cwnd} → ssthresh {ssthresh} = max({cwnd} / 2, 2); Reno then "
+                "grows cwnd by 1 segment per round trip",
+                cwnd=cwnd,
+                ssthresh=ssthresh,
+            ),
         )

@@ -59,9 +59,9 @@ from typing import Any, TypedDict
 
 from app.sim.congestion import sources
 from app.sim.congestion.engine import Engine
-from app.sim.congestion.flow import CA_NAMES, TCP_INFINITE_SSTHRESH, Flow
+from app.sim.congestion.flow import CA_NAMES, TCP_INFINITE_SSTHRESH, Flow, Narration
 from app.sim.congestion.params import CwndParams, parse
-from app.sim.core import Message, Progress
+from app.sim.core import Message, Progress, msg
 from app.sim.core.trace import Field, Frame, Trace
 
 EXPLAINER = "cwnd"
@@ -71,6 +71,9 @@ SIM_VERSION = "cwnd-3"  # cwnd-2: tail loss probe; the RTO restarts when the hea
 # long-term rate and RTO narration cite and say what 6.4 does
 MAX_FRAMES = 1000
 PROGRESS_SLICES = 100  # a run reports progress (simulated seconds) this many times
+
+# A field's unit is an id the player translates (``_(unit)``); only "segments" is a word.
+SEGMENTS = msg("segments").id
 
 _MARKS = {
     "start": "start",
@@ -270,9 +273,9 @@ def _frames(p: CwndParams, flows: list[Flow]) -> list[Frame[CwndState]]:
             Field(name="t", value=round(t, 4), unit="s"),
         ]
         for key, unit in (
-            ("cwnd", "segments"),
-            ("ssthresh", "segments"),
-            ("inflight", "segments"),
+            ("cwnd", SEGMENTS),
+            ("ssthresh", SEGMENTS),
+            ("inflight", SEGMENTS),
             ("srtt_ms", "ms"),
             ("ca_state", ""),
         ):
@@ -287,9 +290,9 @@ def _frames(p: CwndParams, flows: list[Flow]) -> list[Frame[CwndState]]:
             )
             state[key] = v  # type: ignore[literal-required]
         for key, unit in (
-            ("w_max", "segments"),
+            ("w_max", SEGMENTS),
             ("k_s", "s"),
-            ("lost", "segments"),
+            ("lost", SEGMENTS),
             ("rto_ms", "ms"),
             ("pto_ms", "ms"),
             ("bw_mbps", "Mbit/s"),
@@ -311,7 +314,7 @@ def _frames(p: CwndParams, flows: list[Flow]) -> list[Frame[CwndState]]:
                 index=i,
                 op=e["type"],
                 result="ok",
-                narration=Message(e["text"]),
+                narration=_narration(e["text"]),
                 source=sources.for_event(e["type"], ccs[fi], d),
                 state=state,
                 fields=tuple(rows),
@@ -320,6 +323,11 @@ def _frames(p: CwndParams, flows: list[Flow]) -> list[Frame[CwndState]]:
             )
         )
     return frames
+
+
+def _narration(text: str) -> Message:
+    """The message an event's text was rendered from (a plain string stays as written)."""
+    return text.message if isinstance(text, Narration) else Message(text)
 
 
 def _coarsen(

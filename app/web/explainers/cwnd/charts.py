@@ -18,7 +18,10 @@ import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from html import escape
 from typing import Any
+
+from app.sim.core import Message, msg
 
 # plotly.js "basic" (scatter, bar, pie on cartesian axes) from npm, about a quarter of the full one
 PLOTLY_JS = "/vendor/plotly.js-basic-dist-min/plotly-basic.min.js"
@@ -29,23 +32,23 @@ FIGURE_HEIGHT = 720
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#999999")
 
 # event type -> (legend label, marker symbol, colour role, light-theme colour)
-EVENT_STYLE: dict[str, tuple[str, str, str, str]] = {
-    "loss": ("loss detected", "x", "ev-loss", "#D55E00"),
-    "rto": ("RTO timeout", "x-thin-open", "ev-rto", "#D55E00"),
-    "tlp": ("tail loss probe", "star-open", "ev-tlp", "#E69F00"),
-    "recovery_enter": ("Recovery entered", "triangle-down", "ev-loss", "#D55E00"),
-    "recovery_exit": ("Recovery left", "triangle-up", "ev-ok", "#009E73"),
-    "hystart_exit": ("HyStart ends slow start", "diamond", "ev-hystart", "#0072B2"),
-    "epoch_start": ("CUBIC epoch starts", "circle-open", "ev-epoch", "#5b6470"),
-    "bbr_mode": ("BBR mode change", "square", "ev-bbr", "#CC79A7"),
+EVENT_STYLE: dict[str, tuple[Message, str, str, str]] = {
+    "loss": (msg("loss detected"), "x", "ev-loss", "#D55E00"),
+    "rto": (msg("RTO timeout"), "x-thin-open", "ev-rto", "#D55E00"),
+    "tlp": (msg("tail loss probe"), "star-open", "ev-tlp", "#E69F00"),
+    "recovery_enter": (msg("Recovery entered"), "triangle-down", "ev-loss", "#D55E00"),
+    "recovery_exit": (msg("Recovery left"), "triangle-up", "ev-ok", "#009E73"),
+    "hystart_exit": (msg("HyStart ends slow start"), "diamond", "ev-hystart", "#0072B2"),
+    "epoch_start": (msg("CUBIC epoch starts"), "circle-open", "ev-epoch", "#5b6470"),
+    "bbr_mode": (msg("BBR mode change"), "square", "ev-bbr", "#CC79A7"),
 }
 
 # (row key, axis id, title); rows are listed top to bottom, the x-axis sits under the last
 ROWS = (
-    ("cwnd", "y4", "cwnd (segments)"),
-    ("queue", "y3", "bottleneck queue (packets)"),
-    ("rtt", "y2", "smoothed RTT (ms)"),
-    ("rate", "y", "rate (Mbit/s): pacing solid, delivery dotted"),
+    ("cwnd", "y4", msg("cwnd (segments)")),
+    ("queue", "y3", msg("bottleneck queue (packets)")),
+    ("rtt", "y2", msg("smoothed RTT (ms)")),
+    ("rate", "y", msg("rate (Mbit/s): pacing solid, delivery dotted")),
 )
 ROW_HEIGHTS = (0.40, 0.18, 0.18, 0.18)
 ROW_GAP = 0.065
@@ -57,7 +60,7 @@ class Line:
     """One sampled series of a flow drawn as a line: where, how and under which name."""
 
     key: str
-    label: str
+    label: Message
     row: str
     dash: str = "solid"
     width: float = 1.5
@@ -139,14 +142,14 @@ def decimate(
 
 def _lines(cc: str, *, overlay: bool, paced: bool) -> list[Line]:
     lines = [
-        Line(key="cwnd", label="cwnd", row="cwnd", width=2, unit="seg"),
-        Line(key="ssthresh", label="ssthresh", row="cwnd", dash="dash", width=1, unit="seg"),
+        Line(key="cwnd", label=msg("cwnd"), row="cwnd", width=2, unit="seg"),
+        Line(key="ssthresh", label=msg("ssthresh"), row="cwnd", dash="dash", width=1, unit="seg"),
     ]
     if overlay and cc == "cubic":
         lines += [
             Line(
                 key="w_cubic",
-                label="W(t) cubic target",
+                label=msg("W(t) cubic target"),
                 row="cwnd",
                 dash="dot",
                 width=1,
@@ -155,7 +158,7 @@ def _lines(cc: str, *, overlay: bool, paced: bool) -> list[Line]:
             ),
             Line(
                 key="w_est",
-                label="W_est Reno-friendly",
+                label=msg("W_est Reno-friendly"),
                 row="cwnd",
                 dash="dashdot",
                 width=1,
@@ -163,11 +166,11 @@ def _lines(cc: str, *, overlay: bool, paced: bool) -> list[Line]:
                 unit="seg",
             ),
         ]
-    lines.append(Line(key="srtt_ms", label="smoothed RTT", row="rtt", unit="ms"))
+    lines.append(Line(key="srtt_ms", label=msg("smoothed RTT"), row="rtt", unit="ms"))
     if paced:
-        lines.append(Line(key="pacing_mbps", label="pacing rate", row="rate", unit="Mbit/s"))
+        lines.append(Line(key="pacing_mbps", label=msg("pacing rate"), row="rate", unit="Mbit/s"))
     lines.append(
-        Line(key="delivery_mbps", label="delivery rate", row="rate", dash="dot", unit="Mbit/s")
+        Line(key="delivery_mbps", label=msg("delivery rate"), row="rate", dash="dot", unit="Mbit/s")
     )
     return lines
 
@@ -249,7 +252,7 @@ def _embed(figure: Mapping[str, Any], div_id: str, *, height: int, label: str) -
     return (
         f'<div id="{div_id}" class="plotly-pending" data-figure="{div_id}-figure" role="figure" '
         f'aria-label="{label}" style="min-height:{height}px">'
-        '<p class="chart-loading">Drawing the charts…</p></div>'
+        f'<p class="chart-loading">{escape(str(msg("Drawing the charts…")))}</p></div>'
         f'<script type="application/json" id="{div_id}-figure">{data}</script>'
     )
 
@@ -296,7 +299,7 @@ def cwnd_figure_json(
     data: list[dict[str, Any]] = []
     for i, flow in enumerate(flows):
         cc = str(flow.get("cc", ""))
-        who = f"flow {i} {cc}"
+        who = str(msg("flow {i} {cc}", i=i, cc=cc))
         t = flow.get("t") or []
         for line in _lines(cc, overlay=show_overlay, paced=cc == "bbr" or not any_bbr):
             if line.key not in flow:
@@ -318,11 +321,11 @@ def cwnd_figure_json(
                     "x": [_round(x, 3) for x in xs],
                     "y": [_round(v, digits) for v in ys],
                     "yaxis": AXIS_OF[line.row],
-                    "name": line.label,
+                    "name": str(line.label),
                     "legendgroup": f"flow{i}",
-                    "legendgrouptitle": {"text": f"flow {i} · {cc}"},
+                    "legendgrouptitle": {"text": str(msg("flow {i} · {cc}", i=i, cc=cc))},
                     "line": {"color": colour, "width": line.width, "dash": line.dash},
-                    "hovertemplate": f"{who} {line.label}<br>%{{x:.3f}} s · %{{y}} {line.unit}"
+                    "hovertemplate": f"{who} {line.label!s}<br>%{{x:.3f}} s · %{{y}} {line.unit}"
                     "<extra></extra>",
                     "meta": {"role": role},
                     # measured per sample interval, so noisy: let the pacing line read through
@@ -339,13 +342,16 @@ def cwnd_figure_json(
                 "x": [_round(x, 3) for x in xs],
                 "y": [_round(v, 0) for v in ys],
                 "yaxis": AXIS_OF["queue"],
-                "name": "queue",
+                "name": str(msg("queue")),
                 "legendgroup": "link",
-                "legendgrouptitle": {"text": "bottleneck"},
+                "legendgrouptitle": {"text": str(msg("bottleneck"))},
                 "line": {"color": "#999999", "width": 1.5},
                 "fill": "tozeroy",
                 "fillcolor": "rgba(153,153,153,0.25)",
-                "hovertemplate": "queue<br>%{x:.3f} s · %{y} packets<extra></extra>",
+                "hovertemplate": str(msg("queue"))
+                + "<br>%{x:.3f} s · %{y} "
+                + str(msg("packets"))
+                + "<extra></extra>",
                 "meta": {"role": "queue"},
             }
         )
@@ -369,7 +375,7 @@ def _cwnd_layout(
         layout[name] = _axis(**extra)
         annotations.append(
             {
-                "text": label,
+                "text": str(label),
                 "xref": "paper",
                 "yref": "paper",
                 "x": 0,
@@ -433,16 +439,18 @@ def _event_traces(
                 "y": [_round(m[1], 0) for m in marks],
                 "customdata": [m[2] for m in marks],
                 "yaxis": AXIS_OF["cwnd"],
-                "name": label,
+                "name": str(label),
                 "legendgroup": "events",
-                "legendgrouptitle": {"text": "events (all flows)"},
+                "legendgrouptitle": {"text": str(msg("events (all flows)"))},
                 "marker": {
                     "symbol": symbol,
                     "size": 9,
                     "color": colour,
                     "line": {"width": 1.5, "color": colour},
                 },
-                "hovertemplate": f"{label}<br>%{{x:.3f}} s · flow %{{customdata}} · cwnd %{{y}}"
+                "hovertemplate": f"{label!s}<br>%{{x:.3f}} s · "
+                + str(msg("flow"))
+                + " %{customdata} · cwnd %{y}"
                 "<extra></extra>",
                 "meta": {"role": role, "event": kind},
             }
@@ -460,12 +468,12 @@ def cwnd_figure(
 ) -> str:
     """The cwnd chart's placeholder and figure JSON (see :func:`cwnd_figure_json`)."""
     fig = cwnd_figure_json(series, title=title, show_overlay=show_overlay, y_ranges=y_ranges)
-    label = f"{title} chart" if title else "Chart"
+    label = str(msg("{title} chart", title=title)) if title else str(msg("Chart"))
     return _embed(
         fig,
         div_id,
         height=FIGURE_HEIGHT,
-        label=f"{label}: cwnd, queue, RTT and rates over time",
+        label=str(msg("{label}: cwnd, queue, RTT and rates over time", label=label)),
     )
 
 
@@ -475,9 +483,9 @@ def fairness_figure(summary: Mapping[str, Any], *, div_id: str) -> str:
     labels = [f"flow {f.get('index', i)} {f.get('cc', '')}" for i, f in enumerate(flows)]
     goodput = [_num(f.get("goodput_mbps")) or 0.0 for f in flows]
     jain = _num(summary.get("jain_fairness"))
-    title = "Goodput per flow (Mbit/s)"
+    title = str(msg("Goodput per flow (Mbit/s)"))
     if jain is not None and len(flows) > 1:
-        title += f" · Jain's fairness index {jain:.3f}"
+        title += " · " + str(msg("Jain's fairness index {jain}", jain=f"{jain:.3f}"))
     layout = _base_layout(300, title)
     layout["margin"] = {"l": 56, "r": 12, "t": 44, "b": 40}
     layout["xaxis"] = _axis()
@@ -498,4 +506,4 @@ def fairness_figure(summary: Mapping[str, Any], *, div_id: str) -> str:
         ],
         "layout": layout,
     }
-    return _embed(fig, div_id, height=300, label="Goodput per flow")
+    return _embed(fig, div_id, height=300, label=str(msg("Goodput per flow")))

@@ -9,7 +9,8 @@ from fastapi.responses import HTMLResponse, Response
 from markupsafe import Markup
 
 from app.sim.congestion.params import CC_NAMES as ALGOS
-from app.sim.core import ParamError, ParamIssue, Trace
+from app.sim.core import ParamError, ParamIssue, Trace, msg
+from app.sim.core.validate import excerpt
 from app.web.errors import wants_json
 from app.web.explainers.cwnd.charts import cwnd_figure, shared_ranges
 from app.web.explainers.cwnd.picture import summary_table
@@ -71,7 +72,11 @@ def _choose(algos: str) -> list[str]:
     if bad or not 2 <= len(chosen) <= 3 or len(set(chosen)) != len(chosen):
         raise ParamError.single(
             ("query", "algos"),
-            f"choose 2 or 3 different algorithms from {', '.join(ALGOS)}; you gave {algos!r}",
+            msg(
+                "choose 2 or 3 different algorithms from {names}; you gave {what}",
+                names=", ".join(ALGOS),
+                what=repr(excerpt(algos)),
+            ),
         )
     return chosen
 
@@ -93,7 +98,10 @@ def _run(
         _, trace = site.run(site.plugin("cwnd"), raw)
     except ParamError as exc:  # report against the query fields the user typed
         raise ParamError(
-            [ParamIssue(loc=("query", str(issue.loc[-1])), msg=issue.msg) for issue in exc.issues]
+            [
+                ParamIssue(loc=("query", str(issue.loc[-1])), msg=issue.message)
+                for issue in exc.issues
+            ]
         ) from exc
     return trace
 

@@ -13,8 +13,15 @@ from typing import Any
 
 from app.sim.congestion.bbr import MODE_NAMES as BBR_MODES
 from app.sim.congestion.flow import CA_NAMES as CA_STATES
-from app.sim.core import Frame, Trace
+from app.sim.core import Frame, Message, Trace, msg
+from app.sim.core.i18n import Param, join
+from app.web import i18n
 from app.web.explainers.cwnd.charts import cwnd_figure, fairness_figure
+
+
+def _t(message: Message | str) -> str:
+    """A message in the request's language, escaped for HTML text."""
+    return escape(i18n.render(message))
 
 
 def _at(flow: Mapping[str, Any], key: str, t: float) -> Any:
@@ -27,14 +34,17 @@ def _at(flow: Mapping[str, Any], key: str, t: float) -> Any:
     return values[i]
 
 
-def _pills(label: str, options: tuple[str, ...], current: Any) -> str:
+def _pills(label: Message, options: tuple[str, ...], current: Any) -> str:
     items = "".join(
         f'<li class="pill on" aria-current="true">{opt}</li>'
         if opt == current
         else f'<li class="pill">{opt}</li>'
         for opt in options
     )
-    return f'<div class="pill-row"><span class="pill-label">{label}</span><ul class="pills">{items}</ul></div>'
+    return (
+        f'<div class="pill-row"><span class="pill-label">{_t(label)}</span>'
+        f'<ul class="pills">{items}</ul></div>'
+    )
 
 
 def _cubic_driver(flow: Mapping[str, Any], t: float) -> str:
@@ -42,27 +52,36 @@ def _cubic_driver(flow: Mapping[str, Any], t: float) -> str:
     w_cubic, w_est = _at(flow, "w_cubic", t), _at(flow, "w_est", t)
     if not isinstance(w_cubic, (int, float)) or not isinstance(w_est, (int, float)):
         return ""
+    nums = {"w_cubic": f"{w_cubic:.0f}", "w_est": f"{w_est:.0f}"}
     if w_est > w_cubic:
-        who = "the Reno-friendly estimate drives cwnd (W_est is above the cubic curve)"
+        text = msg(
+            "W(t) {w_cubic} · W_est {w_est} segments: the Reno-friendly estimate drives cwnd "
+            "(W_est is above the cubic curve)",
+            **nums,
+        )
     else:
-        who = "the cubic curve drives cwnd (W(t) is at or above W_est)"
+        text = msg(
+            "W(t) {w_cubic} · W_est {w_est} segments: the cubic curve drives cwnd (W(t) is at "
+            "or above W_est)",
+            **nums,
+        )
     return (
         f'<p class="moment-detail" data-driver="{"reno" if w_est > w_cubic else "cubic"}">'
-        f"W(t) {w_cubic:.0f} · W_est {w_est:.0f} segments: {who}</p>"
+        f"{_t(text)}</p>"
     )
 
 
 def _bbr_model(flow: Mapping[str, Any], t: float) -> str:
     """BBR's model at ``t``: bottleneck bandwidth, min_rtt and the pacing gain it applies."""
     bw, rtt, gain = _at(flow, "bw_mbps", t), _at(flow, "min_rtt_ms", t), _at(flow, "pacing_gain", t)
-    bits = []
+    bits: list[Message | str] = []
     if isinstance(bw, (int, float)):
-        bits.append(f"max bw {bw:.1f} Mbit/s")
+        bits.append(msg("max bw {bw} Mbit/s", bw=f"{bw:.1f}"))
     if isinstance(rtt, (int, float)):
-        bits.append(f"min_rtt {rtt:.1f} ms")
+        bits.append(msg("min_rtt {rtt} ms", rtt=f"{rtt:.1f}"))
     if isinstance(gain, (int, float)):
-        bits.append(f"pacing gain {gain:.2f}")
-    return f'<p class="moment-detail">{" · ".join(bits)}</p>' if bits else ""
+        bits.append(msg("pacing gain {gain}", gain=f"{gain:.2f}"))
+    return f'<p class="moment-detail">{_t(join(" · ", bits))}</p>' if bits else ""
 
 
 def picture(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
@@ -74,13 +93,16 @@ def picture(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
     if isinstance(idx, int) and 0 <= idx < len(flows):
         flow = flows[idx]
         cc = str(flow.get("cc", ""))
-        parts.append(
-            f'<p class="moment-head"><b>t = {t:.3f} s</b> · flow {idx} ({escape(cc)}) · '
-            f"cwnd {escape(str(_at(flow, 'cwnd', t)))} segments</p>"
+        head = msg(
+            "flow {index} ({cc}) · cwnd {cwnd} segments",
+            index=idx,
+            cc=cc,
+            cwnd=str(_at(flow, "cwnd", t)),
         )
-        parts.append(_pills("CA state", CA_STATES, _at(flow, "ca_state", t)))
+        parts.append(f'<p class="moment-head"><b>t = {t:.3f} s</b> · {_t(head)}</p>')
+        parts.append(_pills(msg("CA state"), CA_STATES, _at(flow, "ca_state", t)))
         if cc == "bbr":
-            parts.append(_pills("BBR mode", BBR_MODES, _at(flow, "bbr_mode", t)))
+            parts.append(_pills(msg("BBR mode"), BBR_MODES, _at(flow, "bbr_mode", t)))
             parts.append(_bbr_model(flow, t))
         if cc == "cubic":
             parts.append(_cubic_driver(flow, t))
@@ -122,25 +144,53 @@ def summary_table(summary: Mapping[str, Any]) -> str:
             f"<td>{_num(f.get('rtt_p95_ms'))}</td></tr>"
         )
     util = summary.get("utilisation")
+    # The numbers are bold: the message carries <b> markers, its parameters are plain figures.
     # fairness compares flows: with one flow it is 1 by definition and says nothing
-    fairness = (
-        f" · Jain's fairness <b>{_num(summary.get('jain_fairness'), '.3f')}</b>"
-        if len(summary.get("flows", ())) > 1
-        else ""
-    )
+    figures: dict[str, Param] = {
+        "b": "\x00",
+        "_b": "\x01",
+        "util": _num(util * 100 if isinstance(util, (int, float)) else None),
+        "jain": _num(summary.get("jain_fairness"), ".3f"),
+        "drops": _num(summary.get("drops"), "d"),
+        "rtt": _num(summary.get("rtt_mean_ms")),
+        "p95": _num(summary.get("rtt_p95_ms")),
+    }
+    if len(summary.get("flows", ())) > 1:
+        line = msg(
+            "Utilisation {b}{util} %{_b} · Jain's fairness {b}{jain}{_b} · drops {b}{drops}{_b} · "
+            "mean RTT {b}{rtt} ms{_b} (p95 {p95} ms)",
+            **figures,
+        )
+    else:
+        line = msg(
+            "Utilisation {b}{util} %{_b} · drops {b}{drops}{_b} · mean RTT {b}{rtt} ms{_b} "
+            "(p95 {p95} ms)",
+            **figures,
+        )
     head = (
-        f"<p class='summary-line'>Utilisation <b>{_num(util * 100 if isinstance(util, (int, float)) else None)} %</b>"
-        + fairness
-        + f" · drops <b>{_num(summary.get('drops'), 'd')}</b>"
-        f" · mean RTT <b>{_num(summary.get('rtt_mean_ms'))} ms</b>"
-        f" (p95 {_num(summary.get('rtt_p95_ms'))} ms)</p>"
+        "<p class='summary-line'>"
+        + _t(line).replace("\x00", "<b>").replace("\x01", "</b>")
+        + "</p>"
+    )
+    title = _t(msg("Summary of the whole run"))
+    heads = "".join(
+        f"<th>{_t(h)}</th>"
+        for h in (
+            msg("flow"),
+            msg("cc"),
+            msg("goodput Mbit/s"),
+            msg("retransmits"),
+            msg("RTOs"),
+            msg("mean RTT ms"),
+            msg("p95 RTT ms"),
+        )
     )
     return (
-        '<details class="run-summary" open><summary>Summary of the whole run</summary>'
+        f'<details class="run-summary" open><summary>{title}</summary>'
         + head
-        + '<div class="table-scroll" tabindex="0"><table class="fields summary-table"><thead><tr><th>flow</th><th>cc</th>'
-        "<th>goodput Mbit/s</th><th>retransmits</th><th>RTOs</th><th>mean RTT ms</th>"
-        "<th>p95 RTT ms</th></tr></thead><tbody>"
+        + '<div class="table-scroll" tabindex="0"><table class="fields summary-table"><thead><tr>'
+        + heads
+        + "</tr></thead><tbody>"
         + "".join(rows)
         + "</tbody></table></div></details>"
     )
