@@ -15,6 +15,7 @@ from typing import Any
 
 from app.sim.core.errors import ParamError, ParamIssue
 from app.sim.core.i18n import Message, msg
+from app.sim.core.validate import Checker
 
 MAX_OPS = 500
 # Every frame draws every skb; past a handful the picture stops teaching and pages balloon.
@@ -287,12 +288,13 @@ def parse(raw: Any) -> SkbParams:
 
     names: list[str] = []  # skbs created so far, in order
     ops: list[Op] = []
+    checker = Checker()
     for i, item in enumerate(raw_ops):
-        op = _parse_one(i, item, names, issues)
+        op = _OpParser(i, item, names, checker).parse()
         if op is not None:
             ops.append(op)
-    if issues:
-        raise ParamError(issues)
+    if checker.issues:
+        raise ParamError(checker.issues)
     return SkbParams(ops=tuple(ops))
 
 
@@ -330,201 +332,244 @@ def _names_hint(names: list[str]) -> Message:
     return msg("existing skbs: {names}", names=shown)
 
 
-def _parse_one(i: int, item: Any, names: list[str], issues: list[ParamIssue]) -> Op | None:
-    start = len(issues)
+class _OpParser:
+    """Checks one raw op (index ``i``) against its spec, collecting every issue in the shared
+    :class:`~app.sim.core.validate.Checker`; ``names`` are the skbs created by earlier ops."""
 
-    def bad(field: str | None, text: Message) -> None:
-        loc: tuple[str | int, ...] = ("ops", i) if field is None else ("ops", i, field)
-        issues.append(ParamIssue(loc=loc, msg=text))
+    def __init__(self, i: int, item: Any, names: list[str], checker: Checker) -> None:
+        self.i, self.item, self.names, self.checker = i, item, names, checker
 
-    if not isinstance(item, dict):
-        bad(
-            None,
-            msg(
-                "each op must be an object like {example}, not {what}.",
-                example='{"op": "skb_put", "len": 100}',
-                what=_kind(item),
-            ),
-        )
-        return None
-    name = item.get("op")
-    if "op" not in item:
-        bad("op", msg('this op has no "op" field; name the kernel function, e.g. "skb_put".'))
-        return None
-    if not isinstance(name, str) or name not in SPECS:
-        shown = ", ".join(OP_NAMES)
-        bad("op", msg("unknown op {name}; use one of: {ops}.", name=repr(name), ops=shown))
-        return None
-    spec = SPECS[name]
-    if i == 0 and spec.kind != CREATE:
-        bad(
-            "op",
-            msg(
-                "the first op must create an skb ({creators}); you started with {name}.",
-                creators=", ".join(CREATORS),
-                name=name,
-            ),
-        )
+    def bad(self, field: str | None, text: Message) -> None:
+        loc: tuple[str | int, ...] = ("ops", self.i) if field is None else ("ops", self.i, field)
+        self.checker.add(loc, text)
 
-    allowed = _allowed(spec)
-    for key in item:
-        if key not in allowed:
-            extra = ", ".join(a for a in allowed if a != "op")
-            bad(
-                str(key),
+    def parse(self) -> Op | None:
+        start = len(self.checker.issues)
+        head = self.head()
+        if head is None:
+            return None
+        name, spec = head
+        allowed = self.fields(name, spec)
+        values = self.integers(name, spec, allowed)
+        values.update(self.texts(allowed))
+        self.sizes(name, values)
+        target, src = self.skb_names(name, spec)
+        if len(self.checker.issues) > start or target is None:
+            return None
+        return Op(op=name, skb=target, src=src, **values)
+
+    def head(self) -> tuple[str, OpSpec] | None:
+        """The op's name and spec, or None when the op cannot be read at all."""
+        item, i = self.item, self.i
+        if not isinstance(item, dict):
+            self.bad(
+                None,
                 msg(
-                    "{name} has no field '{key}'; its fields are: {fields}.",
-                    name=name,
-                    key=str(key),
-                    fields=extra,
+                    "each op must be an object like {example}, not {what}.",
+                    example='{"op": "skb_put", "len": 100}',
+                    what=_kind(item),
                 ),
             )
-    for req in spec.required:
-        if req not in item:
-            bad(
-                req,
+            return None
+        name = item.get("op")
+        if "op" not in item:
+            self.bad(
+                "op", msg('this op has no "op" field; name the kernel function, e.g. "skb_put".')
+            )
+            return None
+        if not isinstance(name, str) or name not in SPECS:
+            shown = ", ".join(OP_NAMES)
+            self.bad("op", msg("unknown op {name}; use one of: {ops}.", name=repr(name), ops=shown))
+            return None
+        spec = SPECS[name]
+        if i == 0 and spec.kind != CREATE:
+            self.bad(
+                "op",
                 msg(
-                    '{name} needs "{field}"; add it, e.g. "{field}": {example}.',
+                    "the first op must create an skb ({creators}); you started with {name}.",
+                    creators=", ".join(CREATORS),
                     name=name,
-                    field=req,
-                    example=_example(req),
                 ),
             )
+        return name, spec
 
-    values: dict[str, Any] = {}
-    limits = {f: (mx, why) for f, mx, why in spec.limits}
-    for f in INT_FIELDS:
-        if f in item and f in allowed:
-            v = item[f]
-            if isinstance(v, bool) or not isinstance(v, int):
-                bad(
-                    f,
+    def fields(self, name: str, spec: OpSpec) -> tuple[str, ...]:
+        """Unknown and missing fields; returns the fields this op accepts."""
+        item = self.item
+        allowed = _allowed(spec)
+        for key in item:
+            if key not in allowed:
+                extra = ", ".join(a for a in allowed if a != "op")
+                self.bad(
+                    str(key),
                     msg(
-                        "{field} must be a whole number of bytes, not {what}.",
-                        field=f,
+                        "{name} has no field '{key}'; its fields are: {fields}.",
+                        name=name,
+                        key=str(key),
+                        fields=extra,
+                    ),
+                )
+        for req in spec.required:
+            if req not in item:
+                self.bad(
+                    req,
+                    msg(
+                        '{name} needs "{field}"; add it, e.g. "{field}": {example}.',
+                        name=name,
+                        field=req,
+                        example=_example(req),
+                    ),
+                )
+        return allowed
+
+    def integers(self, name: str, spec: OpSpec, allowed: tuple[str, ...]) -> dict[str, Any]:
+        """Byte counts and offsets: whole numbers within the op's limits."""
+        item = self.item
+        values: dict[str, Any] = {}
+        limits = {f: (mx, why) for f, mx, why in spec.limits}
+        for f in INT_FIELDS:
+            if f in item and f in allowed:
+                v = item[f]
+                if isinstance(v, bool) or not isinstance(v, int):
+                    self.bad(
+                        f,
+                        msg(
+                            "{field} must be a whole number of bytes, not {what}.",
+                            field=f,
+                            what=_kind(v),
+                        ),
+                    )
+                elif f == "offset" and name in SIGNED_OFFSET_OPS and -MAX_FIELD <= v < 0:
+                    values[f] = v  # e.g. skb_set_mac_header(skb, -ETH_HLEN)
+                elif v < 0:
+                    self.bad(f, msg("{field} must be ≥ 0; you gave {v}.", field=f, v=v))
+                elif f in limits and v > limits[f][0]:
+                    mx, why = limits[f]
+                    self.bad(
+                        f,
+                        msg(
+                            "{field} must be at most {max} ({why}); you gave {v}.",
+                            field=f,
+                            max=mx,
+                            why=why,
+                            v=v,
+                        ),
+                    )
+                elif f not in limits and v > MAX_FIELD:
+                    self.bad(
+                        f,
+                        msg(
+                            "{field} must be at most {max} (4 MiB); you gave {v}.",
+                            field=f,
+                            max=MAX_FIELD,
+                            v=v,
+                        ),
+                    )
+                else:
+                    values[f] = v
+        return values
+
+    def texts(self, allowed: tuple[str, ...]) -> dict[str, Any]:
+        """Label, TCP flags, drop reason and the calling function's name."""
+        item = self.item
+        values: dict[str, Any] = {}
+        if "label" in item and "label" in allowed:
+            v = item["label"]
+            if not isinstance(v, str) or not v.strip():
+                self.bad(
+                    "label",
+                    msg(
+                        'label must be a short non-empty string such as "TCP", not {what}.',
                         what=_kind(v),
                     ),
                 )
-            elif f == "offset" and name in SIGNED_OFFSET_OPS and -MAX_FIELD <= v < 0:
-                values[f] = v  # e.g. skb_set_mac_header(skb, -ETH_HLEN)
-            elif v < 0:
-                bad(f, msg("{field} must be ≥ 0; you gave {v}.", field=f, v=v))
-            elif f in limits and v > limits[f][0]:
-                mx, why = limits[f]
-                bad(
-                    f,
+            elif len(v) > MAX_LABEL:
+                self.bad(
+                    "label",
                     msg(
-                        "{field} must be at most {max} ({why}); you gave {v}.",
-                        field=f,
-                        max=mx,
-                        why=why,
-                        v=v,
-                    ),
-                )
-            elif f not in limits and v > MAX_FIELD:
-                bad(
-                    f,
-                    msg(
-                        "{field} must be at most {max} (4 MiB); you gave {v}.",
-                        field=f,
-                        max=MAX_FIELD,
-                        v=v,
+                        "label must be at most {max} characters; {value} has {n}.",
+                        max=MAX_LABEL,
+                        value=repr(v),
+                        n=len(v),
                     ),
                 )
             else:
-                values[f] = v
-    if "label" in item and "label" in allowed:
-        v = item["label"]
-        if not isinstance(v, str) or not v.strip():
-            bad(
-                "label",
-                msg(
-                    'label must be a short non-empty string such as "TCP", not {what}.',
-                    what=_kind(v),
-                ),
-            )
-        elif len(v) > MAX_LABEL:
-            bad(
-                "label",
-                msg(
-                    "label must be at most {max} characters; {value} has {n}.",
-                    max=MAX_LABEL,
-                    value=repr(v),
-                    n=len(v),
-                ),
-            )
-        else:
-            values["label"] = v
-    if "flags" in item and "flags" in allowed:
-        v = item["flags"]
-        parts = v.upper().split("|") if isinstance(v, str) else []
-        if not parts or any(p not in TCP_FLAGS for p in parts):
-            bad(
-                "flags",
-                msg(
-                    'flags must be TCP flag names joined by "|", e.g. "ACK|PSH" (from: {flags}).',
-                    flags=", ".join(TCP_FLAGS),
-                ),
-            )
-        else:
-            values["flags"] = "|".join(f for f in TCP_FLAGS if f in parts)
-    if "reason" in item and "reason" in allowed:
-        v = item["reason"]
-        key = v.upper().removeprefix("SKB_DROP_REASON_") if isinstance(v, str) else ""
-        key = "CONSUMED" if key == "SKB_CONSUMED" else key
-        if key not in DROP_REASONS:
-            bad(
-                "reason",
-                msg(
-                    "reason must name a Linux 6.4 drop reason such as NO_SOCKET, TCP_CSUM or "
-                    "PKT_TOO_SMALL (enum skb_drop_reason, include/net/dropreason-core.h)."
-                ),
-            )
-        else:
-            values["reason"] = key
-    if "via" in item:
-        v = item["via"]
-        if not isinstance(v, str) or not VIA_RE.fullmatch(v):
-            bad(
-                "via",
-                msg(
-                    'via names the calling kernel function, e.g. "eth_type_trans" '
-                    "(letters, digits, _; up to 48)."
-                ),
-            )
-        else:
-            values["via"] = v
-    if (
-        name in ("build_skb", "napi_build_skb")
-        and values.get("size", MIN_BUILD_FRAG) < MIN_BUILD_FRAG
-    ):
-        bad(
-            "size",
-            msg(
-                "size is the driver's buffer size and must be at least {min} (320 bytes "
-                "of skb_shared_info plus a 64-byte cache line); you gave {v}.",
-                min=MIN_BUILD_FRAG,
-                v=values["size"],
-            ),
-        )
-    if name in ("skb_add_rx_frag", "skb_fill_page_desc") and "size" in values:
-        span = values["size"] + values.get("offset", 0)
-        if span > MAX_FRAG_SPAN:
-            bad(
+                values["label"] = v
+        if "flags" in item and "flags" in allowed:
+            v = item["flags"]
+            parts = v.upper().split("|") if isinstance(v, str) else []
+            if not parts or any(p not in TCP_FLAGS for p in parts):
+                self.bad(
+                    "flags",
+                    msg(
+                        'flags must be TCP flag names joined by "|", e.g. "ACK|PSH" (from: {flags}).',
+                        flags=", ".join(TCP_FLAGS),
+                    ),
+                )
+            else:
+                values["flags"] = "|".join(f for f in TCP_FLAGS if f in parts)
+        if "reason" in item and "reason" in allowed:
+            v = item["reason"]
+            key = v.upper().removeprefix("SKB_DROP_REASON_") if isinstance(v, str) else ""
+            key = "CONSUMED" if key == "SKB_CONSUMED" else key
+            if key not in DROP_REASONS:
+                self.bad(
+                    "reason",
+                    msg(
+                        "reason must name a Linux 6.4 drop reason such as NO_SOCKET, TCP_CSUM or "
+                        "PKT_TOO_SMALL (enum skb_drop_reason, include/net/dropreason-core.h)."
+                    ),
+                )
+            else:
+                values["reason"] = key
+        if "via" in item:
+            v = item["via"]
+            if not isinstance(v, str) or not VIA_RE.fullmatch(v):
+                self.bad(
+                    "via",
+                    msg(
+                        'via names the calling kernel function, e.g. "eth_type_trans" '
+                        "(letters, digits, _; up to 48)."
+                    ),
+                )
+            else:
+                values["via"] = v
+        return values
+
+    def sizes(self, name: str, values: dict[str, Any]) -> None:
+        """Limits that depend on the op: a build_skb buffer's minimum, a frag's span."""
+        if (
+            name in ("build_skb", "napi_build_skb")
+            and values.get("size", MIN_BUILD_FRAG) < MIN_BUILD_FRAG
+        ):
+            self.bad(
                 "size",
                 msg(
-                    "offset + size must fit one 32 KiB page-frag chunk (≤ {max}); you gave {v}.",
-                    max=MAX_FRAG_SPAN,
-                    v=span,
+                    "size is the driver's buffer size and must be at least {min} (320 bytes "
+                    "of skb_shared_info plus a 64-byte cache line); you gave {v}.",
+                    min=MIN_BUILD_FRAG,
+                    v=values["size"],
                 ),
             )
+        if name in ("skb_add_rx_frag", "skb_fill_page_desc") and "size" in values:
+            span = values["size"] + values.get("offset", 0)
+            if span > MAX_FRAG_SPAN:
+                self.bad(
+                    "size",
+                    msg(
+                        "offset + size must fit one 32 KiB page-frag chunk (≤ {max}); you gave {v}.",
+                        max=MAX_FRAG_SPAN,
+                        v=span,
+                    ),
+                )
 
-    def name_field(field: str, default: str | None) -> str | None:
+    def name_field(self, field: str, default: str | None) -> str | None:
+        item = self.item
         if field not in item:
             return default
         v = item[field]
         if not isinstance(v, str) or not NAME_RE.fullmatch(v):
-            bad(
+            self.bad(
                 field,
                 msg(
                     "{field} must name an skb: a lowercase letter then up to 15 lowercase "
@@ -536,35 +581,15 @@ def _parse_one(i: int, item: Any, names: list[str], issues: list[ParamIssue]) ->
             return None
         return v
 
-    target = name_field("skb", None)
-    src: str | None = None
-    if spec.kind == CREATE:
-        target = target or "skb"
-        if target in names:
-            bad(
-                "skb",
-                msg(
-                    "an skb named '{name}' already exists; give the new one another name "
-                    'with "skb".',
-                    name=target,
-                ),
-            )
-        elif len(names) >= MAX_SKBS:
-            bad("op", _too_many_skbs(name))
-        names.append(target)
-    elif spec.kind == DERIVE:
-        src = name_field("from", "skb")
-        if src is not None and src not in names:
-            bad("from", _no_skb(src, names))
-        if target is None and "skb" not in item:
-            prefix = DERIVE_PREFIX[name]
-            n = 1
-            while f"{prefix}{n}" in names:
-                n += 1
-            target = f"{prefix}{n}"
-        if target is not None:
+    def skb_names(self, name: str, spec: OpSpec) -> tuple[str | None, str | None]:
+        """Which skb the op acts on (and derives from): created, existing, not duplicated."""
+        item, names = self.item, self.names
+        target = self.name_field("skb", None)
+        src: str | None = None
+        if spec.kind == CREATE:
+            target = target or "skb"
             if target in names:
-                bad(
+                self.bad(
                     "skb",
                     msg(
                         "an skb named '{name}' already exists; give the new one another name "
@@ -573,31 +598,51 @@ def _parse_one(i: int, item: Any, names: list[str], issues: list[ParamIssue]) ->
                     ),
                 )
             elif len(names) >= MAX_SKBS:
-                bad("op", _too_many_skbs(name))
+                self.bad("op", _too_many_skbs(name))
             names.append(target)
-    elif spec.kind == CHAIN:
-        target = target or "skb"
-        src = name_field("from", None)
-        for field, who in (("skb", target), ("from", src)):
-            if who is not None and who not in names:
-                bad(field, _no_skb(who, names))
-        if src is not None and src == target:
-            bad(
-                "from",
-                msg(
-                    "an skb cannot be chained onto its own frag_list; pick another skb than "
-                    "'{name}'.",
-                    name=target,
-                ),
-            )
-    else:
-        target = target or "skb"
-        if target not in names:
-            bad("skb", _no_skb(target, names))
-
-    if len(issues) > start or target is None:
-        return None
-    return Op(op=name, skb=target, src=src, **values)
+        elif spec.kind == DERIVE:
+            src = self.name_field("from", "skb")
+            if src is not None and src not in names:
+                self.bad("from", _no_skb(src, names))
+            if target is None and "skb" not in item:
+                prefix = DERIVE_PREFIX[name]
+                n = 1
+                while f"{prefix}{n}" in names:
+                    n += 1
+                target = f"{prefix}{n}"
+            if target is not None:
+                if target in names:
+                    self.bad(
+                        "skb",
+                        msg(
+                            "an skb named '{name}' already exists; give the new one another name "
+                            'with "skb".',
+                            name=target,
+                        ),
+                    )
+                elif len(names) >= MAX_SKBS:
+                    self.bad("op", _too_many_skbs(name))
+                names.append(target)
+        elif spec.kind == CHAIN:
+            target = target or "skb"
+            src = self.name_field("from", None)
+            for field, who in (("skb", target), ("from", src)):
+                if who is not None and who not in names:
+                    self.bad(field, _no_skb(who, names))
+            if src is not None and src == target:
+                self.bad(
+                    "from",
+                    msg(
+                        "an skb cannot be chained onto its own frag_list; pick another skb than "
+                        "'{name}'.",
+                        name=target,
+                    ),
+                )
+        else:
+            target = target or "skb"
+            if target not in names:
+                self.bad("skb", _no_skb(target, names))
+        return target, src
 
 
 def _no_skb(name: str, names: list[str]) -> Message:
