@@ -636,7 +636,7 @@ class Bbr(CongestionOps):
                 DRAIN,
                 now,
                 msg(
-                    "bw stopped growing by 25 % for {rounds} rounds at {bw} Mbit/s, so the pipe "
+                    "bw stopped growing by a quarter (25 percent) for {rounds} rounds at {bw} Mbit/s, so the pipe "
                     "is full; pace at 0.35× to drain the queue STARTUP built (target inflight "
                     "{bdp})",
                     rounds=BBR_FULL_BW_CNT,
