@@ -544,11 +544,11 @@ def _lane(
     parts = [
         f'<g id="lane-{_attr(name)}" class="{cls}" style="transform: translate(0px, {y:.1f}px)" '
         f'data-skb="{_attr(name)}" data-status="{_attr(status)}">',
-        f'<rect class="skb-struct" x="4" y="4" width="{LEFT_W}" height="{h - 10:.0f}" rx="4"/>',
-        _text(12, 22, _fit(name, LEFT_W - 14, FS_NAME), cls="skb-name bold", fs=FS_NAME),
+        f'<rect class="skb-struct" x="4" y="4" width="{LEFT_W}" height="{h - 6:.0f}" rx="4"/>',
+        _text(12, 21, _fit(name, LEFT_W - 14, FS_NAME), cls="skb-name bold", fs=FS_NAME),
     ]
     for i, line in enumerate(lines):
-        parts.append(_text(12, 40 + i * 16, _fit(line, LEFT_W - 14, FS), cls="skb-meta"))
+        parts.append(_text(12, 38 + i * 16, _fit(line, LEFT_W - 14, FS), cls="skb-meta"))
     band_top = 8 + ptr_rows * ROW  # the move band sits under the pointer label rows
     for ptr, gx in lane.ghosts:
         parts.append(
