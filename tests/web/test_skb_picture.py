@@ -18,10 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
+from app.sim.core import ParamError
 from app.sim.skbuff import SkbExplainer
 from app.web.explainers.skb import style
 from app.web.explainers.skb.picture import picture
+from tests.sim.skbuff.test_skb_invariants import scenarios
 
 NS = "{http://www.w3.org/2000/svg}"
 EX = SkbExplainer()
@@ -299,3 +302,24 @@ def test_ids_are_unique_and_stable_between_steps() -> None:
         assert len(ids) == len(set(ids)), frame.index
         for skb in frame.state["skbs"]:
             assert f'id="ptr-{skb["name"]}-data"' in picture(trace, frame)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios())
+def test_random_scenarios_draw_without_overlaps_or_stray_ghosts(raw: dict[str, Any]) -> None:
+    """Any op sequence the editor accepts (clones, copies, GRO lists, expand_head, overruns)
+    draws valid SVG whose labels do not overlap and stay inside; ghosts match the moves."""
+    try:
+        trace = EX.run(EX.parse(raw))
+    except ParamError:
+        return
+    for frame in trace.frames:
+        svg = picture(trace, frame)
+        boxes = text_boxes(svg)
+        clashes = [
+            (a[0], b[0]) for a, b in itertools.combinations(boxes, 2) if _overlap(a[1], b[1])
+        ]
+        assert not clashes, (frame.index, clashes)
+        assert all(0 <= x0 and x1 <= 1000 for _, (x0, _, x1, _) in boxes)
+        ghosts = set(re.findall(r'id="ghost-([\w.-]+)-(head|data|tail|end)"', svg))
+        assert ghosts == {(s, p) for s, d in _moved(trace, frame).items() for p in d}

@@ -83,6 +83,16 @@ class Placer:
             return False
         return stem is None or not any(stem.crosses(b) for b in self.boxes)
 
+    def clear(self, box: Box) -> bool:
+        """No placed box overlaps ``box`` (bounds and stems not considered)."""
+        return not any(box.overlaps(b) for b in self.boxes)
+
+    def nudge(self, box: Box) -> float:
+        """How far to move ``box`` sideways to bring it within the bounds (left edge first)."""
+        if box.x0 < self.left:
+            return self.left - box.x0
+        return min(0.0, self.right - box.x1)
+
     def add(self, box: Box, stem: Stem | None = None) -> None:
         self.boxes.append(box)
         if stem is not None:
@@ -99,7 +109,9 @@ class Axis:
     rates: tuple[float, float] = (1.0, 1.0)  # px per byte: (outside, inside) the zoom windows
 
     def x(self, offset: float) -> float:
+        """The x of ``offset``; offsets outside the buffer sit at its nearer edge."""
         k = self.knots
+        offset = min(max(offset, k[0][0]), k[-1][0])
         if offset <= k[0][0]:
             (o0, x0), (o1, x1) = k[0], k[1]
         elif offset >= k[-1][0]:

@@ -196,6 +196,7 @@ class BarLayout:
     inside_labels: list[tuple[Piece, str, float, bool]]  # (piece, text, centre x, on a bright fill)
     below: list[tuple[Label, float | None]]  # (label, leader anchor x)
     ticks: list[tuple[float, int]]  # (x, offset)
+    shinfo_label: bool
 
 
 @dataclass(slots=True)
@@ -241,7 +242,50 @@ def _bar_pieces(
     return whole, [sp for p in whole for sp in _split(p, windows)]
 
 
+Candidate = tuple[str, float]  # (text-anchor, x)
+
+
+def _choose(
+    placer: Placer,
+    text: str,
+    candidates: Sequence[Candidate],
+    rows: range,
+    *,
+    cls: str = "",
+    stem_x: float | None = None,
+    stem_down: bool = True,
+) -> Label:
+    """The first row (and candidate) where ``text`` fits: clear of every label, crossing no
+    line, its own line (``stem_x``, down to the lane's end or up to the bar) crossing no label.
+    If no row of ``rows`` has room, the first row below them where the text, moved inside the
+    picture, overlaps no other text (lines may cross it there)."""
+
+    def stem(box: Box) -> Stem | None:
+        if stem_x is None:
+            return None
+        return Stem(stem_x, box.y0, 10_000) if stem_down else Stem(stem_x, -10, box.y0)
+
+    for row in rows:
+        for anchor, tx in candidates:
+            box = text_box(tx, _row_y(row), text, FS, anchor)
+            if placer.fits(box, stem(box)):
+                placer.add(box, stem(box))
+                return Label(text, tx, row, anchor, cls)
+    row = rows.start
+    anchor, tx = candidates[0]
+    while True:  # ends: below the lowest placed box every row is clear
+        box = text_box(tx, _row_y(row), text, FS, anchor)
+        dx = placer.nudge(box)
+        box = Box(box.x0 + dx, box.y0, box.x1 + dx, box.y1)
+        if placer.clear(box):
+            placer.add(box)
+            return Label(text, tx + dx, row, anchor, cls)
+        row += 1
+
+
 def _place_pointer_labels(lane: Mapping[str, Any], axis: Axis) -> tuple[dict[str, Label], int]:
+    """Pointer labels in rows above the bar: each sits by its pointer's line, which runs from
+    the label down to the bar, so a label may cross no other pointer's line."""
     placer = Placer(left=X0 - 6, right=WIDTH - 4)
     items = []
     for ptr in POINTERS:
@@ -250,45 +294,23 @@ def _place_pointer_labels(lane: Mapping[str, Any], axis: Axis) -> tuple[dict[str
         text = f"{ptr} {off}"
         right = x + 5 + text_width(text, FS) <= placer.right
         items.append((ptr, x, text, right))
+    # right-going labels left to right, then left-going ones right to left: a staircase in
+    # which no label crosses a line (see Placer)
     order = sorted((i for i in items if i[3]), key=lambda i: i[1]) + sorted(
         (i for i in items if not i[3]), key=lambda i: -i[1]
     )
     out: dict[str, Label] = {}
-    used = 0
     for ptr, x, text, right in order:
-        sides = ("start", "end") if right else ("end", "start")
-        chosen: Label | None = None
-        for row in range(MAX_ROWS):
-            y = _row_y(row)
-            for anchor in sides:
-                tx = x + 5 if anchor == "start" else x - 5
-                box = text_box(tx, y, text, FS, anchor)
-                stem = Stem(x, box.y0, 10_000)
-                if placer.fits(box, stem):
-                    chosen = Label(text, tx, row, anchor)
-                    placer.add(box, stem)
-                    break
-            if chosen:
-                break
-        if chosen is None:  # crowded: the first row where the text is clear of other text
-            row = 0
-            while True:
-                y = _row_y(row)
-                tx, anchor = (x + 5, "start") if right else (x - 5, "end")
-                box = text_box(tx, y, text, FS, anchor)
-                if placer.text_free(box):
-                    chosen = Label(text, tx, row, anchor)
-                    placer.add(box, Stem(x, box.y0, 10_000))
-                    break
-                row += 1
-        out[ptr] = chosen
-        used = max(used, chosen.row + 1)
-    return out, used
+        sides: list[Candidate] = [("start", x + 5), ("end", x - 5)]
+        out[ptr] = _choose(placer, text, sides if right else sides[::-1], range(MAX_ROWS), stem_x=x)
+    return out, max(label.row for label in out.values()) + 1
 
 
 def _place_moves(
     name: str, lane: Mapping[str, Any], old: Mapping[str, Any], axis: Axis
 ) -> tuple[list[Move], list[tuple[str, float]], int]:
+    """An arrow from each moved pointer's old offset to its new one, with the distance, in a
+    band of rows under the pointer labels (pointers that moved together share one arrow)."""
     spans: dict[tuple[int, int], list[str]] = {}
     ghosts: list[tuple[str, float]] = []
     for ptr in POINTERS:
@@ -304,57 +326,52 @@ def _place_moves(
     for (a, b), ptrs in sorted(spans.items(), key=lambda kv: axis.x(kv[0][0])):
         xa, xb = axis.x(a), axis.x(b)
         delta = b - a
-        sign = "+" if delta > 0 else "−"
-        text = str(msg("{sign}{n} bytes", sign=sign, n=abs(delta)))
+        text = str(msg("{sign}{n} bytes", sign="+" if delta > 0 else "−", n=abs(delta)))
         lo, hi = min(xa, xb), max(xa, xb)
-        ahead = ("start", xb + 6) if delta > 0 else ("end", xb - 6)
-        behind = ("end", xa - 6) if delta > 0 else ("start", xa + 6)
+        ahead: Candidate = ("start", xb + 6) if delta > 0 else ("end", xb - 6)
+        behind: Candidate = ("end", xa - 6) if delta > 0 else ("start", xa + 6)
         chosen: Label | None = None
-        for strict, limit in ((True, MAX_ROWS), (False, 100)):
-            for row in range(limit):
-                y = _row_y(row)
-                arrow = Box(lo, y - 6, hi, y - 2)
-                if not placer.text_free(arrow):
-                    continue
+        row = 0
+        while chosen is None:  # ends: below the lowest placed box every row is clear
+            y = _row_y(row)
+            arrow = Box(lo, y - 6, hi, y - 2)
+            if placer.clear(arrow):
                 for anchor, tx in (ahead, behind):
                     box = text_box(tx, y, text, FS, anchor)
-                    if box.overlaps(arrow, 0):
-                        continue
-                    if placer.fits(box) if strict else placer.text_free(box):
+                    loose = row >= MAX_ROWS
+                    if loose:
+                        tx += placer.nudge(box)
+                        box = text_box(tx, y, text, FS, anchor)
+                    if (
+                        placer.clear(box)
+                        if loose
+                        else placer.fits(box) and not box.overlaps(arrow, 0)
+                    ):
                         chosen = Label(text, tx, row, anchor)
                         placer.add(box)
                         placer.add(arrow)
                         break
-                if chosen:
-                    break
-            if chosen:
-                break
-        assert chosen is not None  # row 99 at the latest is empty
+            row += 1
         used = max(used, chosen.row + 1)
         moves.append(Move(name, tuple(ptrs), a, b, xa, xb, chosen.row, chosen))
     return moves, ghosts, used
 
 
 def _place_below(
-    buf: str,
     whole: Sequence[Piece],
     owners: Sequence[Mapping[str, Any]],
     axis: Axis,
     inside: set[tuple[int, int]],
 ) -> tuple[list[tuple[Label, float | None]], list[tuple[float, int]], int]:
-    """Labels under the bar: regions too narrow for their name, header offsets, axis ticks."""
+    """Labels under the bar: regions too narrow for their name and header offsets (rows 1 and
+    down, each with a leader line up to the bar), then axis offsets in row 0 where they fit."""
     placer = Placer(left=X0 - 12, right=WIDTH - 4)
     items: list[tuple[float, str, str]] = []  # (anchor x, text, class)
     for p in whole:
         if (p.start, p.end) in inside:
             continue
-        items.append(
-            (
-                (axis.x(p.start) + axis.x(p.end)) / 2,
-                str(msg("{label} {n} B", label=p.label, n=p.end - p.start)),
-                "region-label",
-            )
-        )
+        text = str(msg("{label} {n} B", label=p.label, n=p.end - p.start))
+        items.append(((axis.x(p.start) + axis.x(p.end)) / 2, text, "region-label"))
     offsets: dict[tuple[str, int], list[str]] = {}
     live = [o for o in owners if o.get("status", "live") == "live"]
     for o in live:
@@ -368,39 +385,23 @@ def _place_below(
         items.append((axis.x(off), f"{who}{short} {off}", "off-label"))
     items.sort(key=lambda i: i[0])
     out: list[tuple[Label, float | None]] = []
-    used = 1
     for x, text, cls in items:
-        chosen: Label | None = None
-        for strict, limit in ((True, MAX_ROWS + 2), (False, 100)):
-            for row in range(1, limit):
-                y = _row_y(row)
-                for anchor, tx in (("middle", x), ("start", x - 8), ("end", x + 8)):
-                    box = text_box(tx, y, text, FS, anchor)
-                    stem = Stem(x, -2, box.y0)
-                    ok = placer.fits(box, stem) if strict else placer.text_free(box)
-                    if ok:
-                        chosen = Label(text, tx, row, anchor, cls)
-                        placer.add(box, stem)
-                        break
-                if chosen:
-                    break
-            if chosen:
-                break
-        assert chosen is not None  # row 99 at the latest is empty
-        used = max(used, chosen.row + 1)
-        out.append((chosen, x))
+        cands: list[Candidate] = [("middle", x), ("start", x - 8), ("end", x + 8)]
+        label = _choose(
+            placer, text, cands, range(1, MAX_ROWS + 2), cls=cls, stem_x=x, stem_down=False
+        )
+        out.append((label, x))
+    used = max((label.row for label, _ in out), default=0) + 1
     ticks: list[tuple[float, int]] = []
     total = int(axis.knots[-1][0])
     end = total - SHINFO
-    marks = sorted({0, end, total, *(o for z in axis.zooms for o in z)})
-    for off in marks:
+    for off in sorted({0, end, total, *(o for z in axis.zooms for o in z)}):
         x = axis.x(off)
-        text = str(off)
         for anchor, tx in (("middle", x), ("start", x + 2), ("end", x - 2)):
-            box = text_box(tx, _row_y(0), text, FS, anchor)
+            box = text_box(tx, _row_y(0), str(off), FS, anchor)
             if placer.fits(box):
                 placer.add(box)
-                out.append((Label(text, tx, 0, anchor, "tick-label"), None))
+                out.append((Label(str(off), tx, 0, anchor, "tick-label"), None))
                 ticks.append((x, off))
                 break
     return out, ticks, used
@@ -445,17 +446,27 @@ def _layout(trace: Trace[Any, Any], frame: Frame[Any], geo: Geometry) -> Scene:
         ]
         inside_labels: list[tuple[Piece, str, float, bool]] = []
         inside: set[tuple[int, int]] = set()
+        in_bar = Placer(left=X0, right=WIDTH)
+        total = int(axis.knots[-1][0])
+        x_end, x_total = axis.x(total - SHINFO), axis.x(total)
+        shinfo_label = text_width("shinfo", FS) + 10 <= x_total - x_end
+        if shinfo_label:
+            in_bar.add(text_box((x_end + x_total) / 2, BAR_H / 2 + 4.5, "shinfo", FS, "middle"))
         for p in whole:
-            w = axis.x(p.end) - axis.x(p.start)
+            x0, x1 = axis.x(p.start), axis.x(p.end)
             bright = all(i for q, i in split if p.start <= q.start and q.end <= p.end)
             for text in (str(msg("{label} {n} B", label=p.label, n=p.end - p.start)), p.label):
-                if text_width(text, FS) + 10 <= w:
-                    inside_labels.append((p, text, (axis.x(p.start) + axis.x(p.end)) / 2, bright))
+                box = text_box((x0 + x1) / 2, BAR_H / 2 + 4.5, text, FS, "middle")
+                if text_width(text, FS) + 10 <= x1 - x0 and in_bar.clear(box):
+                    in_bar.add(box)
+                    inside_labels.append((p, text, (x0 + x1) / 2, bright))
                     inside.add((p.start, p.end))
                     break
-        below, ticks, used = _place_below(buf, whole, owners, axis, inside)
+        below, ticks, used = _place_below(whole, owners, axis, inside)
         rows[("below", buf)] = max(rows.get(("below", buf), 0), used)
-        groups.append((buf, lanes, BarLayout(buf, axis, drawn, inside_labels, below, ticks)))
+        groups.append(
+            (buf, lanes, BarLayout(buf, axis, drawn, inside_labels, below, ticks, shinfo_label))
+        )
     return Scene(groups=groups, rows=rows)
 
 
@@ -644,7 +655,7 @@ def _bar(bar: BarLayout, info: Mapping[str, Any], lanes: Sequence[LaneLayout], y
         f'width: {x_total - x_end:.2f}px" y="0" height="{BAR_H}">'
         f"<title>struct skb_shared_info, {SHINFO} bytes</title></rect>"
     )
-    if text_width("shinfo", FS) + 10 <= x_total - x_end:
+    if bar.shinfo_label:
         parts.append(
             _text(
                 (x_end + x_total) / 2,
@@ -721,11 +732,9 @@ def _frags(skb: Mapping[str, Any], y: float) -> tuple[str, int]:
     parts = [
         f'<g id="frags-{name}" class="frags glide" style="transform: translate(0px, {y:.1f}px)">'
     ]
-    parts.append(
-        _text(
-            12, 18, _fit(f"{skb.get('name')} frags[{len(frags)}]", LEFT_W, FS), cls="frags-caption"
-        )
-    )
+    if frags:
+        caption = _fit(f"{skb.get('name')} frags[{len(frags)}]", LEFT_W, FS)
+        parts.append(_text(12, 18, caption, cls="frags-caption"))
     fx, fy, height = float(X0), 0.0, 0.0
     for i, frag in enumerate(frags):
         off, size = int(frag.get("offset", 0)), int(frag.get("size", 0))
@@ -748,7 +757,8 @@ def _frags(skb: Mapping[str, Any], y: float) -> tuple[str, int]:
     flist = list(skb.get("frag_list", ()))
     if flist:
         fy = height
-        parts.append(_text(12, fy + 20, "frag_list", cls="frags-caption"))
+        caption = _fit(f"{skb.get('name')} frag_list", LEFT_W, FS)
+        parts.append(_text(12, fy + 21, caption, cls="frags-caption"))
         fx = float(X0)
         for other in flist:
             text = f"→ {other}"
