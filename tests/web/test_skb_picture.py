@@ -5,7 +5,7 @@ text ≥ 12 px and colours with 4.5:1 contrast.
 Label boxes here are an approximation computed from the SVG alone: a text element at ``x``/``y``
 with font size ``fs`` and ``n`` characters covers ``n × 0.6 fs`` horizontally (the picture's
 font is monospace, about 0.6 em per glyph) from its ``text-anchor``, and from ``0.8 fs`` above
-the baseline to ``0.2 fs`` below it. tests/browser/test_skb_picture.py checks the same thing
+the baseline to ``0.2 fs`` below it. tests/browser/test_skb_picture_browser.py checks the same thing
 with the browser's real glyph boxes (``getBBox``).
 """
 

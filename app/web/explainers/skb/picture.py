@@ -331,14 +331,16 @@ def _place_moves(
         ahead: Candidate = ("start", xb + 6) if delta > 0 else ("end", xb - 6)
         behind: Candidate = ("end", xa - 6) if delta > 0 else ("start", xa + 6)
         chosen: Label | None = None
-        row = 0
+        step = 0
         while chosen is None:  # ends: below the lowest placed box every row is clear
+            # first MAX_ROWS rows where nothing crosses; then from row 0 again, lines allowed
+            loose = step >= MAX_ROWS
+            row = step - MAX_ROWS if loose else step
             y = _row_y(row)
             arrow = Box(lo, y - 6, hi, y - 2)
             if placer.clear(arrow):
                 for anchor, tx in (ahead, behind):
                     box = text_box(tx, y, text, FS, anchor)
-                    loose = row >= MAX_ROWS
                     if loose:
                         tx += placer.nudge(box)
                         box = text_box(tx, y, text, FS, anchor)
@@ -351,7 +353,7 @@ def _place_moves(
                         placer.add(box)
                         placer.add(arrow)
                         break
-            row += 1
+            step += 1
         used = max(used, chosen.row + 1)
         moves.append(Move(name, tuple(ptrs), a, b, xa, xb, chosen.row, chosen))
     return moves, ghosts, used
