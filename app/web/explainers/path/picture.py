@@ -21,6 +21,7 @@ from app.sim.path.skb import SkbView
 from app.sim.skbuff.model import SHINFO
 from app.web.explainers.path.lru import Lru
 from app.web.explainers.path.replay import Rebuild, Replay, ops_for, replay, snapshot
+from app.web.explainers.skb.layout import Axis
 from app.web.explainers.skb.picture import picture as skb_picture
 from app.web.sources import encode_params
 
@@ -560,17 +561,17 @@ def _links(lay: Layout, frame: Frame[PathState], y: float) -> str:
     return "".join(out)
 
 
-def _headers(view: SkbView, sx: float, x0: float, y: float) -> str:
+def _headers(view: SkbView, axis: Axis, y: float) -> str:
     out = [f'<g id="hdrs" class="hdrs" transform="translate(0 {y})">']
     out.append(
-        f'<text class="small muted" x="{x0 - 8}" y="14" text-anchor="end">'
+        f'<text class="small muted" x="{axis.knots[0][1] - 8}" y="14" text-anchor="end">'
         f"{escape(str(msg('header offsets')))}</text>"
     )
     for row, which in enumerate(("mac", "network", "transport")):
         at = view[f"{which}_header"]  # type: ignore[literal-required]
         if at is None:
             continue
-        hx = round(x0 + at * sx, 2)
+        hx = axis.x(at)
         out.append(
             f'<g id="hdr-{which}" class="hdr hdr-{which}" data-offset="{at}" '
             f'style="transform: translate({hx}px, 0px)">'
@@ -581,21 +582,26 @@ def _headers(view: SkbView, sx: float, x0: float, y: float) -> str:
     return "".join(out)
 
 
-def _nested_skb(lay: Layout, frame: Frame[PathState], y: float) -> tuple[str, float, float]:
-    """The sk_buff explainer's picture of this frame, nested at scale 1; its scale and x0."""
+def _nested_skb(lay: Layout, frame: Frame[PathState], y: float) -> tuple[str, Axis | None]:
+    """The sk_buff explainer's picture of this frame, nested at scale 1, and its byte axis."""
     sf = lay.skb_trace.frames[frame.index]
     svg = skb_picture(dataclasses.replace(lay.skb_trace, frames=(lay.widest, sf)), sf)
     h = _svg_height(svg)
     head, rest = svg.split(">", 1)
-    sx = float(head.split('data-scale="', 1)[1].split('"', 1)[0])
-    x0 = float(head.split('data-x0="', 1)[1].split('"', 1)[0])
+    knots = [
+        (float(o), float(x))
+        for o, x in (
+            pair.split(":") for pair in head.split('data-axis="', 1)[1].split('"', 1)[0].split()
+        )
+    ]
+    axis = Axis(knots=tuple(knots)) if len(knots) >= 2 else None
     head = head.replace(
         "<svg ",
         f'<svg x="0" y="{y}" width="{WIDTH}" height="{h}" '
         f'style="width: {WIDTH}px; height: {h}px; min-width: 0" ',
         1,
     )
-    return head + ">" + rest, sx, x0
+    return head + ">" + rest, axis
 
 
 def picture(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
@@ -619,8 +625,9 @@ def picture(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
     view = state["skb"]
     skb_h = lay.skb_height
     if view is not None:
-        nested, sx, x0 = _nested_skb(lay, frame, y + 50)
-        parts.append(_headers(view, sx, x0, y))
+        nested, axis = _nested_skb(lay, frame, y + 50)
+        if axis is not None:
+            parts.append(_headers(view, axis, y))
         parts.append(nested)
         skb_attrs = (
             f' data-skb="{_a(view["name"])}" data-skb-data="{view["data"]}" '

@@ -1,45 +1,475 @@
-"""The sk_buff picture: head buffers drawn to scale, with each skb's head/data/tail/end pointers.
+"""The sk_buff picture: each head buffer on a byte axis, with every skb's head/data/tail/end.
 
-Element ids are stable across frames (``ptr-<skb>-<pointer>``, ``bar-<buffer>``, ``lane-<skb>``)
-and geometry lives in inline CSS (``transform``, ``x``, ``width``) so that a morphing swap lets
-CSS transitions glide pointers and regions to their new places between steps.
+What it shows, per step:
+- header bytes (Ethernet, IP, TCP, ...) in the header colour, labelled; payload in green;
+- bytes before ``data`` or after ``tail`` of every live skb dimmed and hatched, still visible;
+- a pointer that moved this step: a dashed ghost at its old offset, an arrow and "+14 bytes";
+- a byte axis that zooms (with break marks and labelled offsets) where pointers make small
+  moves, so a 14-byte pull is tens of pixels next to a 2 KiB buffer;
+- labels placed by :class:`~app.web.explainers.skb.layout.Placer`, so no two overlap.
+
+Element ids are stable across frames (``ptr-<skb>-<pointer>``, ``bar-<buffer>``,
+``lane-<skb>``) and geometry lives in inline CSS (``transform``, ``x``, ``width``) so that a
+morphing swap lets CSS transitions glide pointers and regions to their new places.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from html import escape
 from typing import Any
 
-from app.sim.core import Frame, Trace
+from app.sim.core import Frame, Trace, msg
 from app.sim.skbuff.ops import SHINFO
+from app.web.explainers.skb.headers import Piece, Span, header_spans, pieces
+from app.web.explainers.skb.layout import (
+    ASCENT,
+    Axis,
+    Box,
+    Placer,
+    Stem,
+    make_axis,
+    text_box,
+    text_width,
+)
+from app.web.explainers.skb.style import css
 
 WIDTH = 1000
-X0 = 150  # left edge of the byte axis; the left margin holds lane labels
-X1 = 975
-LANE_H = 84
-ROW = 18  # vertical spacing of the four pointer labels (room for the projector's larger type)
+X0 = 160  # left edge of the byte axis; the left column holds the skb and buffer names
+X1 = 985
+LEFT_W = X0 - 18  # width of the skb box in the left column
+FS = 13  # every label's font size (px); the skb names are 14 px bold
+FS_NAME = 14
+ROW = 19  # one row of labels
 BAR_H = 40
 PAGE = 4096
-PAGE_W = 150  # width of one 4 KiB page box in the frags row
+PAGE_W = 150
 POINTERS = ("head", "data", "tail", "end")
-PTR_COLOUR = {"head": "#0072B2", "data": "#009E73", "tail": "#E69F00", "end": "#CC79A7"}
-
-
-def _scale(trace: Trace[Any, Any]) -> float:
-    biggest = 1
-    for frame in trace.frames:
-        for skb in frame.state.get("skbs", ()):
-            biggest = max(biggest, int(skb.get("end", 0)) + SHINFO)
-    return (X1 - X0) / biggest
-
-
-def _x(offset: float, sx: float) -> float:
-    return round(X0 + offset * sx, 2)
+HEADER_OFFSETS = (
+    ("mac_header", "mac"),
+    ("network_header", "network"),
+    ("transport_header", "transport"),
+)
+MAX_ROWS = 8  # rows a placer tries before falling back to the first row free of text
 
 
 def _attr(value: Any) -> str:
     return escape(str(value), quote=True)
+
+
+def _text(
+    x: float,
+    y: float,
+    text: str,
+    *,
+    cls: str = "",
+    anchor: str = "start",
+    fs: int = FS,
+    extra: str = "",
+) -> str:
+    c = f' class="{cls}"' if cls else ""
+    return (
+        f'<text{c} x="{x:.1f}" y="{y:.1f}" font-size="{fs}" text-anchor="{anchor}"{extra}>'
+        f"{escape(text)}</text>"
+    )
+
+
+def _fit(text: str, width: float, fs: int) -> str:
+    """``text`` cut with an ellipsis to fit ``width`` px."""
+    if text_width(text, fs) <= width:
+        return text
+    while text and text_width(text + "…", fs) > width:
+        text = text[:-1]
+    return text + "…"
+
+
+# --------------------------------------------------------------------------- trace geometry
+
+
+@dataclass(slots=True)
+class Geometry:
+    """What is fixed for a whole trace: each buffer's axis, header spans, and how many label
+    rows each lane needs at most (so lanes keep their height from step to step)."""
+
+    axes: dict[str, Axis]
+    spans: dict[str, list[Span]]
+    rows: dict[tuple[str, str], int] = field(default_factory=dict)
+
+
+_CACHE: OrderedDict[int, tuple[Trace[Any, Any], Geometry]] = OrderedDict()
+_LOCK = threading.Lock()
+
+
+def _geometry(trace: Trace[Any, Any]) -> Geometry:
+    with _LOCK:
+        hit = _CACHE.get(id(trace))
+        if hit is not None and hit[0] is trace:
+            _CACHE.move_to_end(id(trace))
+            return hit[1]
+    geo = _build_geometry(trace)
+    with _LOCK:
+        _CACHE[id(trace)] = (trace, geo)
+        while len(_CACHE) > 8:
+            _CACHE.popitem(last=False)
+    return geo
+
+
+def _build_geometry(trace: Trace[Any, Any]) -> Geometry:
+    ops = tuple(getattr(trace.params, "ops", ()))
+    spans = header_spans(trace.frames, ops)
+    totals: dict[str, int] = {}
+    points: dict[str, set[int]] = {}
+    for frame in trace.frames:
+        for name, info in frame.state.get("buffers", {}).items():
+            totals[name] = max(totals.get(name, 0), int(info.get("end", 0)) + SHINFO)
+        for skb in frame.state.get("skbs", ()):
+            buf = str(skb.get("buffer"))
+            totals[buf] = max(totals.get(buf, 0), int(skb.get("end", 0)) + SHINFO)
+            pts = points.setdefault(buf, set())
+            pts.update((int(skb["data"]), int(skb["tail"])))
+            for key, _ in HEADER_OFFSETS:
+                off = skb.get(key)
+                if off:
+                    pts.add(int(off))
+            for reg in skb.get("regions", ()):
+                if reg.get("kind") == "header":
+                    pts.update((int(reg["start"]), int(reg["end"])))
+    for buf, found in spans.items():
+        for s in found:
+            points.setdefault(buf, set()).update((s.start, s.end))
+    biggest = max(totals.values(), default=1)
+    full = X1 - X0
+    axes = {
+        buf: make_axis(total, points.get(buf, set()), X0, round(full * max(0.5, total / biggest)))
+        for buf, total in totals.items()
+    }
+    geo = Geometry(axes=axes, spans=spans)
+    rows: dict[tuple[str, str], int] = {}
+    for frame in trace.frames:
+        scene = _layout(trace, frame, geo)
+        for lane_key, n in scene.rows.items():
+            rows[lane_key] = max(rows.get(lane_key, 0), n)
+    geo.rows = rows
+    return geo
+
+
+# --------------------------------------------------------------------------- one frame's layout
+
+
+@dataclass(slots=True)
+class Label:
+    text: str
+    x: float
+    row: int
+    anchor: str
+    cls: str = ""
+
+
+@dataclass(slots=True)
+class Move:
+    skb: str
+    pointers: tuple[str, ...]
+    old: int
+    new: int
+    x_old: float
+    x_new: float
+    row: int
+    label: Label
+
+
+@dataclass(slots=True)
+class LaneLayout:
+    skb: Mapping[str, Any]
+    pointer_labels: dict[str, Label]
+    moves: list[Move]
+    ghosts: list[tuple[str, float]]  # (pointer, old x)
+
+
+@dataclass(slots=True)
+class BarLayout:
+    buf: str
+    axis: Axis
+    pieces: list[tuple[Piece, bool, bool]]  # (piece, inside some live data..tail, lit)
+    inside_labels: list[tuple[Piece, str, float, bool]]  # (piece, text, centre x, on a bright fill)
+    below: list[tuple[Label, float | None]]  # (label, leader anchor x)
+    ticks: list[tuple[float, int]]  # (x, offset)
+    shinfo_label: bool
+
+
+@dataclass(slots=True)
+class Scene:
+    groups: list[tuple[str, list[LaneLayout], BarLayout]]
+    rows: dict[tuple[str, str], int]
+
+
+def _row_y(row: int) -> float:
+    """Baseline of label row ``row`` measured from the top of its band."""
+    return 4 + ASCENT * FS + row * ROW
+
+
+def _windows(owners: Iterable[Mapping[str, Any]]) -> list[tuple[int, int]]:
+    return [
+        (int(o["data"]), int(o["tail"]))
+        for o in owners
+        if o.get("status", "live") == "live" and int(o["tail"]) > int(o["data"])
+    ]
+
+
+def _split(p: Piece, windows: Sequence[tuple[int, int]]) -> list[tuple[Piece, bool]]:
+    """``p`` cut where it enters or leaves the live skbs' data..tail windows."""
+    cuts = {p.start, p.end}
+    for d, t in windows:
+        cuts.update(c for c in (d, t) if p.start < c < p.end)
+    edges = sorted(cuts)
+    out = []
+    for a, b in zip(edges, edges[1:], strict=False):
+        inside = any(d <= a and b <= t for d, t in windows)
+        out.append((Piece(a, b, p.label, p.kind), inside))
+    return out
+
+
+def _bar_pieces(
+    owners: Sequence[Mapping[str, Any]], spans: Sequence[Span]
+) -> tuple[list[Piece], list[tuple[Piece, bool]]]:
+    regions: list[Mapping[str, Any]] = []
+    for o in owners:
+        regions.extend(o.get("regions", ()))
+    whole = pieces(regions, spans)
+    windows = _windows(owners)
+    return whole, [sp for p in whole for sp in _split(p, windows)]
+
+
+Candidate = tuple[str, float]  # (text-anchor, x)
+
+
+def _choose(
+    placer: Placer,
+    text: str,
+    candidates: Sequence[Candidate],
+    rows: range,
+    *,
+    cls: str = "",
+    stem_x: float | None = None,
+    stem_down: bool = True,
+) -> Label:
+    """The first row (and candidate) where ``text`` fits: clear of every label, crossing no
+    line, its own line (``stem_x``, down to the lane's end or up to the bar) crossing no label.
+    If no row of ``rows`` has room, the first row below them where the text, moved inside the
+    picture, overlaps no other text (lines may cross it there)."""
+
+    def stem(box: Box) -> Stem | None:
+        if stem_x is None:
+            return None
+        return Stem(stem_x, box.y0, 10_000) if stem_down else Stem(stem_x, -10, box.y0)
+
+    for row in rows:
+        for anchor, tx in candidates:
+            box = text_box(tx, _row_y(row), text, FS, anchor)
+            if placer.fits(box, stem(box)):
+                placer.add(box, stem(box))
+                return Label(text, tx, row, anchor, cls)
+    row = rows.start
+    anchor, tx = candidates[0]
+    while True:  # ends: below the lowest placed box every row is clear
+        box = text_box(tx, _row_y(row), text, FS, anchor)
+        dx = placer.nudge(box)
+        box = Box(box.x0 + dx, box.y0, box.x1 + dx, box.y1)
+        if placer.clear(box):
+            placer.add(box)
+            return Label(text, tx + dx, row, anchor, cls)
+        row += 1
+
+
+def _place_pointer_labels(lane: Mapping[str, Any], axis: Axis) -> tuple[dict[str, Label], int]:
+    """Pointer labels in rows above the bar: each sits by its pointer's line, which runs from
+    the label down to the bar, so a label may cross no other pointer's line."""
+    placer = Placer(left=X0 - 6, right=WIDTH - 4)
+    items = []
+    for ptr in POINTERS:
+        off = int(lane.get(ptr, 0))
+        x = axis.x(off)
+        text = f"{ptr} {off}"
+        right = x + 5 + text_width(text, FS) <= placer.right
+        items.append((ptr, x, text, right))
+    # right-going labels left to right, then left-going ones right to left: a staircase in
+    # which no label crosses a line (see Placer)
+    order = sorted((i for i in items if i[3]), key=lambda i: i[1]) + sorted(
+        (i for i in items if not i[3]), key=lambda i: -i[1]
+    )
+    out: dict[str, Label] = {}
+    for ptr, x, text, right in order:
+        sides: list[Candidate] = [("start", x + 5), ("end", x - 5)]
+        out[ptr] = _choose(placer, text, sides if right else sides[::-1], range(MAX_ROWS), stem_x=x)
+    return out, max(label.row for label in out.values()) + 1
+
+
+def _place_moves(
+    name: str, lane: Mapping[str, Any], old: Mapping[str, Any], axis: Axis
+) -> tuple[list[Move], list[tuple[str, float]], int]:
+    """An arrow from each moved pointer's old offset to its new one, with the distance, in a
+    band of rows under the pointer labels (pointers that moved together share one arrow)."""
+    spans: dict[tuple[int, int], list[str]] = {}
+    ghosts: list[tuple[str, float]] = []
+    for ptr in POINTERS:
+        a, b = int(old.get(ptr, 0)), int(lane.get(ptr, 0))
+        if a != b:
+            spans.setdefault((a, b), []).append(ptr)
+            ghosts.append((ptr, axis.x(a)))
+    placer = Placer(left=X0 - 6, right=WIDTH - 4)
+    for ptr in POINTERS:
+        placer.stems.append(Stem(axis.x(int(lane.get(ptr, 0))), -10_000, 10_000))
+    moves: list[Move] = []
+    used = 0
+    for (a, b), ptrs in sorted(spans.items(), key=lambda kv: axis.x(kv[0][0])):
+        xa, xb = axis.x(a), axis.x(b)
+        delta = b - a
+        text = str(msg("{sign}{n} bytes", sign="+" if delta > 0 else "−", n=abs(delta)))
+        lo, hi = min(xa, xb), max(xa, xb)
+        ahead: Candidate = ("start", xb + 6) if delta > 0 else ("end", xb - 6)
+        behind: Candidate = ("end", xa - 6) if delta > 0 else ("start", xa + 6)
+        chosen: Label | None = None
+        step = 0
+        while chosen is None:  # ends: below the lowest placed box every row is clear
+            # first MAX_ROWS rows where nothing crosses; then from row 0 again, lines allowed
+            loose = step >= MAX_ROWS
+            row = step - MAX_ROWS if loose else step
+            y = _row_y(row)
+            arrow = Box(lo, y - 6, hi, y - 2)
+            if placer.clear(arrow):
+                for anchor, tx in (ahead, behind):
+                    box = text_box(tx, y, text, FS, anchor)
+                    if loose:
+                        tx += placer.nudge(box)
+                        box = text_box(tx, y, text, FS, anchor)
+                    if (
+                        placer.clear(box)
+                        if loose
+                        else placer.fits(box) and not box.overlaps(arrow, 0)
+                    ):
+                        chosen = Label(text, tx, row, anchor)
+                        placer.add(box)
+                        placer.add(arrow)
+                        break
+            step += 1
+        used = max(used, chosen.row + 1)
+        moves.append(Move(name, tuple(ptrs), a, b, xa, xb, chosen.row, chosen))
+    return moves, ghosts, used
+
+
+def _place_below(
+    whole: Sequence[Piece],
+    owners: Sequence[Mapping[str, Any]],
+    axis: Axis,
+    inside: set[tuple[int, int]],
+) -> tuple[list[tuple[Label, float | None]], list[tuple[float, int]], int]:
+    """Labels under the bar: regions too narrow for their name and header offsets (rows 1 and
+    down, each with a leader line up to the bar), then axis offsets in row 0 where they fit."""
+    placer = Placer(left=X0 - 12, right=WIDTH - 4)
+    items: list[tuple[float, str, str]] = []  # (anchor x, text, class)
+    for p in whole:
+        if (p.start, p.end) in inside:
+            continue
+        text = str(msg("{label} {n} B", label=p.label, n=p.end - p.start))
+        items.append(((axis.x(p.start) + axis.x(p.end)) / 2, text, "region-label"))
+    offsets: dict[tuple[str, int], list[str]] = {}
+    live = [o for o in owners if o.get("status", "live") == "live"]
+    for o in live:
+        for key, short in HEADER_OFFSETS:
+            off = o.get(key)
+            if off is None or (key == "network_header" and not off):
+                continue
+            offsets.setdefault((short, int(off)), []).append(str(o.get("name")))
+    for (short, off), names in offsets.items():
+        who = "" if len(names) == len(live) else f"{','.join(names)} "
+        items.append((axis.x(off), f"{who}{short} {off}", "off-label"))
+    items.sort(key=lambda i: i[0])
+    out: list[tuple[Label, float | None]] = []
+    for x, text, cls in items:
+        cands: list[Candidate] = [("middle", x), ("start", x - 8), ("end", x + 8)]
+        label = _choose(
+            placer, text, cands, range(1, MAX_ROWS + 2), cls=cls, stem_x=x, stem_down=False
+        )
+        out.append((label, x))
+    used = max((label.row for label, _ in out), default=0) + 1
+    ticks: list[tuple[float, int]] = []
+    total = int(axis.knots[-1][0])
+    end = total - SHINFO
+    for off in sorted({0, end, total, *(o for z in axis.zooms for o in z)}):
+        x = axis.x(off)
+        for anchor, tx in (("middle", x), ("start", x + 2), ("end", x - 2)):
+            box = text_box(tx, _row_y(0), str(off), FS, anchor)
+            if placer.fits(box):
+                placer.add(box)
+                out.append((Label(str(off), tx, 0, anchor, "tick-label"), None))
+                ticks.append((x, off))
+                break
+    return out, ticks, used
+
+
+def _layout(trace: Trace[Any, Any], frame: Frame[Any], geo: Geometry) -> Scene:
+    state = frame.state
+    skbs: list[Mapping[str, Any]] = list(state.get("skbs", ()))
+    prev_frame = previous_frame(trace, frame)
+    prev = {str(s.get("name")): s for s in (prev_frame.state.get("skbs", ()) if prev_frame else ())}
+    prev_pieces: dict[str, set[tuple[int, int, str, bool]]] = {}
+    if prev_frame is not None:
+        pskbs = list(prev_frame.state.get("skbs", ()))
+        for buf in _buffers_in_order(pskbs):
+            owners = [s for s in pskbs if s.get("buffer") == buf]
+            _, split = _bar_pieces(owners, geo.spans.get(buf, ()))
+            prev_pieces[buf] = {(p.start, p.end, p.label, i) for p, i in split}
+    groups: list[tuple[str, list[LaneLayout], BarLayout]] = []
+    rows: dict[tuple[str, str], int] = {}
+    for buf in _buffers_in_order(skbs):
+        owners = [s for s in skbs if s.get("buffer") == buf]
+        axis = geo.axes.get(buf) or make_axis(
+            int(owners[0].get("end", 0)) + SHINFO, set(), X0, X1 - X0
+        )
+        lanes: list[LaneLayout] = []
+        for skb in owners:
+            name = str(skb.get("name"))
+            labels, n = _place_pointer_labels(skb, axis)
+            rows[("ptr", name)] = max(rows.get(("ptr", name), 0), n)
+            old = prev.get(name)
+            moves: list[Move] = []
+            ghosts: list[tuple[str, float]] = []
+            if old is not None and old.get("buffer") == buf:
+                moves, ghosts, m = _place_moves(name, skb, old, axis)
+                rows[("move", name)] = max(rows.get(("move", name), 0), m)
+            lanes.append(LaneLayout(skb, labels, moves, ghosts))
+        whole, split = _bar_pieces(owners, geo.spans.get(buf, ()))
+        before = prev_pieces.get(buf)
+        drawn = [
+            (p, i, before is not None and (p.start, p.end, p.label, i) not in before)
+            for p, i in split
+        ]
+        inside_labels: list[tuple[Piece, str, float, bool]] = []
+        inside: set[tuple[int, int]] = set()
+        in_bar = Placer(left=X0, right=WIDTH)
+        total = int(axis.knots[-1][0])
+        x_end, x_total = axis.x(total - SHINFO), axis.x(total)
+        shinfo_label = text_width("shinfo", FS) + 10 <= x_total - x_end
+        if shinfo_label:
+            in_bar.add(text_box((x_end + x_total) / 2, BAR_H / 2 + 4.5, "shinfo", FS, "middle"))
+        for p in whole:
+            x0, x1 = axis.x(p.start), axis.x(p.end)
+            bright = all(i for q, i in split if p.start <= q.start and q.end <= p.end)
+            for text in (str(msg("{label} {n} B", label=p.label, n=p.end - p.start)), p.label):
+                box = text_box((x0 + x1) / 2, BAR_H / 2 + 4.5, text, FS, "middle")
+                if text_width(text, FS) + 10 <= x1 - x0 and in_bar.clear(box):
+                    in_bar.add(box)
+                    inside_labels.append((p, text, (x0 + x1) / 2, bright))
+                    inside.add((p.start, p.end))
+                    break
+        below, ticks, used = _place_below(whole, owners, axis, inside)
+        rows[("below", buf)] = max(rows.get(("below", buf), 0), used)
+        groups.append(
+            (buf, lanes, BarLayout(buf, axis, drawn, inside_labels, below, ticks, shinfo_label))
+        )
+    return Scene(groups=groups, rows=rows)
 
 
 def _buffers_in_order(skbs: Iterable[Mapping[str, Any]]) -> list[str]:
@@ -47,208 +477,359 @@ def _buffers_in_order(skbs: Iterable[Mapping[str, Any]]) -> list[str]:
     for skb in skbs:
         buf = skb.get("buffer")
         if buf and buf not in seen:
-            seen.append(buf)
+            seen.append(str(buf))
     return seen
 
 
+# --------------------------------------------------------------------------- drawing
+
+
 def picture(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
+    geo = _geometry(trace)
+    scene = _layout(trace, frame, geo)
     state = frame.state
-    skbs: list[Mapping[str, Any]] = list(state.get("skbs", ()))
-    buffers: Mapping[str, Mapping[str, Any]] = state.get("buffers", {})
     primary = state.get("primary")
-    sx = _scale(trace)
+    buffers: Mapping[str, Mapping[str, Any]] = state.get("buffers", {})
     out: list[str] = []
-    y = 8
+    y = 8.0
     if frame.mark == "panic":
+        text = str(msg("BUG: {result} — the kernel stops here", result=frame.result))
         out.append(
-            f'<g id="panic-banner" class="panic-banner"><rect x="0" y="{y}" width="{WIDTH}" height="30" '
-            f'rx="4"/><text x="{WIDTH / 2}" y="{y + 20}" text-anchor="middle">BUG: {_attr(frame.result)}'
-            " — the kernel stops here</text></g>"
+            f'<g id="panic-banner" class="panic-banner"><rect x="0" y="{y}" width="{WIDTH}" '
+            f'height="30" rx="4"/>'
+            + _text(WIDTH / 2, y + 20, text, cls="bold", anchor="middle", fs=14)
+            + "</g>"
         )
         y += 40
-    for buf in _buffers_in_order(skbs):
-        owners = [s for s in skbs if s.get("buffer") == buf]
+    for buf, lanes, bar in scene.groups:
+        for lane in lanes:
+            name = str(lane.skb.get("name"))
+            ptr_rows = max(geo.rows.get(("ptr", name), 1), 1)
+            move_rows = geo.rows.get(("move", name), 0)
+            h = _lane_height(ptr_rows, move_rows)
+            out.append(_lane(lane, y, h, ptr_rows, bar.axis, is_primary=name == primary))
+            y += h
         info = buffers.get(buf, {})
-        end = int(info.get("end", owners[0].get("end", 0)))
-        freed = bool(info.get("freed"))
-        for skb in owners:
-            out.append(_lane(skb, y, sx, is_primary=skb.get("name") == primary))
-            y += LANE_H
-        out.append(_bar(buf, info, owners, end, freed, y, sx))
-        y += BAR_H + 26
-        for skb in owners:
-            if skb.get("frags") or skb.get("frag_list"):
-                row, height = _frags(skb, y)
+        out.append(_bar(bar, info, lanes, y))
+        below_rows = max(geo.rows.get(("below", buf), 1), 1)
+        y += BAR_H + 4 + below_rows * ROW + 2
+        out.append(_caption(buf, info, lanes, y))
+        y += ROW + 6
+        for lane in lanes:
+            if lane.skb.get("frags") or lane.skb.get("frag_list"):
+                row, height = _frags(lane.skb, y)
                 out.append(row)
                 y += height
-        y += 10
+        y += 8
     y = max(y, 60)
-    out.append(_legend(y))
-    y += 30
-    title = escape(f"sk_buff step {frame.index}: {frame.op}")
+    legend, legend_h = _legend(y)
+    out.append(legend)
+    y += legend_h + 6
+    title = escape(f"sk_buff step {frame.index}: {frame.op}", quote=True)
+    # The primary skb's byte axis (offset:x knots), for pictures that draw over this one.
+    axis = next(
+        (
+            bar.axis
+            for _, lanes, bar in scene.groups
+            if any(str(lane.skb.get("name")) == primary for lane in lanes)
+        ),
+        scene.groups[0][2].axis if scene.groups else None,
+    )
+    knots = " ".join(f"{o:g}:{x:g}" for o, x in axis.knots) if axis else ""
     return (
-        f'<svg id="skb-svg" class="skb-svg" viewBox="0 0 {WIDTH} {y}" role="img" '
-        f'aria-label="{title}" data-scale="{sx:.6f}" data-x0="{X0}" xmlns="http://www.w3.org/2000/svg">'
-        '<defs><pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" '
-        'patternTransform="rotate(45)"><rect width="6" height="6" fill="#eeeeee"/>'
-        '<line x1="0" y1="0" x2="0" y2="6" stroke="#bbbbbb" stroke-width="2"/></pattern></defs>'
-        + "".join(out)
-        + "</svg>"
+        f'<svg id="skb-svg" class="skb-svg" viewBox="0 0 {WIDTH} {y:.0f}" role="img" '
+        f'aria-label="{title}" data-x0="{X0}" data-axis="{knots}" '
+        'xmlns="http://www.w3.org/2000/svg">'
+        f"<style>{css()}</style>"
+        '<defs><pattern id="skb-hatch" width="7" height="7" patternUnits="userSpaceOnUse" '
+        'patternTransform="rotate(45)"><line class="hatch-line" x1="0" y1="0" x2="0" y2="7"/>'
+        "</pattern></defs>" + "".join(out) + "</svg>"
     )
 
 
-def _lane(skb: Mapping[str, Any], y: float, sx: float, *, is_primary: bool) -> str:
+def _lane_height(ptr_rows: int, move_rows: int) -> float:
+    return max(8 + ptr_rows * ROW + move_rows * ROW + 12, 80)
+
+
+def _lane(
+    lane: LaneLayout, y: float, h: float, ptr_rows: int, axis: Axis, *, is_primary: bool
+) -> str:
+    skb = lane.skb
     name = str(skb.get("name"))
     status = str(skb.get("status", "live"))
-    cls = "lane glide" + (" primary" if is_primary else "") + ("" if status == "live" else " gone")
-    users = skb.get("users", 1)
-    label = f"{name}" if status == "live" else f"{name} ({status})"
-    parts = [
-        f'<g id="lane-{_attr(name)}" class="{cls}" style="transform: translate(0px, {y}px)" '
-        f'data-skb="{_attr(name)}" data-status="{_attr(status)}">',
-        f'<rect class="skb-struct" x="4" y="4" width="{X0 - 14}" height="{LANE_H - 10}" rx="4"/>',
-        f'<text class="skb-name" x="12" y="24">{escape(label)}</text>',
-        f'<text class="skb-meta" x="12" y="42">users {_attr(users)}</text>',
-        f'<text class="skb-meta" x="12" y="57">fclone {_attr(skb.get("fclone", "none"))}</text>',
+    gone = status != "live"
+    cls = "lane glide" + (" primary" if is_primary else "") + (" gone" if gone else "")
+    lines = [
+        str(msg("users {n}", n=skb.get("users", 1))),
+        str(msg("fclone {kind}", kind=skb.get("fclone") or "none")),
     ]
-    for row, ptr in enumerate(POINTERS):
-        off = int(skb.get(ptr, 0))
-        x = _x(off, sx)
-        near_right = x > WIDTH - 100  # keep the label inside the picture
-        # the player keeps the acting skb's data pointer in view on a narrow screen
-        focus = ' data-focus="1"' if is_primary and ptr == "data" else ""
+    if gone:
+        lines.insert(0, f"({status})")
+    parts = [
+        f'<g id="lane-{_attr(name)}" class="{cls}" style="transform: translate(0px, {y:.1f}px)" '
+        f'data-skb="{_attr(name)}" data-status="{_attr(status)}">',
+        f'<rect class="skb-struct" x="4" y="4" width="{LEFT_W}" height="{h - 6:.0f}" rx="4"/>',
+        _text(12, 21, _fit(name, LEFT_W - 14, FS_NAME), cls="skb-name bold", fs=FS_NAME),
+    ]
+    for i, line in enumerate(lines):
+        parts.append(_text(12, 38 + i * 16, _fit(line, LEFT_W - 14, FS), cls="skb-meta"))
+    band_top = 8 + ptr_rows * ROW  # the move band sits under the pointer label rows
+    for ptr, gx in lane.ghosts:
         parts.append(
-            f'<g id="ptr-{_attr(name)}-{ptr}" class="ptr glide ptr-{ptr}" data-ptr="{ptr}" '
-            f'data-skb="{_attr(name)}" data-offset="{off}" style="transform: translate({x}px, 0px)"{focus}>'
-            f'<line x1="0" y1="{4 + row * ROW}" x2="0" y2="{LANE_H}" stroke="{PTR_COLOUR[ptr]}"/>'
-            f'<path d="M -4 {LANE_H - 6} L 4 {LANE_H - 6} L 0 {LANE_H} Z" fill="{PTR_COLOUR[ptr]}"/>'
-            f'<text class="ptr-label" x="{-4 if near_right else 4}" y="{15 + row * ROW}" '
-            f'text-anchor="{"end" if near_right else "start"}" fill="{PTR_COLOUR[ptr]}">{ptr} {off}</text></g>'
+            f'<line id="ghost-{_attr(name)}-{ptr}" class="ghost ghost-{ptr}" x1="{gx}" y1="6" '
+            f'x2="{gx}" y2="{h}"/>'
+        )
+    for k, mv in enumerate(lane.moves):
+        my = band_top + _row_y(mv.row)
+        tip = 1 if mv.x_new > mv.x_old else -1
+        parts.append(
+            f'<g id="move-{_attr(name)}-{k}" class="move" data-from="{mv.old}" data-to="{mv.new}" '
+            f'data-pointers="{" ".join(mv.pointers)}">'
+            f'<line x1="{mv.x_old}" y1="{my - 4:.1f}" x2="{mv.x_new - tip * 6:.2f}" y2="{my - 4:.1f}"/>'
+            f'<path d="M {mv.x_new} {my - 4:.1f} L {mv.x_new - tip * 7:.2f} {my - 8.5:.1f} '
+            f'L {mv.x_new - tip * 7:.2f} {my + 0.5:.1f} Z"/>'
+            + _text(mv.label.x, my, mv.label.text, cls="move-label halo", anchor=mv.label.anchor)
+            + "</g>"
+        )
+    moved = {p for mv in lane.moves for p in mv.pointers}
+    for ptr in POINTERS:
+        off = int(skb.get(ptr, 0))
+        x = axis.x(off)
+        label = lane.pointer_labels[ptr]
+        ly = _row_y(label.row) + 4
+        focus = ' data-focus="1"' if is_primary and ptr == "data" else ""
+        rel = label.x - x
+        chip = ""
+        if ptr in moved:
+            box = text_box(rel, ly, label.text, FS, label.anchor)
+            chip = (
+                f'<rect class="chip" x="{box.x0 - 2:.1f}" y="{box.y0 - 1:.1f}" '
+                f'width="{box.x1 - box.x0 + 4:.1f}" height="{box.y1 - box.y0 + 2:.1f}" rx="3"/>'
+            )
+        parts.append(
+            f'<g id="ptr-{_attr(name)}-{ptr}" class="ptr glide ptr-{ptr}'
+            f'{" moved" if ptr in moved else ""}" data-ptr="{ptr}" data-skb="{_attr(name)}" '
+            f'data-offset="{off}" style="transform: translate({x}px, 0px)"{focus}>'
+            f'<line x1="0" y1="{ly - ASCENT * FS:.1f}" x2="0" y2="{h}"/>'
+            f'<path d="M -4.5 {h - 7} L 4.5 {h - 7} L 0 {h} Z"/>'
+            + chip
+            + _text(
+                rel,
+                ly,
+                label.text,
+                cls="ptr-label bold" + ("" if chip else " halo"),
+                anchor=label.anchor,
+            )
+            + "</g>"
         )
     parts.append("</g>")
     return "".join(parts)
 
 
-def _bar(
-    buf: str,
-    info: Mapping[str, Any],
-    owners: list[Mapping[str, Any]],
-    end: int,
-    freed: bool,
-    y: float,
-    sx: float,
-) -> str:
-    live = [s for s in owners if s.get("status", "live") == "live"] or owners
-    first = live[0]
-    tail = int(first.get("tail", 0))
-    size = info.get("size", end + SHINFO)
-    dataref = info.get("dataref", first.get("dataref", 1))
+def _bar(bar: BarLayout, info: Mapping[str, Any], lanes: Sequence[LaneLayout], y: float) -> str:
+    buf, axis = bar.buf, bar.axis
+    total = int(axis.knots[-1][0])
+    end = total - SHINFO
+    freed = bool(info.get("freed"))
     cls = "bar glide" + (" freed" if freed else "")
+    x_end, x_total = axis.x(end), axis.x(total)
     parts = [
-        f'<g id="bar-{_attr(buf)}" class="{cls}" style="transform: translate(0px, {y}px)" '
+        f'<g id="bar-{_attr(buf)}" class="{cls}" style="transform: translate(0px, {y:.1f}px)" '
         f'data-buffer="{_attr(buf)}" data-end="{end}">',
-        f'<rect class="seg free" style="x: {_x(0, sx)}px; width: {round(end * sx, 2)}px" y="0" height="{BAR_H}"/>',
-        f'<rect id="bar-{_attr(buf)}-tailroom" class="seg tailroom" '
-        f'style="x: {_x(tail, sx)}px; width: {round(max(end - tail, 0) * sx, 2)}px" y="0" height="{BAR_H}"/>',
+        _text(12, 18, _fit(buf, LEFT_W - 14, FS_NAME), cls="bold", fs=FS_NAME),
+        _text(12, 35, _fit(str(msg("{n} bytes", n=total)), LEFT_W - 14, FS)),
     ]
-    # Bytes written through any skb on this buffer; bright where some live skb still covers
-    # them with its data..tail, dim where they only linger in head- or tailroom.
-    windows = [(int(o.get("data", 0)), int(o.get("tail", 0))) for o in live]
-    regions: list[Mapping[str, Any]] = []
-    for owner in owners:
-        for reg in owner.get("regions", ()):
-            if all(
-                (r["start"], r["end"], r.get("label"))
-                != (reg["start"], reg["end"], reg.get("label"))
-                for r in regions
-            ):
-                regions.append(reg)
-    for i, reg in enumerate(regions):
-        start, stop = int(reg["start"]), int(reg["end"])
-        inside = any(start < t and stop > d for d, t in windows)
-        kind = "header" if reg.get("kind") == "header" else "payload"
+    for lo, hi in axis.zooms:
         parts.append(
-            f'<rect id="bar-{_attr(buf)}-reg{i}" class="seg {kind}{"" if inside else " stale"}" '
-            f'style="x: {_x(start, sx)}px; width: {round(max(stop - start, 0) * sx, 2)}px" y="0" '
-            f'height="{BAR_H}"><title>{escape(str(reg.get("label", "")))} bytes {start}–{stop}</title></rect>'
+            f'<rect class="zoom-band" x="{axis.x(lo)}" y="{BAR_H}" width="{axis.x(hi) - axis.x(lo):.2f}" '
+            f'height="6"/>'
         )
-        if (stop - start) * sx > 26:
+    parts.append(
+        f'<rect id="bar-{_attr(buf)}-free" class="seg free" style="x: {axis.x(0)}px; '
+        f'width: {x_end - axis.x(0):.2f}px" y="0" height="{BAR_H}"/>'
+    )
+    for p, inside, lit in bar.pieces:
+        x0, x1 = axis.x(p.start), axis.x(p.end)
+        pid = f"bar-{_attr(buf)}-r{p.start}"
+        state = "in" if inside else "out"
+        parts.append(
+            f'<rect id="{pid}" class="seg {p.kind} {state}{" lit" if lit else ""}" '
+            f'data-start="{p.start}" data-end="{p.end}" data-label="{_attr(p.label)}" '
+            f'style="x: {x0}px; width: {x1 - x0:.2f}px" y="0" height="{BAR_H}">'
+            f"<title>{escape(p.label)}: bytes {p.start}–{p.end}</title></rect>"
+        )
+        if not inside:
             parts.append(
-                f'<text class="seg-label" x="{(_x(start, sx) + _x(stop, sx)) / 2}" y="{BAR_H / 2 + 4}" '
-                f'text-anchor="middle">{escape(str(reg.get("label", "")))}</text>'
+                f'<rect id="{pid}-hatch" class="seg hatch" style="x: {x0}px; width: {x1 - x0:.2f}px" '
+                f'y="0" height="{BAR_H}"/>'
             )
     parts.append(
-        f'<rect class="seg shinfo" style="x: {_x(end, sx)}px; width: {round(SHINFO * sx, 2)}px" y="0" '
-        f'height="{BAR_H}"><title>struct skb_shared_info, 320 bytes</title></rect>'
+        f'<rect id="bar-{_attr(buf)}-shinfo" class="seg shinfo" style="x: {x_end}px; '
+        f'width: {x_total - x_end:.2f}px" y="0" height="{BAR_H}">'
+        f"<title>struct skb_shared_info, {SHINFO} bytes</title></rect>"
     )
-    if SHINFO * sx > 40:
+    if bar.shinfo_label:
         parts.append(
-            f'<text class="seg-label light" x="{_x(end + SHINFO / 2, sx)}" y="{BAR_H / 2 + 4}" '
-            'text-anchor="middle">shinfo</text>'
+            _text(
+                (x_end + x_total) / 2,
+                BAR_H / 2 + 4.5,
+                "shinfo",
+                cls="ink seg-label",
+                anchor="middle",
+            )
         )
-    alloc = first.get("alloc", "")
-    caption = f"{buf} · {alloc} · {size} B · dataref {dataref}" + (" · freed" if freed else "")
-    parts.append(f'<text class="bar-caption" x="{X0}" y="{BAR_H + 16}">{escape(caption)}</text>')
-    parts.append(
-        f'<text class="bar-axis" x="{X0 - 6}" y="{BAR_H / 2 + 4}" text-anchor="end">0</text>'
-    )
+    for p, text, cx, bright in bar.inside_labels:
+        cls_t = "seg-label " + ("ink" if bright and not freed else "halo")
+        parts.append(
+            _text(
+                cx,
+                BAR_H / 2 + 4.5,
+                text,
+                cls=cls_t,
+                anchor="middle",
+                extra=f' data-kind="{p.kind}"',
+            )
+        )
+    # the axis: offsets at the zoom edges, break marks where the scale changes
+    top = BAR_H + 4
+    parts.append(f'<line class="axis" x1="{axis.x(0)}" y1="{BAR_H}" x2="{x_total}" y2="{BAR_H}"/>')
+    for x, off in bar.ticks:
+        parts.append(
+            f'<line class="tick" data-offset="{off}" x1="{x}" y1="{BAR_H}" x2="{x}" y2="{BAR_H + 5}"/>'
+        )
+    for off in axis.breaks:
+        x = axis.x(off)
+        parts.append(
+            f'<g class="axis-break" data-offset="{off}">'
+            f'<line class="break-gap" x1="{x - 3}" y1="{BAR_H + 8}" x2="{x + 3}" y2="{BAR_H - 8}"/>'
+            f'<path class="break" d="M {x - 6} {BAR_H + 8} L {x} {BAR_H - 8} M {x} {BAR_H + 8} '
+            f'L {x + 6} {BAR_H - 8}"/></g>'
+        )
+    for label, anchor_x in bar.below:
+        ly = top + _row_y(label.row)
+        if anchor_x is not None:
+            cls_l = "offmark" if label.cls == "off-label" else "leader"
+            parts.append(
+                f'<line class="{cls_l}" x1="{anchor_x}" y1="{BAR_H + 1}" x2="{anchor_x}" '
+                f'y2="{ly - ASCENT * FS - 1:.1f}"/>'
+            )
+        parts.append(_text(label.x, ly, label.text, cls=f"{label.cls} halo", anchor=label.anchor))
     parts.append("</g>")
     return "".join(parts)
+
+
+def _caption(buf: str, info: Mapping[str, Any], lanes: Sequence[LaneLayout], y: float) -> str:
+    live = [ln.skb for ln in lanes if ln.skb.get("status", "live") == "live"] or [
+        ln.skb for ln in lanes
+    ]
+    first = live[0]
+    total = info.get("size", int(first.get("end", 0)) + SHINFO)
+    dataref = info.get("dataref", first.get("dataref", 1))
+    text = str(
+        msg(
+            "{buffer} · {alloc} · {size} B · dataref {dataref}",
+            buffer=buf,
+            alloc=str(first.get("alloc", "")),
+            size=int(total),
+            dataref=int(dataref),
+        )
+    )
+    if info.get("freed"):
+        text += " · " + str(msg("freed"))
+    return _text(X0, y + 12, _fit(text, X1 - X0, FS), cls="bar-caption")
 
 
 def _frags(skb: Mapping[str, Any], y: float) -> tuple[str, int]:
     name = _attr(skb.get("name"))
     frags = list(skb.get("frags", ()))
-    per_row = 5
-    rows = (len(frags) + per_row - 1) // per_row if frags else 0
-    parts = [f'<g id="frags-{name}" class="frags glide" style="transform: translate(0px, {y}px)">']
-    parts.append(f'<text class="frags-caption" x="12" y="16">{name} frags[{len(frags)}]</text>')
+    parts = [
+        f'<g id="frags-{name}" class="frags glide" style="transform: translate(0px, {y:.1f}px)">'
+    ]
+    if frags:
+        caption = _fit(f"{skb.get('name')} frags[{len(frags)}]", LEFT_W, FS)
+        parts.append(_text(12, 18, caption, cls="frags-caption"))
+    fx, fy, height = float(X0), 0.0, 0.0
     for i, frag in enumerate(frags):
-        col, row = i % per_row, i // per_row
-        fx, fy = X0 + col * (PAGE_W + 14), row * 40
         off, size = int(frag.get("offset", 0)), int(frag.get("size", 0))
-        scale = PAGE_W / PAGE
         refs = f" · refs {frag['refs']}" if frag.get("refs") else ""
+        text = f"{frag.get('page', 'page')} +{off} · {size} B{refs}"
+        cell = max(PAGE_W, text_width(text, FS) + 4) + 18
+        if fx > X0 and fx + cell > X1:
+            fx, fy = float(X0), fy + 50
+        scale = PAGE_W / PAGE
         parts.append(
             f'<g id="frag-{name}-{i}" class="frag" data-size="{size}">'
-            f'<rect class="page" x="{fx}" y="{fy}" width="{PAGE_W}" height="26"/>'
-            f'<rect class="seg payload" x="{fx + off * scale:.2f}" y="{fy}" '
-            f'width="{max(min(size, PAGE - off), 0) * scale:.2f}" height="26"/>'
-            f'<text class="frag-label" x="{fx + 4}" y="{fy + 38}">{_attr(frag.get("page", "page"))} '
-            f"+{off}, {size} B{refs}</text></g>"
+            f'<rect class="page" x="{fx}" y="{fy + 2}" width="{PAGE_W}" height="24"/>'
+            f'<rect class="seg payload in" x="{fx + off * scale:.2f}" y="{fy + 2}" '
+            f'width="{max(min(size, PAGE - off), 0) * scale:.2f}" height="24"/>'
+            + _text(fx, fy + 43, text, cls="frag-label")
+            + "</g>"
         )
-    height = max(rows * 44, 0) + 8
+        fx += cell
+        height = fy + 50
     flist = list(skb.get("frag_list", ()))
     if flist:
         fy = height
-        parts.append(f'<text class="frags-caption" x="12" y="{fy + 18}">frag_list</text>')
-        for i, other in enumerate(flist):
-            fx = X0 + i * 130
+        caption = _fit(f"{skb.get('name')} frag_list", LEFT_W, FS)
+        parts.append(_text(12, fy + 21, caption, cls="frags-caption"))
+        fx = float(X0)
+        for other in flist:
+            text = f"→ {other}"
+            w = text_width(text, FS) + 16
+            if fx > X0 and fx + w > X1:
+                fx, fy = float(X0), fy + 32
             parts.append(
-                f'<g class="fraglist-item"><rect class="skb-struct" x="{fx}" y="{fy + 2}" width="110" height="24" rx="4"/>'
-                f'<text x="{fx + 8}" y="{fy + 19}">→ {_attr(other)}</text></g>'
+                f'<g class="fraglist-item"><rect class="skb-struct" x="{fx}" y="{fy + 4}" '
+                f'width="{w:.1f}" height="24" rx="4"/>' + _text(fx + 8, fy + 21, text) + "</g>"
             )
-        height += 34
+            fx += w + 14
+        height = fy + 34
     parts.append("</g>")
-    return "".join(parts), height + 6
+    return "".join(parts), int(height) + 8
 
 
-def _legend(y: float) -> str:
+def _legend(y: float) -> tuple[str, float]:
     items = [
-        ("free", "headroom / free"),
-        ("header", "headers"),
-        ("payload", "payload"),
-        ("tailroom", "tailroom"),
-        ("shinfo", "skb_shared_info"),
-        ("stale", "bytes outside data..tail"),
+        ("seg free", str(msg("unwritten"))),
+        ("seg header in", str(msg("header"))),
+        ("seg payload in", str(msg("payload"))),
+        ("seg shinfo", "skb_shared_info"),
+        ("seg payload out", str(msg("outside data..tail"))),
+        ("ghost", str(msg("old position"))),
+        ("break", str(msg("axis break: zoomed bytes"))),
     ]
-    parts = [f'<g class="legend" transform="translate({X0} {y})">']
-    x = 0
+    parts = [f'<g class="legend" style="transform: translate(0px, {y:.1f}px)">']
+    x, row = float(X0), 0
     for cls, label in items:
-        parts.append(
-            f'<rect class="seg {cls if cls != "stale" else "payload stale"}" x="{x}" y="2" width="14" height="14"/>'
-            f'<text x="{x + 19}" y="14">{label}</text>'
-        )
-        x += 34 + round(len(label) * 8.6)  # room for the projector theme's larger type
+        w = 22 + text_width(label, FS) + 22
+        if x > X0 and x + w > X1:
+            x, row = float(X0), row + 1
+        ty = row * ROW
+        if cls == "ghost":
+            parts.append(
+                f'<line class="ghost ghost-data" x1="{x + 7}" y1="{ty + 2}" x2="{x + 7}" y2="{ty + 16}"/>'
+            )
+        elif cls == "break":
+            parts.append(
+                f'<path class="break" d="M {x + 1} {ty + 16} L {x + 7} {ty + 2} M {x + 7} {ty + 16} '
+                f'L {x + 13} {ty + 2}"/>'
+            )
+        else:
+            parts.append(f'<rect class="{cls}" x="{x}" y="{ty + 2}" width="14" height="14"/>')
+            if cls.endswith(" out"):
+                parts.append(
+                    f'<rect class="seg hatch" x="{x}" y="{ty + 2}" width="14" height="14"/>'
+                )
+        parts.append(_text(x + 20, ty + 14, label))
+        x += w
     parts.append("</g>")
-    return "".join(parts)
+    return "".join(parts), (row + 1) * ROW
+
+
+def previous_frame(trace: Trace[Any, Any], frame: Frame[Any]) -> Frame[Any] | None:
+    """The step before ``frame`` in ``trace``, if the trace holds it (a trace assembled by
+    another explainer may hold only some steps)."""
+    i = frame.index - 1
+    if 0 <= i < len(trace.frames) and trace.frames[i].index == i:
+        return trace.frames[i]
+    return next((f for f in trace.frames if f.index == i), None)
