@@ -1560,7 +1560,8 @@ class SkbMachine:
             hsize = max(0, headlen - offset)
             hsize = min(hsize, ln)
             alloc = kmalloc_reserve(hsize + doffset + headroom)
-            assert alloc is not None  # bounded by the head, which was allocated
+            if alloc is None:  # bounded by the head, which was allocated
+                raise RuntimeError("internal: a segment head larger than its original head")
             name = f"{head.name}_s{len(names) + 1}"
             n = self._new_skb(name, alloc, origin="skb_segment")
             nb = self.buf(n)
@@ -2209,7 +2210,8 @@ class SkbMachine:
         )
         self._copy_header_fields(n, src)
         if fast:
-            assert src.pair is not None
+            if src.pair is None:
+                raise RuntimeError("internal: a fast clone without its fclone pair")
             self.fclone_refs[src.pair] = 2
             n.fclone, n.pair = "clone", src.pair
             how = msg(

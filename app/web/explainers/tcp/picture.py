@@ -749,7 +749,7 @@ def _seg(seg: SegmentState, row: int, st: TcpState, idx: _Index, now_i: int, now
         f'<rect class="lbl-bg" x="{lx - w / 2:.1f}" y="-2" width="{w:.1f}" height="15"/>'
         f'<text class="lbl mono" x="{lx:.1f}" y="9" text-anchor="middle">{_t(label)}</text>'
     )
-    note = {"lost": "lost", "flight": "in flight"}.get(state, "")
+    note = {"lost": str(msg("lost")), "flight": str(msg("in flight"))}.get(state, "")
     kind = seg["kind"].replace("_", " ")
     side = f"{_ms(seg['sent_ms'])}"
     parts.append(
@@ -912,9 +912,9 @@ def _panel(ep: str, e: EndpointState, pe: EndpointState, st: TcpState, i: int) -
     y += 4
     status = []
     if e["blocked"]:
-        status.append(f"blocked in {e['blocked']}()")
+        status.append(str(msg("blocked in {call}()", call=e["blocked"])))
     if e["error"]:
-        status.append(f"pending error {e['error']}")
+        status.append(str(msg("pending error {errno}", errno=e["error"])))
     call = st["call"]
     errno = ""
     if call is not None and call["endpoint"] == ep:
@@ -928,7 +928,11 @@ def _panel(ep: str, e: EndpointState, pe: EndpointState, st: TcpState, i: int) -
         yy = y
         part = [f'<g class="{view}">']
         timers = _timers(e, rfc)
-        tline = "timers: " + (", ".join(timers) if timers else "none")
+        tline = (
+            str(msg("timers: {list}", list=", ".join(timers)))
+            if timers
+            else str(msg("timers: none"))
+        )
         part.append(f'<text x="10" y="{yy}">{_t(_fit(tline, 44))}</text>')
         yy += LINE
         if errno:
