@@ -85,7 +85,11 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
     errors.install(app)
     # Frame stores and plotly.js compress well.
     app.add_middleware(GZipMiddleware, minimum_size=2048, compresslevel=6)
-    app.add_middleware(StaticGzipCache)  # outside GZip: static files are compressed once
+    # outside GZip: static files and npm packages are compressed once
+    app.add_middleware(
+        StaticGzipCache,
+        roots={"/static/": settings.root / "static", "/vendor/": settings.node_modules},
+    )
     app.add_middleware(HeadAsGet)
     app.add_middleware(ClientTag)
     app.add_middleware(LanguageMiddleware)  # the reader's language, before any route runs

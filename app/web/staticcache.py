@@ -8,6 +8,8 @@ from __future__ import annotations
 import gzip
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping
+from pathlib import Path
 
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -18,12 +20,30 @@ COMPRESSIBLE = ("text/", "application/javascript", "application/json", "image/sv
 
 
 class StaticGzipCache:
-    def __init__(self, app: ASGIApp, max_bytes: int = 64 * 1024 * 1024) -> None:
+    def __init__(
+        self, app: ASGIApp, roots: Mapping[str, Path] | None = None, max_bytes: int = 64 << 20
+    ) -> None:
         self.app = app
+        self.roots = dict(roots or {})  # URL prefix → folder, to recognise an unchanged file
         self.max_bytes = max_bytes
         self.used = 0
         self._items: OrderedDict[tuple[str, str], bytes] = OrderedDict()
+        self._answers: dict[tuple[str, int, int], tuple[Message, bytes]] = {}
         self._lock = threading.Lock()
+
+    def _file_key(self, path: str) -> tuple[str, int, int] | None:
+        """(path, mtime, size) of the file a URL names, or None (then the app answers)."""
+        for prefix, folder in self.roots.items():
+            if path.startswith(prefix):
+                candidate = (folder / path[len(prefix) :]).resolve()
+                if folder.resolve() not in candidate.parents:
+                    return None
+                try:
+                    st = candidate.stat()
+                except OSError:
+                    return None
+                return (path, st.st_mtime_ns, st.st_size)
+        return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (
@@ -33,7 +53,23 @@ class StaticGzipCache:
         ):
             await self.app(scope, receive, send)
             return
-        gzip_ok = "gzip" in Headers(scope=scope).get("accept-encoding", "")
+        request_headers = Headers(scope=scope)
+        gzip_ok = "gzip" in request_headers.get("accept-encoding", "")
+        key = self._file_key(scope["path"]) if gzip_ok and scope["method"] == "GET" else None
+        if key is not None:
+            with self._lock:
+                answer = self._answers.get(key)
+            if answer is not None:  # this very file, gzipped before: no disk read, no gzip
+                cached_start, body = answer
+                etag = MutableHeaders(raw=list(cached_start["headers"])).get("etag")
+                if etag and etag in request_headers.get("if-none-match", ""):
+                    headers = [(k, v) for k, v in cached_start["headers"] if k != b"content-length"]
+                    await send({"type": "http.response.start", "status": 304, "headers": headers})
+                    await send({"type": "http.response.body", "body": b""})
+                    return
+                await send(cached_start)
+                await send({"type": "http.response.body", "body": body, "more_body": False})
+                return
         start: Message | None = None
         chunks: list[bytes] = []
 
@@ -45,12 +81,18 @@ class StaticGzipCache:
             chunks.append(message.get("body", b""))
             if message.get("more_body"):
                 return
-            await self._finish(start, b"".join(chunks), gzip_ok, scope, send)
+            await self._finish(start, b"".join(chunks), gzip_ok, scope, send, key)  # file key
 
         await self.app(scope, receive, capture)
 
     async def _finish(
-        self, start: Message | None, body: bytes, gzip_ok: bool, scope: Scope, send: Send
+        self,
+        start: Message | None,
+        body: bytes,
+        gzip_ok: bool,
+        scope: Scope,
+        send: Send,
+        file_key: tuple[str, int, int] | None = None,
     ) -> None:
         if start is None:  # pragma: no cover - an app always starts its response
             return
@@ -82,5 +124,8 @@ class StaticGzipCache:
             body = packed
             headers["Content-Encoding"] = "gzip"
             headers["Content-Length"] = str(len(body))
+            if file_key is not None:
+                with self._lock:
+                    self._answers[file_key] = ({**start, "headers": list(start["headers"])}, body)
         await send(start)
         await send({"type": "http.response.body", "body": body, "more_body": False})
