@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from app.sim.core import ParamError, Trace
+from app.sim.core import Message, ParamError, Trace, msg
 from app.sim.path.engine import PathState, Tracer
 from app.sim.path.explainer import EXPLAINER as PATH
 from app.sim.path.params import PathParams
@@ -163,7 +163,7 @@ class Rebuild:
 
     ops: list[dict[str, Any]]
     exact: bool
-    why: str  # empty when exact
+    why: Message  # empty when exact
 
 
 def ops_for(rep: Replay, index: int, view: SkbView) -> Rebuild:
@@ -181,35 +181,35 @@ def ops_for(rep: Replay, index: int, view: SkbView) -> Rebuild:
     if freed is not None:
         ops.append(freed)
     if not ops:
-        return Rebuild(ops=[], exact=False, why="no recorded ops for this skb")
+        return Rebuild(ops=[], exact=False, why=msg("no recorded ops for this skb"))
     if len(ops) > MAX_OPS or len(keep) > MAX_SKBS:
-        return Rebuild(ops=[], exact=False, why="too many ops for the sk_buff explainer")
+        return Rebuild(ops=[], exact=False, why=msg("too many ops for the sk_buff explainer"))
     try:
         params = SKB.parse({"ops": ops})
     except ParamError:
-        return Rebuild(ops=ops, exact=False, why="the sk_buff explainer refuses these ops")
+        return Rebuild(ops=ops, exact=False, why=msg("the sk_buff explainer refuses these ops"))
     trace = SKB.run(params)
     last = trace.frames[-1].state if trace.frames else None
     got = next((s for s in last["skbs"] if s["name"] == name), None) if last else None
     if got is None:
-        return Rebuild(ops=ops, exact=False, why="the rebuilt run ends early")
+        return Rebuild(ops=ops, exact=False, why=msg("the rebuilt run ends early"))
     keys = ("data", "tail", "end", "nr_frags", "mac_header", "network_header", "transport_header")
     # a header the path walk has not set yet (None) may be 0 in the sk_buff explainer, which
     # models __alloc_skb's zeroed network_header
     same = all(got[k] == view[k] or view[k] is None for k in keys)  # type: ignore[literal-required]
     lengths = all(got[k] == view[k] for k in ("len", "data_len", "truesize"))
     if same and lengths:
-        return Rebuild(ops=ops, exact=True, why="")
+        return Rebuild(ops=ops, exact=True, why=Message(""))
     if same:
         return Rebuild(
             ops=ops,
             exact=False,
-            why=(
+            why=msg(
                 "same pointers; len, data_len and truesize miss the bytes merged into the last "
                 "skb of the frag_list"
             ),
         )
-    return Rebuild(ops=ops, exact=False, why="the rebuilt skb differs from this step's")
+    return Rebuild(ops=ops, exact=False, why=msg("the rebuilt skb differs from this step's"))
 
 
 def snapshot(rep: Replay, index: int, view: SkbView) -> dict[str, Any] | None:

@@ -683,7 +683,9 @@ def _table(trace: Trace[Any, Any], state: Mapping[str, Any], y: float) -> tuple[
             )
             out.append(
                 f'<line x1="{384 + pw:.1f}" x2="{384 + pw:.1f}" y1="{ry + 2}" y2="{ry + 20}" '
-                'style="stroke:var(--fg);stroke-width:1.5"><title>end of the prompt</title></line>'
+                'style="stroke:var(--fg);stroke-width:1.5"><title>'
+                + attr(str(msg("end of the prompt")))
+                + "</title></line>"
             )
         out.append(_text(510, ry + 16, f"{computed}/{total}", "mono"))
         out.append(

@@ -957,7 +957,8 @@ def _panel(ep: str, e: EndpointState, pe: EndpointState, st: TcpState, i: int) -
                     part.append(f'<text class="mono" x="26" y="{yy}">{_t(sub)}</text>')
                     yy += LINE
             if not e["linux"]:
-                part.append(f'<text class="muted" x="10" y="{yy}">no kernel objects</text>')
+                none = escape(str(msg("no kernel objects")))
+                part.append(f'<text class="muted" x="10" y="{yy}">{none}</text>')
                 yy += LINE
         part.append("</g>")
         out += part
