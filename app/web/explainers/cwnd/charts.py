@@ -249,10 +249,11 @@ def _embed(figure: Mapping[str, Any], div_id: str, *, height: int, label: str) -
     """A placeholder plus the figure as JSON; static/explainers/cwnd/charts.js draws it once
     plotly.js has loaded, so the page shows before the library is parsed."""
     data = json.dumps(figure, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    drawing = escape(str(msg("Drawing the charts…")))
     return (
         f'<div id="{div_id}" class="plotly-pending" data-figure="{div_id}-figure" role="figure" '
         f'aria-label="{label}" style="min-height:{height}px">'
-        f'<p class="chart-loading">{escape(str(msg("Drawing the charts…")))}</p></div>'
+        f'<p class="chart-loading">{drawing}</p></div>'
         f'<script type="application/json" id="{div_id}-figure">{data}</script>'
     )
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any
 
-from app.sim.core import Frame, Trace, msg
+from app.sim.core import Frame, Message, Trace, msg
 from app.sim.path.engine import NapiView, PathState
 from app.sim.path.skb import SkbView
 from app.sim.skbuff.model import SHINFO
@@ -36,15 +36,15 @@ RIGHT_X = 612
 STACK_MAX = 13  # stack lines shown; deeper stacks fold their middle
 STACK_LINE = 15
 
-LANES: tuple[tuple[str, str], ...] = (
-    ("user", str(msg("user space"))),
-    ("socket", str(msg("socket"))),
-    ("tcp", str(msg("TCP"))),
-    ("ip", str(msg("IP"))),
-    ("netfilter", str(msg("netfilter"))),
-    ("core", str(msg("core"))),
-    ("driver", str(msg("driver"))),
-    ("hardware", str(msg("hardware"))),
+LANES: tuple[tuple[str, Message], ...] = (  # rendered per request, in the reader's language
+    ("user", msg("user space")),
+    ("socket", msg("socket")),
+    ("tcp", msg("TCP")),
+    ("ip", msg("IP")),
+    ("netfilter", msg("netfilter")),
+    ("core", msg("core")),
+    ("driver", msg("driver")),
+    ("hardware", msg("hardware")),
 )
 LANE_INDEX = {key: i for i, (key, _) in enumerate(LANES)}
 # The simulation's finer layers, grouped into the eight lanes of issue #13.
@@ -309,7 +309,7 @@ def _lanes(state: PathState) -> str:
         out.append(
             f'<g id="lane-{key}" class="lane{" lit" if on else ""}" data-lane="{key}"{flag}>'
             f'<rect class="lane-bg" x="0" y="{y + 1}" width="{PLOT_X1}" height="{LANE_H - 2}" rx="4"/>'
-            f'<text class="lane-name" x="8" y="{y + LANE_H / 2 + 5}">{escape(label)}</text></g>'
+            f'<text class="lane-name" x="8" y="{y + LANE_H / 2 + 5}">{escape(str(label))}</text></g>'
         )
     c = state["counters"]
     out.append(
@@ -563,9 +563,10 @@ def _links(lay: Layout, frame: Frame[PathState], y: float) -> str:
 
 def _headers(view: SkbView, axis: Axis, y: float) -> str:
     out = [f'<g id="hdrs" class="hdrs" transform="translate(0 {y})">']
+    caption = escape(str(msg("header offsets")))
     out.append(
         f'<text class="small muted" x="{axis.knots[0][1] - 8}" y="14" text-anchor="end">'
-        f"{escape(str(msg('header offsets')))}</text>"
+        f"{caption}</text>"
     )
     for row, which in enumerate(("mac", "network", "transport")):
         at = view[f"{which}_header"]  # type: ignore[literal-required]
@@ -617,9 +618,10 @@ def picture(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
     parts.append(_links(lay, frame, y))
     drop = state["drop_reason"]
     if drop:
+        dropped = escape(str(msg("dropped: {reason}", reason=drop)))
         parts.append(
             f'<g id="drop" class="drop" data-reason="{_a(drop)}"><text x="{WIDTH}" y="{y + 12}" '
-            f'text-anchor="end">{escape(str(msg("dropped: {reason}", reason=drop)))}</text></g>'
+            f'text-anchor="end">{dropped}</text></g>'
         )
     y += 22
     view = state["skb"]

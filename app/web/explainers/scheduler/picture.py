@@ -191,10 +191,13 @@ def _budget(state: Mapping[str, Any], y: float) -> tuple[str, float]:
     if blocked is not None and state.get("waiting_stop") == "head_of_line":
         rid, need = blocked
         gw = min(INNER * need / budget, W - 2 - x)
+        tip = attr(
+            str(msg("{id} needs {need} tokens; {left} are left", id=rid, need=need, left=left))
+        )
         out.append(
             f'<rect id="budget-blocked" class="blocked" x="{x:.2f}" y="{top - 4}" width="{gw:.2f}" '
             f'height="{h + 8}" data-req="{attr(rid)}" data-tokens="{need}">'
-            f"<title>{attr(str(msg('{id} needs {need} tokens; {left} are left', id=rid, need=need, left=left)))}</title></rect>"
+            f"<title>{tip}</title></rect>"
         )
         out.append(
             _text(
@@ -741,10 +744,13 @@ def picture(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
     h = int(y3 + 6)
     preempted = ",".join(state.get("preempted", ()))
     finished = ",".join(state.get("finished", ()))
+    aria = attr(
+        msg("Step {step}: token budget, KV cache and requests", step=int(state.get("step", 0)))
+    )
     svg: str = (
         f'<svg xmlns="http://www.w3.org/2000/svg" id="sched-picture" class="sched-svg" '
         f'viewBox="0 0 {W} {h}" width="{W}" height="{h}" style="min-width:{W}px" role="img" '
-        f'aria-label="{attr(msg("Step {step}: token budget, KV cache and requests", step=int(state.get("step", 0))))}" '
+        f'aria-label="{aria}" '
         f'data-step="{attr(state.get("step", ""))}" data-budget-used="{attr(state.get("budget_used", 0))}" '
         f'data-kv-used="{attr(state.get("kv", {}).get("used", 0))}" data-preempted="{attr(preempted)}" '
         f'data-finished="{attr(finished)}" data-lit="{",".join(map(str, lit))}">'

@@ -92,14 +92,16 @@ def gantt(
             n=round(n_steps / cols, 1),
         )
     )
+    aria = attr(msg("Timeline: each request’s phase at every step"))
+    heading = attr(msg("Timeline"))
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" id="{prefix}" class="sched-svg sched-gantt" '
         f'viewBox="0 0 {GW} {top + height + 64}" style="min-width:{GW}px" role="img" '
-        f'aria-label="{attr(msg("Timeline: each request’s phase at every step"))}" data-cols="{cols}" '
+        f'aria-label="{aria}" data-cols="{cols}" '
         f'data-rows="{rows}" data-steps="{n_steps}">',
         st.style(),
         st.defs(prefix),
-        f'<text x="6" y="16" class="title">{attr(msg("Timeline"))}</text>',
+        f'<text x="6" y="16" class="title">{heading}</text>',
         f'<text x="86" y="16" class="muted">{attr(sub)}</text>',
     ]
     if cursor:
@@ -144,8 +146,10 @@ def gantt(
             f'<text x="{x:.1f}" y="{ay + 4}" text-anchor="{anchor}" class="muted" style="font-size:12px">'
             f"{dv.step_label(series, bounds[c])}</text>"
         )
+    step_word = attr(msg("step"))
     out.append(
-        f'<text x="{LABEL_W - 6}" y="{ay + 4}" text-anchor="end" class="muted" style="font-size:12px">{attr(msg("step"))}</text>'
+        f'<text x="{LABEL_W - 6}" y="{ay + 4}" text-anchor="end" class="muted" '
+        f'style="font-size:12px">{step_word}</text>'
     )
     lx = 6.0
     ly = ay + 30
@@ -253,9 +257,12 @@ def _line_chart(
         x = CL + (c + 0.5) * colw
         anchor = ("start", "middle", "end")[k]
         x = (CL, x, CW - CR)[k]
+        tick = attr(
+            msg("step {n}", n=dv.step_label(series, bounds[c] if k < 2 else bounds[-1] - 1))
+        )
         out.append(
-            f'<text x="{x:.1f}" y="{CH - 8}" text-anchor="{anchor}" class="muted" style="font-size:12px">'
-            f"{attr(msg('step {n}', n=dv.step_label(series, bounds[c] if k < 2 else bounds[-1] - 1)))}</text>"
+            f'<text x="{x:.1f}" y="{CH - 8}" text-anchor="{anchor}" class="muted" '
+            f'style="font-size:12px">{tick}</text>'
         )
     out.append("</svg>")
     return "".join(out)
@@ -274,9 +281,8 @@ def _hist(
         f'<text x="6" y="18" class="title">{attr(title)}</text>',
     ]
     if not values:
-        out.append(
-            f'<text x="{CL}" y="{CT + 40}" class="muted">{attr(msg("no finished request yet"))}</text></svg>'
-        )
+        nothing = attr(msg("no finished request yet"))
+        out.append(f'<text x="{CL}" y="{CT + 40}" class="muted">{nothing}</text></svg>')
         return "".join(out)
     lo, hi = min(values), max(values)
     nb = 20
@@ -298,16 +304,31 @@ def _hist(
             h = ph * c / top
             x = CL + b * bw + off
             a, z = lo + b * width, lo + (b + 1) * width
+            tip = attr(
+                msg(
+                    "{label}: {count} requests in {a}–{b}",
+                    label=label,
+                    count=c,
+                    a=_secs(a, hi),
+                    b=_secs(z, hi),
+                )
+            )
             out.append(
-                f'<rect x="{x:.1f}" y="{CT + ph - h:.1f}" width="{bw / len(sets) - 1:.1f}" height="{h:.1f}" '
-                f'fill="{colour}"><title>{attr(msg("{label}: {count} requests in {a}–{b}", label=label, count=c, a=_secs(a, hi), b=_secs(z, hi)))}</title></rect>'
+                f'<rect x="{x:.1f}" y="{CT + ph - h:.1f}" width="{bw / len(sets) - 1:.1f}" '
+                f'height="{h:.1f}" fill="{colour}"><title>{tip}</title></rect>'
             )
         mean = sum(vs) / len(vs) if vs else 0.0
+        key = attr(
+            msg(
+                "{label} · mean {mean} · {count} requests",
+                label=label,
+                mean=_secs(mean, hi),
+                count=len(vs),
+            )
+        )
         out.append(
             f'<rect x="{lx}" y="7" width="14" height="12" fill="{colour}"/>'
-            f'<text x="{lx + 19}" y="18" class="muted">'
-            f"{attr(msg('{label} · mean {mean} · {count} requests', label=label, mean=_secs(mean, hi), count=len(vs)))}"
-            "</text>"
+            f'<text x="{lx + 19}" y="18" class="muted">{key}</text>'
         )
         lx += 150 + 7 * len(label)
     out.append(f'<line class="gridline" x1="{CL}" x2="{CW - CR}" y1="{CT + ph}" y2="{CT + ph}"/>')
@@ -429,8 +450,9 @@ def summary_table(summary: Mapping[str, Any]) -> str:
         f"<tr><th scope='row'>{attr(k)}</th><td>{attr(v)}</td></tr>"
         for k, v in summary_rows(summary)
     )
+    caption = attr(msg("Summary of the whole run"))
     return (
-        f'<details class="run-summary" open><summary>{attr(msg("Summary of the whole run"))}</summary>'
+        f'<details class="run-summary" open><summary>{caption}</summary>'
         '<div class="table-scroll" tabindex="0"><table class="fields summary-table"><tbody>'
         + rows
         + "</tbody></table></div></details>"

@@ -676,10 +676,10 @@ def _ladder(trace: Trace[Any, Any], frame: Frame[Any], st: TcpState, idx: _Index
         )
     if len(shown_ids) > len(window) and window and shown_ids[0] != window[0]:
         hidden = shown_ids.index(window[0])
+        earlier = _t(str(msg("↑ {count} earlier", count=hidden)))
         out.append(
             f'<text class="muted" x="{(LANE["client"] + LANE["server"]) / 2}" y="{LAD_TOP - 14}" '
-            f'text-anchor="middle">{_t(str(msg("↑ {count} earlier", count=hidden)))}'
-            "</text>"
+            f'text-anchor="middle">{earlier}</text>'
         )
     last_row = -1
     for row, sid in enumerate(window):
