@@ -21,3 +21,12 @@ def test_no_msg_call_inside_an_f_string() -> None:
             if tok.type == tokenize.STRING and FSTRING.match(tok.string) and "msg(" in tok.string:
                 found.append(f"{path.relative_to(APP.parent)}:{tok.start[0]}")
     assert found == [], "hoist these msg() calls out of their f-strings:\n" + "\n".join(found)
+
+
+def test_buffer_captions_are_translated(client) -> None:  # type: ignore[no-untyped-def]
+    """The sk_buff picture names where a buffer came from in the reader's language (cache
+    names such as kmalloc-2k are identifiers and stay)."""
+    zh = client.get("/explainers/skb/presets/gro-linearize?step=0&lang=zh-CN").text
+    en = client.get("/explainers/skb/presets/gro-linearize?step=0&lang=en").text
+    assert "napi 1K frag" in en or "driver page frag" in en
+    assert "napi 1K 片段" in zh or "驱动页片段" in zh

@@ -15,6 +15,7 @@ morphing swap lets CSS transitions glide pointers and regions to their new place
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
@@ -729,7 +730,7 @@ def _caption(buf: str, info: Mapping[str, Any], lanes: Sequence[LaneLayout], y: 
         msg(
             "{buffer} · {alloc} · {size} B · dataref {dataref}",
             buffer=buf,
-            alloc=str(first.get("alloc", "")),
+            alloc=alloc_name(str(first.get("alloc", ""))),
             size=int(total),
             dataref=int(dataref),
         )
@@ -833,3 +834,21 @@ def previous_frame(trace: Trace[Any, Any], frame: Frame[Any]) -> Frame[Any] | No
     if 0 <= i < len(trace.frames) and trace.frames[i].index == i:
         return trace.frames[i]
     return next((f for f in trace.frames if f.index == i), None)
+
+
+# Where a data buffer came from, in the reader's words; cache names (skbuff_small_head,
+# kmalloc-2k, page_frag) are identifiers and stay as they are.
+_ALLOC_WORDS = {
+    "napi 1K frag": msg("napi 1K frag"),
+    "driver page frag": msg("driver page frag"),
+    "igb rx page (half, 2048 bytes)": msg("igb rx page (half, 2048 bytes)"),
+}
+_PAGES = re.compile(r"pages order (\d+)")
+
+
+def alloc_name(where: str) -> str:
+    """The allocator a buffer came from, translated where it is a description."""
+    if where in _ALLOC_WORDS:
+        return str(_ALLOC_WORDS[where])
+    m = _PAGES.fullmatch(where)
+    return str(msg("pages order {order}", order=int(m.group(1)))) if m else where
