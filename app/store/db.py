@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import fcntl
+import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,7 +29,16 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     busy timeout, so several workers share the file without "database is locked" errors."""
     cur = dbapi_conn.cursor()
     cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    cur.execute("PRAGMA journal_mode = WAL")
+    # Switching a fresh file to WAL needs a moment alone with it, and SQLite answers "database
+    # is locked" at once (no busy wait) when another process is switching it too: retry.
+    for attempt in range(BUSY_TIMEOUT_MS // 50):
+        try:
+            cur.execute("PRAGMA journal_mode = WAL")
+            break
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == BUSY_TIMEOUT_MS // 50 - 1:
+                raise
+            time.sleep(0.05)
     cur.execute("PRAGMA synchronous = NORMAL")  # safe with WAL; commits skip an fsync
     cur.close()
 
