@@ -13,6 +13,7 @@ Fatal kernel outcomes (BUG(), use-after-free) are returned as step results, neve
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -1307,22 +1308,18 @@ class SkbMachine:
         delta = n - headlen
         eat = s.tail + delta - s.end
         pre: Text = ""
-        if eat > 0 or self.skb_cloned(s):
-            if s.users != 1:
-                return self._shared_bug(op, s, msg("__pskb_pull_tail must expand the head"))
-            ntail = eat + 128 if eat > 0 else 0
-            res = self._expand(s, 0, ntail)
-            if not res.ok:
-                return self._step(
-                    op,
-                    s.name,
-                    "null",
-                    msg(
-                        "__pskb_pull_tail cannot grow the head ({detail}): pskb_may_pull returns false (SKB_DROP_REASON_NOMEM).",
-                        detail=res.detail,
-                    ),
-                    mark="null",
-                )
+        room = self._room_to_pull(
+            op,
+            s,
+            eat,
+            lambda detail: msg(
+                "__pskb_pull_tail cannot grow the head ({detail}): pskb_may_pull returns false (SKB_DROP_REASON_NOMEM).",
+                detail=detail,
+            ),
+        )
+        if isinstance(room, Step):
+            return room
+        if room is not None:
             pre = (
                 msg(
                     "eat = tail + {delta} − end = {eat} > 0, so the head first grows by eat + 128: ",
@@ -1331,7 +1328,7 @@ class SkbMachine:
                 )
                 if eat > 0
                 else msg("The head is shared with a clone, so it is made private first: ")
-            ) + f"{res.detail} "
+            ) + f"{room.detail} "
         b = self.buf(s)
         t0 = s.tail
         self._write_region(b, s.tail, s.tail + delta, "pulled", "payload")
@@ -2493,6 +2490,22 @@ class SkbMachine:
             ),
         )
 
+    def _room_to_pull(
+        self, op: Op, s: Skb, eat: int, no_memory: Callable[[Text], Message]
+    ) -> Step | Expanded | None:
+        """__pskb_pull_tail's first move: make a shared head private and, when the pulled bytes
+        do not fit (``eat > 0``), grow it by eat + 128. None when nothing had to change; a Step
+        when the op ends here (a shared skb is a BUG, no memory a NULL); else what
+        pskb_expand_head did."""
+        if eat <= 0 and not self.skb_cloned(s):
+            return None
+        if s.users != 1:
+            return self._shared_bug(op, s, msg("__pskb_pull_tail must expand the head"))
+        res = self._expand(s, 0, eat + 128 if eat > 0 else 0)
+        if not res.ok:
+            return self._step(op, s.name, "null", no_memory(res.detail), mark="null")
+        return res
+
     def _pull_tail(self, s: Skb, delta: int) -> Text:
         """__pskb_pull_tail's copy, once the head has room and is private: move ``delta`` paged
         bytes (all of them, in every caller modelled here) behind the linear data."""
@@ -2533,22 +2546,18 @@ class SkbMachine:
         tail0, end0 = s.tail, s.end
         eat = tail0 + delta - end0
         pre: Text = ""
-        if eat > 0 or self.skb_cloned(s):
-            if s.users != 1:
-                return self._shared_bug(op, s, msg("__pskb_pull_tail must expand the head"))
-            ntail = eat + 128 if eat > 0 else 0
-            res = self._expand(s, 0, ntail)
-            if not res.ok:
-                return self._step(
-                    op,
-                    s.name,
-                    "null",
-                    msg(
-                        "__pskb_pull_tail cannot grow the head ({detail}); skb_linearize returns -ENOMEM and the skb is unchanged.",
-                        detail=res.detail,
-                    ),
-                    mark="null",
-                )
+        room = self._room_to_pull(
+            op,
+            s,
+            eat,
+            lambda detail: msg(
+                "__pskb_pull_tail cannot grow the head ({detail}); skb_linearize returns -ENOMEM and the skb is unchanged.",
+                detail=detail,
+            ),
+        )
+        if isinstance(room, Step):
+            return room
+        if room is not None:
             if eat > 0:
                 pre = msg(
                     "The {delta} paged bytes do not fit: eat = tail {tail0} + {delta} − end {end0} = {eat} > 0, so __pskb_pull_tail calls pskb_expand_head(0, eat + 128 = {ntail}) — 128 spare bytes for later growth: {detail} ",
@@ -2556,13 +2565,13 @@ class SkbMachine:
                     tail0=tail0,
                     end0=end0,
                     eat=eat,
-                    ntail=ntail,
-                    detail=res.detail,
+                    ntail=eat + 128,
+                    detail=room.detail,
                 )
             else:
                 pre = msg(
                     "The data is shared with a clone, so it is made private first: {detail} ",
-                    detail=res.detail,
+                    detail=room.detail,
                 )
         moved = self._pull_tail(s, delta)
         text = msg(
