@@ -105,6 +105,26 @@ def test_editor_builds_and_runs_a_scenario(live_server, page) -> None:
     assert int(page.get_attribute("#player", "data-count")) >= 1
 
 
+def test_editor_hears_a_change_made_right_after_a_swap(live_server, page) -> None:
+    """A change made the moment the editor re-renders (a quick Tab after an edit) still reaches
+    the server: the swapped-in form listens at once, not after htmx's settle delay."""
+    page.goto(f"{live_server.url}/explainers/skb/edit?preset=panic")
+    page.fill("input[name='ops.1.len']", "-3")
+    # when the error answer lands, fix the field and fire its change in the same turn
+    page.evaluate(
+        """() => new MutationObserver((_, obs) => {
+            const f = document.querySelector("input[name='ops.1.len']");
+            if (!document.getElementById('err-ops-1-len')) return;
+            obs.disconnect();
+            f.value = '3';
+            f.dispatchEvent(new Event('change', {bubbles: true}));
+        }).observe(document.body, {childList: true, subtree: true})"""
+    )
+    page.locator("input[name='ops.1.len']").dispatch_event("change")
+    page.wait_for_selector(".ok-msg", timeout=10_000)
+    assert page.input_value("input[name='ops.1.len']") == "3"
+
+
 def test_phone_layout_has_no_horizontal_scroll(live_server, browser) -> None:
     """On a phone-sized screen the page fits its width (the side panel folds under the picture)."""
     ctx = browser.new_context(
