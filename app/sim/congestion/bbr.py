@@ -264,6 +264,10 @@ class Bbr(CongestionOps):
             rs.losses = 1
             self._lt_bw_sampling(tp, rs, now)
 
+    def in_slow_start(self, tp: Flow) -> bool:
+        """BBR's slow start is STARTUP (its ssthresh stays "infinite" throughout)."""
+        return self.mode == STARTUP
+
     def undo_cwnd(self, tp: Flow) -> int:
         """bbr_undo_cwnd (tcp_bbr.c:1089): the slow-down was spurious, so full_bw and
         full_bw_cnt are zeroed (full_bw_reached stays) and the long-term sampler starts over;

@@ -69,6 +69,7 @@ import math
 import random
 from typing import Any
 
+from app.sim.congestion import loss as lossrec
 from app.sim.congestion.algorithms import make_ca
 from app.sim.congestion.flow import (
     CA_CWR,
@@ -79,6 +80,7 @@ from app.sim.congestion.flow import (
     CA_RECOVERY,
     DUPTHRESH,
     EV_ACK,
+    EV_COMPACK,
     EV_DELACK,
     EV_PACE,
     EV_RTO,
@@ -204,6 +206,8 @@ class Engine:
                 self.on_rto_timer(flows[ev[4]], now)
             elif kind == EV_SAMPLE:
                 self.sample(now, ev[4])
+            elif kind == EV_COMPACK:
+                lossrec.on_comp_timer(self, flows[ev[4]], now)
             else:
                 self.start_flow(flows[ev[4]], now)
         evq.processed += popped
@@ -223,6 +227,8 @@ class Engine:
         m = int((f.rtt + queue_wait) * 1e6)
         f.rtt_estimator(m)
         f.min_rtt_us = m
+        f.comp_nr = self.p.comp_sack_nr
+        f.comp_delay = lossrec.comp_delay(m)
         f.delivered_mstamp = f.first_tx_mstamp = f.wstamp = now
         ca = f.ca
         ca.init(f, now)
@@ -337,6 +343,8 @@ class Engine:
                 holes[seq] = now
                 f.retrans_out += 1
                 f.retransmits += 1
+                if not f.retrans_stamp:
+                    f.retrans_stamp = now
                 return seq
         return -1
 
@@ -379,9 +387,14 @@ class Engine:
                 pending = False
                 f.rcv_nxt = nxt
                 self.send_ack(f, deadline, f.rcv_pending_pkt)
+            if f.comp_deadline and f.comp_deadline <= r:  # the compressed-SACK timer did
+                f.rcv_nxt = nxt
+                lossrec.comp_flush(self, f)
             if seq == nxt:
                 nxt += 1
                 if ooo:
+                    if f.comp_count:
+                        lossrec.comp_sent(f, r, 1)
                     while nxt in ooo:
                         ooo.remove(nxt)
                         nxt += 1
@@ -399,6 +412,9 @@ class Engine:
                     continue
             elif seq > nxt:
                 ooo.add(seq)
+                if f.comp_nr and f.quick <= 0 and not lossrec.comp_ooo(self, f, nxt, pkt, r):
+                    pending = False
+                    continue
             pending = False
             qadd((r + owd, nxt, len(ooo), pkt))
         f.rcv_nxt = nxt
@@ -433,11 +449,15 @@ class Engine:
             # the delayed-ACK timer expired before this segment arrived
             f.rcv_pending = False
             self.send_ack(f, f.rcv_deadline, f.rcv_pending_pkt)
+        if f.comp_deadline and f.comp_deadline <= r:  # the compressed-SACK timer did
+            lossrec.comp_flush(self, f)
         nxt = f.rcv_nxt
         if seq == nxt:
             nxt += 1
             ooo = f.ooo
             if ooo:  # fills (part of) a hole: ACK at once
+                if f.comp_count:
+                    lossrec.comp_sent(f, r, 1)
                 while nxt in ooo:
                     ooo.remove(nxt)
                     nxt += 1
@@ -453,7 +473,10 @@ class Engine:
                     self.arm_delack(f, d)
                     return
         elif seq > nxt:
-            f.ooo.add(seq)  # out of order: SACK it at once
+            f.ooo.add(seq)  # out of order: SACK it at once, unless SACKs are compressed
+            if f.comp_nr and f.quick <= 0 and not lossrec.comp_ooo(self, f, nxt, pkt, r):
+                f.rcv_pending = False
+                return
         f.rcv_pending = False
         self.send_ack(f, r, pkt)
 
@@ -498,6 +521,8 @@ class Engine:
     def on_ack(self, f: Flow, now: float, ack_no: int, sacked: int, pkt: tuple[Any, ...]) -> None:
         """tcp_ack for one ACK: scoreboard, RTT, loss marking, CA state, cwnd, transmit."""
         cong_control = f.cong_control
+        if pkt[3] >= f.round_next:  # a segment sent after the round began: the round ends
+            lossrec.round_end(f, now)
         if (
             not sacked
             and ack_no > f.snd_una
@@ -588,7 +613,12 @@ class Engine:
             prior_in_flight = f.snd_nxt - f.snd_una - f.sacked_out - len(f.holes) + f.retrans_out
         delivered = 0
         una_adv = False
+        orig = False  # FLAG_ORIG_SACK_ACKED, asked only in Loss with F-RTO on
+        if f.comp_acks and f.comp_acks[0][0] <= now:
+            lossrec.comp_ack_arrived(f, now)
         if ack_no > f.snd_una:
+            if f.frto and f.ca_state == CA_LOSS:
+                orig = lossrec.orig_cum_acked(f, ack_no)
             delivered = ack_no - f.snd_una
             f.snd_una = ack_no
             f.icsk_retransmits = 0
@@ -598,6 +628,8 @@ class Engine:
         seq = pkt[0]
         s_old = f.sacked_out
         if sacked != s_old or seq >= ack_no:
+            if seq >= ack_no and not pkt[2] and seq < f.high_seq and seq not in f.sacked_set:
+                orig = True  # a never-retransmitted segment newly SACKed
             delivered += sacked - s_old
             f.sacked_out = sacked
             if seq >= ack_no:  # the segment that triggered this ACK is SACKed
@@ -641,7 +673,12 @@ class Engine:
 
         # tcp_fastretrans_alert: leave Recovery/Loss once high_seq is ACKed; enter Recovery
         state = f.ca_state
-        if state >= CA_RECOVERY or f.holes or f.sacked_out or state == CA_DISORDER:
+        if state == CA_LOSS:  # tcp_process_loss: F-RTO, undo, or the end of Loss
+            if lossrec.process_loss(self, f, now, una_adv, orig, sacked > s_old, pkt):
+                if f.undetected:  # RACK looks again after an undo (rack.advanced = 1)
+                    newly_lost += self.rack_mark_lost(f)
+                self.ca_state_machine(f, now)
+        elif state >= CA_RECOVERY or f.holes or f.sacked_out or state == CA_DISORDER:
             self.ca_state_machine(f, now)
 
         # tcp_cong_control
@@ -656,12 +693,19 @@ class Engine:
         # tcp_set_xmit_timer on forward progress: the loss probe in Open, else tcp_rearm_rto;
         # no timer with nothing outstanding
         if f.snd_nxt == f.snd_una:
-            f.rto_deadline = f.tlp_deadline = 0.0
+            f.rto_deadline = f.tlp_deadline = f.reo_deadline = 0.0
         elif una_adv:
+            f.reo_deadline = 0.0  # tcp_set_xmit_timer replaces a pending reorder timer
             self.arm_rto(f, now)
             if not self.schedule_loss_probe(f, now, f.rto_s):
                 f.tlp_deadline = 0.0  # tcp_rearm_rto replaces a pending probe
-        self.push(f, now)
+        elif f.reo_wait > 0:
+            lossrec.arm_reo(self, f, now)  # tcp_rack_mark_lost: ICSK_TIME_REO_TIMEOUT
+        f.reo_wait = -1.0
+        if f.frto_new:  # tcp_xmit_recovery with REXMIT_NEW
+            lossrec.frto_send_new(self, f, now)
+        else:
+            self.push(f, now)
 
     def cum_ack_holes(self, f: Flow, ack_no: int) -> None:
         hh = f.hole_heap
@@ -690,6 +734,8 @@ class Engine:
             p = und[0]
             x = p[1]
             if x >= rx or rx - x < reo:
+                if x < rx:  # inside the reorder window: the timer waits for the rest
+                    f.reo_wait = lossrec.reo_wait(und, rx, reo)
                 break
             und.popleft()
             seq = p[0]
@@ -726,18 +772,6 @@ class Engine:
                     note=f.ca.recovery_exit_note(f, before),
                 ),
             )
-        elif state == CA_LOSS and f.snd_una >= f.high_seq:
-            self.set_ca_state(f, CA_OPEN, now)
-            f.event(
-                "recovery_exit",
-                now,
-                {"cwnd": f.cwnd, "ssthresh": _ss(f)},
-                msg(
-                    "loss recovery after the timeout ends at cwnd {cwnd}: everything sent "
-                    "before the RTO is ACKed",
-                    cwnd=f.cwnd,
-                ),
-            )
         if f.ca_state <= CA_DISORDER:
             if f.holes:
                 self.enter_recovery(f, now)
@@ -751,6 +785,8 @@ class Engine:
         """tcp_set_ca_state (tcp_cong.c:37): the CC's set_state hook sees every change."""
         f.ca.set_state(f, state, now)
         f.ca_state = state
+        if state == CA_OPEN:  # tcp_fastretrans_alert clears it once the flow is Open
+            f.retrans_stamp = 0.0
 
     def enter_recovery(self, f: Flow, now: float) -> None:
         """tcp_enter_recovery + tcp_init_cwnd_reduction (tcp_input.c:2611)."""
@@ -764,6 +800,7 @@ class Engine:
         lost = len(f.holes)
         first = min(f.holes)
         f.loss_events += 1
+        lossrec.init_undo(f, lossrec.current_ssthresh(f))  # tcp_enter_recovery: tcp_init_undo
         f.ssthresh = f.ca.ssthresh(f, now)
         self.set_ca_state(f, CA_RECOVERY, now)
         detail, text = f.ca.loss_text(f, cwnd, f.ssthresh)
@@ -917,7 +954,13 @@ class Engine:
         if not _claim(f.rto_timer, now):
             return  # superseded by an earlier entry
         if f.snd_nxt == f.snd_una:
-            f.tlp_deadline = 0.0
+            f.tlp_deadline = f.reo_deadline = 0.0
+            return
+        if f.reo_deadline:  # RACK's reorder timer holds the retransmission timer
+            if now < f.reo_deadline:
+                self.set_timer(f, f.reo_deadline)
+            else:
+                lossrec.reo_timeout(self, f, now)
             return
         due = f.tlp_deadline
         if due:
@@ -1014,8 +1057,11 @@ class Engine:
             or (state == CA_LOSS and f.icsk_retransmits == 0)
         )
         if new_reduction:
+            lossrec.init_undo(f, lossrec.current_ssthresh(f))  # tcp_init_undo, prior_ssthresh
             f.prior_cwnd = cwnd
             f.ssthresh = f.ca.ssthresh(f, now)
+        lossrec.arm_frto(f, state < CA_RECOVERY, f.icsk_retransmits)
+        f.reo_deadline = 0.0
         # tcp_timeout_mark_lost: everything outstanding that is not SACKed is lost
         sacked = {s for s in f.sacked_set if s >= f.snd_una}
         old = f.holes
@@ -1030,6 +1076,7 @@ class Engine:
         f.hole_heap = list(holes)
         f.rtxq = list(holes)  # ascending: already a heap
         f.retrans_out = 0
+        f.undo_undetected = list(f.undetected)  # what an undo gives back to RACK
         f.undetected.clear()
         f.lost += newly
         f.tlp_deadline = 0.0

@@ -32,6 +32,7 @@ CA_NAMES = ("Open", "Disorder", "CWR", "Recovery", "Loss")
 
 # Event kinds in the engine's queue (``kind`` of an EventQueue entry)
 EV_ACK, EV_PACE, EV_DELACK, EV_RTO, EV_SAMPLE, EV_START = range(6)
+EV_COMPACK = 6  # the receiver's compressed-SACK timer (tcp_compressed_ack_kick)
 
 TCP_MAX_QUICKACKS = 16  # include/net/tcp.h
 TCP_RMEM_DEFAULT = 131072  # net.ipv4.tcp_rmem[1]: a new socket's sk_rcvbuf
@@ -171,6 +172,32 @@ class Flow(RttEstimator):
         "max_events",
         "loss_events",
         "tlps",
+        # F-RTO, undo, RACK's reorder timer, slow-start rounds, SACK compression (loss.py)
+        "frto",
+        "frto_new",
+        "undo_marker",
+        "prior_ssthresh",
+        "retrans_stamp",
+        "undo_undetected",
+        "reo_deadline",
+        "reo_wait",
+        "round_next",
+        "round_count",
+        "round_cwnd",
+        "round_delivered",
+        "comp_nr",
+        "comp_delay",
+        "comp_count",
+        "comp_rcv_nxt",
+        "comp_dupacks",
+        "comp_deadline",
+        "comp_pkt",
+        "comp_timer",
+        "comp_acks",
+        "comp_told",
+        "sacks_compressed",
+        "reo_timeouts",
+        "undos",
     )
 
     def __init__(
@@ -272,6 +299,37 @@ class Flow(RttEstimator):
         self.last_sample_delivered = 0
         self.last_rtt_us = -1  # the latest RTT sample, recorded at every sample tick
         self.rtt_samples: list[int] = []
+
+        # F-RTO and undo (tcp_enter_loss / tcp_process_loss / tcp_undo_cwnd_reduction)
+        self.frto = False  # tp->frto: F-RTO is running for this Loss episode
+        self.frto_new = False  # REXMIT_NEW: this ACK sends new data, not retransmissions
+        self.undo_marker = False  # tp->undo_marker != 0: the reduction may still be undone
+        self.prior_ssthresh = 0  # tcp_current_ssthresh before the reduction (0: none)
+        self.retrans_stamp = 0.0  # when the first retransmission of this episode left (0: none)
+        self.undo_undetected: list[tuple[Any, ...]] = []  # drops the RTO marked, for an undo
+        # RACK's reorder timer (ICSK_TIME_REO_TIMEOUT on the retransmission timer)
+        self.reo_deadline = 0.0
+        self.reo_wait = -1.0  # set by rack_mark_lost: the longest wait left in the window
+        # slow-start rounds (a round ends when a segment sent after its start is delivered)
+        self.round_next = 1  # tp->delivered a segment must have been sent at to end the round
+        self.round_count = 0
+        self.round_cwnd = TCP_INIT_CWND
+        self.round_delivered = 0
+        # the receiver's SACK compression (__tcp_ack_snd_check, tcp_compressed_ack_kick)
+        self.comp_nr = 0  # net.ipv4.tcp_comp_sack_nr (0: off); the engine sets it
+        self.comp_delay = 0.0  # min(tcp_comp_sack_delay_ns, 5 % of the receiver's RTT), s
+        self.comp_count = 0  # tp->compressed_ack: segments not yet ACKed
+        self.comp_rcv_nxt = -1  # tp->compressed_ack_rcv_nxt
+        self.comp_dupacks = 0  # tp->dup_ack_counter
+        self.comp_deadline = 0.0  # when the compressed-ACK timer fires (0: not armed)
+        self.comp_pkt: tuple[Any, ...] | None = None  # the newest segment held back
+        self.comp_timer = Timer(q, EV_COMPACK, index)
+        # compressed ACKs on their way to the sender: (arrival time, segments it covers)
+        self.comp_acks: deque[tuple[float, int]] = deque()
+        self.comp_told = -1  # the loss episode (loss_events + rtos) last narrated
+        self.sacks_compressed = 0
+        self.reo_timeouts = 0
+        self.undos = 0
 
     # -- helpers used by the congestion-control hooks -------------------------------------
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from app.sim.congestion.algorithms import ALGORITHMS
@@ -37,7 +37,8 @@ MAX_PACKET_EVENTS = 2_500_000
 
 _LINK_KEYS = ("rate_mbps", "rtt_ms", "buffer_packets", "buffer_bytes", "buffer_bdp", "loss_rate")
 _FLOW_KEYS = ("cc", "start_s", "rtt_ms")
-_TOP_KEYS = ("link", "flows", "duration_s", "mss", "seed", "sample_ms")
+_TOP_KEYS = ("link", "flows", "duration_s", "mss", "seed", "sample_ms", "comp_sack_nr")
+COMP_SACK_NR = 44  # net.ipv4.tcp_comp_sack_nr: the receivers' SACK compression (0: off)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -69,6 +70,7 @@ class CwndParams:
     mss: int = 1448
     seed: int = 0
     sample_ms: float = 10.0
+    comp_sack_nr: int = COMP_SACK_NR
 
     # Derived values used by the engine and the views (not part of the raw form).
     @property
@@ -126,6 +128,7 @@ def parse(raw: Any) -> CwndParams:
     mss = c.integer(raw, "mss", (), default=1448, ge=536, le=9000)
     seed = c.integer(raw, "seed", (), default=0, ge=0, le=2**63 - 1)
     sample_ms = _number(c, raw, "sample_ms", (), 10.0, ge=1, le=10_000, unit="ms")
+    comp_sack_nr = c.integer(raw, "comp_sack_nr", (), default=COMP_SACK_NR, ge=0, le=255)
 
     if flows:
         for i, f in enumerate(flows):
@@ -171,6 +174,8 @@ def parse(raw: Any) -> CwndParams:
     params = CwndParams(
         link=link, flows=tuple(flows), duration_s=duration, mss=mss, seed=seed, sample_ms=sample_ms
     )
+    if comp_sack_nr != COMP_SACK_NR:
+        params = replace(params, comp_sack_nr=comp_sack_nr)
     _check_buffer_size(c, params)
     _check_budget(c, params)
     if c.issues:
@@ -372,4 +377,5 @@ def dump(p: CwndParams) -> dict[str, Any]:
         "mss": p.mss,
         "seed": p.seed,
         "sample_ms": p.sample_ms,
+        "comp_sack_nr": p.comp_sack_nr,
     }

@@ -114,6 +114,11 @@ class CongestionOps:
         """``undo_cwnd`` = tcp_reno_undo_cwnd (tcp_cong.c:525): max(cwnd, prior_cwnd)."""
         return max(tp.cwnd, tp.prior_cwnd)
 
+    def in_slow_start(self, tp: Flow) -> bool:
+        """The model's own: whether the flow is still in slow start, for the per-round steps
+        (tcp_in_slow_start: cwnd < ssthresh)."""
+        return tp.cwnd < tp.ssthresh
+
     def tso_segs(self, tp: Flow) -> int:
         """Segments a paced flow sends per burst (tcp_tso_segs). Only paced flows are sent in
         bursts here, so the default (one segment) is never used by reno or cubic."""

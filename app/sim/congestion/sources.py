@@ -42,6 +42,17 @@ BBR_MODE = {
 }
 # The long-term ("policer") rate taking over: two lossy intervals with the same rate
 BBR_LT_BW = _R(function="bbr_lt_bw_interval_done", path="net/ipv4/tcp_bbr.c", line=657)
+# Issue 11: F-RTO and undo after a timeout, RACK's reorder timer, SACK compression and the
+# slow-start rounds (BBR's round counter lives in bbr_update_bw)
+TRY_UNDO_LOSS = _R(function="tcp_try_undo_loss", path="net/ipv4/tcp_input.c", line=2578)
+XMIT_RECOVERY = _R(function="tcp_xmit_recovery", path="net/ipv4/tcp_input.c", line=3733)
+RACK_REO_TIMEOUT = _R(function="tcp_rack_reo_timeout", path="net/ipv4/tcp_recovery.c", line=149)
+ACK_SND_CHECK = _R(function="__tcp_ack_snd_check", path="net/ipv4/tcp_input.c", line=5523)
+ROUND = {
+    "reno": _R(function="tcp_slow_start", path="net/ipv4/tcp_cong.c", line=458),
+    "cubic": _R(function="tcp_slow_start", path="net/ipv4/tcp_cong.c", line=458),
+    "bbr": _R(function="bbr_update_bw", path="net/ipv4/tcp_bbr.c", line=760),
+}
 
 
 def for_event(kind: str, cc: str, detail: dict[str, Any]) -> SourceRef | None:
@@ -59,6 +70,16 @@ def for_event(kind: str, cc: str, detail: dict[str, Any]) -> SourceRef | None:
         return ENTER_LOSS
     if kind == "tlp":
         return SEND_LOSS_PROBE
+    if kind == "frto":  # step 2.b sends new data (REXMIT_NEW); 3.a is decided in process_loss
+        return XMIT_RECOVERY if detail.get("step") == "2b" else PROCESS_LOSS
+    if kind == "undo":
+        return TRY_UNDO_LOSS
+    if kind == "reo_timeout":
+        return RACK_REO_TIMEOUT
+    if kind == "sack_compressed":
+        return ACK_SND_CHECK
+    if kind == "round":
+        return ROUND.get(cc)
     if kind == "hystart_exit":
         return HYSTART
     if kind == "epoch_start":
