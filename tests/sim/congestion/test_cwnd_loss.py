@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from app.sim.congestion import loss, sources
-from app.sim.congestion.run import run as run_trace
 from app.sim.congestion.engine import Engine
 from app.sim.congestion.flow import CA_LOSS, CA_OPEN, CA_RECOVERY, Flow
 from app.sim.congestion.params import dump, parse
+from app.sim.congestion.run import run as run_trace
 from app.sim.congestion.scenarios import PRESETS
 from app.sim.core.errors import ParamError
 from tests.sim.congestion.test_cwnd_fixes import _until, after_rto_ack
