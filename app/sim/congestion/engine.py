@@ -14,6 +14,9 @@ Model (a dumbbell):
   already known), which saves one event per packet. The receiver ACKs every second full segment
   (``__tcp_ack_snd_check``), at once while data is out of order or a hole was just filled, the
   first few segments at once (quick-ACK mode), and otherwise after the 40 ms delayed-ACK timer.
+  While it holds out-of-order data it compresses SACKs as 6.4 does by default
+  (``tcp_comp_sack_nr`` = 44, see :mod:`~app.sim.congestion.loss`): the first 3 duplicate ACKs
+  for a hole go at once, then one ACK per min(1 ms, 5 % of its RTT) or per 44 segments.
   Each ACK carries the cumulative ACK, how many segments the receiver holds out of order (what
   SACK blocks tell the sender) and the segment that triggered it (RACK's newest delivery, the RTT
   sample and the delivery-rate sample, as TCP timestamps and ``tcp_rate_skb_delivered`` give).
@@ -39,11 +42,21 @@ Simplifications, each a deliberate choice (what Linux does differs as said):
   the SYN/ACK would give; no receive-window limit (autotuning never binds); segments are full;
 * the delayed-ACK timer is a fixed 40 ms (TCP_ATO_MIN; Linux adapts ``ato`` from it); the
   first segments are ACKed at once (quick-ACK): 16 with the default 65160-byte initial receive
-  window and a 1448-byte MSS (``tcp_incr_quickack``); no SACK compression (every out-of-order
-  segment is SACKed at once, as with tcp_comp_sack_nr = 0);
-* loss detection is RACK with a reorder window of min_rtt/4 below 3 SACKed segments and 0 after,
-  but without RACK's reorder timer (the check runs on the next ACK); no F-RTO or undo (the path
-  never reorders, so there is nothing spurious to undo);
+  window and a 1448-byte MSS (``tcp_incr_quickack``); an out-of-order segment does not use up a
+  quick ACK; SACK compression's delay uses the handshake RTT as the receiver's estimate (its
+  srtt, which the kernel takes when smaller than ``rcv_rtt_est``) and ignores the 100 µs slack;
+* loss detection is RACK with a reorder window of min_rtt/4 below 3 SACKed segments and 0 after
+  (``reo_wnd_steps`` stays 1: the path never reorders, so no DSACK widens it), with its reorder
+  timer (:mod:`~app.sim.congestion.loss`); the wait left is computed at the ACK that last
+  advanced RACK (every ACK does here);
+* after a timeout F-RTO (``tcp_frto`` = 2) runs as in ``tcp_process_loss``, and a timeout proved
+  spurious (the timestamp echo, or never-retransmitted data (S)ACKed) is undone with the
+  algorithm's ``undo_cwnd`` (:mod:`~app.sim.congestion.loss`). The model's FIFO path only makes
+  a timeout spurious when its delay grows by more than the RTO (a test raises a flow's ``owd``
+  to do that). There are no DSACKs (a duplicate reaches the receiver only after a spurious
+  timeout, and the timestamp undo comes first), so no DSACK undo in Recovery; an undo keeps
+  the lost mark on a segment already retransmitted (Linux clears it and counts the segment
+  in flight twice until its ACK);
 * the tail loss probe (RFC 8985 §7 as in 6.4's ``tcp_schedule_loss_probe`` /
   ``tcp_send_loss_probe``) is modelled: in Open, after new data or an ACK that moves snd_una,
   the flow's one timer becomes a probe timer of 2·srtt + 2 ms (+ 200 ms with one segment out,

@@ -489,11 +489,21 @@ def comp_ack_arrived(f: Flow, now: float) -> None:
         "sack_compressed",
         now,
         {"segments": n, "delay_ms": round(f.comp_delay * 1e3, 3), "comp_sack_nr": f.comp_nr},
-        msg(
-            "this ACK stands for {n} out-of-order segments: after the first 3 duplicate ACKs "
-            "for the hole went out at once, the receiver held its SACKs back for up to {delay} "
-            "ms or {nr} segments (SACK compression, __tcp_ack_snd_check), so the sender's "
-            "scoreboard and PRR move in steps rather than segment by segment",
-            **nums,
+        (
+            msg(
+                "this ACK stands for {n} out-of-order segments: after the first 3 duplicate "
+                "ACKs for the hole went out at once, the receiver held its SACKs back for up "
+                "to {delay} ms or {nr} segments (SACK compression, __tcp_ack_snd_check), so the "
+                "sender's scoreboard and PRR move in steps rather than segment by segment",
+                **nums,
+            )
+            if n != 1
+            else msg(
+                "this ACK was held back: after the first 3 duplicate ACKs for the hole went out "
+                "at once, the receiver waits up to {delay} ms or {nr} segments before it SACKs "
+                "more out-of-order data (SACK compression, __tcp_ack_snd_check); here no other "
+                "segment came within the delay, so the timer sent it",
+                **nums,
+            )
         ),
     )

@@ -16,9 +16,9 @@ The engine calls them where the kernel does:
 
 The kernel's other hooks have nothing to do here: ``cwnd_event`` reacts to idle restarts and
 ECN (a bulk sender is never idle; no ECN), ``in_ack_event`` to ECE/window updates,
-``sndbuf_expand`` and ``get_info`` to socket buffers and inet_diag, and ``undo_cwnd`` runs only
-when an undo (F-RTO, DSACK, Eifel) proves a reduction spurious, which the model's never-reordering
-path cannot do; it is still part of each table, as in the kernel, where it is required.
+``sndbuf_expand`` and ``get_info`` to socket buffers and inet_diag. ``undo_cwnd`` runs when an
+undo proves a timeout's reduction spurious (F-RTO or the timestamp echo, in
+:mod:`~app.sim.congestion.loss`); the model's never-reordering path gives no DSACK undo.
 
 The remaining members are the model's own: how each algorithm explains itself (``start_note``,
 ``loss_text``, ``recovery_note``, ``recovery_exit_note``, ``rto_note``), the extra time series it

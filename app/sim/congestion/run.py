@@ -25,6 +25,19 @@ Reno-friendly estimate), both None outside an epoch; BBR also ``bw_mbps`` (max-f
 * ``tlp`` (a tail loss probe, ``tcp_send_loss_probe``: no ACK moved snd_una for about
   2·srtt while in Open, so one new segment goes out beyond cwnd to draw a SACK): seq (the
   probe), packets_out (before it), pto_ms, rto_ms (the RTO it restarts), dropped (0/1).
+* ``frto`` (F-RTO after a timeout, ``tcp_process_loss``): step "2b" (the first ACK that moves
+  snd_una sends new data instead of a retransmission: sent, high_seq, cwnd) or "3a" (the ACK
+  for that new data only SACKs it: the loss was real, retransmission goes on).
+* ``undo`` (a spurious timeout undone, ``tcp_try_undo_loss``): cwnd_before, cwnd, ssthresh,
+  how ("timestamp": the ACK echoes a TSval older than the retransmission; "frto": step 3.b,
+  never-retransmitted data was (S)ACKed).
+* ``reo_timeout`` (RACK's reorder timer fired, ``tcp_rack_reo_timeout``): lost,
+  first_lost_seq, reo_wnd_ms; a ``loss`` and ``recovery_enter`` follow when it starts Recovery.
+* ``sack_compressed`` (the first ACK of a loss episode the receiver held back,
+  ``__tcp_ack_snd_check``): segments (out-of-order segments it stands for), delay_ms,
+  comp_sack_nr.
+* ``round`` (a round trip of the flow's first slow start ends, at most 12): round, cwnd_start,
+  cwnd, delivered (in the round), delivered_total.
 * ``hystart_exit``: cwnd, ssthresh, delay_min_ms, method ("ack_train" or "delay") and its
   train_ms/curr_rtt_ms and threshold_ms.
 * ``epoch_start`` (CUBIC): cwnd, w_max, k_s, origin_point, delay_min_ms.
@@ -44,7 +57,9 @@ sent) and ``drops`` (cumulative drops, tail and random).
 
 ``summary``: per flow ``goodput_mbps`` (payload cumulatively ACKed by the end ÷ time since the
 flow started), ``retransmits``, ``drops``, ``rtos``, ``tlps`` (loss probes sent),
-``loss_events``, ``rtt_mean_ms`` / ``rtt_p95_ms``; overall ``goodput_mbps``, ``utilisation`` (bottleneck busy time from the first
+``loss_events``, ``undos`` (timeouts undone), ``reo_timeouts`` (RACK reorder timers that marked a
+loss), ``sacks_compressed`` (out-of-order segments the receiver did not ACK at once),
+``rtt_mean_ms`` / ``rtt_p95_ms``; overall ``goodput_mbps``, ``utilisation`` (bottleneck busy time from the first
 start), ``jain_fairness`` (on goodput), ``rtt_mean_ms`` / ``rtt_p95_ms`` (the latest RTT sample
 of each flow at every sample tick, i.e. time-weighted), ``drops``, ``retransmits``,
 ``packets_simulated`` and more.
@@ -65,10 +80,12 @@ from app.sim.core import Message, Progress, msg
 from app.sim.core.trace import Field, Frame, Trace
 
 EXPLAINER = "cwnd"
-SIM_VERSION = "cwnd-3"  # cwnd-2: tail loss probe; the RTO restarts when the head is resent
+SIM_VERSION = "cwnd-4"  # cwnd-2: tail loss probe; the RTO restarts when the head is resent
 # cwnd-3: an ACK that advances snd_una samples the RTT from TSecr when the segment was resent;
 # the receiver starts with tcp_incr_quickack's 16 quick ACKs (not 5); BBR's recovery exit,
 # long-term rate and RTO narration cite and say what 6.4 does
+# cwnd-4: F-RTO and undo after a timeout, RACK's reorder timer, SACK compression at the
+# receiver (comp_sack_nr), one step per slow-start round
 MAX_FRAMES = 1000
 PROGRESS_SLICES = 100  # a run reports progress (simulated seconds) this many times
 
@@ -215,6 +232,9 @@ def _summary(p: CwndParams, eng: Engine) -> dict[str, Any]:
                 "rtos": f.rtos,
                 "tlps": f.tlps,
                 "loss_events": f.loss_events,
+                "undos": f.undos,
+                "reo_timeouts": f.reo_timeouts,
+                "sacks_compressed": f.sacks_compressed,
                 "rtt_mean_ms": mean,
                 "rtt_p95_ms": p95,
                 "final_cwnd": f.cwnd,

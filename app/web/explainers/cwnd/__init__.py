@@ -35,6 +35,12 @@ EDITOR = EditorSpec(
                 FieldSpec(key="mss", label=msg("MSS"), kind="int", unit="bytes"),
                 FieldSpec(key="seed", label=msg("seed"), kind="int"),
                 FieldSpec(key="sample_ms", label=msg("sample every"), unit="ms"),
+                FieldSpec(
+                    key="comp_sack_nr",
+                    label=msg("SACK compression (0 = off)"),
+                    kind="int",
+                    unit="tcp_comp_sack_nr",
+                ),
             ),
         ),
     ),
