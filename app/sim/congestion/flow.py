@@ -327,7 +327,7 @@ class Flow(RttEstimator):
         # compressed ACKs on their way to the sender: (arrival time, segments it covers)
         self.comp_acks: deque[tuple[float, int]] = deque()
         self.comp_told = -1  # the loss episode (loss_events + rtos) last narrated
-        self.sacks_compressed = 0
+        self.sacks_compressed = 0  # ACKs the receiver did not send (TCPAckCompressed)
         self.reo_timeouts = 0
         self.undos = 0
 

@@ -451,6 +451,7 @@ def comp_flush(eng: Engine, f: Flow) -> None:
     ACK at the deadline for the segments held back."""
     t = f.comp_deadline
     pkt = f.comp_pkt
+    f.sacks_compressed -= 1  # this ACK goes after all (tcp_compressed_ack_kick's decrement)
     f.comp_acks.append((t + f.owd, f.comp_count))
     f.comp_count = 0
     f.comp_deadline = 0.0

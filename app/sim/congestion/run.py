@@ -58,7 +58,7 @@ sent) and ``drops`` (cumulative drops, tail and random).
 ``summary``: per flow ``goodput_mbps`` (payload cumulatively ACKed by the end ÷ time since the
 flow started), ``retransmits``, ``drops``, ``rtos``, ``tlps`` (loss probes sent),
 ``loss_events``, ``undos`` (timeouts undone), ``reo_timeouts`` (RACK reorder timers that marked a
-loss), ``sacks_compressed`` (out-of-order segments the receiver did not ACK at once),
+loss), ``sacks_compressed`` (ACKs the receiver saved by compressing SACKs, as TCPAckCompressed counts),
 ``rtt_mean_ms`` / ``rtt_p95_ms``; overall ``goodput_mbps``, ``utilisation`` (bottleneck busy time from the first
 start), ``jain_fairness`` (on goodput), ``rtt_mean_ms`` / ``rtt_p95_ms`` (the latest RTT sample
 of each flow at every sample tick, i.e. time-weighted), ``drops``, ``retransmits``,
