@@ -1,7 +1,7 @@
 """Check F-RTO, the timestamp undo and SACK compression against the real kernel (issue 11).
 
-Same three namespaces, tbf bottleneck and userspace delay line as bench/kernel_cwnd.py
-(whose helpers it reuses); one Reno flow at 20 Mbit/s, 40 ms, a 1-BDP buffer. Prints what it
+The same three-namespace topology (named sl-*), tbf bottleneck and userspace delay line as
+bench/kernel_cwnd.py (whose helpers it reuses); one Reno flow at 20 Mbit/s, 40 ms, a 1-BDP buffer. Prints what it
 measured; asserts nothing. Three experiments, each run with the kernel's default sysctl and
 with the feature off:
 
@@ -40,6 +40,10 @@ sys.path.insert(0, str(HERE / "kernel"))
 
 import analyze  # noqa: E402
 import kernel_cwnd as kc  # noqa: E402
+
+# Our own namespaces, so a kernel_cwnd.py run at the same time keeps its ss-* ones
+kc.NS_SND, kc.NS_MID, kc.NS_RCV = "sl-snd", "sl-mid", "sl-rcv"
+kc.ALL_NS = (kc.NS_SND, kc.NS_MID, kc.NS_RCV)
 
 COUNTERS = (
     "TcpInSegs",
