@@ -77,11 +77,11 @@ def one_flow(
     disrupt: str | None,
     seconds: float = 4.0,
     at: float = 2.0,
+    rate: float = 20.0,
 ) -> dict[str, Any]:
     """One Reno flow through the bottleneck; ``disrupt`` is None, "freeze" or "down"."""
     kc.ensure_cc("reno")
     args = argparse.Namespace(rtt_ms=40.0, seconds=seconds, port=5301)
-    rate = 20.0
     limit = int(rate * 1e6 / 8 * args.rtt_ms / 1000)
     tmp = Path(f"/tmp/ss-loss-{os.getpid()}")
     tmp.mkdir(exist_ok=True)
@@ -182,6 +182,7 @@ def frto_step(probe: list[dict[str, Any]], mss: int = 1448) -> dict[str, Any] | 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", nargs="*", default=["sack", "spurious", "blackhole"])
+    ap.add_argument("--rate-mbit", type=float, default=20.0, help="tbf rate for sack")
     args = ap.parse_args()
     if os.geteuid() != 0 or not shutil.which("ip") or not shutil.which("nstat"):
         print("needs root, iproute2 and nstat; skipped")
@@ -192,7 +193,7 @@ def main() -> int:
             r = one_flow(rcv_sysctl={"net.ipv4.tcp_comp_sack_nr": nr}, snd_sysctl={}, disrupt=None)
             s, v = r["sender"], r["receiver"]
             print(
-                f"sack  tcp_comp_sack_nr={nr:>2}: receiver TCPAckCompressed "
+                f"sack {args.rate_mbit:g} Mbit/s tcp_comp_sack_nr={nr:>2}: receiver TCPAckCompressed "
                 f"{v.get('TcpExtTCPAckCompressed')}, receiver segments out {v.get('TcpOutSegs')}"
                 f", sender segments in {s.get('TcpInSegs')}, SACK recoveries "
                 f"{s.get('TcpExtTCPSackRecovery')}, loss probes {s.get('TcpExtTCPLossProbes')}"
