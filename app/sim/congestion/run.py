@@ -322,6 +322,13 @@ def _frames(p: CwndParams, flows: list[Flow]) -> list[Frame[CwndState]]:
             ("pto_ms", "ms"),
             ("bw_mbps", "Mbit/s"),
             ("min_rtt_ms", "ms"),
+            ("round", ""),  # slow-start rounds, F-RTO, SACK compression (issue 11)
+            ("cwnd_start", SEGMENTS),
+            ("delivered", SEGMENTS),
+            ("sent", SEGMENTS),
+            ("segments", SEGMENTS),
+            ("delay_ms", "ms"),
+            ("reo_wnd_ms", "ms"),
         ):
             if d.get(key) is not None:
                 rows.append(
@@ -333,6 +340,9 @@ def _frames(p: CwndParams, flows: list[Flow]) -> list[Frame[CwndState]]:
             rows.append(Field(name="mode", value=f"{d['from']} → {d['to']}", changed=True))
         if "method" in d:
             rows.append(Field(name="method", value=d["method"]))
+        for key in ("step", "how"):  # F-RTO's step, how an undo was proved
+            if e["type"] in ("frto", "undo") and key in d:
+                rows.append(Field(name=key, value=d[key]))
         prev[fi] = {**old, **{k: v for k, v in state.items() if k not in ("t", "event")}}
         frames.append(
             Frame(
