@@ -307,3 +307,21 @@ def test_rounds_are_bounded_and_stop_with_slow_start() -> None:
         assert 3 <= len(rounds) <= loss.MAX_ROUNDS
         end = next(f.index for f in tr.frames if f.op in ("hystart_exit", "bbr_mode", "loss"))
         assert all(f.index < end for f in rounds)
+
+
+def test_slow_start_lesson_notes_sit_on_the_round_steps(client: Any) -> None:
+    """The lesson's "## Step N" notes are keyed by frame index: each round note is shown on a
+    round step, and the first-loss note on the loss step (content/cwnd-slow-start.md)."""
+    preset = next(p for p in PRESETS if p.slug == "slow-start")
+    frames = run_trace(preset.params).frames
+    for step, op, text in (
+        (1, "round", "Round trip 1 ends"),
+        (4, "round", "Round 4: 80 → 160"),
+        (5, "loss", "The first loss arrives at cwnd 270"),
+        (7, "sack_compressed", "SACK compression at the receiver"),
+    ):
+        assert frames[step].op == op
+        html = client.get(f"/explainers/cwnd/presets/slow-start?step={step}").text
+        start = html.index(f'<template id="frame-{step}"')
+        card = html[start : html.index("</template>", start)]
+        assert text in card, (step, text)
