@@ -31,14 +31,14 @@ WIDTH = 1000
 LABEL_W = 96  # lane name column (sticky: static/explainers/path/lanes.js keeps it in view)
 PLOT_X0 = 104
 PLOT_X1 = 598
-HOOK_ROWS_Y = (12, 27, 42)  # baselines of three rows of hook labels above the lanes
+HOOK_ROWS_Y = (12, 28, 44)  # baselines of three rows of hook labels above the lanes
 LANE_Y0 = 48
 LANE_H = 20
 LANES_BOTTOM = LANE_Y0 + 8 * LANE_H
 RIGHT_X = 612
-STACK_Y0 = 60  # top of the first call-stack line
-STACK_LINE = 15
-STACK_MAX = 10  # stack lines shown; deeper stacks fold their middle
+STACK_Y0 = 57  # top of the first call-stack line
+STACK_LINE = 16
+STACK_MAX = 9  # stack lines shown; deeper stacks fold their middle
 STACK_HEAD = 2  # outermost calls kept when folding (the entry: syscall, softirq, IRQ)
 GAP = 6  # vertical gap between the picture's bands
 STATUS_ROW = 20
@@ -130,13 +130,15 @@ STYLE = """
 .path-svg .ctx-hardirq rect { fill: #E69F00; }
 .path-svg .ctx-hardirq text { fill: #000000; }
 .path-svg .ctx text { font-weight: 700; }
-.path-svg .stack-line text { font-family: var(--mono); font-size: 13px; }
+.path-svg .stack-line text { font-family: var(--mono); font-size: 12.5px; }
 .path-svg .stack-line.top rect { fill: var(--orange); fill-opacity: 0.28; stroke: var(--orange); }
 .path-svg .stack-line.top text { font-weight: 700; }
 .path-svg .stack-line rect { fill: none; }
 .path-svg .panel { fill: var(--panel); stroke: var(--line); }
 .path-svg .napi-on text.v { font-weight: 700; }
 .path-svg .held rect { fill: var(--green); fill-opacity: 0.25; stroke: var(--green); }
+.path-svg .held.lit rect { stroke: #F0E442; stroke-width: 3; }
+.path-svg .held.lit text { font-weight: 700; }
 .path-svg .changed-val { fill: var(--fg); font-weight: 700; }
 .path-svg a text { fill: var(--link); text-decoration: underline; }
 .path-svg a:focus text, .path-svg a:hover text { font-weight: 700; }
@@ -287,10 +289,9 @@ def _summary_rows(
             if other is not None:
                 text += str(
                     msg(
-                        " · own buffer {buffer} · data {data} · len {len} B",
+                        " · own head buffer {buffer} · data at {data}",
                         buffer=other.get("buffer"),
                         data=other.get("data"),
-                        len=other.get("len"),
                     )
                 )
             lit = had is not None and m not in had
@@ -715,7 +716,7 @@ def _context(state: PathState, packets: int) -> str:
         f'<g id="ctx" class="ctx ctx-{_a(ctx)}" data-context="{_a(ctx)}">'
         f'<rect x="{RIGHT_X}" y="2" width="{w}" height="22" rx="11"/>'
         f'<text x="{RIGHT_X + w / 2}" y="18" text-anchor="middle">{escape(label)}</text></g>'
-        f'<text id="ctx-where" class="small muted" x="{RIGHT_X}" y="40">{escape(where)}</text>'
+        f'<text id="ctx-where" class="small muted" x="{RIGHT_X}" y="38">{escape(where)}</text>'
     )
 
 
@@ -730,7 +731,7 @@ def _stack(state: PathState) -> str:
     title = str(msg("call stack, outermost first ({n} deep)", n=len(stack)))
     out = [
         f'<g id="stack" class="stack" data-depth="{len(stack)}">'
-        f'<text class="small muted" x="{RIGHT_X}" y="{STACK_Y0 - 4}">{escape(title)}</text>'
+        f'<text class="small muted" x="{RIGHT_X}" y="{STACK_Y0 - 3}">{escape(title)}</text>'
     ]
     for row, item in enumerate(shown):
         y = STACK_Y0 + row * STACK_LINE
@@ -740,7 +741,7 @@ def _stack(state: PathState) -> str:
             out.append(
                 f'<g id="stack-fold" class="stack-line fold" data-hidden="{hidden}">'
                 f"<title>{escape(' → '.join(stack[STACK_HEAD : STACK_HEAD + hidden]))}</title>"
-                f'<text class="muted" x="{RIGHT_X + 8}" y="{y + 11.5}">{escape(text)}</text></g>'
+                f'<text class="muted" x="{RIGHT_X + 8}" y="{y + 12}">{escape(text)}</text></g>'
             )
             continue
         depth, fn = item
@@ -749,7 +750,7 @@ def _stack(state: PathState) -> str:
         out.append(
             f'<g id="stack-{row}" class="stack-line{" top" if top else ""}" data-depth="{depth}" '
             f'data-function="{_a(fn)}"><rect x="{RIGHT_X}" y="{y}" width="{WIDTH - RIGHT_X}" '
-            f'height="{STACK_LINE}" rx="3"/><text x="{RIGHT_X + 6 + indent}" y="{y + 11.5}">'
+            f'height="{STACK_LINE}" rx="3"/><text x="{RIGHT_X + 6 + indent}" y="{y + 12}">'
             f"{escape(fn)}</text></g>"
         )
     out.append("</g>")
@@ -769,9 +770,9 @@ def _counters(state: PathState) -> str:
     )
 
 
-def _napi(napi: NapiView | None, state: PathState, y: float) -> str:
+def _napi(napi: NapiView | None, state: PathState, y: float, before: NapiView | None) -> str:
     """NAPI accounting (two rows: the poll's numbers, then GRO's held packets and the queue
-    counters), for walks where NAPI polls."""
+    counters), for walks where NAPI polls. A held packet this step added or grew is lit."""
     parts = [f'<g id="napi" class="{"napi-on" if napi else "napi-off"}">']
     parts.append(f'<rect class="panel" x="0" y="{y}" width="{WIDTH}" height="42" rx="6"/>')
     if napi is not None:
@@ -801,7 +802,14 @@ def _napi(napi: NapiView | None, state: PathState, y: float) -> str:
         label = str(msg("GRO holds {n}:", n=len(held)))
         parts.append(f'<text class="small muted" x="{hx}" y="{hy + 13}">{escape(label)}</text>')
         hx += text_width(label, 12.5) + 8
-    for i, h in enumerate(held[:4]):
+    old = {(o["bucket"], o["flow"]): o for o in (before["held"] if before else [])}
+    counters = _counters(state)
+    room = WIDTH - 10 - text_width(counters, 12.5) - 12 - text_width("+99", 12.5)
+    shown = 0
+    for i, h in enumerate(held):
+        was = old.get((h["bucket"], h["flow"]))
+        grew = was is None or was["segs"] != h["segs"] or was["len"] != h["len"]
+        cls, flag = ("held lit", ' data-lit="1"') if grew else ("held", "")
         text = str(
             msg(
                 "bucket {b} · flow {f} · {s} segs · {n} B",
@@ -812,19 +820,23 @@ def _napi(napi: NapiView | None, state: PathState, y: float) -> str:
             )
         )
         w = text_width(text, 12.5) + 10
+        if hx + w > room:
+            break
+        shown += 1
         parts.append(
-            f'<g id="held-{i}" class="held"><rect x="{hx:.1f}" y="{hy}" width="{w:.1f}" '
+            f'<g id="held-{i}" class="{cls}"{flag}><rect x="{hx:.1f}" y="{hy}" width="{w:.1f}" '
             f'height="17" rx="3"/><text class="small" x="{hx + 5:.1f}" y="{hy + 13}">'
             f"{escape(text)}</text></g>"
         )
         hx += w + 6
-    if len(held) > 4:
+    if len(held) > shown:
         parts.append(
-            f'<text class="small muted" x="{hx:.1f}" y="{hy + 13}">+{len(held) - 4}</text>'
+            f'<text id="held-more" class="small muted" x="{hx:.1f}" y="{hy + 13}">'
+            f"+{len(held) - shown}</text>"
         )
     parts.append(
         f'<text id="counters" class="small muted" x="{WIDTH - 10}" y="{hy + 13}" '
-        f'text-anchor="end">{escape(_counters(state))}</text>'
+        f'text-anchor="end">{escape(counters)}</text>'
     )
     parts.append("</g>")
     return "".join(parts)
@@ -947,7 +959,8 @@ def picture(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
     parts.append(_stack(state))
     y = float(LANES_BOTTOM + GAP)
     if lay.napi:
-        parts.append(_napi(state["napi"], state, y))
+        before = trace.frames[frame.index - 1].state["napi"] if frame.index else None
+        parts.append(_napi(state["napi"], state, y, before))
         y += 42 + GAP
     parts.append(_links(lay, frame, y))
     y += STATUS_ROW + 2
