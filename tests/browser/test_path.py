@@ -58,7 +58,7 @@ def test_hook_lights_when_the_step_reaches_it(live_server, page) -> None:
 def test_phone_scrolls_the_picture_not_the_page(live_server, browser) -> None:
     """At 390×844 the page never scrolls sideways; the picture scrolls inside its own box (at
     most 72% of the screen high) with the lit function in view."""
-    context = browser.new_context(viewport={"width": 390, "height": 844})
+    context = browser.new_context(viewport={"width": 390, "height": 844}, bypass_csp=True)
     try:
         pg = context.new_page()
         pg.goto(f"{live_server.url}/explainers/path/presets/receive-segment?step=44")
@@ -137,7 +137,7 @@ def test_every_step_fits_one_1440x900_screen_without_overlapping_labels(
     """At 1440×900, on every step of every walkthrough, the picture and the side panel
     (narration, source, note) lie within the viewport above the step controls with the page
     unscrolled, no two text boxes of the picture intersect, and type is ≥ 12 px as drawn."""
-    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    context = browser.new_context(viewport={"width": 1440, "height": 900}, bypass_csp=True)
     try:
         page = context.new_page()
         _open_at_step_0(page, f"{live_server.url}/explainers/path/presets/{slug}?step=0")
@@ -199,7 +199,7 @@ def test_lane_names_stay_in_view_when_the_swimlane_scrolls_on_a_phone(
     """At 390×844 the swimlane scrolls sideways inside the stage; on every step, once it is
     scrolled to the current function, all eight lane names are still on screen, inside the
     stage and not covered (lanes.js moves the name column with the scroll)."""
-    context = browser.new_context(viewport={"width": 390, "height": 844})
+    context = browser.new_context(viewport={"width": 390, "height": 844}, bypass_csp=True)
     try:
         page = context.new_page()
         _open_at_step_0(page, f"{live_server.url}/explainers/path/presets/{slug}?step=0")

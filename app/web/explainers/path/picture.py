@@ -154,7 +154,7 @@ STYLE = """
 .stage svg.path-svg svg.skb-svg { min-width: 0; }
 @media (max-width: 700px) {
   .stage svg.path-svg { min-width: 1000px; }
-  .stage:has(> svg.path-svg) { max-height: 72vh; overflow: auto; }
+  .stage:has(> svg.path-svg) { max-height: 60vh; overflow: auto; }
 }
 @media (prefers-reduced-motion: reduce) { .path-svg .cur-dot { transition: none; } }
 """
