@@ -2,10 +2,20 @@
 the call stack and execution context beside it, NAPI accounting, and the packet's sk_buff drawn
 by the sk_buff explainer's own picture code.
 
+Sized so one step fits one 1440×900 screen beside its narration (tests/browser/test_path.py):
+20-unit lanes, a call stack folded to its entry and its innermost calls, and under the sk_buff
+explainer's head buffers a summary of the page frags (runs of alike frags counted in one chip,
+the frag this step added or changed drawn on its own and lit) and of the frag_list (each chained
+skb one chip), then a one-row colour key. The lane names are one column (``#lane-heads``) drawn
+over the lanes' left ends; on a phone, where the picture scrolls sideways inside the stage,
+static/explainers/path/lanes.js moves that column with the scroll so the names stay in view.
+
 One root ``<svg id="path-svg">`` (so the SVG/PNG exports size it from its viewBox); the sk_buff
 picture is nested inside it at scale 1. Element ids are stable between frames (``lane-<lane>``,
-``path-current``, ``hook-<n>``, ``stack-<depth>``, the skb picture's ``ptr-<skb>-<ptr>``) and
-positions live in attributes or inline style so the player's morphing swap animates moves.
+``lanehead-<lane>``, ``path-current``, ``hook-<n>``, ``stack-<row>``, ``fragsum-<skb>``,
+``frag-<skb>-<first>``, ``fraglistsum-<skb>``, ``held-<n>``, the skb picture's
+``ptr-<skb>-<ptr>``) and positions live in attributes or inline style so the player's morphing
+swap animates moves.
 """
 
 from __future__ import annotations
