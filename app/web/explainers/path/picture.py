@@ -214,22 +214,21 @@ Chip = tuple[str, str, bool, dict[str, str]]  # (id, text, lit, data attributes)
 
 
 def _frag_chips(name: str, frags: list[Mapping[str, Any]], before: list[Any] | None) -> list[Chip]:
-    """Runs of alike frags as one counted chip; a frag this step added or changed on its own,
-    lit. ``before`` is the same skb's frags one step earlier (None: no earlier step)."""
+    """Runs of alike frags as one counted chip; frags this step added or changed form their
+    own runs, lit. ``before`` is the same skb's frags when the walk last showed it (None: not
+    shown before, nothing is lit)."""
+    changed = [
+        before is not None and (i >= len(before) or dict(before[i]) != dict(f))
+        for i, f in enumerate(frags)
+    ]
     chips: list[Chip] = []
     i = 0
     while i < len(frags):
-        changed = before is not None and (i >= len(before) or dict(before[i]) != dict(frags[i]))
-        if changed:
-            text = f"[{i}] {_frag_text(frags[i])}"
-            chips.append((f"frag-{name}-{i}", text, True, {"first": str(i), "count": "1"}))
-            i += 1
-            continue
         j = i + 1
         while (
             j < len(frags)
+            and changed[j] == changed[i]
             and _frag_key(frags[j]) == _frag_key(frags[i])
-            and not (before is not None and (j >= len(before) or dict(before[j]) != dict(frags[j])))
         ):
             j += 1
         if j - i == 1:
@@ -241,7 +240,7 @@ def _frag_chips(name: str, frags: list[Mapping[str, Any]], before: list[Any] | N
                 f" · +{int(frags[i].get('offset', 0))}{refs}"
                 f" · {frags[i].get('page', 'page')}..{frags[j - 1].get('page', 'page')}"
             )
-        chips.append((f"frag-{name}-{i}", text, False, {"first": str(i), "count": str(j - i)}))
+        chips.append((f"frag-{name}-{i}", text, changed[i], {"first": str(i), "count": str(j - i)}))
         i = j
     return chips
 
