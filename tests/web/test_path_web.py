@@ -384,3 +384,15 @@ def test_a_held_gro_packet_that_grew_is_lit() -> None:
     i = next(f.index for f in trace.frames if f.op == "skb_gro_receive")
     assert _by_id(_svg(trace, i), "held-0").get("data-lit") == "1"
     assert _by_id(_svg(trace, i + 1), "held-0").get("data-lit") is None
+
+
+def test_frags_that_change_together_stay_one_chip() -> None:
+    """When the reader consumes the GRO skb its 17 page frags are released in one step: the
+    summary keeps them one counted chip, lit, not 17 rows."""
+    trace = _gro_trace()
+    i = max(f.index for f in trace.frames if f.op == "tcp_recvmsg_locked")
+    name = trace.frames[i].state["skb"]["name"]
+    chips = _chips(_svg(trace, i), f"fragsum-{name}")
+    assert [(c.get("data-first"), c.get("data-count"), c.get("data-lit")) for c in chips] == [
+        ("0", "17", "1")
+    ]
