@@ -292,3 +292,107 @@ def test_picture_without_a_replay_draws_the_frame_skb(monkeypatch: pytest.Monkey
         assert link.get("data-exact") == "0"
     finally:
         pic.LAYOUTS.clear()
+
+
+def _gro_trace() -> Any:
+    return EXPLAINER.run(EXPLAINER.parse(EXPLAINER.preset("gro-burst").params))  # type: ignore[union-attr]
+
+
+def _chips(root: ET.Element, row: str) -> list[ET.Element]:
+    return [
+        g for g in _by_id(root, row).iter(f"{{{NS['s']}}}g") if "sum-chip" in g.get("class", "")
+    ]
+
+
+def test_seventeen_frags_are_one_counted_chip_and_the_new_frag_lit() -> None:
+    """At the merge that fills frags[] (skb_gro_receive, MAX_SKB_FRAGS = 17), the held skb's
+    frags are one row: frags[0..15] counted in one chip and frags[16], the one this step added,
+    drawn on its own and lit; the next step lights none of them."""
+    trace = _gro_trace()
+    i = next(
+        f.index
+        for f in trace.frames
+        if f.op == "skb_gro_receive" and f.state["skb"] and f.state["skb"]["nr_frags"] == 17
+    )
+    name = trace.frames[i].state["skb"]["name"]
+    chips = _chips(_svg(trace, i), f"fragsum-{name}")
+    assert [(c.get("data-first"), c.get("data-count"), c.get("data-lit")) for c in chips] == [
+        ("0", "16", None),
+        ("16", "1", "1"),
+    ]
+    assert "16 × 1448 B" in "".join(chips[0].itertext())
+    later = _chips(_svg(trace, i + 1), f"fragsum-{name}")
+    assert [(c.get("data-count"), c.get("data-lit")) for c in later] == [("17", None)]
+
+
+def test_the_frag_list_chip_lights_when_the_segment_is_chained() -> None:
+    """When frags[] is full skb_gro_receive chains the segment on frag_list (gro.c merge:):
+    that step lights the frag_list chip naming the chained skb; the skb itself is summarised
+    there, not drawn as a second buffer."""
+    trace = _gro_trace()
+    i = next(
+        f.index
+        for f in trace.frames
+        if f.op == "skb_gro_receive" and f.state["skb"] and f.state["skb"]["frag_list"] == 1
+    )
+    name = trace.frames[i].state["skb"]["name"]
+    root = _svg(trace, i)
+    (chip,) = _chips(root, f"fraglistsum-{name}")
+    assert chip.get("data-lit") == "1"
+    chained = chip.get("data-skb")
+    assert chained and chained != name
+    lanes = {g.get("data-skb") for g in root.iter() if g.get("id", "").startswith("lane-rx")}
+    assert lanes == {name}
+
+
+def test_a_clone_shares_one_frags_row_with_its_original() -> None:
+    """After __tcp_transmit_skb clones the skb, the clone and the original share one
+    skb_shared_info: their frags are one row, which names both."""
+    trace = EXPLAINER.run(EXPLAINER.parse(EXPLAINER.preset("send-segment").params))  # type: ignore[union-attr]
+    i = next(f.index for f in trace.frames if f.state["skb"] and f.state["skb"]["name"] == "clone2")
+    root = _svg(trace, i)
+    rows = [g.get("id") for g in root.iter() if g.get("class") == "summary"]
+    assert len(rows) == 1
+    text = "".join(_by_id(root, str(rows[0])).itertext())
+    assert "clone2 + skb1" in text and "page1 +0 · 1000 B" in text
+
+
+def test_a_deep_stack_keeps_its_entry_and_top_and_folds_the_middle() -> None:
+    """A 20+-deep stack shows its two outermost calls, a fold counting the hidden ones, and the
+    innermost calls down to the current function; every call is shown or counted."""
+    trace = EXPLAINER.run(EXPLAINER.parse(EXPLAINER.preset("container").params))  # type: ignore[union-attr]
+    f = max(trace.frames, key=lambda f: len(f.state["stack"]))
+    stack = f.state["stack"]
+    root = _svg(trace, f.index)
+    shown = [
+        g.get("data-function")
+        for g in root.iter()
+        if g.get("id", "").startswith("stack-") and g.get("data-function")
+    ]
+    fold = _by_id(root, "stack-fold")
+    hidden = int(fold.get("data-hidden") or 0)
+    assert len(shown) + 1 <= 9
+    assert shown[:2] == stack[:2] and shown[-1] == stack[-1] == f.state["function"]
+    assert shown[2:] == stack[len(stack) - len(shown) + 2 :]
+    assert len(shown) + hidden == len(stack)
+
+
+def test_a_held_gro_packet_that_grew_is_lit() -> None:
+    """The NAPI strip lights a held packet on the step skb_gro_receive merged into it and not
+    on the step after (its segs and bytes unchanged)."""
+    trace = _gro_trace()
+    i = next(f.index for f in trace.frames if f.op == "skb_gro_receive")
+    assert _by_id(_svg(trace, i), "held-0").get("data-lit") == "1"
+    assert _by_id(_svg(trace, i + 1), "held-0").get("data-lit") is None
+
+
+def test_frags_that_change_together_stay_one_chip() -> None:
+    """When the reader consumes the GRO skb its 17 page frags are released in one step: the
+    summary keeps them one counted chip, lit, not 17 rows."""
+    trace = _gro_trace()
+    i = max(f.index for f in trace.frames if f.op == "tcp_recvmsg_locked")
+    name = trace.frames[i].state["skb"]["name"]
+    chips = _chips(_svg(trace, i), f"fragsum-{name}")
+    assert [(c.get("data-first"), c.get("data-count"), c.get("data-lit")) for c in chips] == [
+        ("0", "17", "1")
+    ]

@@ -15,7 +15,7 @@ from app.sim.path.presets import DEFAULT_PRESET, PRESETS
 from app.sim.path.skb import API_FIELDS, PathSkbs
 from app.sim.path.walks import Walk
 
-SIM_VERSION = "path-1"
+SIM_VERSION = "path-2"
 
 
 class PathExplainer(Explainer[PathParams]):

@@ -1363,11 +1363,23 @@ class Walk:
             )
             return "normal_pp" if seg.psh else "flush_new"
         t.cur = p.skb
+        last = s.last.get(p.skb, p.skb)  # NAPI_GRO_CB(p)->last: where frags are added
         went = s.gro_merge(p.skb, seg.skb, HDRS, seg.payload)
         p.segs += 1
         match.length += seg.payload
         self.sync_held()
-        if went == "frags":
+        if went == "frags" and last != p.skb:
+            text = msg(
+                "skb_gro_receive merges into {last}, the last skb on the held skb's frag_list "
+                "(NAPI_GRO_CB(p)->last): the segment's payload becomes a page fragment of "
+                "{last} ({n} there now; the headers are skipped, not copied) and the held skb "
+                "grows: len {len}, {segs} segments. The segment's own sk_buff will be freed.",
+                last=last,
+                n=s.last_frags[p.skb],
+                len=s.length(p.skb),
+                segs=p.segs,
+            )
+        elif went == "frags":
             text = msg(
                 "skb_gro_receive merges: the segment's payload becomes one more page fragment "
                 "of the held skb (frags[], {nr} now; the headers are skipped, not copied) and "

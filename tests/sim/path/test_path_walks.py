@@ -154,6 +154,30 @@ def test_gro_frag_list_after_17_frags() -> None:
     assert d["len"] == 20 * 1448
 
 
+def test_gro_merge_after_the_frag_list_adds_to_the_last_skb() -> None:
+    """skb_gro_receive adds frags to NAPI_GRO_CB(p)->last (gro.c: pinfo = skb_shinfo(lp)):
+    once a segment is chained on frag_list, the next merge names that chained skb, not the
+    held skb, whose frags[] stays at MAX_SKB_FRAGS (17)."""
+    frames = E.run(
+        E.parse(
+            {
+                "path": "rx",
+                "device": "nic",
+                "packets": 20,
+                "payload_bytes": 1448,
+                "scenario": "gro_burst",
+                "psh": "last",
+            }
+        )
+    ).frames
+    merges = [f for f in frames if f.state["function"] == "skb_gro_receive"]
+    chained = next(i for i, f in enumerate(merges) if f.state["skb"]["frag_list"] == 1)  # type: ignore[index]
+    after = merges[chained + 1]
+    assert after.narration.params["last"] == "rx19" and after.narration.params["n"] == 1
+    assert after.state["skb"]["nr_frags"] == 17  # type: ignore[index]
+    assert after.narration.params["segs"] == 20
+
+
 def test_gro_64k_limit_flushes() -> None:
     """p->len + len >= 65536 returns -E2BIG: at 1448-byte segments a GRO skb holds 45."""
     st = run(scenario="gro_burst", packets=60, payload_bytes=1448, psh="none")

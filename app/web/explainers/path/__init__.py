@@ -43,6 +43,6 @@ EDITOR = EditorSpec(
     )
 )
 
-VIEW = WebView(picture=picture, editor=EDITOR)
+VIEW = WebView(picture=picture, editor=EDITOR, scripts=("/static/explainers/path/lanes.js",))
 
 __all__ = ["EDITOR", "VIEW", "PathExplainer"]
