@@ -69,6 +69,7 @@ import math
 import random
 from typing import Any
 
+from app.sim.congestion import ecn, handshake, rwnd
 from app.sim.congestion.algorithms import make_ca
 from app.sim.congestion.flow import (
     CA_CWR,
@@ -89,6 +90,7 @@ from app.sim.congestion.flow import (
     sk_pacing_rate,
 )
 from app.sim.congestion.params import CwndParams
+from app.sim.congestion.red import Red
 from app.sim.core.events import EventQueue, Timer
 from app.sim.core.i18n import Param, msg
 from app.sim.core.tcp import (
@@ -139,6 +141,18 @@ class Engine:
         ]
         for f in self.flows:
             f.max_events = max(500, MAX_EVENTS_TOTAL // len(self.flows))
+        # the options: a RED queue (red.py), ECN (ecn.py), receive windows (rwnd.py) and the
+        # handshake (handshake.py)
+        self.red: Red | None = None
+        if p.link.aqm != "droptail":
+            lo, hi = p.red_thresholds
+            self.red = Red(lo, hi, p.link.red_max_p, p.link.aqm == "red-ecn", self.rng)
+        self.ce_marks = 0
+        self.handshake = p.connect == "handshake"
+        for f, fp in zip(self.flows, p.flows, strict=True):
+            f.ecn_ok = fp.tcp_ecn == 1  # the receiver's default tcp_ecn = 2 accepts
+            if fp.rwnd_bytes is not None:
+                f.rwnd = max(1, fp.rwnd_bytes // p.mss)
         self.sample_s = p.sample_ms / 1e3
         self.n_samples = int(math.floor(p.duration_s / self.sample_s + 1e-9)) + 1
         self.queue: dict[str, list[Any]] = {"t": [], "packets": [], "drops": []}
@@ -214,13 +228,20 @@ class Engine:
         if end >= self.end:
             for f in flows:
                 f.ca.finish(f, self.end)
+                rwnd.finish(f, self.end)
 
     # -- flows start -----------------------------------------------------------------------
 
     def start_flow(self, f: Flow, now: float) -> None:
-        """The connection is established at ``start_s``; the handshake gave one RTT sample."""
+        """The connection is established at ``start_s``; the handshake gave one RTT sample.
+
+        With ``connect = "handshake"`` the first call sends the SYN and the flow is
+        established one round trip later, with the SYN's RTT as its first sample."""
+        if self.handshake and not f.established:
+            handshake.send_syn(self, f, now)
+            return
         queue_wait = max(0.0, self.last_dep - now)
-        m = int((f.rtt + queue_wait) * 1e6)
+        m = f.syn_rtt_us or int((f.rtt + queue_wait) * 1e6)
         f.rtt_estimator(m)
         f.min_rtt_us = m
         f.delivered_mstamp = f.first_tx_mstamp = f.wstamp = now
@@ -247,6 +268,8 @@ class Engine:
     def push(self, f: Flow, now: float) -> None:
         """tcp_xmit_retransmit_queue then tcp_write_xmit: send while in_flight < cwnd."""
         room = f.cwnd - (f.snd_nxt - f.snd_una - f.sacked_out - len(f.holes) + f.retrans_out)
+        if f.rwnd:  # tcp_snd_wnd_test: the receiver's window may bind first
+            room = rwnd.window_room(f, room, now)
         if room <= 0:
             return
         if f.snd_nxt == f.snd_una:  # tcp_rate_skb_sent: restart the delivery-rate clock
@@ -342,6 +365,9 @@ class Engine:
 
     def send_new(self, f: Flow, n: int, now: float) -> None:
         """``transmit`` for ``n`` new segments at once (the hot path, so with locals)."""
+        if self.red is not None:
+            ecn.send_new(self, self.red, f, n, now)
+            return
         seq0 = f.snd_nxt
         f.snd_nxt = seq0 + n
         heap = self.heap  # Timer.arm and EventQueue.push inlined below
@@ -412,6 +438,9 @@ class Engine:
 
     def transmit(self, f: Flow, seq: int, now: float, retrans: bool) -> None:
         """One segment into the bottleneck; if it gets through, into the receiver."""
+        if self.red is not None:
+            ecn.transmit(self, self.red, f, seq, now, retrans)
+            return
         pkt = (seq, now, retrans, f.delivered, f.delivered_mstamp, f.first_tx_mstamp, f.app_limited)
         if self.loss_rate and self.rng.random() < self.loss_rate:
             self.random_drops += 1
@@ -460,7 +489,10 @@ class Engine:
     def send_ack(self, f: Flow, t: float, pkt: Any) -> None:
         """The receiver sends an ACK at ``t``; it reaches the sender ``owd`` later."""
         at = t + f.owd
-        f.ackq.append((at, f.rcv_nxt, len(f.ooo), pkt))
+        sacked = len(f.ooo)
+        if f.ecn_demand_cwr:  # tcp_ecn_send: ECE on every ACK until CWR arrives
+            sacked |= ecn.ECE_BIT
+        f.ackq.append((at, f.rcv_nxt, sacked, pkt))
         if not f.ack_armed:
             f.ack_armed = True
             self.evq.push(at, EV_ACK, f.index)
@@ -571,6 +603,8 @@ class Engine:
                 return
             f.rto_deadline = now + rto
             room = f.cwnd - (nxt - ack_no)
+            if f.rwnd:
+                room = rwnd.window_room(f, room, now)
             if room > 0:
                 self.send_new(f, room, now)
                 nxt = f.snd_nxt
@@ -584,6 +618,11 @@ class Engine:
                 f.rto_timer.queued_at = d
                 heapq.heappush(self.heap, (d, 0, next(self.seq), EV_RTO, f.index))
             return
+        ece = False
+        if sacked >= ecn.ECE_BIT:  # tcp_ecn_rcv_ecn_echo: FLAG_ECE
+            sacked -= ecn.ECE_BIT
+            ece = f.ecn_ok
+            f.ece_acks += 1
         if cong_control is not None:
             prior_in_flight = f.snd_nxt - f.snd_una - f.sacked_out - len(f.holes) + f.retrans_out
         delivered = 0
@@ -641,7 +680,9 @@ class Engine:
 
         # tcp_fastretrans_alert: leave Recovery/Loss once high_seq is ACKed; enter Recovery
         state = f.ca_state
-        if state >= CA_RECOVERY or f.holes or f.sacked_out or state == CA_DISORDER:
+        if ece or state == CA_CWR:
+            ecn.alert(self, f, now, ece)
+        elif state >= CA_RECOVERY or f.holes or f.sacked_out or state == CA_DISORDER:
             self.ca_state_machine(f, now)
 
         # tcp_cong_control
@@ -754,6 +795,10 @@ class Engine:
 
     def enter_recovery(self, f: Flow, now: float) -> None:
         """tcp_enter_recovery + tcp_init_cwnd_reduction (tcp_input.c:2611)."""
+        if f.ca_state == CA_CWR:
+            ecn.recovery_from_cwr(self, f, now)
+            return
+        f.ecn_queue_cwr = f.ecn_ok  # tcp_ecn_queue_cwr
         cwnd = f.cwnd
         f.high_seq = f.snd_nxt
         f.tlp_high_seq = 0
@@ -946,7 +991,13 @@ class Engine:
         restarts from now; if no probe could go it keeps its deadline (tcp_rearm_rto).
         """
         f.tlp_deadline = 0.0
-        if f.tlp_high_seq > f.snd_una or (f.paced and f.wstamp > now):
+        if (
+            f.tlp_high_seq > f.snd_una
+            or (f.paced and f.wstamp > now)
+            or (f.rwnd and f.snd_nxt >= f.snd_una + f.rwnd)
+        ):
+            # (a window-limited flow cannot send new data; Linux would resend its last
+            # segment, which the model leaves out)
             self.set_timer(f, f.rto_deadline)
             return
         seq = f.snd_nxt
@@ -1036,6 +1087,7 @@ class Engine:
         f.cwnd = f.in_flight() + 1
         f.snd_cwnd_cnt = 0
         f.high_seq = f.snd_nxt
+        f.ecn_queue_cwr = f.ecn_ok  # tcp_ecn_queue_cwr
         self.set_ca_state(f, CA_LOSS, now)
         rto = f.rto_s
         f.icsk_retransmits += 1

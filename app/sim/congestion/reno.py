@@ -35,6 +35,7 @@ import random
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from app.sim.congestion.rwnd import tcp_is_cwnd_limited
 from app.sim.core.i18n import Message, msg
 
 if TYPE_CHECKING:
@@ -176,6 +177,8 @@ class Reno(CongestionOps):
 
     def cong_avoid(self, tp: Flow, acked: int, now: float) -> None:
         """tcp_reno_cong_avoid (tcp_cong.c:498). A bulk sender is always cwnd-limited."""
+        if tp.rwnd and not tcp_is_cwnd_limited(tp):  # only a receive window can starve cwnd
+            return
         if tp.cwnd < tp.ssthresh:
             acked = tcp_slow_start(tp, acked)
             if not acked:
