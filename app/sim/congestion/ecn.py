@@ -243,7 +243,13 @@ def recovery_from_cwr(eng: Engine, f: Flow, now: float) -> None:
     f.event(
         "recovery_enter",
         now,
-        {"cwnd": f.cwnd, "ssthresh": _ss(f), "high_seq": f.high_seq, "lost": lost},
+        {
+            "cwnd": f.cwnd,
+            "ssthresh": _ss(f),
+            "high_seq": f.high_seq,
+            "lost": lost,
+            "from_cwr": 1,
+        },
         msg(
             "RACK marks {lost} segments lost during CWR, so the flow enters Recovery; the "
             "window is already being reduced for this round trip (tcp_in_cwnd_reduction), so "
