@@ -50,7 +50,7 @@ _LINK_KEYS = (
 _FLOW_KEYS = ("cc", "start_s", "rtt_ms", "tcp_ecn", "rwnd_bytes")
 _TOP_KEYS = ("link", "flows", "duration_s", "mss", "seed", "sample_ms", "connect")
 AQMS = ("droptail", "red", "red-ecn")  # red-ecn: tc qdisc ... red ... ecn
-CONNECTS = ("established", "handshake")
+CONNECTS = ("handshake", "established")  # the first is the default
 TCP_ECN_DEFAULT = 2  # net.ipv4.tcp_ecn: 2 = accept ECN when the peer asks, never ask
 RED_MAX_P_DEFAULT = 0.02  # tc red's default "probability"
 
@@ -92,7 +92,7 @@ class CwndParams:
     mss: int = 1448
     seed: int = 0
     sample_ms: float = 10.0
-    connect: str = "established"
+    connect: str = "handshake"
 
     # Derived values used by the engine and the views (not part of the raw form).
     @property
@@ -484,6 +484,5 @@ def dump(p: CwndParams) -> dict[str, Any]:
         "seed": p.seed,
         "sample_ms": p.sample_ms,
     }
-    if p.connect != "established":
-        out["connect"] = p.connect
+    out["connect"] = p.connect
     return out
