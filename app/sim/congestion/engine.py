@@ -35,8 +35,15 @@ Model (a dumbbell):
 
 Simplifications, each a deliberate choice (what Linux does differs as said):
 
-* no handshake: a flow starts established, with one RTT sample (base RTT + the queue then) as
-  the SYN/ACK would give; no receive-window limit (autotuning never binds); segments are full;
+* the handshake (``connect = "handshake"``, the default for new scenarios; handshake.py) is a
+  SYN that waits for the queue and a SYN-ACK one RTT later, never dropped; with
+  ``connect = "established"`` a flow starts established, with one RTT sample (base RTT + the
+  queue then) as the SYN-ACK would give. No receive-window limit unless a flow sets
+  ``rwnd_bytes`` (rwnd.py; Linux's autotuning keeps the default window ahead of a bulk flow);
+  segments are full;
+* the bottleneck is drop-tail unless ``aqm`` makes it RED (red.py), which drops or, with its
+  ``ecn`` flag, marks CE on the ECT data of flows that negotiated ECN (``tcp_ecn = 1``); the
+  receiver echoes ECE and the sender enters CWR (ecn.py). Without RED nothing is ever marked;
 * the delayed-ACK timer is a fixed 40 ms (TCP_ATO_MIN; Linux adapts ``ato`` from it); the
   first segments are ACKed at once (quick-ACK): 16 with the default 65160-byte initial receive
   window and a 1448-byte MSS (``tcp_incr_quickack``); no SACK compression (every out-of-order

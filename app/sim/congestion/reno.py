@@ -15,7 +15,8 @@ The engine calls them where the kernel does:
 * every CA-state change (``tcp_set_ca_state``, tcp_cong.c:37): ``set_state``.
 
 The kernel's other hooks have nothing to do here: ``cwnd_event`` reacts to idle restarts and
-ECN (a bulk sender is never idle; no ECN), ``in_ack_event`` to ECE/window updates,
+ECN events (a bulk sender is never idle; reno, cubic and bbr ignore CA_EVENT_ECN_IS_CE, which
+only DCTCP-like modules use), ``in_ack_event`` to ECE/window updates (none of the three has it),
 ``sndbuf_expand`` and ``get_info`` to socket buffers and inet_diag, and ``undo_cwnd`` runs only
 when an undo (F-RTO, DSACK, Eifel) proves a reduction spurious, which the model's never-reordering
 path cannot do; it is still part of each table, as in the kernel, where it is required.
@@ -176,7 +177,8 @@ class Reno(CongestionOps):
         return max(tp.cwnd >> 1, 2)
 
     def cong_avoid(self, tp: Flow, acked: int, now: float) -> None:
-        """tcp_reno_cong_avoid (tcp_cong.c:498). A bulk sender is always cwnd-limited."""
+        """tcp_reno_cong_avoid (tcp_cong.c:498). A bulk sender is cwnd-limited unless a
+        receive window holds it back (tcp_is_cwnd_limited, rwnd.py)."""
         if tp.rwnd and not tcp_is_cwnd_limited(tp):  # only a receive window can starve cwnd
             return
         if tp.cwnd < tp.ssthresh:
