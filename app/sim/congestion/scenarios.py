@@ -11,7 +11,7 @@ def _p(
     rate: float = 100,
     rtt: float = 40,
     duration: float = 30,
-    connect: str = "established",
+    connect: str = "handshake",
     **buf: float | str,
 ) -> dict[str, object]:
     link: dict[str, object] = {"rate_mbps": rate, "rtt_ms": rtt}
@@ -23,8 +23,9 @@ def _p(
         "mss": 1448,
         "seed": 0,
         "sample_ms": 10,
-        # the first presets' lessons were written for flows that start established; new ones
-        # begin with the handshake (the default for new scenarios)
+        # flows begin with the SYN (the default); bbr-vs-cubic starts established, as its
+        # lesson's figures were measured (with the handshake both flows' SYNs go before any
+        # data, which changes that race)
         "connect": connect,
     }
 
@@ -75,6 +76,7 @@ PRESETS = (
             rate=20,
             rtt=40,
             duration=40,
+            connect="established",
             buffer_bdp=1,
         ),
     ),
@@ -99,7 +101,6 @@ PRESETS = (
             rate=10,
             rtt=40,
             duration=40,
-            connect="handshake",
             buffer_bdp=8,
             aqm="red-ecn",
             red_min_packets=10,
@@ -116,7 +117,6 @@ PRESETS = (
             rate=50,
             rtt=40,
             duration=10,
-            connect="handshake",
             buffer_bdp=1,
         ),
     ),
