@@ -23,10 +23,7 @@ def _p(
         "mss": 1448,
         "seed": 0,
         "sample_ms": 10,
-        # flows begin with the SYN (the default); bbr-vs-cubic starts established, as its
-        # lesson's figures were measured (with the handshake both flows' SYNs go before any
-        # data, which changes that race)
-        "connect": connect,
+        "connect": connect,  # flows begin with the SYN, as new scenarios do
     }
 
 
@@ -76,7 +73,6 @@ PRESETS = (
             rate=20,
             rtt=40,
             duration=40,
-            connect="established",
             buffer_bdp=1,
         ),
     ),
