@@ -4,6 +4,12 @@
 :class:`~app.sim.core.ParamError` naming every bad field); ``dump(params)`` gives the raw form
 back, so ``parse(dump(p)) == p``.
 
+Options: ``connect`` ("handshake", the default: a SYN and SYN-ACK before data; or
+"established"), the link's ``aqm`` ("droptail", the default; "red"; "red-ecn" = RED with its
+``ecn`` flag) with ``red_min_packets``/``red_max_packets``/``red_max_p``, and per flow
+``tcp_ecn`` (net.ipv4.tcp_ecn of the sender: 1 asks for ECN) and ``rwnd_bytes`` (a fixed
+receive window).
+
 Units follow the API: rates in Mbit/s, delays in ms, durations in s, sizes in bytes, ``cwnd`` in
 segments. Every data packet on the wire is ``mss + HEADER_BYTES`` bytes (IPv4 20 + TCP 20 + the
 timestamp option 12, as Linux sends by default), so an MSS of 1448 makes 1500-byte packets.

@@ -50,10 +50,14 @@ sent) and ``drops`` (cumulative drops, tail and random).
 
 ``summary``: per flow ``goodput_mbps`` (payload cumulatively ACKed by the end ÷ time since the
 flow started), ``retransmits``, ``drops``, ``rtos``, ``tlps`` (loss probes sent),
-``loss_events``, ``rtt_mean_ms`` / ``rtt_p95_ms``; overall ``goodput_mbps``, ``utilisation`` (bottleneck busy time from the first
+``loss_events``, ``rtt_mean_ms`` / ``rtt_p95_ms``, ``ecn`` (negotiated), ``ce_marks`` (CE
+segments the receiver saw), ``ece_acks``, ``cwr_entries``, ``rwnd_segments`` (None without a
+receive window) and ``rwnd_limited_s`` (time the window bound, as tcpi_rwnd_limited); overall ``goodput_mbps``, ``utilisation`` (bottleneck busy time from the first
 start), ``jain_fairness`` (on goodput), ``rtt_mean_ms`` / ``rtt_p95_ms`` (the latest RTT sample
 of each flow at every sample tick, i.e. time-weighted), ``drops``, ``retransmits``,
-``packets_simulated`` and more.
+``packets_simulated``, ``aqm``, ``ce_marks`` and ``red`` (None for drop-tail, else RED's
+thresholds, ``wlog`` and its ``prob_mark``/``forced_mark``/``prob_drop``/``forced_drop`` counters,
+whose drops are also in ``tail_drops``) and more.
 
 Traces are cached (``run`` is memoised on the frozen params): treat them as read-only.
 """

@@ -107,6 +107,16 @@ def test_ecn_preset_marks_instead_of_dropping_and_enters_cwr() -> None:
     assert s["goodput_mbps"] > 0.97 * bloat.summary["goodput_mbps"]
 
 
+def test_red_runs_are_deterministic_per_seed() -> None:
+    """RED draws from the run's random.Random(seed): the same seed gives the same marks and
+    trace, another seed other marks."""
+    raw = {"link": ECN_LINK, "flows": [{"cc": "cubic", "tcp_ecn": 1}], "duration_s": 8}
+    a, b = run(raw), run(raw)
+    assert a.summary == b.summary and a.series == b.series
+    c = run({**raw, "seed": 7})
+    assert c.summary["red"] != a.summary["red"] or c.series != a.series
+
+
 def test_cwr_takes_ssthresh_from_the_algorithm_and_ends_at_ssthresh() -> None:
     """tcp_init_cwnd_reduction asks the ssthresh hook (CUBIC: cwnd·717/1024, at least 2; Reno:
     cwnd/2), and tcp_end_cwnd_reduction sets cwnd = ssthresh when CWR ends."""
