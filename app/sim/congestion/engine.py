@@ -1,4 +1,4 @@
-"""The event loop: flows, one drop-tail bottleneck, receivers, timers and sampling.
+"""The event loop: flows, one bottleneck (drop-tail or RED), receivers, timers and sampling.
 
 Model (a dumbbell):
 

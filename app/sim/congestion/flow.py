@@ -306,7 +306,8 @@ class Flow(RttEstimator):
         self.cwnd_usage_seq = 0
         self.rwnd_limited_since = -1.0  # when the window last started to bind (-1: it does not)
         self.rwnd_limited_s = 0.0  # time the flow spent window-limited (tcpi_rwnd_limited)
-        # the handshake: whether the SYN-ACK has arrived, and the RTT it measured (µs)
+        # the handshake: whether the SYN has gone (the flow's next EV_START is the SYN-ACK's
+        # arrival) and the RTT the SYN-ACK measured (µs)
         self.established = False
         self.syn_rtt_us = 0
 
