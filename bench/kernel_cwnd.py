@@ -26,6 +26,15 @@ With --flows N / --mix, the flows run concurrently (flow i on port+i, started
 i x --stagger-s apart, all stopping together); each is sampled on its own and
 the run prints per-flow goodput, Jain's fairness index, tbf drops, retransmits,
 mean srtt and, for BBR, ProbeRTT dips and long-term ("policer") bw episodes.
+
+The options the model has (issue 11) are checked with:
+    --ecn --ce-prob P   the sender sets net.ipv4.tcp_ecn=1 (the receiver keeps 2) and the
+                        relay marks ECT frames CE with probability P (this kernel has no
+                        sch_red); the tcp:tcp_cong_state_set tracepoint counts CWR entries
+    --rcvbuf BYTES      SO_RCVBUF on the receiver's listener: a fixed receive window
+and an "options" line: the handshake's RTT sample (the first TCP_INFO poll, before any data
+is ACKed: tcpi_rtt, tcpi_rttvar, tcpi_rto, tcpi_snd_cwnd), tcpi_snd_wnd, tcpi_rwnd_limited,
+tcpi_delivered_ce and the CA states seen.
 """
 
 from __future__ import annotations
@@ -52,6 +61,7 @@ NS_SND, NS_MID, NS_RCV = "ss-snd", "ss-mid", "ss-rcv"
 ALL_NS = (NS_SND, NS_MID, NS_RCV)
 SND_IP, RCV_IP = "10.77.0.1", "10.77.0.2"
 TRACEFS = Path("/sys/kernel/tracing")
+ECN_SENDER = False  # --ecn: set net.ipv4.tcp_ecn=1 in the sender's namespace
 CSV_FIELDS = (
     "t ca_state snd_cwnd snd_ssthresh rtt rttvar min_rtt pacing_rate delivery_rate "
     "unacked lost retrans total_retrans bytes_acked delivered snd_mss "
@@ -119,6 +129,8 @@ def setup(rate_mbit: float, limit_bytes: int, burst_bytes: int) -> None:
         sh("ip", "-n", ns, "link", "set", dev, "up")
     # no route cache / metrics reuse between runs (fresh netns anyway)
     sh(*in_ns(NS_SND, "sysctl", "-qw", "net.ipv4.tcp_no_metrics_save=1"))
+    if ECN_SENDER:  # the sender asks for ECN; the receiver keeps the default 2 (accept)
+        sh(*in_ns(NS_SND, "sysctl", "-qw", "net.ipv4.tcp_ecn=1"))
     sh(
         *in_ns(
             NS_MID,
@@ -177,6 +189,10 @@ class ProbeTrace:
             )
             (ev / "filter").write_text(flt)
             (ev / "enable").write_text("1")
+            cs = inst / "events" / "tcp" / "tcp_cong_state_set"
+            if cs.is_dir():  # CA-state changes (6.4 has no such tracepoint; 6.18 has)
+                (cs / "filter").write_text(flt)
+                (cs / "enable").write_text("1")
             return True
         except (OSError, RuntimeError) as exc:
             self.error = str(exc)
@@ -186,6 +202,9 @@ class ProbeTrace:
     def collect(self) -> tuple[str, str]:
         assert self.inst is not None
         (self.inst / "events" / "tcp" / "tcp_probe" / "enable").write_text("0")
+        cs = self.inst / "events" / "tcp" / "tcp_cong_state_set"
+        if cs.is_dir():
+            (cs / "enable").write_text("0")
         overrun = ""
         for cpu in sorted((self.inst / "per_cpu").glob("cpu*")):
             m = re.search(r"^overrun: (\d+)", (cpu / "stats").read_text(), re.M)
@@ -256,6 +275,8 @@ def _start_relay(
             str(args.seconds + 30),
             "--stats",
             str(tmp / "relay.json"),
+            "--ce-prob",
+            str(getattr(args, "ce_prob", 0.0)),
         ),
         stdout=subprocess.PIPE,
         text=True,
@@ -280,6 +301,8 @@ def _start_recv(
             str(port),
             "--seconds",
             str(args.seconds + 10),
+            "--rcvbuf",
+            str(getattr(args, "rcvbuf", 0)),
         ),
         stdout=subprocess.PIPE,
         text=True,
@@ -356,6 +379,7 @@ def run_one(args: argparse.Namespace, cc: str, out_dir: Path) -> dict[str, Any]:
     trace = ProbeTrace(args.port)
     try:
         setup(args.rate_mbit, limit, args.burst_bytes)
+        _static_neighbours()  # no ARP round trip through the relay inflating the SYN's RTT
         relay = _start_relay(args, tmp, procs)
         recv = _start_recv(args, args.port, procs)
         use_trace = not args.no_trace and trace.start()
@@ -419,6 +443,7 @@ def run_one(args: argparse.Namespace, cc: str, out_dir: Path) -> dict[str, Any]:
         "tcp_probe": probe,
     }
     run["summary"] = analyze.summarize(run)
+    run["options"] = options_summary(snd["samples"], probe_text, relay_stats, args)
     base.with_suffix(".json").write_text(json.dumps(run))
     with open(base.with_suffix(".csv"), "w", newline="", encoding="utf-8") as fh:
         w = csv.DictWriter(fh, fieldnames=CSV_FIELDS, extrasaction="ignore")
@@ -431,6 +456,45 @@ def run_one(args: argparse.Namespace, cc: str, out_dir: Path) -> dict[str, Any]:
             w.writerows(probe)
     run["files"] = [str(base.with_suffix(".json")), str(base.with_suffix(".csv"))]
     return run
+
+
+_CONG_STATE = re.compile(r"^\s*\S+\s+\[\d+\].*?\s([\d.]+): tcp_cong_state_set: .* cong_state=(\d+)")
+CA_NAMES = ("Open", "Disorder", "CWR", "Recovery", "Loss")
+
+
+def options_summary(
+    samples: list[dict[str, Any]], trace_text: str, relay: dict[str, Any], args: argparse.Namespace
+) -> dict[str, Any]:
+    """The figures the model's options are checked against (see the module docstring)."""
+    first = samples[0] if samples else {}
+    states = [int(r["ca_state"]) for r in samples]
+    entries = {name: 0 for name in CA_NAMES}
+    traced = [int(m[2]) for m in map(_CONG_STATE.search, trace_text.splitlines()) if m]
+    for prev, cur in zip([0, *traced], traced, strict=False):
+        if cur != prev:
+            entries[CA_NAMES[cur]] += 1
+    last = samples[-1] if samples else {}
+    acked_mbit = 8 * last.get("bytes_acked", 0) / max(last.get("t", 1e-9), 1e-9) / 1e6
+    return {
+        "handshake": {k: first.get(k) for k in ("t", "rtt", "rttvar", "rto", "snd_cwnd")},
+        "ca_state_samples": {CA_NAMES[s]: states.count(s) for s in sorted(set(states))},
+        "ca_state_entries_traced": entries if traced else None,
+        "delivered_ce": last.get("delivered_ce"),
+        "total_retrans": last.get("total_retrans"),
+        "snd_wnd_max": max((r.get("snd_wnd", 0) for r in samples), default=None),
+        "rwnd_limited_s": (last.get("rwnd_limited_us") or 0) / 1e6,
+        "goodput_mbit": round(acked_mbit, 3),
+        "relay_ce_marked_frames": relay.get("ce_marked_frames"),
+        "relay_ect_frames": relay.get("ect_seen"),
+        "ecn": bool(getattr(args, "ecn", False)),
+        "rcvbuf": getattr(args, "rcvbuf", 0),
+    }
+
+
+def _print_options(run: dict[str, Any]) -> None:
+    o = run.get("options")
+    if o:
+        print("options:", json.dumps(o))
 
 
 def run_multi(args: argparse.Namespace, ccs: list[str], out_dir: Path) -> dict[str, Any]:
@@ -636,7 +700,14 @@ def main() -> int:
     ap.add_argument("--port", type=int, default=5201)
     ap.add_argument("--no-trace", action="store_true", help="skip the tcp_probe tracepoint")
     ap.add_argument("--out-dir", default=str(ROOT / "data" / "kernel"))
+    ap.add_argument("--ecn", action="store_true", help="sender sysctl net.ipv4.tcp_ecn=1")
+    ap.add_argument(
+        "--ce-prob", type=float, default=0.0, help="relay marks ECT frames CE with this probability"
+    )
+    ap.add_argument("--rcvbuf", type=int, default=0, help="SO_RCVBUF on the receiver (bytes)")
     args = ap.parse_args()
+    global ECN_SENDER
+    ECN_SENDER = args.ecn
 
     if os.geteuid() != 0:
         print(
@@ -676,6 +747,7 @@ def main() -> int:
             run = run_one(args, cc, out_dir)
             print(analyze.format_summary(run["summary"]))
             _print_relay(run)
+            _print_options(run)
     except KeyboardInterrupt:
         print("interrupted; namespaces removed", file=sys.stderr)
         return 130

@@ -60,6 +60,7 @@ def parse_tcp_info(raw: bytes) -> dict[str, int]:
     d["delivered"] = v[46]
     d["bytes_sent"], d["bytes_retrans"] = v[48], v[49]
     d["dsack_dups"], d["reord_seen"] = v[50], v[51]  # DSACKed (spurious) retransmits
+    d["rwnd_limited_us"], d["delivered_ce"], d["snd_wnd"] = v[44], v[47], v[53]
     return d
 
 
@@ -78,6 +79,8 @@ def parse_bbr_info(raw: bytes) -> dict[str, float] | None:
 def _recv(args: argparse.Namespace) -> int:
     srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if args.rcvbuf:  # a fixed receive buffer (turns autotuning off); accept() inherits it
+        srv.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, args.rcvbuf)
     srv.bind((args.bind, args.port))
     srv.listen(1)
     srv.settimeout(args.seconds)
@@ -173,6 +176,7 @@ def main() -> int:
     r.add_argument("--bind", required=True)
     r.add_argument("--port", type=int, required=True)
     r.add_argument("--seconds", type=float, required=True)
+    r.add_argument("--rcvbuf", type=int, default=0, help="SO_RCVBUF on the listener")
     s = sub.add_parser("send")
     s.add_argument("--dst", required=True)
     s.add_argument("--port", type=int, required=True)

@@ -10,6 +10,11 @@ checksum offsets) travels with each frame: TSO/GSO super-packets from the
 sender keep their offload state and the qdisc on the way out (``tbf``)
 segments them, as a real NIC path would.  The relay stops by itself after
 ``--seconds`` or on SIGTERM and writes a one-line JSON stats record.
+
+``--ce-prob P`` makes it an ECN marker as well (this kernel has no sch_red): each
+IPv4 frame towards the receiver whose ECN field is ECT(0) or ECT(1) gets CE with
+probability P (random.Random(--seed)), the header checksum fixed, as
+``INET_ECN_set_ce`` does in a marking qdisc.  Not-ECT frames pass untouched.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import random
 import select
 import signal
 import socket
@@ -47,6 +53,27 @@ def _segs(frame: bytes) -> int:
     return max(1, -(-payload // gso_size)) if gso_size else 1
 
 
+def _mark_ce(frame: bytes, rng: random.Random, prob: float) -> bytes | None:
+    """The frame with CE set if it is ECT IPv4 and the draw says so, else None."""
+    off = 10 + 14  # virtio_net_hdr, Ethernet
+    if len(frame) < off + 20 or frame[22:24] != b"\x08\x00":
+        return None
+    tos = frame[off + 1]
+    if tos & 3 not in (1, 2) or rng.random() >= prob:
+        return None
+    b = bytearray(frame)
+    b[off + 1] = tos | 3
+    ihl = (b[off] & 0x0F) * 4
+    b[off + 10 : off + 12] = b"\0\0"
+    total = 0
+    for i in range(off, off + ihl, 2):
+        total += (b[i] << 8) | b[i + 1]
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    b[off + 10 : off + 12] = struct.pack("!H", ~total & 0xFFFF)
+    return bytes(b)
+
+
 def _open(ifname: str) -> socket.socket:
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
     s.setsockopt(SOL_PACKET, PACKET_VNET_HDR, 1)
@@ -68,7 +95,10 @@ def main() -> int:
     ap.add_argument("--delay-ms", type=float, required=True, help="one-way delay per direction")
     ap.add_argument("--seconds", type=float, default=60.0, help="hard lifetime")
     ap.add_argument("--stats", help="write JSON stats here at exit")
+    ap.add_argument("--ce-prob", type=float, default=0.0, help="mark ECT frames CE (a2b)")
+    ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
+    rng = random.Random(args.seed)
 
     delay = args.delay_ms / 1000.0
     sa, sb = _open(args.a), _open(args.b)
@@ -91,6 +121,9 @@ def main() -> int:
         "late_ms_max": 0.0,
         "late_over_0_5ms": 0,
         "late_over_1ms": 0,
+        "ce_marked_frames": 0,
+        "ce_marked_segs": 0,
+        "ect_seen": 0,
     }
     stop = False
 
@@ -142,6 +175,14 @@ def main() -> int:
                     break
                 if addr[2] == PACKET_OUTGOING:
                     continue
+                if key == "a2b" and args.ce_prob > 0:
+                    if len(frame) > 25 and frame[25] & 3:
+                        stats["ect_seen"] += 1
+                    marked = _mark_ce(frame, rng, args.ce_prob)
+                    if marked is not None:
+                        frame = marked
+                        stats["ce_marked_frames"] += 1
+                        stats["ce_marked_segs"] += _segs(frame)
                 q.append((now + delay, frame))
                 stats[key + "_frames"] += 1
                 if key == "a2b":

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from app.sim.congestion.flow import CA_LOSS, JIFFIES_BASE, sk_pacing_rate
 from app.sim.congestion.reno import CongestionOps, tcp_slow_start
+from app.sim.congestion.rwnd import tcp_is_cwnd_limited
 from app.sim.core.i18n import Message, Param, msg
 from app.sim.core.tcp import HZ
 
@@ -293,6 +294,8 @@ class Cubic(CongestionOps):
 
     def cong_avoid(self, tp: Flow, acked: int, now: float) -> None:
         """cubictcp_cong_avoid (:324): slow start below ssthresh, then the cubic curve."""
+        if tp.rwnd and not tcp_is_cwnd_limited(tp):  # only a receive window can starve cwnd
+            return
         cwnd = tp.cwnd
         if cwnd < tp.ssthresh:
             acked = tcp_slow_start(tp, acked)

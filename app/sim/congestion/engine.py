@@ -1,4 +1,4 @@
-"""The event loop: flows, one drop-tail bottleneck, receivers, timers and sampling.
+"""The event loop: flows, one bottleneck (drop-tail or RED), receivers, timers and sampling.
 
 Model (a dumbbell):
 
@@ -38,8 +38,15 @@ Model (a dumbbell):
 
 Simplifications, each a deliberate choice (what Linux does differs as said):
 
-* no handshake: a flow starts established, with one RTT sample (base RTT + the queue then) as
-  the SYN/ACK would give; no receive-window limit (autotuning never binds); segments are full;
+* the handshake (``connect = "handshake"``, the default for new scenarios; handshake.py) is a
+  SYN that waits for the queue and a SYN-ACK one RTT later, never dropped; with
+  ``connect = "established"`` a flow starts established, with one RTT sample (base RTT + the
+  queue then) as the SYN-ACK would give. No receive-window limit unless a flow sets
+  ``rwnd_bytes`` (rwnd.py; Linux's autotuning keeps the default window ahead of a bulk flow);
+  segments are full;
+* the bottleneck is drop-tail unless ``aqm`` makes it RED (red.py), which drops or, with its
+  ``ecn`` flag, marks CE on the ECT data of flows that negotiated ECN (``tcp_ecn = 1``); the
+  receiver echoes ECE and the sender enters CWR (ecn.py). Without RED nothing is ever marked;
 * the delayed-ACK timer is a fixed 40 ms (TCP_ATO_MIN; Linux adapts ``ato`` from it); the
   first segments are ACKed at once (quick-ACK): 16 with the default 65160-byte initial receive
   window and a 1448-byte MSS (``tcp_incr_quickack``); an out-of-order segment does not use up a
@@ -82,6 +89,7 @@ import math
 import random
 from typing import Any
 
+from app.sim.congestion import ecn, handshake, rwnd
 from app.sim.congestion import loss as lossrec
 from app.sim.congestion.algorithms import make_ca
 from app.sim.congestion.flow import (
@@ -104,6 +112,7 @@ from app.sim.congestion.flow import (
     sk_pacing_rate,
 )
 from app.sim.congestion.params import CwndParams
+from app.sim.congestion.red import Red
 from app.sim.core.events import EventQueue, Timer
 from app.sim.core.i18n import Param, msg
 from app.sim.core.tcp import (
@@ -154,6 +163,18 @@ class Engine:
         ]
         for f in self.flows:
             f.max_events = max(500, MAX_EVENTS_TOTAL // len(self.flows))
+        # the options: a RED queue (red.py), ECN (ecn.py), receive windows (rwnd.py) and the
+        # handshake (handshake.py)
+        self.red: Red | None = None
+        if p.link.aqm != "droptail":
+            lo, hi = p.red_thresholds
+            self.red = Red(lo, hi, p.link.red_max_p, p.link.aqm == "red-ecn", self.rng)
+        self.ce_marks = 0
+        self.handshake = p.connect == "handshake"
+        for f, fp in zip(self.flows, p.flows, strict=True):
+            f.ecn_ok = fp.tcp_ecn == 1  # the receiver's default tcp_ecn = 2 accepts
+            if fp.rwnd_bytes is not None:
+                f.rwnd = max(1, fp.rwnd_bytes // p.mss)
         self.sample_s = p.sample_ms / 1e3
         self.n_samples = int(math.floor(p.duration_s / self.sample_s + 1e-9)) + 1
         self.queue: dict[str, list[Any]] = {"t": [], "packets": [], "drops": []}
@@ -231,13 +252,20 @@ class Engine:
         if end >= self.end:
             for f in flows:
                 f.ca.finish(f, self.end)
+                rwnd.finish(f, self.end)
 
     # -- flows start -----------------------------------------------------------------------
 
     def start_flow(self, f: Flow, now: float) -> None:
-        """The connection is established at ``start_s``; the handshake gave one RTT sample."""
+        """The connection is established at ``start_s``; the handshake gave one RTT sample.
+
+        With ``connect = "handshake"`` the first call sends the SYN and the flow is
+        established one round trip later, with the SYN's RTT as its first sample."""
+        if self.handshake and not f.established:
+            handshake.send_syn(self, f, now)
+            return
         queue_wait = max(0.0, self.last_dep - now)
-        m = int((f.rtt + queue_wait) * 1e6)
+        m = f.syn_rtt_us or int((f.rtt + queue_wait) * 1e6)
         f.rtt_estimator(m)
         f.min_rtt_us = m
         f.comp_nr = self.p.comp_sack_nr
@@ -266,6 +294,8 @@ class Engine:
     def push(self, f: Flow, now: float) -> None:
         """tcp_xmit_retransmit_queue then tcp_write_xmit: send while in_flight < cwnd."""
         room = f.cwnd - (f.snd_nxt - f.snd_una - f.sacked_out - len(f.holes) + f.retrans_out)
+        if f.rwnd:  # tcp_snd_wnd_test: the receiver's window may bind first
+            room = rwnd.window_room(f, room, now)
         if room <= 0:
             return
         if f.snd_nxt == f.snd_una:  # tcp_rate_skb_sent: restart the delivery-rate clock
@@ -363,6 +393,9 @@ class Engine:
 
     def send_new(self, f: Flow, n: int, now: float) -> None:
         """``transmit`` for ``n`` new segments at once (the hot path, so with locals)."""
+        if self.red is not None:
+            ecn.send_new(self, self.red, f, n, now)
+            return
         seq0 = f.snd_nxt
         f.snd_nxt = seq0 + n
         heap = self.heap  # Timer.arm and EventQueue.push inlined below
@@ -441,6 +474,9 @@ class Engine:
 
     def transmit(self, f: Flow, seq: int, now: float, retrans: bool) -> None:
         """One segment into the bottleneck; if it gets through, into the receiver."""
+        if self.red is not None:
+            ecn.transmit(self, self.red, f, seq, now, retrans)
+            return
         pkt = (seq, now, retrans, f.delivered, f.delivered_mstamp, f.first_tx_mstamp, f.app_limited)
         if self.loss_rate and self.rng.random() < self.loss_rate:
             self.random_drops += 1
@@ -496,7 +532,10 @@ class Engine:
     def send_ack(self, f: Flow, t: float, pkt: Any) -> None:
         """The receiver sends an ACK at ``t``; it reaches the sender ``owd`` later."""
         at = t + f.owd
-        f.ackq.append((at, f.rcv_nxt, len(f.ooo), pkt))
+        sacked = len(f.ooo)
+        if f.ecn_demand_cwr:  # tcp_ecn_send: ECE on every ACK until CWR arrives
+            sacked |= ecn.ECE_BIT
+        f.ackq.append((at, f.rcv_nxt, sacked, pkt))
         if not f.ack_armed:
             f.ack_armed = True
             self.evq.push(at, EV_ACK, f.index)
@@ -609,6 +648,8 @@ class Engine:
                 return
             f.rto_deadline = now + rto
             room = f.cwnd - (nxt - ack_no)
+            if f.rwnd:
+                room = rwnd.window_room(f, room, now)
             if room > 0:
                 self.send_new(f, room, now)
                 nxt = f.snd_nxt
@@ -622,6 +663,11 @@ class Engine:
                 f.rto_timer.queued_at = d
                 heapq.heappush(self.heap, (d, 0, next(self.seq), EV_RTO, f.index))
             return
+        ece = False
+        if sacked >= ecn.ECE_BIT:  # tcp_ecn_rcv_ecn_echo: FLAG_ECE
+            sacked -= ecn.ECE_BIT
+            ece = f.ecn_ok
+            f.ece_acks += 1
         if cong_control is not None:
             prior_in_flight = f.snd_nxt - f.snd_una - f.sacked_out - len(f.holes) + f.retrans_out
         delivered = 0
@@ -691,6 +737,8 @@ class Engine:
                 if f.undetected:  # RACK looks again after an undo (rack.advanced = 1)
                     newly_lost += self.rack_mark_lost(f)
                 self.ca_state_machine(f, now)
+        elif ece or state == CA_CWR:
+            ecn.alert(self, f, now, ece)
         elif state >= CA_RECOVERY or f.holes or f.sacked_out or state == CA_DISORDER:
             self.ca_state_machine(f, now)
 
@@ -803,6 +851,10 @@ class Engine:
 
     def enter_recovery(self, f: Flow, now: float) -> None:
         """tcp_enter_recovery + tcp_init_cwnd_reduction (tcp_input.c:2611)."""
+        if f.ca_state == CA_CWR:
+            ecn.recovery_from_cwr(self, f, now)
+            return
+        f.ecn_queue_cwr = f.ecn_ok  # tcp_ecn_queue_cwr
         cwnd = f.cwnd
         f.high_seq = f.snd_nxt
         f.tlp_high_seq = 0
@@ -1002,7 +1054,13 @@ class Engine:
         restarts from now; if no probe could go it keeps its deadline (tcp_rearm_rto).
         """
         f.tlp_deadline = 0.0
-        if f.tlp_high_seq > f.snd_una or (f.paced and f.wstamp > now):
+        if (
+            f.tlp_high_seq > f.snd_una
+            or (f.paced and f.wstamp > now)
+            or (f.rwnd and f.snd_nxt >= f.snd_una + f.rwnd)
+        ):
+            # (a window-limited flow cannot send new data; Linux would resend its last
+            # segment, which the model leaves out)
             self.set_timer(f, f.rto_deadline)
             return
         seq = f.snd_nxt
@@ -1096,6 +1154,7 @@ class Engine:
         f.cwnd = f.in_flight() + 1
         f.snd_cwnd_cnt = 0
         f.high_seq = f.snd_nxt
+        f.ecn_queue_cwr = f.ecn_ok  # tcp_ecn_queue_cwr
         self.set_ca_state(f, CA_LOSS, now)
         rto = f.rto_s
         f.icsk_retransmits += 1

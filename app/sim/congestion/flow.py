@@ -198,6 +198,22 @@ class Flow(RttEstimator):
         "sacks_compressed",
         "reo_timeouts",
         "undos",
+        # options (ecn.py, rwnd.py, the handshake in engine.start_flow)
+        "ecn_ok",
+        "ecn_queue_cwr",
+        "ecn_demand_cwr",
+        "ecn_seen",
+        "ce_marks",
+        "ece_acks",
+        "cwr_entries",
+        "rwnd",
+        "is_cwnd_limited",
+        "max_packets_out",
+        "cwnd_usage_seq",
+        "rwnd_limited_since",
+        "rwnd_limited_s",
+        "established",
+        "syn_rtt_us",
     )
 
     def __init__(
@@ -330,6 +346,27 @@ class Flow(RttEstimator):
         self.sacks_compressed = 0  # ACKs the receiver did not send (TCPAckCompressed)
         self.reo_timeouts = 0
         self.undos = 0
+        # ECN (ecn.py): tp->ecn_flags' TCP_ECN_OK (negotiated in the handshake) and
+        # TCP_ECN_QUEUE_CWR on the sender; TCP_ECN_DEMAND_CWR and TCP_ECN_SEEN on the receiver
+        self.ecn_ok = False
+        self.ecn_queue_cwr = False
+        self.ecn_demand_cwr = False
+        self.ecn_seen = False
+        self.ce_marks = 0  # data segments that arrived with CE set
+        self.ece_acks = 0  # ACKs that reached the sender with ECE set
+        self.cwr_entries = 0
+        # flow control (rwnd.py): the receiver's advertised window in segments (0: no limit),
+        # and tcp_cwnd_validate's is_cwnd_limited / max_packets_out / cwnd_usage_seq
+        self.rwnd = 0
+        self.is_cwnd_limited = True
+        self.max_packets_out = 0
+        self.cwnd_usage_seq = 0
+        self.rwnd_limited_since = -1.0  # when the window last started to bind (-1: it does not)
+        self.rwnd_limited_s = 0.0  # time the flow spent window-limited (tcpi_rwnd_limited)
+        # the handshake: whether the SYN has gone (the flow's next EV_START is the SYN-ACK's
+        # arrival) and the RTT the SYN-ACK measured (µs)
+        self.established = False
+        self.syn_rtt_us = 0
 
     # -- helpers used by the congestion-control hooks -------------------------------------
 

@@ -4,6 +4,12 @@
 :class:`~app.sim.core.ParamError` naming every bad field); ``dump(params)`` gives the raw form
 back, so ``parse(dump(p)) == p``.
 
+Options: ``connect`` ("handshake", the default: a SYN and SYN-ACK before data; or
+"established"), the link's ``aqm`` ("droptail", the default; "red"; "red-ecn" = RED with its
+``ecn`` flag) with ``red_min_packets``/``red_max_packets``/``red_max_p``, and per flow
+``tcp_ecn`` (net.ipv4.tcp_ecn of the sender: 1 asks for ECN) and ``rwnd_bytes`` (a fixed
+receive window).
+
 Units follow the API: rates in Mbit/s, delays in ms, durations in s, sizes in bytes, ``cwnd`` in
 segments. Every data packet on the wire is ``mss + HEADER_BYTES`` bytes (IPv4 20 + TCP 20 + the
 timestamp option 12, as Linux sends by default), so an MSS of 1448 makes 1500-byte packets.
@@ -35,9 +41,33 @@ MAX_FLOW_SAMPLES = 120_000  # samples × flows: bounds a trace's memory and JSON
 # at most ~5 s of CPU (runs over ~1.5 s become jobs with a progress bar; see app/web/runs.py).
 MAX_PACKET_EVENTS = 2_500_000
 
-_LINK_KEYS = ("rate_mbps", "rtt_ms", "buffer_packets", "buffer_bytes", "buffer_bdp", "loss_rate")
-_FLOW_KEYS = ("cc", "start_s", "rtt_ms")
-_TOP_KEYS = ("link", "flows", "duration_s", "mss", "seed", "sample_ms", "comp_sack_nr")
+_LINK_KEYS = (
+    "rate_mbps",
+    "rtt_ms",
+    "buffer_packets",
+    "buffer_bytes",
+    "buffer_bdp",
+    "loss_rate",
+    "aqm",
+    "red_min_packets",
+    "red_max_packets",
+    "red_max_p",
+)
+_FLOW_KEYS = ("cc", "start_s", "rtt_ms", "tcp_ecn", "rwnd_bytes")
+_TOP_KEYS = (
+    "link",
+    "flows",
+    "duration_s",
+    "mss",
+    "seed",
+    "sample_ms",
+    "comp_sack_nr",
+    "connect",
+)
+AQMS = ("droptail", "red", "red-ecn")  # red-ecn: tc qdisc ... red ... ecn
+CONNECTS = ("handshake", "established")  # the first is the default
+TCP_ECN_DEFAULT = 2  # net.ipv4.tcp_ecn: 2 = accept ECN when the peer asks, never ask
+RED_MAX_P_DEFAULT = 0.02  # tc red's default "probability"
 COMP_SACK_NR = 44  # net.ipv4.tcp_comp_sack_nr: the receivers' SACK compression (0: off)
 
 
@@ -51,15 +81,23 @@ class LinkParams:
     buffer_bytes: int | None = None
     buffer_bdp: float | None = None
     loss_rate: float = 0.0
+    aqm: str = "droptail"
+    red_min_packets: float | None = None
+    red_max_packets: float | None = None
+    red_max_p: float = RED_MAX_P_DEFAULT
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FlowParams:
-    """One bulk sender: its congestion control, start time and optional own base RTT."""
+    """One bulk sender: its congestion control, start time and optional own base RTT; its
+    ``net.ipv4.tcp_ecn`` (1 asks for ECN in the SYN; the receiver's default 2 accepts) and an
+    optional fixed receive window (``rwnd_bytes``, what the receiver advertises)."""
 
     cc: str
     start_s: float = 0.0
     rtt_ms: float | None = None
+    tcp_ecn: int = TCP_ECN_DEFAULT
+    rwnd_bytes: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,6 +109,7 @@ class CwndParams:
     seed: int = 0
     sample_ms: float = 10.0
     comp_sack_nr: int = COMP_SACK_NR
+    connect: str = "handshake"
 
     # Derived values used by the engine and the views (not part of the raw form).
     @property
@@ -93,6 +132,19 @@ class CwndParams:
         if link.buffer_bdp is None:
             raise ValueError("the link gives no buffer size")  # parse() never lets this through
         return max(1, round(link.buffer_bdp * self.bdp_packets))
+
+    @property
+    def red_thresholds(self) -> tuple[float, float]:
+        """RED's min and max thresholds in packets: as given, else a quarter and half of the
+        buffer limit (at least 1 and min + 1)."""
+        limit = self.buffer_limit_packets
+        lo = self.link.red_min_packets
+        hi = self.link.red_max_packets
+        if lo is None:
+            lo = max(1.0, limit / 4)
+        if hi is None:
+            hi = max(lo + 1, limit / 2)
+        return lo, hi
 
     def flow_rtt_ms(self, i: int) -> float:
         rtt = self.flows[i].rtt_ms
@@ -129,6 +181,7 @@ def parse(raw: Any) -> CwndParams:
     seed = c.integer(raw, "seed", (), default=0, ge=0, le=2**63 - 1)
     sample_ms = _number(c, raw, "sample_ms", (), 10.0, ge=1, le=10_000, unit="ms")
     comp_sack_nr = c.integer(raw, "comp_sack_nr", (), default=COMP_SACK_NR, ge=0, le=255)
+    connect = _choice(c, raw, "connect", (), CONNECTS)
 
     if flows:
         for i, f in enumerate(flows):
@@ -172,11 +225,18 @@ def parse(raw: Any) -> CwndParams:
         raise ParamError(c.issues)
 
     params = CwndParams(
-        link=link, flows=tuple(flows), duration_s=duration, mss=mss, seed=seed, sample_ms=sample_ms
+        link=link,
+        flows=tuple(flows),
+        duration_s=duration,
+        mss=mss,
+        seed=seed,
+        sample_ms=sample_ms,
+        connect=connect,
     )
     if comp_sack_nr != COMP_SACK_NR:
         params = replace(params, comp_sack_nr=comp_sack_nr)
     _check_buffer_size(c, params)
+    _check_rwnd(c, params)
     _check_budget(c, params)
     if c.issues:
         raise ParamError(c.issues)
@@ -195,6 +255,25 @@ def _number(
     not a number (the checker has then recorded the issue)."""
     value = c.number(raw, key, loc, default=default, **kw)
     return default if value is None else value
+
+
+def _choice(
+    c: Checker, raw: Mapping[str, Any], key: str, loc: tuple[str | int, ...], names: tuple[str, ...]
+) -> str:
+    """One of ``names`` (the first when absent); an issue, and the first, otherwise."""
+    value = raw.get(key, names[0])
+    if isinstance(value, str) and value in names:
+        return value
+    c.add(
+        (*loc, key),
+        msg(
+            "{field} must be one of {names}; you gave {what}",
+            field=key,
+            names=", ".join(names),
+            what=describe(value),
+        ),
+    )
+    return names[0]
 
 
 def _parse_link(c: Checker, raw: Any) -> LinkParams | None:
@@ -221,6 +300,19 @@ def _parse_link(c: Checker, raw: Any) -> LinkParams | None:
         )
     rtt = c.number(raw, "rtt_ms", loc, required=True, gt=0, le=MAX_RTT_MS, unit="ms")
     loss = c.number(raw, "loss_rate", loc, default=0.0, ge=0, le=0.5)
+    aqm = _choice(c, raw, "aqm", loc, AQMS)
+    red_min = c.number(raw, "red_min_packets", loc, default=None, ge=0, le=MAX_BUFFER_PACKETS)
+    red_max = c.number(raw, "red_max_packets", loc, default=None, gt=0, le=MAX_BUFFER_PACKETS)
+    max_p = c.number(raw, "red_max_p", loc, default=RED_MAX_P_DEFAULT, gt=0, le=1)
+    if red_min is not None and red_max is not None and red_max <= red_min:
+        c.add(
+            (*loc, "red_max_packets"),
+            msg(
+                "red_max_packets must be above red_min_packets ({lo}); you gave {v}",
+                lo=f"{red_min:g}",
+                v=f"{red_max:g}",
+            ),
+        )
     given = [k for k in ("buffer_packets", "buffer_bytes", "buffer_bdp") if raw.get(k) is not None]
     bp = bb = None
     bd: float | None = None
@@ -248,6 +340,10 @@ def _parse_link(c: Checker, raw: Any) -> LinkParams | None:
         buffer_bytes=bb,
         buffer_bdp=bd,
         loss_rate=loss or 0.0,
+        aqm=aqm,
+        red_min_packets=red_min,
+        red_max_packets=red_max,
+        red_max_p=RED_MAX_P_DEFAULT if max_p is None else max_p,
     )
 
 
@@ -303,11 +399,30 @@ def _parse_flows(c: Checker, raw: Any, present: bool) -> list[FlowParams] | None
             )
         start = _number(c, f, "start_s", loc, 0.0, ge=0, unit="s")
         rtt = c.number(f, "rtt_ms", loc, default=None, gt=0, le=MAX_RTT_MS, unit="ms")
+        ecn = c.integer(f, "tcp_ecn", loc, default=TCP_ECN_DEFAULT, ge=0, le=2)
+        rwnd: int | None = None
+        if f.get("rwnd_bytes") is not None:
+            rwnd = c.integer(f, "rwnd_bytes", loc, default=0, ge=1, le=1 << 30)
         if len(c.issues) > before or not isinstance(cc, str):  # a bad cc is an issue already
             ok = False
             continue
-        out.append(FlowParams(cc=cc.lower(), start_s=start, rtt_ms=rtt))
+        out.append(
+            FlowParams(cc=cc.lower(), start_s=start, rtt_ms=rtt, tcp_ecn=ecn, rwnd_bytes=rwnd)
+        )
     return out if ok else None
+
+
+def _check_rwnd(c: Checker, p: CwndParams) -> None:
+    for i, f in enumerate(p.flows):
+        if f.rwnd_bytes is not None and f.rwnd_bytes < p.mss:
+            c.add(
+                ("flows", i, "rwnd_bytes"),
+                msg(
+                    "rwnd_bytes must hold at least one {mss}-byte segment; you gave {v}",
+                    mss=p.mss,
+                    v=f.rwnd_bytes,
+                ),
+            )
 
 
 def _check_buffer_size(c: Checker, p: CwndParams) -> None:
@@ -364,13 +479,24 @@ def dump(p: CwndParams) -> dict[str, Any]:
         link["buffer_bdp"] = p.link.buffer_bdp
     if p.link.loss_rate:
         link["loss_rate"] = p.link.loss_rate
+    if p.link.aqm != "droptail":
+        link["aqm"] = p.link.aqm
+        link["red_max_p"] = p.link.red_max_p
+    if p.link.red_min_packets is not None:
+        link["red_min_packets"] = p.link.red_min_packets
+    if p.link.red_max_packets is not None:
+        link["red_max_packets"] = p.link.red_max_packets
     flows: list[dict[str, Any]] = []
     for f in p.flows:
         d: dict[str, Any] = {"cc": f.cc, "start_s": f.start_s}
         if f.rtt_ms is not None:
             d["rtt_ms"] = f.rtt_ms
+        if f.tcp_ecn != TCP_ECN_DEFAULT:
+            d["tcp_ecn"] = f.tcp_ecn
+        if f.rwnd_bytes is not None:
+            d["rwnd_bytes"] = f.rwnd_bytes
         flows.append(d)
-    return {
+    out: dict[str, Any] = {
         "link": link,
         "flows": flows,
         "duration_s": p.duration_s,
@@ -379,3 +505,5 @@ def dump(p: CwndParams) -> dict[str, Any]:
         "sample_ms": p.sample_ms,
         "comp_sack_nr": p.comp_sack_nr,
     }
+    out["connect"] = p.connect
+    return out

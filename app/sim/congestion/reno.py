@@ -15,7 +15,8 @@ The engine calls them where the kernel does:
 * every CA-state change (``tcp_set_ca_state``, tcp_cong.c:37): ``set_state``.
 
 The kernel's other hooks have nothing to do here: ``cwnd_event`` reacts to idle restarts and
-ECN (a bulk sender is never idle; no ECN), ``in_ack_event`` to ECE/window updates,
+ECN events (a bulk sender is never idle; reno, cubic and bbr ignore CA_EVENT_ECN_IS_CE, which
+only DCTCP-like modules use), ``in_ack_event`` to ECE/window updates (none of the three has it),
 ``sndbuf_expand`` and ``get_info`` to socket buffers and inet_diag. ``undo_cwnd`` runs when an
 undo proves a timeout's reduction spurious (F-RTO or the timestamp echo, in
 :mod:`~app.sim.congestion.loss`); the model's never-reordering path gives no DSACK undo.
@@ -35,6 +36,7 @@ import random
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from app.sim.congestion.rwnd import tcp_is_cwnd_limited
 from app.sim.core.i18n import Message, msg
 
 if TYPE_CHECKING:
@@ -180,7 +182,10 @@ class Reno(CongestionOps):
         return max(tp.cwnd >> 1, 2)
 
     def cong_avoid(self, tp: Flow, acked: int, now: float) -> None:
-        """tcp_reno_cong_avoid (tcp_cong.c:498). A bulk sender is always cwnd-limited."""
+        """tcp_reno_cong_avoid (tcp_cong.c:498). A bulk sender is cwnd-limited unless a
+        receive window holds it back (tcp_is_cwnd_limited, rwnd.py)."""
+        if tp.rwnd and not tcp_is_cwnd_limited(tp):  # only a receive window can starve cwnd
+            return
         if tp.cwnd < tp.ssthresh:
             acked = tcp_slow_start(tp, acked)
             if not acked:

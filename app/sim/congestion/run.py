@@ -15,7 +15,13 @@ Reno-friendly estimate), both None outside an epoch; BBR also ``bw_mbps`` (max-f
 ``detail`` (numbers of the event), ``text`` (our sentence) and ``state`` (a snapshot: ``cwnd``,
 ``ssthresh``, ``inflight``, ``srtt_ms``, ``ca_state``). Types and their ``detail``:
 
+* ``syn`` (only with ``connect = "handshake"``): rtt_ms (the SYN's round trip, the first RTT
+  sample), queue_ms (what the SYN waited at the bottleneck), ecn (1 when the SYN asks for ECN).
 * ``start``: cwnd, rtt_ms (handshake sample), rto_ms.
+* ``cwr`` (an ACK with ECE, ``tcp_enter_cwr``): cwnd (before), ssthresh (after), high_seq,
+  ce_marks (CE-marked segments the receiver has seen). ``cwr_exit``: cwnd, ssthresh,
+  cwnd_before. A ``recovery_enter`` with ``from_cwr`` = 1 came during CWR (no new reduction).
+* ``rwnd_limited``: cwnd, rwnd (segments): the receive window starts to stop transmission.
 * ``loss`` (the congestion response on entering Recovery): cwnd (before), ssthresh (after),
   lost, first_lost_seq, sacked; CUBIC adds w_max, k_s, beta, fast_convergence (0/1); Reno
   factor; BBR prior_cwnd.
@@ -59,10 +65,14 @@ sent) and ``drops`` (cumulative drops, tail and random).
 flow started), ``retransmits``, ``drops``, ``rtos``, ``tlps`` (loss probes sent),
 ``loss_events``, ``undos`` (timeouts undone), ``reo_timeouts`` (RACK reorder timers that marked a
 loss), ``sacks_compressed`` (ACKs the receiver saved by compressing SACKs, as TCPAckCompressed counts),
-``rtt_mean_ms`` / ``rtt_p95_ms``; overall ``goodput_mbps``, ``utilisation`` (bottleneck busy time from the first
+``rtt_mean_ms`` / ``rtt_p95_ms``, ``ecn`` (negotiated), ``ce_marks`` (CE
+segments the receiver saw), ``ece_acks``, ``cwr_entries``, ``rwnd_segments`` (None without a
+receive window) and ``rwnd_limited_s`` (time the window bound, as tcpi_rwnd_limited); overall ``goodput_mbps``, ``utilisation`` (bottleneck busy time from the first
 start), ``jain_fairness`` (on goodput), ``rtt_mean_ms`` / ``rtt_p95_ms`` (the latest RTT sample
 of each flow at every sample tick, i.e. time-weighted), ``drops``, ``retransmits``,
-``packets_simulated`` and more.
+``packets_simulated``, ``aqm``, ``ce_marks`` and ``red`` (None for drop-tail, else RED's
+thresholds, ``wlog`` and its ``prob_mark``/``forced_mark``/``prob_drop``/``forced_drop`` counters,
+whose drops are also in ``tail_drops``) and more.
 
 Traces are cached (``run`` is memoised on the frozen params): treat them as read-only.
 """
@@ -80,12 +90,13 @@ from app.sim.core import Message, Progress, msg
 from app.sim.core.trace import Field, Frame, Trace
 
 EXPLAINER = "cwnd"
-SIM_VERSION = "cwnd-4"  # cwnd-2: tail loss probe; the RTO restarts when the head is resent
+SIM_VERSION = "cwnd-5"  # cwnd-2: tail loss probe; the RTO restarts when the head is resent
 # cwnd-3: an ACK that advances snd_una samples the RTT from TSecr when the segment was resent;
 # the receiver starts with tcp_incr_quickack's 16 quick ACKs (not 5); BBR's recovery exit,
 # long-term rate and RTO narration cite and say what 6.4 does
-# cwnd-4: F-RTO and undo after a timeout, RACK's reorder timer, SACK compression at the
-# receiver (comp_sack_nr), one step per slow-start round
+# cwnd-5: F-RTO and undo after a timeout, RACK's reorder timer, SACK compression at the
+# receiver (comp_sack_nr), one step per slow-start round; options: RED/ECN bottleneck and CWR,
+# receive-window limit, the SYN handshake
 MAX_FRAMES = 1000
 PROGRESS_SLICES = 100  # a run reports progress (simulated seconds) this many times
 
@@ -107,6 +118,10 @@ _MARKS = {
     "hystart_exit": "hystart",
     "epoch_start": "epoch",
     "bbr_mode": "mode",
+    "syn": "start",
+    "cwr": "cwr",
+    "cwr_exit": "cwr",
+    "rwnd_limited": "rwnd",
 }
 
 
@@ -241,6 +256,12 @@ def _summary(p: CwndParams, eng: Engine) -> dict[str, Any]:
                 "final_ssthresh": None if f.ssthresh >= TCP_INFINITE_SSTHRESH else f.ssthresh,
                 "final_ca_state": CA_NAMES[f.ca_state],
                 "events_dropped": f.events_dropped,
+                "ecn": f.ecn_ok,
+                "ce_marks": f.ce_marks,
+                "ece_acks": f.ece_acks,
+                "cwr_entries": f.cwr_entries,
+                "rwnd_segments": f.rwnd or None,
+                "rwnd_limited_s": round(f.rwnd_limited_s, 3),
             }
         )
     mean_all, p95_all = _rtt_stats(all_rtts)
@@ -267,12 +288,32 @@ def _summary(p: CwndParams, eng: Engine) -> dict[str, Any]:
         "rtos": sum(f.rtos for f in eng.flows),
         "tlps": sum(f.tlps for f in eng.flows),
         "packets_simulated": eng.accepted + eng.tail_drops + eng.random_drops,
+        "aqm": p.link.aqm,
+        "ce_marks": eng.ce_marks,
+        "red": _red_summary(eng),
         "acks_simulated": eng.acks,
         "events_processed": eng.events_processed,
         "bdp_packets": round(p.bdp_packets, 2),
         "buffer_packets": p.buffer_limit_packets,
         "wire_bytes": p.wire_bytes,
         "duration_s": p.duration_s,
+    }
+
+
+def _red_summary(eng: Engine) -> dict[str, float] | None:
+    """The RED qdisc's counters (as ``tc -s qdisc`` shows them) and thresholds, or None."""
+    red = eng.red
+    if red is None:
+        return None
+    return {
+        "min_packets": round(red.qth_min, 3),
+        "max_packets": round(red.qth_max, 3),
+        "max_p": red.max_p,
+        "wlog": red.wlog,
+        "prob_mark": red.prob_mark,
+        "forced_mark": red.forced_mark,
+        "prob_drop": red.prob_drop,
+        "forced_drop": red.forced_drop,
     }
 
 
@@ -320,6 +361,9 @@ def _frames(p: CwndParams, flows: list[Flow]) -> list[Frame[CwndState]]:
             ("lost", SEGMENTS),
             ("rto_ms", "ms"),
             ("pto_ms", "ms"),
+            ("rwnd", SEGMENTS),
+            ("ce_marks", ""),
+            ("queue_ms", "ms"),
             ("bw_mbps", "Mbit/s"),
             ("min_rtt_ms", "ms"),
             ("round", ""),  # slow-start rounds, F-RTO, SACK compression (issue 11)

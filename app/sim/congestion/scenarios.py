@@ -11,7 +11,8 @@ def _p(
     rate: float = 100,
     rtt: float = 40,
     duration: float = 30,
-    **buf: float,
+    connect: str = "handshake",
+    **buf: float | str,
 ) -> dict[str, object]:
     link: dict[str, object] = {"rate_mbps": rate, "rtt_ms": rtt}
     link.update(buf or {"buffer_bdp": 1})
@@ -22,6 +23,7 @@ def _p(
         "mss": 1448,
         "seed": 0,
         "sample_ms": 10,
+        "connect": connect,  # flows begin with the SYN, as new scenarios do
     }
 
 
@@ -85,6 +87,34 @@ PRESETS = (
         lesson="cwnd-shallow-buffer",
         title=msg("A shallow buffer"),
         params=_p([{"cc": "cubic", "start_s": 0}], rate=10, rtt=40, duration=40, buffer_bdp=0.1),
+    ),
+    Preset(
+        slug="ecn-red",
+        lesson="cwnd-ecn-red",
+        title=msg("ECN: the same deep buffer, marked instead of filled"),
+        params=_p(
+            [{"cc": "cubic", "start_s": 0, "tcp_ecn": 1}],
+            rate=10,
+            rtt=40,
+            duration=40,
+            buffer_bdp=8,
+            aqm="red-ecn",
+            red_min_packets=10,
+            red_max_packets=40,
+            red_max_p=0.02,
+        ),
+    ),
+    Preset(
+        slug="rwnd-limit",
+        lesson="cwnd-rwnd-limit",
+        title=msg("Flow control: the receive window, not cwnd, sets the rate"),
+        params=_p(
+            [{"cc": "cubic", "start_s": 0, "rwnd_bytes": 131072}],
+            rate=50,
+            rtt=40,
+            duration=10,
+            buffer_bdp=1,
+        ),
     ),
 )
 

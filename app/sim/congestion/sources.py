@@ -40,6 +40,33 @@ BBR_MODE = {
     "PROBE_RTT": _R(function="bbr_update_min_rtt", path="net/ipv4/tcp_bbr.c", line=940),
     "STARTUP": _R(function="bbr_check_probe_rtt_done", path="net/ipv4/tcp_bbr.c", line=907),
 }
+ENTER_CWR = _R(function="tcp_enter_cwr", path="net/ipv4/tcp_input.c", line=2668)
+ENTER_RECOVERY = _R(function="tcp_enter_recovery", path="net/ipv4/tcp_input.c", line=2801)
+CONNECT = _R(function="tcp_connect", path="net/ipv4/tcp_output.c", line=3834)
+SND_WND_TEST = _R(function="tcp_snd_wnd_test", path="net/ipv4/tcp_output.c", line=2102)
+# the rest of the options' citations (module docstrings of ecn.py, rwnd.py, red.py,
+# handshake.py), checked by the same test
+ECN_CHECK_CE = _R(function="__tcp_ecn_check_ce", path="net/ipv4/tcp_input.c", line=338)
+ECN_ACCEPT_CWR = _R(function="tcp_ecn_accept_cwr", path="net/ipv4/tcp_input.c", line=319)
+ECN_RCV_ECN_ECHO = _R(function="tcp_ecn_rcv_ecn_echo", path="net/ipv4/tcp_input.c", line=388)
+TRY_TO_OPEN = _R(function="tcp_try_to_open", path="net/ipv4/tcp_input.c", line=2695)
+CWND_REDUCTION = _R(function="tcp_cwnd_reduction", path="net/ipv4/tcp_input.c", line=2625)
+FASTRETRANS_ALERT = _R(function="tcp_fastretrans_alert", path="net/ipv4/tcp_input.c", line=2953)
+ECN_SEND = _R(function="tcp_ecn_send", path="net/ipv4/tcp_output.c", line=363)
+ECN_SEND_SYN = _R(function="tcp_ecn_send_syn", path="net/ipv4/tcp_output.c", line=320)
+RED_ENQUEUE = _R(function="red_enqueue", path="net/sched/sch_red.c", line=70)
+RED_CALC_QAVG = _R(function="red_calc_qavg", path="include/net/red.h", line=353)
+RED_ACTION = _R(function="red_action", path="include/net/red.h", line=414)
+RED_MARK_PROBABILITY = _R(function="red_mark_probability", path="include/net/red.h", line=369)
+CWND_TEST = _R(function="tcp_cwnd_test", path="net/ipv4/tcp_output.c", line=2038)
+WRITE_XMIT = _R(function="tcp_write_xmit", path="net/ipv4/tcp_output.c", line=2601)
+CWND_VALIDATE = _R(function="tcp_cwnd_validate", path="net/ipv4/tcp_output.c", line=1870)
+IS_CWND_LIMITED = _R(function="tcp_is_cwnd_limited", path="include/net/tcp.h", line=1305)
+ACK_UPDATE_RTT = _R(function="tcp_ack_update_rtt", path="net/ipv4/tcp_input.c", line=3087)
+RTT_ESTIMATOR = _R(function="tcp_rtt_estimator", path="net/ipv4/tcp_input.c", line=828)
+SYNSENT = _R(function="tcp_rcv_synsent_state_process", path="net/ipv4/tcp_input.c", line=6188)
+FINISH_CONNECT = _R(function="tcp_finish_connect", path="net/ipv4/tcp_input.c", line=6070)
+INIT_TRANSFER = _R(function="tcp_init_transfer", path="net/ipv4/tcp_input.c", line=6042)
 # The long-term ("policer") rate taking over: two lossy intervals with the same rate
 BBR_LT_BW = _R(function="bbr_lt_bw_interval_done", path="net/ipv4/tcp_bbr.c", line=657)
 # Issue 11: F-RTO and undo after a timeout, RACK's reorder timer, SACK compression and the
@@ -61,7 +88,15 @@ def for_event(kind: str, cc: str, detail: dict[str, Any]) -> SourceRef | None:
     if kind == "loss":
         return SSTHRESH.get(cc)
     if kind == "recovery_enter":
-        return INIT_CWND_REDUCTION
+        return INIT_CWND_REDUCTION if "from_cwr" not in detail else ENTER_RECOVERY
+    if kind == "cwr":
+        return ENTER_CWR
+    if kind == "cwr_exit":
+        return END_CWND_REDUCTION
+    if kind == "syn":
+        return CONNECT
+    if kind == "rwnd_limited":
+        return SND_WND_TEST
     if kind == "recovery_exit":
         if "cwnd_before" not in detail:  # leaving Loss, after an RTO
             return PROCESS_LOSS

@@ -25,6 +25,7 @@ def raw(
         "mss": 1448,
         "seed": 0,
         "sample_ms": 10,
+        "connect": "established",  # these scenarios start established, as ns-3's comparison did
         **extra,
     }
 

@@ -55,7 +55,9 @@ def test_inlined_rtt_estimator_matches_the_shared_one(
     the same snd_una/snd_nxt."""
     rng = random.Random(seed)
     link = {"rate_mbps": 1000, "rtt_ms": 40, "buffer_packets": 1_000_000}
-    eng = Engine(P.parse({"link": link, "flows": [{"cc": cc}], "duration_s": 10}))
+    eng = Engine(
+        P.parse({"link": link, "flows": [{"cc": cc}], "duration_s": 10, "connect": "established"})
+    )
     eng.run(until=0.0)  # the flow starts: one handshake sample, IW 10 sent
     f = eng.flows[0]
     ref = RttEstimator()

@@ -100,7 +100,7 @@ def test_simulation_keeps_no_cache_but_repeats_exactly() -> None:
 def test_trace_shape_and_json() -> None:
     """The public series/summary shape: equal-length per-flow lists, JSON-serialisable."""
     tr = crowd()
-    assert tr.explainer == "cwnd" and tr.sim_version == SIM_VERSION == "cwnd-4"
+    assert tr.explainer == "cwnd" and tr.sim_version == SIM_VERSION == "cwnd-5"
     for f in tr.series["flows"]:
         n = len(f["t"])
         assert n > 0
@@ -258,7 +258,7 @@ def test_queue_delay_and_bufferbloat() -> None:
 def test_registered_with_presets() -> None:
     """The registry knows 'cwnd', its presets parse, and the default exists."""
     ex = CwndExplainer()
-    assert ex is not None and ex.sim_version == "cwnd-4"
+    assert ex is not None and ex.sim_version == "cwnd-5"
     slugs = {p.slug for p in ex.presets}
     assert slugs == {
         "slow-start",
@@ -269,6 +269,8 @@ def test_registered_with_presets() -> None:
         "bbr-vs-cubic",
         "bufferbloat",
         "shallow-buffer",
+        "ecn-red",
+        "rwnd-limit",
     }
     assert ex.preset(ex.default_preset) is not None
     for p in ex.presets:
@@ -287,7 +289,8 @@ def test_presets_run(preset) -> None:  # type: ignore[no-untyped-def]
     tr = run(dict(preset.params))
     assert tr.frames and tr.summary["packets_simulated"] > 0
     kinds = {e["type"] for f in tr.series["flows"] for e in f["events"]}
-    assert "loss" in kinds
+    headline = {"ecn-red": "cwr", "rwnd-limit": "rwnd_limited"}.get(preset.slug, "loss")
+    assert headline in kinds
     if "bbr" in preset.slug:
         assert "bbr_mode" in kinds
 

@@ -3,7 +3,7 @@ a link/flows editor and the compare page."""
 
 from __future__ import annotations
 
-from app.sim.congestion.params import CC_NAMES, MAX_FLOWS
+from app.sim.congestion.params import AQMS, CC_NAMES, CONNECTS, MAX_FLOWS
 from app.sim.core import msg
 from app.web.editor import EditorSpec, FieldSpec, Group, OneOf, Rows
 from app.web.explainers.cwnd.charts import PLOTLY_JS
@@ -25,6 +25,10 @@ EDITOR = EditorSpec(
                     keys=("buffer_packets", "buffer_bytes", "buffer_bdp"),
                 ),
                 FieldSpec(key="loss_rate", label=msg("random loss"), unit="0–0.5"),
+                FieldSpec(key="aqm", label=msg("queue discipline"), kind="choice", choices=AQMS),
+                FieldSpec(key="red_min_packets", label=msg("RED min"), unit="packets"),
+                FieldSpec(key="red_max_packets", label=msg("RED max"), unit="packets"),
+                FieldSpec(key="red_max_p", label=msg("RED max_p"), unit="0–1"),
             ),
         ),
         Group(
@@ -41,6 +45,7 @@ EDITOR = EditorSpec(
                     kind="int",
                     unit="tcp_comp_sack_nr",
                 ),
+                FieldSpec(key="connect", label=msg("start with"), kind="choice", choices=CONNECTS),
             ),
         ),
     ),
@@ -53,6 +58,13 @@ EDITOR = EditorSpec(
                 FieldSpec(key="cc", label=msg("cc"), kind="choice", choices=CC_NAMES),
                 FieldSpec(key="start_s", label=msg("start"), unit="s"),
                 FieldSpec(key="rtt_ms", label=msg("own RTT"), unit="ms, optional"),
+                FieldSpec(key="tcp_ecn", label=msg("tcp_ecn"), kind="int", unit="0, 1 or 2"),
+                FieldSpec(
+                    key="rwnd_bytes",
+                    label=msg("receive window"),
+                    kind="int",
+                    unit="bytes, optional",
+                ),
             ),
             new_row={"cc": "cubic", "start_s": 0},
             max_rows=MAX_FLOWS,

@@ -45,6 +45,9 @@ EVENT_STYLE: dict[str, tuple[Message, str, str, str]] = {
     "hystart_exit": (msg("HyStart ends slow start"), "diamond", "ev-hystart", "#0072B2"),
     "epoch_start": (msg("CUBIC epoch starts"), "circle-open", "ev-epoch", "#5b6470"),
     "bbr_mode": (msg("BBR mode change"), "square", "ev-bbr", "#CC79A7"),
+    "cwr": (msg("ECN: CWR entered"), "triangle-down-open", "ev-hystart", "#0072B2"),
+    "cwr_exit": (msg("CWR left"), "triangle-up-open", "ev-ok", "#009E73"),
+    "rwnd_limited": (msg("receive window binds"), "line-ew-open", "ev-epoch", "#5b6470"),
 }
 
 # (row key, axis id, title); rows are listed top to bottom, the x-axis sits under the last

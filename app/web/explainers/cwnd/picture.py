@@ -84,6 +84,27 @@ def _bbr_model(flow: Mapping[str, Any], t: float) -> str:
     return f'<p class="moment-detail">{_t(join(" · ", bits))}</p>' if bits else ""
 
 
+def _options(trace: Trace[Any, Any], idx: int, flow: Mapping[str, Any], t: float) -> str:
+    """The flow's receive window against what is in flight, and its ECN marks, if it has them."""
+    flows = trace.summary.get("flows", ())
+    info = flows[idx] if idx < len(flows) else {}
+    bits: list[Message | str] = []
+    rwnd = info.get("rwnd_segments")
+    if isinstance(rwnd, int):
+        bits.append(
+            msg(
+                "receive window {rwnd} segments · in flight {inflight}",
+                rwnd=rwnd,
+                inflight=str(_at(flow, "inflight", t)),
+            )
+        )
+    if info.get("ecn"):
+        bits.append(
+            msg("ECN negotiated: {marks} CE marks in the whole run", marks=info["ce_marks"])
+        )
+    return f'<p class="moment-detail">{_t(join(" · ", bits))}</p>' if bits else ""
+
+
 def picture(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
     state = frame.state
     flows = trace.series.get("flows", ())
@@ -106,6 +127,7 @@ def picture(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
             parts.append(_bbr_model(flow, t))
         if cc == "cubic":
             parts.append(_cubic_driver(flow, t))
+        parts.append(_options(trace, idx, flow, t))
     else:
         parts.append(f'<p class="moment-head"><b>t = {t:.3f} s</b></p>')
     parts.append("</div>")
@@ -172,6 +194,18 @@ def summary_table(summary: Mapping[str, Any]) -> str:
         + _t(line).replace("\x00", "<b>").replace("\x01", "</b>")
         + "</p>"
     )
+    red = summary.get("red")
+    if isinstance(red, Mapping):
+        marks = msg(
+            "RED between {lo} and {hi} packets (max_p {max_p}): {marks} packets marked CE, "
+            "{drops} dropped",
+            lo=f"{red['min_packets']:g}",
+            hi=f"{red['max_packets']:g}",
+            max_p=f"{red['max_p']:g}",
+            marks=red["prob_mark"] + red["forced_mark"],
+            drops=red["prob_drop"] + red["forced_drop"],
+        )
+        head += f"<p class='summary-line'>{_t(marks)}</p>"
     title = _t(msg("Summary of the whole run"))
     heads = "".join(
         f"<th>{_t(h)}</th>"
