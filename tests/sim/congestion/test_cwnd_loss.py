@@ -312,15 +312,18 @@ def test_rounds_are_bounded_and_stop_with_slow_start() -> None:
 
 
 def test_slow_start_lesson_notes_sit_on_the_round_steps(client: Any) -> None:
-    """The lesson's "## Step N" notes are keyed by frame index: each round note is shown on a
-    round step, and the first-loss note on the loss step (content/cwnd-slow-start.md)."""
+    """The lesson's "## Step N" notes are keyed by frame index: the SYN note is on the SYN, each
+    round note on a round step, the first-loss note on the loss step and the compression note on
+    the compressed SACK (content/cwnd-slow-start.md, merged trace: SYN, start, four rounds)."""
     preset = next(p for p in PRESETS if p.slug == "slow-start")
     frames = run_trace(preset.params).frames
     for step, op, text in (
-        (1, "round", "Round trip 1 ends"),
-        (4, "round", "Round 4: 80 → 160"),
-        (5, "loss", "The first loss arrives at cwnd 270"),
-        (7, "sack_compressed", "SACK compression at the receiver"),
+        (0, "syn", "The SYN."),
+        (2, "round", "Round trip 1 ends"),
+        (5, "round", "Round 4: 80 → 160"),
+        (6, "loss", "The first loss arrives at cwnd 270"),
+        (8, "sack_compressed", "SACK compression at the receiver"),
+        (13, "recovery_exit", "Recovery ends at cwnd 68"),
     ):
         assert frames[step].op == op
         html = client.get(f"/explainers/cwnd/presets/slow-start?step={step}").text
