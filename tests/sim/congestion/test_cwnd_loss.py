@@ -330,3 +330,36 @@ def test_slow_start_lesson_notes_sit_on_the_round_steps(client: Any) -> None:
         start = html.index(f'<template id="frame-{step}"')
         card = html[start : html.index("</template>", start)]
         assert text in card, (step, text)
+
+
+_NOTED_OPS = ("round", "loss", "cwr", "hystart_exit")
+
+
+@pytest.mark.parametrize("preset", PRESETS, ids=lambda p: p.slug)
+def test_lesson_notes_sit_on_frames_that_carry_their_numbers(preset: Any) -> None:
+    """Both languages note the same steps, every note is on a frame of the preset's trace, and a
+    note on a round, loss, CWR or HyStart step quotes that frame's cwnd or ssthresh (notes are
+    keyed by 0-based frame index, app/web/content.py)."""
+    import re
+    from pathlib import Path
+
+    from app.web.content import parse_lesson
+
+    root = Path(__file__).resolve().parents[3] / "content"
+    frames = run_trace(preset.params).frames
+    notes = {
+        lang: parse_lesson(
+            preset.lesson, (root / sub / f"{preset.lesson}.md").read_text()
+        ).step_notes
+        for lang, sub in (("en", ""), ("zh-CN", "zh-CN"))
+    }
+    assert notes["en"] and set(notes["en"]) == set(notes["zh-CN"])
+    for step, html in (*notes["en"].items(), *notes["zh-CN"].items()):
+        assert 0 <= step < len(frames), (preset.slug, step)
+        f = frames[step]
+        if f.op in _NOTED_OPS:
+            quoted = {f.state["cwnd"], f.state["ssthresh"]} - {None}
+            assert any(re.search(rf"(?<!\d)(?<!\d\.){n}(?!\d|\.\d)", html) for n in quoted), (
+                step,
+                f.op,
+            )
