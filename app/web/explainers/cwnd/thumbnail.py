@@ -36,11 +36,11 @@ def thumbnail(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
     def py(v: float) -> float:
         return H - PAD_B - v / top * (H - PAD_T - PAD_B)
 
+    title = _t(msg("cwnd (segments)"))
     parts = [
         f'<svg class="cwnd-thumb" viewBox="0 0 {W} {H}" width="{W}" height="{H}" '
         'aria-hidden="true" style="color: var(--fg)">',
-        f'<text x="{PAD_L}" y="16" font-size="15" fill="currentColor">'
-        f"{_t(msg('cwnd (segments)'))}</text>",
+        f'<text x="{PAD_L}" y="16" font-size="15" fill="currentColor">{title}</text>',
         f'<line x1="{PAD_L}" y1="{H - PAD_B}" x2="{W - PAD_R}" y2="{H - PAD_B}" '
         'stroke="var(--line)" stroke-width="1"/>',
         f'<text x="{PAD_L - 6}" y="{py(top) + 5:.1f}" font-size="13" text-anchor="end" '
