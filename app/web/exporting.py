@@ -224,7 +224,7 @@ class PngRenderer:
                         # Plotly charts draw after load; give them a moment to appear
                         try:
                             page.wait_for_function(
-                                "() => !document.querySelector('.plotly-pending') &&"
+                                "() => !document.querySelector('.plotly-pending, .plotly-drawing') &&"
                                 " [...document.querySelectorAll('.js-plotly-plot')]"
                                 ".every(el => el.querySelector('.main-svg'))",
                                 timeout=10_000,

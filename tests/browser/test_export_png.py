@@ -102,7 +102,8 @@ def test_png_frames_the_whole_picture_area(live_server, browser, plugin) -> None
         html = html.replace("</head>", f"<style>{png_css(picture)}</style></head>", 1)
         page.set_content(html, wait_until="load")  # self-contained: scripts and styles inside
         page.wait_for_function(
-            "[...document.querySelectorAll('.js-plotly-plot')]"
+            "() => !document.querySelector('.plotly-pending, .plotly-drawing') &&"
+            " [...document.querySelectorAll('.js-plotly-plot')]"
             ".every(el => el.querySelector('.main-svg'))",
             timeout=30_000,
         )
