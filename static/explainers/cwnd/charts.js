@@ -1,6 +1,7 @@
 // Draws every Plotly figure the server left as JSON (app/web/explainers/cwnd/charts.py) once
-// plotly.js and the DOM are ready, one chart per task so the page stays responsive, then
-// announces "stepscope:charts-ready" so the cursor can attach. Colours come from the page's CSS
+// plotly.js and the DOM are ready, one chart per task and a figure of stacked rows in passes
+// (see warmups) so no task blocks the page for long, then announces "stepscope:charts-ready"
+// so the cursor can attach (a chart still being drawn carries the class plotly-drawing). Colours come from the page's CSS
 // variables (static/css/app.css) at draw time and again whenever the theme changes.
 (function () {
   "use strict";
