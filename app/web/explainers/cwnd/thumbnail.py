@@ -7,11 +7,20 @@ from __future__ import annotations
 from typing import Any
 
 from app.sim.core import Frame, Trace, msg
-from app.web.explainers.cwnd.charts import PALETTE, decimate
+from app.web.explainers.cwnd.charts import decimate
 from app.web.explainers.cwnd.picture import _t, picture
 
 W, H = 936, 330  # the SVG's box; the home page zooms it to the card
 PAD_L, PAD_R, PAD_T, PAD_B = 48, 10, 26, 22
+# flow colours by theme, as static/explainers/cwnd/charts.js picks them for the charts
+LIGHT = ("blue", "orange", "green", "purple", "sky", "vermillion", "yellow", "grey")
+DARK = ("sky", "orange", "green", "purple", "yellow", "vermillion", "blue", "grey")
+STYLE = "".join(
+    f".cwnd-thumb .f{i}{{stroke:var(--{a})}}.cwnd-thumb circle.f{i}{{fill:var(--{a})}}"
+    f'[data-theme="dark"] .cwnd-thumb .f{i}{{stroke:var(--{b})}}'
+    f'[data-theme="dark"] .cwnd-thumb circle.f{i}{{fill:var(--{b})}}'
+    for i, (a, b) in enumerate(zip(LIGHT, DARK, strict=True))
+)
 
 
 def thumbnail(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
@@ -40,6 +49,7 @@ def thumbnail(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
     parts = [
         f'<svg class="cwnd-thumb" viewBox="0 0 {W} {H}" width="{W}" height="{H}" '
         'aria-hidden="true" style="color: var(--fg)">',
+        f"<style>{STYLE}</style>",
         f'<text x="{PAD_L}" y="16" font-size="15" fill="currentColor">{title}</text>',
         f'<line x1="{PAD_L}" y1="{H - PAD_B}" x2="{W - PAD_R}" y2="{H - PAD_B}" '
         'stroke="var(--line)" stroke-width="1"/>',
@@ -57,11 +67,10 @@ def thumbnail(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
                 runs.append([])
             else:
                 runs[-1].append(f"{px(x):.1f},{py(y):.1f}")
-        colour = PALETTE[i % len(PALETTE)]
         for pts in runs:
             if len(pts) > 1:
                 parts.append(
-                    f'<polyline points="{" ".join(pts)}" fill="none" stroke="{colour}" '
+                    f'<polyline class="f{i % len(LIGHT)}" points="{" ".join(pts)}" fill="none" '
                     'stroke-width="2" stroke-linejoin="round"/>'
                 )
     x = px(min(max(t_now, t0), t1))
@@ -71,10 +80,10 @@ def thumbnail(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
     )
     cwnd = frame.state.get("cwnd")
     if isinstance(cwnd, int | float):
-        colour = PALETTE[int(frame.state.get("flow") or 0) % len(PALETTE)]
+        flow = int(frame.state.get("flow") or 0) % len(LIGHT)
         parts.append(
-            f'<circle cx="{x:.1f}" cy="{py(float(cwnd)):.1f}" r="6" fill="{colour}" '
-            'stroke="var(--bg)" stroke-width="2"/>'
+            f'<circle class="f{flow}" cx="{x:.1f}" cy="{py(float(cwnd)):.1f}" r="6" '
+            'style="stroke: var(--bg); stroke-width: 2"/>'
         )
     parts.append("</svg>")
     return "".join(parts) + picture(trace, frame)
