@@ -86,6 +86,52 @@ CHROMIUM_ARGS = [
     "--enable-unsafe-swiftshader",
 ]
 PNG_CACHE_SIZE = 64
+FRAME_PAD = 8  # px of background around the picture in a PNG
+
+# The box a PNG shows: everything drawn in the picture area, not only the area's own box. Regions
+# that scroll on the page (a wide timeline, a table) are opened up first so all they hold shows;
+# an SVG (a picture, a Plotly chart with its title and legend) counts as its own box, since it
+# clips what it holds; so does any element that hides its overflow.
+FRAME_JS = """(pad) => {
+  const wrap = document.querySelector('.stage-wrap');
+  if (!wrap) return null;
+  for (const el of wrap.querySelectorAll('*')) {
+    if (!(el instanceof HTMLElement)) continue;
+    const cs = getComputedStyle(el);
+    const scrolls = (o) => o === 'auto' || o === 'scroll';
+    if ((scrolls(cs.overflowX) && el.scrollWidth > el.clientWidth)
+        || (scrolls(cs.overflowY) && el.scrollHeight > el.clientHeight)) {
+      el.style.overflow = 'visible';
+      el.style.maxHeight = 'none';
+      el.style.maxWidth = 'none';
+    }
+  }
+  const box = wrap.getBoundingClientRect();
+  let left = box.left, top = box.top, right = box.right, bottom = box.bottom;
+  const visit = (el) => {
+    const cs = getComputedStyle(el);
+    if (cs.display === 'none') return;
+    const r = el.getBoundingClientRect();
+    if (cs.visibility !== 'hidden' && r.width > 0 && r.height > 0) {
+      const w = el instanceof HTMLElement && !/(hidden|clip)/.test(cs.overflowX)
+        ? Math.max(r.width, el.scrollWidth) : r.width;
+      const h = el instanceof HTMLElement && !/(hidden|clip)/.test(cs.overflowY)
+        ? Math.max(r.height, el.scrollHeight) : r.height;
+      left = Math.min(left, r.left); top = Math.min(top, r.top);
+      right = Math.max(right, r.left + w); bottom = Math.max(bottom, r.top + h);
+    }
+    if (el instanceof SVGElement || /(hidden|clip)/.test(cs.overflowX + cs.overflowY)) return;
+    for (const child of el.children) visit(child);
+  };
+  for (const child of wrap.children) visit(child);
+  const x = Math.max(0, Math.floor(left + window.scrollX - pad));
+  const y = Math.max(0, Math.floor(top + window.scrollY - pad));
+  return {
+    x, y,
+    width: Math.ceil(right + window.scrollX + pad) - x,
+    height: Math.ceil(bottom + window.scrollY + pad) - y,
+  };
+}"""
 
 
 class PngUnavailable(Exception):
@@ -100,6 +146,7 @@ def png_css(picture: str) -> str:
         ".offline-head, .side, #fields, .controls, .frame-store, .embed-credit, .run-summary,"
         " .lesson-intro { display: none !important; }"
         " body, main { margin: 0 !important; padding: 0 !important; background: var(--bg); }"
+        f" main {{ padding: {FRAME_PAD}px !important; }}"
         " .player-body { display: block !important; }"
         f" .stage-wrap {{ width: {w:g}px; }}"
         " * { transition: none !important; animation: none !important; }"
@@ -177,15 +224,23 @@ class PngRenderer:
                         # Plotly charts draw after load; give them a moment to appear
                         try:
                             page.wait_for_function(
-                                "() => !document.querySelector('.plotly-pending') &&"
+                                "() => !document.querySelector('.plotly-pending, .plotly-drawing') &&"
                                 " [...document.querySelectorAll('.js-plotly-plot')]"
                                 ".every(el => el.querySelector('.main-svg'))",
                                 timeout=10_000,
                             )
                         except PlaywrightTimeout:
                             pass  # draw what is there rather than nothing
-                        return page.locator(".stage-wrap").screenshot(
-                            type="png", animations="disabled"
+                        clip = page.evaluate(FRAME_JS, FRAME_PAD)
+                        if clip is None:
+                            return page.screenshot(type="png", full_page=True)
+                        # wide enough that nothing wraps or hides at the right edge
+                        needed = int(clip["x"] + clip["width"]) + 1
+                        if needed > int(width) + 40:
+                            page.set_viewport_size({"width": needed, "height": 800})
+                            clip = page.evaluate(FRAME_JS, FRAME_PAD)
+                        return page.screenshot(
+                            type="png", clip=clip, full_page=True, animations="disabled"
                         )
                     finally:
                         browser.close()

@@ -3,7 +3,8 @@
 An explainer's web package (``app/web/explainers/<name>/``) exports one :class:`WebView`: how a
 frame is drawn (``picture``), what is drawn once per trace (``static``, e.g. charts), the scripts
 those need, its editor declaration (:class:`~app.web.editor.EditorSpec`; ``None`` gives the JSON
-editor), optional extra routes, and the toolbar :class:`Action` s it offers. ``app/explainers.py``
+editor), optional extra routes, the toolbar :class:`Action` s it offers and the
+:class:`Thumbnail` of a key step its home-page card shows. ``app/explainers.py``
 pairs it with the simulation half in a :class:`Plugin`. Generic code reads only these
 declarations and never names an explainer.
 """
@@ -33,6 +34,17 @@ class Action:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Thumbnail:
+    """The step the home page shows, drawn small, on the explainer's card: step ``step`` of the
+    preset ``preset``, drawn by ``draw`` (default: the view's own ``picture``). The home page
+    links it to that walkthrough at that step and reads the step's narration as its text."""
+
+    preset: str  # slug of one of the explainer's presets
+    step: int  # frame index in that preset's run
+    draw: Callable[[AnyTrace, AnyFrame], str] | None = None  # None: WebView.picture
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class WebView:
     picture: Callable[[AnyTrace, AnyFrame], str]  # HTML/SVG for one frame (swapped each step)
     static: Callable[[AnyTrace], str] | None = None  # drawn once per trace (charts)
@@ -40,6 +52,7 @@ class WebView:
     editor: EditorSpec | None = None  # None: a JSON editor with per-field errors
     router: APIRouter | None = None  # extra routes (mounted as they are declared)
     actions: tuple[Action, ...] = ()
+    thumbnail: Thumbnail | None = None  # the home page's picture of a key step
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,7 +1,10 @@
 // Share / Embed / Export menus of the player, and "continue where you left off" progress.
 // - Share: POST /api/v1/scenarios, then show the /s/{id} link (with ?step=N) and copy it.
 // - Embed: builds an <iframe> snippet for the current step with the chosen controls and theme.
-// - Export: keeps the SVG/PNG links pointing at the step on screen.
+// - Export: keeps the SVG/PNG links pointing at the step on screen. The PNG is drawn on the
+//   server in a headless browser (seconds): a click fetches it while the menu shows a bar, the
+//   seconds so far and a status line (read out at start and end), then saves it. Without
+//   JavaScript, or with a modified click, the link downloads it as a plain link.
 // - Progress: reports the shown step of a preset or shared walkthrough (debounced); the server
 //   ignores it when the browser keeps no session cookie.
 (function () {
@@ -139,6 +142,64 @@
       a.setAttribute("href", u.pathname + u.search);
     });
   }
+
+  const png = document.querySelector('a[data-export="png"]');
+  const pngStatus = $("export-status");
+  const pngProgress = $("export-progress");
+  function fill(template, vars) {
+    return String(template || "").replace(/\{(\w+)\}/g, (m, k) => (k in vars ? String(vars[k]) : m));
+  }
+  function pngSay(key, vars) { if (pngStatus) pngStatus.textContent = fill(pngStatus.dataset[key], vars); }
+  function filenameOf(res, fallback) {
+    const m = /filename="?([^";]+)"?/.exec(res.headers.get("Content-Disposition") || "");
+    return m ? m[1] : fallback;
+  }
+  async function downloadPng(ev) {
+    if (ev.button !== 0 || ev.ctrlKey || ev.metaKey || ev.shiftKey || ev.altKey) return;
+    ev.preventDefault();
+    if (png.getAttribute("aria-busy") === "true") return;  // one at a time
+    const href = png.getAttribute("href");
+    const shown = new URL(href, window.location.href).searchParams.get("step") || "0";
+    png.setAttribute("aria-busy", "true");
+    png.setAttribute("aria-disabled", "true");
+    if (pngProgress) pngProgress.hidden = false;
+    const elapsed = $("export-elapsed");
+    const started = Date.now();
+    const tick = window.setInterval(() => {
+      if (elapsed) elapsed.textContent = Math.round((Date.now() - started) / 1000) + " s";
+    }, 500);
+    if (elapsed) elapsed.textContent = "0 s";
+    pngSay("drawing", { step: shown });
+    try {
+      const res = await fetch(href, { credentials: "same-origin" });
+      if (!res.ok) {
+        const data = await res.json().catch(() => ({}));
+        const detail = Array.isArray(data.detail) ? data.detail.map((d) => d.msg).join("; ") : data.detail;
+        throw new Error(String(detail || res.status + " " + res.statusText));
+      }
+      const blob = await res.blob();
+      const name = filenameOf(res, "stepscope-step" + shown + ".png");
+      const url = URL.createObjectURL(blob);
+      const a = document.createElement("a");
+      a.href = url;
+      a.download = name;
+      a.hidden = true;
+      document.body.appendChild(a);
+      a.click();
+      a.remove();
+      window.setTimeout(() => URL.revokeObjectURL(url), 60000);
+      player.dataset.pngSaved = name;
+      pngSay("done", { step: shown, name });
+    } catch (e) {
+      pngSay("failed", { reason: e && e.message ? e.message : String(e) });
+    } finally {
+      window.clearInterval(tick);
+      if (pngProgress) pngProgress.hidden = true;
+      png.removeAttribute("aria-busy");
+      png.removeAttribute("aria-disabled");
+    }
+  }
+  if (png && window.fetch && window.URL && URL.createObjectURL) png.addEventListener("click", downloadPng);
 
   // --- Progress ------------------------------------------------------------------------------
   const walkthrough = player.dataset.walkthrough || "";

@@ -11,7 +11,10 @@ pytestmark = pytest.mark.browser
 def test_stepping_moves_the_chart_cursor(live_server, page) -> None:
     """→ jumps to the next event and the chart's cursor line moves to that event's time."""
     page.goto(f"{live_server.url}/explainers/cwnd/presets/reno-sawtooth")
-    page.wait_for_function("window.Plotly && document.getElementById('cwnd-chart').layout")
+    page.wait_for_function(
+        "window.Plotly && document.getElementById('cwnd-chart').layout"
+        " && !document.querySelector('.plotly-drawing')"  # drawn in passes: wait for the last
+    )
     # drawn: SVG lines in the plot and a legend, the loading placeholder gone
     assert page.locator("#cwnd-chart .main-svg .scatterlayer path.js-line").count() >= 3
     assert page.locator("#cwnd-chart .legend .traces").count() >= 4

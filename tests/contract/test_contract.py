@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from markupsafe import escape
 
 from app.explainers import builtin
 from app.main import create_app
@@ -144,6 +145,30 @@ def test_api_lists_and_runs_it(client: TestClient, plugin: Plugin) -> None:
     params = next(p["params"] for p in entry["presets"] if p["slug"] == plugin.sim.default_preset)
     r = client.post(f"/api/v1/explainers/{plugin.name}/run", json=params)
     assert r.status_code == 200 and r.json()["sim_version"] == plugin.sim.sim_version
+
+
+@pytest.mark.parametrize("plugin", PLUGINS, ids=IDS)
+def test_home_card_shows_the_declared_thumbnail(client: TestClient, plugin: Plugin) -> None:
+    """Every explainer declares a thumbnail: a step that exists in one of its presets. The home
+    page draws that step's picture in the card, named by the step's narration and linking to the
+    walkthrough at that step."""
+    thumb = plugin.web.thumbnail
+    assert thumb is not None, f"{plugin.name} declares no WebView.thumbnail"
+    preset = plugin.sim.preset(thumb.preset)
+    assert preset is not None, f"{plugin.name}: thumbnail preset {thumb.preset!r} does not exist"
+    trace = plugin.sim.run(plugin.sim.parse(dict(preset.params)))
+    assert 0 <= thumb.step < len(trace.frames), (thumb.step, len(trace.frames))
+    frame = trace.frames[thumb.step]
+    html = client.get("/").text
+    start = html.index(f'id="explainer-{plugin.name}"')
+    card = html[start : html.index("</article>", start)]
+    href = f"/explainers/{plugin.name}/presets/{thumb.preset}?step={thumb.step}"
+    assert f'id="thumb-{plugin.name}" href="{href}"' in card
+    alt = str(escape(frame.narration.render()))
+    assert f'role="img" aria-label="{alt}"' in card
+    # the picture itself, its element ids prefixed so that no two pictures share one
+    assert "thumb-inner" in card and f'id="thumb-{plugin.name}-' in card
+    assert "<a " not in card.split('class="thumb-inner"')[1].split("<figcaption>")[0]
 
 
 def test_toy_shows_its_own_words_badges_and_links(client: TestClient) -> None:

@@ -21,7 +21,7 @@ from app.sim.core import (
 )
 from app.sim.core.validate import Checker
 from app.web.editor import EditorSpec, FieldSpec, Group
-from app.web.plugin import Action, Plugin, WebView
+from app.web.plugin import Action, Plugin, Thumbnail, WebView
 
 
 class CounterState(TypedDict):
@@ -147,6 +147,7 @@ TOY = Plugin(
             )
         ),
         actions=(Action(key="again", label=msg("Count again"), path="presets/count"),),
+        thumbnail=Thumbnail(preset="count", step=3),
     ),
 )
 

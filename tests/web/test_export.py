@@ -16,6 +16,7 @@ from fastapi.testclient import TestClient
 from app.explainers import builtin
 from app.main import create_app
 from app.settings import Settings
+from app.web.exporting import FRAME_PAD
 from app.web.sources import encode_params
 
 SIMS = {p.name: p.sim for p in builtin()}
@@ -128,14 +129,15 @@ def test_step_past_the_end_exports_the_last_frame(client: TestClient) -> None:
 
 
 def test_png_export_is_drawn_server_side_at_the_pictures_size(client: TestClient) -> None:
-    """The PNG is a real image the size of the picture times the scale, in the chosen theme."""
+    """The PNG is a real image the size of the picture (plus a margin of FRAME_PAD px of
+    background all round) times the scale, in the chosen theme."""
     svg = client.get("/export/svg?explainer=skb&preset=rx-frame&step=2")
     root = ET.fromstring(svg.content)
     w, h = float(root.get("width")), float(root.get("height"))
     one = client.get("/export/png?explainer=skb&preset=rx-frame&step=2&scale=1")
     assert one.status_code == 200 and one.headers["content-type"] == "image/png"
     pw, ph = png_size(one.content)
-    assert pw == round(w) and abs(ph - h) <= 1
+    assert pw == round(w) + 2 * FRAME_PAD and abs(ph - (h + 2 * FRAME_PAD)) <= 1
     two = client.get("/export/png?explainer=skb&preset=rx-frame&step=2&scale=2")
     assert png_size(two.content)[0] == 2 * pw
     # the page's palette: payload green (#009E73) is on the picture; theme colours the background
@@ -219,13 +221,14 @@ def test_export_bad_input_is_422_naming_the_field(client: TestClient) -> None:
 
 @pytest.mark.parametrize("name", EXPLAINERS)
 def test_every_explainer_exports_a_png_of_its_picture_area(client: TestClient, name: str) -> None:
-    """Each explainer's step exports as a PNG as wide as its picture (charts included, if any)."""
+    """Each explainer's step exports as a PNG at least as wide as its picture plus the margin
+    (charts included, if any; wider when what is drawn is wider)."""
     ex = SIMS.get(name)
     svg = ET.fromstring(client.get(f"/export/svg?explainer={name}&step=1").content)
     r = client.get(f"/export/png?explainer={name}&preset={ex.default_preset}&step=1&scale=1")
     assert r.status_code == 200
     w, h = png_size(r.content)
-    assert w == round(float(svg.get("width"))) and h > 20
+    assert w >= round(float(svg.get("width"))) + 2 * FRAME_PAD and h > 20
 
 
 def test_png_without_chromium_is_a_503_not_a_500(settings: Settings) -> None:

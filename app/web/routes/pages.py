@@ -26,34 +26,51 @@ from app.web.sources import (
     run_source,
 )
 from app.web.templating import render
+from app.web.thumbnails import thumbnail
 
 router = APIRouter()
 
 
 @router.get("/", response_class=HTMLResponse)
 def home(request: Request, site: SiteDep, visitor: Visitor) -> Response:
-    cards = []
-    for plugin in site.plugins:
-        presets = []
-        for p in plugin.sim.presets:
-            lesson = site.content.lesson(p.lesson)
-            presets.append({"preset": p, "summary": lesson.summary if lesson else ""})
-        notes = [n for n in site.content.lessons_for(plugin.name) if not n.preset]
-        cards.append(
-            {
-                "explainer": plugin.sim,
-                "actions": plugin.web.actions,
-                "presets": presets,
-                "notes": notes,
-            }
-        )
-    recent = []
-    if visitor:  # "continue where you left off"
-        with repo.session_for(request.app.state.engine) as db:
-            recent = [
-                p for p in repo.recent_progress(db=db, session_id=visitor, limit=4) if p.step > 0
-            ]
-    return render(request, "pages/home.html", {"cards": cards, "recent": recent})
+    """Every explainer as a card with a thumbnail of its key step. The page is the same for every
+    reader of a language, so it goes through the page cache (a visitor with a session, who may
+    see "continue where you left off", gets a fresh private page)."""
+
+    def produce() -> Response:
+        cards = []
+        complete = True
+        for plugin in site.plugins:
+            presets = []
+            for p in plugin.sim.presets:
+                lesson = site.content.lesson(p.lesson)
+                presets.append({"preset": p, "summary": lesson.summary if lesson else ""})
+            notes = [n for n in site.content.lessons_for(plugin.name) if not n.preset]
+            thumb = thumbnail(site, plugin)
+            complete = complete and (thumb is not None or plugin.web.thumbnail is None)
+            cards.append(
+                {
+                    "explainer": plugin.sim,
+                    "actions": plugin.web.actions,
+                    "presets": presets,
+                    "notes": notes,
+                    "thumb": thumb,
+                }
+            )
+        recent = []
+        if visitor:  # "continue where you left off"
+            with repo.session_for(request.app.state.engine) as db:
+                recent = [
+                    p
+                    for p in repo.recent_progress(db=db, session_id=visitor, limit=4)
+                    if p.step > 0
+                ]
+        response = render(request, "pages/home.html", {"cards": cards, "recent": recent})
+        if not complete:  # a run still going: not kept, the next visit draws the thumbnail
+            response.headers["Cache-Control"] = "no-cache"
+        return response
+
+    return site.pages.respond(request, produce)
 
 
 @router.get("/notes/{stem}", response_class=HTMLResponse)

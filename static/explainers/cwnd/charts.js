@@ -1,6 +1,7 @@
 // Draws every Plotly figure the server left as JSON (app/web/explainers/cwnd/charts.py) once
-// plotly.js and the DOM are ready, one chart per task so the page stays responsive, then
-// announces "stepscope:charts-ready" so the cursor can attach. Colours come from the page's CSS
+// plotly.js and the DOM are ready, one chart per task and a figure of stacked rows in passes
+// (see warmups) so no task blocks the page for long, then announces "stepscope:charts-ready"
+// so the cursor can attach (a chart still being drawn carries the class plotly-drawing). Colours come from the page's CSS
 // variables (static/css/app.css) at draw time and again whenever the theme changes.
 (function () {
   "use strict";
@@ -93,6 +94,28 @@
 
   const figures = new Map(); // element -> its figure (kept to re-theme without re-parsing)
   const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
+  // after the next paint (a task after the frame), so what was drawn is on screen meanwhile
+  const nextFrame = () => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
+
+  // The passes before the whole figure for a figure of stacked rows: the top row's lines alone
+  // without the legend, then the top row with its markers and the legend (each on a copy of the
+  // layout: plotly.js writes the ranges it computes into the layout it is given). None for a
+  // one-row figure, drawn in one go.
+  function warmups(fig) {
+    const L = fig.layout;
+    const rows = Object.keys(L).filter((k) => /^yaxis\d*$/.test(k) && L[k].domain);
+    if (rows.length < 2) return [];
+    const top = rows.reduce((a, b) => (L[b].domain[1] > L[a].domain[1] ? b : a));
+    const ref = "y" + top.slice(5);
+    const row = fig.data.filter((t) => (t.yaxis || "y") === ref);
+    const lines = row.filter((t) => !/markers/.test(t.mode || "lines"));
+    if (!lines.length || row.length === fig.data.length) return [];
+    const copy = (legend) => Object.assign(JSON.parse(JSON.stringify(L)), legend ? {} : { showlegend: false });
+    const out = [{ data: lines, layout: copy(false) }];
+    if (row.length > lines.length && PASSES > 2) out.push({ data: row, layout: copy(true) });
+    return out;
+  }
+  const PASSES = 3;
 
   async function draw(root) {
     if (!window.Plotly) return;
@@ -110,7 +133,22 @@
       paint(fig, th);
       fit(fig, el.clientWidth);
       figures.set(el, fig);
+      // A cold first plot (plotly.js compiling its code as it goes, every tick label and legend
+      // entry measured) is one long task. Drawn in passes, none blocks the page for long: the
+      // top row's lines, then with its markers and the legend, then the whole figure, each pass
+      // a redraw that finds the code compiled. Every pass is painted before the next starts.
+      // (Plotly.newPlot each time: Plotly.react, which would keep event listeners, costs about
+      // twice as much here. newPlot drops them, so the cursor script wires the chart again when
+      // "stepscope:charts-ready" comes.)
+      const passes = warmups(fig);
+      if (passes.length) el.classList.add("plotly-drawing");
+      for (const pass of passes) {
+        await window.Plotly.newPlot(el, pass.data, pass.layout, CONFIG);
+        await nextFrame();
+      }
       await window.Plotly.newPlot(el, fig.data, fig.layout, CONFIG);
+      el.classList.remove("plotly-drawing");
+      delete el.dataset.wired;
       await nextTask(); // one chart per task: input and paint get a turn in between
     }
     document.dispatchEvent(new CustomEvent("stepscope:charts-ready"));

@@ -9,7 +9,8 @@ from app.web.editor import EditorSpec, FieldSpec, Group, OneOf, Rows
 from app.web.explainers.cwnd.charts import PLOTLY_JS
 from app.web.explainers.cwnd.compare import router
 from app.web.explainers.cwnd.picture import picture, static
-from app.web.plugin import Action, WebView
+from app.web.explainers.cwnd.thumbnail import thumbnail
+from app.web.plugin import Action, Thumbnail, WebView
 
 EDITOR = EditorSpec(
     groups=(
@@ -84,4 +85,6 @@ VIEW = WebView(
     editor=EDITOR,
     router=router,
     actions=(Action(key="compare", label=msg("Compare"), path="compare"),),
+    # mid-run, a loss halves the window: one tooth of the sawtooth
+    thumbnail=Thumbnail(preset="reno-sawtooth", step=19, draw=thumbnail),
 )

@@ -8,7 +8,7 @@ from app.sim.path.explainer import PathExplainer
 from app.sim.path.params import DEVICES, DROPS, HOOKS, NEIGH, PATHS, PSH, RX_MODES, SCENARIOS
 from app.web.editor import EditorSpec, FieldSpec, Group
 from app.web.explainers.path.picture import picture
-from app.web.plugin import WebView
+from app.web.plugin import Thumbnail, WebView
 
 # same_bucket, tso and fast_path are booleans, which the form has no input for: params that
 # set them open in the JSON editor.
@@ -43,6 +43,12 @@ EDITOR = EditorSpec(
     )
 )
 
-VIEW = WebView(picture=picture, editor=EDITOR, scripts=("/static/explainers/path/lanes.js",))
+VIEW = WebView(
+    picture=picture,
+    editor=EDITOR,
+    scripts=("/static/explainers/path/lanes.js",),
+    # the segment on its way down: IP pushes its header in __ip_queue_xmit
+    thumbnail=Thumbnail(preset="send-segment", step=10),
+)
 
 __all__ = ["EDITOR", "VIEW", "PathExplainer"]

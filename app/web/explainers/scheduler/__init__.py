@@ -9,7 +9,7 @@ from app.web.explainers.scheduler.compare import router
 from app.web.explainers.scheduler.editor import EDITOR
 from app.web.explainers.scheduler.picture import picture
 from app.web.explainers.scheduler.timeline import static
-from app.web.plugin import Action, WebView
+from app.web.plugin import Action, Thumbnail, WebView
 
 VIEW = WebView(
     picture=picture,
@@ -18,4 +18,6 @@ VIEW = WebView(
     editor=EDITOR,
     router=router,
     actions=(Action(key="compare", label=msg("Compare"), path="compare"),),
+    # four requests decode side by side while four wait: continuous batching at work
+    thumbnail=Thumbnail(preset="continuous-batching", step=3),
 )

@@ -6,7 +6,7 @@ from app.sim.core import msg
 from app.sim.skbuff.ops import INT_FIELDS, MAX_OPS, SPECS, STR_FIELDS
 from app.web.editor import EditorSpec, FieldSpec, Rows
 from app.web.explainers.skb.picture import picture
-from app.web.plugin import WebView
+from app.web.plugin import Thumbnail, WebView
 
 _TEXT = ("skb", "from", *STR_FIELDS, "via")
 
@@ -31,4 +31,9 @@ EDITOR = EditorSpec(
     )
 )
 
-VIEW = WebView(picture=picture, editor=EDITOR)
+VIEW = WebView(
+    picture=picture,
+    editor=EDITOR,
+    # eth_type_trans has pulled the Ethernet header; ip_local_deliver_finish pulls the IP one
+    thumbnail=Thumbnail(preset="rx-frame", step=4),
+)

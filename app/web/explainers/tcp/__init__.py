@@ -12,7 +12,7 @@ from app.sim.tcp import TcpExplainer
 from app.sim.tcp.params import CALLS, ENDPOINTS, HOWS, MAX_EVENTS
 from app.web.editor import EditorSpec, FieldSpec, Group, Rows
 from app.web.explainers.tcp.picture import picture
-from app.web.plugin import WebView
+from app.web.plugin import Thumbnail, WebView
 
 _ALWAYS = ("t_ms", "endpoint")
 _BY_CALL: dict[str, tuple[str, ...]] = {
@@ -109,4 +109,5 @@ VIEW = WebView(
     picture=picture,
     scripts=("/static/explainers/tcp/view.js",),
     editor=EDITOR,
+    thumbnail=Thumbnail(preset="handshake", step=6),  # the server answers SYN with SYN+ACK
 )
