@@ -77,9 +77,35 @@
     return fig;
   }
 
+  // The player's picture box (static/css/app.css, --fit-h) when it must hold the step chart and
+  // the step's card on one screen: wide pages and embeds, not a stacked narrow page.
+  function fitBox(el) {
+    const player = el.closest(".player.fit");
+    if (!player || !el.closest(".chart[data-cursor]")) return 0;
+    const stacked = player.dataset.embed !== "1" && window.matchMedia("(max-width: 900px)").matches;
+    if (stacked) return 0;
+    return parseFloat(getComputedStyle(player).getPropertyValue("--fit-h")) || 0;
+  }
+  // The step chart takes what the picture box leaves once the step's card and fields are in
+  // it (the card keeps one height for a whole run), down to a floor where the plots still read.
+  function boxHeight(el, current) {
+    const box = fitBox(el);
+    const wrap = el.closest(".stage-wrap");
+    if (!box || !wrap) return 0;
+    let bottom = el.getBoundingClientRect().bottom;
+    for (const id of ["stage", "fields"]) {
+      const part = document.getElementById(id);
+      if (part && wrap.contains(part)) bottom = Math.max(bottom, part.getBoundingClientRect().bottom);
+    }
+    const used = bottom - wrap.getBoundingClientRect().top + wrap.scrollTop;
+    return Math.max(260, Math.floor(current + box - used - 4));
+  }
+
   // On a narrow screen the legend goes under the plot, and the figure grows to hold it.
-  function fit(fig, width) {
+  function fit(fig, width, el) {
     const L = fig.layout;
+    if (L._fullHeight === undefined) L._fullHeight = L.height;
+    if (el && fitBox(el)) return; // a height-bound box keeps the legend beside the plot
     if (!L.legend || L.showlegend === false || !width || width >= 760) return;
     if (L._wideHeight === undefined) L._wideHeight = L.height;
     const entries = fig.data.filter((t) => t.showlegend !== false).length;
@@ -108,9 +134,11 @@
       el.textContent = "";
       el.style.minHeight = "";
       paint(fig, th);
-      fit(fig, el.clientWidth);
+      fit(fig, el.clientWidth, el);
       figures.set(el, fig);
       await window.Plotly.newPlot(el, fig.data, fig.layout, CONFIG);
+      await refit(el, fig);
+      await tidyTicks(el, fig);
       await nextTask(); // one chart per task: input and paint get a turn in between
     }
     document.dispatchEvent(new CustomEvent("stepscope:charts-ready"));
@@ -126,6 +154,46 @@
     }
     document.dispatchEvent(new CustomEvent("stepscope:charts-ready"));
   }
+  // Size a drawn step chart to its box (after drawing, on every change of the player's box).
+  async function refit(el, fig) {
+    const want = boxHeight(el, el.clientHeight);
+    if (!want) return false;
+    const h = Math.min(want, fig.layout._fullHeight || want);
+    if (Math.abs(h - (fig.layout.height || 0)) < 2) return false;
+    fig.layout.height = h;
+    await window.Plotly.relayout(el, { height: h });
+    return true;
+  }
+  // A short plot gets fewer y ticks, so its labels never run into each other (about one per
+  // two lines of tick text).
+  async function tidyTicks(el, fig) {
+    const full = el._fullLayout;
+    if (!full) return;
+    const update = {};
+    for (const key of Object.keys(fig.layout)) {
+      if (!/^yaxis\d*$/.test(key) || !full[key] || !full[key]._length) continue;
+      const size = (full[key].tickfont && full[key].tickfont.size) || 12;
+      const n = Math.max(2, Math.floor(full[key]._length / (size * 2)));
+      if (fig.layout[key].nticks === n) continue;
+      fig.layout[key] = Object.assign({}, fig.layout[key], { nticks: n });
+      update[key + ".nticks"] = n;
+    }
+    if (Object.keys(update).length) await window.Plotly.relayout(el, update);
+  }
+  let refitting = Promise.resolve();
+  document.addEventListener("stepscope:fit", () => {
+    if (!window.Plotly) return;
+    refitting = refitting.then(async () => {
+      let changed = false;
+      for (const [el, fig] of Array.from(figures)) {
+        if (el.isConnected && (await refit(el, fig))) {
+          await tidyTicks(el, fig);
+          changed = true;
+        }
+      }
+      if (changed) document.dispatchEvent(new CustomEvent("stepscope:charts-ready"));
+    });
+  });
   new MutationObserver(retheme).observe(document.documentElement, { attributes: true, attributeFilter: ["data-theme"] });
 
   window.StepscopeCharts = { draw, retheme };

@@ -365,7 +365,9 @@ def _cwnd_layout(
 ) -> dict[str, Any]:
     layout = _base_layout(FIGURE_HEIGHT, title)
     domains = _domains()
-    layout["xaxis"] = _axis(anchor="y", domain=[0, 1], ticksuffix=" s", range=[t0, t1])
+    layout["xaxis"] = _axis(
+        anchor="y", domain=[0, 1], ticksuffix=" s", range=[t0, t1], ticklabelstandoff=8
+    )
     annotations = []
     for key, axis, label in ROWS:
         name = "yaxis" if axis == "y" else f"yaxis{axis[1:]}"

@@ -462,12 +462,16 @@ def _place(lx: float, ly: float, w: float, h: float, avoid: list[Box]) -> tuple[
     return best
 
 
+# The RFC/Linux switch and the client/server legend in the top-left corner: labels keep off.
+CORNER: Box = (0.0, 0.0, 160.0, 52.0)
+
+
 def _node_boxes(linux: bool) -> list[Box]:
     nodes = {**NODES, **(LINUX_NODES if linux else {})}
     return [
         (x - NODE_W / 2 - 10, y - NODE_H / 2 - 4, x + NODE_W / 2 + 10, y + NODE_H / 2 + 4)
         for x, y in nodes.values()
-    ]
+    ] + [CORNER]
 
 
 def _arrow(
