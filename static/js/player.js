@@ -60,13 +60,16 @@
     if (left < 40 || left > stage.clientWidth - 90) stage.scrollLeft += left - stage.clientWidth / 3;
   }
 
-  // A step's words that would overflow their column (big type, a long note) shrink together,
-  // never below 12 px, so the narration and the note stay in view without scrolling.
+  // A step's words that would overflow their column (big type, many notes) fit it: first the
+  // simulation's notes fold into their summary line (a click opens them), then the words shrink
+  // together, never below 12 px, so the narration and "what to notice" stay in view.
   function fitSide() {
     const side = parts.side;
     if (!side) return;
     side.style.removeProperty("--side-scale");
     if (!root.classList.contains("fit") || side.scrollHeight <= side.clientHeight + 1) return;
+    side.querySelectorAll("details.step-notes[open]").forEach((d) => { d.open = false; });
+    if (side.scrollHeight <= side.clientHeight + 1) return;
     const px = parseFloat(getComputedStyle(side).fontSize) || 16;
     const floor = Math.min(1, 12 / px);
     let scale = 1;

@@ -98,7 +98,7 @@
       if (part && wrap.contains(part)) bottom = Math.max(bottom, part.getBoundingClientRect().bottom);
     }
     const used = bottom - wrap.getBoundingClientRect().top + wrap.scrollTop;
-    return Math.max(260, Math.floor(current + box - used - 4));
+    return Math.max(220, Math.floor(current + box - used - 4));
   }
 
   // On a narrow screen the legend goes under the plot, and the figure grows to hold it.

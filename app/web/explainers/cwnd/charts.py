@@ -394,7 +394,7 @@ def _cwnd_layout(
     # beside the plot; charts.js moves it below on narrow screens
     layout["legend"] = {
         "orientation": "v",
-        "x": 1.01,
+        "x": 1.04,  # clear of the last time tick's label, which overhangs the plot's end
         "xanchor": "left",
         "y": 1,
         "yanchor": "top",

@@ -133,7 +133,7 @@ LAYOUT = """<style>
 .stage-wrap:has(> .cwnd-after) > #fields{order:2}
 .stage-wrap > .cwnd-after{order:3}
 .moment-slot{visibility:hidden}
-body.embed .cwnd-moment{font-size:0.8rem;padding:0.1rem 0.6rem}
+body.embed .cwnd-moment{font-size:0.75rem;padding:0.1rem 0.6rem}
 body.embed .cwnd-moment .moment-head,body.embed .cwnd-moment .pill-row,body.embed .cwnd-moment .moment-detail{margin:0.15rem 0}
 </style>"""
 
