@@ -166,13 +166,13 @@ PROBE = r"""
       for (const [name, el] of content) {
         if (visible(el) && overlaps(c, clipped(el))) out.push("controls " + fmt(c) + " overlap the " + name + " " + fmt(clipped(el)));
       }
-      onTop(ctl, ctl, "controls", 8, 2, out);
+      onTop(ctl, ctl, "controls", 6, 2, out);
       if (c.b - c.t > 0.1 * v.b) out.push("controls take " + Math.round(c.b - c.t) + " px of " + v.b);
     }
     const targets = [["picture", stage], ["narration", narration], ["note", note]];
     for (const [name, el] of targets) {
       if (!el || !visible(el)) continue;
-      onTop(el, name === "picture" ? wrap : side, name, 3, 3, out);
+      onTop(el, name === "picture" ? wrap : side, name, 2, 2, out);
       if (mode === "fit") {
         const own = box(el.getBoundingClientRect());
         const seen = cut(clipped(el), v);
@@ -221,16 +221,19 @@ PROBE = r"""
     }
     return { problems, tall };
   }
-  // Wait until the picture's layout stops changing (charts redraw after a resize or theme).
+  // Wait until the picture's layout stops changing (charts redraw after a resize or theme,
+  // and say so with aria-busy while they do).
   async function settle() {
     const sig = () => Array.from(document.querySelectorAll(".stage-wrap, .stage-wrap svg, #side"))
       .map((e) => { const r = e.getBoundingClientRect(); return [r.width, r.height].join("x"); }).join(";");
+    if (document.fonts) await document.fonts.ready;
     let last = "";
-    for (let i = 0; i < 40; i++) {
+    for (let i = 0; i < 60; i++) {
       await frame();
-      await new Promise((r) => setTimeout(r, 60));
+      await new Promise((r) => setTimeout(r, 40));
       const now = sig();
-      if (now === last && !document.querySelector(".plotly-pending")) return;
+      const waiting = document.querySelector(".plotly-pending, .stage-wrap [aria-busy='true']");
+      if (now === last && !waiting) return;
       last = now;
     }
   }
@@ -242,8 +245,7 @@ PROBE = r"""
 def _open(browser: Any, url: str, viewport: dict[str, int]) -> tuple[Any, Any]:
     context = browser.new_context(viewport=viewport, reduced_motion="reduce", bypass_csp=True)
     page = context.new_page()
-    page.goto(url)
-    page.wait_for_load_state("networkidle")
+    page.goto(url, wait_until="load")
     page.add_script_tag(content=PROBE)
     page.evaluate("__layout.settle()")
     return context, page

@@ -93,7 +93,9 @@
     const wrap = el.closest(".stage-wrap");
     if (!box || !wrap) return 0;
     let bottom = el.getBoundingClientRect().bottom;
-    for (const id of ["stage", "fields"]) {
+    // an embed keeps the chart and the card on screen; its field grid may scroll below them
+    const below = el.closest(".player").dataset.embed === "1" ? ["stage"] : ["stage", "fields"];
+    for (const id of below) {
       const part = document.getElementById(id);
       if (part && wrap.contains(part)) bottom = Math.max(bottom, part.getBoundingClientRect().bottom);
     }
@@ -118,9 +120,24 @@
   }
 
   const figures = new Map(); // element -> its figure (kept to re-theme without re-parsing)
+  // Charts being drawn, recoloured or resized say so (aria-busy) until they are done.
+  let busy = 0;
+  function markBusy() {
+    for (const el of figures.keys()) {
+      if (busy) el.setAttribute("aria-busy", "true");
+      else el.removeAttribute("aria-busy");
+    }
+  }
+  function working(fn) {
+    return async function (...args) {
+      busy++;
+      markBusy();
+      try { return await fn(...args); } finally { busy--; markBusy(); }
+    };
+  }
   const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
 
-  async function draw(root) {
+  const draw = working(async function (root) {
     if (!window.Plotly) return;
     const pending = Array.from((root || document).querySelectorAll(".plotly-pending"));
     if (!pending.length) return;
@@ -136,14 +153,15 @@
       paint(fig, th);
       fit(fig, el.clientWidth, el);
       figures.set(el, fig);
+      el.setAttribute("aria-busy", "true");
       await window.Plotly.newPlot(el, fig.data, fig.layout, CONFIG);
       await refit(el, fig);
       await tidyTicks(el, fig);
       await nextTask(); // one chart per task: input and paint get a turn in between
     }
     document.dispatchEvent(new CustomEvent("stepscope:charts-ready"));
-  }
-  async function retheme() {
+  });
+  const retheme = working(async function () {
     if (!window.Plotly) return;
     const th = theme();
     for (const [el, fig] of Array.from(figures)) {
@@ -153,7 +171,7 @@
       await nextTask();
     }
     document.dispatchEvent(new CustomEvent("stepscope:charts-ready"));
-  }
+  });
   // Size a drawn step chart to its box (after drawing, on every change of the player's box).
   async function refit(el, fig) {
     const want = boxHeight(el, el.clientHeight);
@@ -183,7 +201,7 @@
   let refitting = Promise.resolve();
   document.addEventListener("stepscope:fit", () => {
     if (!window.Plotly) return;
-    refitting = refitting.then(async () => {
+    refitting = refitting.then(working(async () => {
       let changed = false;
       for (const [el, fig] of Array.from(figures)) {
         if (el.isConnected && (await refit(el, fig))) {
@@ -192,7 +210,7 @@
         }
       }
       if (changed) document.dispatchEvent(new CustomEvent("stepscope:charts-ready"));
-    });
+    }));
   });
   new MutationObserver(retheme).observe(document.documentElement, { attributes: true, attributeFilter: ["data-theme"] });
 

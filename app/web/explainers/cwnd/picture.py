@@ -134,7 +134,11 @@ LAYOUT = """<style>
 .stage-wrap > .cwnd-after{order:3}
 .moment-slot{visibility:hidden}
 body.embed .cwnd-moment{font-size:0.75rem;padding:0.1rem 0.6rem}
-body.embed .cwnd-moment .moment-head,body.embed .cwnd-moment .pill-row,body.embed .cwnd-moment .moment-detail{margin:0.15rem 0}
+body.embed .cwnd-moment .moment-head,body.embed .cwnd-moment .moment-detail{margin:0.15rem 0}
+body.embed .cwnd-moment .pill-row{display:inline-flex;margin:0.15rem 1.2rem 0.15rem 0}
+body.embed .cwnd-moment .pill-label{min-width:0}
+body.embed .cwnd-moment .pill:not(.on){display:none}
+body.embed .cwnd-moment .moment-slot{display:inline}
 </style>"""
 
 
