@@ -284,6 +284,7 @@
     const ctlH = ctl && ctl.offsetParent !== null ? ctl.getBoundingClientRect().height : 0;
     const gap = parseFloat(getComputedStyle(body).rowGap) || 0;
     const vh = window.innerHeight;
+    if (!vh || !body.getClientRects().length) return; // not shown yet (a hidden iframe)
     const narrow = window.matchMedia("(max-width: 900px)").matches && root.dataset.embed !== "1";
     let h;
     if (narrow) {

@@ -104,19 +104,35 @@
   }
 
   // On a narrow screen the legend goes under the plot, and the figure grows to hold it.
+  // Returns whether the legend moved.
   function fit(fig, width, el) {
     const L = fig.layout;
     if (L._fullHeight === undefined) L._fullHeight = L.height;
-    if (el && fitBox(el)) return; // a height-bound box keeps the legend beside the plot
-    if (!L.legend || L.showlegend === false || !width || width >= 760) return;
+    if (L._wideLegend === undefined && L.legend) {
+      const g = L.legend;
+      L._wideLegend = { orientation: g.orientation, x: g.x, xanchor: g.xanchor, y: g.y, yanchor: g.yanchor, yref: g.yref || "paper" };
+    }
+    if (!width) return false; // not laid out yet (a hidden iframe): decide once it is
+    const beside = !L._legendBelow;
+    if ((el && fitBox(el)) || !L.legend || L.showlegend === false || width >= 760) {
+      // a height-bound box, or room enough: the legend stays beside the plot
+      if (beside) return false;
+      L.legend = Object.assign({}, L.legend, L._wideLegend);
+      L.height = L._fullHeight;
+      L._legendBelow = false;
+      return true;
+    }
+    L._legendBelow = true;
     if (L._wideHeight === undefined) L._wideHeight = L.height;
     const entries = fig.data.filter((t) => t.showlegend !== false).length;
     const groups = new Set(fig.data.map((t) => t.legendgroup)).size;
     const perRow = Math.max(1, Math.floor(width / 180));
     const rows = Math.ceil(entries / perRow) + groups;
-    L.legend = Object.assign({}, L.legend, { orientation: "h", x: 0, xanchor: "left", y: -0.04, yanchor: "top" });
+    // at the foot of the figure, below the time axis and its labels
+    L.legend = Object.assign({}, L.legend, { orientation: "h", x: 0, xanchor: "left", yref: "container", y: 0, yanchor: "bottom" });
     L.height = L._wideHeight - 120 + 22 * rows;
     L.yaxis = Object.assign({}, L.yaxis); // the plot keeps its own height: the margin grows
+    return beside;
   }
 
   const figures = new Map(); // element -> its figure (kept to re-theme without re-parsing)
@@ -204,7 +220,13 @@
     refitting = refitting.then(working(async () => {
       let changed = false;
       for (const [el, fig] of Array.from(figures)) {
-        if (el.isConnected && (await refit(el, fig))) {
+        if (!el.isConnected) continue;
+        let moved = false;
+        if (fit(fig, el.clientWidth, el)) {
+          await window.Plotly.react(el, fig.data, fig.layout, CONFIG);
+          moved = true;
+        }
+        if ((await refit(el, fig)) || moved) {
           await tidyTicks(el, fig);
           changed = true;
         }
