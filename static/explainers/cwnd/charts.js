@@ -123,7 +123,7 @@
       return true;
     }
     L._legendBelow = true;
-    if (L._wideHeight === undefined) L._wideHeight = L.height;
+    if (L._wideHeight === undefined) L._wideHeight = L._fullHeight;
     const entries = fig.data.filter((t) => t.showlegend !== false).length;
     const groups = new Set(fig.data.map((t) => t.legendgroup)).size;
     const perRow = Math.max(1, Math.floor(width / 180));
