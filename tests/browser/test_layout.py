@@ -17,7 +17,10 @@ the way the theme picker does (the ``data-theme`` attribute), sizes with the vie
 "Fits one screen" (1440×900 and the embed): the step's picture (``#stage``), narration and "what
 to notice" note lie wholly inside the viewport at scroll 0 and inside their scroll boxes (a
 picture box may scroll or scale its content). On the phone the narration starts within one
-screen height of the picture's top and the controls take at most 10 % of the screen. Labels are
+screen height of the picture's top. At every size the controls take at most 10 % of the screen
+height, overlap neither the picture box nor the narration column, nothing is painted over them
+or over the picture, narration and note (elementFromPoint), and the page is never wider than
+the screen. Charts still drawing say so (aria-busy) and are waited for. Labels are
 SVG ``text`` and HTML ``[data-label]`` elements inside the picture; anything inside
 ``[data-decorative]`` is exempt (nothing is marked so today); 1 px of overlap is tolerated.
 """
