@@ -60,6 +60,25 @@
     if (left < 40 || left > stage.clientWidth - 90) stage.scrollLeft += left - stage.clientWidth / 3;
   }
 
+  // A step's words that would overflow their column (big type, many notes) fit it: first the
+  // simulation's notes fold into their summary line (a click opens them), then the words shrink
+  // together, never below 12 px, so the narration and "what to notice" stay in view.
+  function fitSide() {
+    const side = parts.side;
+    if (!side) return;
+    side.style.removeProperty("--side-scale");
+    if (!root.classList.contains("fit") || side.scrollHeight <= side.clientHeight + 1) return;
+    side.querySelectorAll("details.step-notes[open]").forEach((d) => { d.open = false; });
+    if (side.scrollHeight <= side.clientHeight + 1) return;
+    const px = parseFloat(getComputedStyle(side).fontSize) || 16;
+    const floor = Math.min(1, 12 / px);
+    let scale = 1;
+    while (scale > floor && side.scrollHeight > side.clientHeight + 1) {
+      scale = Math.max(floor, scale - 0.05);
+      side.style.setProperty("--side-scale", scale.toFixed(2));
+    }
+  }
+
   function render(n) {
     const tpl = $("frame-" + n);
     if (!tpl) {
@@ -74,6 +93,7 @@
       const src = tpl.content.querySelector('[data-part="' + name + '"]');
       if (src) morph(el, src.innerHTML);
     }
+    fitSide();
     document.dispatchEvent(new CustomEvent("stepscope:rendered", { detail: { step: n, count } }));
     keepInView();
     prefetch();
@@ -228,15 +248,73 @@
       document.querySelectorAll("details.action-menu[open]").forEach((d) => { if (d !== menu) d.open = false; });
     });
   });
-  // The lesson intro starts open for a first visit on a big screen, folded on a phone.
-  const intro = document.querySelector(".lesson-intro[open]");
+  // The lesson intro starts open at step 0 on a big screen when it fits beside the step's own
+  // words (folded on a phone, or where it would push the narration or note out of view), and
+  // folds again once the reader steps on, unless they opened it themselves.
+  let intro = document.querySelector(".lesson-intro[open]");
   if (intro && window.matchMedia && window.matchMedia("(max-width: 700px)").matches) intro.open = false;
+  function introCrowds() {
+    const side = parts.side;
+    return !!side && side.scrollHeight > side.clientHeight + 1;
+  }
+  if (intro && intro.open) {
+    const summary = intro.querySelector("summary");
+    if (summary) summary.addEventListener("click", () => { intro = null; }); // the reader decides
+    document.addEventListener("stepscope:step", function fold(ev) {
+      if (ev.detail.step === 0) return;
+      document.removeEventListener("stepscope:step", fold);
+      if (intro) intro.open = false;
+    });
+  }
 
   window.addEventListener("popstate", () => {
     const n = parseInt(new URL(window.location.href).searchParams.get("step") || "0", 10);
     pause();
     goto(isNaN(n) ? 0 : n, null);
   });
+
+  // One step on one screen (static/css/app.css): the picture box and the side column take at
+  // most the height left under the page head once the controls have their row (--fit-h). On a
+  // narrow screen the picture box leaves room for the controls and the start of the narration.
+  // The offline export keeps its plain scrolling page.
+  const body = root.querySelector(".player-body");
+  function fit() {
+    if (!body || document.body.classList.contains("offline")) return;
+    const ctl = body.querySelector(":scope > .controls");
+    const ctlH = ctl && ctl.offsetParent !== null ? ctl.getBoundingClientRect().height : 0;
+    const gap = parseFloat(getComputedStyle(body).rowGap) || 0;
+    const vh = window.innerHeight;
+    if (!vh || !body.getClientRects().length) return; // not shown yet (a hidden iframe)
+    const narrow = window.matchMedia("(max-width: 900px)").matches && root.dataset.embed !== "1";
+    let h;
+    if (narrow) {
+      // the picture box, the controls and the start of the narration share one screen
+      const col = body.querySelector(":scope > .side-col");
+      const words = parts.side && parts.side.querySelector(".narration");
+      const rem = parseFloat(getComputedStyle(document.documentElement).fontSize) || 16;
+      const lead = col && words ? words.getBoundingClientRect().top - col.getBoundingClientRect().top : 4 * rem;
+      h = vh - ctlH - 2 * gap - lead - 3 * rem;
+    } else {
+      const top = body.getBoundingClientRect().top + window.scrollY;
+      const main = body.closest("main");
+      const pad = main ? parseFloat(getComputedStyle(main).paddingBottom) || 0 : 0;
+      h = vh - top - ctlH - gap - Math.min(pad, 12);
+    }
+    h = Math.max(Math.floor(h), Math.min(320, vh));
+    root.style.setProperty("--fit-h", h + "px");
+    root.classList.add("fit");
+    if (intro && intro.open && introCrowds()) intro.open = false;
+    fitSide();
+    document.dispatchEvent(new CustomEvent("stepscope:fit", { detail: { height: h } }));
+  }
+  fit();
+  let fitTimer = null;
+  window.addEventListener("resize", () => {
+    window.clearTimeout(fitTimer);
+    fitTimer = window.setTimeout(fit, 60);
+  });
+  if (document.fonts && document.fonts.ready) document.fonts.ready.then(fit);
+  new MutationObserver(fit).observe(document.documentElement, { attributes: true, attributeFilter: ["data-theme"] });
 
   window.Stepscope = {
     goto: (n) => goto(n),
@@ -245,6 +323,7 @@
     play, pause,
     get step() { return step; },
     get count() { return count; },
+    fit,
   };
   sync(null);
   keepInView();

@@ -54,7 +54,10 @@
     for (const el of charts()) {
       // refit only a chart whose box changed since it was drawn (a resize redraws every trace)
       const full = el._fullLayout;
-      if (window.Plotly && full && Math.abs(el.clientWidth - full.width) > 1) window.Plotly.Plots.resize(el);
+      if (window.Plotly && full && Math.abs(el.clientWidth - full.width) > 1) {
+        el.setAttribute("aria-busy", "true");
+        Promise.resolve(window.Plotly.Plots.resize(el)).finally(() => el.removeAttribute("aria-busy"));
+      }
       if (el.dataset.wired) continue;
       el.dataset.wired = "1";
       if (!el.on) continue;

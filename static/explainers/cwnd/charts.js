@@ -78,21 +78,80 @@
     return fig;
   }
 
+  // The player's picture box (static/css/app.css, --fit-h) when it must hold the step chart and
+  // the step's card on one screen: wide pages and embeds, not a stacked narrow page.
+  function fitBox(el) {
+    const player = el.closest(".player.fit");
+    if (!player || !el.closest(".chart[data-cursor]")) return 0;
+    const stacked = player.dataset.embed !== "1" && window.matchMedia("(max-width: 900px)").matches;
+    if (stacked) return 0;
+    return parseFloat(getComputedStyle(player).getPropertyValue("--fit-h")) || 0;
+  }
+  // The step chart takes what the picture box leaves once the step's card and fields are in
+  // it (the card keeps one height for a whole run), down to a floor where the plots still read.
+  function boxHeight(el, current) {
+    const box = fitBox(el);
+    const wrap = el.closest(".stage-wrap");
+    if (!box || !wrap) return 0;
+    let bottom = el.getBoundingClientRect().bottom;
+    // an embed keeps the chart and the card on screen; its field grid may scroll below them
+    const below = el.closest(".player").dataset.embed === "1" ? ["stage"] : ["stage", "fields"];
+    for (const id of below) {
+      const part = document.getElementById(id);
+      if (part && wrap.contains(part)) bottom = Math.max(bottom, part.getBoundingClientRect().bottom);
+    }
+    const used = bottom - wrap.getBoundingClientRect().top + wrap.scrollTop;
+    return Math.max(220, Math.floor(current + box - used - 4));
+  }
+
   // On a narrow screen the legend goes under the plot, and the figure grows to hold it.
-  function fit(fig, width) {
+  // Returns whether the legend moved.
+  function fit(fig, width, el) {
     const L = fig.layout;
-    if (!L.legend || L.showlegend === false || !width || width >= 760) return;
-    if (L._wideHeight === undefined) L._wideHeight = L.height;
+    if (L._fullHeight === undefined) L._fullHeight = L.height;
+    if (L._wideLegend === undefined && L.legend) {
+      const g = L.legend;
+      L._wideLegend = { orientation: g.orientation, x: g.x, xanchor: g.xanchor, y: g.y, yanchor: g.yanchor, yref: g.yref || "paper" };
+    }
+    if (!width) return false; // not laid out yet (a hidden iframe): decide once it is
+    const beside = !L._legendBelow;
+    if ((el && fitBox(el)) || !L.legend || L.showlegend === false || width >= 760) {
+      // a height-bound box, or room enough: the legend stays beside the plot
+      if (beside) return false;
+      L.legend = Object.assign({}, L.legend, L._wideLegend);
+      L.height = L._fullHeight;
+      L._legendBelow = false;
+      return true;
+    }
+    L._legendBelow = true;
+    if (L._wideHeight === undefined) L._wideHeight = L._fullHeight;
     const entries = fig.data.filter((t) => t.showlegend !== false).length;
     const groups = new Set(fig.data.map((t) => t.legendgroup)).size;
     const perRow = Math.max(1, Math.floor(width / 180));
     const rows = Math.ceil(entries / perRow) + groups;
-    L.legend = Object.assign({}, L.legend, { orientation: "h", x: 0, xanchor: "left", y: -0.04, yanchor: "top" });
+    // at the foot of the figure, below the time axis and its labels
+    L.legend = Object.assign({}, L.legend, { orientation: "h", x: 0, xanchor: "left", yref: "container", y: 0, yanchor: "bottom" });
     L.height = L._wideHeight - 120 + 22 * rows;
     L.yaxis = Object.assign({}, L.yaxis); // the plot keeps its own height: the margin grows
+    return beside;
   }
 
   const figures = new Map(); // element -> its figure (kept to re-theme without re-parsing)
+  // Charts being drawn, recoloured or resized say so (aria-busy) until they are done.
+  let busy = 0;
+  function markBusy() {
+    for (const el of figures.keys()) {
+      if (busy) el.setAttribute("aria-busy", "true");
+      else el.removeAttribute("aria-busy");
+    }
+  }
+  function working(fn) {
+    return async function (...args) {
+      busy++;
+      markBusy();
+      try { return await fn(...args); } finally { busy--; markBusy(); }
+    };
+  }
   const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
   // after the next paint (a task after the frame), so what was drawn is on screen meanwhile
   const nextFrame = () => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
@@ -117,7 +176,7 @@
   }
   const PASSES = 3;
 
-  async function draw(root) {
+  const draw = working(async function (root) {
     if (!window.Plotly) return;
     const pending = Array.from((root || document).querySelectorAll(".plotly-pending"));
     if (!pending.length) return;
@@ -131,7 +190,7 @@
       el.textContent = "";
       el.style.minHeight = "";
       paint(fig, th);
-      fit(fig, el.clientWidth);
+      fit(fig, el.clientWidth, el);
       figures.set(el, fig);
       // A cold first plot (plotly.js compiling its code as it goes, every tick label and legend
       // entry measured) is one long task. Drawn in passes, none blocks the page for long: the
@@ -140,6 +199,7 @@
       // (Plotly.newPlot each time: Plotly.react, which would keep event listeners, costs about
       // twice as much here. newPlot drops them, so the cursor script wires the chart again when
       // "stepscope:charts-ready" comes.)
+      el.setAttribute("aria-busy", "true");
       const passes = warmups(fig);
       if (passes.length) el.classList.add("plotly-drawing");
       for (const pass of passes) {
@@ -147,13 +207,15 @@
         await nextFrame();
       }
       await window.Plotly.newPlot(el, fig.data, fig.layout, CONFIG);
+      await refit(el, fig);
+      await tidyTicks(el, fig);
       el.classList.remove("plotly-drawing");
       delete el.dataset.wired;
       await nextTask(); // one chart per task: input and paint get a turn in between
     }
     document.dispatchEvent(new CustomEvent("stepscope:charts-ready"));
-  }
-  async function retheme() {
+  });
+  const retheme = working(async function () {
     if (!window.Plotly) return;
     const th = theme();
     for (const [el, fig] of Array.from(figures)) {
@@ -163,7 +225,53 @@
       await nextTask();
     }
     document.dispatchEvent(new CustomEvent("stepscope:charts-ready"));
+  });
+  // Size a drawn step chart to its box (after drawing, on every change of the player's box).
+  async function refit(el, fig) {
+    const want = boxHeight(el, el.clientHeight);
+    if (!want) return false;
+    const h = Math.min(want, fig.layout._fullHeight || want);
+    if (Math.abs(h - (fig.layout.height || 0)) < 2) return false;
+    fig.layout.height = h;
+    await window.Plotly.relayout(el, { height: h });
+    return true;
   }
+  // A short plot gets fewer y ticks, so its labels never run into each other (about one per
+  // two lines of tick text).
+  async function tidyTicks(el, fig) {
+    const full = el._fullLayout;
+    if (!full) return;
+    const update = {};
+    for (const key of Object.keys(fig.layout)) {
+      if (!/^yaxis\d*$/.test(key) || !full[key] || !full[key]._length) continue;
+      const size = (full[key].tickfont && full[key].tickfont.size) || 12;
+      const n = Math.max(2, Math.floor(full[key]._length / (size * 2)));
+      if (fig.layout[key].nticks === n) continue;
+      fig.layout[key] = Object.assign({}, fig.layout[key], { nticks: n });
+      update[key + ".nticks"] = n;
+    }
+    if (Object.keys(update).length) await window.Plotly.relayout(el, update);
+  }
+  let refitting = Promise.resolve();
+  document.addEventListener("stepscope:fit", () => {
+    if (!window.Plotly) return;
+    refitting = refitting.then(working(async () => {
+      let changed = false;
+      for (const [el, fig] of Array.from(figures)) {
+        if (!el.isConnected) continue;
+        let moved = false;
+        if (fit(fig, el.clientWidth, el)) {
+          await window.Plotly.react(el, fig.data, fig.layout, CONFIG);
+          moved = true;
+        }
+        if ((await refit(el, fig)) || moved) {
+          await tidyTicks(el, fig);
+          changed = true;
+        }
+      }
+      if (changed) document.dispatchEvent(new CustomEvent("stepscope:charts-ready"));
+    }));
+  });
   new MutationObserver(retheme).observe(document.documentElement, { attributes: true, attributeFilter: ["data-theme"] });
 
   window.StepscopeCharts = { draw, retheme };

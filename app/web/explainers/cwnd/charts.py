@@ -372,7 +372,9 @@ def _cwnd_layout(
 ) -> dict[str, Any]:
     layout = _base_layout(FIGURE_HEIGHT, title)
     domains = _domains()
-    layout["xaxis"] = _axis(anchor="y", domain=[0, 1], ticksuffix=" s", range=[t0, t1])
+    layout["xaxis"] = _axis(
+        anchor="y", domain=[0, 1], ticksuffix=" s", range=[t0, t1], ticklabelstandoff=8
+    )
     annotations = []
     for key, axis, label in ROWS:
         name = "yaxis" if axis == "y" else f"yaxis{axis[1:]}"
@@ -399,7 +401,7 @@ def _cwnd_layout(
     # beside the plot; charts.js moves it below on narrow screens
     layout["legend"] = {
         "orientation": "v",
-        "x": 1.01,
+        "x": 1.04,  # clear of the last time tick's label, which overhangs the plot's end
         "xanchor": "left",
         "y": 1,
         "yanchor": "top",

@@ -105,9 +105,16 @@ def _options(trace: Trace[Any, Any], idx: int, flow: Mapping[str, Any], t: float
     return f'<p class="moment-detail">{_t(join(" · ", bits))}</p>' if bits else ""
 
 
+def _slot(html: str, shown: bool) -> str:
+    """A row of the card; a row another flow of the run needs is kept, invisible, so the card
+    has one height for the whole run and the charts above it can take the rest of the box."""
+    return html if shown else f'<div class="moment-slot" aria-hidden="true">{html}</div>'
+
+
 def picture(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
     state = frame.state
     flows = trace.series.get("flows", ())
+    kinds = {str(f.get("cc", "")) for f in flows}
     idx = state.get("flow")
     t = float(frame.time if frame.time is not None else state.get("t", 0.0))
     parts = [f'<div class="cwnd-moment" id="cwnd-moment" data-time="{t:.6f}">']
@@ -122,11 +129,17 @@ def picture(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
         )
         parts.append(f'<p class="moment-head"><b>t = {t:.3f} s</b> · {_t(head)}</p>')
         parts.append(_pills(msg("CA state"), CA_STATES, _at(flow, "ca_state", t)))
-        if cc == "bbr":
-            parts.append(_pills(msg("BBR mode"), BBR_MODES, _at(flow, "bbr_mode", t)))
-            parts.append(_bbr_model(flow, t))
-        if cc == "cubic":
-            parts.append(_cubic_driver(flow, t))
+        if "bbr" in kinds:
+            model = _bbr_model(flow, t) if cc == "bbr" else ""
+            if not model:
+                model = _bbr_model({"t": [t], "bw_mbps": [0.0], "min_rtt_ms": [0.0]}, t)
+            bbr = _pills(msg("BBR mode"), BBR_MODES, _at(flow, "bbr_mode", t)) + model
+            parts.append(_slot(bbr, cc == "bbr"))
+        if "cubic" in kinds:
+            driver = _cubic_driver(flow, t) if cc == "cubic" else ""
+            if not driver:
+                driver = _cubic_driver({"t": [t], "w_cubic": [0.0], "w_est": [0.0]}, t)
+            parts.append(_slot(driver, cc == "cubic"))
         parts.append(_options(trace, idx, flow, t))
     else:
         parts.append(f'<p class="moment-head"><b>t = {t:.3f} s</b></p>')
@@ -134,11 +147,30 @@ def picture(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
     return "".join(parts)
 
 
+# The step's chart first, then this step's card and fields, then the rest of the run (the
+# player puts static HTML above the stage): chart and card share the picture box on one screen.
+LAYOUT = """<style>
+.stage-wrap:has(> .cwnd-after){display:flex;flex-direction:column}
+.stage-wrap:has(> .cwnd-after) > #stage{order:1}
+.stage-wrap:has(> .cwnd-after) > #fields{order:2}
+.stage-wrap > .cwnd-after{order:3}
+.moment-slot{visibility:hidden}
+body.embed .cwnd-moment{font-size:0.75rem;padding:0.1rem 0.6rem}
+body.embed .cwnd-moment .moment-head,body.embed .cwnd-moment .moment-detail{margin:0.15rem 0}
+body.embed .cwnd-moment .pill-row{display:inline-flex;margin:0.15rem 1.2rem 0.15rem 0}
+body.embed .cwnd-moment .pill-label{min-width:0}
+body.embed .cwnd-moment .pill:not(.on){display:none}
+body.embed .cwnd-moment .moment-slot{display:inline}
+</style>"""
+
+
 def static(trace: Trace[Any, Any]) -> str:
     html = [
+        LAYOUT,
         '<div class="chart" data-cursor="1">',
         cwnd_figure(trace.series, div_id="cwnd-chart"),
         "</div>",
+        '<div class="cwnd-after">',
     ]
     summary = trace.summary
     flows = summary.get("flows", ())
@@ -147,6 +179,7 @@ def static(trace: Trace[Any, Any]) -> str:
             '<div class="chart">' + fairness_figure(summary, div_id="fairness-chart") + "</div>"
         )
     html.append(summary_table(summary))
+    html.append("</div>")
     return "".join(html)
 
 

@@ -442,12 +442,14 @@ def _overlap(a: Box, b: Box) -> bool:
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
-def _place(lx: float, ly: float, w: float, h: float, avoid: list[Box]) -> tuple[float, float]:
+def _place(
+    lx: float, ly: float, w: float, h: float, avoid: list[Box]
+) -> tuple[float, float, float]:
     """A spot near (lx, ly) for a w×h label covering as little of the nodes and other labels
-    as can be."""
-    best, least = (lx, ly), math.inf
-    for dy in (0, -22, 22, -44, 44, -66, 66):
-        for dx in (0, -50, 50, -100, 100, -150, 150):
+    as can be, and how much it still covers (0: clear)."""
+    best, least, covered = (lx, ly), math.inf, math.inf
+    for dy in range(-132, 133, 11):
+        for dx in range(-200, 201, 25):
             x = min(max(lx + dx, w / 2 + 2), 438 - w / 2)
             y = min(max(ly + dy, h / 2 + 30), DIAGRAM_H - h / 2)
             box = (x - w / 2, y - h / 2, x + w / 2, y + h / 2)
@@ -456,10 +458,15 @@ def _place(lx: float, ly: float, w: float, h: float, avoid: list[Box]) -> tuple[
                 * max(0.0, min(box[3], o[3]) - max(box[1], o[1]))
                 for o in avoid
             )
-            cost = cover + (abs(dx) + abs(dy)) * 0.5
+            # any overlap costs more than the longest move: a clear spot always wins
+            cost = cover * 8 + (abs(dx) + abs(dy)) * 0.5
             if cost < least:
-                best, least = (x, y), cost
-    return best
+                best, least, covered = (x, y), cost, cover
+    return best[0], best[1], covered
+
+
+# The RFC/Linux switch and the client/server legend in the top-left corner: labels keep off.
+CORNER: Box = (0.0, 0.0, 160.0, 52.0)
 
 
 def _node_boxes(linux: bool) -> list[Box]:
@@ -467,7 +474,7 @@ def _node_boxes(linux: bool) -> list[Box]:
     return [
         (x - NODE_W / 2 - 10, y - NODE_H / 2 - 4, x + NODE_W / 2 + 10, y + NODE_H / 2 + 4)
         for x, y in nodes.values()
-    ]
+    ] + [CORNER]
 
 
 def _arrow(
@@ -489,13 +496,26 @@ def _arrow(
     text1 = f"{event}" + (f" {extra}" if extra else "")
     text2 = f"{function}()"
     w = max(len(text1), len(text2)) * 7.0 + 12
-    lx, ly = _place(lx, ly, w, 32, avoid)
-    avoid.append((lx - w / 2 - 4, ly - 20, lx + w / 2 + 4, ly + 20))
+    x, y, cover = _place(lx, ly, w, 32, avoid)
+    if cover > 0:
+        # no clear spot for two lines: the event alone (the caption names the function too)
+        w1 = len(text1) * 7.0 + 12
+        x1, y1, cover1 = _place(lx, ly, w1, 18, avoid)
+        if cover1 < cover:
+            avoid.append((x1 - w1 / 2 - 4, y1 - 12, x1 + w1 / 2 + 4, y1 + 12))
+            label = (
+                f'<g class="taken-label"><rect class="tag" x="{x1 - w1 / 2:.1f}" '
+                f'y="{y1 - 9:.1f}" width="{w1:.1f}" height="18" rx="4" '
+                f'style="stroke: {COLOUR[ep]}"/><text x="{x1:.1f}" y="{y1 + 4:.1f}" '
+                f'text-anchor="middle"><title>{_t(text2)}</title>{_t(text1)}</text></g>'
+            )
+            return arrow, label
+    avoid.append((x - w / 2 - 4, y - 20, x + w / 2 + 4, y + 20))
     label = (
-        f'<g class="taken-label"><rect class="tag" x="{lx - w / 2:.1f}" y="{ly - 16:.1f}" '
+        f'<g class="taken-label"><rect class="tag" x="{x - w / 2:.1f}" y="{y - 16:.1f}" '
         f'width="{w:.1f}" height="32" rx="4" style="stroke: {COLOUR[ep]}"/>'
-        f'<text x="{lx:.1f}" y="{ly - 3:.1f}" text-anchor="middle">{_t(text1)}</text>'
-        f'<text class="mono" x="{lx:.1f}" y="{ly + 11:.1f}" text-anchor="middle">'
+        f'<text x="{x:.1f}" y="{y - 3:.1f}" text-anchor="middle">{_t(text1)}</text>'
+        f'<text class="mono" x="{x:.1f}" y="{y + 11:.1f}" text-anchor="middle">'
         f"{_t(text2)}</text></g>"
     )
     return arrow, label

@@ -1,0 +1,305 @@
+"""One step on one screen, at 1440×900, on a 390×844 phone and in a 960×600 embed, in every
+theme: the controls never cover the picture, narration, note or charts, nothing is painted over
+the controls, and text labels inside a picture never overlap (issue #10).
+
+Every registered explainer's presets are walked (``app.explainers.builtin()``), so a new
+explainer is covered without touching this file. Sampling, to keep the suite fast: every step of
+every preset is measured at 1440×900 in the light theme, labels included (the picture's geometry
+does not depend on the theme: themes change colours, and the projector theme's larger type is
+checked on the samples). Every other size and theme (1440×900 dark and projector; the phone in
+all three; the embed in all three, loaded in the projector theme the Embed menu offers by
+default) is measured on each preset's first and last step and on its tallest steps (the one with
+the most picture content and the one with the most side text, found during the full walk): the
+layout is a function of those heights, so a step that fits when the tallest do also fits.
+Stepping uses the player's own JS API (``window.Stepscope.goto``), never a reload; themes switch
+the way the theme picker does (the ``data-theme`` attribute), sizes with the viewport.
+
+"Fits one screen" (1440×900 and the embed): the step's picture (``#stage``), narration and "what
+to notice" note lie wholly inside the viewport at scroll 0 and inside their scroll boxes (a
+picture box may scroll or scale its content). On the phone the narration starts within one
+screen height of the picture's top. At every size the controls take at most 10 % of the screen
+height, overlap neither the picture box nor the narration column, nothing is painted over them
+or over the picture, narration and note (elementFromPoint), and the page is never wider than
+the screen. Charts still drawing say so (aria-busy) and are waited for. Labels are
+SVG ``text`` and HTML ``[data-label]`` elements inside the picture; anything inside
+``[data-decorative]`` is exempt (nothing is marked so today); 1 px of overlap is tolerated.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from app.explainers import builtin
+
+CASES = [(pl.name, p.slug) for pl in builtin() for p in pl.sim.presets]
+THEMES = ("light", "dark", "projector")
+DESKTOP = {"width": 1440, "height": 900}
+PHONE = {"width": 390, "height": 844}
+EMBED = {"width": 960, "height": 600}
+
+# Measures the player as it stands and says what is wrong (loaded with add_script_tag).
+PROBE = r"""
+// Layout probe for tests/browser/test_layout.py: measures the player as it stands (bounding
+// boxes, elementsFromPoint) and returns what is wrong, as readable strings. Loaded into the page
+// with add_script_tag; defines window.__layout.
+(function () {
+  "use strict";
+  const TOL = 1; // px: touching boxes and sub-pixel rounding are not overlaps
+
+  function box(r) { return { l: r.left, t: r.top, r: r.right, b: r.bottom }; }
+  function area(b) { return Math.max(0, b.r - b.l) * Math.max(0, b.b - b.t); }
+  function cut(a, b) {
+    return { l: Math.max(a.l, b.l), t: Math.max(a.t, b.t), r: Math.min(a.r, b.r), b: Math.min(a.b, b.b) };
+  }
+  function overlaps(a, b) {
+    const c = cut(a, b);
+    return c.r - c.l > TOL && c.b - c.t > TOL;
+  }
+  function fmt(b) { return "[" + [b.l, b.t, b.r, b.b].map((v) => Math.round(v)).join(",") + "]"; }
+  function viewport() { return { l: 0, t: 0, r: window.innerWidth, b: window.innerHeight }; }
+
+  // The part of an element its scrolling/clipping ancestors let through (page coordinates of
+  // the viewport; the viewport itself is not applied here).
+  function clipped(el) {
+    let b = box(el.getBoundingClientRect());
+    for (let p = el.parentElement; p && p !== document.body; p = p.parentElement) {
+      const cs = getComputedStyle(p);
+      if (cs.overflowX !== "visible" || cs.overflowY !== "visible") {
+        const pb = box(p.getBoundingClientRect());
+        // the clip box is the padding box: borders and scrollbars are not content
+        const inner = {
+          l: pb.l + p.clientLeft, t: pb.t + p.clientTop,
+          r: pb.l + p.clientLeft + p.clientWidth, b: pb.t + p.clientTop + p.clientHeight,
+        };
+        b = cut(b, inner);
+      }
+    }
+    return b;
+  }
+
+  function visible(el) {
+    if (!el || !el.isConnected) return false;
+    if (el.checkVisibility && !el.checkVisibility({ opacityProperty: true, visibilityProperty: true })) return false;
+    const r = el.getBoundingClientRect();
+    return r.width > 0 && r.height > 0;
+  }
+
+  // Points of a grid inside box b (inset), within the viewport.
+  function points(b, nx, ny) {
+    const v = viewport();
+    const c = cut(b, { l: v.l + 1, t: v.t + 1, r: v.r - 1, b: v.b - 1 });
+    const out = [];
+    if (c.r - c.l < 4 || c.b - c.t < 4) return out;
+    for (let i = 0; i < nx; i++) {
+      for (let j = 0; j < ny; j++) {
+        out.push([c.l + 2 + ((c.r - c.l - 4) * (i + 0.5)) / nx, c.t + 2 + ((c.b - c.t - 4) * (j + 0.5)) / ny]);
+      }
+    }
+    return out;
+  }
+  function describe(el) {
+    if (!el) return "nothing";
+    const cls = el.getAttribute && el.getAttribute("class");
+    return el.tagName.toLowerCase() + (el.id ? "#" + el.id : "") + (cls ? "." + String(cls).split(/\s+/).join(".") : "");
+  }
+  // What is painted on top at each grid point of ``el`` must belong to ``owner``.
+  function onTop(el, owner, name, nx, ny, out) {
+    for (const [x, y] of points(clipped(el), nx, ny)) {
+      const top = document.elementFromPoint(x, y);
+      if (top && !owner.contains(top)) {
+        out.push(name + " is covered by " + describe(top) + " at (" + Math.round(x) + "," + Math.round(y) + ")");
+        return;
+      }
+    }
+  }
+
+  // Text elements inside the picture (SVG text, and HTML marked data-label); an element inside
+  // [data-decorative] is exempt (none is marked so today).
+  function labels(wrap) {
+    const out = [];
+    for (const el of wrap.querySelectorAll("svg text, [data-label]")) {
+      if (el.closest("[data-decorative]")) continue;
+      if (el.tagName.toLowerCase() !== "text" && !(el instanceof HTMLElement)) continue;
+      if (!el.textContent || !el.textContent.trim()) continue;
+      if (!visible(el)) continue;
+      out.push(el);
+    }
+    return out;
+  }
+  function labelClashes(wrap, out) {
+    const els = labels(wrap);
+    const boxes = els.map((e) => box(e.getBoundingClientRect()));
+    let n = 0;
+    for (let i = 0; i < els.length; i++) {
+      for (let j = i + 1; j < els.length; j++) {
+        if (els[i].contains(els[j]) || els[j].contains(els[i])) continue;
+        if (overlaps(boxes[i], boxes[j])) {
+          if (n++ < 3) {
+            out.push("labels overlap: \"" + els[i].textContent.trim().slice(0, 40) + "\" " + fmt(boxes[i]) +
+              " and \"" + els[j].textContent.trim().slice(0, 40) + "\" " + fmt(boxes[j]));
+          }
+        }
+      }
+    }
+    return els.length;
+  }
+
+  // One check of the step on screen. mode: "fit" (the picture, narration and note lie in the
+  // viewport) or "phone" (the narration starts within one screen height of the picture's top).
+  function check(mode, withLabels) {
+    const out = [];
+    const v = viewport();
+    const wrap = document.querySelector(".stage-wrap");
+    const stage = document.getElementById("stage");
+    const side = document.getElementById("side");
+    const sideCol = side ? side.parentElement : null;
+    const ctl = document.querySelector(".player .controls");
+    const narration = side && side.querySelector(".narration");
+    const note = side && side.querySelector(".notice");
+    if (!wrap || !stage || !side) return ["player parts missing"];
+
+    if (document.documentElement.scrollWidth > v.r + TOL) {
+      out.push("the page is wider than the screen: " + document.documentElement.scrollWidth + " px");
+    }
+    if (ctl && visible(ctl)) {
+      const c = box(ctl.getBoundingClientRect());
+      const content = [["picture", wrap], ["narration column", sideCol]];
+      for (const [name, el] of content) {
+        if (visible(el) && overlaps(c, clipped(el))) out.push("controls " + fmt(c) + " overlap the " + name + " " + fmt(clipped(el)));
+      }
+      onTop(ctl, ctl, "controls", 6, 2, out);
+      if (c.b - c.t > 0.1 * v.b) out.push("controls take " + Math.round(c.b - c.t) + " px of " + v.b);
+    }
+    const targets = [["picture", stage], ["narration", narration], ["note", note]];
+    for (const [name, el] of targets) {
+      if (!el || !visible(el)) continue;
+      onTop(el, name === "picture" ? wrap : side, name, 2, 2, out);
+      if (mode === "fit") {
+        const own = box(el.getBoundingClientRect());
+        const seen = cut(clipped(el), v);
+        if (area(seen) < area(own) - TOL * ((own.r - own.l) + (own.b - own.t)) - 1) {
+          out.push(name + " " + fmt(own) + " is not all in view (visible " + fmt(seen) + ", screen " + v.r + "x" + v.b + ")");
+        }
+      }
+    }
+    if (mode === "phone" && narration) {
+      const gap = narration.getBoundingClientRect().top - wrap.getBoundingClientRect().top;
+      if (gap > v.b) out.push("narration starts " + Math.round(gap) + " px below the picture's top (screen " + v.b + ")");
+    }
+    if (withLabels) labelClashes(wrap, out);
+    return out;
+  }
+
+  const root = () => document.getElementById("player");
+  function frame() { return new Promise((r) => requestAnimationFrame(() => r())); }
+  // Show step n with the player's own API and wait until it is on the page.
+  async function show(n) {
+    const S = window.Stepscope;
+    S.pause();
+    S.goto(n);
+    for (let i = 0; i < 400; i++) {
+      const p = root();
+      if (p.dataset.step === String(n) && !p.classList.contains("loading") &&
+          document.getElementById("frame-" + n)) return;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    throw new Error("step " + n + " never showed");
+  }
+  // Height of what the step shows: picture content and side content (for "tallest step").
+  function heights() {
+    const wrap = document.querySelector(".stage-wrap");
+    const side = document.getElementById("side");
+    return [wrap ? wrap.scrollHeight : 0, side ? side.scrollHeight : 0];
+  }
+
+  async function walk(steps, mode, withLabels, tag) {
+    const problems = [];
+    const tall = [];
+    for (const n of steps) {
+      await show(n);
+      for (const p of check(mode, withLabels)) problems.push(tag + " step " + n + ": " + p);
+      tall.push(heights());
+    }
+    return { problems, tall };
+  }
+  // Wait until the picture's layout stops changing (charts redraw after a resize or theme,
+  // and say so with aria-busy while they do).
+  async function settle() {
+    const sig = () => Array.from(document.querySelectorAll(".stage-wrap, .stage-wrap svg, #side"))
+      .map((e) => { const r = e.getBoundingClientRect(); return [r.width, r.height].join("x"); }).join(";");
+    if (document.fonts) await document.fonts.ready;
+    let last = "";
+    for (let i = 0; i < 60; i++) {
+      await frame();
+      await new Promise((r) => setTimeout(r, 40));
+      const now = sig();
+      const waiting = document.querySelector(".plotly-pending, .stage-wrap [aria-busy='true']");
+      if (now === last && !waiting) return;
+      last = now;
+    }
+  }
+  window.__layout = { check, walk, settle, show };
+})();
+"""
+
+
+def _open(browser: Any, url: str, viewport: dict[str, int]) -> tuple[Any, Any]:
+    context = browser.new_context(viewport=viewport, reduced_motion="reduce", bypass_csp=True)
+    page = context.new_page()
+    page.goto(url, wait_until="load")
+    page.add_script_tag(content=PROBE)
+    page.evaluate("__layout.settle()")
+    return context, page
+
+
+def _walk(page: Any, steps: list[int], mode: str, tag: str) -> tuple[list[str], list[list[int]]]:
+    out = page.evaluate("([s, m, t]) => __layout.walk(s, m, true, t)", [steps, mode, tag])
+    return list(out["problems"]), list(out["tall"])
+
+
+def _theme(page: Any, theme: str) -> None:
+    page.evaluate("t => { document.documentElement.dataset.theme = t; }", theme)
+    page.evaluate("__layout.settle()")
+
+
+def _tallest(heights: list[list[int]], which: int) -> int:
+    return max(range(len(heights)), key=lambda n: heights[n][which])
+
+
+@pytest.mark.parametrize(("explainer", "slug"), CASES, ids=[f"{e}-{s}" for e, s in CASES])
+def test_every_step_fits_one_screen_and_nothing_overlaps(
+    live_server: Any, browser: Any, explainer: str, slug: str
+) -> None:
+    """Each preset step: controls cover nothing and nothing covers them, labels don't overlap,
+    picture, narration and note fit 1440×900 and a 960×600 embed, and on a phone the narration
+    starts within a screen of the picture, in the light, dark and projector themes."""
+    problems: list[str] = []
+    context, page = _open(
+        browser, f"{live_server.url}/explainers/{explainer}/presets/{slug}", DESKTOP
+    )
+    try:
+        count = int(page.evaluate("window.Stepscope.count"))
+        assert count > 0
+        found, heights = _walk(page, list(range(count)), "fit", "1440x900 light")
+        problems += found
+        samples = sorted({0, count - 1, _tallest(heights, 0), _tallest(heights, 1)})
+        for theme in ("dark", "projector"):
+            _theme(page, theme)
+            problems += _walk(page, samples, "fit", f"1440x900 {theme}")[0]
+        page.set_viewport_size(PHONE)
+        for theme in THEMES:
+            _theme(page, theme)
+            problems += _walk(page, samples, "phone", f"390x844 {theme}")[0]
+    finally:
+        context.close()
+    embed = f"{live_server.url}/embed/{explainer}/presets/{slug}?theme=projector"
+    context, page = _open(browser, embed, EMBED)
+    try:
+        for theme in ("projector", "light", "dark"):
+            _theme(page, theme)
+            problems += _walk(page, samples, "fit", f"embed 960x600 {theme}")[0]
+    finally:
+        context.close()
+    assert not problems, f"{len(problems)} layout faults:\n" + "\n".join(problems[:25])
