@@ -94,8 +94,8 @@
       if (src) morph(el, src.innerHTML);
     }
     fitSide();
+    keepInView(); // before "rendered": its listeners see the stage where it will stay
     document.dispatchEvent(new CustomEvent("stepscope:rendered", { detail: { step: n, count } }));
-    keepInView();
     prefetch();
   }
 
