@@ -93,6 +93,41 @@ def frame_window(step: int, count: int, size: int = FRAME_WINDOW) -> tuple[int, 
     return start, start + size
 
 
+PICTURE_BUDGET = 1_000_000  # bytes of step pictures one page embeds; the player fetches the rest
+
+
+def within_budget(
+    frames: list[RenderedFrame], start: int, current: int, budget: int = PICTURE_BUDGET
+) -> tuple[int, list[RenderedFrame]]:
+    """The frames around ``current`` whose pictures fit ``budget`` bytes (the current one
+    always), growing three steps ahead for each one behind; returns their start and list.
+    Big pictures (a scheduler step with every request drawn) would otherwise make a page of
+    megabytes that the browser parses in one long task."""
+    sizes = [len(f.picture) for f in frames]
+    if sum(sizes) <= budget:
+        return start, frames
+    lo = hi = current - start
+    used = sizes[lo]
+    turn = 0
+    while True:
+        back = turn % 4 == 3
+        nxt = lo - 1 if back else hi + 1
+        if not 0 <= nxt < len(frames):
+            back = not back
+            nxt = lo - 1 if back else hi + 1
+            if not 0 <= nxt < len(frames):
+                break
+        if used + sizes[nxt] > budget:
+            break
+        used += sizes[nxt]
+        if back:
+            lo = nxt
+        else:
+            hi = nxt
+        turn += 1
+    return start + lo, frames[lo : hi + 1]
+
+
 MAX_MARKS = 120  # ticks on the scrubber; denser marks are grouped so each stays visible
 
 
@@ -148,6 +183,8 @@ def player_context(
     current = clamp_step(step, count)
     start, stop = (0, count) if all_frames else frame_window(current, count)
     frames = render_frames(plugin, trace, start, stop, source.lesson, glossary)
+    if not all_frames:
+        start, frames = within_budget(frames, start, current)
     marks = scrubber_marks(trace.frames, count)
     source_query = {"preset": source.preset.slug} if source.preset else {"p": source.params_token}
     times = [f.time for f in trace.frames] if any(f.time is not None for f in trace.frames) else []
