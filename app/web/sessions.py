@@ -15,6 +15,7 @@ walkthrough key itself (preset or shared scenario), so a client can't plant arbi
 from __future__ import annotations
 
 import re
+from functools import cache
 from typing import Annotated, Any
 
 from fastapi import APIRouter, FastAPI, HTTPException, Request
@@ -59,8 +60,12 @@ router = APIRouter(prefix="/api/v1", tags=["sessions"])
 
 
 def _wants_session(request: Request) -> bool:
-    path = request.url.path
-    return request.method == "GET" and not path.startswith(NO_SESSION_PREFIXES)
+    return request.method == "GET" and wants_probe(request.url.path)
+
+
+def wants_probe(path: str) -> bool:
+    """Whether an HTML page at ``path`` gets the probe cookie (pages, not API or embeds)."""
+    return not path.startswith(NO_SESSION_PREFIXES)
 
 
 def _lookup(engine: Any, sid: str) -> str | None:
@@ -100,6 +105,22 @@ def _cookie_header(request: Request, name: str, value: str) -> str:
     carrier = Response()
     _set_cookie(request, carrier, name, value)
     return carrier.headers["set-cookie"]
+
+
+@cache
+def probe_cookie_header(secure: bool) -> bytes:
+    """The ``Set-Cookie`` value of the probe cookie (what ``_set_cookie`` writes)."""
+    carrier = Response()
+    carrier.set_cookie(
+        PROBE_COOKIE,
+        "1",
+        max_age=COOKIE_MAX_AGE,
+        path="/",
+        httponly=True,
+        samesite="lax",
+        secure=secure,
+    )
+    return carrier.headers["set-cookie"].encode("latin-1")
 
 
 class SessionMiddleware:

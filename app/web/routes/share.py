@@ -170,6 +170,7 @@ def shared_page(
             parent=parent,
             share_url=str(request.url_for("shared_page", scenario_id=row.id)),
         ),
+        walkthrough=source.walkthrough_key,
     )
 
 
