@@ -330,8 +330,9 @@ def tree_cpu_s(pid: int) -> float:
 
 
 class Server:
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, uvicorn_args: list[str] | None = None) -> None:
         self.workers = workers
+        self.uvicorn_args = uvicorn_args or []
         self.tmp = tempfile.TemporaryDirectory(prefix="stepscope-load-")
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -349,6 +350,7 @@ class Server:
         subprocess.run([py, "-m", "app.store.migrate"], cwd=ROOT, env=self.env, check=True)
         cmd = [py, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1"]
         cmd += ["--port", str(self.port), "--workers", str(self.workers), "--log-level", "warning"]
+        cmd += ["--no-access-log", "--backlog", "2048", *self.uvicorn_args]  # as scripts/serve
         self.log_path = Path(self.tmp.name) / "server.log"
         self.log = self.log_path.open("wb")
         self.proc = subprocess.Popen(
@@ -779,6 +781,8 @@ def main() -> None:
     ap.add_argument("--large", type=int, default=8, help="clients sending the largest run")
     ap.add_argument("--duration", type=float, default=None, help="mixed, s (180; quick 30)")
     ap.add_argument("--timeout", type=float, default=60.0, help="per request, s")
+    ap.add_argument("--http", choices=["auto", "h11", "httptools"], default="auto")
+    ap.add_argument("--loop", choices=["auto", "asyncio", "uvloop"], default="auto")
     ap.add_argument("--cost-n", type=int, default=400, help="cost: requests per kind")
     args = ap.parse_args()
     args.duration = args.duration or (30.0 if args.quick else 180.0)
@@ -793,8 +797,11 @@ def main() -> None:
         check_loopback(args.url)
         base = args.url.rstrip("/")
     else:
-        server = Server(args.workers)
-        print(f"starting the app on {server.url} with {args.workers} workers (SQLite, WAL)")
+        server = Server(args.workers, [f"--http={args.http}", f"--loop={args.loop}"])
+        print(
+            f"starting the app on {server.url} with {args.workers} workers (SQLite, WAL; "
+            f"uvicorn --http {args.http} --loop {args.loop})"
+        )
         server.start()
         base = server.url
     try:

@@ -35,7 +35,7 @@ from app.web.deps import visitor_id
 MAX_AGE = 3600  # seconds a shared cache (proxy, CDN) may reuse a page before revalidating
 STALE = 86_400  # and serve it stale while it revalidates
 # Headers of the rendered response worth keeping (the rest are per-request).
-KEPT = ("content-type", "content-disposition", "vary")
+KEPT = ("content-type", "content-disposition", "content-language", "vary")
 
 
 Key = tuple[str, ...]
@@ -144,15 +144,17 @@ class PageCache:
         What a visitor with a session sees may be theirs alone: by default they get a fresh,
         private page. ``shared``: the answer is the same for everyone (frame chunks).
         ``walkthrough``: the page is personal only through its "continue at step N" link for this
-        walkthrough, so a visitor with no step to continue at gets the kept page."""
-        if request.method not in ("GET", "HEAD") or (
-            not shared and self._personal(request, walkthrough)
-        ):
+        walkthrough: a visitor with no step to continue at gets everyone's page, one with a step
+        the page kept for that step (answered ``private``)."""
+        personal = "" if shared else self._personal(request, walkthrough)
+        if request.method not in ("GET", "HEAD") or personal is None:
             response = produce()
             response.headers.setdefault("Cache-Control", "private, no-cache")
             return response
         # The same URL reads differently per language (cookie, Accept-Language, ?lang=).
         key = page_key(request.scope, i18n.language_of(request))
+        if personal:
+            key = (*key, personal)
         entry = self._get(key)
         if entry is None:
             with self._lock:
@@ -161,27 +163,34 @@ class PageCache:
                 entry = self._get(key)
                 if entry is None:
                     try:
-                        return self._render(request, key, produce, shared)
+                        return self._render(request, key, produce, shared, bool(personal))
                     finally:
                         with self._lock:
                             self._rendering.pop(key, None)
-        return self._answer(request, entry)
+        return self._answer(request, entry, private=bool(personal))
 
     @staticmethod
-    def _personal(request: Request, walkthrough: str | None) -> bool:
-        """Whether this visitor's page may differ from everyone's (see :meth:`respond`)."""
+    def _personal(request: Request, walkthrough: str | None) -> str | None:
+        """What makes this visitor's page theirs: "" nothing (everyone's page), ``resume=N``
+        the "continue at step N" link, None unknown (render it for them alone)."""
         if visitor_id(request) is None:
-            return False
+            return ""
         if walkthrough is None:
-            return True
+            return None
         if not walkthrough or "step" in request.query_params:
-            return False  # no "continue at step N" link on this page
+            return ""  # no "continue at step N" link on this page
         from app.web.sessions import resume_for  # sessions builds on this module's site
 
-        return resume_for(request, walkthrough) is not None
+        resume = resume_for(request, walkthrough)
+        return f"resume={resume.step}" if resume is not None else ""
 
     def _render(
-        self, request: Request, key: Key, produce: Callable[[], Response], shared: bool
+        self,
+        request: Request,
+        key: Key,
+        produce: Callable[[], Response],
+        shared: bool,
+        private: bool = False,
     ) -> Response:
         response = produce()
         if response.status_code != 200 or "cache-control" in response.headers:
@@ -189,11 +198,13 @@ class PageCache:
         kept = tuple((k, v) for k, v in response.headers.items() if k in KEPT)
         entry = make_entry(bytes(response.body), kept, shared)
         self._put(key, entry)
-        return self._answer(request, entry)
+        return self._answer(request, entry, private)
 
     @staticmethod
-    def _answer(request: Request, entry: Entry) -> Response:
+    def _answer(request: Request, entry: Entry, private: bool = False) -> Response:
         headers = answer_headers(entry.etag, entry.headers)
+        if private:
+            headers["Cache-Control"] = "private, no-cache"
         if entry.etag in request.headers.get("if-none-match", ""):
             return Response(status_code=304, headers=headers)
         if "gzip" in request.headers.get("accept-encoding", ""):

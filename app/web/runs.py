@@ -1,8 +1,11 @@
 """Running simulations for the web: a bounded process pool, a content-addressed trace store,
 jobs with progress for long runs, cancellation when nobody waits any more, per-client limits.
 
-* **Where runs happen.** Never in a request thread: in a pool of ``sim_workers`` processes
-  (forked once, when the app starts). At most ``sim_workers + sim_queue`` runs are running or
+* **Where runs happen.** Never in a request thread: in pools of processes forked once, when the
+  app starts. Runs expected to take at most ``quick_run_s`` go to their own ``sim_quick_workers``
+  processes, so a small run never waits behind a long one; the rest to ``sim_workers`` processes
+  that run at a lower CPU priority (``sim_nice``), so pages and small runs stay quick while long
+  runs use what CPU is left. Each lane holds at most its workers + ``sim_queue`` runs running or
   waiting; past that a request gets :class:`Busy` (HTTP 503 with ``Retry-After``).
 * **Traces are content-addressed** by (explainer, sim_version, canonical params). A finished
   trace is kept in memory (an LRU bounded in bytes) and in the database (pickled, compressed), so
@@ -25,6 +28,7 @@ import ctypes
 import hashlib
 import json
 import multiprocessing
+import os
 import pickle
 import threading
 import time
@@ -84,9 +88,11 @@ _progress: Any = None  # shared array of progress fractions, one slot per queued
 _cancel: Any = None  # shared array of cancel flags
 
 
-def _init_worker(progress: Any, cancel: Any) -> None:
+def _init_worker(progress: Any, cancel: Any, nice: int = 0) -> None:
     global _progress, _cancel
     _progress, _cancel = progress, cancel
+    if nice > 0:
+        os.nice(nice)
 
 
 def _noop() -> None:
@@ -129,6 +135,7 @@ class Job:
     started: float = field(default_factory=time.monotonic)
     seen: float = field(default_factory=time.monotonic)  # last time someone asked about it
     waiters: int = 0
+    lane: str = "long"  # long | quick
     state: str = "running"  # running | done | cancelled | failed
     error: str = ""
 
@@ -173,13 +180,22 @@ class RunService:
         self.settings = settings
         self.engine = engine
         self.workers = max(1, settings.sim_workers)
-        slots = self.workers + max(0, settings.sim_queue)
+        queue = max(0, settings.sim_queue)
+        # lane → (worker processes, niceness, slots); slots index the shared arrays
+        self._lanes: dict[str, tuple[int, int, list[int]]] = {
+            "long": (self.workers, max(0, settings.sim_nice), list(range(self.workers + queue)))
+        }
+        quick = max(0, settings.sim_quick_workers)
+        if quick:
+            first = self.workers + queue
+            self._lanes["quick"] = (quick, 0, list(range(first, first + quick + queue)))
+        slots = sum(len(free) for _, _, free in self._lanes.values())
         ctx = multiprocessing.get_context("fork")
         self._progress = ctx.Array(ctypes.c_double, slots, lock=False)
         self._cancel = ctx.Array(ctypes.c_byte, slots, lock=False)
-        self._free = list(range(slots))
+        self._free = {lane: list(free) for lane, (_, _, free) in self._lanes.items()}
         self._ctx = ctx
-        self._pool: ProcessPoolExecutor | None = None
+        self._pools: dict[str, ProcessPoolExecutor] = {}
         self._jobs: dict[str, Job] = {}
         self._ended: OrderedDict[str, Job] = OrderedDict()  # finished jobs, for status pages
         self._lock = threading.Lock()
@@ -193,15 +209,17 @@ class RunService:
     def start(self) -> None:
         """Fork the workers now, before the server starts its threads, and start the watchdog."""
         with self._lock:
-            if self._pool is None:
-                self._pool = ProcessPoolExecutor(
-                    max_workers=self.workers,
-                    mp_context=self._ctx,
-                    initializer=_init_worker,
-                    initargs=(self._progress, self._cancel),
-                )
-                for _ in range(self.workers):
-                    self._pool.submit(_noop)
+            if not self._pools:
+                for lane, (workers, nice, _) in self._lanes.items():
+                    pool = ProcessPoolExecutor(
+                        max_workers=workers,
+                        mp_context=self._ctx,
+                        initializer=_init_worker,
+                        initargs=(self._progress, self._cancel, nice),
+                    )
+                    for _ in range(workers):
+                        pool.submit(_noop)
+                    self._pools[lane] = pool
         if self._watchdog is None:
             self._stop.clear()
             self._watchdog = threading.Thread(target=self._watch, name="job-watchdog", daemon=True)
@@ -212,8 +230,8 @@ class RunService:
         with self._lock:
             for job in self._jobs.values():
                 self._cancel[job.slot] = 1
-            pool, self._pool = self._pool, None
-        if pool is not None:
+            pools, self._pools = self._pools, {}
+        for pool in pools.values():
             pool.shutdown(wait=True, cancel_futures=True)
         if self._watchdog is not None:
             self._watchdog.join(timeout=2)
@@ -275,16 +293,24 @@ class RunService:
                 return job
             if expected > 1.0:
                 self._charge_expensive(current_client.get())
-            if not self._free or self._pool is None:
-                if self._pool is None:
+            quick = "quick" in self._lanes and expected <= self.settings.quick_run_s
+            lane = "quick" if quick else "long"
+            pool, free = self._pools.get(lane), self._free[lane]
+            if not free or pool is None:
+                if pool is None:
                     raise Busy(5)
                 raise Busy(max(1, round(min(expected, 30.0))) if self._jobs else 2)
-            slot = self._free.pop()
+            slot = free.pop()
             self._progress[slot] = 0.0
             self._cancel[slot] = 0
-            future = self._pool.submit(_simulate, explainer, params, slot)
+            future = pool.submit(_simulate, explainer, params, slot)
             job = Job(
-                key=key, explainer=explainer.name, slot=slot, expected_s=expected, future=future
+                key=key,
+                explainer=explainer.name,
+                slot=slot,
+                expected_s=expected,
+                future=future,
+                lane=lane,
             )
             self._jobs[key] = job
         future.add_done_callback(partial(self._finished, job, explainer))
@@ -362,7 +388,7 @@ class RunService:
             job.state, job.error = "failed", f"{type(exc).__name__}: {exc}"[:300]
         with self._lock:
             self._jobs.pop(job.key, None)
-            self._free.append(job.slot)
+            self._free[job.lane].append(job.slot)
             self._ended[job.key] = job
             while len(self._ended) > 256:
                 self._ended.popitem(last=False)

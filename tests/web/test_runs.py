@@ -4,6 +4,7 @@ cancellation when the client leaves, per-client limits, a shared trace store, ca
 from __future__ import annotations
 
 import json
+import os
 import socket
 import time
 from collections.abc import Callable, Iterator
@@ -130,15 +131,39 @@ def test_client_that_disconnects_cancels_its_run(tmp_path: Path) -> None:
 
 
 def test_queue_full_is_503_with_retry_after(make_client: Callable[..., TestClient]) -> None:
-    """With every worker and queue place taken, a new run answers 503 with Retry-After."""
+    """With every worker and queue place for long runs taken, a new long run answers 503 with
+    Retry-After; a small run has workers of its own and still runs."""
     client = make_client(job_threshold_s=0.0, sim_queue=0)
     first = client.post("/api/v1/explainers/cwnd/run", json=cwnd(160, rate=100))
     assert first.status_code == 202
     busy = client.post("/api/v1/explainers/cwnd/run", json=cwnd(160, rate=100, seed=1))
     assert busy.status_code == 503 and int(busy.headers["retry-after"]) >= 1
     page = client.get(f"/explainers/skb/custom?p={encode_params(SMALL)}")
+    assert page.status_code == 202 and "busy" not in page.text  # a job (threshold 0), running
+    client.delete(f"/api/v1/jobs/{first.json()['job']}")
+
+
+def test_small_runs_wait_with_long_ones_without_workers_of_their_own(
+    make_client: Callable[..., TestClient],
+) -> None:
+    """With ``sim_quick_workers=0`` small runs share the one pool: behind a long run that fills
+    it, a small run's page answers 503 (busy)."""
+    client = make_client(job_threshold_s=0.0, sim_queue=0, sim_quick_workers=0)
+    first = client.post("/api/v1/explainers/cwnd/run", json=cwnd(160, rate=100))
+    assert first.status_code == 202
+    page = client.get(f"/explainers/skb/custom?p={encode_params(SMALL)}")
     assert page.status_code == 503 and "busy" in page.text
     client.delete(f"/api/v1/jobs/{first.json()['job']}")
+
+
+def test_long_runs_run_at_lower_cpu_priority(make_client: Callable[..., TestClient]) -> None:
+    """The long-run workers are reniced by ``sim_nice`` (the kernel then gives pages and small
+    runs the CPU first); the small-run workers keep the server's priority."""
+    client = make_client(sim_nice=7)
+    runs = client.app.state.site.runs  # type: ignore[attr-defined]
+    base = os.nice(0)
+    assert runs._pools["long"].submit(os.nice, 0).result(timeout=30) == min(base + 7, 19)
+    assert runs._pools["quick"].submit(os.nice, 0).result(timeout=30) == base
 
 
 def test_expensive_runs_are_rate_limited_per_client(make_client: Callable[..., TestClient]) -> None:
