@@ -25,7 +25,8 @@ class Settings(BaseSettings):
     quick_run_s: float = 0.5  # runs expected to take at most this long are small
     sim_queue: int = 8  # runs that may wait for a worker (per kind) before requests get 503
     job_threshold_s: float = 1.5  # runs expected to take longer become jobs with a progress bar
-    job_idle_s: float = 15.0  # a job nobody asks about for this long is cancelled
+    job_idle_s: float = 3.0  # a job nobody asks about for this long is cancelled (pages poll
+    # every 0.5 s; an API client that stops asking has left, and its run should not go on)
     expensive_runs_per_minute: int = 6  # per client, for runs expected to take over 1 s
     chromium: Path = Path("/usr/bin/chromium")  # PNG export draws in Debian's chromium
 

@@ -59,12 +59,16 @@ class Stats:
     errors: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     unfinished: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     notes: list[str] = field(default_factory=list)
+    statuses: dict[str, dict[int, int]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(int))
+    )
     started: float = field(default_factory=time.perf_counter)
     ended: float = 0.0
 
     def record(self, kind: str, seconds: float, status: int | None, error: str = "") -> None:
         self.latencies[kind].append(seconds)
-        if error or status is None or status >= 400:
+        self.statuses[kind][status or 0] += 1
+        if error or status is None or (status >= 400 and status not in NOT_ERRORS.get(kind, ())):
             self.errors[f"{kind}: {error or status}"] += 1
 
     def report(self, title: str) -> None:
@@ -82,6 +86,9 @@ class Stats:
                 f"   {kind:<16}{len(xs):>7}{len(xs) / elapsed:>8.1f}"
                 f"{pct(xs, 50):>9.0f}{pct(xs, 95):>9.0f}{pct(xs, 99):>9.0f}{xs[-1] * 1000:>9.0f}"
             )
+        for kind in sorted(NOT_ERRORS):
+            if kind in self.statuses:
+                print(f"   {kind} answers: {dict(sorted(self.statuses[kind].items()))}")
         for what, n in sorted(self.errors.items(), key=lambda kv: -kv[1])[:12]:
             print(f"   error {what}: {n}")
         for kind, n in sorted(self.unfinished.items()):
@@ -548,6 +555,7 @@ async def largest_cwnd_run(base: str) -> dict[str, Any]:
 
 
 CHEAP = ("page", "asset", "step:frames", "step:progress", "run-skb", "run-cwnd")
+NOT_ERRORS = {"run-largest": (202, 429, 503), "job-poll": (202, 404, 410)}  # expected answers
 
 
 async def mixed(
@@ -585,6 +593,15 @@ async def mixed(
                 if r is not None and r.status_code in (429, 503):
                     wait = float(r.headers.get("retry-after", "1"))
                     await asyncio.sleep(min(wait, max(0.0, stop_at - time.perf_counter())))
+                elif r is not None and r.status_code == 202:  # a job: follow it, as job.js does
+                    result = r.json()["result_url"] if "result_url" in r.text else None
+                    result = result or f"{r.headers['location']}/result"
+                    while time.perf_counter() < stop_at:
+                        await asyncio.sleep(1.0)
+                        done = await timed(stats, "job-poll", c, "GET", result)
+                        # 404: asked a worker that does not hold the job (it is not done yet)
+                        if done is None or done.status_code not in (202, 404):
+                            break
 
     async def visitor(i: int) -> None:
         rnd = random.Random(i)

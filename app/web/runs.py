@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextvars
 import ctypes
 import hashlib
+import heapq
 import json
 import multiprocessing
 import os
@@ -196,6 +197,12 @@ class RunService:
         self._free = {lane: list(free) for lane, (_, _, free) in self._lanes.items()}
         self._ctx = ctx
         self._pools: dict[str, ProcessPoolExecutor] = {}
+        # runs waiting for a worker, per lane: (expected seconds, arrival, job, explainer, params)
+        self._pending: dict[str, list[tuple[float, int, Job, Explainer[Any], Any]]] = {
+            lane: [] for lane in self._lanes
+        }
+        self._busy = dict.fromkeys(self._lanes, 0)  # runs handed to each lane's workers
+        self._order = 0
         self._jobs: dict[str, Job] = {}
         self._ended: OrderedDict[str, Job] = OrderedDict()  # finished jobs, for status pages
         self._lock = threading.Lock()
@@ -231,6 +238,12 @@ class RunService:
             for job in self._jobs.values():
                 self._cancel[job.slot] = 1
             pools, self._pools = self._pools, {}
+            waiting = [job for pending in self._pending.values() for _, _, job, _, _ in pending]
+            for pending in self._pending.values():
+                pending.clear()
+        for job in waiting:
+            if not job.future.done():
+                job.future.set_exception(Cancelled())
         for pool in pools.values():
             pool.shutdown(wait=True, cancel_futures=True)
         if self._watchdog is not None:
@@ -303,7 +316,7 @@ class RunService:
             slot = free.pop()
             self._progress[slot] = 0.0
             self._cancel[slot] = 0
-            future = pool.submit(_simulate, explainer, params, slot)
+            future: Future[bytes] = Future()
             job = Job(
                 key=key,
                 explainer=explainer.name,
@@ -313,8 +326,43 @@ class RunService:
                 lane=lane,
             )
             self._jobs[key] = job
+            self._order += 1
+            heapq.heappush(self._pending[lane], (expected, self._order, job, explainer, params))
         future.add_done_callback(partial(self._finished, job, explainer))
+        self._dispatch(lane)
         return job
+
+    def _dispatch(self, lane: str) -> None:
+        """Hand waiting runs of ``lane`` to free workers, the one expected to be shortest first
+        (a run of a few seconds does not wait behind several of the longest), and settle those
+        cancelled while they waited."""
+        dropped: list[Job] = []
+        with self._lock:
+            pending, pool = self._pending[lane], self._pools.get(lane)
+            if any(self._cancel[job.slot] for _, _, job, _, _ in pending):
+                dropped = [job for _, _, job, _, _ in pending if self._cancel[job.slot]]
+                pending[:] = [e for e in pending if not self._cancel[e[2].slot]]
+                heapq.heapify(pending)
+            while pool is not None and pending and self._busy[lane] < self._lanes[lane][0]:
+                _, _, job, explainer, params = heapq.heappop(pending)
+                self._busy[lane] += 1
+                inner = pool.submit(_simulate, explainer, params, job.slot)
+                inner.add_done_callback(partial(self._relay, job))
+        for job in dropped:
+            if not job.future.done():
+                job.future.set_exception(Cancelled())
+
+    def _relay(self, job: Job, inner: Future[bytes]) -> None:
+        """A worker finished ``job``: free the worker for the next run, then settle the job."""
+        with self._lock:
+            self._busy[job.lane] -= 1
+        self._dispatch(job.lane)
+        if inner.cancelled():
+            job.future.set_exception(Cancelled())
+        elif (exc := inner.exception()) is not None:
+            job.future.set_exception(exc)
+        else:
+            job.future.set_result(inner.result())
 
     def wait(
         self, job: Job, explainer: Explainer[Any], poll: Callable[[], bool] | None = None
@@ -348,6 +396,7 @@ class RunService:
         with self._lock:
             if job.waiters <= 1 and job.state == "running":
                 self._cancel[job.slot] = 1
+        self._dispatch(job.lane)
 
     def cancel(self, key: str) -> bool:
         with self._lock:
@@ -355,7 +404,8 @@ class RunService:
             if job is None:
                 return False
             self._cancel[job.slot] = 1
-            return True
+        self._dispatch(job.lane)
+        return True
 
     def job(self, key: str) -> Job | None:
         with self._lock:
@@ -415,3 +465,5 @@ class RunService:
                 for job in self._jobs.values():
                     if job.waiters == 0 and now - job.seen > idle:
                         self._cancel[job.slot] = 1
+            for lane in self._lanes:
+                self._dispatch(lane)

@@ -156,6 +156,23 @@ def test_small_runs_wait_with_long_ones_without_workers_of_their_own(
     client.delete(f"/api/v1/jobs/{first.json()['job']}")
 
 
+def test_shorter_waiting_runs_go_first(make_client: Callable[..., TestClient]) -> None:
+    """Runs waiting for a worker start shortest expected first: a small run queued after a long
+    one finishes while the long one is still going."""
+    client = make_client(job_threshold_s=0.0, sim_quick_workers=0, job_idle_s=120)
+    runs = client.app.state.site.runs  # type: ignore[attr-defined]
+    first = client.post("/api/v1/explainers/cwnd/run", json=cwnd(160, rate=100)).json()["job"]
+    long = client.post("/api/v1/explainers/cwnd/run", json=cwnd(150, rate=100, seed=1))
+    small = client.post("/api/v1/explainers/cwnd/run", json=cwnd(2, rate=10))
+    assert long.status_code == small.status_code == 202
+    assert len(runs._pending["long"]) == 2  # both wait for the one worker
+    client.delete(f"/api/v1/jobs/{first}")
+    small_job, long_job = runs.peek(small.json()["job"]), runs.peek(long.json()["job"])
+    wait_for(lambda: small_job.state != "running", 60)
+    assert small_job.state == "done" and long_job.state == "running"
+    client.delete(f"/api/v1/jobs/{long_job.key}")
+
+
 def test_long_runs_run_at_lower_cpu_priority(make_client: Callable[..., TestClient]) -> None:
     """The long-run workers are reniced by ``sim_nice`` (the kernel then gives pages and small
     runs the CPU first); the small-run workers keep the server's priority."""
