@@ -27,6 +27,9 @@ class Settings(BaseSettings):
     job_threshold_s: float = 1.5  # runs expected to take longer become jobs with a progress bar
     job_idle_s: float = 3.0  # a job nobody asks about for this long is cancelled (pages poll
     # every 0.5 s; an API client that stops asking has left, and its run should not go on)
+    # Run every preset not stored yet when the app starts (scripts/serve turns it on; tests
+    # leave it off), so the first visitors find their traces ready.
+    warm_presets: bool = False
     expensive_runs_per_minute: int = 6  # per client, for runs expected to take over 1 s
     chromium: Path = Path("/usr/bin/chromium")  # PNG export draws in Debian's chromium
 

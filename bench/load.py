@@ -349,6 +349,7 @@ class Server:
             "APP_DATABASE_URL": f"sqlite:///{self.tmp.name}/load.db",
             # every simulated browser comes from 127.0.0.1: lift the per-address share quota
             "APP_SHARE_QUOTA_PER_CLIENT": "1000000",
+            "APP_WARM_PRESETS": "1",  # as scripts/serve
         }
 
     def start(self) -> None:
@@ -514,6 +515,11 @@ async def hall(base: str, args: argparse.Namespace, info: dict[str, Any]) -> Sta
         f"\nhall: {args.hall_clients} browsers open /s/{sid} ({ex['name']}) within "
         f"{args.hall_window:g} s and take {args.hall_steps} steps each"
     )
+    if not args.cold:  # the lecturer looks at the link once before sending it to the room
+        async with new_client(base, 120) as c:
+            t0 = time.perf_counter()
+            r = await c.get(f"/s/{sid}")
+            print(f"   the lecturer's look: {r.status_code} in {time.perf_counter() - t0:.2f} s")
     stats = Stats()
 
     async def browser(i: int) -> None:
@@ -793,6 +799,9 @@ def main() -> None:
     ap.add_argument("--hall-clients", type=int, default=300)
     ap.add_argument("--hall-window", type=float, default=10.0)
     ap.add_argument("--hall-steps", type=int, default=20)
+    ap.add_argument(
+        "--cold", action="store_true", help="hall: students are the first to open the link"
+    )
     ap.add_argument("--think", type=float, default=1.0, help="seconds between steps (mean)")
     ap.add_argument("--connections", type=int, default=100)
     ap.add_argument("--large", type=int, default=8, help="clients sending the largest run")

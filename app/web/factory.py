@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
+from functools import partial
 
 from fastapi import FastAPI
 from fastapi.middleware.gzip import GZipMiddleware
@@ -64,6 +66,17 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
         # the simulation workers are forked before the server starts its threads.
         init_db(app.state.engine)
         app.state.site.runs.start()
+        if settings.warm_presets:
+            presets = [
+                (p.sim, p.sim.parse(dict(preset.params)))
+                for p in app.state.site.plugins
+                for preset in p.sim.presets
+            ]
+            threading.Thread(
+                target=partial(app.state.site.runs.warm, presets, one_by_one=True),
+                name="warm",
+                daemon=True,
+            ).start()
         try:
             yield
         finally:

@@ -137,6 +137,7 @@ class Job:
     seen: float = field(default_factory=time.monotonic)  # last time someone asked about it
     waiters: int = 0
     lane: str = "long"  # long | quick
+    warm: bool = False  # started ahead of any visitor (see RunService.warm): never idle
     state: str = "running"  # running | done | cancelled | failed
     error: str = ""
 
@@ -296,15 +297,18 @@ class RunService:
             raise JobStarted(job)
         return self.wait(job, explainer)
 
-    def submit(self, explainer: Explainer[Any], params: Any, key: str) -> Job:
-        """Start a run, or join the same run already under way."""
+    def submit(
+        self, explainer: Explainer[Any], params: Any, key: str, *, charge: bool = True
+    ) -> Job:
+        """Start a run, or join the same run already under way (``charge``: count it against
+        the client's quota of long runs)."""
         expected = explainer.expected_seconds(params)
         with self._lock:
             job = self._jobs.get(key)
             if job is not None:
                 job.touch()
                 return job
-            if expected > 1.0:
+            if expected > 1.0 and charge:
                 self._charge_expensive(current_client.get())
             quick = "quick" in self._lanes and expected <= self.settings.quick_run_s
             lane = "quick" if quick else "long"
@@ -331,6 +335,35 @@ class RunService:
         future.add_done_callback(partial(self._finished, job, explainer))
         self._dispatch(lane)
         return job
+
+    def warm(self, runs: list[tuple[Explainer[Any], Any]], *, one_by_one: bool = False) -> int:
+        """Start the runs not stored yet (presets when the app starts, a scenario when it is
+        shared), so the first visitor of a lecture hall finds the trace ready; nobody waits for
+        them. ``one_by_one``: wait for each before the next (a background thread warming many,
+        never holding more than one worker). Answers how many ran or started."""
+        started = 0
+        token = current_client.set("warm-up")  # not any visitor's quota of long runs
+        try:
+            for explainer, params in sorted(runs, key=lambda r: r[0].expected_seconds(r[1])):
+                if self._stop.is_set():
+                    break
+                key = self.key(explainer, params)
+                if self.cached(key) is not None:
+                    continue
+                try:
+                    job = self.submit(explainer, params, key, charge=not one_by_one)
+                except (Busy, RateLimited):
+                    break
+                job.warm = True
+                started += 1
+                if one_by_one:
+                    try:
+                        job.future.result()
+                    except Exception:  # noqa: BLE001 - a preset that fails is not warmed
+                        continue
+        finally:
+            current_client.reset(token)
+        return started
 
     def _dispatch(self, lane: str) -> None:
         """Hand waiting runs of ``lane`` to free workers, the one expected to be shortest first
@@ -463,7 +496,7 @@ class RunService:
             now = time.monotonic()
             with self._lock:
                 for job in self._jobs.values():
-                    if job.waiters == 0 and now - job.seen > idle:
+                    if job.waiters == 0 and now - job.seen > idle and not job.warm:
                         self._cancel[job.slot] = 1
             for lane in self._lanes:
                 self._dispatch(lane)

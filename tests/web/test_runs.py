@@ -173,6 +173,27 @@ def test_shorter_waiting_runs_go_first(make_client: Callable[..., TestClient]) -
     client.delete(f"/api/v1/jobs/{long_job.key}")
 
 
+def test_presets_and_new_shares_are_run_before_anyone_opens_them(
+    make_client: Callable[..., TestClient],
+) -> None:
+    """With ``warm_presets`` every preset's trace is stored soon after start-up, and a scenario
+    just shared is run and stored without anyone opening it (the lecturer's link is ready)."""
+    client = make_client(warm_presets=True)
+    site = client.app.state.site  # type: ignore[attr-defined]
+    presets = [
+        site.runs.key(p.sim, p.sim.parse(dict(preset.params)))
+        for p in site.plugins
+        for preset in p.sim.presets
+    ]
+    wait_for(lambda: all(site.runs.cached(k) is not None for k in presets), 120)
+    client.get("/")
+    params = {"ops": [{"op": "alloc_skb", "size": 777}]}
+    r = client.post("/api/v1/scenarios", json={"explainer": "skb", "params": params})
+    assert r.status_code == 201
+    skb = site.get("skb").sim
+    wait_for(lambda: site.runs.cached(site.runs.key(skb, skb.parse(params))) is not None, 30)
+
+
 def test_long_runs_run_at_lower_cpu_priority(make_client: Callable[..., TestClient]) -> None:
     """The long-run workers are reniced by ``sim_nice`` (the kernel then gives pages and small
     runs the CPU first); the small-run workers keep the server's priority."""

@@ -113,6 +113,8 @@ def create_scenario(body: ScenarioIn, request: Request, site: SiteDep) -> JSONRe
             forked_from=body.forked_from,
             owner=owner,
         )
+    # A lecturer shares a link before the lecture: have its trace ready for the first student.
+    site.runs.warm([(ex, params)])
     out = scenario_json(request, site, row)
     return JSONResponse(
         {
