@@ -370,6 +370,7 @@ class RunService:
         (a run of a few seconds does not wait behind several of the longest), and settle those
         cancelled while they waited."""
         dropped: list[Job] = []
+        handed: list[tuple[Job, Future[bytes]]] = []
         with self._lock:
             pending, pool = self._pending[lane], self._pools.get(lane)
             if any(self._cancel[job.slot] for _, _, job, _, _ in pending):
@@ -379,8 +380,10 @@ class RunService:
             while pool is not None and pending and self._busy[lane] < self._lanes[lane][0]:
                 _, _, job, explainer, params = heapq.heappop(pending)
                 self._busy[lane] += 1
-                inner = pool.submit(_simulate, explainer, params, job.slot)
-                inner.add_done_callback(partial(self._relay, job))
+                handed.append((job, pool.submit(_simulate, explainer, params, job.slot)))
+        # Outside the lock: a run already over calls back at once, and the callback takes it.
+        for job, inner in handed:
+            inner.add_done_callback(partial(self._relay, job))
         for job in dropped:
             if not job.future.done():
                 job.future.set_exception(Cancelled())
@@ -498,5 +501,5 @@ class RunService:
                 for job in self._jobs.values():
                     if job.waiters == 0 and now - job.seen > idle and not job.warm:
                         self._cancel[job.slot] = 1
-            for lane in self._lanes:
+            for lane in self._lanes:  # outside the lock: dispatching takes it
                 self._dispatch(lane)

@@ -6,16 +6,22 @@ from __future__ import annotations
 import json
 import os
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
+from app import explainers
 from app.main import create_app
 from app.settings import Settings
+from app.store.db import init_db, make_engine
+from app.web import runs as runs_module
+from app.web.runs import RunService
 from app.web.sources import encode_params
 from tests.browser.conftest import LiveServer
 
@@ -192,6 +198,39 @@ def test_presets_and_new_shares_are_run_before_anyone_opens_them(
     assert r.status_code == 201
     skb = site.get("skb").sim
     wait_for(lambda: site.runs.cached(site.runs.key(skb, skb.parse(params))) is not None, 30)
+
+
+class DonePool:
+    """A pool whose runs are over before ``submit`` returns (a run faster than a thread switch)."""
+
+    def submit(self, fn: Callable[..., bytes], *args: Any) -> Future[bytes]:
+        done: Future[bytes] = Future()
+        done.set_result(fn(*args))
+        return done
+
+
+def test_a_run_over_at_once_does_not_lock_the_service(tmp_path: Path) -> None:
+    """A run that has ended by the time it is handed over settles its job at once, and the
+    service takes the next run (handing over must not hold the lock its callback needs)."""
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'done.db'}", sim_quick_workers=0)
+    engine = make_engine(settings.database_url)
+    init_db(engine)
+    runs = RunService(settings, engine)
+    runs._pools["long"] = DonePool()  # type: ignore[assignment]
+    runs_module._init_worker(runs._progress, runs._cancel)
+    skb = next(p for p in explainers.builtin() if p.name == "skb").sim
+    for size in (100, 200):
+        params = skb.parse({"ops": [{"op": "alloc_skb", "size": size}]})
+        result: list[Any] = []
+        worker = threading.Thread(
+            target=lambda p=params, out=result: out.append(
+                runs.wait(runs.submit(skb, p, runs.key(skb, p)), skb)
+            ),
+            daemon=True,
+        )
+        worker.start()
+        worker.join(10)
+        assert not worker.is_alive() and len(result[0].frames) >= 1
 
 
 def test_long_runs_run_at_lower_cpu_priority(make_client: Callable[..., TestClient]) -> None:
