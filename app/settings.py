@@ -25,7 +25,7 @@ class Settings(BaseSettings):
     quick_run_s: float = 0.5  # runs expected to take at most this long are small
     sim_queue: int = 8  # runs that may wait for a worker (per kind) before requests get 503
     job_threshold_s: float = 1.5  # runs expected to take longer become jobs with a progress bar
-    job_idle_s: float = 3.0  # a job nobody asks about for this long is cancelled (pages poll
+    job_idle_s: float = 4.0  # a job nobody asks about for this long is cancelled (pages poll
     # every 0.5 s; an API client that stops asking has left, and its run should not go on)
     # Run every preset not stored yet when the app starts (scripts/serve turns it on; tests
     # leave it off), so the first visitors find their traces ready.

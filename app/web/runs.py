@@ -209,6 +209,8 @@ class RunService:
         self._lock = threading.Lock()
         self._cache = TraceCache(settings.trace_cache_mb * 1024 * 1024)
         self._expensive: dict[str, deque[float]] = {}
+        # Keys of runs nobody is charged for (the presets: a fixed set, each run once per store)
+        self.free_keys: set[str] = set()
         self._stop = threading.Event()
         self._watchdog: threading.Thread | None = None
 
@@ -308,7 +310,7 @@ class RunService:
             if job is not None:
                 job.touch()
                 return job
-            if expected > 1.0 and charge:
+            if expected > 1.0 and charge and key not in self.free_keys:
                 self._charge_expensive(current_client.get())
             quick = "quick" in self._lanes and expected <= self.settings.quick_run_s
             lane = "quick" if quick else "long"

@@ -17,7 +17,7 @@ from fastapi.templating import Jinja2Templates
 from sqlalchemy import Engine
 
 from app.settings import Settings
-from app.sim.core import Trace, msg
+from app.sim.core import ParamError, Trace, msg
 from app.web import i18n
 from app.web.content import Content
 from app.web.pagecache import PageCache
@@ -65,6 +65,14 @@ class Site:
         self.templates.env.globals["site_name"] = "Stepscope"
         # The one place runs happen and traces are kept (memory + database, shared by workers).
         self.runs = RunService(settings, engine)
+        # A preset is a fixed run, stored once: opening one never counts as a visitor's long run.
+        for plugin in self._plugins.values():
+            for preset in plugin.sim.presets:
+                try:
+                    parsed = plugin.sim.parse(dict(preset.params))
+                except ParamError:  # pragma: no cover - presets are valid (tests/contract)
+                    continue
+                self.runs.free_keys.add(self.runs.key(plugin.sim, parsed))
         self.pages = PageCache(settings.page_cache_mb * 1024 * 1024)
         # Facts of walkthroughs progress is recorded for (title, page, step count), by key and
         # language; presets and saved scenarios never change within a simulation version.

@@ -245,13 +245,21 @@ def test_long_runs_run_at_lower_cpu_priority(make_client: Callable[..., TestClie
 
 def test_expensive_runs_are_rate_limited_per_client(make_client: Callable[..., TestClient]) -> None:
     """Runs expected to take over a second count against a per-client quota (429 past it);
-    cheap runs do not."""
+    cheap runs and presets (however long) do not."""
     client = make_client(job_threshold_s=0.5, expensive_runs_per_minute=1)
     first = client.post("/api/v1/explainers/cwnd/run", json=cwnd(160, rate=100))
     assert first.status_code == 202
     second = client.post("/api/v1/explainers/cwnd/run", json=cwnd(160, rate=100, seed=2))
     assert second.status_code == 429 and int(second.headers["retry-after"]) >= 1
     assert client.post("/api/v1/explainers/skb/run", json=SMALL).status_code == 200
+    site = client.app.state.site  # type: ignore[attr-defined]
+    cwnd_sim = site.get("cwnd").sim
+    longest = max(
+        cwnd_sim.presets, key=lambda p: cwnd_sim.expected_seconds(cwnd_sim.parse(dict(p.params)))
+    )
+    assert cwnd_sim.expected_seconds(cwnd_sim.parse(dict(longest.params))) > 1.0
+    preset = client.post("/api/v1/explainers/cwnd/run", json=dict(longest.params))
+    assert preset.status_code in (200, 202)  # a preset never counts against the quota
     client.delete(f"/api/v1/jobs/{first.json()['job']}")
 
 
