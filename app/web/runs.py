@@ -164,7 +164,9 @@ class TraceCache:
 
     def put(self, key: str, trace: AnyTrace, size: int) -> None:
         with self._lock:
-            if key in self._items or size > self.max_bytes:
+            # One trace may take at most an eighth: a few very large results (fetched once, by
+            # the API) must not push out everything the pages use.
+            if key in self._items or size > self.max_bytes // 8:
                 return
             self._items[key] = (trace, size)
             self.used += size
@@ -273,9 +275,10 @@ class RunService:
         self._cache.put(key, trace, len(data) * MEMORY_PER_STORED_BYTE)
         return trace
 
-    def _keep(self, key: str, explainer: Explainer[Any], data: bytes) -> AnyTrace:
-        trace = decode_trace(data)
-        self._cache.put(key, trace, len(data) * MEMORY_PER_STORED_BYTE)
+    def _keep(self, key: str, explainer: Explainer[Any], data: bytes) -> None:
+        """Store a finished trace. It is decoded (and kept in memory) when someone asks for it:
+        a job whose client has left costs no decoding, and a large result fetched once does
+        not push the traces pages use out of memory."""
         with repo.session_for(self.engine) as db:
             repo.put_trace_data(
                 db=db,
@@ -284,7 +287,6 @@ class RunService:
                 sim_version=explainer.sim_version,
                 data=data,
             )
-        return trace
 
     # --- running -----------------------------------------------------------------------------
 
