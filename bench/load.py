@@ -202,7 +202,7 @@ class Client:
 
     async def _exchange(self, raw: bytes) -> Response:
         for attempt in (0, 1):
-            fresh = not self._idle
+            fresh = attempt == 1 or not self._idle
             if fresh:
                 reader, writer = await asyncio.open_connection(self.host, self.port)
             else:

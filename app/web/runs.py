@@ -113,6 +113,13 @@ def _simulate(explainer: Explainer[Any], params: Any, slot: int) -> bytes:
     return encode_trace(trace)
 
 
+def _stored() -> Future[bytes]:
+    """A settled future standing for a result that is in the trace store."""
+    done: Future[bytes] = Future()
+    done.set_result(b"")
+    return done
+
+
 def encode_trace(trace: AnyTrace) -> bytes:
     return zlib.compress(pickle.dumps(trace, protocol=pickle.HIGHEST_PROTOCOL), 1)
 
@@ -411,10 +418,11 @@ class RunService:
         whether the client has gone; if it has and nobody else waits, the run is cancelled."""
         with self._lock:
             job.waiters += 1
+        future = job.future  # the job lets go of its result once stored (see _finished)
         try:
             while True:
                 try:
-                    job.future.result(timeout=0.1)
+                    future.result(timeout=0.1)
                     break
                 except TimeoutError:
                     job.touch()
@@ -425,7 +433,7 @@ class RunService:
                     raise
             found = self.cached(job.key)
             if found is None:  # pragma: no cover - stored by the done callback before result()
-                found = decode_trace(job.future.result())
+                found = decode_trace(future.result())
             return found
         finally:
             with self._lock:
@@ -469,9 +477,11 @@ class RunService:
 
     def _finished(self, job: Job, explainer: Explainer[Any], future: Future[bytes]) -> None:
         try:
-            data = future.result()
-            self._keep(job.key, explainer, data)
+            self._keep(job.key, explainer, future.result())
             job.state = "done"
+            # Finished jobs are kept a while for status pages: not their (megabytes of) result,
+            # which is in the store now (the 10-minute soak grew by ~1 MB a finished large job).
+            job.future = _stored()
         except Cancelled:
             job.state = "cancelled"
         except Exception as exc:  # noqa: BLE001 - a run that fails must still free its slot
