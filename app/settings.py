@@ -19,10 +19,17 @@ class Settings(BaseSettings):
     database_url: str = ""  # default: sqlite:///<root>/data/stepscope.db
     trace_cache_mb: int = 256  # decoded traces kept in memory per app process
     page_cache_mb: int = 128  # rendered pages, frame chunks and exports kept per app process
-    sim_workers: int = 1  # simulation processes per app process
-    sim_queue: int = 8  # runs that may wait for a worker before requests get 503
+    sim_workers: int = 1  # simulation processes per app process, for longer runs
+    sim_nice: int = 15  # their CPU priority is lowered this much (pages and small runs first)
+    sim_quick_workers: int = 1  # processes for small runs only (0: small runs share the above)
+    quick_run_s: float = 0.5  # runs expected to take at most this long are small
+    sim_queue: int = 8  # runs that may wait for a worker (per kind) before requests get 503
     job_threshold_s: float = 1.5  # runs expected to take longer become jobs with a progress bar
-    job_idle_s: float = 15.0  # a job nobody asks about for this long is cancelled
+    job_idle_s: float = 4.0  # a job nobody asks about for this long is cancelled (pages poll
+    # every 0.5 s; an API client that stops asking has left, and its run should not go on)
+    # Run every preset not stored yet when the app starts (scripts/serve turns it on; tests
+    # leave it off), so the first visitors find their traces ready.
+    warm_presets: bool = False
     expensive_runs_per_minute: int = 6  # per client, for runs expected to take over 1 s
     chromium: Path = Path("/usr/bin/chromium")  # PNG export draws in Debian's chromium
 

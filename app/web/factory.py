@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
+from functools import partial
 
 from fastapi import FastAPI
 from fastapi.middleware.gzip import GZipMiddleware
@@ -13,14 +15,15 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.settings import Settings
 from app.store.db import init_db, make_engine
-from app.web import apidocs, errors, security, sharing
+from app.web import apidocs, errors, security, sessions, sharing
 from app.web.exporting import PngRenderer
 from app.web.i18n import LanguageMiddleware
+from app.web.pagecache import PageFront
 from app.web.plugin import Plugin
 from app.web.routes import api, jobs, pages
 from app.web.runs import current_client
 from app.web.site import Site
-from app.web.staticcache import StaticGzipCache
+from app.web.staticcache import StaticFront
 
 # plotly.js-basic-dist-min keeps its one file at the package root.
 VENDOR_DIST = ("htmx.org/dist", "idiomorph/dist", "plotly.js-basic-dist-min", "reveal.js/dist")
@@ -63,6 +66,17 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
         # the simulation workers are forked before the server starts its threads.
         init_db(app.state.engine)
         app.state.site.runs.start()
+        if settings.warm_presets:
+            presets = [
+                (p.sim, p.sim.parse(dict(preset.params)))
+                for p in app.state.site.plugins
+                for preset in p.sim.presets
+            ]
+            threading.Thread(
+                target=partial(app.state.site.runs.warm, presets, one_by_one=True),
+                name="warm",
+                daemon=True,
+            ).start()
         try:
             yield
         finally:
@@ -85,11 +99,6 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
     errors.install(app)
     # Frame stores and plotly.js compress well.
     app.add_middleware(GZipMiddleware, minimum_size=2048, compresslevel=6)
-    # outside GZip: static files and npm packages are compressed once
-    app.add_middleware(
-        StaticGzipCache,
-        roots={"/static/": settings.root / "static", "/vendor/": settings.node_modules},
-    )
     app.add_middleware(HeadAsGet)
     app.add_middleware(ClientTag)
     app.add_middleware(LanguageMiddleware)  # the reader's language, before any route runs
@@ -114,5 +123,19 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
         return FileResponse(settings.root / "static" / "favicon.svg", media_type="image/svg+xml")
 
     apidocs.install(app, settings)
+    # In front of routing, sessions and languages: static files and npm packages from memory
+    # (read and gzipped once), and rendered pages another visitor already asked for.
+    mounts = {"/static/": settings.root / "static"}
+    mounts.update({f"/vendor/{p}/": settings.node_modules / p for p in VENDOR_DIST})
+    app.add_middleware(
+        PageFront,
+        cache=app.state.site.pages,
+        session_cookie=sessions.COOKIE,
+        probe_name=sessions.PROBE_COOKIE,
+        probe_cookie=sessions.probe_cookie_header,
+        wants_probe=sessions.wants_probe,
+        secure_cookies=settings.secure_cookies,
+    )
+    app.add_middleware(StaticFront, mounts=mounts)
     security.install(app, settings)  # last: its middleware wraps everything above
     return app

@@ -105,7 +105,7 @@ def choose(query: str, cookies: Mapping[str, str], accept_language: str | None) 
     return Choice(from_accept_language(accept_language) or DEFAULT, False)
 
 
-def _cookies(header: str) -> dict[str, str]:
+def parse_cookies(header: str) -> dict[str, str]:
     jar: SimpleCookie = SimpleCookie()
     try:
         jar.load(header)
@@ -127,7 +127,7 @@ class LanguageMiddleware:
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         choice = choose(
             scope.get("query_string", b"").decode("latin-1"),
-            _cookies(headers.get("cookie", "")),
+            parse_cookies(headers.get("cookie", "")),
             headers.get("accept-language"),
         )
         scope.setdefault("state", {})["lang"] = choice.lang

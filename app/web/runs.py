@@ -1,8 +1,11 @@
 """Running simulations for the web: a bounded process pool, a content-addressed trace store,
 jobs with progress for long runs, cancellation when nobody waits any more, per-client limits.
 
-* **Where runs happen.** Never in a request thread: in a pool of ``sim_workers`` processes
-  (forked once, when the app starts). At most ``sim_workers + sim_queue`` runs are running or
+* **Where runs happen.** Never in a request thread: in pools of processes forked once, when the
+  app starts. Runs expected to take at most ``quick_run_s`` go to their own ``sim_quick_workers``
+  processes, so a small run never waits behind a long one; the rest to ``sim_workers`` processes
+  that run at a lower CPU priority (``sim_nice``), so pages and small runs stay quick while long
+  runs use what CPU is left. Each lane holds at most its workers + ``sim_queue`` runs running or
   waiting; past that a request gets :class:`Busy` (HTTP 503 with ``Retry-After``).
 * **Traces are content-addressed** by (explainer, sim_version, canonical params). A finished
   trace is kept in memory (an LRU bounded in bytes) and in the database (pickled, compressed), so
@@ -23,8 +26,10 @@ from __future__ import annotations
 import contextvars
 import ctypes
 import hashlib
+import heapq
 import json
 import multiprocessing
+import os
 import pickle
 import threading
 import time
@@ -84,9 +89,11 @@ _progress: Any = None  # shared array of progress fractions, one slot per queued
 _cancel: Any = None  # shared array of cancel flags
 
 
-def _init_worker(progress: Any, cancel: Any) -> None:
+def _init_worker(progress: Any, cancel: Any, nice: int = 0) -> None:
     global _progress, _cancel
     _progress, _cancel = progress, cancel
+    if nice > 0:
+        os.nice(nice)
 
 
 def _noop() -> None:
@@ -104,6 +111,13 @@ def _simulate(explainer: Explainer[Any], params: Any, slot: int) -> bytes:
 
     trace = explainer.run(params, report)
     return encode_trace(trace)
+
+
+def _stored() -> Future[bytes]:
+    """A settled future standing for a result that is in the trace store."""
+    done: Future[bytes] = Future()
+    done.set_result(b"")
+    return done
 
 
 def encode_trace(trace: AnyTrace) -> bytes:
@@ -129,6 +143,8 @@ class Job:
     started: float = field(default_factory=time.monotonic)
     seen: float = field(default_factory=time.monotonic)  # last time someone asked about it
     waiters: int = 0
+    lane: str = "long"  # long | quick
+    warm: bool = False  # started ahead of any visitor (see RunService.warm): never idle
     state: str = "running"  # running | done | cancelled | failed
     error: str = ""
 
@@ -155,7 +171,9 @@ class TraceCache:
 
     def put(self, key: str, trace: AnyTrace, size: int) -> None:
         with self._lock:
-            if key in self._items or size > self.max_bytes:
+            # One trace may take at most an eighth: a few very large results (fetched once, by
+            # the API) must not push out everything the pages use.
+            if key in self._items or size > self.max_bytes // 8:
                 return
             self._items[key] = (trace, size)
             self.used += size
@@ -173,18 +191,35 @@ class RunService:
         self.settings = settings
         self.engine = engine
         self.workers = max(1, settings.sim_workers)
-        slots = self.workers + max(0, settings.sim_queue)
+        queue = max(0, settings.sim_queue)
+        # lane → (worker processes, niceness, slots); slots index the shared arrays
+        self._lanes: dict[str, tuple[int, int, list[int]]] = {
+            "long": (self.workers, max(0, settings.sim_nice), list(range(self.workers + queue)))
+        }
+        quick = max(0, settings.sim_quick_workers)
+        if quick:
+            first = self.workers + queue
+            self._lanes["quick"] = (quick, 0, list(range(first, first + quick + queue)))
+        slots = sum(len(free) for _, _, free in self._lanes.values())
         ctx = multiprocessing.get_context("fork")
         self._progress = ctx.Array(ctypes.c_double, slots, lock=False)
         self._cancel = ctx.Array(ctypes.c_byte, slots, lock=False)
-        self._free = list(range(slots))
+        self._free = {lane: list(free) for lane, (_, _, free) in self._lanes.items()}
         self._ctx = ctx
-        self._pool: ProcessPoolExecutor | None = None
+        self._pools: dict[str, ProcessPoolExecutor] = {}
+        # runs waiting for a worker, per lane: (expected seconds, arrival, job, explainer, params)
+        self._pending: dict[str, list[tuple[float, int, Job, Explainer[Any], Any]]] = {
+            lane: [] for lane in self._lanes
+        }
+        self._busy = dict.fromkeys(self._lanes, 0)  # runs handed to each lane's workers
+        self._order = 0
         self._jobs: dict[str, Job] = {}
         self._ended: OrderedDict[str, Job] = OrderedDict()  # finished jobs, for status pages
         self._lock = threading.Lock()
         self._cache = TraceCache(settings.trace_cache_mb * 1024 * 1024)
         self._expensive: dict[str, deque[float]] = {}
+        # Keys of runs nobody is charged for (the presets: a fixed set, each run once per store)
+        self.free_keys: set[str] = set()
         self._stop = threading.Event()
         self._watchdog: threading.Thread | None = None
 
@@ -193,15 +228,17 @@ class RunService:
     def start(self) -> None:
         """Fork the workers now, before the server starts its threads, and start the watchdog."""
         with self._lock:
-            if self._pool is None:
-                self._pool = ProcessPoolExecutor(
-                    max_workers=self.workers,
-                    mp_context=self._ctx,
-                    initializer=_init_worker,
-                    initargs=(self._progress, self._cancel),
-                )
-                for _ in range(self.workers):
-                    self._pool.submit(_noop)
+            if not self._pools:
+                for lane, (workers, nice, _) in self._lanes.items():
+                    pool = ProcessPoolExecutor(
+                        max_workers=workers,
+                        mp_context=self._ctx,
+                        initializer=_init_worker,
+                        initargs=(self._progress, self._cancel, nice),
+                    )
+                    for _ in range(workers):
+                        pool.submit(_noop)
+                    self._pools[lane] = pool
         if self._watchdog is None:
             self._stop.clear()
             self._watchdog = threading.Thread(target=self._watch, name="job-watchdog", daemon=True)
@@ -212,8 +249,14 @@ class RunService:
         with self._lock:
             for job in self._jobs.values():
                 self._cancel[job.slot] = 1
-            pool, self._pool = self._pool, None
-        if pool is not None:
+            pools, self._pools = self._pools, {}
+            waiting = [job for pending in self._pending.values() for _, _, job, _, _ in pending]
+            for pending in self._pending.values():
+                pending.clear()
+        for job in waiting:
+            if not job.future.done():
+                job.future.set_exception(Cancelled())
+        for pool in pools.values():
             pool.shutdown(wait=True, cancel_futures=True)
         if self._watchdog is not None:
             self._watchdog.join(timeout=2)
@@ -239,9 +282,10 @@ class RunService:
         self._cache.put(key, trace, len(data) * MEMORY_PER_STORED_BYTE)
         return trace
 
-    def _keep(self, key: str, explainer: Explainer[Any], data: bytes) -> AnyTrace:
-        trace = decode_trace(data)
-        self._cache.put(key, trace, len(data) * MEMORY_PER_STORED_BYTE)
+    def _keep(self, key: str, explainer: Explainer[Any], data: bytes) -> None:
+        """Store a finished trace. It is decoded (and kept in memory) when someone asks for it:
+        a job whose client has left costs no decoding, and a large result fetched once does
+        not push the traces pages use out of memory."""
         with repo.session_for(self.engine) as db:
             repo.put_trace_data(
                 db=db,
@@ -250,7 +294,6 @@ class RunService:
                 sim_version=explainer.sim_version,
                 data=data,
             )
-        return trace
 
     # --- running -----------------------------------------------------------------------------
 
@@ -265,30 +308,108 @@ class RunService:
             raise JobStarted(job)
         return self.wait(job, explainer)
 
-    def submit(self, explainer: Explainer[Any], params: Any, key: str) -> Job:
-        """Start a run, or join the same run already under way."""
+    def submit(
+        self, explainer: Explainer[Any], params: Any, key: str, *, charge: bool = True
+    ) -> Job:
+        """Start a run, or join the same run already under way (``charge``: count it against
+        the client's quota of long runs)."""
         expected = explainer.expected_seconds(params)
         with self._lock:
             job = self._jobs.get(key)
             if job is not None:
                 job.touch()
                 return job
-            if expected > 1.0:
+            if expected > 1.0 and charge and key not in self.free_keys:
                 self._charge_expensive(current_client.get())
-            if not self._free or self._pool is None:
-                if self._pool is None:
+            quick = "quick" in self._lanes and expected <= self.settings.quick_run_s
+            lane = "quick" if quick else "long"
+            pool, free = self._pools.get(lane), self._free[lane]
+            if not free or pool is None:
+                if pool is None:
                     raise Busy(5)
                 raise Busy(max(1, round(min(expected, 30.0))) if self._jobs else 2)
-            slot = self._free.pop()
+            slot = free.pop()
             self._progress[slot] = 0.0
             self._cancel[slot] = 0
-            future = self._pool.submit(_simulate, explainer, params, slot)
+            future: Future[bytes] = Future()
             job = Job(
-                key=key, explainer=explainer.name, slot=slot, expected_s=expected, future=future
+                key=key,
+                explainer=explainer.name,
+                slot=slot,
+                expected_s=expected,
+                future=future,
+                lane=lane,
             )
             self._jobs[key] = job
+            self._order += 1
+            heapq.heappush(self._pending[lane], (expected, self._order, job, explainer, params))
         future.add_done_callback(partial(self._finished, job, explainer))
+        self._dispatch(lane)
         return job
+
+    def warm(self, runs: list[tuple[Explainer[Any], Any]], *, one_by_one: bool = False) -> int:
+        """Start the runs not stored yet (presets when the app starts, a scenario when it is
+        shared), so the first visitor of a lecture hall finds the trace ready; nobody waits for
+        them. ``one_by_one``: wait for each before the next (a background thread warming many,
+        never holding more than one worker). Answers how many ran or started."""
+        started = 0
+        token = current_client.set("warm-up")  # not any visitor's quota of long runs
+        try:
+            for explainer, params in sorted(runs, key=lambda r: r[0].expected_seconds(r[1])):
+                if self._stop.is_set():
+                    break
+                key = self.key(explainer, params)
+                if self.cached(key) is not None:
+                    continue
+                try:
+                    job = self.submit(explainer, params, key, charge=not one_by_one)
+                except (Busy, RateLimited):
+                    break
+                job.warm = True
+                started += 1
+                if one_by_one:
+                    try:
+                        job.future.result()
+                    except Exception:  # noqa: BLE001 - a preset that fails is not warmed
+                        continue
+        finally:
+            current_client.reset(token)
+        return started
+
+    def _dispatch(self, lane: str) -> None:
+        """Hand waiting runs of ``lane`` to free workers, the one expected to be shortest first
+        (a run of a few seconds does not wait behind several of the longest), and settle those
+        cancelled while they waited."""
+        dropped: list[Job] = []
+        handed: list[tuple[Job, Future[bytes]]] = []
+        with self._lock:
+            pending, pool = self._pending[lane], self._pools.get(lane)
+            if any(self._cancel[job.slot] for _, _, job, _, _ in pending):
+                dropped = [job for _, _, job, _, _ in pending if self._cancel[job.slot]]
+                pending[:] = [e for e in pending if not self._cancel[e[2].slot]]
+                heapq.heapify(pending)
+            while pool is not None and pending and self._busy[lane] < self._lanes[lane][0]:
+                _, _, job, explainer, params = heapq.heappop(pending)
+                self._busy[lane] += 1
+                handed.append((job, pool.submit(_simulate, explainer, params, job.slot)))
+        # Outside the lock: a run already over calls back at once, and the callback takes it.
+        for job, inner in handed:
+            inner.add_done_callback(partial(self._relay, job))
+        for job in dropped:
+            if not job.future.done():
+                job.future.set_exception(Cancelled())
+
+    def _relay(self, job: Job, inner: Future[bytes]) -> None:
+        """A worker finished ``job``: free the worker for the next run, then settle the job."""
+        with self._lock:
+            self._busy[job.lane] -= 1
+        self._dispatch(job.lane)
+        if inner.cancelled():
+            job.future.set_exception(Cancelled())
+        elif (exc := inner.exception()) is not None:
+            job.future.set_exception(exc)
+        else:
+            job.future.set_result(inner.result())
 
     def wait(
         self, job: Job, explainer: Explainer[Any], poll: Callable[[], bool] | None = None
@@ -297,10 +418,11 @@ class RunService:
         whether the client has gone; if it has and nobody else waits, the run is cancelled."""
         with self._lock:
             job.waiters += 1
+        future = job.future  # the job lets go of its result once stored (see _finished)
         try:
             while True:
                 try:
-                    job.future.result(timeout=0.1)
+                    future.result(timeout=0.1)
                     break
                 except TimeoutError:
                     job.touch()
@@ -311,7 +433,7 @@ class RunService:
                     raise
             found = self.cached(job.key)
             if found is None:  # pragma: no cover - stored by the done callback before result()
-                found = decode_trace(job.future.result())
+                found = decode_trace(future.result())
             return found
         finally:
             with self._lock:
@@ -322,6 +444,7 @@ class RunService:
         with self._lock:
             if job.waiters <= 1 and job.state == "running":
                 self._cancel[job.slot] = 1
+        self._dispatch(job.lane)
 
     def cancel(self, key: str) -> bool:
         with self._lock:
@@ -329,7 +452,8 @@ class RunService:
             if job is None:
                 return False
             self._cancel[job.slot] = 1
-            return True
+        self._dispatch(job.lane)
+        return True
 
     def job(self, key: str) -> Job | None:
         with self._lock:
@@ -353,16 +477,18 @@ class RunService:
 
     def _finished(self, job: Job, explainer: Explainer[Any], future: Future[bytes]) -> None:
         try:
-            data = future.result()
-            self._keep(job.key, explainer, data)
+            self._keep(job.key, explainer, future.result())
             job.state = "done"
+            # Finished jobs are kept a while for status pages: not their (megabytes of) result,
+            # which is in the store now (the 10-minute soak grew by ~1 MB a finished large job).
+            job.future = _stored()
         except Cancelled:
             job.state = "cancelled"
         except Exception as exc:  # noqa: BLE001 - a run that fails must still free its slot
             job.state, job.error = "failed", f"{type(exc).__name__}: {exc}"[:300]
         with self._lock:
             self._jobs.pop(job.key, None)
-            self._free.append(job.slot)
+            self._free[job.lane].append(job.slot)
             self._ended[job.key] = job
             while len(self._ended) > 256:
                 self._ended.popitem(last=False)
@@ -387,5 +513,7 @@ class RunService:
             now = time.monotonic()
             with self._lock:
                 for job in self._jobs.values():
-                    if job.waiters == 0 and now - job.seen > idle:
+                    if job.waiters == 0 and now - job.seen > idle and not job.warm:
                         self._cancel[job.slot] = 1
+            for lane in self._lanes:  # outside the lock: dispatching takes it
+                self._dispatch(lane)

@@ -15,6 +15,9 @@ walkthrough key itself (preset or shared scenario), so a client can't plant arbi
 from __future__ import annotations
 
 import re
+import time
+from dataclasses import dataclass
+from functools import cache
 from typing import Annotated, Any
 
 from fastapi import APIRouter, FastAPI, HTTPException, Request
@@ -27,8 +30,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from app.sim.core import ParamError, msg
 from app.store import repo
 from app.store.models import Progress
+from app.web import i18n
 from app.web.deps import visitor_id
-from app.web.site import Site
+from app.web.site import Memo, Site
 from app.web.sources import (
     ScenarioNotFound,
     SiteDep,
@@ -55,12 +59,18 @@ NO_SESSION_PREFIXES = (
 _PRESET_KEY = re.compile(r"^/explainers/([a-z0-9_-]{1,40})/presets/([a-z0-9_-]{1,80})$")
 _SCENARIO_KEY = re.compile(r"^/s/([A-Za-z0-9_-]{10,32})$")
 
+KNOWN_FOR_S = 300.0  # a session found is trusted this long before it is looked up again
+
 router = APIRouter(prefix="/api/v1", tags=["sessions"])
 
 
 def _wants_session(request: Request) -> bool:
-    path = request.url.path
-    return request.method == "GET" and not path.startswith(NO_SESSION_PREFIXES)
+    return request.method == "GET" and wants_probe(request.url.path)
+
+
+def wants_probe(path: str) -> bool:
+    """Whether an HTML page at ``path`` gets the probe cookie (pages, not API or embeds)."""
+    return not path.startswith(NO_SESSION_PREFIXES)
 
 
 def _lookup(engine: Any, sid: str) -> str | None:
@@ -102,6 +112,22 @@ def _cookie_header(request: Request, name: str, value: str) -> str:
     return carrier.headers["set-cookie"]
 
 
+@cache
+def probe_cookie_header(secure: bool) -> bytes:
+    """The ``Set-Cookie`` value of the probe cookie (what ``_set_cookie`` writes)."""
+    carrier = Response()
+    carrier.set_cookie(
+        PROBE_COOKIE,
+        "1",
+        max_age=COOKIE_MAX_AGE,
+        path="/",
+        httponly=True,
+        samesite="lax",
+        secure=secure,
+    )
+    return carrier.headers["set-cookie"].encode("latin-1")
+
+
 class SessionMiddleware:
     """Pure ASGI: finds the visitor's stored session (if its cookie names one) before the route
     runs, and sets the cookies the route asked for as the response starts. Static files and
@@ -110,6 +136,20 @@ class SessionMiddleware:
     def __init__(self, app: ASGIApp, engine: Any) -> None:
         self.app = app
         self.engine = engine
+        # Sessions found lately, and when: a student stepping through a walkthrough sends a
+        # request a second; looking their session up (and crossing to a thread for it) each
+        # time was a good part of a step's CPU. Sessions go only when idle for weeks.
+        self.known: Memo[str, float] = Memo(50_000)
+
+    async def lookup(self, sid: str) -> str | None:
+        seen = self.known.get(sid)
+        now = time.monotonic()
+        if seen is not None and now - seen < KNOWN_FOR_S:
+            return sid
+        found = await run_in_threadpool(_lookup, self.engine, sid)  # and touches it
+        if found is not None:
+            self.known.put(sid, now)
+        return found
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"].startswith(("/static/", "/vendor/", "/embed/")):
@@ -117,7 +157,7 @@ class SessionMiddleware:
             return
         request = Request(scope)
         sid = request.cookies.get(COOKIE)
-        found = await run_in_threadpool(_lookup, self.engine, sid) if sid else None
+        found = await self.lookup(sid) if sid else None
         scope.setdefault("state", {})["visitor_id"] = found
 
         async def send_with_cookies(message: Message) -> None:
@@ -188,35 +228,74 @@ class ProgressIn(BaseModel):
     step: Annotated[int, Field(ge=0, le=1_000_000, description="0-based step shown")]
 
 
-@router.post("/progress")
-def save_progress(body: ProgressIn, request: Request, site: SiteDep) -> dict[str, Any]:
-    """Remember the step this visitor reached in a walkthrough ("continue where you left off").
+@dataclass(frozen=True, slots=True)
+class Walkthrough:
+    """What recording progress needs of a walkthrough (fixed for a simulation version)."""
 
-    Answers ``saved: false`` when the request carries no session (cookies off): nothing breaks.
-    A browser without a session gets one at its first step past 0 (step 0 is not worth keeping).
-    """
-    source = resolve_walkthrough(request, site, body.walkthrough)
-    count = len(run_source(site, source).frames)
-    if body.step >= max(count, 1):
-        raise ParamError.single(
-            ("step",),
-            msg(
-                "must be below {count}, the number of steps; you gave {step}",
-                count=count,
-                step=body.step,
-            ),
-        )
+    title: str
+    url: str
+    count: int
+
+
+def walkthrough_facts(request: Request, site: Site, key: str) -> Walkthrough:
+    """Title (in the request's language), page and step count of the walkthrough ``key``;
+    remembered per process, since presets and saved scenarios never change (the first time
+    reads the database and the trace store)."""
+    lang = i18n.language_of(request)
+    found: Walkthrough | None = site.walkthroughs.get((key, lang))
+    if found is None:
+        source = resolve_walkthrough(request, site, key)
+        count = len(run_source(site, source).frames)
+        found = Walkthrough(title=source.title, url=source.page_path, count=count)
+        site.walkthroughs.put((key, lang), found)
+    return found
+
+
+def _record(request: Request, body: ProgressIn, walk: Walkthrough) -> dict[str, Any]:
     sid = ensure_visitor(request) if body.step > 0 else visitor_id(request)
     if sid is None:
-        return {"saved": False, "reason": "no session cookie", "step": body.step, "count": count}
+        return {
+            "saved": False,
+            "reason": "no session cookie",
+            "step": body.step,
+            "count": walk.count,
+        }
     with repo.session_for(request.app.state.engine) as db:
         repo.record_progress(
             db=db,
             session_id=sid,
             walkthrough=body.walkthrough,
             step=body.step,
-            count=count,
-            title=source.title,
-            url=source.page_path,
+            count=walk.count,
+            title=walk.title,
+            url=walk.url,
         )
-    return {"saved": True, "step": body.step, "count": count}
+    return {"saved": True, "step": body.step, "count": walk.count}
+
+
+@router.post("/progress")
+async def save_progress(body: ProgressIn, request: Request, site: SiteDep) -> dict[str, Any]:
+    """Remember the step this visitor reached in a walkthrough ("continue where you left off").
+
+    Answers ``saved: false`` when the request carries no session (cookies off): nothing breaks.
+    A browser without a session gets one at its first step past 0 (step 0 is not worth keeping).
+    Every step of every student in a lecture hall comes here, so it is ``async``: the
+    walkthrough's facts come from memory after the first time, and the database work is one
+    trip to the threadpool.
+    """
+    lang = i18n.language_of(request)
+    walk: Walkthrough | None = site.walkthroughs.get((body.walkthrough, lang))
+    if walk is None:
+        walk = await run_in_threadpool(walkthrough_facts, request, site, body.walkthrough)
+    if body.step >= max(walk.count, 1):
+        raise ParamError.single(
+            ("step",),
+            msg(
+                "must be below {count}, the number of steps; you gave {step}",
+                count=walk.count,
+                step=body.step,
+            ),
+        )
+    if body.step == 0 and visitor_id(request) is None:
+        return {"saved": False, "reason": "no session cookie", "step": 0, "count": walk.count}
+    return await run_in_threadpool(_record, request, body, walk)

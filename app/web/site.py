@@ -7,15 +7,17 @@ state, so two apps (a test app with its own explainers, say) never share anythin
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Iterable
+from typing import Any, Generic, TypeVar
 
 from fastapi import HTTPException
 from fastapi.templating import Jinja2Templates
 from sqlalchemy import Engine
 
 from app.settings import Settings
-from app.sim.core import Trace, msg
+from app.sim.core import ParamError, Trace, msg
 from app.web import i18n
 from app.web.content import Content
 from app.web.pagecache import PageCache
@@ -23,6 +25,32 @@ from app.web.plugin import Plugin
 from app.web.runs import RunService
 from app.web.templating import language_context
 from app.web.templating import setup as setup_i18n
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class Memo(Generic[K, V]):
+    """A small thread-safe LRU map of facts that never change within a process."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[K, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: K) -> V | None:
+        with self._lock:
+            found = self._items.get(key)
+            if found is not None:
+                self._items.move_to_end(key)
+            return found
+
+    def put(self, key: K, value: V) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
 
 
 class Site:
@@ -37,7 +65,18 @@ class Site:
         self.templates.env.globals["site_name"] = "Stepscope"
         # The one place runs happen and traces are kept (memory + database, shared by workers).
         self.runs = RunService(settings, engine)
+        # A preset is a fixed run, stored once: opening one never counts as a visitor's long run.
+        for plugin in self._plugins.values():
+            for preset in plugin.sim.presets:
+                try:
+                    parsed = plugin.sim.parse(dict(preset.params))
+                except ParamError:  # pragma: no cover - presets are valid (tests/contract)
+                    continue
+                self.runs.free_keys.add(self.runs.key(plugin.sim, parsed))
         self.pages = PageCache(settings.page_cache_mb * 1024 * 1024)
+        # Facts of walkthroughs progress is recorded for (title, page, step count), by key and
+        # language; presets and saved scenarios never change within a simulation version.
+        self.walkthroughs: Memo[tuple[str, str], Any] = Memo(4096)
 
     # --- explainers --------------------------------------------------------------------------
 

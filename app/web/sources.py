@@ -197,7 +197,11 @@ def prefixed(exc: ParamError, *prefix: str | int) -> ParamError:
 # --- dependencies --------------------------------------------------------------------------
 
 
-def get_site(request: Request) -> Site:
+# Dependencies that only look things up in memory are ``async``: FastAPI runs a plain ``def``
+# dependency in the threadpool, a thread hop that costs more than the lookup itself.
+
+
+async def get_site(request: Request) -> Site:
     site: Site = request.app.state.site
     return site
 
@@ -205,19 +209,23 @@ def get_site(request: Request) -> Site:
 SiteDep = Annotated[Site, Depends(get_site)]
 
 
-def get_plugin(name: str, site: SiteDep) -> Plugin:
+async def get_plugin(name: str, site: SiteDep) -> Plugin:
     return site.plugin(name)
 
 
 PluginDep = Annotated[Plugin, Depends(get_plugin)]
 
 
-def preset_source(name: str, site: SiteDep, slug: str | None = None) -> Source:
+def preset_source(name: str, site: Site, slug: str | None = None) -> Source:
     """The preset named by the path (``/{name}/presets/{slug}``; the default without a slug)."""
     return from_preset(site, name, slug)
 
 
-PresetSource = Annotated[Source, Depends(preset_source)]
+async def _preset_source(name: str, site: SiteDep, slug: str | None = None) -> Source:
+    return preset_source(name, site, slug)
+
+
+PresetSource = Annotated[Source, Depends(_preset_source)]
 
 
 def scenario_source(scenario_id: str, request: Request, site: SiteDep) -> Source:

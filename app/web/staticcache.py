@@ -1,131 +1,194 @@
-"""Static files and npm packages, compressed once: plotly.js is over a megabyte, and gzipping it again
-for each of 300 students is most of a small server's CPU. This middleware keeps the gzipped body
-of every ``/static/`` and ``/vendor/`` file it served (keyed by path and the file's ETag) and lets
-browsers and proxies keep them for an hour."""
+"""Static files and npm packages, answered from memory: plotly.js is over a megabyte, and reading
+and gzipping it again for each of 300 students was most of a small server's CPU (31 ms a
+request, measured with ``bench/load.py --scenario cost``; from memory it is a fraction of one).
+
+:class:`StaticFront` (pure ASGI) sits in front of the app's routing, sessions and language
+middleware. The first GET of a file under one of its ``mounts`` reads it once and keeps its
+bytes, its gzipped bytes (text types over 1 KB) and the full header lists of both answers; later
+GETs and HEADs are answered from that, after one ``stat`` to notice a changed file. The headers
+are the ones Starlette's ``StaticFiles`` sends (same ``ETag``, ``Last-Modified``), plus an hour of
+caching and ``Vary: Accept-Encoding``; ``If-None-Match`` gets a 304. Anything it is not sure about
+(a missing file, a folder, a ``Range`` request, a path leaving its folder) goes on to the app.
+"""
 
 from __future__ import annotations
 
 import gzip
+import hashlib
+import mimetypes
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
+from dataclasses import dataclass
+from email.utils import formatdate
 from pathlib import Path
 
-from starlette.datastructures import Headers, MutableHeaders
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-PREFIXES = ("/static/", "/vendor/")
 MAX_AGE = 3600
 COMPRESSIBLE = ("text/", "application/javascript", "application/json", "image/svg+xml")
+MAX_FILE = 8 << 20  # larger files are left to the app (streamed from disk)
+Headers = list[tuple[bytes, bytes]]
 
 
-class StaticGzipCache:
+@dataclass(frozen=True, slots=True)
+class Answer:
+    mtime_ns: int
+    size: int
+    etag: str
+    plain: Headers  # headers of the identity answer
+    packed: Headers | None  # headers of the gzipped answer, when there is one
+    body: bytes
+    gz: bytes
+
+    @property
+    def weight(self) -> int:
+        return len(self.body) + len(self.gz) + 1024
+
+
+def file_etag(st: os.stat_result) -> str:
+    """The ETag Starlette's FileResponse gives a file (so a 304 holds across both)."""
+    base = f"{st.st_mtime}-{st.st_size}"
+    return '"' + hashlib.md5(base.encode(), usedforsecurity=False).hexdigest() + '"'
+
+
+def content_type(path: Path) -> str:
+    kind = mimetypes.guess_type(path.name)[0] or "text/plain"
+    return f"{kind}; charset=utf-8" if kind.startswith("text/") else kind
+
+
+def etag_matches(etag: str, if_none_match: str) -> bool:
+    """``If-None-Match`` as Starlette's StaticFiles reads it (``*``, lists, weak tags)."""
+    if if_none_match.strip() == "*":
+        return True
+    return etag in [tag.strip().removeprefix("W/") for tag in if_none_match.split(",")]
+
+
+class StaticFront:
     def __init__(
-        self, app: ASGIApp, roots: Mapping[str, Path] | None = None, max_bytes: int = 64 << 20
+        self, app: ASGIApp, mounts: Mapping[str, Path] | None = None, max_bytes: int = 64 << 20
     ) -> None:
         self.app = app
-        self.roots = dict(roots or {})  # URL prefix → folder, to recognise an unchanged file
+        # URL prefix (ending in "/") → folder, longest prefix first
+        self.mounts = sorted(
+            ((prefix, Path(folder)) for prefix, folder in (mounts or {}).items()),
+            key=lambda kv: -len(kv[0]),
+        )
+        self.prefixes = tuple(prefix for prefix, _ in self.mounts)
         self.max_bytes = max_bytes
         self.used = 0
-        self._items: OrderedDict[tuple[str, str], bytes] = OrderedDict()
-        self._answers: dict[tuple[str, int, int], tuple[Message, bytes]] = {}
+        self._answers: OrderedDict[str, Answer] = OrderedDict()
         self._lock = threading.Lock()
 
-    def _file_key(self, path: str) -> tuple[str, int, int] | None:
-        """(path, mtime, size) of the file a URL names, or None (then the app answers)."""
-        for prefix, folder in self.roots.items():
+    def _file(self, path: str) -> Path | None:
+        """The regular file a URL path names inside its mount's folder, or None."""
+        for prefix, folder in self.mounts:
             if path.startswith(prefix):
-                candidate = (folder / path[len(prefix) :]).resolve()
-                if folder.resolve() not in candidate.parents:
+                rest = path[len(prefix) :]
+                if not rest or "\\" in rest or "\0" in rest:
                     return None
-                try:
-                    st = candidate.stat()
-                except OSError:
+                root = folder.resolve()
+                candidate = (root / rest).resolve()
+                if root not in candidate.parents or not candidate.is_file():
                     return None
-                return (path, st.st_mtime_ns, st.st_size)
+                return candidate
         return None
+
+    def _load(self, path: str) -> Answer | None:
+        file = self._file(path)
+        if file is None:
+            return None
+        try:
+            st = file.stat()
+            if st.st_size > MAX_FILE:
+                return None
+            body = file.read_bytes()
+        except OSError:
+            return None
+        kind = content_type(file)
+        etag = file_etag(st)
+        common: Headers = [
+            (b"content-type", kind.encode("latin-1")),
+            (b"accept-ranges", b"bytes"),
+            (b"last-modified", formatdate(st.st_mtime, usegmt=True).encode("latin-1")),
+            (b"etag", etag.encode("latin-1")),
+            (b"cache-control", f"public, max-age={MAX_AGE}".encode()),
+            (b"vary", b"Accept-Encoding"),
+        ]
+        plain = [*common, (b"content-length", str(len(body)).encode())]
+        gz, packed = b"", None
+        if kind.startswith(COMPRESSIBLE) and len(body) > 1024:
+            gz = gzip.compress(body, compresslevel=9, mtime=0)
+            packed = [
+                *common,
+                (b"content-encoding", b"gzip"),
+                (b"content-length", str(len(gz)).encode()),
+            ]
+        return Answer(st.st_mtime_ns, st.st_size, etag, plain, packed, body, gz)
+
+    def _answer(self, path: str) -> Answer | None:
+        with self._lock:
+            answer = self._answers.get(path)
+        if answer is not None:
+            try:
+                st = os.stat(self._file_of(path, answer))
+            except OSError:
+                st = None
+            if st is not None and (st.st_mtime_ns, st.st_size) == (answer.mtime_ns, answer.size):
+                with self._lock:
+                    self._answers.move_to_end(path)
+                return answer
+            with self._lock:  # changed or gone: forget it and look again
+                if self._answers.pop(path, None) is not None:
+                    self.used -= answer.weight
+        answer = self._load(path)
+        if answer is not None and answer.weight <= self.max_bytes // 4:
+            with self._lock:
+                if path not in self._answers:
+                    self._answers[path] = answer
+                    self.used += answer.weight
+                    while self.used > self.max_bytes:
+                        _, old = self._answers.popitem(last=False)
+                        self.used -= old.weight
+        return answer
+
+    def _file_of(self, path: str, answer: Answer) -> Path:
+        for prefix, folder in self.mounts:
+            if path.startswith(prefix):
+                return folder / path[len(prefix) :]
+        raise KeyError(path)  # pragma: no cover - only paths under a mount are kept
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (
             scope["type"] != "http"
             or scope["method"] not in ("GET", "HEAD")
-            or not scope["path"].startswith(PREFIXES)
+            or not scope["path"].startswith(self.prefixes)
         ):
             await self.app(scope, receive, send)
             return
-        request_headers = Headers(scope=scope)
-        gzip_ok = "gzip" in request_headers.get("accept-encoding", "")
-        key = self._file_key(scope["path"]) if gzip_ok and scope["method"] == "GET" else None
-        if key is not None:
-            with self._lock:
-                answer = self._answers.get(key)
-            if answer is not None:  # this very file, gzipped before: no disk read, no gzip
-                cached_start, body = answer
-                etag = MutableHeaders(raw=list(cached_start["headers"])).get("etag")
-                if etag and etag in request_headers.get("if-none-match", ""):
-                    headers = [(k, v) for k, v in cached_start["headers"] if k != b"content-length"]
-                    await send({"type": "http.response.start", "status": 304, "headers": headers})
-                    await send({"type": "http.response.body", "body": b""})
-                    return
-                await send(cached_start)
-                await send({"type": "http.response.body", "body": body, "more_body": False})
-                return
-        start: Message | None = None
-        chunks: list[bytes] = []
-
-        async def capture(message: Message) -> None:
-            nonlocal start
-            if message["type"] == "http.response.start":
-                start = message
-                return
-            chunks.append(message.get("body", b""))
-            if message.get("more_body"):
-                return
-            await self._finish(start, b"".join(chunks), gzip_ok, scope, send, key)  # file key
-
-        await self.app(scope, receive, capture)
-
-    async def _finish(
-        self,
-        start: Message | None,
-        body: bytes,
-        gzip_ok: bool,
-        scope: Scope,
-        send: Send,
-        file_key: tuple[str, int, int] | None = None,
-    ) -> None:
-        if start is None:  # pragma: no cover - an app always starts its response
+        accept, if_none_match, ranged = "", "", False
+        for name, value in scope["headers"]:
+            if name == b"accept-encoding":
+                accept = value.decode("latin-1")
+            elif name == b"if-none-match":
+                if_none_match = value.decode("latin-1")
+            elif name == b"range":
+                ranged = True
+        answer = None if ranged else self._answer(scope["path"])
+        if answer is None:
+            await self.app(scope, receive, send)
             return
-        headers = MutableHeaders(scope=start)
-        if start["status"] == 200:
-            headers["Cache-Control"] = f"public, max-age={MAX_AGE}"
-            headers.append("Vary", "Accept-Encoding")
-        kind = headers.get("content-type", "")
-        if (
-            start["status"] == 200
-            and gzip_ok
-            and kind.startswith(COMPRESSIBLE)
-            and "content-encoding" not in headers
-            and len(body) > 1024
-            and scope["method"] == "GET"
-        ):
-            key = (scope["path"], headers.get("etag", ""))
-            with self._lock:
-                packed = self._items.get(key)
-            if packed is None:
-                packed = gzip.compress(body, compresslevel=6)
-                with self._lock:
-                    if key not in self._items and len(packed) < self.max_bytes // 4:
-                        self._items[key] = packed
-                        self.used += len(packed)
-                        while self.used > self.max_bytes:
-                            _, old = self._items.popitem(last=False)
-                            self.used -= len(old)
-            body = packed
-            headers["Content-Encoding"] = "gzip"
-            headers["Content-Length"] = str(len(body))
-            if file_key is not None:
-                with self._lock:
-                    self._answers[file_key] = ({**start, "headers": list(start["headers"])}, body)
-        await send(start)
+        if if_none_match and etag_matches(answer.etag, if_none_match):
+            headers = [(k, v) for k, v in answer.plain if k in (b"etag", b"cache-control", b"vary")]
+            await send({"type": "http.response.start", "status": 304, "headers": headers})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        if answer.packed is not None and "gzip" in accept:
+            headers, body = answer.packed, answer.gz
+        else:
+            headers, body = answer.plain, answer.body
+        await send({"type": "http.response.start", "status": 200, "headers": list(headers)})
+        if scope["method"] == "HEAD":
+            body = b""
         await send({"type": "http.response.body", "body": body, "more_body": False})

@@ -4,17 +4,24 @@ cancellation when the client leaves, per-client limits, a shared trace store, ca
 from __future__ import annotations
 
 import json
+import os
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
+from app import explainers
 from app.main import create_app
 from app.settings import Settings
+from app.store.db import init_db, make_engine
+from app.web import runs as runs_module
+from app.web.runs import RunService
 from app.web.sources import encode_params
 from tests.browser.conftest import LiveServer
 
@@ -130,26 +137,129 @@ def test_client_that_disconnects_cancels_its_run(tmp_path: Path) -> None:
 
 
 def test_queue_full_is_503_with_retry_after(make_client: Callable[..., TestClient]) -> None:
-    """With every worker and queue place taken, a new run answers 503 with Retry-After."""
+    """With every worker and queue place for long runs taken, a new long run answers 503 with
+    Retry-After; a small run has workers of its own and still runs."""
     client = make_client(job_threshold_s=0.0, sim_queue=0)
     first = client.post("/api/v1/explainers/cwnd/run", json=cwnd(160, rate=100))
     assert first.status_code == 202
     busy = client.post("/api/v1/explainers/cwnd/run", json=cwnd(160, rate=100, seed=1))
     assert busy.status_code == 503 and int(busy.headers["retry-after"]) >= 1
     page = client.get(f"/explainers/skb/custom?p={encode_params(SMALL)}")
+    assert page.status_code == 202 and "busy" not in page.text  # a job (threshold 0), running
+    client.delete(f"/api/v1/jobs/{first.json()['job']}")
+
+
+def test_small_runs_wait_with_long_ones_without_workers_of_their_own(
+    make_client: Callable[..., TestClient],
+) -> None:
+    """With ``sim_quick_workers=0`` small runs share the one pool: behind a long run that fills
+    it, a small run's page answers 503 (busy)."""
+    client = make_client(job_threshold_s=0.0, sim_queue=0, sim_quick_workers=0)
+    first = client.post("/api/v1/explainers/cwnd/run", json=cwnd(160, rate=100))
+    assert first.status_code == 202
+    page = client.get(f"/explainers/skb/custom?p={encode_params(SMALL)}")
     assert page.status_code == 503 and "busy" in page.text
     client.delete(f"/api/v1/jobs/{first.json()['job']}")
 
 
+def test_shorter_waiting_runs_go_first(make_client: Callable[..., TestClient]) -> None:
+    """Runs waiting for a worker start shortest expected first: a small run queued after a long
+    one finishes while the long one is still going."""
+    client = make_client(job_threshold_s=0.0, sim_quick_workers=0, job_idle_s=120)
+    runs = client.app.state.site.runs  # type: ignore[attr-defined]
+    first = client.post("/api/v1/explainers/cwnd/run", json=cwnd(160, rate=100)).json()["job"]
+    long = client.post("/api/v1/explainers/cwnd/run", json=cwnd(150, rate=100, seed=1))
+    small = client.post("/api/v1/explainers/cwnd/run", json=cwnd(2, rate=10))
+    assert long.status_code == small.status_code == 202
+    assert len(runs._pending["long"]) == 2  # both wait for the one worker
+    client.delete(f"/api/v1/jobs/{first}")
+    small_job, long_job = runs.peek(small.json()["job"]), runs.peek(long.json()["job"])
+    wait_for(lambda: small_job.state != "running", 60)
+    assert small_job.state == "done" and long_job.state == "running"
+    client.delete(f"/api/v1/jobs/{long_job.key}")
+
+
+def test_presets_and_new_shares_are_run_before_anyone_opens_them(
+    make_client: Callable[..., TestClient],
+) -> None:
+    """With ``warm_presets`` every preset's trace is stored soon after start-up, and a scenario
+    just shared is run and stored without anyone opening it (the lecturer's link is ready)."""
+    client = make_client(warm_presets=True)
+    site = client.app.state.site  # type: ignore[attr-defined]
+    presets = [
+        site.runs.key(p.sim, p.sim.parse(dict(preset.params)))
+        for p in site.plugins
+        for preset in p.sim.presets
+    ]
+    wait_for(lambda: all(site.runs.cached(k) is not None for k in presets), 120)
+    client.get("/")
+    params = {"ops": [{"op": "alloc_skb", "size": 777}]}
+    r = client.post("/api/v1/scenarios", json={"explainer": "skb", "params": params})
+    assert r.status_code == 201
+    skb = site.get("skb").sim
+    wait_for(lambda: site.runs.cached(site.runs.key(skb, skb.parse(params))) is not None, 30)
+
+
+class DonePool:
+    """A pool whose runs are over before ``submit`` returns (a run faster than a thread switch)."""
+
+    def submit(self, fn: Callable[..., bytes], *args: Any) -> Future[bytes]:
+        done: Future[bytes] = Future()
+        done.set_result(fn(*args))
+        return done
+
+
+def test_a_run_over_at_once_does_not_lock_the_service(tmp_path: Path) -> None:
+    """A run that has ended by the time it is handed over settles its job at once, and the
+    service takes the next run (handing over must not hold the lock its callback needs)."""
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'done.db'}", sim_quick_workers=0)
+    engine = make_engine(settings.database_url)
+    init_db(engine)
+    runs = RunService(settings, engine)
+    runs._pools["long"] = DonePool()  # type: ignore[assignment]
+    runs_module._init_worker(runs._progress, runs._cancel)
+    skb = next(p for p in explainers.builtin() if p.name == "skb").sim
+    for size in (100, 200):
+        params = skb.parse({"ops": [{"op": "alloc_skb", "size": size}]})
+        result: list[Any] = []
+        worker = threading.Thread(
+            target=lambda p=params, out=result: out.append(
+                runs.wait(runs.submit(skb, p, runs.key(skb, p)), skb)
+            ),
+            daemon=True,
+        )
+        worker.start()
+        worker.join(10)
+        assert not worker.is_alive() and len(result[0].frames) >= 1
+
+
+def test_long_runs_run_at_lower_cpu_priority(make_client: Callable[..., TestClient]) -> None:
+    """The long-run workers are reniced by ``sim_nice`` (the kernel then gives pages and small
+    runs the CPU first); the small-run workers keep the server's priority."""
+    client = make_client(sim_nice=7)
+    runs = client.app.state.site.runs  # type: ignore[attr-defined]
+    base = os.nice(0)
+    assert runs._pools["long"].submit(os.nice, 0).result(timeout=30) == min(base + 7, 19)
+    assert runs._pools["quick"].submit(os.nice, 0).result(timeout=30) == base
+
+
 def test_expensive_runs_are_rate_limited_per_client(make_client: Callable[..., TestClient]) -> None:
     """Runs expected to take over a second count against a per-client quota (429 past it);
-    cheap runs do not."""
+    cheap runs and presets (however long) do not."""
     client = make_client(job_threshold_s=0.5, expensive_runs_per_minute=1)
     first = client.post("/api/v1/explainers/cwnd/run", json=cwnd(160, rate=100))
     assert first.status_code == 202
     second = client.post("/api/v1/explainers/cwnd/run", json=cwnd(160, rate=100, seed=2))
     assert second.status_code == 429 and int(second.headers["retry-after"]) >= 1
     assert client.post("/api/v1/explainers/skb/run", json=SMALL).status_code == 200
+    site = client.app.state.site  # type: ignore[attr-defined]
+    cwnd_sim = site.get("cwnd").sim
+    longest = max(
+        cwnd_sim.presets, key=lambda p: cwnd_sim.expected_seconds(cwnd_sim.parse(dict(p.params)))
+    )
+    assert cwnd_sim.expected_seconds(cwnd_sim.parse(dict(longest.params))) > 1.0
+    preset = client.post("/api/v1/explainers/cwnd/run", json=dict(longest.params))
+    assert preset.status_code in (200, 202)  # a preset never counts against the quota
     client.delete(f"/api/v1/jobs/{first.json()['job']}")
 
 

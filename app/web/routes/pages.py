@@ -92,7 +92,9 @@ def preset_page(
     request: Request, site: SiteDep, source: PresetSource, step: StepQuery = None
 ) -> Response:
     return site.pages.respond(
-        request, lambda: render_player(request, source, run_source(site, source), step=step)
+        request,
+        lambda: render_player(request, source, run_source(site, source), step=step),
+        walkthrough=source.walkthrough_key,
     )
 
 
@@ -101,7 +103,9 @@ def custom_page(
     request: Request, site: SiteDep, source: CustomSource, step: StepQuery = None
 ) -> Response:
     return site.pages.respond(
-        request, lambda: render_player(request, source, run_source(site, source), step=step)
+        request,
+        lambda: render_player(request, source, run_source(site, source), step=step),
+        walkthrough=source.walkthrough_key,
     )
 
 
@@ -134,7 +138,7 @@ def frames_fragment(
         ctx = {"frames": frames, "count": len(trace.frames), "trace": trace, "ended_label": ""}
         return render(request, "partials/frame_templates.html", ctx)
 
-    return site.pages.respond(request, produce)
+    return site.pages.respond(request, produce, shared=True)
 
 
 @router.get("/explainers/{name}/edit", response_class=HTMLResponse)

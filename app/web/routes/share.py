@@ -113,6 +113,8 @@ def create_scenario(body: ScenarioIn, request: Request, site: SiteDep) -> JSONRe
             forked_from=body.forked_from,
             owner=owner,
         )
+    # A lecturer shares a link before the lecture: have its trace ready for the first student.
+    site.runs.warm([(ex, params)])
     out = scenario_json(request, site, row)
     return JSONResponse(
         {
@@ -170,6 +172,7 @@ def shared_page(
             parent=parent,
             share_url=str(request.url_for("shared_page", scenario_id=row.id)),
         ),
+        walkthrough=source.walkthrough_key,
     )
 
 
