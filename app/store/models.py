@@ -68,3 +68,21 @@ class RateLimit(SQLModel, table=True):
     key: str = Field(primary_key=True, max_length=80)
     window_start: int = Field(primary_key=True, sa_type=BigInteger)
     hits: int = 0
+
+
+class SharedJob(SQLModel, table=True):
+    """A long run as every app worker sees it: the worker running it writes its state and
+    progress; a worker asked about it (its client's next poll may reach any worker) reads them,
+    records the interest (``seen_at``) and may ask for a cancel. Times are Unix seconds."""
+
+    __tablename__ = "job"
+
+    key: str = Field(primary_key=True, max_length=64)
+    explainer: str = Field(max_length=40)
+    state: str = Field(max_length=16)  # running | done | cancelled | failed
+    progress: float = 0.0
+    expected_s: float = 0.0
+    started_at: float
+    seen_at: float
+    cancel: bool = False
+    error: str = Field(default="", max_length=300)

@@ -16,7 +16,15 @@ from sqlalchemy import Engine, delete, exists, text
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from app.store.models import Progress, RateLimit, Scenario, StoredTrace, VisitorSession, utcnow
+from app.store.models import (
+    Progress,
+    RateLimit,
+    Scenario,
+    SharedJob,
+    StoredTrace,
+    VisitorSession,
+    utcnow,
+)
 
 # 12 bytes of randomness → 16 URL-safe characters (96 bits): short enough to read aloud,
 # far too many to guess.
@@ -227,3 +235,72 @@ def count_hit(*, db: Session, key: str, window_start: int) -> int:
     hits = db.connection().execute(_HIT, {"key": key[:80], "window": window_start}).scalar_one()
     db.commit()
     return int(hits)
+
+
+# --- jobs shared by the app workers ---------------------------------------------------------
+
+
+def share_job(*, db: Session, key: str, explainer: str, expected_s: float, now: float) -> None:
+    """Record a running job (again, if an earlier run of the same key ended)."""
+    row = db.get(SharedJob, key)
+    if row is None:
+        row = SharedJob(key=key, explainer=explainer, state="running", started_at=now, seen_at=now)
+    row.state, row.progress, row.expected_s, row.cancel, row.error = (
+        "running",
+        0.0,
+        expected_s,
+        False,
+        "",
+    )
+    row.started_at = row.seen_at = now
+    db.add(row)
+    try:
+        db.commit()
+    except IntegrityError:  # another worker shared it at the same moment: theirs stands
+        db.rollback()
+
+
+def report_jobs(*, db: Session, progress: dict[str, float]) -> dict[str, tuple[float, bool]]:
+    """The running worker's report: progress of its jobs; answers each job's last interest
+    (``seen_at``) and whether a cancel was asked for, as other workers recorded them."""
+    out: dict[str, tuple[float, bool]] = {}
+    for key, done in progress.items():
+        row = db.get(SharedJob, key)
+        if row is None:
+            continue
+        row.progress = done
+        db.add(row)
+        out[key] = (row.seen_at, row.cancel)
+    db.commit()
+    return out
+
+
+def end_job(*, db: Session, key: str, state: str, error: str = "") -> None:
+    row = db.get(SharedJob, key)
+    if row is not None:
+        row.state, row.error = state, error[:300]
+        if state == "done":
+            row.progress = 1.0
+        db.add(row)
+        db.commit()
+
+
+def look_at_job(*, db: Session, key: str, now: float, cancel: bool = False) -> SharedJob | None:
+    """A job as the workers share it; records the interest (and a cancel request)."""
+    row = db.get(SharedJob, key)
+    if row is None:
+        return None
+    row.seen_at = max(row.seen_at, now)
+    if cancel and row.state == "running":
+        row.cancel = True
+    db.add(row)
+    db.commit()
+    db.refresh(row)
+    return row
+
+
+def prune_jobs(*, db: Session, before: float) -> int:
+    """Forget jobs nobody asked about since ``before``."""
+    result = db.execute(delete(SharedJob).where(col(SharedJob.seen_at) < before))
+    db.commit()
+    return int(getattr(result, "rowcount", 0) or 0)

@@ -101,7 +101,7 @@ def within_budget(
 ) -> tuple[int, list[RenderedFrame]]:
     """The frames around ``current`` whose pictures fit ``budget`` bytes (the current one
     always), growing three steps ahead for each one behind; returns their start and list.
-    Big pictures (a scheduler step with every request drawn) would otherwise make a page of
+    Big pictures (a step that draws hundreds of requests or buffers) would otherwise make a page of
     megabytes that the browser parses in one long task."""
     sizes = [len(f.picture) for f in frames]
     if sum(sizes) <= budget:

@@ -46,6 +46,7 @@ from sqlalchemy import Engine
 from app.settings import Settings
 from app.sim.core import Cancelled, Explainer, Trace, msg
 from app.store import repo
+from app.store.models import SharedJob
 
 AnyTrace = Trace[Any, Any]
 
@@ -147,6 +148,7 @@ class Job:
     warm: bool = False  # started ahead of any visitor (see RunService.warm): never idle
     state: str = "running"  # running | done | cancelled | failed
     error: str = ""
+    shared: bool = False  # its state is in the database for the other workers (a long run)
 
     def touch(self) -> None:
         self.seen = time.monotonic()
@@ -343,9 +345,55 @@ class RunService:
             self._jobs[key] = job
             self._order += 1
             heapq.heappush(self._pending[lane], (expected, self._order, job, explainer, params))
+        if expected > self.settings.job_threshold_s:
+            self._share(job)  # before it can finish: its end is written over this row
         future.add_done_callback(partial(self._finished, job, explainer))
         self._dispatch(lane)
         return job
+
+    # --- jobs every worker can answer for ----------------------------------------------------
+    # A client polls its job through any of the app's workers (each keep-alive connection lands
+    # on one of them), so the worker running a job shares its state, progress and end in the
+    # database; the others answer from there, record the interest (so the running worker does
+    # not cancel a job whose client is polling elsewhere) and pass cancel requests on.
+
+    def _share(self, job: Job) -> None:
+        job.shared = True
+        with repo.session_for(self.engine) as db:
+            repo.share_job(
+                db=db,
+                key=job.key,
+                explainer=job.explainer,
+                expected_s=job.expected_s,
+                now=time.time(),
+            )
+
+    def _sync_shared(self) -> None:
+        """Write the progress of this worker's shared jobs; take in interest and cancel
+        requests other workers recorded."""
+        with self._lock:
+            mine = [job for job in self._jobs.values() if job.shared and job.state == "running"]
+        if not mine:
+            return
+        progress = {job.key: float(self._progress[job.slot]) for job in mine}
+        with repo.session_for(self.engine) as db:
+            seen = repo.report_jobs(db=db, progress=progress)
+        wall, mono = time.time(), time.monotonic()
+        for job in mine:
+            if job.key not in seen:
+                continue
+            seen_at, cancel = seen[job.key]
+            job.seen = max(job.seen, mono - max(0.0, wall - seen_at))
+            if cancel:
+                self._cancel[job.slot] = 1
+
+    def shared_job(self, key: str, *, cancel: bool = False) -> SharedJob | None:
+        """A job another worker runs (or ran), as it shared it; counts as interest in it."""
+        with repo.session_for(self.engine) as db:
+            row = repo.look_at_job(db=db, key=key, now=time.time(), cancel=cancel)
+            if row is not None:
+                db.expunge(row)
+        return row
 
     def warm(self, runs: list[tuple[Explainer[Any], Any]], *, one_by_one: bool = False) -> int:
         """Start the runs not stored yet (presets when the app starts, a scenario when it is
@@ -486,6 +534,12 @@ class RunService:
             job.state = "cancelled"
         except Exception as exc:  # noqa: BLE001 - a run that fails must still free its slot
             job.state, job.error = "failed", f"{type(exc).__name__}: {exc}"[:300]
+        if job.shared:
+            try:
+                with repo.session_for(self.engine) as db:
+                    repo.end_job(db=db, key=job.key, state=job.state, error=job.error)
+            except Exception:  # noqa: BLE001 - the slot must be freed even if the store is down
+                pass
         with self._lock:
             self._jobs.pop(job.key, None)
             self._free[job.lane].append(job.slot)
@@ -509,7 +563,16 @@ class RunService:
     def _watch(self) -> None:
         """Cancel jobs nobody has asked about for ``job_idle_s`` (their clients left)."""
         idle = self.settings.job_idle_s
+        pruned = time.monotonic()
         while not self._stop.wait(min(1.0, idle / 4)):
+            try:
+                self._sync_shared()
+                if time.monotonic() - pruned > 600:  # forget jobs nobody asked about for a day
+                    pruned = time.monotonic()
+                    with repo.session_for(self.engine) as db:
+                        repo.prune_jobs(db=db, before=time.time() - 86_400)
+            except Exception:  # noqa: BLE001 - a busy or absent store must not stop the watch
+                pass
             now = time.monotonic()
             with self._lock:
                 for job in self._jobs.values():

@@ -42,9 +42,21 @@ def test_frto_sends_new_data_on_the_first_ack_after_a_real_timeout() -> None:
     and none with tcp_frto = 0, as the model's test_frto_sends_new_data... expects."""
     import kernel_loss as kl
 
-    with_frto = kl.frto_step(
-        kl.one_flow(rcv_sysctl={}, snd_sysctl={"net.ipv4.tcp_frto": "2"}, disrupt="down")["probe"]
-    )
+    # F-RTO runs only when the timeout starts a new recovery (tcp_enter_loss: new_recovery) and
+    # unsent data waits (tcp_process_loss: !tcp_write_queue_empty); the real flow sometimes
+    # meets the black-out just after a tail drop put it in Recovery, and then the kernel (like
+    # the model: test_frto_is_off_for_a_first_timeout_during_fast_recovery) retransmits
+    # instead. About one run in three here; so up to three runs, and one must show step 2.b.
+    with_frto = None
+    for _ in range(3):
+        with_frto = kl.frto_step(
+            kl.one_flow(rcv_sysctl={}, snd_sysctl={"net.ipv4.tcp_frto": "2"}, disrupt="down")[
+                "probe"
+            ]
+        )
+        assert with_frto is not None and with_frto["cwnd_after_first_ack"] == 2
+        if with_frto["new_segments_after_first_ack"]:
+            break
     without = kl.frto_step(
         kl.one_flow(rcv_sysctl={}, snd_sysctl={"net.ipv4.tcp_frto": "0"}, disrupt="down")["probe"]
     )

@@ -98,3 +98,28 @@ def test_scenarios_are_never_overwritten(db: Session) -> None:
     two = repo.create_scenario(db=db, explainer="skb", params={"ops": []}, sim_version="v")
     assert one.id != two.id
     assert db.get(Scenario, one.id) is not None and db.get(Scenario, two.id) is not None
+
+
+def test_shared_jobs_carry_progress_interest_cancel_and_end(db: Session) -> None:
+    """A job shared by the worker running it: other workers read its progress, record their
+    interest (seen_at only grows) and a cancel request, which the running worker's report
+    hands back; its end is recorded; old jobs are pruned by their last interest."""
+    repo.share_job(db=db, key="k1", explainer="cwnd", expected_s=4.0, now=100.0)
+    assert repo.report_jobs(db=db, progress={"k1": 0.25, "gone": 0.5}) == {"k1": (100.0, False)}
+    row = repo.look_at_job(db=db, key="k1", now=103.0)
+    assert row is not None and row.progress == 0.25 and row.state == "running"
+    assert repo.look_at_job(db=db, key="k1", now=101.0).seen_at == 103.0
+    repo.look_at_job(db=db, key="k1", now=104.0, cancel=True)
+    assert repo.report_jobs(db=db, progress={"k1": 0.5}) == {"k1": (104.0, True)}
+    repo.end_job(db=db, key="k1", state="cancelled")
+    ended = repo.look_at_job(db=db, key="k1", now=105.0, cancel=True)
+    assert ended.state == "cancelled" and ended.progress == 0.5
+    repo.share_job(db=db, key="k1", explainer="cwnd", expected_s=4.0, now=200.0)  # run again
+    again = repo.look_at_job(db=db, key="k1", now=200.0)
+    assert again.state == "running" and again.progress == 0.0 and not again.cancel
+    repo.end_job(db=db, key="k1", state="done")
+    assert repo.look_at_job(db=db, key="k1", now=201.0).progress == 1.0
+    repo.share_job(db=db, key="k2", explainer="tcp", expected_s=2.0, now=150.0)
+    assert repo.prune_jobs(db=db, before=180.0) == 1
+    assert repo.look_at_job(db=db, key="k2", now=300.0) is None
+    assert repo.look_at_job(db=db, key="k1", now=300.0) is not None

@@ -8,6 +8,7 @@ import asyncio
 import gzip
 import hashlib
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -237,7 +238,10 @@ def call(front: StaticFront, path: str, method: str = "GET", **headers: str) -> 
         else:
             out["body"] = out.get("body", b"") + message.get("body", b"")
 
-    asyncio.run(front(scope, receive, send))
+    # in a thread of its own: this thread may already run an event loop (Playwright's, when the
+    # browser tests ran first in the same session)
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, front(scope, receive, send)).result()
     return out
 
 

@@ -325,3 +325,49 @@ def test_editor_refuses_forms_sent_by_other_sites(make_client: Callable[..., Tes
         follow_redirects=False,
     )
     assert ok.status_code == 303
+
+
+def test_every_worker_answers_for_a_job_another_one_runs(
+    make_client: Callable[..., TestClient],
+) -> None:
+    """With several app workers a client's polls reach any of them: a worker that does not run
+    the job answers its state and progress from the shared store, and those polls count as
+    interest, so the running worker does not cancel it as abandoned; the result is then served
+    by the worker that was asked."""
+    a = make_client(job_threshold_s=0.0, job_idle_s=1.0)
+    b = make_client(job_threshold_s=0.0, job_idle_s=1.0)
+    r = a.post("/api/v1/explainers/cwnd/run", json=cwnd(16, rate=1000, seed=11))
+    assert r.status_code == 202
+    url = r.headers["location"]
+    first = b.get(url)
+    assert first.status_code == 200, first.text
+    assert first.json()["state"] == "running" and first.json()["explainer"] == "cwnd"
+    seen: list[float] = []
+
+    def ended() -> bool:
+        body = b.get(url).json()
+        seen.append(body["progress"])
+        time.sleep(0.2)
+        return body["state"] != "running"
+
+    wait_for(ended, 120)  # far longer than a's 1 s idle limit, polled only through b
+    assert b.get(url).json()["state"] == "done"
+    assert max(seen[:-1], default=0.0) > 0.0 and seen == sorted(seen)
+    result = b.get(url + "/result")
+    assert result.status_code == 200 and result.json()["sim_version"].startswith("cwnd-")
+
+
+def test_a_job_can_be_cancelled_through_another_worker(
+    make_client: Callable[..., TestClient],
+) -> None:
+    """DELETE on a worker that does not run the job passes the cancel on: the running worker
+    stops it and every worker then reports it cancelled (its result is 410 Gone)."""
+    a = make_client(job_threshold_s=0.0)
+    b = make_client(job_threshold_s=0.0)
+    r = a.post("/api/v1/explainers/cwnd/run", json=cwnd(16, rate=1000, seed=12))
+    assert r.status_code == 202
+    url = r.headers["location"]
+    assert b.delete(url).status_code == 204
+    wait_for(lambda: b.get(url).json()["state"] == "cancelled", 30)
+    assert a.get(url).json()["state"] == "cancelled"
+    assert b.get(url + "/result").status_code == 410

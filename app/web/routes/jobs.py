@@ -38,7 +38,21 @@ def job_status(key: str, site: SiteDep) -> JSONResponse:
             return JSONResponse(
                 {**body, "result_url": f"/api/v1/jobs/{key}/result"}, headers=NO_STORE
             )
-        raise HTTPException(404, i18n.render(msg("No job has this id.")))
+        shared = runs.shared_job(key)  # running in another worker of this app
+        if shared is None:
+            raise HTTPException(404, i18n.render(msg("No job has this id.")))
+        body = {
+            "job": key,
+            "explainer": shared.explainer,
+            "state": shared.state,
+            "progress": round(1.0 if shared.state == "done" else shared.progress, 4),
+            "expected_s": round(shared.expected_s, 1),
+            "elapsed_s": round(max(0.0, time.time() - shared.started_at), 1),
+            "result_url": f"/api/v1/jobs/{key}/result",
+        }
+        if shared.error:
+            body["error"] = shared.error
+        return JSONResponse(body, headers=NO_STORE)
     body = {
         "job": key,
         "explainer": job.explainer,
@@ -63,22 +77,33 @@ def job_result(key: str, site: SiteDep) -> Response:
         plugin = site.plugin(trace.explainer)
         return JSONResponse(trace_json(plugin, trace))
     job = runs.job(key)
+    state, progress = (job.state, runs.progress(job)) if job is not None else ("", 0.0)
     if job is None:
-        raise HTTPException(404, i18n.render(msg("No job has this id.")))
-    if job.state == "running":
+        shared = runs.shared_job(key)
+        if shared is None:
+            raise HTTPException(404, i18n.render(msg("No job has this id.")))
+        state, progress = shared.state, shared.progress
+        if state == "done":  # stored by its worker just now: read it from the store
+            trace = runs.cached(key)
+            if trace is not None:
+                return JSONResponse(trace_json(site.plugin(trace.explainer), trace))
+    if state == "running":
         return JSONResponse(
-            {"job": key, "state": "running", "progress": round(runs.progress(job), 4)},
+            {"job": key, "state": "running", "progress": round(progress, 4)},
             status_code=202,
             headers={"Retry-After": "1", **NO_STORE},
         )
     raise HTTPException(
-        410, i18n.render(msg("This job ended without a result ({state}).", state=job.state))
+        410, i18n.render(msg("This job ended without a result ({state}).", state=state))
     )
 
 
 @router.delete("/{key}", status_code=204)
 def cancel_job(key: str, site: SiteDep) -> Response:
     """Cancel a running job (its worker is freed at the next progress report)."""
-    if not site.runs.cancel(_checked(key)):
-        raise HTTPException(404, i18n.render(msg("No running job has this id.")))
+    runs = site.runs
+    if not runs.cancel(_checked(key)):
+        shared = runs.shared_job(key, cancel=True)  # its worker cancels it at its next report
+        if shared is None or shared.state != "running":
+            raise HTTPException(404, i18n.render(msg("No running job has this id.")))
     return Response(status_code=204)
