@@ -12,7 +12,7 @@ import secrets
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, delete, exists, text
+from sqlalchemy import Engine, case, delete, exists, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
@@ -240,20 +240,30 @@ def count_hit(*, db: Session, key: str, window_start: int) -> int:
 # --- jobs shared by the app workers ---------------------------------------------------------
 
 
+def _job_update(db: Session, key: str, **values: Any) -> int:
+    """One UPDATE of a job row. A write that begins as a write: on SQLite in WAL a transaction
+    that read first and then writes fails at once ("database is locked", no busy wait) when
+    another worker wrote in between; a lone UPDATE waits for the lock instead."""
+    result = db.execute(update(SharedJob).where(col(SharedJob.key) == key).values(**values))
+    return int(getattr(result, "rowcount", 0) or 0)
+
+
 def share_job(*, db: Session, key: str, explainer: str, expected_s: float, now: float) -> None:
     """Record a running job (again, if an earlier run of the same key ended)."""
-    row = db.get(SharedJob, key)
-    if row is None:
-        row = SharedJob(key=key, explainer=explainer, state="running", started_at=now, seen_at=now)
-    row.state, row.progress, row.expected_s, row.cancel, row.error = (
-        "running",
-        0.0,
-        expected_s,
-        False,
-        "",
-    )
-    row.started_at = row.seen_at = now
-    db.add(row)
+    fresh: dict[str, Any] = {
+        "explainer": explainer,
+        "state": "running",
+        "progress": 0.0,
+        "expected_s": expected_s,
+        "cancel": False,
+        "error": "",
+        "started_at": now,
+        "seen_at": now,
+    }
+    if _job_update(db, key, **fresh):
+        db.commit()
+        return
+    db.add(SharedJob(key=key, **fresh))
     try:
         db.commit()
     except IntegrityError:  # another worker shared it at the same moment: theirs stands
@@ -265,37 +275,39 @@ def report_jobs(*, db: Session, progress: dict[str, float]) -> dict[str, tuple[f
     (``seen_at``) and whether a cancel was asked for, as other workers recorded them."""
     out: dict[str, tuple[float, bool]] = {}
     for key, done in progress.items():
-        row = db.get(SharedJob, key)
-        if row is None:
+        if not _job_update(db, key, progress=done):
             continue
-        row.progress = done
-        db.add(row)
-        out[key] = (row.seen_at, row.cancel)
+        row = db.exec(select(SharedJob).where(col(SharedJob.key) == key)).first()
+        if row is not None:
+            out[key] = (row.seen_at, row.cancel)
     db.commit()
     return out
 
 
 def end_job(*, db: Session, key: str, state: str, error: str = "") -> None:
-    row = db.get(SharedJob, key)
-    if row is not None:
-        row.state, row.error = state, error[:300]
-        if state == "done":
-            row.progress = 1.0
-        db.add(row)
-        db.commit()
+    values: dict[str, Any] = {"state": state, "error": error[:300]}
+    if state == "done":
+        values["progress"] = 1.0
+    _job_update(db, key, **values)
+    db.commit()
 
 
 def look_at_job(*, db: Session, key: str, now: float, cancel: bool = False) -> SharedJob | None:
     """A job as the workers share it; records the interest (and a cancel request)."""
-    row = db.get(SharedJob, key)
-    if row is None:
+    values: dict[str, Any] = {
+        "seen_at": case((col(SharedJob.seen_at) < now, now), else_=col(SharedJob.seen_at))
+    }
+    if cancel:
+        values["cancel"] = case(
+            (col(SharedJob.state) == "running", True), else_=col(SharedJob.cancel)
+        )
+    if not _job_update(db, key, **values):
+        db.rollback()
         return None
-    row.seen_at = max(row.seen_at, now)
-    if cancel and row.state == "running":
-        row.cancel = True
-    db.add(row)
     db.commit()
-    db.refresh(row)
+    row = db.exec(select(SharedJob).where(col(SharedJob.key) == key)).first()
+    if row is not None:
+        db.refresh(row)
     return row
 
 

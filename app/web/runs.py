@@ -534,12 +534,13 @@ class RunService:
             job.state = "cancelled"
         except Exception as exc:  # noqa: BLE001 - a run that fails must still free its slot
             job.state, job.error = "failed", f"{type(exc).__name__}: {exc}"[:300]
-        if job.shared:
+        for attempt in range(5 if job.shared else 0):
             try:
                 with repo.session_for(self.engine) as db:
                     repo.end_job(db=db, key=job.key, state=job.state, error=job.error)
+                break
             except Exception:  # noqa: BLE001 - the slot must be freed even if the store is down
-                pass
+                time.sleep(0.05 * (attempt + 1))
         with self._lock:
             self._jobs.pop(job.key, None)
             self._free[job.lane].append(job.slot)
