@@ -32,7 +32,8 @@ from app.store import repo
 from app.store.models import Progress
 from app.web import i18n
 from app.web.deps import visitor_id
-from app.web.site import Memo, Site
+from app.web.memo import Memo
+from app.web.site import Site
 from app.web.sources import (
     ScenarioNotFound,
     SiteDep,

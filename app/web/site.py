@@ -7,10 +7,8 @@ state, so two apps (a test app with its own explainers, say) never share anythin
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-from collections.abc import Hashable, Iterable
-from typing import Any, Generic, TypeVar
+from collections.abc import Iterable
+from typing import Any
 
 from fastapi import HTTPException
 from fastapi.templating import Jinja2Templates
@@ -20,37 +18,12 @@ from app.settings import Settings
 from app.sim.core import ParamError, Trace, msg
 from app.web import i18n
 from app.web.content import Content
+from app.web.memo import Memo
 from app.web.pagecache import PageCache
 from app.web.plugin import Plugin
 from app.web.runs import RunService
 from app.web.templating import language_context
 from app.web.templating import setup as setup_i18n
-
-K = TypeVar("K", bound=Hashable)
-V = TypeVar("V")
-
-
-class Memo(Generic[K, V]):
-    """A small thread-safe LRU map of facts that never change within a process."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._items: OrderedDict[K, V] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: K) -> V | None:
-        with self._lock:
-            found = self._items.get(key)
-            if found is not None:
-                self._items.move_to_end(key)
-            return found
-
-    def put(self, key: K, value: V) -> None:
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
 
 
 class Site:

@@ -30,11 +30,12 @@ from app.sim.core import Frame, Message, Trace, msg
 from app.sim.path.engine import NapiView, PathState
 from app.sim.path.skb import SkbView
 from app.sim.skbuff.model import SHINFO
-from app.web.explainers.path.lru import Lru
 from app.web.explainers.path.replay import Rebuild, Replay, ops_for, replay, snapshot
 from app.web.explainers.skb.layout import Axis, text_width
 from app.web.explainers.skb.picture import X0 as SKB_X0
+from app.web.explainers.skb.picture import legend_items, legend_swatch
 from app.web.explainers.skb.picture import picture as skb_picture
+from app.web.memo import Memo
 from app.web.sources import encode_params
 
 WIDTH = 1000
@@ -358,36 +359,13 @@ def _fit_text(text: str, width: float) -> str:
 
 def _legend() -> str:
     """The sk_buff picture's colour key on one row (its own wraps onto two)."""
-    items = [
-        ("seg free", str(msg("unwritten"))),
-        ("seg header in", str(msg("header"))),
-        ("seg payload in", str(msg("payload"))),
-        ("seg shinfo", "skb_shared_info"),
-        ("seg payload out", str(msg("outside data..tail"))),
-        ("ghost", str(msg("old position"))),
-        ("break", str(msg("axis break: zoomed bytes"))),
-    ]
     parts = ['<g class="legend path-legend">']
     x, ty = 12.0, 2.0
-    for cls, label in items:
+    for cls, label in legend_items():
         w = 20 + text_width(label, 13) + 14
         if x > 12 and x + w > WIDTH:
             x, ty = 12.0, ty + LEGEND_ROW
-        if cls == "ghost":
-            parts.append(
-                f'<line class="ghost ghost-data" x1="{x + 7}" y1="{ty + 2}" x2="{x + 7}" y2="{ty + 16}"/>'
-            )
-        elif cls == "break":
-            parts.append(
-                f'<path class="break" d="M {x + 1} {ty + 16} L {x + 7} {ty + 2} M {x + 7} {ty + 16} '
-                f'L {x + 13} {ty + 2}"/>'
-            )
-        else:
-            parts.append(f'<rect class="{cls}" x="{x}" y="{ty + 2}" width="14" height="14"/>')
-            if cls.endswith(" out"):
-                parts.append(
-                    f'<rect class="seg hatch" x="{x}" y="{ty + 2}" width="14" height="14"/>'
-                )
+        parts.append(legend_swatch(cls, x, ty))
         parts.append(f'<text x="{x + 20}" y="{ty + 14}">{escape(label)}</text>')
         x += w
     parts.append("</g>")
@@ -458,7 +436,7 @@ class Layout:
     rep: Replay | None
 
 
-LAYOUTS: Lru[tuple[str, str, int], Layout] = Lru(16)
+LAYOUTS: Memo[tuple[str, str, int], Layout] = Memo(16)
 
 
 def lane_of(state: Mapping[str, Any]) -> str:

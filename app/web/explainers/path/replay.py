@@ -28,11 +28,11 @@ from app.sim.path.walks import Walk
 from app.sim.skbuff import SkbExplainer
 from app.sim.skbuff.model import DATAREF_MASK, SkbMachine, Step
 from app.sim.skbuff.ops import MAX_OPS, MAX_SKBS, Op
-from app.web.explainers.path.lru import Lru
+from app.web.memo import Memo
 
 SKB = SkbExplainer()
 _FIELDS = ("size", "len", "offset", "truesize", "nhead", "ntail", "label", "seq", "mss", "start")
-CACHE: Lru[tuple[str, str], Replay] = Lru(16)
+CACHE: Memo[tuple[str, str], Replay] = Memo(16)
 
 
 class _RecordingMachine(SkbMachine):

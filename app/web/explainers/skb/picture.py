@@ -789,8 +789,9 @@ def _frags(skb: Mapping[str, Any], y: float) -> tuple[str, int]:
     return "".join(parts), int(height) + 8
 
 
-def _legend(y: float) -> tuple[str, float]:
-    items = [
+def legend_items() -> list[tuple[str, str]]:
+    """The colour key of an sk_buff picture: (CSS class of the swatch, label)."""
+    return [
         ("seg free", str(msg("unwritten"))),
         ("seg header in", str(msg("header"))),
         ("seg payload in", str(msg("payload"))),
@@ -799,28 +800,32 @@ def _legend(y: float) -> tuple[str, float]:
         ("ghost", str(msg("old position"))),
         ("break", str(msg("axis break: zoomed bytes"))),
     ]
+
+
+def legend_swatch(cls: str, x: float, ty: float) -> str:
+    """The 14-px swatch of one legend item whose row starts at ``ty``."""
+    if cls == "ghost":
+        return f'<line class="ghost ghost-data" x1="{x + 7}" y1="{ty + 2}" x2="{x + 7}" y2="{ty + 16}"/>'
+    if cls == "break":
+        return (
+            f'<path class="break" d="M {x + 1} {ty + 16} L {x + 7} {ty + 2} M {x + 7} {ty + 16} '
+            f'L {x + 13} {ty + 2}"/>'
+        )
+    box = f'<rect class="{cls}" x="{x}" y="{ty + 2}" width="14" height="14"/>'
+    if cls.endswith(" out"):
+        box += f'<rect class="seg hatch" x="{x}" y="{ty + 2}" width="14" height="14"/>'
+    return box
+
+
+def _legend(y: float) -> tuple[str, float]:
     parts = [f'<g class="legend" style="transform: translate(0px, {y:.1f}px)">']
     x, row = float(X0), 0
-    for cls, label in items:
+    for cls, label in legend_items():
         w = 22 + text_width(label, FS) + 22
         if x > X0 and x + w > X1:
             x, row = float(X0), row + 1
         ty = row * ROW
-        if cls == "ghost":
-            parts.append(
-                f'<line class="ghost ghost-data" x1="{x + 7}" y1="{ty + 2}" x2="{x + 7}" y2="{ty + 16}"/>'
-            )
-        elif cls == "break":
-            parts.append(
-                f'<path class="break" d="M {x + 1} {ty + 16} L {x + 7} {ty + 2} M {x + 7} {ty + 16} '
-                f'L {x + 13} {ty + 2}"/>'
-            )
-        else:
-            parts.append(f'<rect class="{cls}" x="{x}" y="{ty + 2}" width="14" height="14"/>')
-            if cls.endswith(" out"):
-                parts.append(
-                    f'<rect class="seg hatch" x="{x}" y="{ty + 2}" width="14" height="14"/>'
-                )
+        parts.append(legend_swatch(cls, x, ty))
         parts.append(_text(x + 20, ty + 14, label))
         x += w
     parts.append("</g>")

@@ -1,16 +1,18 @@
-"""A small thread-safe LRU for per-trace work (pictures are drawn from request threads)."""
+"""A small thread-safe LRU map, bounded in entries (pages and pictures are built from request
+threads). For facts that never change within a process: per-trace layouts, known sessions."""
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Hashable
 from typing import Generic, TypeVar
 
-K = TypeVar("K")
+K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
 
-class Lru(Generic[K, V]):
+class Memo(Generic[K, V]):
     def __init__(self, size: int) -> None:
         self.size = size
         self._items: OrderedDict[K, V] = OrderedDict()
@@ -18,10 +20,10 @@ class Lru(Generic[K, V]):
 
     def get(self, key: K) -> V | None:
         with self._lock:
-            hit = self._items.get(key)
-            if hit is not None:
+            found = self._items.get(key)
+            if found is not None:
                 self._items.move_to_end(key)
-            return hit
+            return found
 
     def put(self, key: K, value: V) -> None:
         with self._lock:
