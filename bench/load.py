@@ -290,20 +290,29 @@ def free_port() -> int:
 
 def tree_rss_mb(pid: int) -> float:
     """Resident memory of a process and all its descendants (uvicorn's workers), in MB."""
-    total, todo, seen = 0, [pid], set()
+    return sum(tree_rss_by_role(pid).values())
+
+
+def tree_rss_by_role(pid: int) -> dict[str, float]:
+    """Resident memory (MB) of the server's process tree by role: the uvicorn supervisor, the app
+    workers (its children) and the simulation processes (theirs, forked by each app worker)."""
+    out = {"supervisor": 0.0, "app workers": 0.0, "simulation processes": 0.0}
+    roles = ("supervisor", "app workers", "simulation processes")
+    todo, seen = [(pid, 0)], set()
     while todo:
-        p = todo.pop()
+        p, depth = todo.pop()
         if p in seen:
             continue
         seen.add(p)
         try:
             status = Path(f"/proc/{p}/status").read_text()
-            total += int(re.search(r"VmRSS:\s+(\d+)", status).group(1))  # type: ignore[union-attr]
+            rss = int(re.search(r"VmRSS:\s+(\d+)", status).group(1))  # type: ignore[union-attr]
+            out[roles[min(depth, 2)]] += rss / 1024
             for task in Path(f"/proc/{p}/task").iterdir():
-                todo += [int(c) for c in (task / "children").read_text().split()]
+                todo += [(int(c), depth + 1) for c in (task / "children").read_text().split()]
         except (OSError, AttributeError):
             continue
-    return total / 1024
+    return out
 
 
 def tree_pids(pid: int) -> list[int]:
@@ -409,26 +418,48 @@ class Server:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
         self.log.close()
+        if "Traceback" in self.log_path.read_text(errors="replace"):
+            kept = Path(tempfile.gettempdir()) / f"stepscope-load-server-{self.port}.log"
+            kept.write_bytes(self.log_path.read_bytes())
+            print(f"   the server's log (with its tracebacks) is kept in {kept}")
         self.tmp.cleanup()
 
 
-async def sample_rss(server: Server | None, samples: list[tuple[float, float]], t0: float) -> None:
-    while server is not None:
-        samples.append((time.perf_counter() - t0, server.rss_mb()))
+WARM_UP_S = 60.0  # RSS flatness is judged after this much of a run (caches fill, pools start)
+
+Sample = tuple[float, float, dict[str, float]]  # seconds since start, total MB, MB by role
+
+
+async def sample_rss(server: Server | None, samples: list[Sample], t0: float) -> None:
+    while server is not None and server.proc is not None:
+        roles = tree_rss_by_role(server.proc.pid)
+        samples.append((time.perf_counter() - t0, sum(roles.values()), roles))
         await asyncio.sleep(1.0)
 
 
-def print_rss(samples: list[tuple[float, float]], title: str) -> None:
+def print_rss(samples: list[Sample], title: str) -> None:
     if not samples:
         print(f"   server RSS ({title}): not measured (--url)")
         return
     every = max(1, len(samples) // 12)
-    points = ", ".join(f"{t:.0f}s {mb:.0f}" for t, mb in samples[::every])
-    peak = max(mb for _, mb in samples)
+    points = ", ".join(f"{t:.0f}s {mb:.0f}" for t, mb, _ in samples[::every])
+    peak = max(mb for _, mb, _ in samples)
     print(
         f"   server RSS MB ({title}, all processes): start {samples[0][1]:.0f}, "
         f"peak {peak:.0f}, end {samples[-1][1]:.0f}; {points}"
     )
+    first, last = samples[0][2], samples[-1][2]
+    print(
+        "   by role, start → end: "
+        + "; ".join(f"{role} {first[role]:.0f} → {last[role]:.0f}" for role in first)
+    )
+    after = [mb for t, mb, _ in samples if t >= WARM_UP_S]
+    if len(after) >= 2:
+        base, top, low = after[0], max(after), min(after)
+        print(
+            f"   after the first {WARM_UP_S:.0f} s: {base:.0f} MB, then between {low:.0f} and "
+            f"{top:.0f} MB: within {100 * (top - low) / low:.0f} % (target: flat within 20 %)"
+        )
 
 
 # --- scenarios -------------------------------------------------------------------------------
@@ -768,7 +799,7 @@ async def run(args: argparse.Namespace, base: str, server: Server | None) -> Non
     for name in ("hall", "mixed"):
         if args.scenario not in (name, "both"):
             continue
-        samples: list[tuple[float, float]] = []
+        samples: list[Sample] = []
         sampler = asyncio.create_task(sample_rss(server, samples, time.perf_counter()))
         s0 = server.cpu_s() if server else 0.0
         c0, w0 = time.process_time(), time.perf_counter()

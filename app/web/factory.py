@@ -15,7 +15,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.settings import Settings
 from app.store.db import init_db, make_engine
-from app.web import apidocs, errors, security, sessions, sharing
+from app.web import apidocs, errors, memory, security, sessions, sharing
 from app.web.exporting import PngRenderer
 from app.web.i18n import LanguageMiddleware
 from app.web.pagecache import PageFront
@@ -65,7 +65,10 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
         # The database is created or upgraded when the app starts, not when it is imported;
         # the simulation workers are forked before the server starts its threads.
         init_db(app.state.engine)
+        memory.limit_arenas(settings.malloc_arenas)  # before the threads and workers start
         app.state.site.runs.start()
+        trimmer = memory.Trimmer(settings.malloc_trim_s)
+        trimmer.start()
         if settings.warm_presets:
             presets = [
                 (p.sim, p.sim.parse(dict(preset.params)))
@@ -80,6 +83,7 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
         try:
             yield
         finally:
+            trimmer.stop()
             app.state.site.runs.stop()
             app.state.pngs.close()
             app.state.engine.dispose()
