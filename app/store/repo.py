@@ -6,7 +6,9 @@ immutable: there is a create and a get, never an update.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import re
 import secrets
 from datetime import datetime, timedelta
@@ -229,12 +231,57 @@ _HIT = text(
 )
 
 
+# The same upsert, refused (no row returned, nothing counted) once the window holds ``cap``.
+_HIT_BELOW = text(
+    "INSERT INTO rate_limit (key, window_start, hits) VALUES (:key, :window, 1) "
+    "ON CONFLICT (key, window_start) DO UPDATE SET hits = rate_limit.hits + 1 "
+    "WHERE rate_limit.hits < :cap RETURNING hits"
+)
+_HITS = text("SELECT hits FROM rate_limit WHERE key = :key AND window_start = :window")
+
+
 def count_hit(*, db: Session, key: str, window_start: int) -> int:
     """Count one hit of ``key`` in the window starting at ``window_start`` (atomically, across
     workers and replicas: one upsert on SQLite and PostgreSQL alike); answers the hits so far."""
     hits = db.connection().execute(_HIT, {"key": key[:80], "window": window_start}).scalar_one()
     db.commit()
     return int(hits)
+
+
+def address_key(host: str) -> str:
+    """The quota key of a client address, hashed (the store keeps no visitor's address)."""
+    return "ip:" + hashlib.sha256(host.encode()).hexdigest()[:40]
+
+
+def take_hit(*, db: Session, key: str, limit: int, window_s: int, now: float) -> int:
+    """Count one hit of ``key`` if fewer than ``limit`` fell in the last ``window_s`` seconds;
+    answers 0 when counted, else the seconds until one more would be (nothing is counted).
+
+    A sliding window over two fixed ones: the previous window's hits count in proportion to
+    how much of it the last ``window_s`` seconds still cover, so no burst at a window's edge
+    gets twice the limit (a fixed window lets ``limit`` in just before its end and ``limit``
+    again just after). The count itself is the atomic upsert of :func:`count_hit`."""
+    k = key[:80]
+    clock = int(now)
+    window = clock - clock % window_s
+    used = (clock - window) / window_s  # of the current window
+    conn = db.connection()
+    prev = conn.execute(_HITS, {"key": k, "window": window - window_s}).scalar_one_or_none() or 0
+    cap = limit - int(prev * (1 - used))
+    got = None
+    if cap > 0:
+        got = conn.execute(_HIT_BELOW, {"key": k, "window": window, "cap": cap}).scalar()
+    cur = 0 if got else conn.execute(_HITS, {"key": k, "window": window}).scalar_one_or_none()
+    db.commit()
+    if got is not None:
+        return 0
+    cur = cur or 0
+    # When prev·(1 − f) + cur falls below the limit, f the part of a window gone by.
+    if cur < limit and prev > 0:
+        at = window + window_s * (1 - (limit - cur) / prev)
+    else:  # this window is full on its own: in the next one it weighs as ``prev`` does now
+        at = window + window_s + window_s * (1 - limit / max(cur, limit))
+    return max(1, math.floor(at - now) + 1)
 
 
 # --- jobs shared by the app workers ---------------------------------------------------------

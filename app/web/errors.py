@@ -19,7 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from app.sim.core import Cancelled, Message, ParamError, msg
 from app.store import repo
 from app.web import i18n
-from app.web.runs import Busy, JobStarted, RateLimited
+from app.web.runs import Busy, CrossSite, JobStarted, RateLimited
 from app.web.sources import ScenarioNotFound
 
 BODY_PARSE_ERROR = "There was an error parsing the body"
@@ -125,6 +125,15 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(RateLimited)
     async def _limited(request: Request, exc: RateLimited) -> Response:
         return _overloaded(request, 429, i18n.render(exc.message), exc.retry_after)
+
+    @app.exception_handler(CrossSite)
+    async def _cross_site(request: Request, exc: CrossSite) -> Response:
+        text = i18n.render(exc.message)
+        headers = {"Cache-Control": "no-store"}
+        if wants_json(request):
+            return JSONResponse({"detail": text}, status_code=403, headers=headers)
+        ctx = {"status": 403, "title": msg("Open this link directly"), "message": text}
+        return render(request, "pages/error.html", ctx, status_code=403, headers=headers)
 
     @app.exception_handler(Cancelled)
     async def _cancelled(request: Request, exc: Cancelled) -> Response:

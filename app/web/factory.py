@@ -21,7 +21,7 @@ from app.web.i18n import LanguageMiddleware
 from app.web.pagecache import PageFront
 from app.web.plugin import Plugin
 from app.web.routes import api, jobs, pages
-from app.web.runs import current_client
+from app.web.runs import cross_site, current_client
 from app.web.site import Site
 from app.web.staticcache import StaticFront
 
@@ -29,8 +29,23 @@ from app.web.staticcache import StaticFront
 VENDOR_DIST = ("htmx.org/dist", "idiomorph/dist", "plotly.js-basic-dist-min", "reveal.js/dist")
 
 
+def from_another_site(headers: Iterable[tuple[bytes, bytes]]) -> bool:
+    """Whether a browser sent this request for another site's page (``Sec-Fetch-Site``) other
+    than by following a link to it: an image, script, frame or fetch a third-party page made.
+    Requests without these headers (curl, scripts, old browsers) are not."""
+    seen = {k: v for k, v in headers if k.startswith(b"sec-fetch-")}
+    if seen.get(b"sec-fetch-site") not in (b"cross-site", b"same-site"):
+        return False
+    link = seen.get(b"sec-fetch-mode") == b"navigate" and seen.get(b"sec-fetch-dest") in (
+        b"document",
+        None,
+    )
+    return not link
+
+
 class ClientTag:
-    """Remember who is asking (their address), for per-client limits on long runs."""
+    """Remember who is asking (their address) and whether another site's page asked, for the
+    limits on long runs."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -39,9 +54,11 @@ class ClientTag:
         if scope["type"] == "http":
             client = scope.get("client")
             token = current_client.set(client[0] if client else "-")
+            site_token = cross_site.set(from_another_site(scope["headers"]))
             try:
                 await self.app(scope, receive, send)
             finally:
+                cross_site.reset(site_token)
                 current_client.reset(token)
             return
         await self.app(scope, receive, send)

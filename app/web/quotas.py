@@ -7,7 +7,6 @@ replicas. Client addresses are stored hashed. Behind a reverse proxy, run uvicor
 
 from __future__ import annotations
 
-import hashlib
 import time
 
 from fastapi import HTTPException, Request
@@ -21,16 +20,14 @@ WINDOW_S = 3600
 
 
 def client_key(request: Request) -> str:
-    host = request.client.host if request.client else "unknown"
-    return "ip:" + hashlib.sha256(host.encode()).hexdigest()[:40]
+    return repo.address_key(request.client.host if request.client else "unknown")
 
 
 def check_share_quota(request: Request, now: float | None = None) -> None:
-    """Count one share for this session and this client; 429 with Retry-After past a quota."""
+    """Count one share for this session and this client; 429 with Retry-After past a quota
+    (over the last hour, a sliding window: :func:`repo.take_hit`)."""
     settings = request.app.state.settings
-    clock = int(now if now is not None else time.time())
-    window = clock - clock % WINDOW_S
-    retry_after = window + WINDOW_S - clock
+    clock = now if now is not None else time.time()
     keys: list[tuple[str, int, Message]] = [
         (client_key(request), settings.share_quota_per_client, msg("from this address"))
     ]
@@ -39,7 +36,8 @@ def check_share_quota(request: Request, now: float | None = None) -> None:
         keys.insert(0, (f"session:{sid}", settings.share_quota_per_session, msg("per browser")))
     with repo.session_for(request.app.state.engine) as db:
         for key, limit, who in keys:
-            if repo.count_hit(db=db, key=key, window_start=window) > limit:
+            retry_after = repo.take_hit(db=db, key=key, limit=limit, window_s=WINDOW_S, now=clock)
+            if retry_after:
                 raise HTTPException(
                     429,
                     i18n.render(
@@ -48,7 +46,7 @@ def check_share_quota(request: Request, now: float | None = None) -> None:
                             "try again in {minutes} minutes.",
                             limit=limit,
                             who=who,
-                            minutes=retry_after // 60 + 1,
+                            minutes=(retry_after + 59) // 60,
                         )
                     ),
                     headers={"Retry-After": str(retry_after)},

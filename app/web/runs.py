@@ -34,7 +34,7 @@ import pickle
 import threading
 import time
 import zlib
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -52,6 +52,9 @@ AnyTrace = Trace[Any, Any]
 
 # The client (IP) of the request being served, set by middleware; read for per-client limits.
 current_client: contextvars.ContextVar[str] = contextvars.ContextVar("client", default="-")
+# Whether that request came from another site's page other than by following a link (the
+# browser's Sec-Fetch-* headers): such a request may read what is kept, but starts no long run.
+cross_site: contextvars.ContextVar[bool] = contextvars.ContextVar("cross_site", default=False)
 
 
 class Busy(Exception):
@@ -74,6 +77,16 @@ class RateLimited(Exception):
         )
         super().__init__(str(self.message))
         self.retry_after = retry_after
+
+
+class CrossSite(Exception):
+    """Another site's page (an image, a script, a frame, a fetch) asked for a long run."""
+
+    def __init__(self) -> None:
+        self.message = msg(
+            "another site's page asked for this long simulation; open the link itself to run it"
+        )
+        super().__init__(str(self.message))
 
 
 class JobStarted(Exception):
@@ -227,7 +240,6 @@ class RunService:
         self._ended: OrderedDict[str, Job] = OrderedDict()  # finished jobs, for status pages
         self._lock = threading.Lock()
         self._cache = TraceCache(settings.trace_cache_mb * 1024 * 1024)
-        self._expensive: dict[str, deque[float]] = {}
         # Keys of runs nobody is charged for (the presets: a fixed set, each run once per store)
         self.free_keys: set[str] = set()
         self._stop = threading.Event()
@@ -324,13 +336,18 @@ class RunService:
         """Start a run, or join the same run already under way (``charge``: count it against
         the client's quota of long runs)."""
         expected = explainer.expected_seconds(params)
+        if expected > 1.0 and charge and key not in self.free_keys:
+            with self._lock:
+                job = self._jobs.get(key)
+                if job is not None:
+                    job.touch()
+                    return job
+            self._admit_expensive()  # outside the lock: it asks the database
         with self._lock:
             job = self._jobs.get(key)
             if job is not None:
                 job.touch()
                 return job
-            if expected > 1.0 and charge and key not in self.free_keys:
-                self._charge_expensive(current_client.get())
             quick = "quick" in self._lanes and expected <= self.settings.quick_run_s
             lane = "quick" if quick else "long"
             pool, free = self._pools.get(lane), self._free[lane]
@@ -556,18 +573,19 @@ class RunService:
             while len(self._ended) > 256:
                 self._ended.popitem(last=False)
 
-    def _charge_expensive(self, client: str) -> None:
+    def _admit_expensive(self) -> None:
+        """May the client of this request start a run expected to take over a second? Not when
+        another site's page asked for it behind the visitor's back (:class:`CrossSite`), nor past
+        ``expensive_runs_per_minute`` in the last minute (:class:`RateLimited`), counted in the
+        database so the limit holds across every worker and replica."""
+        if cross_site.get():
+            raise CrossSite()
         limit = self.settings.expensive_runs_per_minute
-        now = time.monotonic()
-        recent = self._expensive.setdefault(client, deque())
-        while recent and now - recent[0] > 60:
-            recent.popleft()
-        if len(recent) >= limit:
-            raise RateLimited(max(1, int(60 - (now - recent[0])) + 1), limit)
-        recent.append(now)
-        if len(self._expensive) > 10_000:  # forget idle clients
-            for c in [c for c, q in self._expensive.items() if not q or now - q[-1] > 60]:
-                del self._expensive[c]
+        key = "runs:" + repo.address_key(current_client.get())
+        with repo.session_for(self.engine) as db:
+            retry_after = repo.take_hit(db=db, key=key, limit=limit, window_s=60, now=time.time())
+        if retry_after:
+            raise RateLimited(retry_after, limit)
 
     def _watch(self) -> None:
         """Cancel jobs nobody has asked about for ``job_idle_s`` (their clients left)."""

@@ -89,8 +89,11 @@ class StaticFront:
                 if not rest or "\\" in rest or "\0" in rest:
                     return None
                 root = folder.resolve()
-                candidate = (root / rest).resolve()
-                if root not in candidate.parents or not candidate.is_file():
+                try:
+                    candidate = (root / rest).resolve()
+                    if root not in candidate.parents or not candidate.is_file():
+                        return None
+                except OSError:  # a name too long for the file system, a loop of links
                     return None
                 return candidate
         return None

@@ -18,7 +18,7 @@ from markupsafe import Markup
 from app.sim.core import ParamError
 from app.web import i18n
 from app.web.plugin import Plugin
-from app.web.runs import Busy, JobStarted, RateLimited
+from app.web.runs import Busy, CrossSite, JobStarted, RateLimited
 from app.web.site import Site
 
 _TAG = re.compile(r"<(/?)(svg|a|button)\b", re.IGNORECASE)
@@ -76,7 +76,7 @@ def thumbnail(site: Site, plugin: Plugin) -> Thumb | None:
         return None
     try:
         _, trace = site.run(plugin, dict(preset.params))
-    except (JobStarted, Busy, RateLimited, ParamError):
+    except (JobStarted, Busy, RateLimited, CrossSite, ParamError):
         return None
     if not trace.frames:
         return None

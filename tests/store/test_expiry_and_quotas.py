@@ -106,3 +106,29 @@ def test_sqlite_uses_wal_and_a_busy_timeout(tmp_path: Path) -> None:
         assert conn.execute(text("PRAGMA journal_mode")).scalar_one() == "wal"
         assert conn.execute(text("PRAGMA busy_timeout")).scalar_one() == BUSY_TIMEOUT_MS == 5000
     engine.dispose()
+
+
+def test_sliding_window_quota_has_no_burst_at_a_window_edge(db_url: str) -> None:
+    """take_hit allows ``limit`` hits in any window-long stretch, not ``limit`` on each side of a
+    fixed window's edge; a refused hit is not counted, and its Retry-After is exact: one second
+    earlier is still refused, at that time a hit is allowed."""
+    engine = make_engine(db_url)
+    init_db(engine)
+
+    def take(now: float) -> int:
+        with repo.session_for(engine) as db:
+            return repo.take_hit(db=db, key="runs:x", limit=4, window_s=60, now=now)
+
+    t0 = 6000.0  # a window starts here
+    assert [take(t0 + 50 + i) for i in range(4)] == [0, 0, 0, 0]
+    assert take(t0 + 55) == 6  # the last 60 s hold 4 hits until t0 + 61
+    # Past the edge the previous window's 4 hits weigh 4 × (1 − f): at f = 0 nothing fits, then
+    # one (a fixed window would let 4 more in at once).
+    assert take(t0 + 60) == 1
+    assert take(t0 + 61) == 0
+    assert take(t0 + 62) == 14  # 4 × (1 − f) + 1 < 4 once f > 1/4, i.e. after t0 + 75
+    assert take(t0 + 75) == 1  # exact: one second early is still refused ...
+    assert take(t0 + 76) == 0  # ... and then it fits
+    with repo.session_for(engine) as db:  # the refused hits were not counted
+        assert repo.count_hit(db=db, key="runs:x", window_start=int(t0) + 60) == 3
+    engine.dispose()

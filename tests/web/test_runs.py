@@ -263,6 +263,71 @@ def test_expensive_runs_are_rate_limited_per_client(make_client: Callable[..., T
     client.delete(f"/api/v1/jobs/{first.json()['job']}")
 
 
+def test_expensive_run_quota_holds_across_workers(tmp_path: Path) -> None:
+    """The per-client quota of long runs is counted in the database: two app instances (two
+    workers) on one database together let a client start no more than the limit."""
+    settings = Settings(
+        database_url=f"sqlite:///{tmp_path / 'q.db'}",
+        job_threshold_s=0.5,
+        expensive_runs_per_minute=3,
+    )
+    with TestClient(create_app(settings)) as a, TestClient(create_app(settings)) as b:
+        answers = [
+            (a if i % 2 else b).post("/api/v1/explainers/cwnd/run", json=cwnd(160, 100, seed=i))
+            for i in range(6)
+        ]
+        assert [r.status_code for r in answers] == [202] * 3 + [429] * 3
+        retry = int(answers[-1].headers["retry-after"])
+        assert 1 <= retry <= 60
+        for r in answers[:3]:
+            a.delete(f"/api/v1/jobs/{r.json()['job']}")
+
+
+SUBRESOURCE = {
+    "Sec-Fetch-Site": "cross-site",
+    "Sec-Fetch-Mode": "no-cors",
+    "Sec-Fetch-Dest": "image",
+}
+LINK = {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"}
+
+
+def test_another_sites_page_cannot_start_a_long_run(make_client: Callable[..., TestClient]) -> None:
+    """An image, script, frame or fetch on another site's page that names a long run (compare is
+    a GET) is refused with 403 before anything runs; following a link from another site (a slide
+    deck) still runs it, and so do clients that send no Sec-Fetch headers (curl)."""
+    client = make_client(job_threshold_s=0.5)
+    runs = client.app.state.site.runs  # type: ignore[attr-defined]
+    url = "/explainers/cwnd/compare?algos=reno,cubic&rate_mbps=100&duration_s=150&rtt_ms=41"
+    for headers in (
+        SUBRESOURCE,
+        {**SUBRESOURCE, "Sec-Fetch-Dest": "iframe", "Sec-Fetch-Mode": "navigate"},
+        {
+            **SUBRESOURCE,
+            "Sec-Fetch-Site": "same-site",
+            "Sec-Fetch-Mode": "cors",
+            "Sec-Fetch-Dest": "empty",
+        },
+    ):
+        refused = client.get(url, headers=headers)
+        assert refused.status_code == 403, headers
+        assert "another site" in refused.text
+        assert runs.running == 0
+    api = client.post(
+        "/api/v1/explainers/cwnd/run", json=cwnd(160, 100, seed=7), headers=SUBRESOURCE
+    )
+    assert api.status_code == 403 and "another site" in api.json()["detail"]
+    # cheap runs, and what is already kept, are answered to anyone
+    assert (
+        client.post("/api/v1/explainers/skb/run", json=SMALL, headers=SUBRESOURCE).status_code
+        == 200
+    )
+    followed = client.get(url, headers=LINK)
+    assert followed.status_code == 202  # a job with its progress bar
+    assert client.get(url.replace("41", "42")).status_code == 202  # no Sec-Fetch headers
+    for job in list(runs._jobs):
+        client.delete(f"/api/v1/jobs/{job}")
+
+
 def test_traces_are_stored_and_shared_across_app_instances(
     make_client: Callable[..., TestClient],
 ) -> None:

@@ -243,6 +243,30 @@ def test_long_note_names_are_404(client: TestClient, length: int) -> None:
     assert len(r.text) < 50_000 and "a" * 250 not in r.text
 
 
+@pytest.mark.parametrize(
+    "folder",
+    [
+        "/static/",
+        "/static/js/",
+        "/static/explainers/cwnd/",
+        "/vendor/reveal.js/dist/",
+        "/vendor/reveal.js/dist/theme/",
+        "/vendor/idiomorph/dist/",
+        "/vendor/plotly.js-basic-dist-min/",
+        "/vendor/htmx.org/",
+    ],
+)
+@pytest.mark.parametrize("length", [255, 256, 300, 5000])
+def test_static_file_names_too_long_for_the_file_system_are_404(
+    client: TestClient, folder: str, length: int
+) -> None:
+    """A static or npm file name longer than the file system allows (ENAMETOOLONG) is a 404,
+    like any other missing file, under every folder either front serves."""
+    r = client.get(folder + "x" * length + ".css")
+    assert r.status_code == 404
+    assert "x" * 250 not in r.text
+
+
 def test_reveal_plugins_are_under_dist(client: TestClient) -> None:
     """reveal.js 6 keeps plugins under dist/plugin: served there; the old path is a 404."""
     if not (Settings().node_modules / "reveal.js" / "dist" / "plugin").is_dir():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from cwndhelp import raw
 
@@ -181,3 +183,24 @@ def test_sample_count_is_bounded() -> None:
     """sample_ms too small for the duration is refused with the smallest allowed value."""
     got = issues(raw("cubic", duration=600, sample_ms=1))
     assert "sample_ms ≥ 10" in got[("sample_ms",)]
+
+
+def test_bbr_events_count_more_so_no_allowed_run_costs_more_than_a_few_seconds() -> None:
+    """BBR's per-packet pacing and model updates make its events dearer (1.5×; 3× beside a RED
+    queue, whose marks it ignores): a 16-flow mixed run with BBR on a RED/ECN link at 10 Gbit/s
+    (14 s of CPU when it was counted like CUBIC) is refused with advice, and the advised
+    duration fits the limit."""
+    link = {"rate_mbps": 10_000, "rtt_ms": 1, "buffer_bdp": 4, "loss_rate": 0.02, "aqm": "red-ecn"}
+    mixed = [{"cc": cc, "tcp_ecn": 1} for cc in ("cubic", "reno", "bbr", "cubic") * 4]
+    raw_run = {"link": link, "flows": mixed, "duration_s": 1.6}
+    got = issues(raw_run)[("duration_s",)]
+    assert "BBR's counted ×3" in got
+    advised = float(re.search(r"duration_s to ≤ ([0-9.]+) s", got).group(1))  # type: ignore[union-attr]
+    fits = parse({**raw_run, "duration_s": advised})
+    assert fits.estimated_events <= MAX_PACKET_EVENTS
+    cubic_only = parse({**raw_run, "flows": [{"cc": "cubic"}] * 16, "duration_s": advised})
+    assert fits.estimated_events == pytest.approx(3 * cubic_only.estimated_events, rel=1e-6)
+    droptail = parse(
+        {**raw_run, "link": {**link, "aqm": "droptail"}, "duration_s": advised, "flows": mixed}
+    )
+    assert droptail.estimated_events == pytest.approx(1.5 * cubic_only.estimated_events, rel=1e-6)
