@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import re
 from urllib.parse import parse_qsl, urljoin, urlsplit
 
@@ -232,3 +233,20 @@ def test_api_frames_narrate_in_the_request_language(client: TestClient) -> None:
         assert sorted(re.findall(r"\d+", e["narration"])) == sorted(
             re.findall(r"\d+", z["narration"])
         )
+
+
+def test_pictures_kept_in_a_process_follow_the_readers_language(client: TestClient) -> None:
+    """A process keeps the packet-path pictures' layout (with its sk_buff labels) between
+    requests: a Chinese reader's home page drawn first must not leave Chinese labels in the
+    English one (the path thumbnail showed "−20 字节" to English readers), nor the reverse."""
+    picture = importlib.import_module("app.web.explainers.path.picture")
+    picture.LAYOUTS.clear()
+    zh = client.get("/?lang=zh-CN")
+    en = client.get("/?lang=en")
+    assert zh.status_code == en.status_code == 200
+    english = re.sub(r"<script.*?</script>|<style.*?</style>", "", en.text, flags=re.S)
+    assert "字节" in zh.text
+    assert not CJK.search(english.replace("中文", "")), "Chinese in the English home page"
+    picture.LAYOUTS.clear()
+    assert "bytes" in client.get("/?lang=en").text
+    assert "−20 bytes" not in client.get("/?lang=zh-CN").text

@@ -30,6 +30,7 @@ from app.sim.core import Frame, Message, Trace, msg
 from app.sim.path.engine import NapiView, PathState
 from app.sim.path.skb import SkbView
 from app.sim.skbuff.model import SHINFO
+from app.web import i18n
 from app.web.explainers.path.replay import Rebuild, Replay, ops_for, replay, snapshot
 from app.web.explainers.skb.layout import Axis, text_width
 from app.web.explainers.skb.picture import X0 as SKB_X0
@@ -436,7 +437,7 @@ class Layout:
     rep: Replay | None
 
 
-LAYOUTS: Memo[tuple[str, str, int], Layout] = Memo(16)
+LAYOUTS: Memo[tuple[str, str, str, int], Layout] = Memo(32)
 
 
 def lane_of(state: Mapping[str, Any]) -> str:
@@ -503,7 +504,8 @@ def _hook_placement(
 
 
 def layout(trace: Trace[PathState, None]) -> Layout:
-    key = (trace.sim_version, repr(trace.params), len(trace.frames))
+    # The sk_buff parts are drawn with their labels in the reader's language: kept per language.
+    key = (i18n.current(), trace.sim_version, repr(trace.params), len(trace.frames))
     hit = LAYOUTS.get(key)
     if hit is not None:
         return hit
