@@ -31,7 +31,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.web import i18n
 from app.web.deps import visitor_id
+from app.web.templating import language_context
 
+# Where a kept player page has room for a visitor's "continue at step N" link
+# (templates/partials/player_actions.html).
+RESUME_MARK = b"<!--resume-->"
 MAX_AGE = 3600  # seconds a shared cache (proxy, CDN) may reuse a page before revalidating
 STALE = 86_400  # and serve it stale while it revalidates
 # Headers of the rendered response worth keeping (the rest are per-request).
@@ -101,6 +105,11 @@ def make_entry(body: bytes, kept: tuple[tuple[str, str], ...], shared: bool) -> 
     return Entry(body, gz, etag, kept, 200, shared, (plain, packed, _raw(base)))
 
 
+@dataclass(frozen=True)
+class ResumeAt:
+    step: int
+
+
 class PageCache:
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
@@ -154,20 +163,69 @@ class PageCache:
         # The same URL reads differently per language (cookie, Accept-Language, ?lang=).
         key = page_key(request.scope, i18n.language_of(request))
         if personal:
+            mine = self._get((*key, personal)) or self._with_resume(request, key, produce, personal)
+            if mine is not None:
+                return self._answer(request, mine, private=True)
             key = (*key, personal)
         entry = self._get(key)
         if entry is None:
-            with self._lock:
-                gate = self._rendering.setdefault(key, threading.Lock())
-            with gate:
-                entry = self._get(key)
-                if entry is None:
-                    try:
-                        return self._render(request, key, produce, shared, bool(personal))
-                    finally:
-                        with self._lock:
-                            self._rendering.pop(key, None)
+            rendered = self._render_once(request, key, produce, shared, bool(personal))
+            if rendered is not None:
+                return rendered
+            entry = self._get(key)
+            if entry is None:  # kept by another thread and already pushed out: render again
+                return self._render(request, key, produce, shared, bool(personal))
         return self._answer(request, entry, private=bool(personal))
+
+    def _render_once(
+        self,
+        request: Request,
+        key: Key,
+        produce: Callable[[], Response],
+        shared: bool,
+        private: bool,
+    ) -> Response | None:
+        """Render and keep the page of ``key`` unless another thread is doing it (then wait for
+        that and answer None: it is kept now)."""
+        with self._lock:
+            gate = self._rendering.setdefault(key, threading.Lock())
+        with gate:
+            if self._get(key) is not None:
+                return None
+            try:
+                return self._render(request, key, produce, shared, private)
+            finally:
+                with self._lock:
+                    self._rendering.pop(key, None)
+
+    def _with_resume(
+        self, request: Request, key: Key, produce: Callable[[], Response], personal: str
+    ) -> Entry | None:
+        """Everyone's page with this visitor's "continue at step N" link put in its place (at
+        :data:`RESUME_MARK`), kept under ``personal``: one render of a page serves every
+        visitor, whatever step they left it at (a render per step cost 0.2–0.6 s of CPU each,
+        a quarter of a worker's time under the mixed load). None when the page has no place
+        for the link or is not kept (then it is rendered for the visitor as before)."""
+        base = self._get(key)
+        if base is None:
+            request.state.everyones_page = True  # resume_for answers None: no link, the mark
+            try:
+                self._render_once(request, key, produce, False, False)
+            finally:
+                request.state.everyones_page = False
+            base = self._get(key)
+        if base is None or base.body.count(RESUME_MARK) != 1:
+            return None
+        env = request.app.state.site.templates.env
+        step = int(personal.removeprefix("resume="))
+        link = env.get_template("partials/resume_link.html").render(
+            {**language_context(request), "resume": ResumeAt(step), "request": request}
+        )
+        entry = make_entry(
+            base.body.replace(RESUME_MARK, link.strip().encode()), base.headers, False
+        )
+        self._put((*key, personal), entry)
+        return entry
 
     @staticmethod
     def _personal(request: Request, walkthrough: str | None) -> str | None:

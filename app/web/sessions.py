@@ -188,7 +188,7 @@ def install(app: FastAPI) -> None:
 def resume_for(request: Request, walkthrough: str | None) -> Progress | None:
     """Template helper: the visitor's saved step for this walkthrough, if any (and not step 0)."""
     sid = visitor_id(request)
-    if not sid or not walkthrough:
+    if not sid or not walkthrough or getattr(request.state, "everyones_page", False):
         return None
     with repo.session_for(request.app.state.engine) as db:
         found = repo.get_progress(db=db, session_id=sid, walkthrough=walkthrough)

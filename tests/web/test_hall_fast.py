@@ -8,6 +8,7 @@ import asyncio
 import gzip
 import hashlib
 import os
+import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from fastapi.testclient import TestClient
 from starlette.types import Message, Receive, Scope, Send
 
 from app.store import repo
+from app.web.pagecache import PageCache
 from app.web.sessions import COOKIE, PROBE_COOKIE
 from app.web.staticcache import StaticFront
 
@@ -171,6 +173,48 @@ def test_a_visitor_with_progress_gets_their_continue_link_privately(client: Test
         assert "resume-link" not in client.get(f"/s/{sid}").text
     client.cookies.update(jar)
     assert "resume-link" not in client.get(f"/s/{other}").text
+
+
+CJK_RESUME = "从第 3 步继续"
+
+
+def test_one_render_serves_every_visitors_continue_link(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Visitors who left a walkthrough at different steps each get their own "continue at step
+    N" link (in their language), yet the page is rendered once: the link is put into everyone's
+    kept page, which is otherwise the same byte for byte."""
+    sid = share(client, LONG)
+    renders: list[str] = []
+    real = PageCache._render
+
+    def counting(self: PageCache, request: Any, *args: Any, **kwargs: Any) -> Any:
+        renders.append(request.url.path)
+        return real(self, request, *args, **kwargs)
+
+    monkeypatch.setattr(PageCache, "_render", counting)
+    client.cookies.clear()
+    everyone = client.get(f"/s/{sid}").text
+    assert "resume-link" not in everyone
+    pages = {}
+    for step, lang in ((1, "en"), (2, "en"), (3, "zh-CN")):
+        client.cookies.clear()
+        client.cookies["stepscope_lang"] = lang
+        client.get("/")  # the probe cookie
+        fresh = client.post("/api/v1/scenarios", json={"explainer": "skb", "params": SKB_OTHER})
+        assert fresh.status_code == 201 and COOKIE in client.cookies
+        saved = client.post("/api/v1/progress", json={"walkthrough": f"/s/{sid}", "step": step})
+        assert saved.status_code == 200 and saved.json()["saved"] is True, saved.text
+        pages[step] = client.get(f"/s/{sid}")
+        assert pages[step].headers["cache-control"].startswith("private")
+    for step, page in pages.items():
+        assert page.text.count('id="resume-link"') == 1 and f'href="?step={step}"' in page.text
+    assert "Continue at step 2" in pages[2].text
+    assert "Continue at step" not in pages[3].text and CJK_RESUME in pages[3].text
+    link = re.search(r'<a class="button resume".*?</a>', pages[1].text, flags=re.S)
+    assert link is not None
+    assert pages[1].text.replace(link.group(0), "<!--resume-->") == everyone
+    assert renders.count(f"/s/{sid}") == 2  # everyone's page in English, then in Chinese
 
 
 def test_frame_chunks_are_shared_with_visitors_with_a_session(client: TestClient) -> None:
