@@ -203,8 +203,8 @@ class PageCache:
     ) -> Entry | None:
         """Everyone's page with this visitor's "continue at step N" link put in its place (at
         :data:`RESUME_MARK`), kept under ``personal``: one render of a page serves every
-        visitor, whatever step they left it at (a render per step cost 0.2–0.6 s of CPU each,
-        a quarter of a worker's time under the mixed load). None when the page has no place
+        visitor, whatever step they left it at (each step a visitor stopped at used to cost a
+        render of its own, 0.2–0.6 s of CPU). None when the page has no place
         for the link or is not kept (then it is rendered for the visitor as before)."""
         base = self._get(key)
         if base is None:
