@@ -17,15 +17,6 @@ from app.main import create_app
 from app.settings import Settings
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (``scripts/test -n 2 --dist loadgroup``) a test file runs on one worker,
-    so its module fixtures are built once; every real-kernel test runs on the same worker, one
-    at a time, since they share network namespace names and the machine's TCP settings."""
-    for item in items:
-        group = "kernel" if item.get_closest_marker("kernel") else item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(group))
-
-
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     return Settings(database_url=f"sqlite:///{tmp_path / 'test.db'}")

@@ -260,7 +260,7 @@ def take_hit(*, db: Session, key: str, limit: int, window_s: int, now: float) ->
     A sliding window over two fixed ones: the previous window's hits count in proportion to
     how much of it the last ``window_s`` seconds still cover, so no burst at a window's edge
     gets twice the limit (a fixed window lets ``limit`` in just before its end and ``limit``
-    again just after). The count itself is the atomic upsert of :func:`count_hit`."""
+    again just after). The count is one atomic, conditional upsert, like :func:`count_hit`'s."""
     k = key[:80]
     clock = int(now)
     window = clock - clock % window_s
@@ -268,14 +268,13 @@ def take_hit(*, db: Session, key: str, limit: int, window_s: int, now: float) ->
     conn = db.connection()
     prev = conn.execute(_HITS, {"key": k, "window": window - window_s}).scalar_one_or_none() or 0
     cap = limit - int(prev * (1 - used))
-    got = None
-    if cap > 0:
-        got = conn.execute(_HIT_BELOW, {"key": k, "window": window, "cap": cap}).scalar()
-    cur = 0 if got else conn.execute(_HITS, {"key": k, "window": window}).scalar_one_or_none()
+    counted = cap > 0 and (
+        conn.execute(_HIT_BELOW, {"key": k, "window": window, "cap": cap}).scalar() is not None
+    )
+    cur = 0 if counted else conn.execute(_HITS, {"key": k, "window": window}).scalar() or 0
     db.commit()
-    if got is not None:
+    if counted:
         return 0
-    cur = cur or 0
     # When prev·(1 − f) + cur falls below the limit, f the part of a window gone by.
     if cur < limit and prev > 0:
         at = window + window_s * (1 - (limit - cur) / prev)

@@ -338,16 +338,14 @@ class RunService:
         expected = explainer.expected_seconds(params)
         if expected > 1.0 and charge and key not in self.free_keys:
             with self._lock:
-                job = self._jobs.get(key)
-                if job is not None:
-                    job.touch()
-                    return job
+                joined = self._join(key)
+            if joined is not None:
+                return joined
             self._admit_expensive()  # outside the lock: it asks the database
         with self._lock:
-            job = self._jobs.get(key)
-            if job is not None:
-                job.touch()
-                return job
+            joined = self._join(key)
+            if joined is not None:
+                return joined
             quick = "quick" in self._lanes and expected <= self.settings.quick_run_s
             lane = "quick" if quick else "long"
             pool, free = self._pools.get(lane), self._free[lane]
@@ -572,6 +570,13 @@ class RunService:
             self._ended[job.key] = job
             while len(self._ended) > 256:
                 self._ended.popitem(last=False)
+
+    def _join(self, key: str) -> Job | None:
+        """The run of ``key`` already under way, as one more client asks for it (under the lock)."""
+        job = self._jobs.get(key)
+        if job is not None:
+            job.touch()
+        return job
 
     def _admit_expensive(self) -> None:
         """May the client of this request start a run expected to take over a second? Not when
