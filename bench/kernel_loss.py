@@ -158,7 +158,8 @@ def one_flow(
 
 def frto_step(probe: list[dict[str, Any]], mss: int = 1448) -> dict[str, Any] | None:
     """From tcp_probe rows: the first row after the timeout (cwnd 1: the state the first ACK
-    after the RTO finds), high_seq = snd_nxt then, and snd_nxt after that ACK and the next."""
+    after the RTO finds), high_seq = snd_nxt then, and snd_nxt after that ACK and the next;
+    with the cwnd just before the timeout, which an undo (tcp_try_undo_loss) gives back."""
     for i, r in enumerate(probe):
         if r["snd_cwnd"] == 1 and i + 2 < len(probe):
             high = r["snd_nxt"]
@@ -174,6 +175,7 @@ def frto_step(probe: list[dict[str, Any]], mss: int = 1448) -> dict[str, Any] | 
                 "high_seq": high,
                 "new_segments_after_first_ack": (after["snd_nxt"] - high) // mss,
                 "cwnd_after_first_ack": after["snd_cwnd"],
+                "cwnd_before_timeout": probe[i - 1]["snd_cwnd"] if i else None,
                 "ssthresh": after["snd_ssthresh"],
             }
     return None

@@ -93,6 +93,9 @@ def test_a_fixed_receive_window_stops_cwnd_at_twice_the_packets_out(lab: Path) -
     o = run["options"]
     samples = run["tcp_info"]
     most_out = max(s["unacked"] for s in samples)
-    assert o["rwnd_limited_s"] > 2 and o["total_retrans"] == 0
+    assert o["rwnd_limited_s"] > 2
+    # Nothing is lost in the bottleneck; at most a tail loss probe or two (a CI run sent one
+    # when the user-space delay line stalled under load and the pipe looked idle for 2 RTTs).
+    assert o["total_retrans"] <= 2, o
     assert max(s["snd_cwnd"] for s in samples) <= 2 * most_out + 2
     assert most_out * 1448 <= o["snd_wnd_max"] + 1448

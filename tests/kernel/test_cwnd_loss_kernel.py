@@ -35,37 +35,53 @@ REASON = _skip_reason()
 needs_kernel = pytest.mark.skipif(REASON is not None, reason=REASON or "")
 
 
+def _first_ack_branch(frto: str) -> tuple[str, dict]:
+    """One black-out run; which of the kernel's branches the first ACK after the timeout took:
+    "frto" (tcp_process_loss step 2.b: cwnd 2, two new segments), "retransmit" (cwnd 2, no new
+    data) or "undone" (tcp_try_undo_loss: the segments had reached the receiver just before the
+    link went down and only their ACKs were lost, so the retransmission is DSACKed or the
+    timestamp echo predates it, and the cwnd from before the timeout comes back)."""
+    import kernel_loss as kl
+
+    run = kl.one_flow(rcv_sysctl={}, snd_sysctl={"net.ipv4.tcp_frto": frto}, disrupt="down")
+    step = kl.frto_step(run["probe"])
+    assert step is not None, "no timeout in the probe trace"
+    if step["cwnd_after_first_ack"] == 2:
+        return ("frto" if step["new_segments_after_first_ack"] else "retransmit"), step
+    assert run["sender"]["TcpExtTCPLossUndo"] >= 1, step
+    assert step["cwnd_after_first_ack"] >= (step["cwnd_before_timeout"] or 3) > 2, step
+    return "undone", step
+
+
 @needs_kernel
 def test_frto_sends_new_data_on_the_first_ack_after_a_real_timeout() -> None:
     """tcp_process_loss step 2.b: after an RTO that follows a real black-out, the first ACK
     that moves snd_una (cwnd 2) sends 2 new segments with tcp_frto = 2 when F-RTO is armed, else
     retransmits (no new data); with tcp_frto = 0 it never sends new data."""
-    import kernel_loss as kl
-
     # F-RTO runs only when the timeout starts a new recovery (tcp_enter_loss: new_recovery) and
     # unsent data waits (tcp_process_loss: !tcp_write_queue_empty); the real flow sometimes
     # meets the black-out just after a tail drop put it in Recovery (about one run in three on
     # a quiet machine, most runs under heavy load), and then the kernel, like the model
-    # (test_frto_is_off_for_a_first_timeout_during_fast_recovery), retransmits instead. So the
-    # first ACK after the timeout takes one of exactly these two branches: step 2.b's two new
-    # segments with cwnd 2, or plain retransmission (none). Up to three runs look for 2.b.
+    # (test_frto_is_off_for_a_first_timeout_during_fast_recovery), retransmits instead. Now and
+    # then the timeout is undone on that ACK (see _first_ack_branch; a CI run met it). Every run
+    # takes one of those branches with the numbers each implies; up to four runs look for 2.b.
     seen = []
-    for _ in range(3):
-        with_frto = kl.frto_step(
-            kl.one_flow(rcv_sysctl={}, snd_sysctl={"net.ipv4.tcp_frto": "2"}, disrupt="down")[
-                "probe"
-            ]
-        )
-        assert with_frto is not None and with_frto["cwnd_after_first_ack"] == 2
-        seen.append(with_frto["new_segments_after_first_ack"])
-        if seen[-1]:
+    for _ in range(4):
+        branch, step = _first_ack_branch("2")
+        if branch != "undone":
+            assert step["new_segments_after_first_ack"] in {0, 2}, step
+        seen.append(branch)
+        if branch == "frto":
             break
-    assert set(seen) <= {0, 2}, seen
-    without = kl.frto_step(
-        kl.one_flow(rcv_sysctl={}, snd_sysctl={"net.ipv4.tcp_frto": "0"}, disrupt="down")["probe"]
-    )
-    assert without is not None
-    assert without["new_segments_after_first_ack"] == 0
+    assert "frto" in seen or "retransmit" in seen, seen
+    # Without F-RTO the first ACK only retransmits (unless the timeout is undone: look again).
+    without = []
+    for _ in range(3):
+        branch, step = _first_ack_branch("0")
+        without.append(branch)
+        if branch != "undone":
+            break
+    assert without[-1] == "retransmit", (without, step)
 
 
 @needs_kernel
