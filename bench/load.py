@@ -4,8 +4,10 @@
     .venv/bin/python bench/load.py --url http://127.0.0.1:8000 --scenario hall
 
 Without ``--url`` it starts the app the way ``scripts/serve`` does (migrate, then uvicorn with
-``--workers``) on a free loopback port and a temporary SQLite database, samples the server's
-RSS (all worker processes) every second, and stops it at the end.
+``--workers``) on a free loopback port and a temporary SQLite database, waits until
+``/api/v1/health`` says every preset is stored (``--no-ready``: start the load at once, into the
+workers' start-up), samples the server's RSS (all worker processes) every second, and stops it
+at the end.
 
 Scenarios:
   hall   ``--hall-clients`` (300) browsers open the same shared walkthrough within
@@ -24,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gzip
+import heapq
 import html
 import ipaddress
 import json
@@ -64,6 +67,15 @@ class Stats:
     )
     started: float = field(default_factory=time.perf_counter)
     ended: float = 0.0
+    slowest: list[tuple[float, float, str, str]] = field(default_factory=list)  # a min-heap
+
+    def note_slow(self, seconds: float, t0: float, kind: str, what: str) -> None:
+        """Keep the 12 slowest requests (seconds, start, kind, method and URL)."""
+        item = (seconds, t0 - self.started, kind, what[:90])
+        if len(self.slowest) < 12:
+            heapq.heappush(self.slowest, item)
+        elif seconds > self.slowest[0][0]:
+            heapq.heapreplace(self.slowest, item)
 
     def record(self, kind: str, seconds: float, status: int | None, error: str = "") -> None:
         self.latencies[kind].append(seconds)
@@ -101,6 +113,10 @@ class Stats:
             )
         for note in self.notes:
             print(f"   {note}")
+        if self.slowest:
+            print("   slowest requests (seconds, started at s, kind, request):")
+            for seconds, at, kind, what in sorted(self.slowest, reverse=True):
+                print(f"     {seconds:6.2f}  @{at:6.1f}  {kind:14} {what}")
 
 
 def pct(sorted_xs: list[float], p: float) -> float:
@@ -276,6 +292,7 @@ async def timed(
         stats.record(kind, time.perf_counter() - t0, None, type(exc).__name__)
         return None
     stats.record(kind, time.perf_counter() - t0, r.status_code)
+    stats.note_slow(time.perf_counter() - t0, t0, kind, f"{method} {url} → {r.status_code}")
     return r
 
 
@@ -387,6 +404,20 @@ class Server:
             except OSError:
                 time.sleep(0.3)
         raise RuntimeError("the server did not start within 90 s")
+
+    def wait_ready(self, limit: float = 300) -> float:
+        """Wait until ``/api/v1/health`` answers 200 (every preset stored, as a load balancer's
+        readiness check would before sending a room); answers the seconds waited."""
+        t0 = time.time()
+        while time.time() - t0 < limit:
+            try:
+                with urllib.request.urlopen(f"{self.url}/api/v1/health", timeout=5) as r:
+                    if r.status == 200:
+                        return time.time() - t0
+            except OSError:  # 503 while warming (HTTPError is an OSError)
+                pass
+            time.sleep(0.5)
+        raise RuntimeError(f"the server was not ready within {limit:g} s")
 
     def rss_mb(self) -> float:
         return tree_rss_mb(self.proc.pid) if self.proc else float("nan")
@@ -840,6 +871,13 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=60.0, help="per request, s")
     ap.add_argument("--http", choices=["auto", "h11", "httptools"], default="auto")
     ap.add_argument("--loop", choices=["auto", "asyncio", "uvloop"], default="auto")
+    ap.add_argument(
+        "--no-ready",
+        dest="ready",
+        action="store_false",
+        help="start the load as soon as the started server answers, while it still runs its "
+        "presets (default: wait for /api/v1/health, as a load balancer would)",
+    )
     ap.add_argument("--cost-n", type=int, default=400, help="cost: requests per kind")
     args = ap.parse_args()
     args.duration = args.duration or (30.0 if args.quick else 180.0)
@@ -861,6 +899,13 @@ def main() -> None:
         )
         server.start()
         base = server.url
+        if args.ready:
+            waited = server.wait_ready()
+            print(
+                f"ready (every preset stored, /api/v1/health 200) {waited:.1f} s after it answered"
+            )
+        else:
+            print("not waiting for the presets: the load meets the workers' start-up")
     try:
         asyncio.run(run(args, base, server))
     finally:

@@ -11,10 +11,14 @@ import json
 import math
 import re
 import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import Engine, case, delete, exists, text, update
+from sqlalchemy import Engine, Table, case, delete, exists, text, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
@@ -165,6 +169,47 @@ def record_progress(
     return row
 
 
+@dataclass(frozen=True, slots=True)
+class ProgressRow:
+    session_id: str
+    walkthrough: str
+    step: int
+    count: int
+    title: str = ""
+    url: str = ""
+
+
+def save_progress_rows(*, engine: Engine, rows: Sequence[ProgressRow]) -> None:
+    """Record many visitors' steps in one transaction: one upsert per row (SQLite and
+    PostgreSQL alike), no read first. Of two rows for the same visitor and walkthrough the
+    later wins (PostgreSQL refuses to upsert one row twice in a statement)."""
+    latest = {(r.session_id, r.walkthrough): r for r in rows}
+    if not latest:
+        return
+    now = utcnow()
+    values = [
+        {
+            "session_id": r.session_id,
+            "walkthrough": r.walkthrough,
+            "step": r.step,
+            "count": r.count,
+            "title": r.title[:TITLE_MAX],
+            "url": r.url[:400],
+            "updated_at": now,
+        }
+        for r in latest.values()
+    ]
+    table = cast(Table, getattr(Progress, "__table__"))  # noqa: B009 (SQLModel hides it from mypy)
+    insert = pg_insert if engine.dialect.name == "postgresql" else sqlite_insert
+    stmt = insert(table)
+    stmt = stmt.on_conflict_do_update(
+        index_elements=["session_id", "walkthrough"],
+        set_={c: stmt.excluded[c] for c in ("step", "count", "title", "url", "updated_at")},
+    )
+    with engine.begin() as conn:
+        conn.execute(stmt, values)
+
+
 def get_progress(*, db: Session, session_id: str, walkthrough: str) -> Progress | None:
     return db.get(Progress, (session_id, walkthrough))
 
@@ -185,6 +230,14 @@ def recent_progress(*, db: Session, session_id: str, limit: int = 20) -> list[Pr
 def get_trace_data(*, db: Session, key: str) -> bytes | None:
     row = db.get(StoredTrace, key)
     return row.data if row is not None else None
+
+
+def stored_trace_count(*, db: Session, keys: Sequence[str]) -> int:
+    """How many of ``keys`` have a stored trace (nothing is read but the keys)."""
+    if not keys:
+        return 0
+    stmt = select(StoredTrace.key).where(col(StoredTrace.key).in_(list(keys)))
+    return len(set(db.exec(stmt)))
 
 
 def put_trace_data(*, db: Session, key: str, explainer: str, sim_version: str, data: bytes) -> None:

@@ -15,10 +15,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.settings import Settings
 from app.store.db import init_db, make_engine
-from app.web import apidocs, errors, memory, security, sessions, sharing
+from app.web import apidocs, errors, i18n, memory, security, sessions, sharing
 from app.web.exporting import PngRenderer
 from app.web.i18n import LanguageMiddleware
 from app.web.pagecache import PageFront
+from app.web.pagewarm import PageWarm, PageWarmer
 from app.web.plugin import Plugin
 from app.web.routes import api, jobs, pages
 from app.web.runs import cross_site, current_client
@@ -157,6 +158,14 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
         wants_probe=sessions.wants_probe,
         secure_cookies=settings.secure_cookies,
     )
+    if settings.warm_presets:  # and every worker renders their pages before visitors ask
+        site = app.state.site
+        app.state.page_warmer = PageWarmer(
+            site.warm_paths(),
+            list(i18n.LANGUAGES),
+            stored=lambda: site.runs.stored_count(site.preset_keys) == len(site.preset_keys),
+        )
+        app.add_middleware(PageWarm, warmer=app.state.page_warmer)
     app.add_middleware(StaticFront, mounts=mounts)
     security.install(app, settings)  # last: its middleware wraps everything above
     return app

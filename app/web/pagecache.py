@@ -78,18 +78,28 @@ def page_key(scope: Scope, lang: str) -> Key:
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    body: bytes
+    """A kept answer, gzipped only: player pages are about 1 MB of HTML and 10–20 times smaller
+    gzipped, and nearly every client accepts gzip; the rare one that does not gets the body
+    decompressed for it. (Kept twice, plain and gzipped, the preset pages alone outgrew the
+    cache, and its evictions cost renders again.)"""
+
     gz: bytes
+    length: int  # of the plain body
     etag: str
     headers: tuple[tuple[str, str], ...]
     status: int
     shared: bool = False  # the same for visitors with a session (frame chunks)
+    resume_marks: int = 0  # places for a "continue at step N" link (RESUME_MARK)
     # the answers PageFront sends, header lists ready: identity, gzip, 304
     raw: tuple[RawHeaders, RawHeaders, RawHeaders] = field(default=([], [], []), compare=False)
 
     @property
+    def body(self) -> bytes:
+        return gzip.decompress(self.gz)
+
+    @property
     def size(self) -> int:
-        return len(self.body) + len(self.gz) + 200
+        return len(self.gz) + 400
 
 
 def _raw(headers: dict[str, str]) -> RawHeaders:
@@ -102,7 +112,8 @@ def make_entry(body: bytes, kept: tuple[tuple[str, str], ...], shared: bool) -> 
     base = answer_headers(etag, kept)
     plain = _raw({**base, "Content-Length": str(len(body))})
     packed = _raw({**base, "Content-Encoding": "gzip", "Content-Length": str(len(gz))})
-    return Entry(body, gz, etag, kept, 200, shared, (plain, packed, _raw(base)))
+    raw = (plain, packed, _raw(base))
+    return Entry(gz, len(body), etag, kept, 200, shared, body.count(RESUME_MARK), raw)
 
 
 @dataclass(frozen=True)
@@ -214,7 +225,7 @@ class PageCache:
             finally:
                 request.state.everyones_page = False
             base = self._get(key)
-        if base is None or base.body.count(RESUME_MARK) != 1:
+        if base is None or base.resume_marks != 1:
             return None
         env = request.app.state.site.templates.env
         step = int(personal.removeprefix("resume="))

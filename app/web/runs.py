@@ -138,6 +138,7 @@ def _stored() -> Future[bytes]:
 # presets): the cache counts the upper end, so its bound is one in real memory. (Compressed
 # sizes say less: a trace is 18 to 86 times its stored bytes, as repetitive as it is.)
 MEMORY_PER_PICKLED_BYTE = 8
+WARM_CLAIM_S = 600  # a worker's claim to warm a preset at start-up holds this long
 
 
 def encode_trace(trace: AnyTrace) -> bytes:
@@ -430,7 +431,7 @@ class RunService:
                 if self._stop.is_set():
                     break
                 key = self.key(explainer, params)
-                if self.cached(key) is not None:
+                if self.cached(key) is not None or (one_by_one and not self._claim_warm(key)):
                     continue
                 try:
                     job = self.submit(explainer, params, key, charge=not one_by_one)
@@ -446,6 +447,18 @@ class RunService:
         finally:
             current_client.reset(token)
         return started
+
+    def _claim_warm(self, key: str) -> bool:
+        """Whether this worker warms ``key`` at start-up: the first of the app's workers to ask
+        in a ten-minute window does (every worker used to run every preset as it started, so
+        N workers did the start-up's work N times)."""
+        window = int(time.time()) // WARM_CLAIM_S * WARM_CLAIM_S
+        with repo.session_for(self.engine) as db:
+            return repo.count_hit(db=db, key=f"warm:{key}", window_start=window) == 1
+
+    def stored_count(self, keys: list[str]) -> int:
+        with repo.session_for(self.engine) as db:
+            return repo.stored_trace_count(db=db, keys=keys)
 
     def _dispatch(self, lane: str) -> None:
         """Hand waiting runs of ``lane`` to free workers, the one expected to be shortest first

@@ -32,6 +32,7 @@ from app.store import repo
 from app.store.models import Progress
 from app.web import i18n
 from app.web.deps import visitor_id
+from app.web.groupcommit import GroupCommit
 from app.web.memo import Memo
 from app.web.site import Site
 from app.web.sources import (
@@ -252,26 +253,14 @@ def walkthrough_facts(request: Request, site: Site, key: str) -> Walkthrough:
     return found
 
 
-def _record(request: Request, body: ProgressIn, walk: Walkthrough) -> dict[str, Any]:
-    sid = ensure_visitor(request) if body.step > 0 else visitor_id(request)
-    if sid is None:
-        return {
-            "saved": False,
-            "reason": "no session cookie",
-            "step": body.step,
-            "count": walk.count,
-        }
-    with repo.session_for(request.app.state.engine) as db:
-        repo.record_progress(
-            db=db,
-            session_id=sid,
-            walkthrough=body.walkthrough,
-            step=body.step,
-            count=walk.count,
-            title=walk.title,
-            url=walk.url,
-        )
-    return {"saved": True, "step": body.step, "count": walk.count}
+def progress_writer(app: Any) -> GroupCommit[repo.ProgressRow]:
+    """The process's one writer of progress (every step of every student comes to it)."""
+    writer: GroupCommit[repo.ProgressRow] | None = getattr(app.state, "progress_writer", None)
+    if writer is None:
+        engine = app.state.engine
+        writer = GroupCommit(lambda rows: repo.save_progress_rows(engine=engine, rows=rows))
+        app.state.progress_writer = writer
+    return writer
 
 
 @router.post("/progress")
@@ -281,8 +270,9 @@ async def save_progress(body: ProgressIn, request: Request, site: SiteDep) -> di
     Answers ``saved: false`` when the request carries no session (cookies off): nothing breaks.
     A browser without a session gets one at its first step past 0 (step 0 is not worth keeping).
     Every step of every student in a lecture hall comes here, so it is ``async``: the
-    walkthrough's facts come from memory after the first time, and the database work is one
-    trip to the threadpool.
+    walkthrough's facts come from memory after the first time, and the write joins the
+    process's group commit (:mod:`app.web.groupcommit`): it is answered once committed, and no
+    request thread waits for the database's write lock.
     """
     lang = i18n.language_of(request)
     walk: Walkthrough | None = site.walkthroughs.get((body.walkthrough, lang))
@@ -297,6 +287,16 @@ async def save_progress(body: ProgressIn, request: Request, site: SiteDep) -> di
                 step=body.step,
             ),
         )
-    if body.step == 0 and visitor_id(request) is None:
-        return {"saved": False, "reason": "no session cookie", "step": 0, "count": walk.count}
-    return await run_in_threadpool(_record, request, body, walk)
+    sid = visitor_id(request)
+    if sid is None and body.step > 0 and PROBE_COOKIE in request.cookies:
+        sid = await run_in_threadpool(ensure_visitor, request)  # stored now: a first step
+    if sid is None:
+        return {
+            "saved": False,
+            "reason": "no session cookie",
+            "step": body.step,
+            "count": walk.count,
+        }
+    row = repo.ProgressRow(sid, body.walkthrough, body.step, walk.count, walk.title, walk.url)
+    await progress_writer(request.app).submit(row)
+    return {"saved": True, "step": body.step, "count": walk.count}

@@ -46,12 +46,22 @@ class Site:
                 except ParamError:  # pragma: no cover - presets are valid (tests/contract)
                     continue
                 self.runs.free_keys.add(self.runs.key(plugin.sim, parsed))
+        self.preset_keys = sorted(self.runs.free_keys)  # what /api/v1/health counts
         self.pages = PageCache(settings.page_cache_mb * 1024 * 1024)
         # Facts of walkthroughs progress is recorded for (title, page, step count), by key and
         # language; presets and saved scenarios never change within a simulation version.
         self.walkthroughs: Memo[tuple[str, str], Any] = Memo(4096)
 
     # --- explainers --------------------------------------------------------------------------
+
+    def warm_paths(self) -> list[str]:
+        """The pages every worker renders before visitors ask (app.web.pagewarm): the home
+        page, each explainer's page and each preset's."""
+        paths = ["/"]
+        for plugin in self._plugins.values():
+            paths.append(f"/explainers/{plugin.name}")
+            paths += [f"/explainers/{plugin.name}/presets/{p.slug}" for p in plugin.sim.presets]
+        return paths
 
     @property
     def plugins(self) -> tuple[Plugin, ...]:

@@ -123,3 +123,34 @@ def test_shared_jobs_carry_progress_interest_cancel_and_end(db: Session) -> None
     assert repo.prune_jobs(db=db, before=180.0) == 1
     assert repo.look_at_job(db=db, key="k2", now=300.0) is None
     assert repo.look_at_job(db=db, key="k1", now=300.0) is not None
+
+
+def test_progress_rows_of_many_visitors_are_saved_in_one_upsert(db: Session) -> None:
+    """save_progress_rows: new rows are inserted, existing ones updated, and of two rows for
+    the same visitor and walkthrough in one batch the later wins (on PostgreSQL too, which
+    refuses to upsert a row twice in one statement)."""
+    a = repo.create_visitor(db=db)
+    b = repo.create_visitor(db=db)
+    repo.record_progress(db=db, session_id=a.id, walkthrough="/s/x", step=1, count=9)
+    engine = db.get_bind()
+    rows = [
+        repo.ProgressRow(a.id, "/s/x", 3, 9, "X", "/s/x"),
+        repo.ProgressRow(b.id, "/s/x", 2, 9, "X", "/s/x"),
+        repo.ProgressRow(a.id, "/s/y", 5, 6, "Y" * 300, "/s/y"),
+        repo.ProgressRow(a.id, "/s/x", 4, 9, "X", "/s/x"),
+    ]
+    repo.save_progress_rows(engine=engine, rows=rows)  # type: ignore[arg-type]
+    repo.save_progress_rows(engine=engine, rows=[])  # type: ignore[arg-type]
+    db.expire_all()
+    got = {
+        (p.session_id, p.walkthrough): p
+        for sid in (a.id, b.id)
+        for p in repo.recent_progress(db=db, session_id=sid)
+    }
+    assert {k: p.step for k, p in got.items()} == {
+        (a.id, "/s/x"): 4,
+        (b.id, "/s/x"): 2,
+        (a.id, "/s/y"): 5,
+    }
+    assert len(got[(a.id, "/s/y")].title) == repo.TITLE_MAX
+    assert got[(a.id, "/s/x")].count == 9 and got[(a.id, "/s/x")].url == "/s/x"

@@ -191,13 +191,39 @@ def test_presets_and_new_shares_are_run_before_anyone_opens_them(
         for p in site.plugins
         for preset in p.sim.presets
     ]
+    early = client.get("/api/v1/health")  # the presets take seconds: not all stored yet
+    assert early.status_code == 503 and early.headers["retry-after"] == "5"
+    assert early.json()["status"] == "warming"
+    assert early.json()["presets"]["stored"] < early.json()["presets"]["total"] == len(presets)
     wait_for(lambda: all(site.runs.cached(k) is not None for k in presets), 120)
+    # (Ready, 200, once this worker's pages are rendered too: tests/web/test_pagewarm.py.)
+    later = client.get("/api/v1/health")
+    assert later.headers["cache-control"] == "no-store"
+    assert later.json()["presets"] == {"stored": len(presets), "total": len(presets)}
     client.get("/")
     params = {"ops": [{"op": "alloc_skb", "size": 777}]}
     r = client.post("/api/v1/scenarios", json={"explainer": "skb", "params": params})
     assert r.status_code == 201
     skb = site.get("skb").sim
     wait_for(lambda: site.runs.cached(site.runs.key(skb, skb.parse(params))) is not None, 30)
+
+
+def test_only_one_worker_warms_each_preset(tmp_path: Path) -> None:
+    """Workers sharing a store claim each preset's warm-up: the first to ask runs it, the
+    others leave it (each used to run every preset as it started)."""
+    url = f"sqlite:///{tmp_path / 'claim.db'}"
+    init_db(make_engine(url))
+    one, two = (RunService(Settings(database_url=url), make_engine(url)) for _ in range(2))
+    assert one._claim_warm("k1") is True
+    assert two._claim_warm("k1") is False and one._claim_warm("k1") is False
+    assert two._claim_warm("k2") is True
+
+
+def test_health_is_ready_at_once_without_warm_up(make_client: Callable[..., TestClient]) -> None:
+    """Without APP_WARM_PRESETS nothing is run at start, so nothing is waited for."""
+    r = make_client().get("/api/v1/health")
+    assert r.status_code == 200 and r.json()["status"] == "ready"
+    assert r.json()["presets"]["stored"] == 0 < r.json()["presets"]["total"]
 
 
 class DonePool:

@@ -6,11 +6,12 @@ import asyncio
 import threading
 from typing import Any
 
-from fastapi import APIRouter, Body, Request
+from fastapi import APIRouter, Body, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from app.sim.core import Trace
 from app.web import i18n
+from app.web.pagewarm import PageWarmer
 from app.web.plugin import Plugin
 from app.web.runs import Job, JobStarted, RunService
 from app.web.site import Site
@@ -122,9 +123,37 @@ async def wait_watching(
         await watcher
 
 
+def health(site: SiteDep, request: Request, response: Response) -> dict[str, Any]:
+    """Whether this server is ready for a lecture hall. With ``APP_WARM_PRESETS`` (as
+    ``scripts/serve`` starts it) the workers run every preset as they start and each renders the
+    preset pages for the host it is addressed by (app.web.pagewarm): ready when every preset's
+    trace is stored and the answering worker has its pages kept. 200 when ready; 503 with
+    ``Retry-After`` while warming, for a load balancer's readiness check (a worker's first
+    request of a host starts that host's warm-up)."""
+    keys = site.preset_keys
+    stored = site.runs.stored_count(keys)
+    warmer: PageWarmer | None = getattr(request.app.state, "page_warmer", None)
+    out: dict[str, Any] = {"presets": {"stored": stored, "total": len(keys)}}
+    ready = True
+    if site.settings.warm_presets:
+        ready = stored == len(keys)
+        if warmer is not None:
+            pages_done = warmer.done_for(request.headers.get("host", ""))
+            out["pages"] = {"rendered": warmer.rendered, "total": warmer.total}
+            ready = ready and pages_done is not False
+    if not ready:
+        response.status_code = 503
+        response.headers["Retry-After"] = "5"
+    response.headers["Cache-Control"] = "no-store"
+    return {"status": "ready" if ready else "warming", **out}
+
+
 def router_for(site: Site) -> APIRouter:
     """The API router of one app (its run examples come from that app's explainers)."""
     router = APIRouter(prefix="/api/v1", tags=["api"])
     router.add_api_route("/explainers", list_explainers, methods=["GET"])
+    router.add_api_route(
+        "/health", health, methods=["GET"], responses={503: {"description": "warming up"}}
+    )
     add_run_route(router, site)
     return router
