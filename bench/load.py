@@ -405,18 +405,22 @@ class Server:
                 time.sleep(0.3)
         raise RuntimeError("the server did not start within 90 s")
 
-    def wait_ready(self, limit: float = 300) -> float:
-        """Wait until ``/api/v1/health`` answers 200 (every preset stored, as a load balancer's
-        readiness check would before sending a room); answers the seconds waited."""
-        t0 = time.time()
+    def wait_ready(self, limit: float = 300, in_a_row: int = 10) -> float:
+        """Wait until ``/api/v1/health`` answers 200 (every preset stored, the answering
+        worker's pages rendered), as a load balancer's readiness check would before sending a
+        room; answers the seconds waited. Each probe is a new connection, which lands on any
+        worker: ``in_a_row`` 200s in a row make it all but certain that every worker is ready
+        (a worker's own first request starts its warm-up)."""
+        t0, good = time.time(), 0
         while time.time() - t0 < limit:
             try:
                 with urllib.request.urlopen(f"{self.url}/api/v1/health", timeout=5) as r:
-                    if r.status == 200:
-                        return time.time() - t0
+                    good = good + 1 if r.status == 200 else 0
             except OSError:  # 503 while warming (HTTPError is an OSError)
-                pass
-            time.sleep(0.5)
+                good = 0
+            if good >= in_a_row:
+                return time.time() - t0
+            time.sleep(0.5 if good == 0 else 0.05)
         raise RuntimeError(f"the server was not ready within {limit:g} s")
 
     def rss_mb(self) -> float:
