@@ -144,14 +144,14 @@ def test_every_step_fits_one_1440x900_screen_without_overlapping_labels(
         for n in range(count):
             if n:
                 _next(page, n)
-            at = page.evaluate(SCREEN_JS)
+            # one round trip a step: the screen's boxes and the picture's text boxes together
+            at, boxes = page.evaluate(f"() => [({SCREEN_JS})(), ({BOXES_JS})()]")
             assert at["scrollY"] == 0, (slug, n)
             floor = at["controls"][1]  # the sticky controls' top edge
             for part in ("svg", "side"):
                 left, top, right, bottom = at[part]
                 assert top >= 0 and left >= 0 and right <= 1440, (slug, n, part, at)
                 assert bottom <= floor + 0.5, (slug, n, part, at)
-            boxes = page.evaluate(BOXES_JS)
             for b in boxes:
                 assert b["fs"] * at["scale"] >= 12 - 0.05, (slug, n, b, at["scale"])
             clashes = [
