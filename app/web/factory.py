@@ -102,6 +102,9 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
             yield
         finally:
             trimmer.stop()
+            writer = getattr(app.state, "progress_writer", None)
+            if writer is not None:
+                writer.close()
             app.state.site.runs.stop()
             app.state.pngs.close()
             app.state.engine.dispose()

@@ -45,11 +45,19 @@ class GroupCommit(Generic[T]):
         self._thread: threading.Thread | None = None
         self.batches = 0  # transactions written (for tests and benchmarks)
         self.items = 0
+        self._closed = False
+
+    def close(self) -> None:
+        """Let the writer thread end once what is waiting is written (the app is stopping)."""
+        with self._wake:
+            self._closed = True
+            self._wake.notify()
 
     async def submit(self, item: T) -> None:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()
         with self._wake:
+            self._closed = False  # an app started again (tests) writes again
             self._pending.append((item, future, loop))
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="group-commit", daemon=True)
@@ -61,6 +69,9 @@ class GroupCommit(Generic[T]):
         while True:
             with self._wake:
                 while not self._pending:
+                    if self._closed:
+                        self._thread = None
+                        return
                     self._wake.wait()
                 batch = self._pending[: self.max_batch]
                 del self._pending[: self.max_batch]

@@ -100,3 +100,23 @@ def test_batches_are_capped() -> None:
 
     run(main())
     assert sum(sizes) == 35 and max(sizes) <= 10
+
+
+def test_closing_ends_the_writer_thread_after_what_waits_is_written() -> None:
+    """close() (the app's shutdown) lets the writer thread end once nothing waits; a later
+    submit starts a new one."""
+    written: list[int] = []
+    gc: GroupCommit[int] = GroupCommit(lambda items: written.extend(items))
+
+    async def one(i: int) -> None:
+        await gc.submit(i)
+
+    run(one(1))
+    thread = gc._thread
+    assert thread is not None and thread.is_alive()
+    gc.close()
+    thread.join(5)
+    assert not thread.is_alive()
+    run(one(2))
+    assert written == [1, 2]
+    gc.close()
