@@ -291,8 +291,9 @@ async def timed(
     except Exception as exc:  # timeouts, refused connections: counted, the client goes on
         stats.record(kind, time.perf_counter() - t0, None, type(exc).__name__)
         return None
-    stats.record(kind, time.perf_counter() - t0, r.status_code)
-    stats.note_slow(time.perf_counter() - t0, t0, kind, f"{method} {url} → {r.status_code}")
+    took = time.perf_counter() - t0
+    stats.record(kind, took, r.status_code)
+    stats.note_slow(took, t0, kind, f"{method} {url} → {r.status_code}")
     return r
 
 

@@ -146,29 +146,6 @@ def touch_visitor(
 # --- progress ("continue where you left off") ------------------------------------------------
 
 
-def record_progress(
-    *,
-    db: Session,
-    session_id: str,
-    walkthrough: str,
-    step: int,
-    count: int,
-    title: str = "",
-    url: str = "",
-) -> Progress:
-    row = db.get(Progress, (session_id, walkthrough))
-    if row is None:
-        row = Progress(session_id=session_id, walkthrough=walkthrough)
-    row.step = step
-    row.count = count
-    row.title = title[:TITLE_MAX]
-    row.url = url[:400]
-    row.updated_at = utcnow()
-    db.add(row)
-    db.commit()
-    return row
-
-
 @dataclass(frozen=True, slots=True)
 class ProgressRow:
     session_id: str

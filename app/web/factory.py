@@ -166,7 +166,7 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
         app.state.page_warmer = PageWarmer(
             site.warm_paths(),
             list(i18n.LANGUAGES),
-            stored=lambda: site.runs.stored_count(site.preset_keys) == len(site.preset_keys),
+            stored=lambda: site.stored_presets() == len(site.preset_keys),
         )
         app.add_middleware(PageWarm, warmer=app.state.page_warmer)
     app.add_middleware(StaticFront, mounts=mounts)

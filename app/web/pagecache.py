@@ -84,7 +84,6 @@ class Entry:
     cache, and its evictions cost renders again.)"""
 
     gz: bytes
-    length: int  # of the plain body
     etag: str
     headers: tuple[tuple[str, str], ...]
     status: int
@@ -113,7 +112,7 @@ def make_entry(body: bytes, kept: tuple[tuple[str, str], ...], shared: bool) -> 
     plain = _raw({**base, "Content-Length": str(len(body))})
     packed = _raw({**base, "Content-Encoding": "gzip", "Content-Length": str(len(gz))})
     raw = (plain, packed, _raw(base))
-    return Entry(gz, len(body), etag, kept, 200, shared, body.count(RESUME_MARK), raw)
+    return Entry(gz, etag, kept, 200, shared, body.count(RESUME_MARK), raw)
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,10 @@ class Site:
 
     # --- explainers --------------------------------------------------------------------------
 
+    def stored_presets(self) -> int:
+        """How many presets have their trace stored (of ``len(self.preset_keys)``)."""
+        return self.runs.stored_count(self.preset_keys)
+
     def warm_paths(self) -> list[str]:
         """The pages every worker renders before visitors ask (app.web.pagewarm): the home
         page, each explainer's page and each preset's."""

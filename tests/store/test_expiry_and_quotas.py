@@ -30,7 +30,7 @@ def test_idle_sessions_without_saved_scenarios_expire(db_url: str) -> None:
             v.last_seen = now - timedelta(days=age)
             db.add(v)
         db.commit()
-        repo.record_progress(db=db, session_id=old.id, walkthrough="/s/x", step=3, count=9)
+        repo.save_progress_rows(engine=engine, rows=[repo.ProgressRow(old.id, "/s/x", 3, 9)])
         repo.create_scenario(db=db, explainer="skb", params={}, sim_version="v", owner=old_owner.id)
         stale = int(now.timestamp()) - 2 * 24 * 3600
         repo.count_hit(db=db, key="ip:old", window_start=stale)

@@ -78,12 +78,11 @@ def test_visitor_scenarios_and_progress(db: Session) -> None:
     mine = repo.create_scenario(db=db, explainer="skb", params={}, sim_version="v", owner=a.id)
     repo.create_scenario(db=db, explainer="skb", params={}, sim_version="v", owner=b.id)
     assert [s.id for s in repo.scenarios_of(db=db, session_id=a.id)] == [mine.id]
-    repo.record_progress(
-        db=db, session_id=a.id, walkthrough="/s/x", step=2, count=5, title="T", url="/s/x"
-    )
-    repo.record_progress(
-        db=db, session_id=a.id, walkthrough="/s/x", step=4, count=5, title="T", url="/s/x"
-    )
+    engine = db.get_bind()
+    for step in (2, 4):
+        row = repo.ProgressRow(a.id, "/s/x", step, 5, "T", "/s/x")
+        repo.save_progress_rows(engine=engine, rows=[row])  # type: ignore[arg-type]
+    db.expire_all()
     got = repo.get_progress(db=db, session_id=a.id, walkthrough="/s/x")
     assert got is not None and got.step == 4
     assert [p.step for p in repo.recent_progress(db=db, session_id=a.id)] == [4]
@@ -131,8 +130,9 @@ def test_progress_rows_of_many_visitors_are_saved_in_one_upsert(db: Session) -> 
     refuses to upsert a row twice in one statement)."""
     a = repo.create_visitor(db=db)
     b = repo.create_visitor(db=db)
-    repo.record_progress(db=db, session_id=a.id, walkthrough="/s/x", step=1, count=9)
     engine = db.get_bind()
+    first = [repo.ProgressRow(a.id, "/s/x", 1, 9)]
+    repo.save_progress_rows(engine=engine, rows=first)  # type: ignore[arg-type]
     rows = [
         repo.ProgressRow(a.id, "/s/x", 3, 9, "X", "/s/x"),
         repo.ProgressRow(b.id, "/s/x", 2, 9, "X", "/s/x"),

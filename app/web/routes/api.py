@@ -130,17 +130,13 @@ def health(site: SiteDep, request: Request, response: Response) -> dict[str, Any
     trace is stored and the answering worker has its pages kept. 200 when ready; 503 with
     ``Retry-After`` while warming, for a load balancer's readiness check (a worker's first
     request of a host starts that host's warm-up)."""
-    keys = site.preset_keys
-    stored = site.runs.stored_count(keys)
+    stored, total = site.stored_presets(), len(site.preset_keys)
     warmer: PageWarmer | None = getattr(request.app.state, "page_warmer", None)
-    out: dict[str, Any] = {"presets": {"stored": stored, "total": len(keys)}}
-    ready = True
-    if site.settings.warm_presets:
-        ready = stored == len(keys)
-        if warmer is not None:
-            pages_done = warmer.done_for(request.headers.get("host", ""))
-            out["pages"] = {"rendered": warmer.rendered, "total": warmer.total}
-            ready = ready and pages_done is not False
+    out: dict[str, Any] = {"presets": {"stored": stored, "total": total}}
+    ready = not site.settings.warm_presets or stored == total
+    if warmer is not None:  # there is one exactly when the presets are warmed
+        out["pages"] = {"rendered": warmer.rendered, "total": warmer.total}
+        ready = ready and warmer.done_for(request.headers.get("host", "")) is not False
     if not ready:
         response.status_code = 503
         response.headers["Retry-After"] = "5"
