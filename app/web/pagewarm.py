@@ -104,9 +104,11 @@ class PageWarmer:
     @staticmethod
     def _render(app: ASGIApp, loop: asyncio.AbstractEventLoop, scope: Scope) -> int | None:
         """One page through the app on its event loop; its status, None once the loop stops."""
+        page = _get(app, scope)
         try:
-            future = asyncio.run_coroutine_threadsafe(_get(app, scope), loop)
+            future = asyncio.run_coroutine_threadsafe(page, loop)
         except RuntimeError:  # the event loop has closed: the worker is stopping
+            page.close()
             return None
         deadline = time.monotonic() + PAGE_TIMEOUT_S
         while True:

@@ -608,10 +608,11 @@ class RunService:
     def _watch(self) -> None:
         """Cancel jobs nobody has asked about for ``job_idle_s`` (their clients left)."""
         idle = self.settings.job_idle_s
-        pruned = time.monotonic()
+        pruned = synced = time.monotonic()
         while not self._stop.wait(min(1.0, idle / 4)):
             try:
                 self._sync_shared()
+                synced = time.monotonic()  # other workers' interest is known up to here
                 if time.monotonic() - pruned > 600:  # forget jobs nobody asked about for a day
                     pruned = time.monotonic()
                     with repo.session_for(self.engine) as db:
@@ -621,7 +622,10 @@ class RunService:
             now = time.monotonic()
             with self._lock:
                 for job in self._jobs.values():
-                    if job.waiters == 0 and now - job.seen > idle and not job.warm:
+                    # A shared job's polls may reach other workers: what they recorded is
+                    # known only up to the last sync (a busy store must not look like no one).
+                    known = synced if job.shared else now
+                    if job.waiters == 0 and known - job.seen > idle and not job.warm:
                         self._cancel[job.slot] = 1
             for lane in self._lanes:  # outside the lock: dispatching takes it
                 self._dispatch(lane)

@@ -22,16 +22,19 @@
     }
   }
 
-  // Long traces embed only a window of frames; the rest are fetched in chunks on demand.
+  // Long traces embed only a window of frames; the rest are fetched on demand in chunks on a
+  // fixed grid (frames 0-39, 40-79, ...): stepping fast asks for each chunk once, not once a
+  // step, and every reader of a scenario asks for the same URLs, which the server keeps.
+  const CHUNK = 40;
   const store = document.querySelector(".frame-store");
   const framesUrl = store ? store.dataset.framesUrl || "" : "";
   const pending = new Map();
   function ensure(n) {
     if (n < 0 || n >= count || $("frame-" + n)) return Promise.resolve();
     if (!framesUrl || !store) return Promise.resolve();
-    const start = Math.max(0, n - 20);
+    const start = n - (n % CHUNK);
     if (!pending.has(start)) {
-      const url = framesUrl + (framesUrl.indexOf("?") >= 0 ? "&" : "?") + "start=" + start + "&count=80";
+      const url = framesUrl + (framesUrl.indexOf("?") >= 0 ? "&" : "?") + "start=" + start + "&count=" + CHUNK;
       pending.set(start, fetch(url, { credentials: "same-origin" })
         .then((r) => (r.ok ? r.text() : ""))
         .then((html) => {

@@ -225,15 +225,17 @@ PROBE = r"""
     return { problems, tall };
   }
   // Wait until the picture's layout stops changing (charts redraw after a resize or theme,
-  // and say so with aria-busy while they do).
-  async function settle() {
+  // and say so with aria-busy while they do): the same boxes on two looks ``pause`` ms (and a
+  // frame) apart. A theme applies at once (the player and charts watch data-theme), so a frame
+  // apart is enough; after a resize the player fits 60 ms later, so the looks are 40 ms apart.
+  async function settle(pause = 40) {
     const sig = () => Array.from(document.querySelectorAll(".stage-wrap, .stage-wrap svg, #side"))
       .map((e) => { const r = e.getBoundingClientRect(); return [r.width, r.height].join("x"); }).join(";");
     if (document.fonts) await document.fonts.ready;
     let last = "";
     for (let i = 0; i < 60; i++) {
       await frame();
-      await new Promise((r) => setTimeout(r, 40));
+      if (pause) await new Promise((r) => setTimeout(r, pause));
       const now = sig();
       const waiting = document.querySelector(".plotly-pending, .stage-wrap [aria-busy='true']");
       if (now === last && !waiting) return;
@@ -259,9 +261,12 @@ def _walk(page: Any, steps: list[int], mode: str, tag: str) -> tuple[list[str], 
     return list(out["problems"]), list(out["tall"])
 
 
-def _theme(page: Any, theme: str) -> None:
-    page.evaluate("t => { document.documentElement.dataset.theme = t; }", theme)
-    page.evaluate("__layout.settle()")
+def _theme(page: Any, theme: str, resized: bool = False) -> None:
+    """Switch the theme and wait for the layout to settle (longer just after a resize)."""
+    page.evaluate(
+        "([t, p]) => { document.documentElement.dataset.theme = t; return __layout.settle(p); }",
+        [theme, 40 if resized else 0],
+    )
 
 
 def _tallest(heights: list[list[int]], which: int) -> int:
@@ -289,8 +294,8 @@ def test_every_step_fits_one_screen_and_nothing_overlaps(
             _theme(page, theme)
             problems += _walk(page, samples, "fit", f"1440x900 {theme}")[0]
         page.set_viewport_size(PHONE)
-        for theme in THEMES:
-            _theme(page, theme)
+        for i, theme in enumerate(THEMES):
+            _theme(page, theme, resized=i == 0)
             problems += _walk(page, samples, "phone", f"390x844 {theme}")[0]
     finally:
         context.close()

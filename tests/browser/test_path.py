@@ -125,9 +125,33 @@ def _open_at_step_0(page, url: str) -> None:
     page.evaluate("document.querySelector('.lesson-intro')?.removeAttribute('open')")
 
 
-def _next(page, n: int) -> None:
-    page.keyboard.press("ArrowRight")
-    page.wait_for_function(f"document.getElementById('path-svg')?.dataset.step === '{n}'")
+# Every step of the walkthrough in one round trip: show step n with the player's own API
+# (what → calls), wait until the picture is that step's, and take the measures ``look`` names
+# (each an expression over nothing, evaluated in order; "frame" waits for the next frame).
+WALK_JS = """
+async ([count, looks]) => {
+  const frame = () => new Promise((r) => requestAnimationFrame(() => r(null)));
+  const fns = looks.map((l) => (l === 'frame' ? null : eval('(' + l + ')')));
+  const out = [];
+  for (let n = 0; n < count; n++) {
+    if (n) window.Stepscope.goto(n);
+    for (let i = 0; document.getElementById('path-svg')?.dataset.step !== String(n); i++) {
+      if (i > 500) throw new Error('step ' + n + ' never showed');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const got = [];
+    for (const fn of fns) {
+      if (fn) got.push(fn()); else await frame();
+    }
+    out.push(got);
+  }
+  return out;
+}
+"""
+
+
+def _walk(page, count: int, looks: list[str]) -> list[list]:
+    return page.evaluate(WALK_JS, [count, looks])
 
 
 @pytest.mark.parametrize(("slug", "count"), PRESETS)
@@ -141,11 +165,7 @@ def test_every_step_fits_one_1440x900_screen_without_overlapping_labels(
     try:
         page = context.new_page()
         _open_at_step_0(page, f"{live_server.url}/explainers/path/presets/{slug}?step=0")
-        for n in range(count):
-            if n:
-                _next(page, n)
-            # one round trip a step: the screen's boxes and the picture's text boxes together
-            at, boxes = page.evaluate(f"() => [({SCREEN_JS})(), ({BOXES_JS})()]")
+        for n, (at, boxes) in enumerate(_walk(page, count, [SCREEN_JS, BOXES_JS])):
             assert at["scrollY"] == 0, (slug, n)
             floor = at["controls"][1]  # the sticky controls' top edge
             for part in ("svg", "side"):
@@ -204,13 +224,9 @@ def test_lane_names_stay_in_view_when_the_swimlane_scrolls_on_a_phone(
         page = context.new_page()
         _open_at_step_0(page, f"{live_server.url}/explainers/path/presets/{slug}?step=0")
         scrolled = 0
-        for n in range(count):
-            if n:
-                _next(page, n)
-            page.evaluate("() => new Promise((r) => requestAnimationFrame(() => r(null)))")
-            at = page.evaluate(LANE_NAMES_JS)
-            page.evaluate("() => new Promise((r) => requestAnimationFrame(() => r(null)))")
-            at = page.evaluate(LANE_NAMES_JS)
+        # a frame, scroll to the focus and measure, a frame (lanes.js follows the scroll), again
+        looks = ["frame", LANE_NAMES_JS, "frame", LANE_NAMES_JS]
+        for n, (_, at) in enumerate(_walk(page, count, looks)):
             assert at["focus"][1] > at["stage"][0] and at["focus"][0] < at["stage"][1], (n, at)
             scrolled = max(scrolled, at["scrollLeft"])
             assert len(at["names"]) == 8

@@ -425,9 +425,12 @@ def test_every_worker_answers_for_a_job_another_one_runs(
     the job answers its state and progress from the shared store, and those polls count as
     interest, so the running worker does not cancel it as abandoned; the result is then served
     by the worker that was asked."""
-    a = make_client(job_threshold_s=0.0, job_idle_s=1.0)
-    b = make_client(job_threshold_s=0.0, job_idle_s=1.0)
-    r = a.post("/api/v1/explainers/cwnd/run", json=cwnd(16, rate=1000, seed=11))
+    idle = 2.0
+    a = make_client(job_threshold_s=0.0, job_idle_s=idle)
+    b = make_client(job_threshold_s=0.0, job_idle_s=idle)
+    longest = {**cwnd(13, rate=1000, seed=11), "flows": [{"cc": "bbr"}]}  # 2.4 M events, ~5 s
+    started = time.monotonic()
+    r = a.post("/api/v1/explainers/cwnd/run", json=longest)
     assert r.status_code == 202
     url = r.headers["location"]
     first = b.get(url)
@@ -438,11 +441,12 @@ def test_every_worker_answers_for_a_job_another_one_runs(
     def ended() -> bool:
         body = b.get(url).json()
         seen.append(body["progress"])
-        time.sleep(0.2)
+        time.sleep(0.1)
         return body["state"] != "running"
 
-    wait_for(ended, 120)  # far longer than a's 1 s idle limit, polled only through b
+    wait_for(ended, 120)  # polled only through b
     assert b.get(url).json()["state"] == "done"
+    assert time.monotonic() - started > idle  # it outlived a's idle limit
     assert max(seen[:-1], default=0.0) > 0.0 and seen == sorted(seen)
     result = b.get(url + "/result")
     assert result.status_code == 200 and result.json()["sim_version"].startswith("cwnd-")
