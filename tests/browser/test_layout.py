@@ -4,9 +4,9 @@ the controls, and text labels inside a picture never overlap (issue #10).
 
 Every registered explainer's presets are walked (``app.explainers.builtin()``), so a new
 explainer is covered without touching this file. Sampling, to keep the suite fast: every step of
-every preset is measured at 1440×900 in the light theme, labels included (the picture's geometry
-does not depend on the theme: themes change colours, and the projector theme's larger type is
-checked on the samples). Every other size and theme (1440×900 dark and projector; the phone in
+every preset is measured at 1440×900 in the light theme, labels and type size included (the
+picture's geometry does not depend on the theme: themes change colours, and the projector
+theme's larger type is checked on the samples). Every other size and theme (1440×900 dark and projector; the phone in
 all three; the embed in all three, loaded in the projector theme the Embed menu offers by
 default) is measured on each preset's first and last step and on its tallest steps (the one with
 the most picture content and the one with the most side text, found during the full walk): the
@@ -22,7 +22,10 @@ height, overlap neither the picture box nor the narration column, nothing is pai
 or over the picture, narration and note (elementFromPoint), and the page is never wider than
 the screen. Charts still drawing say so (aria-busy) and are waited for. Labels are
 SVG ``text`` and HTML ``[data-label]`` elements inside the picture; anything inside
-``[data-decorative]`` is exempt (nothing is marked so today); 1 px of overlap is tolerated.
+``[data-decorative]`` is exempt (nothing is marked so today); 1 px of overlap is tolerated. At
+1440×900 no picture text is drawn below 12 px (its font size through the SVG's scaling), and a
+picture element marked ``data-fits-screen`` (the explainer's promise that it needs no scrolling
+there) lies wholly in view, clear of the controls.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ THEMES = ("light", "dark", "projector")
 DESKTOP = {"width": 1440, "height": 900}
 PHONE = {"width": 390, "height": 844}
 EMBED = {"width": 960, "height": 600}
+TYPE_FLOOR = 12  # px: the smallest type a picture may be drawn at on the 1440×900 screen
 
 # Measures the player as it stands and says what is wrong (loaded with add_script_tag).
 PROBE = r"""
@@ -146,11 +150,27 @@ PROBE = r"""
     return els.length;
   }
 
+  // Picture text drawn smaller than ``floor`` px (its font size through the SVG's scaling).
+  function smallType(wrap, floor, out) {
+    let n = 0;
+    for (const el of labels(wrap)) {
+      if (el.tagName.toLowerCase() !== "text") continue;
+      const m = el.getScreenCTM();
+      if (!m) continue;
+      const px = parseFloat(getComputedStyle(el).fontSize) * Math.hypot(m.a, m.b);
+      if (px < floor - 0.05 && n++ < 3) {
+        out.push("text \"" + el.textContent.trim().slice(0, 40) + "\" is drawn at " + px.toFixed(1) + " px (< " + floor + ")");
+      }
+    }
+  }
+
   // One check of the step on screen. mode: "fit" (the picture, narration and note lie in the
-  // viewport) or "phone" (the narration starts within one screen height of the picture's top).
-  function check(mode, withLabels) {
+  // viewport, the page unscrolled) or "phone" (the narration starts within one screen height
+  // of the picture's top). typeFloor: the smallest picture type allowed, in px (0: unchecked).
+  function check(mode, withLabels, typeFloor) {
     const out = [];
     const v = viewport();
+    if (mode === "fit" && window.scrollY !== 0) out.push("the page is scrolled by " + window.scrollY + " px");
     const wrap = document.querySelector(".stage-wrap");
     const stage = document.getElementById("stage");
     const side = document.getElementById("side");
@@ -189,6 +209,18 @@ PROBE = r"""
       if (gap > v.b) out.push("narration starts " + Math.round(gap) + " px below the picture's top (screen " + v.b + ")");
     }
     if (withLabels) labelClashes(wrap, out);
+    if (typeFloor) {
+      smallType(wrap, typeFloor, out);
+      // a picture that says it fits the screen is wholly in view, nothing of it scrolled away
+      for (const el of wrap.querySelectorAll("[data-fits-screen]")) {
+        const own = box(el.getBoundingClientRect());
+        const c = ctl && visible(ctl) ? box(ctl.getBoundingClientRect()) : null;
+        if (own.l < -TOL || own.t < -TOL || own.r > v.r + TOL || own.b > v.b + TOL ||
+            (c && overlaps(c, own)) || area(cut(clipped(el), v)) < area(own) - TOL * ((own.r - own.l) + (own.b - own.t)) - 1) {
+          out.push(describe(el) + " " + fmt(own) + " says it fits the screen but is not all in view");
+        }
+      }
+    }
     return out;
   }
 
@@ -214,12 +246,12 @@ PROBE = r"""
     return [wrap ? wrap.scrollHeight : 0, side ? side.scrollHeight : 0];
   }
 
-  async function walk(steps, mode, withLabels, tag) {
+  async function walk(steps, mode, withLabels, tag, typeFloor) {
     const problems = [];
     const tall = [];
     for (const n of steps) {
       await show(n);
-      for (const p of check(mode, withLabels)) problems.push(tag + " step " + n + ": " + p);
+      for (const p of check(mode, withLabels, typeFloor)) problems.push(tag + " step " + n + ": " + p);
       tall.push(heights());
     }
     return { problems, tall };
@@ -256,8 +288,12 @@ def _open(browser: Any, url: str, viewport: dict[str, int]) -> tuple[Any, Any]:
     return context, page
 
 
-def _walk(page: Any, steps: list[int], mode: str, tag: str) -> tuple[list[str], list[list[int]]]:
-    out = page.evaluate("([s, m, t]) => __layout.walk(s, m, true, t)", [steps, mode, tag])
+def _walk(
+    page: Any, steps: list[int], mode: str, tag: str, type_floor: float = 0
+) -> tuple[list[str], list[list[int]]]:
+    out = page.evaluate(
+        "([s, m, t, f]) => __layout.walk(s, m, true, t, f)", [steps, mode, tag, type_floor]
+    )
     return list(out["problems"]), list(out["tall"])
 
 
@@ -278,8 +314,9 @@ def test_every_step_fits_one_screen_and_nothing_overlaps(
     live_server: Any, browser: Any, explainer: str, slug: str
 ) -> None:
     """Each preset step: controls cover nothing and nothing covers them, labels don't overlap,
-    picture, narration and note fit 1440×900 and a 960×600 embed, and on a phone the narration
-    starts within a screen of the picture, in the light, dark and projector themes."""
+    picture, narration and note fit 1440×900 (page unscrolled, picture type ≥ 12 px as drawn)
+    and a 960×600 embed, and on a phone the narration starts within a screen of the picture, in
+    the light, dark and projector themes."""
     problems: list[str] = []
     context, page = _open(
         browser, f"{live_server.url}/explainers/{explainer}/presets/{slug}", DESKTOP
@@ -287,7 +324,7 @@ def test_every_step_fits_one_screen_and_nothing_overlaps(
     try:
         count = int(page.evaluate("window.Stepscope.count"))
         assert count > 0
-        found, heights = _walk(page, list(range(count)), "fit", "1440x900 light")
+        found, heights = _walk(page, list(range(count)), "fit", "1440x900 light", TYPE_FLOOR)
         problems += found
         samples = sorted({0, count - 1, _tallest(heights, 0), _tallest(heights, 1)})
         for theme in ("dark", "projector"):

@@ -148,12 +148,22 @@ def test_phone_layout_has_no_horizontal_scroll(live_server, browser) -> None:
 
 
 def test_long_scenario_fetches_frames_beyond_the_page(live_server, page) -> None:
-    """End on a 300-step scenario loads the last frames on demand and shows them."""
+    """End on a 300-step scenario loads the last frames on demand and shows them; frames come
+    in chunks on a fixed 40-frame grid, each asked for once however fast the reader steps."""
     import base64
     import json
+    from urllib.parse import parse_qs, urlparse
 
     ops = [{"op": "alloc_skb", "size": 1500}] + [{"op": "skb_reserve", "len": 1}] * 299
     token = base64.urlsafe_b64encode(json.dumps({"ops": ops}).encode()).decode().rstrip("=")
+    asked: list[tuple[int, int]] = []
+
+    def note(request) -> None:
+        if "/frames?" in request.url:
+            q = parse_qs(urlparse(request.url).query)
+            asked.append((int(q["start"][0]), int(q["count"][0])))
+
+    page.on("request", note)
     page.goto(f"{live_server.url}/explainers/skb/custom?p={token}")
     assert page.locator(".frame-store template").count() < 300
     page.keyboard.press("End")
@@ -165,6 +175,15 @@ def test_long_scenario_fetches_frames_beyond_the_page(live_server, page) -> None
     page.wait_for_function(
         "document.querySelector('#stage #ptr-skb-data')?.dataset.offset == '298'"
     )
+    # hold ← from the end: every step asks for frames 15 behind it
+    page.evaluate("async () => { for (let i = 0; i < 60; i++) window.Stepscope.prev(); }")
+    page.wait_for_function("window.Stepscope.step === 238")
+    page.wait_for_function(
+        "document.querySelector('#stage #ptr-skb-data')?.dataset.offset == '238'"
+    )
+    assert asked and all(start % 40 == 0 and count == 40 for start, count in asked), asked
+    assert len(asked) == len(set(asked)), asked
+    assert (280, 40) in asked and (200, 40) in asked
 
 
 def test_editor_keeps_focus_and_caret_across_updates(live_server, page) -> None:

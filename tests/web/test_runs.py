@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy.exc import OperationalError
 
 from app import explainers
 from app.main import create_app
@@ -450,6 +451,31 @@ def test_every_worker_answers_for_a_job_another_one_runs(
     assert max(seen[:-1], default=0.0) > 0.0 and seen == sorted(seen)
     result = b.get(url + "/result")
     assert result.status_code == 200 and result.json()["sim_version"].startswith("cwnd-")
+
+
+def test_a_shared_job_is_not_cancelled_while_the_store_cannot_say_who_asked(
+    make_client: Callable[..., TestClient], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Polls of a shared job may reach other workers, which record them in the store: while
+    the running worker cannot read the store it does not take the silence for abandonment;
+    once it reads it again, a job nobody asked about is cancelled."""
+    client = make_client(job_threshold_s=0.0, job_idle_s=0.4)
+    runs = client.app.state.site.runs  # type: ignore[attr-defined]
+    real = runs_module.repo.report_jobs
+
+    def busy(**_: Any) -> Any:
+        raise OperationalError("UPDATE shared_job", None, Exception("database is locked"))
+
+    monkeypatch.setattr(runs_module.repo, "report_jobs", busy)
+    r = client.post("/api/v1/explainers/cwnd/run", json=cwnd(160, rate=100, seed=13))
+    key = r.json()["job"]
+    job = runs.peek(key)
+    assert job.shared
+    time.sleep(1.5)  # nearly four idle limits without news
+    assert runs.peek(key).state == "running"
+    monkeypatch.setattr(runs_module.repo, "report_jobs", real)
+    wait_for(lambda: runs.peek(key).state != "running", 20)
+    assert runs.peek(key).state == "cancelled"
 
 
 def test_a_job_can_be_cancelled_through_another_worker(

@@ -987,6 +987,6 @@ def picture(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
         f'aria-label="{_a(title)}" xmlns="http://www.w3.org/2000/svg" data-step="{frame.index}" '
         f'data-function="{_a(state["function"])}" data-lane="{_a(lane_of(state))}" '
         f'data-layer="{_a(state["layer"])}" data-context="{_a(state["context"])}" '
-        f'data-hook="{_a(hook or "")}"{skb_attrs}>'
+        f'data-hook="{_a(hook or "")}" data-fits-screen=""{skb_attrs}>'
         f"<style>{STYLE}</style>" + "".join(parts) + "</svg>"
     )
