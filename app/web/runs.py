@@ -560,24 +560,30 @@ class RunService:
             return len(self._jobs)
 
     def _finished(self, job: Job, explainer: Explainer[Any], future: Future[bytes]) -> None:
+        # The job says it ended only once its slot is free (whoever sees the end can start the
+        # next run): its end is worked out first, shared, then published with the slot.
+        error = ""
         try:
             self._keep(job.key, explainer, future.result())
-            job.state = "done"
-            # Finished jobs are kept a while for status pages: not their (megabytes of) result,
-            # which is in the store now (the 10-minute soak grew by ~1 MB a finished large job).
-            job.future = _stored()
+            state = "done"
         except Cancelled:
-            job.state = "cancelled"
+            state = "cancelled"
         except Exception as exc:  # noqa: BLE001 - a run that fails must still free its slot
-            job.state, job.error = "failed", f"{type(exc).__name__}: {exc}"[:300]
+            state, error = "failed", f"{type(exc).__name__}: {exc}"[:300]
         for attempt in range(5 if job.shared else 0):
             try:
                 with repo.session_for(self.engine) as db:
-                    repo.end_job(db=db, key=job.key, state=job.state, error=job.error)
+                    repo.end_job(db=db, key=job.key, state=state, error=error)
                 break
             except Exception:  # noqa: BLE001 - the slot must be freed even if the store is down
                 time.sleep(0.05 * (attempt + 1))
         with self._lock:
+            if state == "done":
+                # Finished jobs are kept a while for status pages: not their (megabytes of)
+                # result, which is in the store now (the 10-minute soak grew by ~1 MB a
+                # finished large job).
+                job.future = _stored()
+            job.state, job.error = state, error
             self._jobs.pop(job.key, None)
             self._free[job.lane].append(job.slot)
             self._ended[job.key] = job
