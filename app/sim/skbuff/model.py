@@ -1882,7 +1882,9 @@ class SkbMachine:
                 ),
                 mark="null",
             )
-        reach = headlen + (sb.frags[0].size if sb.frags else 0)
+        # never past the segment's own length (a clone made before a frag was added shares
+        # that frag in skb_shared_info but does not count it in its len)
+        reach = min(s.len, headlen + (sb.frags[0].size if sb.frags else 0))
         if offset > reach:
             return self._step(
                 op,

@@ -9,7 +9,7 @@ from app.sim.core.trace import Field, Frame, Trace
 from app.sim.skbuff.model import BUG_RESULTS, BYTE_FIELDS, DIFF_FIELDS, TABLE_FIELDS, SkbMachine
 from app.sim.skbuff.ops import SkbParams
 
-SIM_VERSION = "skb-1"
+SIM_VERSION = "skb-2"
 
 
 class SkbSnapshot(TypedDict):

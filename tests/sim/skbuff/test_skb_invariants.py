@@ -154,3 +154,19 @@ def test_runs_are_deterministic(raw: dict[str, Any]) -> None:
     p = parse(raw)
     assert run(p) == run(p)
     assert run(parse(raw)) == run(p)
+
+
+def test_gro_offset_never_reaches_past_a_clones_length() -> None:
+    """A clone taken before a frag was added shares that frag in skb_shared_info but not in its
+    len: a GRO header offset past its len merges nothing (it once made len −1; found by
+    test_geometry_invariants)."""
+    ops = [
+        {"op": "alloc_skb", "size": 0},
+        {"op": "skb_clone", "from": "skb", "skb": "n0"},
+        {"op": "skb_add_rx_frag", "skb": "skb", "size": 1},
+        {"op": "pskb_trim", "skb": "skb", "len": 0},
+        {"op": "skb_gro_receive", "skb": "skb", "from": "n0", "offset": 1},
+    ]
+    last = run(parse({"ops": ops})).frames[-1]
+    assert last.mark == "null"
+    assert all(s["len"] >= 0 and s["data_len"] >= 0 for s in last.state["skbs"])
