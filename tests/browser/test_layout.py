@@ -6,9 +6,9 @@ Every registered explainer's presets are walked (``app.explainers.builtin()``), 
 explainer is covered without touching this file. Sampling, to keep the suite fast: every step of
 every preset is measured at 1440×900 in the light theme, labels and type size included (the
 picture's geometry does not depend on the theme: themes change colours, and the projector
-theme's larger type is checked on the samples). Every other size and theme (1440×900 dark and projector; the phone in
-all three; the embed in all three, loaded in the projector theme the Embed menu offers by
-default) is measured on each preset's first and last step and on its tallest steps (the one with
+theme's larger type is checked on the samples). Every other size and theme (1440×900 dark and
+projector; the phone in all three; the embed in all three, loaded in the projector theme the
+Embed menu offers by default) is measured on each preset's first and last step and on its tallest steps (the one with
 the most picture content and the one with the most side text, found during the full walk): the
 layout is a function of those heights, so a step that fits when the tallest do also fits.
 Stepping uses the player's own JS API (``window.Stepscope.goto``), never a reload; themes switch
@@ -150,6 +150,13 @@ PROBE = r"""
     return els.length;
   }
 
+  // Is all of el on screen: not clipped by a scrolling ancestor nor by the viewport v?
+  function inView(el, v) {
+    const own = box(el.getBoundingClientRect());
+    const seen = cut(clipped(el), v);
+    return { own, seen, whole: area(seen) >= area(own) - TOL * ((own.r - own.l) + (own.b - own.t)) - 1 };
+  }
+
   // Picture text drawn smaller than ``floor`` px (its font size through the SVG's scaling).
   function smallType(wrap, floor, out) {
     let n = 0;
@@ -183,8 +190,8 @@ PROBE = r"""
     if (document.documentElement.scrollWidth > v.r + TOL) {
       out.push("the page is wider than the screen: " + document.documentElement.scrollWidth + " px");
     }
-    if (ctl && visible(ctl)) {
-      const c = box(ctl.getBoundingClientRect());
+    const c = ctl && visible(ctl) ? box(ctl.getBoundingClientRect()) : null;
+    if (c) {
       const content = [["picture", wrap], ["narration column", sideCol]];
       for (const [name, el] of content) {
         if (visible(el) && overlaps(c, clipped(el))) out.push("controls " + fmt(c) + " overlap the " + name + " " + fmt(clipped(el)));
@@ -197,9 +204,8 @@ PROBE = r"""
       if (!el || !visible(el)) continue;
       onTop(el, name === "picture" ? wrap : side, name, 2, 2, out);
       if (mode === "fit") {
-        const own = box(el.getBoundingClientRect());
-        const seen = cut(clipped(el), v);
-        if (area(seen) < area(own) - TOL * ((own.r - own.l) + (own.b - own.t)) - 1) {
+        const { own, seen, whole } = inView(el, v);
+        if (!whole) {
           out.push(name + " " + fmt(own) + " is not all in view (visible " + fmt(seen) + ", screen " + v.r + "x" + v.b + ")");
         }
       }
@@ -213,10 +219,8 @@ PROBE = r"""
       smallType(wrap, typeFloor, out);
       // a picture that says it fits the screen is wholly in view, nothing of it scrolled away
       for (const el of wrap.querySelectorAll("[data-fits-screen]")) {
-        const own = box(el.getBoundingClientRect());
-        const c = ctl && visible(ctl) ? box(ctl.getBoundingClientRect()) : null;
-        if (own.l < -TOL || own.t < -TOL || own.r > v.r + TOL || own.b > v.b + TOL ||
-            (c && overlaps(c, own)) || area(cut(clipped(el), v)) < area(own) - TOL * ((own.r - own.l) + (own.b - own.t)) - 1) {
+        const { own, whole } = inView(el, v);
+        if (!whole || (c && overlaps(c, own))) {
           out.push(describe(el) + " " + fmt(own) + " says it fits the screen but is not all in view");
         }
       }

@@ -95,35 +95,6 @@ def _open_at_step_0(page, url: str) -> None:
     page.evaluate("document.querySelector('.lesson-intro')?.removeAttribute('open')")
 
 
-# Every step of the walkthrough in one round trip: show step n with the player's own API
-# (what → calls), wait until the picture is that step's, and take the measures ``look`` names
-# (each an expression over nothing, evaluated in order; "frame" waits for the next frame).
-WALK_JS = """
-async ([count, looks]) => {
-  const frame = () => new Promise((r) => requestAnimationFrame(() => r(null)));
-  const fns = looks.map((l) => (l === 'frame' ? null : eval('(' + l + ')')));
-  const out = [];
-  for (let n = 0; n < count; n++) {
-    if (n) window.Stepscope.goto(n);
-    for (let i = 0; document.getElementById('path-svg')?.dataset.step !== String(n); i++) {
-      if (i > 500) throw new Error('step ' + n + ' never showed');
-      await new Promise((r) => setTimeout(r, 10));
-    }
-    const got = [];
-    for (const fn of fns) {
-      if (fn) got.push(fn()); else await frame();
-    }
-    out.push(got);
-  }
-  return out;
-}
-"""
-
-
-def _walk(page, count: int, looks: list[str]) -> list[list]:
-    return page.evaluate(WALK_JS, [count, looks])
-
-
 # That every step fits one 1440×900 screen (the picture says so with data-fits-screen), with
 # no overlapping labels and no type under 12 px, is tests/browser/test_layout.py's full walk.
 
@@ -152,6 +123,28 @@ LANE_NAMES_JS = """
 """
 
 
+# Every step in one round trip: show step n with the player's own API (what → calls), wait for
+# its picture, scroll to the focus, wait a frame (the scroll events run before the frame's
+# callbacks, and lanes.js moves the names on each), then measure.
+LANE_WALK_JS = f"""
+async (count) => {{
+  const lanes = {LANE_NAMES_JS};
+  const out = [];
+  for (let n = 0; n < count; n++) {{
+    if (n) window.Stepscope.goto(n);
+    for (let i = 0; document.getElementById('path-svg')?.dataset.step !== String(n); i++) {{
+      if (i > 500) throw new Error('step ' + n + ' never showed');
+      await new Promise((r) => setTimeout(r, 10));
+    }}
+    lanes();
+    await new Promise((r) => requestAnimationFrame(() => r(null)));
+    out.push(lanes());
+  }}
+  return out;
+}}
+"""
+
+
 @pytest.mark.parametrize(("slug", "count"), PRESETS)
 def test_lane_names_stay_in_view_when_the_swimlane_scrolls_on_a_phone(
     live_server, browser, slug: str, count: int
@@ -164,10 +157,7 @@ def test_lane_names_stay_in_view_when_the_swimlane_scrolls_on_a_phone(
         page = context.new_page()
         _open_at_step_0(page, f"{live_server.url}/explainers/path/presets/{slug}?step=0")
         scrolled = 0
-        # scroll to the focus, a frame (its scroll events run before the frame's callbacks, and
-        # lanes.js moves the names on each), then measure
-        looks = [LANE_NAMES_JS, "frame", LANE_NAMES_JS]
-        for n, (_, at) in enumerate(_walk(page, count, looks)):
+        for n, at in enumerate(page.evaluate(LANE_WALK_JS, count)):
             assert at["focus"][1] > at["stage"][0] and at["focus"][0] < at["stage"][1], (n, at)
             scrolled = max(scrolled, at["scrollLeft"])
             assert len(at["names"]) == 8
