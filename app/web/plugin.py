@@ -13,15 +13,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic
 
 from fastapi import APIRouter
+from typing_extensions import TypeVar
 
 from app.sim.core import Explainer, Frame, Message, Trace
 from app.web.editor import EditorSpec
 
 AnyTrace = Trace[Any, Any]
 AnyFrame = Frame[Any]
+
+# An explainer's frame-state and series types: its view is a ``WebView[State, Series]`` whose
+# functions receive ``Trace[State, Series]``, checked by mypy against its ``Explainer[P, S, X]``.
+S = TypeVar("S", default=Any)
+X = TypeVar("X", default=Any)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -34,25 +40,25 @@ class Action:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Thumbnail:
+class Thumbnail(Generic[S, X]):
     """The step the home page shows, drawn small, on the explainer's card: step ``step`` of the
     preset ``preset``, drawn by ``draw`` (default: the view's own ``picture``). The home page
     links it to that walkthrough at that step and reads the step's narration as its text."""
 
     preset: str  # slug of one of the explainer's presets
     step: int  # frame index in that preset's run
-    draw: Callable[[AnyTrace, AnyFrame], str] | None = None  # None: WebView.picture
+    draw: Callable[[Trace[S, X], Frame[S]], str] | None = None  # None: WebView.picture
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class WebView:
-    picture: Callable[[AnyTrace, AnyFrame], str]  # HTML/SVG for one frame (swapped each step)
-    static: Callable[[AnyTrace], str] | None = None  # drawn once per trace (charts)
+class WebView(Generic[S, X]):
+    picture: Callable[[Trace[S, X], Frame[S]], str]  # HTML/SVG for one frame (swapped each step)
+    static: Callable[[Trace[S, X]], str] | None = None  # drawn once per trace (charts)
     scripts: tuple[str, ...] = ()  # extra /static or /vendor scripts the view needs
     editor: EditorSpec | None = None  # None: a JSON editor with per-field errors
     router: APIRouter | None = None  # extra routes (mounted as they are declared)
     actions: tuple[Action, ...] = ()
-    thumbnail: Thumbnail | None = None  # the home page's picture of a key step
+    thumbnail: Thumbnail[S, X] | None = None  # the home page's picture of a key step
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

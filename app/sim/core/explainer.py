@@ -23,13 +23,19 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, Literal, TypeVar
+from typing import Any, ClassVar, Generic, Literal
+
+from typing_extensions import TypeVar
 
 from app.sim.core.i18n import Message
 from app.sim.core.sources import SourceProject
 from app.sim.core.trace import Trace
 
 P = TypeVar("P")
+# The frame-state and series types of the explainer's traces (``Trace[S, X]``); an explainer
+# declares them as ``Explainer[Params, State, Series]`` so its web view is checked against them.
+S = TypeVar("S", default=Any)
+X = TypeVar("X", default=Any)
 
 JSONValue = Any  # JSON-shaped input before validation: anything json.loads can return
 
@@ -71,7 +77,7 @@ class Limits:
     work_per_second: float
 
 
-class Explainer(ABC, Generic[P]):
+class Explainer(ABC, Generic[P, S, X]):
     """Base class of every explainer's simulation half (see the module docstring)."""
 
     name: ClassVar[str]
@@ -99,11 +105,11 @@ class Explainer(ABC, Generic[P]):
         """The work a run of ``params`` will do, in ``limits.unit``."""
 
     @abstractmethod
-    def run(self, params: P, progress: Progress | None = None) -> Trace[Any, Any]:
+    def run(self, params: P, progress: Progress | None = None) -> Trace[S, X]:
         """Simulate (pure, deterministic); report progress; stop on :class:`Cancelled`."""
 
     @abstractmethod
-    def public_json(self, trace: Trace[Any, Any]) -> dict[str, JSONValue]:
+    def public_json(self, trace: Trace[S, X]) -> dict[str, JSONValue]:
         """The documented JSON body of a trace (without ``sim_version``, added by the API)."""
 
     # --- derived, shared by every explainer -------------------------------------------------
