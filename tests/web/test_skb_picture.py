@@ -323,3 +323,28 @@ def test_random_scenarios_draw_without_overlaps_or_stray_ghosts(raw: dict[str, A
         assert all(0 <= x0 and x1 <= 1000 for _, (x0, _, x1, _) in boxes)
         ghosts = set(re.findall(r'id="ghost-([\w.-]+)-(head|data|tail|end)"', svg))
         assert ghosts == {(s, p) for s, d in _moved(trace, frame).items() for p in d}
+
+
+def test_labels_are_rendered_in_the_readers_language() -> None:
+    """The picture's words follow the request's language at render time (none is fixed at
+    import): the same frame says "bytes" and "freed" in English and 字节, 已释放 in zh-CN."""
+    from app.sim.core.i18n import reader_gettext
+    from app.web.i18n import gettext_for
+
+    trace = _trace(
+        [
+            {"op": "alloc_skb", "size": 1500},
+            {"op": "skb_put", "len": 100},
+            {"op": "kfree_skb"},
+        ]
+    )
+    frame = trace.frames[-1]
+    english = picture(trace, frame)
+    token = reader_gettext.set(gettext_for("zh-CN"))
+    try:
+        chinese = picture(trace, frame)
+    finally:
+        reader_gettext.reset(token)
+    assert " bytes<" in english and "freed" in english
+    assert " 字节<" in chinese and "已释放" in chinese
+    assert " bytes<" not in chinese and "· freed" not in chinese

@@ -5,13 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from app.sim.core import LINUX_6_4, Explainer, Limits, Progress, ResultKind, msg
-from app.sim.skbuff.model import BUG_RESULTS
-from app.sim.skbuff.ops import MAX_OPS, SkbParams, dump, parse
-from app.sim.skbuff.run import SIM_VERSION, SkbTrace, api_frames, run
+from app.sim.skbuff.ops import MAX_OPS, SkbParams
+from app.sim.skbuff.params import dump, parse
+from app.sim.skbuff.run import SIM_VERSION, api_frames, run
 from app.sim.skbuff.scenarios import DEFAULT_PRESET, PRESETS
+from app.sim.skbuff.skb import BUG_RESULTS
+from app.sim.skbuff.state import SkbState, SkbTrace
 
 
-class SkbExplainer(Explainer[SkbParams]):
+class SkbExplainer(Explainer[SkbParams, SkbState, None]):
     """sk_buff geometry: one frame per kernel call; a BUG() ends the scenario."""
 
     name = "skb"

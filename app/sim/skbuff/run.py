@@ -2,75 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any, NotRequired, TypedDict, cast
+from typing import Any, Literal, get_args
 
 from app.sim.core import Message, Progress
 from app.sim.core.trace import Field, Frame, Trace
-from app.sim.skbuff.model import BUG_RESULTS, BYTE_FIELDS, DIFF_FIELDS, TABLE_FIELDS, SkbMachine
+from app.sim.skbuff.machine import SkbMachine
 from app.sim.skbuff.ops import SkbParams
+from app.sim.skbuff.skb import BUG_RESULTS
+from app.sim.skbuff.state import (
+    BYTE_FIELDS,
+    DIFF_FIELDS,
+    TABLE_FIELDS,
+    SkbSnapshot,
+    SkbState,
+    SkbTrace,
+)
 
 SIM_VERSION = "skb-2"
-
-
-class SkbSnapshot(TypedDict):
-    """One sk_buff as a frame shows it (``SkbMachine.snapshot_skb``); offsets from ``head``."""
-
-    name: str
-    head: int
-    data: int
-    tail: int
-    end: int
-    len: int
-    data_len: int
-    truesize: int
-    headroom: int
-    tailroom: int
-    users: int
-    dataref: int
-    dataref_nohdr: int
-    nr_frags: int
-    headlen: int
-    buffer: str
-    alloc: str
-    alloc_bytes: int
-    frags: list[dict[str, int | str]]
-    frag_list: list[str]
-    fclone: str | None
-    cloned: bool
-    nohdr: bool
-    sk: bool
-    cb: dict[str, Any]  # {"layer": who owns cb[48] now, "fields": what it keeps there}
-    ip_summed: str
-    csum_start: int
-    csum_offset: int
-    gso_size: int
-    gso_segs: int
-    gso_type: list[str]
-    drop_reason: str | None
-    mac_header: int | None
-    network_header: int | None
-    transport_header: int | None
-    status: str
-    regions: list[dict[str, int | str]]
-
-
-class SkbBug(TypedDict):
-    name: str
-    message: str
-
-
-class SkbState(TypedDict):
-    """A frame's state: every skb and data buffer after the op, and what it changed."""
-
-    primary: str
-    skbs: list[SkbSnapshot]
-    buffers: dict[str, dict[str, int | str | bool | None]]
-    pages: dict[str, dict[str, int]]
-    changed: list[str]
-    bug: NotRequired[SkbBug]
-
-
-SkbTrace = Trace[SkbState, None]
 
 
 def _message(text: Message | str) -> Message:
@@ -97,7 +45,14 @@ def run(params: SkbParams, progress: Progress | None = None) -> SkbTrace:
             changed = [f for f in DIFF_FIELDS if f in after]
         else:
             changed = [f for f in DIFF_FIELDS if old.get(f) != after.get(f)]
-        state = cast(SkbState, {"primary": primary, **m.snapshot(), "changed": changed})
+        snap = m.snapshot()
+        state: SkbState = {
+            "primary": primary,
+            "skbs": snap["skbs"],
+            "buffers": snap["buffers"],
+            "pages": snap["pages"],
+            "changed": changed,
+        }
         if step.bug:
             state["bug"] = {"name": step.result, "message": step.bug}
         fields = tuple(
@@ -138,7 +93,7 @@ def run(params: SkbParams, progress: Progress | None = None) -> SkbTrace:
     )
 
 
-API_INT_FIELDS = (
+ApiField = Literal[
     "head",
     "data",
     "tail",
@@ -151,26 +106,29 @@ API_INT_FIELDS = (
     "users",
     "dataref",
     "nr_frags",
-)
+]
+API_INT_FIELDS: tuple[ApiField, ...] = get_args(ApiField)
+
+
+def _api_skb(s: SkbSnapshot) -> dict[str, int]:
+    return {k: s[k] for k in API_INT_FIELDS}
 
 
 def api_frames(trace: SkbTrace) -> list[dict[str, Any]]:
     """The public JSON shape of a trace's frames (``POST /api/v1/explainers/skb/run``)."""
     out: list[dict[str, Any]] = []
     for fr in trace.frames:
-        every: dict[str, dict[str, Any]] = {s["name"]: dict(s) for s in fr.state["skbs"]}
+        every = {s["name"]: s for s in fr.state["skbs"]}
         primary = fr.state["primary"]
         item: dict[str, Any] = {
             "index": fr.index,
             "op": fr.op,
             "result": fr.result,
-            "skb": {k: every[primary][k] for k in API_INT_FIELDS} if primary in every else {},
+            "skb": _api_skb(every[primary]) if primary in every else {},
         }
         if len(every) > 1:  # once a second skb exists, list every skb still alive
             item["skbs"] = {
-                name: {k: s[k] for k in API_INT_FIELDS}
-                for name, s in every.items()
-                if s.get("status", "live") == "live"
+                name: _api_skb(s) for name, s in every.items() if s.get("status", "live") == "live"
             }
         item["narration"] = fr.narration.render()
         item["source"] = (

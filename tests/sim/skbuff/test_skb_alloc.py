@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from skbhelp import skb, trace_of
 
-from app.sim.skbuff.model import kmalloc_reserve, kmalloc_size_roundup
+from app.sim.skbuff.alloc import kmalloc_reserve, kmalloc_size_roundup
 
 
 @pytest.mark.parametrize(

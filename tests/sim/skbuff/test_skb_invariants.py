@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.sim.skbuff import parse, run
-from app.sim.skbuff.model import BUG_RESULTS
+from app.sim.skbuff.skb import BUG_RESULTS
 
 ALLOCS = st.one_of(
     st.builds(lambda n: {"op": "alloc_skb", "size": n}, st.integers(0, 9000)),

@@ -9,7 +9,7 @@ from skbhelp import skb, trace_of
 
 from app.sim.core import ParamError
 from app.sim.skbuff import parse
-from app.sim.skbuff.model import SkbMachine
+from app.sim.skbuff.machine import SkbMachine
 from app.sim.skbuff.ops import Op
 from app.sim.skbuff.scenarios import PRESETS
 

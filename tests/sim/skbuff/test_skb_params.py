@@ -135,7 +135,8 @@ def test_presets_round_trip(preset: Any) -> None:
 def test_at_most_16_skbs_per_scenario() -> None:
     """A scenario may create 16 skbs; the op that would create a 17th is refused, naming it."""
     from app.sim.core import ParamError
-    from app.sim.skbuff.ops import MAX_SKBS, parse
+    from app.sim.skbuff import parse
+    from app.sim.skbuff.ops import MAX_SKBS
 
     ok = [{"op": "alloc_skb", "size": 100}] + [{"op": "skb_clone"}] * (MAX_SKBS - 1)
     assert len(parse({"ops": ok}).ops) == MAX_SKBS

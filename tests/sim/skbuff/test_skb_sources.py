@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from app.sim.skbuff.model import CALLERS, SOURCES
+from app.sim.skbuff.sources import CALLERS, SOURCES
 
 TREE = Path("/work/.mirror/lewisevans2007+linux-6.4/repo")
 
@@ -60,6 +60,17 @@ def test_every_op_has_a_source() -> None:
     from app.sim.skbuff.ops import OP_NAMES
 
     assert set(OP_NAMES) == set(SOURCES)
+
+
+def test_every_op_has_one_registered_handler() -> None:
+    """The machine's table holds exactly the ops the schema accepts: none missing, none dead,
+    and each handler lives in the module named after its kernel file (not in the machine)."""
+    from app.sim.skbuff.machine import HANDLERS
+    from app.sim.skbuff.ops import OP_NAMES
+
+    assert set(HANDLERS) == set(OP_NAMES)
+    modules = {h.__module__.rsplit(".", 1)[1] for h in HANDLERS.values()}
+    assert modules == {"alloc", "linear", "frags", "share", "proto", "free"}
 
 
 def test_drop_reasons_follow_the_6_4_enum() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from app.sim.core import msg
 from app.sim.skbuff.ops import INT_FIELDS, MAX_OPS, SPECS, STR_FIELDS
+from app.sim.skbuff.state import SkbState
 from app.web.editor import EditorSpec, FieldSpec, Rows
 from app.web.explainers.skb.picture import picture
 from app.web.plugin import Thumbnail, WebView
@@ -31,7 +32,7 @@ EDITOR = EditorSpec(
     )
 )
 
-VIEW = WebView(
+VIEW: WebView[SkbState, None] = WebView(
     picture=picture,
     editor=EDITOR,
     # eth_type_trans has pulled the Ethernet header; ip_local_deliver_finish pulls the IP one

@@ -10,9 +10,12 @@ started at.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+
+from app.sim.core import Frame
+from app.sim.skbuff.ops import Op
+from app.sim.skbuff.state import RegionView, SkbSnapshot, SkbState
 
 PRETTY = {
     "eth": "Ethernet",
@@ -69,7 +72,7 @@ def _via_layer(via: str | None) -> str | None:
     return None
 
 
-def _offset_layer(skb: Mapping[str, Any], offset: int) -> str | None:
+def _offset_layer(skb: SkbSnapshot, offset: int) -> str | None:
     if skb.get("mac_header") == offset:
         return "Ethernet"
     if skb.get("transport_header") == offset:
@@ -79,7 +82,7 @@ def _offset_layer(skb: Mapping[str, Any], offset: int) -> str | None:
     return None
 
 
-def header_spans(frames: Sequence[Any], ops: Sequence[Any]) -> dict[str, list[Span]]:
+def header_spans(frames: Sequence[Frame[SkbState]], ops: Sequence[Op]) -> dict[str, list[Span]]:
     """Header spans per buffer name, from pulls (data moved forward over bytes, tail kept) and
     from header offsets (mac..network is the link header, network..transport the IP header)."""
     found: dict[str, list[Span]] = {}
@@ -89,7 +92,7 @@ def header_spans(frames: Sequence[Any], ops: Sequence[Any]) -> dict[str, list[Sp
         if span.end > span.start and all(span.end <= s.start or span.start >= s.end for s in spans):
             spans.append(span)
 
-    prev: dict[str, Mapping[str, Any]] = {}
+    prev: dict[str, SkbSnapshot] = {}
     for i, frame in enumerate(frames):
         op = ops[i] if i < len(ops) else None
         for skb in frame.state.get("skbs", ()):
@@ -103,8 +106,8 @@ def header_spans(frames: Sequence[Any], ops: Sequence[Any]) -> dict[str, list[Sp
                 and int(old["len"]) - int(skb["len"]) == int(skb["data"]) - int(old["data"])
             ):
                 start, end = int(old["data"]), int(skb["data"])
-                own = op is not None and getattr(op, "skb", None) == name
-                layer = (_via_layer(getattr(op, "via", None)) if own else None) or _offset_layer(
+                own = op is not None and op.skb == name
+                layer = (_via_layer(op.via) if op is not None and own else None) or _offset_layer(
                     skb, start
                 )
                 add(str(skb["buffer"]), Span(start, end, layer or "pulled header"))
@@ -136,7 +139,7 @@ class Piece:
     kind: str  # "header" | "payload"
 
 
-def pieces(regions: Sequence[Mapping[str, Any]], spans: Sequence[Span]) -> list[Piece]:
+def pieces(regions: Sequence[RegionView], spans: Sequence[Span]) -> list[Piece]:
     """The buffer's written regions, with known header spans carved out of them."""
     out: list[Piece] = []
     seen: set[tuple[int, int, str]] = set()

@@ -21,10 +21,11 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from html import escape
-from typing import Any
+from typing import Literal
 
-from app.sim.core import Frame, Trace, msg
-from app.sim.skbuff.ops import SHINFO
+from app.sim.core import Frame, msg
+from app.sim.skbuff.skb import SHINFO
+from app.sim.skbuff.state import BufferView, RegionView, SkbSnapshot, SkbState, SkbTrace
 from app.web.explainers.skb.headers import Piece, Span, header_spans, pieces
 from app.web.explainers.skb.layout import (
     ASCENT,
@@ -48,8 +49,10 @@ ROW = 19  # one row of labels
 BAR_H = 40
 PAGE = 4096
 PAGE_W = 150
-POINTERS = ("head", "data", "tail", "end")
-HEADER_OFFSETS = (
+POINTERS: tuple[Literal["head", "data", "tail", "end"], ...] = ("head", "data", "tail", "end")
+HEADER_OFFSETS: tuple[
+    tuple[Literal["mac_header", "network_header", "transport_header"], str], ...
+] = (
     ("mac_header", "mac"),
     ("network_header", "network"),
     ("transport_header", "transport"),
@@ -57,7 +60,7 @@ HEADER_OFFSETS = (
 MAX_ROWS = 8  # rows a placer tries before falling back to the first row free of text
 
 
-def _attr(value: Any) -> str:
+def _attr(value: object) -> str:
     return escape(str(value), quote=True)
 
 
@@ -100,11 +103,11 @@ class Geometry:
     rows: dict[tuple[str, str], int] = field(default_factory=dict)
 
 
-_CACHE: OrderedDict[int, tuple[Trace[Any, Any], Geometry]] = OrderedDict()
+_CACHE: OrderedDict[int, tuple[SkbTrace, Geometry]] = OrderedDict()
 _LOCK = threading.Lock()
 
 
-def _geometry(trace: Trace[Any, Any]) -> Geometry:
+def _geometry(trace: SkbTrace) -> Geometry:
     with _LOCK:
         hit = _CACHE.get(id(trace))
         if hit is not None and hit[0] is trace:
@@ -118,7 +121,7 @@ def _geometry(trace: Trace[Any, Any]) -> Geometry:
     return geo
 
 
-def _build_geometry(trace: Trace[Any, Any]) -> Geometry:
+def _build_geometry(trace: SkbTrace) -> Geometry:
     ops = tuple(getattr(trace.params, "ops", ()))
     spans = header_spans(trace.frames, ops)
     totals: dict[str, int] = {}
@@ -183,7 +186,7 @@ class Move:
 
 @dataclass(slots=True)
 class LaneLayout:
-    skb: Mapping[str, Any]
+    skb: SkbSnapshot
     pointer_labels: dict[str, Label]
     moves: list[Move]
     ghosts: list[tuple[str, float]]  # (pointer, old x)
@@ -211,7 +214,7 @@ def _row_y(row: int) -> float:
     return 4 + ASCENT * FS + row * ROW
 
 
-def _windows(owners: Iterable[Mapping[str, Any]]) -> list[tuple[int, int]]:
+def _windows(owners: Iterable[SkbSnapshot]) -> list[tuple[int, int]]:
     return [
         (int(o["data"]), int(o["tail"]))
         for o in owners
@@ -233,9 +236,9 @@ def _split(p: Piece, windows: Sequence[tuple[int, int]]) -> list[tuple[Piece, bo
 
 
 def _bar_pieces(
-    owners: Sequence[Mapping[str, Any]], spans: Sequence[Span]
+    owners: Sequence[SkbSnapshot], spans: Sequence[Span]
 ) -> tuple[list[Piece], list[tuple[Piece, bool]]]:
-    regions: list[Mapping[str, Any]] = []
+    regions: list[RegionView] = []
     for o in owners:
         regions.extend(o.get("regions", ()))
     whole = pieces(regions, spans)
@@ -284,7 +287,7 @@ def _choose(
         row += 1
 
 
-def _place_pointer_labels(lane: Mapping[str, Any], axis: Axis) -> tuple[dict[str, Label], int]:
+def _place_pointer_labels(lane: SkbSnapshot, axis: Axis) -> tuple[dict[str, Label], int]:
     """Pointer labels in rows above the bar: each sits by its pointer's line, which runs from
     the label down to the bar, so a label may cross no other pointer's line."""
     placer = Placer(left=X0 - 6, right=WIDTH - 4)
@@ -308,7 +311,7 @@ def _place_pointer_labels(lane: Mapping[str, Any], axis: Axis) -> tuple[dict[str
 
 
 def _place_moves(
-    name: str, lane: Mapping[str, Any], old: Mapping[str, Any], axis: Axis
+    name: str, lane: SkbSnapshot, old: SkbSnapshot, axis: Axis
 ) -> tuple[list[Move], list[tuple[str, float]], int]:
     """An arrow from each moved pointer's old offset to its new one, with the distance, in a
     band of rows under the pointer labels (pointers that moved together share one arrow)."""
@@ -362,7 +365,7 @@ def _place_moves(
 
 def _place_below(
     whole: Sequence[Piece],
-    owners: Sequence[Mapping[str, Any]],
+    owners: Sequence[SkbSnapshot],
     axis: Axis,
     inside: set[tuple[int, int]],
 ) -> tuple[list[tuple[Label, float | None]], list[tuple[float, int]], int]:
@@ -410,9 +413,9 @@ def _place_below(
     return out, ticks, used
 
 
-def _layout(trace: Trace[Any, Any], frame: Frame[Any], geo: Geometry) -> Scene:
+def _layout(trace: SkbTrace, frame: Frame[SkbState], geo: Geometry) -> Scene:
     state = frame.state
-    skbs: list[Mapping[str, Any]] = list(state.get("skbs", ()))
+    skbs: list[SkbSnapshot] = list(state.get("skbs", ()))
     prev_frame = previous_frame(trace, frame)
     prev = {str(s.get("name")): s for s in (prev_frame.state.get("skbs", ()) if prev_frame else ())}
     prev_pieces: dict[str, set[tuple[int, int, str, bool]]] = {}
@@ -473,7 +476,7 @@ def _layout(trace: Trace[Any, Any], frame: Frame[Any], geo: Geometry) -> Scene:
     return Scene(groups=groups, rows=rows)
 
 
-def _buffers_in_order(skbs: Iterable[Mapping[str, Any]]) -> list[str]:
+def _buffers_in_order(skbs: Iterable[SkbSnapshot]) -> list[str]:
     seen: list[str] = []
     for skb in skbs:
         buf = skb.get("buffer")
@@ -485,12 +488,12 @@ def _buffers_in_order(skbs: Iterable[Mapping[str, Any]]) -> list[str]:
 # --------------------------------------------------------------------------- drawing
 
 
-def picture(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
+def picture(trace: SkbTrace, frame: Frame[SkbState]) -> str:
     geo = _geometry(trace)
     scene = _layout(trace, frame, geo)
     state = frame.state
     primary = state.get("primary")
-    buffers: Mapping[str, Mapping[str, Any]] = state.get("buffers", {})
+    buffers: Mapping[str, BufferView] = state.get("buffers", {})
     out: list[str] = []
     y = 8.0
     if frame.mark == "panic":
@@ -510,7 +513,7 @@ def picture(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
             h = _lane_height(ptr_rows, move_rows)
             out.append(_lane(lane, y, h, ptr_rows, bar.axis, is_primary=name == primary))
             y += h
-        info = buffers.get(buf, {})
+        info = buffers.get(buf)
         out.append(_bar(bar, info, lanes, y))
         below_rows = max(geo.rows.get(("below", buf), 1), 1)
         y += BAR_H + 4 + below_rows * ROW + 2
@@ -627,11 +630,11 @@ def _lane(
     return "".join(parts)
 
 
-def _bar(bar: BarLayout, info: Mapping[str, Any], lanes: Sequence[LaneLayout], y: float) -> str:
+def _bar(bar: BarLayout, info: BufferView | None, lanes: Sequence[LaneLayout], y: float) -> str:
     buf, axis = bar.buf, bar.axis
     total = int(axis.knots[-1][0])
     end = total - SHINFO
-    freed = bool(info.get("freed"))
+    freed = bool(info and info.get("freed"))
     cls = "bar glide" + (" freed" if freed else "")
     x_end, x_total = axis.x(end), axis.x(total)
     parts = [
@@ -653,21 +656,23 @@ def _bar(bar: BarLayout, info: Mapping[str, Any], lanes: Sequence[LaneLayout], y
         x0, x1 = axis.x(p.start), axis.x(p.end)
         pid = f"bar-{_attr(buf)}-r{p.start}"
         state = "in" if inside else "out"
+        hint = msg("{label}: bytes {start}–{end}", label=p.label, start=p.start, end=p.end)
         parts.append(
             f'<rect id="{pid}" class="seg {p.kind} {state}{" lit" if lit else ""}" '
             f'data-start="{p.start}" data-end="{p.end}" data-label="{_attr(p.label)}" '
             f'style="x: {x0}px; width: {x1 - x0:.2f}px" y="0" height="{BAR_H}">'
-            f"<title>{escape(p.label)}: bytes {p.start}–{p.end}</title></rect>"
+            f"<title>{escape(str(hint))}</title></rect>"
         )
         if not inside:
             parts.append(
                 f'<rect id="{pid}-hatch" class="seg hatch" style="x: {x0}px; width: {x1 - x0:.2f}px" '
                 f'y="0" height="{BAR_H}"/>'
             )
+    shinfo = msg("struct skb_shared_info, {n} bytes", n=SHINFO)
     parts.append(
         f'<rect id="bar-{_attr(buf)}-shinfo" class="seg shinfo" style="x: {x_end}px; '
         f'width: {x_total - x_end:.2f}px" y="0" height="{BAR_H}">'
-        f"<title>struct skb_shared_info, {SHINFO} bytes</title></rect>"
+        f"<title>{escape(str(shinfo))}</title></rect>"
     )
     if bar.shinfo_label:
         parts.append(
@@ -719,13 +724,14 @@ def _bar(bar: BarLayout, info: Mapping[str, Any], lanes: Sequence[LaneLayout], y
     return "".join(parts)
 
 
-def _caption(buf: str, info: Mapping[str, Any], lanes: Sequence[LaneLayout], y: float) -> str:
+def _caption(buf: str, info: BufferView | None, lanes: Sequence[LaneLayout], y: float) -> str:
     live = [ln.skb for ln in lanes if ln.skb.get("status", "live") == "live"] or [
         ln.skb for ln in lanes
     ]
     first = live[0]
-    total = info.get("size", int(first.get("end", 0)) + SHINFO)
-    dataref = info.get("dataref", first.get("dataref", 1))
+    size = int(first.get("end", 0)) + SHINFO
+    total = info.get("size", size) if info else size
+    dataref = info.get("dataref", first.get("dataref", 1)) if info else first.get("dataref", 1)
     text = str(
         msg(
             "{buffer} · {alloc} · {size} B · dataref {dataref}",
@@ -735,12 +741,12 @@ def _caption(buf: str, info: Mapping[str, Any], lanes: Sequence[LaneLayout], y: 
             dataref=int(dataref),
         )
     )
-    if info.get("freed"):
+    if info and info.get("freed"):
         text += " · " + str(msg("freed"))
     return _text(X0, y + 12, _fit(text, X1 - X0, FS), cls="bar-caption")
 
 
-def _frags(skb: Mapping[str, Any], y: float) -> tuple[str, int]:
+def _frags(skb: SkbSnapshot, y: float) -> tuple[str, int]:
     name = _attr(skb.get("name"))
     frags = list(skb.get("frags", ()))
     parts = [
@@ -832,7 +838,7 @@ def _legend(y: float) -> tuple[str, float]:
     return "".join(parts), (row + 1) * ROW
 
 
-def previous_frame(trace: Trace[Any, Any], frame: Frame[Any]) -> Frame[Any] | None:
+def previous_frame(trace: SkbTrace, frame: Frame[SkbState]) -> Frame[SkbState] | None:
     """The step before ``frame`` in ``trace``, if the trace holds it (a trace assembled by
     another explainer may hold only some steps)."""
     i = frame.index - 1
