@@ -100,6 +100,7 @@ def kmalloc_reserve(size: int) -> HeadAlloc | None:
 
 
 def new_buffer(w: World, alloc: HeadAlloc, *, head_frag: bool = False) -> Buffer:
+    """A fresh head buffer (dataref 1) of ``alloc``'s size, skb_shared_info at its end."""
     b = Buffer(
         id=w.next_id("buf"),
         nbytes=alloc.nbytes,
@@ -120,6 +121,8 @@ def new_skb(
     origin: str,
     head_frag: bool = False,
 ) -> Skb:
+    """__alloc_skb's sk_buff around a new head: data = tail = 0, truesize SKB_TRUESIZE(end);
+    ``fclone="orig"`` takes the first half of an skbuff_fclone_cache pair."""
     b = new_buffer(w, alloc, head_frag=head_frag)
     s = Skb(name=name, buffer=b.id, end=b.end, truesize=b.end + TRUESIZE_OVERHEAD, origin=origin)
     if fclone == "orig":

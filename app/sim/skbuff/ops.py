@@ -31,7 +31,7 @@ MAX_LABEL = 16
 MAX_VIA = 48
 
 NAME_RE = re.compile(r"[a-z][a-z0-9_]{0,15}")
-VIA_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,47}")
+VIA_RE = re.compile(rf"[A-Za-z_][A-Za-z0-9_]{{0,{MAX_VIA - 1}}}")
 
 CREATE, DERIVE, ACT, CHAIN = "create", "derive", "act", "chain"
 

@@ -186,6 +186,9 @@ def make_step(
     mark: str | None = None,
     bug: str | None = None,
 ) -> Step:
+    """The frame of ``op``: its words, prefixed with the caller a scenario names in ``via``
+    (and a note when that caller uses the unchecked __ variant), its source line, and the
+    panic mark every fatal result gets."""
     if op.via:
         where = KNOWN_CALLERS.get(op.via)
         who = f"{op.via} ({where})" if where else op.via
