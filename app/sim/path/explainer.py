@@ -9,11 +9,11 @@ from app.sim.core.i18n import Message, msg
 from app.sim.core.sources import LINUX_6_4, SourceProject
 from app.sim.core.trace import Trace
 from app.sim.path import params as P
+from app.sim.path import walks
 from app.sim.path.engine import PathState, Tracer
 from app.sim.path.params import PathParams
 from app.sim.path.presets import DEFAULT_PRESET, PRESETS
 from app.sim.path.skb import API_FIELDS, PathSkbs
-from app.sim.path.walks import Walk
 
 SIM_VERSION = "path-2"
 
@@ -57,7 +57,7 @@ class PathExplainer(Explainer[PathParams]):
         total = self.cost(params)
         skbs = PathSkbs()
         tracer = Tracer(skbs, progress, total)
-        Walk(params, tracer, skbs).run()
+        walks.run(params, tracer, skbs)
         if progress is not None:
             progress(total, total)
         frames = tuple(tracer.frames)
