@@ -18,7 +18,11 @@ from app.sim.path.skb import API_FIELDS, PathSkbs
 SIM_VERSION = "path-2"
 
 
-class PathExplainer(Explainer[PathParams]):
+PathTrace = Trace[PathState, None]
+"""A packet-path run: one :class:`PathState` per frame, no series."""
+
+
+class PathExplainer(Explainer[PathParams, PathState, None]):
     """Where a packet goes inside Linux 6.4, function by function, with its sk_buff."""
 
     name: ClassVar[str] = "path"
@@ -53,7 +57,7 @@ class PathExplainer(Explainer[PathParams]):
     def cost(self, params: PathParams) -> float:
         return P.cost(params)
 
-    def run(self, params: PathParams, progress: Progress | None = None) -> Trace[PathState, None]:
+    def run(self, params: PathParams, progress: Progress | None = None) -> PathTrace:
         total = self.cost(params)
         skbs = PathSkbs()
         tracer = Tracer(skbs, progress, total)
@@ -77,7 +81,7 @@ class PathExplainer(Explainer[PathParams]):
             summary=summary,
         )
 
-    def public_json(self, trace: Trace[PathState, None]) -> dict[str, JSONValue]:
+    def public_json(self, trace: PathTrace) -> dict[str, JSONValue]:
         return {
             "explainer": self.name,
             "params": self.dump(trace.params),

@@ -19,10 +19,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from app.sim.core import Message, ParamError, Trace, msg
+from app.sim.core import Message, ParamError, msg
 from app.sim.path import walks
-from app.sim.path.engine import PathState, Tracer
+from app.sim.path.engine import Tracer
 from app.sim.path.explainer import EXPLAINER as PATH
+from app.sim.path.explainer import PathTrace
 from app.sim.path.params import PathParams
 from app.sim.path.skb import PathSkbs, SkbView
 from app.sim.skbuff import SkbExplainer
@@ -102,7 +103,7 @@ class Replay:
     frames: int
 
 
-def replay(trace: Trace[PathState, None]) -> Replay | None:
+def replay(trace: PathTrace) -> Replay | None:
     """The recorded ops and snapshots of ``trace``'s walk (None if it cannot be replayed)."""
     params = trace.params
     if not isinstance(params, PathParams):
