@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import importlib
+import re
 import xml.etree.ElementTree as ET
 from typing import Any
 from urllib.parse import parse_qs, urlparse
@@ -12,9 +13,14 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from fastapi.testclient import TestClient
 
-from app.sim.path.explainer import EXPLAINER
+from app.sim.core.i18n import reader_gettext
+from app.sim.path.explainer import EXPLAINER, PathTrace
 from app.sim.skbuff import SkbExplainer
+from app.web import i18n
 from app.web.explainers.path import EDITOR, VIEW
+from app.web.explainers.path.geometry import LANES, LAYER_NAMES
+from app.web.explainers.path.skb_beside import REGION_LABELS
+from app.web.explainers.path.stack import CONTEXT_LABEL
 from app.web.sources import decode_params, encode_params
 
 NS = {"s": "http://www.w3.org/2000/svg"}
@@ -37,7 +43,7 @@ SKB_FIELDS = {
 }
 
 
-def _svg(trace: Any, index: int) -> ET.Element:
+def _svg(trace: PathTrace, index: int) -> ET.Element:
     return ET.fromstring(VIEW.picture(trace, trace.frames[index]))
 
 
@@ -47,7 +53,7 @@ def _by_id(root: ET.Element, ident: str) -> ET.Element:
     return found
 
 
-def _rx_trace() -> Any:
+def _rx_trace() -> PathTrace:
     return EXPLAINER.run(EXPLAINER.parse(RX))
 
 
@@ -276,9 +282,9 @@ def test_phone_focus_is_the_current_function() -> None:
 def test_picture_without_a_replay_draws_the_frame_skb(monkeypatch: pytest.MonkeyPatch) -> None:
     """If the walk cannot be replayed, the sk_buff is drawn from the frame's own fields and the
     link falls back to the closest sk_buff walkthrough."""
-    pic = importlib.import_module("app.web.explainers.path.picture")
-    monkeypatch.setattr(pic, "replay", lambda trace: None)
-    pic.LAYOUTS.clear()
+    lay = importlib.import_module("app.web.explainers.path.layout")
+    monkeypatch.setattr(lay, "replay", lambda trace: None)
+    lay.LAYOUTS.clear()
     try:
         trace = _rx_trace()
         i = next(f.index for f in trace.frames if f.op == "eth_type_trans")
@@ -291,10 +297,10 @@ def test_picture_without_a_replay_draws_the_frame_skb(monkeypatch: pytest.Monkey
         assert (link.get("href") or "").startswith("/explainers/skb/presets/")
         assert link.get("data-exact") == "0"
     finally:
-        pic.LAYOUTS.clear()
+        lay.LAYOUTS.clear()
 
 
-def _gro_trace() -> Any:
+def _gro_trace() -> PathTrace:
     return EXPLAINER.run(EXPLAINER.parse(EXPLAINER.preset("gro-burst").params))  # type: ignore[union-attr]
 
 
@@ -314,7 +320,9 @@ def test_seventeen_frags_are_one_counted_chip_and_the_new_frag_lit() -> None:
         for f in trace.frames
         if f.op == "skb_gro_receive" and f.state["skb"] and f.state["skb"]["nr_frags"] == 17
     )
-    name = trace.frames[i].state["skb"]["name"]
+    view = trace.frames[i].state["skb"]
+    assert view is not None
+    name = view["name"]
     chips = _chips(_svg(trace, i), f"fragsum-{name}")
     assert [(c.get("data-first"), c.get("data-count"), c.get("data-lit")) for c in chips] == [
         ("0", "16", None),
@@ -335,7 +343,9 @@ def test_the_frag_list_chip_lights_when_the_segment_is_chained() -> None:
         for f in trace.frames
         if f.op == "skb_gro_receive" and f.state["skb"] and f.state["skb"]["frag_list"] == 1
     )
-    name = trace.frames[i].state["skb"]["name"]
+    view = trace.frames[i].state["skb"]
+    assert view is not None
+    name = view["name"]
     root = _svg(trace, i)
     (chip,) = _chips(root, f"fraglistsum-{name}")
     assert chip.get("data-lit") == "1"
@@ -391,8 +401,49 @@ def test_frags_that_change_together_stay_one_chip() -> None:
     summary keeps them one counted chip, lit, not 17 rows."""
     trace = _gro_trace()
     i = max(f.index for f in trace.frames if f.op == "tcp_recvmsg_locked")
-    name = trace.frames[i].state["skb"]["name"]
+    view = trace.frames[i].state["skb"]
+    assert view is not None
+    name = view["name"]
     chips = _chips(_svg(trace, i), f"fragsum-{name}")
     assert [(c.get("data-first"), c.get("data-count"), c.get("data-lit")) for c in chips] == [
         ("0", "17", "1")
     ]
+
+
+def test_chinese_picture_has_no_english_path_words() -> None:
+    """On a zh-CN page every word the path picture draws itself (lane and layer names, the
+    execution context, the labels the walk gives the bytes it writes) is rendered per request
+    in Chinese: none of their English texts is left in any step of any preset."""
+    words = [
+        *(m for _, m in LANES),
+        *LAYER_NAMES.values(),
+        *CONTEXT_LABEL.values(),
+        *REGION_LABELS.values(),
+    ]
+    zh = i18n.gettext_for("zh-CN")
+    english = {m.render() for m in words if m.render(zh) != m.render()}
+    assert {"process context", "hard IRQ", "routing", "frame"} <= english
+    token, reader = i18n.use("zh-CN"), reader_gettext.set(zh)
+    try:
+        for preset in EXPLAINER.presets:
+            trace = EXPLAINER.run(EXPLAINER.parse(dict(preset.params)))
+            for i in range(0, len(trace.frames), max(1, len(trace.frames) // 15)):
+                root = _svg(trace, i)
+                texts = {
+                    part.strip()
+                    for el in root.iter()
+                    if not el.tag.endswith("style")
+                    for part in (el.text, el.tail)
+                    if part and part.strip()
+                }
+                # a word alone, after its layer/hook separator, or before a byte count
+                left = {
+                    t
+                    for t in texts
+                    for w in english
+                    if t == w or t.startswith((f"{w} · ", f"{w}: ")) or re.match(rf"{w} \d+ B$", t)
+                }
+                assert not left, (preset.slug, i, left)
+    finally:
+        reader_gettext.reset(reader)
+        i18n.reset(token)

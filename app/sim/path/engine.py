@@ -1,16 +1,16 @@
 """The frame recorder of the packet-path explainer: a call stack, an execution context and the
 packet's sk_buff, turned into one :class:`Frame` per modelled function.
 
-Walks (app.sim.path.walks) call :meth:`Tracer.enter` when a function is entered (the frame shows
-it on top of the stack), :meth:`Tracer.leave` when it returns and :meth:`Tracer.leaf` for a call
-that does its work and returns at once. Skb changes are made between the two with the
-:class:`PathSkbs` methods; each frame lists the fields that changed since the previous frame
-of the same skb.
+The walk's stages (app.sim.path.walk and the stage modules that app.sim.path.walks assembles)
+call :meth:`Tracer.enter` when a function is entered (the frame shows it on top of the stack),
+:meth:`Tracer.leave` when it returns and :meth:`Tracer.leaf` for a call that does its work and
+returns at once. Skb changes are made between the two with the :class:`PathSkbs` methods; each
+frame lists the fields that changed since the previous frame of the same skb.
 """
 
 from __future__ import annotations
 
-from typing import Literal, TypedDict
+from typing import Literal, TypedDict, Unpack
 
 from app.sim.core.explainer import Cancelled, Progress
 from app.sim.core.i18n import Message
@@ -72,6 +72,16 @@ class PathState(TypedDict):
     drop_reason: str | None
 
 
+class FrameOpts(TypedDict, total=False):
+    """What a frame may say besides its function, narration and layer."""
+
+    hook: str | None  # the netfilter hook running
+    result: str  # a result kind of the explainer ("ok" when not given)
+    mark: str | None
+    drop: str | None  # the drop reason, on the frame that frees the skb
+    notes: tuple[Message, ...]
+
+
 TABLE = ("len", "data_len", "headroom", "tailroom", "truesize", "nr_frags", "gso_segs")
 BYTES = frozenset({"len", "data_len", "headroom", "tailroom", "truesize"})
 
@@ -103,43 +113,22 @@ class Tracer:
         self._tick = max(1, int(total // 100))
 
     # -- stack ---------------------------------------------------------------------------------
-    def enter(
-        self,
-        function: str,
-        text: Message,
-        *,
-        layer: str,
-        hook: str | None = None,
-        result: str = "ok",
-        mark: str | None = None,
-        drop: str | None = None,
-        notes: tuple[Message, ...] = (),
-    ) -> None:
+    def enter(self, function: str, text: Message, *, layer: str, **opts: Unpack[FrameOpts]) -> None:
         self.stack.append(function)
-        self.emit(function, text, layer, hook, result, mark, drop, notes)
-
-    def leaf(
-        self,
-        function: str,
-        text: Message,
-        *,
-        layer: str,
-        hook: str | None = None,
-        result: str = "ok",
-        mark: str | None = None,
-        drop: str | None = None,
-        notes: tuple[Message, ...] = (),
-    ) -> None:
-        self.enter(
+        self.emit(
             function,
             text,
-            layer=layer,
-            hook=hook,
-            result=result,
-            mark=mark,
-            drop=drop,
-            notes=notes,
+            layer,
+            opts.get("hook"),
+            opts.get("result", "ok"),
+            opts.get("mark"),
+            opts.get("drop"),
+            opts.get("notes", ()),
         )
+
+    def leaf(self, function: str, text: Message, *, layer: str, **opts: Unpack[FrameOpts]) -> None:
+        """A call that does its work and returns at once: one frame, then off the stack."""
+        self.enter(function, text, layer=layer, **opts)
         self.stack.pop()
 
     def leave(self, n: int = 1) -> None:
@@ -231,4 +220,13 @@ class Tracer:
             self._progress(float(index), self._total)
 
 
-__all__ = ["Cancelled", "Context", "Counters", "HeldView", "NapiView", "PathState", "Tracer"]
+__all__ = [
+    "Cancelled",
+    "Context",
+    "Counters",
+    "FrameOpts",
+    "HeldView",
+    "NapiView",
+    "PathState",
+    "Tracer",
+]

@@ -9,16 +9,20 @@ from app.sim.core.i18n import Message, msg
 from app.sim.core.sources import LINUX_6_4, SourceProject
 from app.sim.core.trace import Trace
 from app.sim.path import params as P
+from app.sim.path import walks
 from app.sim.path.engine import PathState, Tracer
 from app.sim.path.params import PathParams
 from app.sim.path.presets import DEFAULT_PRESET, PRESETS
 from app.sim.path.skb import API_FIELDS, PathSkbs
-from app.sim.path.walks import Walk
 
 SIM_VERSION = "path-2"
 
 
-class PathExplainer(Explainer[PathParams]):
+PathTrace = Trace[PathState, None]
+"""A packet-path run: one :class:`PathState` per frame, no series."""
+
+
+class PathExplainer(Explainer[PathParams, PathState, None]):
     """Where a packet goes inside Linux 6.4, function by function, with its sk_buff."""
 
     name: ClassVar[str] = "path"
@@ -53,11 +57,11 @@ class PathExplainer(Explainer[PathParams]):
     def cost(self, params: PathParams) -> float:
         return P.cost(params)
 
-    def run(self, params: PathParams, progress: Progress | None = None) -> Trace[PathState, None]:
+    def run(self, params: PathParams, progress: Progress | None = None) -> PathTrace:
         total = self.cost(params)
         skbs = PathSkbs()
         tracer = Tracer(skbs, progress, total)
-        Walk(params, tracer, skbs).run()
+        walks.run(params, tracer, skbs)
         if progress is not None:
             progress(total, total)
         frames = tuple(tracer.frames)
@@ -77,7 +81,7 @@ class PathExplainer(Explainer[PathParams]):
             summary=summary,
         )
 
-    def public_json(self, trace: Trace[PathState, None]) -> dict[str, JSONValue]:
+    def public_json(self, trace: PathTrace) -> dict[str, JSONValue]:
         return {
             "explainer": self.name,
             "params": self.dump(trace.params),

@@ -147,36 +147,69 @@ def parse(raw: Any) -> PathParams:
 
 
 def _combination_issues(p: PathParams, raw: dict[str, Any]) -> list[ParamIssue]:
-    out: list[ParamIssue] = []
+    """What the fields allow together, in this order: where the walk goes, how big it is, how
+    it drops, and the GRO burst's own fields."""
+    return [
+        ParamIssue(loc=(field,), msg=text)
+        for rules in (_where_issues, _size_issues, _drop_issues, _burst_issues)
+        for field, text in rules(p, raw)
+    ]
 
-    def bad(field: str, text: str) -> None:
-        out.append(ParamIssue(loc=(field,), msg=text))
 
+Issues = list[tuple[str, str]]  # (field, sentence)
+
+
+def _where_issues(p: PathParams, raw: dict[str, Any]) -> Issues:
+    """The path, device and scenario that go together."""
+    out: Issues = []
     if p.path == "forward" and p.device != "nic":
-        bad("device", "forwarding is modelled between two NICs; use device nic")
-    if p.scenario == "gro_burst" and (p.path != "rx" or p.device != "nic"):
-        bad("scenario", "gro_burst needs path rx and device nic")
-    if p.scenario == "bridge_nat" and (p.path != "tx" or p.device != "veth"):
-        bad("scenario", "bridge_nat needs path tx and device veth (the container's side)")
-    if p.scenario == "vxlan" and (p.path != "tx" or p.device != "nic"):
-        bad("scenario", "vxlan needs path tx and device nic")
-    if p.scenario in ("bridge_nat", "vxlan") and p.packets != 1:
-        bad("packets", f"{p.scenario} follows one packet; use packets 1")
-    if p.scenario in ("bridge_nat", "vxlan") and p.drop != "none":
-        bad("drop", f"{p.scenario} has no drop variant; use drop none")
-    rx_nic = p.device == "nic" and p.path in ("rx", "forward")
-    if rx_nic and p.payload_bytes > MSS:
-        bad("payload_bytes", f"a received frame carries at most {MSS} bytes of TCP payload")
+        out.append(("device", "forwarding is modelled between two NICs; use device nic"))
+    needs = {
+        "gro_burst": ("rx", "nic", "gro_burst needs path rx and device nic"),
+        "bridge_nat": (
+            "tx",
+            "veth",
+            "bridge_nat needs path tx and device veth (the container's side)",
+        ),
+        "vxlan": ("tx", "nic", "vxlan needs path tx and device nic"),
+    }
+    need = needs.get(p.scenario)
+    if need is not None and (p.path, p.device) != need[:2]:
+        out.append(("scenario", need[2]))
+    if p.scenario in ("bridge_nat", "vxlan"):
+        if p.packets != 1:
+            out.append(("packets", f"{p.scenario} follows one packet; use packets 1"))
+        if p.drop != "none":
+            out.append(("drop", f"{p.scenario} has no drop variant; use drop none"))
+    del raw
+    return out
+
+
+def _size_issues(p: PathParams, raw: dict[str, Any]) -> Issues:
+    """Payload, TSO and packet counts each walk models."""
+    out: Issues = []
+    nic = p.device == "nic"
+    if nic and p.path in ("rx", "forward") and p.payload_bytes > MSS:
+        out.append(
+            ("payload_bytes", f"a received frame carries at most {MSS} bytes of TCP payload")
+        )
     if p.scenario == "vxlan" and p.payload_bytes > MSS - 50:
-        bad("payload_bytes", f"inside VXLAN the inner MSS is {MSS - 50}")
-    if not p.tso and (p.path != "tx" or p.device != "nic" or p.scenario != "plain"):
-        bad("tso", "tso false is modelled for path tx on device nic only")
-    if p.path == "rx" and p.device == "nic" and p.scenario == "plain" and p.packets > 64:
-        bad("packets", "use scenario gro_burst for more than 64 packets")
-    if p.device != "nic" and p.packets > 64:
-        bad("packets", "loopback and veth walks follow at most 64 packets")
-    if p.path in ("tx", "forward") and p.device == "nic" and p.packets > 8:
-        bad("packets", "transmit and forward walks follow at most 8 packets")
+        out.append(("payload_bytes", f"inside VXLAN the inner MSS is {MSS - 50}"))
+    if not p.tso and (p.path, p.device, p.scenario) != ("tx", "nic", "plain"):
+        out.append(("tso", "tso false is modelled for path tx on device nic only"))
+    if p.path == "rx" and nic and p.scenario == "plain" and p.packets > 64:
+        out.append(("packets", "use scenario gro_burst for more than 64 packets"))
+    if not nic and p.packets > 64:
+        out.append(("packets", "loopback and veth walks follow at most 64 packets"))
+    if p.path in ("tx", "forward") and nic and p.packets > 8:
+        out.append(("packets", "transmit and forward walks follow at most 8 packets"))
+    del raw
+    return out
+
+
+def _drop_issues(p: PathParams, raw: dict[str, Any]) -> Issues:
+    """A drop only where the packet goes, and the hook a netfilter drop needs."""
+    out: Issues = []
     drop_ok = {
         "none": True,
         "netfilter": True,
@@ -187,22 +220,28 @@ def _combination_issues(p: PathParams, raw: dict[str, Any]) -> list[ParamIssue]:
         "backlog_full": p.device in ("loopback", "veth"),
     }
     if not drop_ok[p.drop]:
-        bad("drop", f"drop {p.drop} does not happen on this path and device")
+        out.append(("drop", f"drop {p.drop} does not happen on this path and device"))
     if p.drop == "netfilter":
         # Over loopback and veth one walk is both the sender's TX and the receiver's RX.
         hooks = PATH_HOOKS["tx"] + PATH_HOOKS["rx"] if p.device != "nic" else PATH_HOOKS[p.path]
         if p.hook is None:
-            bad("hook", f"name the hook that drops: one of {', '.join(hooks)}")
+            out.append(("hook", f"name the hook that drops: one of {', '.join(hooks)}"))
         elif p.hook not in hooks:
-            bad("hook", f"this path passes only {', '.join(hooks)}")
+            out.append(("hook", f"this path passes only {', '.join(hooks)}"))
     elif p.hook is not None and "hook" in raw:
-        bad("hook", "hook is only used with drop netfilter")
+        out.append(("hook", "hook is only used with drop netfilter"))
+    return out
+
+
+def _burst_issues(p: PathParams, raw: dict[str, Any]) -> Issues:
+    """The GRO burst's own fields, and one packet per flow at least."""
+    out: Issues = []
     if p.scenario != "gro_burst":
         for name in ("flows", "same_bucket", "psh", "last_bytes"):
             if name in raw and raw[name] != getattr(PathParams(), name):
-                bad(name, "only used with scenario gro_burst")
+                out.append((name, "only used with scenario gro_burst"))
     if p.flows > p.packets:
-        bad("flows", "there must be at least one packet per flow")
+        out.append(("flows", "there must be at least one packet per flow"))
     return out
 
 

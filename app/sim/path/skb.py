@@ -221,9 +221,6 @@ class PathSkbs:
     def header_release(self, name: str) -> None:
         self.apply("__skb_header_release", name)
 
-    def expand_head(self, name: str, nhead: int) -> None:
-        self.apply("pskb_expand_head", name, nhead=nhead, ntail=0)
-
     def free(self, name: str, consume: bool = True) -> None:
         if name in self.freed:
             return

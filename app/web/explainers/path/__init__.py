@@ -4,6 +4,7 @@ a form for the top-level params."""
 from __future__ import annotations
 
 from app.sim.core import msg
+from app.sim.path.engine import PathState
 from app.sim.path.explainer import PathExplainer
 from app.sim.path.params import DEVICES, DROPS, HOOKS, NEIGH, PATHS, PSH, RX_MODES, SCENARIOS
 from app.web.editor import EditorSpec, FieldSpec, Group
@@ -43,7 +44,7 @@ EDITOR = EditorSpec(
     )
 )
 
-VIEW = WebView(
+VIEW: WebView[PathState, None] = WebView(
     picture=picture,
     editor=EDITOR,
     scripts=("/static/explainers/path/lanes.js",),

@@ -19,12 +19,13 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from app.sim.core import Message, ParamError, Trace, msg
-from app.sim.path.engine import PathState, Tracer
+from app.sim.core import Message, ParamError, msg
+from app.sim.path import walks
+from app.sim.path.engine import Tracer
 from app.sim.path.explainer import EXPLAINER as PATH
+from app.sim.path.explainer import PathTrace
 from app.sim.path.params import PathParams
 from app.sim.path.skb import PathSkbs, SkbView
-from app.sim.path.walks import Walk
 from app.sim.skbuff import SkbExplainer
 from app.sim.skbuff.model import DATAREF_MASK, SkbMachine, Step
 from app.sim.skbuff.ops import MAX_OPS, MAX_SKBS, Op
@@ -102,7 +103,7 @@ class Replay:
     frames: int
 
 
-def replay(trace: Trace[PathState, None]) -> Replay | None:
+def replay(trace: PathTrace) -> Replay | None:
     """The recorded ops and snapshots of ``trace``'s walk (None if it cannot be replayed)."""
     params = trace.params
     if not isinstance(params, PathParams):
@@ -122,7 +123,7 @@ def replay(trace: Trace[PathState, None]) -> Replay | None:
         skbs.rec.frame_no = len(tracer.frames)
 
     tracer.emit = emit  # type: ignore[method-assign]
-    Walk(params, tracer, skbs).run()
+    walks.run(params, tracer, skbs)
     if len(tracer.frames) != len(trace.frames):
         return None
     out = Replay(log=tuple(skbs.rec.log), snaps=skbs.snaps, frames=len(tracer.frames))

@@ -1,0 +1,148 @@
+"""What is fixed for a whole walk, computed once per (language, trace) and cached: each
+frame's point on the lanes, the hooks' runs and label rows, and each frame's sk_buff part."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, cast
+
+from app.sim.core import Frame, Trace
+from app.sim.path.explainer import PathTrace
+from app.sim.skbuff.run import SkbState, SkbTrace
+from app.web import i18n
+from app.web.explainers.path.geometry import (
+    HOOK_ROWS_Y,
+    HOOK_SHORT,
+    PLOT_X0,
+    PLOT_X1,
+    lane_of,
+    lane_y,
+)
+from app.web.explainers.path.replay import Replay, replay
+from app.web.explainers.path.skb_beside import SkbPart, drawn_state, skb_part, skb_state
+from app.web.explainers.skb.layout import text_width
+from app.web.memo import Memo
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Layout:
+    points: list[tuple[float, float]]  # one per frame
+    hooks: list[tuple[int, int, str]]  # (first frame, last frame, hook) of each run of frames
+    hook_rows: list[int]
+    hook_labels: list[str]
+    napi: bool  # some frame is inside NAPI: the strip has room for GRO's held packets
+    skb_trace: SkbTrace  # the sk_buff explainer's full state per frame
+    drawn_trace: SkbTrace  # what its picture draws (see drawn_state)
+    skb_height: float
+    parts: dict[int, SkbPart]  # each frame's sk_buff part, by frame index
+    widest: Frame[SkbState]
+    rep: Replay | None
+
+
+LAYOUTS: Memo[tuple[str, str, str, int], Layout] = Memo(32)
+
+
+def _hook_placement(
+    hooks: list[tuple[int, int, str]], points: list[tuple[float, float]]
+) -> tuple[list[int], list[str]]:
+    rows: list[int] = []
+    labels: list[str] = []
+    ends = [-1e9] * len(HOOK_ROWS_Y)
+    for first, _, h in hooks:
+        x = points[first][0]
+        row = -1
+        for label in (h, HOOK_SHORT.get(h, h)):
+            half = (text_width(label, 12.5) + 8) / 2
+            free = [r for r in range(len(ends)) if x - half > ends[r]]
+            if free:
+                row = free[0]
+                break
+        if row < 0:
+            row = min(range(len(ends)), key=lambda r: ends[r])
+        ends[row] = x + half
+        rows.append(row)
+        labels.append(label)
+    return rows, labels
+
+
+def layout(trace: PathTrace) -> Layout:
+    """The walk's layout in the reader's language (cached)."""
+    # The sk_buff parts are drawn with their labels in the reader's language: kept per language.
+    key = (i18n.current(), trace.sim_version, repr(trace.params), len(trace.frames))
+    hit = LAYOUTS.get(key)
+    if hit is not None:
+        return hit
+    n = len(trace.frames)
+    span = PLOT_X1 - PLOT_X0 - 16
+    step = span / max(n - 1, 1)
+    points = [
+        (round(PLOT_X0 + 8 + i * step, 2), lane_y(lane_of(f.state)))
+        for i, f in enumerate(trace.frames)
+    ]
+    hooks: list[tuple[int, int, str]] = []
+    for f in trace.frames:
+        h = f.state["hook"]
+        if h is None:
+            continue
+        if hooks and hooks[-1][2] == h and hooks[-1][1] == f.index - 1:
+            hooks[-1] = (hooks[-1][0], f.index, h)
+        else:
+            hooks.append((f.index, f.index, h))
+    rows, labels = _hook_placement(hooks, points)
+    rep = replay(trace)
+
+    def skb_frames(states: list[dict[str, Any]]) -> tuple[Frame[SkbState], ...]:
+        # the sk_buff picture reads its state with .get(): a state drawn from the frame's own
+        # fields (no replay) carries only what it draws
+        return tuple(
+            Frame(
+                index=f.index,
+                op=f.op,
+                result=f.result,
+                narration=f.narration,
+                source=f.source,
+                state=cast(SkbState, st),
+            )
+            for f, st in zip(trace.frames, states, strict=True)
+        )
+
+    full_states = [skb_state(rep, f) for f in trace.frames]
+    skb_trace: SkbTrace = Trace(
+        explainer="skb",
+        sim_version=trace.sim_version,
+        params=None,
+        frames=skb_frames(full_states),
+        series=None,
+    )
+    drawn_trace = dataclasses.replace(
+        skb_trace, frames=skb_frames([drawn_state(st) for st in full_states])
+    )
+    # the frame whose head buffer is largest sets the scale of every frame
+    widest = max(
+        drawn_trace.frames,
+        key=lambda f: max((int(s.get("end", 0)) for s in f.state["skbs"]), default=0),
+    )
+    # Every frame of one walk has the same height (the picture never jumps while stepping):
+    # the tallest sk_buff part. Each frame's part is drawn here once and kept.
+    parts: dict[int, SkbPart] = {}
+    seen: dict[str, Mapping[str, Any]] = {}  # each skb as the walk last showed it
+    for sf in skb_trace.frames:
+        if sf.state["skbs"]:
+            parts[sf.index] = skb_part(drawn_trace, widest, sf.index, skb_trace, dict(seen))
+        seen.update((str(s.get("name")), s) for s in sf.state["skbs"])
+    out = Layout(
+        points=points,
+        hooks=hooks,
+        hook_rows=rows,
+        hook_labels=labels,
+        napi=any(f.state["napi"] is not None for f in trace.frames),
+        skb_trace=skb_trace,
+        drawn_trace=drawn_trace,
+        skb_height=max((p.height for p in parts.values()), default=0.0),
+        parts=parts,
+        widest=widest,
+        rep=rep,
+    )
+    LAYOUTS.put(key, out)
+    return out
