@@ -1,0 +1,225 @@
+"""What leaves a socket, after ``net/ipv4/tcp_output.c``: the SYN (``tcp_connect``), ACKs
+(``tcp_send_ack``, ``tcp_event_ack_sent``), new data and the FIN within cwnd and the peer's
+window (``tcp_write_xmit``, ``tcp_send_fin``, Nagle and SWS avoidance), retransmissions
+(``tcp_retransmit_skb``), probes (``tcp_xmit_probe_skb``, ``tcp_write_wakeup``) and the
+active RST (``tcp_send_active_reset``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from app.sim.core.i18n import msg
+from app.sim.tcp.sock import (
+    ATO_MIN,
+    RTO_MAX,
+    RTO_MIN,
+    OutSeg,
+    Sock,
+)
+
+if TYPE_CHECKING:
+    from app.sim.tcp.driver import Sim
+
+
+def active_reset(sim: Sim, sk: Sock) -> None:
+    """tcp_send_active_reset: RST+ACK at SND.NXT."""
+    sim.xmit(
+        sk.ep,
+        ("RST", "ACK"),
+        sk.snd_nxt,
+        sk.rcv_nxt,
+        0,
+        0,
+        "rst",
+        "tcp_send_active_reset",
+        msg("{ep} sends RST+ACK seq={seq}.", ep=sk.ep.name, seq=sk.snd_nxt),
+    )
+
+
+def ack_sent(sim: Sim, sk: Sock) -> None:
+    """tcp_event_ack_sent: the ACK went out, the delayed ACK is cancelled."""
+    sk.ack_sched = False
+    sk.ack_now = False
+    sk.stop("delack")
+    if sk.quick:
+        sk.quick -= 1
+        if sk.quick == 0:
+            sk.ato = ATO_MIN
+    sk.rcv_wnd = sk.adv_window()
+    sk.rcv_wup = sk.rcv_nxt
+
+
+def send_ack(sim: Sim, sk: Sock, kind: str, src: str) -> None:
+    win = sk.adv_window()
+    texts = {
+        "ack": msg("{ep} sends ACK ack={ack} win={win}.", ep=sk.ep.name, ack=sk.rcv_nxt, win=win),
+        "delayed_ack": msg("{ep} sends its delayed ACK ack={ack}.", ep=sk.ep.name, ack=sk.rcv_nxt),
+        "challenge_ack": msg(
+            "{ep} sends a challenge ACK (RFC 5961) seq={seq} ack={ack}.",
+            ep=sk.ep.name,
+            seq=sk.snd_nxt,
+            ack=sk.rcv_nxt,
+        ),
+        "dupack": msg("{ep} sends a duplicate ACK ack={ack}.", ep=sk.ep.name, ack=sk.rcv_nxt),
+        "window_update": msg("{ep} sends a window update, win={win}.", ep=sk.ep.name, win=win),
+    }
+    sim.xmit(
+        sk.ep,
+        ("ACK",),
+        sk.snd_nxt,
+        sk.rcv_nxt,
+        0,
+        win,
+        kind,
+        src,
+        texts.get(kind, texts["ack"]),
+    )
+    ack_sent(sim, sk)
+
+
+def send_syn(sim: Sim, sk: Sock, retrans: bool) -> None:
+    if not retrans:
+        sk.rtx = [OutSeg(sk.iss, 0, True, False, sim.now)]
+        sk.snd_nxt = sk.iss + 1
+    flags: tuple[str, ...] = ("SYN", "ACK") if sk.state == "SYN_RECV" else ("SYN",)
+    ack = sk.rcv_nxt if sk.state == "SYN_RECV" else 0
+    kind = "retransmit" if retrans else "syn"
+    text = (
+        msg("{ep} retransmits its SYN (attempt {n}).", ep=sk.ep.name, n=sk.retransmits)
+        if retrans
+        else msg("{ep} sends SYN seq={seq}.", ep=sk.ep.name, seq=sk.iss)
+    )
+    sim.xmit(
+        sk.ep,
+        flags,
+        sk.iss,
+        ack,
+        0,
+        sk.adv_window(),
+        kind,
+        "tcp_retransmit_skb" if retrans else "tcp_connect",
+        text,
+    )
+    if sk.state == "SYN_RECV":
+        ack_sent(sim, sk)
+    if not sk.timer("retransmit").armed:
+        sk.arm("retransmit", sim.now + sk.rto)
+
+
+def send_fin(sim: Sim, sk: Sock) -> None:
+    """tcp_send_fin: queue a FIN after the data; it goes out when the window allows."""
+    if sk.fin_queued:
+        return
+    sk.fin_queued = True
+    sk.write_seq += 1
+    push(sim, sk)
+
+
+def push(sim: Sim, sk: Sock) -> None:
+    """tcp_write_xmit: send new data (and a queued FIN) within cwnd and the peer's window;
+    arm the persist timer when a zero window stops it."""
+    if sk.state in ("SYN_SENT", "SYN_RECV", "CLOSE", "LISTEN"):
+        return
+    mss = sim.p.mss
+    sent_any = False
+    while True:
+        # retransmit segments marked lost first (after an RTO)
+        lost = next((o for o in sk.rtx if o.lost), None)
+        inflight = sum(1 for o in sk.rtx if not o.lost)
+        if inflight >= sk.cwnd:
+            break
+        if lost is not None:
+            lost.lost = False
+            retransmit(sim, sk, lost, "loss")
+            continue
+        start = sk.snd_nxt
+        data_left = sk.data_end - start
+        wnd_end = sk.snd_una + sk.snd_wnd
+        fin_pending = sk.fin_queued and start < sk.write_seq
+        if data_left <= 0 and not fin_pending:
+            break
+        n = min(mss, max(data_left, 0), max(wnd_end - start, 0))
+        fin = fin_pending and start + n == sk.data_end
+        if n == 0 and not (fin and start + 1 <= wnd_end):
+            break
+        if fin and n < data_left:
+            fin = False
+        if 0 < n < mss and n < data_left and sk.rtx:
+            break  # wait for more window rather than send a runt (SWS avoidance)
+        if 0 < n < mss and not fin and any(0 < o.length < mss for o in sk.rtx):
+            break  # Nagle with Minshall's rule: one small segment in flight at a time
+        o = OutSeg(start, n, False, fin, sim.now)
+        sk.rtx.append(o)
+        sk.snd_nxt = o.end
+        flags = ("FIN", "ACK") if fin else ("ACK",)
+        if fin and n:
+            text = msg("{ep} sends {n} bytes with FIN, seq={seq}.", ep=sk.ep.name, n=n, seq=start)
+        elif fin:
+            text = msg("{ep} sends FIN seq={seq}.", ep=sk.ep.name, seq=start)
+        else:
+            text = msg("{ep} sends {n} bytes, seq={seq}.", ep=sk.ep.name, n=n, seq=start)
+        sim.xmit(
+            sk.ep,
+            flags,
+            start,
+            sk.rcv_nxt,
+            n,
+            sk.adv_window(),
+            "fin" if fin else "data",
+            "tcp_send_fin" if fin and not n else "tcp_write_xmit",
+            text,
+        )
+        ack_sent(sim, sk)
+        sent_any = True
+        if not sk.timer("retransmit").armed:
+            sk.stop("probe0")
+            sk.arm("retransmit", sim.now + sk.rto)
+    if (
+        not sent_any
+        and not sk.rtx
+        and (sk.unsent() > 0 or (sk.fin_queued and sk.snd_nxt < sk.write_seq))
+    ):
+        if not sk.timer("probe0").armed:
+            when = min(max(sk.rto, RTO_MIN) * (2**sk.backoff), RTO_MAX)
+            sk.arm("probe0", sim.now + when)
+            sim.note(
+                msg(
+                    "The peer's window is {w}: the persist timer is armed for {t} ms.",
+                    w=sk.snd_wnd,
+                    t=round(when, 3),
+                ),
+                "tcp_send_probe0",
+            )
+
+
+def retransmit(sim: Sim, sk: Sock, o: OutSeg, why: str) -> None:
+    o.retrans += 1
+    if sk.retrans_stamp is None:
+        sk.retrans_stamp = o.first_ms
+    if o.syn:
+        sk.syn_retrans += 1
+        send_syn(sim, sk, retrans=True)
+        return
+    flags: tuple[str, ...] = ("FIN", "ACK") if o.fin else ("ACK",)
+    sim.xmit(
+        sk.ep,
+        flags,
+        o.seq,
+        sk.rcv_nxt,
+        o.length,
+        sk.adv_window(),
+        "retransmit",
+        "tcp_retransmit_skb",
+        msg("{ep} retransmits its FIN, seq={seq}.", ep=sk.ep.name, seq=o.seq)
+        if o.fin and not o.length
+        else msg(
+            "{ep} retransmits seq={seq} ({n} bytes and FIN).",
+            ep=sk.ep.name,
+            seq=o.seq,
+            n=o.length,
+        )
+        if o.fin
+        else msg("{ep} retransmits seq={seq} ({n} bytes).", ep=sk.ep.name, seq=o.seq, n=o.length),
+    )
+    ack_sent(sim, sk)
