@@ -332,6 +332,10 @@ class Sock(Obj):
     def unsent(self) -> int:
         return max(0, self.data_end - max(self.snd_nxt, self.iss + 1))
 
+    def has_unsent(self) -> bool:
+        """Data or a queued FIN not sent yet."""
+        return self.unsent() > 0 or (self.fin_queued and self.snd_nxt < self.write_seq)
+
 
 class Endpoint:
     def __init__(self, sim: Sim, name: str, peer: str, iss: int) -> None:

@@ -235,17 +235,49 @@ def rcv_synsent(sim: Sim, sk: Sock, seg: Seg) -> None:
 
 
 def rcv_sync(sim: Sim, sk: Sock, seg: Seg) -> None:
-    """tcp_rcv_state_process / tcp_rcv_established for the synchronized states."""
+    """tcp_rcv_state_process / tcp_rcv_established for the synchronized states: validate the
+    segment, take its ACK (and the state change that ACK completes), then its text."""
     if not seg.has_ack and not seg.rst and not seg.syn:
         return
-    # tcp_validate_incoming (RFC 5961)
+    if not validate_incoming(sim, sk, seg):
+        return
+    # step 5: the ACK field
+    if not rcv_ack(sim, sk, seg):
+        if sk.state == "SYN_RECV":
+            sim.note(msg("SYN_RECV gets an unacceptable ACK: one RST."), "tcp_rcv_state_process")
+            tcp_ipv4.reply_reset(sim, sk.ep, seg, msg("SYN_RECV resets an unacceptable ACK."))
+        elif sk.state != "ESTABLISHED":
+            challenge_ack(sim, sk, msg("An old or future ACK: challenge ACK."))
+        return
+    if not ack_state_change(sim, sk, seg):
+        return
+    # step 7: the segment text
+    if not rcv_text(sim, sk, seg):
+        return
+    if sk.state != "CLOSE" and sk.ep.ehash is sk:
+        tcp_output.push(sim, sk)
+        ack_snd_check(sim, sk)
+
+
+def _new_data(sk: Sock, seg: Seg) -> bool:
+    """The segment carries data beyond RCV.NXT."""
+    return seg.end_seq != seg.seq and seg.end_seq - (1 if seg.fin else 0) > sk.rcv_nxt
+
+
+def _reset_check(sk: Sock, seg: Seg) -> bool:
+    """tcp_reset_check: after the peer's FIN, a RST at RCV.NXT - 1 is accepted too."""
+    return sk.state in ("CLOSE_WAIT", "LAST_ACK", "CLOSING") and seg.seq == sk.rcv_nxt - 1
+
+
+def validate_incoming(sim: Sim, sk: Sock, seg: Seg) -> bool:
+    """tcp_validate_incoming (RFC 5961): the sequence check, then RST and SYN. False when the
+    segment stops here (answered, if at all, by a duplicate or challenge ACK, or a reset)."""
     rwin = sk.receive_window()
-    acceptable_seq = seg.end_seq >= sk.rcv_wup and seg.seq <= sk.rcv_nxt + rwin
-    if not acceptable_seq:
+    if not (seg.end_seq >= sk.rcv_wup and seg.seq <= sk.rcv_nxt + rwin):
         if not seg.rst:
             if seg.syn:
                 challenge_ack(sim, sk, msg("A SYN outside the window: challenge ACK."))
-                return
+                return False
             limited = (seg.length == 0 and not seg.fin) and sk.oow_limited(sim.now)
             if not limited:
                 sim.note(
@@ -253,15 +285,13 @@ def rcv_sync(sim: Sim, sk: Sock, seg: Seg) -> None:
                     "tcp_validate_incoming",
                 )
                 tcp_output.send_ack(sim, sk, "dupack", "tcp_send_dupack")
-        elif sk.state in ("CLOSE_WAIT", "LAST_ACK", "CLOSING") and seg.seq == sk.rcv_nxt - 1:
+        elif _reset_check(sk, seg):
             tcp_reset(sim, sk, seg)
         else:
             sim.note(msg("A RST outside the window is ignored."), "tcp_validate_incoming")
-        return
+        return False
     if seg.rst:
-        if seg.seq == sk.rcv_nxt or (
-            sk.state in ("CLOSE_WAIT", "LAST_ACK", "CLOSING") and seg.seq == sk.rcv_nxt - 1
-        ):
+        if seg.seq == sk.rcv_nxt or _reset_check(sk, seg):
             tcp_reset(sim, sk, seg)
         else:
             challenge_ack(
@@ -272,20 +302,19 @@ def rcv_sync(sim: Sim, sk: Sock, seg: Seg) -> None:
                     "(RFC 5961 3.2), the connection survives."
                 ),
             )
-        return
+        return False
     if seg.syn:
         challenge_ack(
             sim, sk, msg("A SYN on a synchronized connection: challenge ACK (RFC 5961 4.2).")
         )
-        return
-    # step 5: the ACK field
-    if not rcv_ack(sim, sk, seg):
-        if sk.state == "SYN_RECV":
-            sim.note(msg("SYN_RECV gets an unacceptable ACK: one RST."), "tcp_rcv_state_process")
-            tcp_ipv4.reply_reset(sim, sk.ep, seg, msg("SYN_RECV resets an unacceptable ACK."))
-        elif sk.state != "ESTABLISHED":
-            challenge_ack(sim, sk, msg("An old or future ACK: challenge ACK."))
-        return
+        return False
+    return True
+
+
+def ack_state_change(sim: Sim, sk: Sock, seg: Seg) -> bool:
+    """tcp_rcv_state_process's switch on the state once the ACK is accepted: SYN_RECV becomes
+    ESTABLISHED; the ACK of our FIN moves FIN_WAIT1, CLOSING and LAST_ACK on. False when the
+    socket is gone (or has handed over to a timewait sock)."""
     st = sk.state
     if st == "SYN_RECV":
         sk.ever_connected = True
@@ -302,50 +331,55 @@ def rcv_sync(sim: Sim, sk: Sock, seg: Seg) -> None:
         sk.rcv_tstamp = sim.now
         if sk.held:
             calls.arm_keepalive(sim, sk)
-    elif st == "FIN_WAIT1" and sk.fin_queued and sk.snd_una == sk.write_seq:
+        return True
+    fin_acked = sk.snd_una == sk.write_seq
+    if st == "FIN_WAIT1" and sk.fin_queued and fin_acked:
         sim.set_state(sk, "FIN_WAIT2", "ACK of FIN", "tcp_rcv_state_process")
         sk.snd_shut = True
         sim.note(
             msg("Our FIN is acknowledged: FIN_WAIT1 becomes FIN_WAIT2."),
             "tcp_rcv_state_process",
         )
-        if sk.dead:
-            if seg.end_seq != seg.seq and seg.end_seq - (1 if seg.fin else 0) > sk.rcv_nxt:
-                sim.note(
-                    msg("Data arrives after close(): the socket is destroyed."),
-                    "tcp_rcv_state_process",
-                )
-                calls.done(sim, sk, "data after close", "tcp_done")
-                tcp_ipv4.reply_reset(sim, sk.ep, seg, msg("Data after close(): RST."))
-                return
-            if calls.orphan_fin_wait2(sim, sk, seg):
-                return
-    elif st == "CLOSING" and sk.snd_una == sk.write_seq:
-        sim.note(msg("Our FIN is acknowledged in CLOSING: TIME_WAIT."), "tcp_rcv_state_process")
-        tcp_minisocks.time_wait(sim, sk, "TIME_WAIT", 0)
-        return
-    elif st == "LAST_ACK" and sk.snd_una == sk.write_seq:
-        sim.note(msg("The last ACK arrives: LAST_ACK becomes CLOSED."), "tcp_rcv_state_process")
-        calls.done(sim, sk, "ACK of FIN", "tcp_done")
-        return
-    # step 7: the segment text
-    st = sk.state
-    new_data = seg.end_seq != seg.seq and seg.end_seq - (1 if seg.fin else 0) > sk.rcv_nxt
-    if st in ("CLOSE_WAIT", "CLOSING", "LAST_ACK") and seg.seq >= sk.rcv_nxt:
-        pass
-    elif st in ("FIN_WAIT1", "FIN_WAIT2", "ESTABLISHED", "CLOSE_WAIT", "CLOSING", "LAST_ACK"):
-        if st in ("FIN_WAIT1", "FIN_WAIT2") and sk.rcv_shut and new_data:
+        if not sk.dead:
+            return True
+        if _new_data(sk, seg):
             sim.note(
-                msg("New data after the receive side was shut: RFC 1122 says reset."),
+                msg("Data arrives after close(): the socket is destroyed."),
                 "tcp_rcv_state_process",
             )
-            tcp_reset(sim, sk, seg)
-            tcp_ipv4.reply_reset(sim, sk.ep, seg, msg("Data after shutdown: RST."))
-            return
-        data_queue(sim, sk, seg)
-    if sk.state != "CLOSE" and sk.ep.ehash is sk:
-        tcp_output.push(sim, sk)
-        ack_snd_check(sim, sk)
+            calls.done(sim, sk, "data after close", "tcp_done")
+            tcp_ipv4.reply_reset(sim, sk.ep, seg, msg("Data after close(): RST."))
+            return False
+        return not calls.orphan_fin_wait2(sim, sk, seg)
+    if st == "CLOSING" and fin_acked:
+        sim.note(msg("Our FIN is acknowledged in CLOSING: TIME_WAIT."), "tcp_rcv_state_process")
+        tcp_minisocks.time_wait(sim, sk, "TIME_WAIT", 0)
+        return False
+    if st == "LAST_ACK" and fin_acked:
+        sim.note(msg("The last ACK arrives: LAST_ACK becomes CLOSED."), "tcp_rcv_state_process")
+        calls.done(sim, sk, "ACK of FIN", "tcp_done")
+        return False
+    return True
+
+
+def rcv_text(sim: Sim, sk: Sock, seg: Seg) -> bool:
+    """Step 7, the segment text: queued in the states that still receive; after the peer's FIN
+    it is ignored, and new data after shutdown(SHUT_RD) resets. False when it reset."""
+    st = sk.state
+    if st in ("CLOSE_WAIT", "CLOSING", "LAST_ACK") and seg.seq >= sk.rcv_nxt:
+        return True
+    if st not in ("FIN_WAIT1", "FIN_WAIT2", "ESTABLISHED", "CLOSE_WAIT", "CLOSING", "LAST_ACK"):
+        return True
+    if st in ("FIN_WAIT1", "FIN_WAIT2") and sk.rcv_shut and _new_data(sk, seg):
+        sim.note(
+            msg("New data after the receive side was shut: RFC 1122 says reset."),
+            "tcp_rcv_state_process",
+        )
+        tcp_reset(sim, sk, seg)
+        tcp_ipv4.reply_reset(sim, sk.ep, seg, msg("Data after shutdown: RST."))
+        return False
+    data_queue(sim, sk, seg)
+    return True
 
 
 def challenge_ack(sim: Sim, sk: Sock, why: Message) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from app.sim.core.i18n import msg
+from app.sim.core.i18n import Message, msg
 from app.sim.tcp.sock import (
     ATO_MIN,
     RTO_MAX,
@@ -121,7 +121,6 @@ def push(sim: Sim, sk: Sock) -> None:
     arm the persist timer when a zero window stops it."""
     if sk.state in ("SYN_SENT", "SYN_RECV", "CLOSE", "LISTEN"):
         return
-    mss = sim.p.mss
     sent_any = False
     while True:
         # retransmit segments marked lost first (after an RTO)
@@ -133,64 +132,89 @@ def push(sim: Sim, sk: Sock) -> None:
             lost.lost = False
             retransmit(sim, sk, lost, "loss")
             continue
-        start = sk.snd_nxt
-        data_left = sk.data_end - start
-        wnd_end = sk.snd_una + sk.snd_wnd
-        fin_pending = sk.fin_queued and start < sk.write_seq
-        if data_left <= 0 and not fin_pending:
+        nxt = _next_segment(sim, sk)
+        if nxt is None:
             break
-        n = min(mss, max(data_left, 0), max(wnd_end - start, 0))
-        fin = fin_pending and start + n == sk.data_end
-        if n == 0 and not (fin and start + 1 <= wnd_end):
-            break
-        if fin and n < data_left:
-            fin = False
-        if 0 < n < mss and n < data_left and sk.rtx:
-            break  # wait for more window rather than send a runt (SWS avoidance)
-        if 0 < n < mss and not fin and any(0 < o.length < mss for o in sk.rtx):
-            break  # Nagle with Minshall's rule: one small segment in flight at a time
-        o = OutSeg(start, n, False, fin, sim.now)
-        sk.rtx.append(o)
-        sk.snd_nxt = o.end
-        flags = ("FIN", "ACK") if fin else ("ACK",)
-        if fin and n:
-            text = msg("{ep} sends {n} bytes with FIN, seq={seq}.", ep=sk.ep.name, n=n, seq=start)
-        elif fin:
-            text = msg("{ep} sends FIN seq={seq}.", ep=sk.ep.name, seq=start)
-        else:
-            text = msg("{ep} sends {n} bytes, seq={seq}.", ep=sk.ep.name, n=n, seq=start)
-        sim.xmit(
-            sk.ep,
-            flags,
-            start,
-            sk.rcv_nxt,
-            n,
-            sk.adv_window(),
-            "fin" if fin else "data",
-            "tcp_send_fin" if fin and not n else "tcp_write_xmit",
-            text,
-        )
-        ack_sent(sim, sk)
+        _send_new(sim, sk, *nxt)
         sent_any = True
-        if not sk.timer("retransmit").armed:
-            sk.stop("probe0")
-            sk.arm("retransmit", sim.now + sk.rto)
-    if (
-        not sent_any
-        and not sk.rtx
-        and (sk.unsent() > 0 or (sk.fin_queued and sk.snd_nxt < sk.write_seq))
-    ):
-        if not sk.timer("probe0").armed:
-            when = min(max(sk.rto, RTO_MIN) * (2**sk.backoff), RTO_MAX)
-            sk.arm("probe0", sim.now + when)
-            sim.note(
-                msg(
-                    "The peer's window is {w}: the persist timer is armed for {t} ms.",
-                    w=sk.snd_wnd,
-                    t=round(when, 3),
-                ),
-                "tcp_send_probe0",
-            )
+    if not sent_any and not sk.rtx and sk.has_unsent() and not sk.timer("probe0").armed:
+        when = probe0_when(sk)
+        sk.arm("probe0", sim.now + when)
+        sim.note(
+            msg(
+                "The peer's window is {w}: the persist timer is armed for {t} ms.",
+                w=sk.snd_wnd,
+                t=round(when, 3),
+            ),
+            "tcp_send_probe0",
+        )
+
+
+def _next_segment(sim: Sim, sk: Sock) -> tuple[int, bool] | None:
+    """The next new segment at SND.NXT, as (bytes, FIN), or None when the window, Nagle or
+    silly-window avoidance holds it back (tcp_write_xmit's tcp_snd_wnd_test, tcp_nagle_test)."""
+    mss = sim.p.mss
+    start = sk.snd_nxt
+    data_left = sk.data_end - start
+    wnd_end = sk.snd_una + sk.snd_wnd
+    fin_pending = sk.fin_queued and start < sk.write_seq
+    if data_left <= 0 and not fin_pending:
+        return None
+    n = min(mss, max(data_left, 0), max(wnd_end - start, 0))
+    fin = fin_pending and start + n == sk.data_end
+    if n == 0 and not (fin and start + 1 <= wnd_end):
+        return None
+    if fin and n < data_left:
+        fin = False
+    if 0 < n < mss and n < data_left and sk.rtx:
+        return None  # wait for more window rather than send a runt (SWS avoidance)
+    if 0 < n < mss and not fin and any(0 < o.length < mss for o in sk.rtx):
+        return None  # Nagle with Minshall's rule: one small segment in flight at a time
+    return n, fin
+
+
+def _send_new(sim: Sim, sk: Sock, n: int, fin: bool) -> None:
+    """Queue ``n`` new bytes (and the FIN) for retransmission, send them, arm the RTO."""
+    start = sk.snd_nxt
+    o = OutSeg(start, n, False, fin, sim.now)
+    sk.rtx.append(o)
+    sk.snd_nxt = o.end
+    flags = ("FIN", "ACK") if fin else ("ACK",)
+    if fin and n:
+        text = msg("{ep} sends {n} bytes with FIN, seq={seq}.", ep=sk.ep.name, n=n, seq=start)
+    elif fin:
+        text = msg("{ep} sends FIN seq={seq}.", ep=sk.ep.name, seq=start)
+    else:
+        text = msg("{ep} sends {n} bytes, seq={seq}.", ep=sk.ep.name, n=n, seq=start)
+    sim.xmit(
+        sk.ep,
+        flags,
+        start,
+        sk.rcv_nxt,
+        n,
+        sk.adv_window(),
+        "fin" if fin else "data",
+        "tcp_send_fin" if fin and not n else "tcp_write_xmit",
+        text,
+    )
+    ack_sent(sim, sk)
+    if not sk.timer("retransmit").armed:
+        sk.stop("probe0")
+        sk.arm("retransmit", sim.now + sk.rto)
+
+
+def probe0_when(sk: Sock) -> float:
+    """tcp_probe0_when: the persist timer's interval, backed off, at most TCP_RTO_MAX."""
+    backoff: int = 2**sk.backoff
+    return min(max(sk.rto, RTO_MIN) * backoff, RTO_MAX)
+
+
+def xmit_probe(sim: Sim, sk: Sock, kind: str, src: str, text: Message) -> None:
+    """A probe with SND.UNA - 1, which the peer can only answer with an ACK
+    (tcp_xmit_probe_skb for the persist timer, tcp_write_wakeup for keepalive)."""
+    sim.xmit(sk.ep, ("ACK",), sk.snd_una - 1, sk.rcv_nxt, 0, sk.adv_window(), kind, src, text)
+    ack_sent(sim, sk)
+    sk.probes_out += 1
 
 
 def retransmit(sim: Sim, sk: Sock, o: OutSeg, why: str) -> None:

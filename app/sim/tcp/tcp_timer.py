@@ -82,6 +82,15 @@ def timer_delack(sim: Sim, sk: Sock) -> None:
     tcp_output.send_ack(sim, sk, "delayed_ack", "tcp_delack_timer_handler")
 
 
+def write_err(sim: Sim, sk: Sock, event: str) -> None:
+    """tcp_write_err: the connection timed out; the program sees ETIMEDOUT (if it still holds
+    the socket) and the socket closes."""
+    if not sk.dead:
+        sk.err = "ETIMEDOUT"
+    sim.set_state(sk, "CLOSE", event, "tcp_write_err")
+    calls.done(sim, sk, "timeout", "tcp_write_err", already=True)
+
+
 def timed_out(sim: Sim, sk: Sock, boundary: int, rto_base: float) -> bool:
     """retransmits_timed_out with tcp_model_timeout."""
     if not sk.retransmits or sk.retrans_stamp is None:
@@ -115,10 +124,7 @@ def timer_retransmit(sim: Sim, sk: Sock) -> None:
             ),
             "tcp_write_timeout",
         )
-        if not sk.dead:
-            sk.err = "ETIMEDOUT"
-        sim.set_state(sk, "CLOSE", "retransmission timeout", "tcp_write_err")
-        calls.done(sim, sk, "timeout", "tcp_write_err", already=True)
+        write_err(sim, sk, "retransmission timeout")
         return
     sim.note(
         msg(
@@ -149,7 +155,7 @@ def timer_probe0(sim: Sim, sk: Sock) -> None:
     if sk.rtx or sk.state == "CLOSE":
         sk.probes_out = 0
         return
-    if sk.unsent() == 0 and not (sk.fin_queued and sk.snd_nxt < sk.write_seq):
+    if not sk.has_unsent():
         return
     max_probes = TCP_RETRIES2
     if sk.dead:
@@ -160,10 +166,7 @@ def timer_probe0(sim: Sim, sk: Sock) -> None:
             msg("{ep}: too many unanswered window probes: ETIMEDOUT.", ep=sk.ep.name),
             "tcp_probe_timer",
         )
-        if not sk.dead:
-            sk.err = "ETIMEDOUT"
-        sim.set_state(sk, "CLOSE", "probe timeout", "tcp_write_err")
-        calls.done(sim, sk, "timeout", "tcp_write_err", already=True)
+        write_err(sim, sk, "probe timeout")
         return
     sim.note(
         msg("{ep}: the persist timer fires; a zero-window probe goes out.", ep=sk.ep.name),
@@ -176,13 +179,9 @@ def timer_probe0(sim: Sim, sk: Sock) -> None:
             sk.probes_out = 0
             sk.backoff = 0
             return
-    sim.xmit(
-        sk.ep,
-        ("ACK",),
-        sk.snd_una - 1,
-        sk.rcv_nxt,
-        0,
-        sk.adv_window(),
+    tcp_output.xmit_probe(
+        sim,
+        sk,
         "probe",
         "tcp_xmit_probe_skb",
         msg(
@@ -191,11 +190,9 @@ def timer_probe0(sim: Sim, sk: Sock) -> None:
             seq=sk.snd_una - 1,
         ),
     )
-    tcp_output.ack_sent(sim, sk)
-    sk.probes_out += 1
     if sk.backoff < TCP_RETRIES2:
         sk.backoff += 1
-    when = min(max(sk.rto, RTO_MIN) * 2**sk.backoff, RTO_MAX)
+    when = tcp_output.probe0_when(sk)
     sk.arm("probe0", sim.now + when)
 
 
@@ -220,10 +217,7 @@ def timer_keepalive(sim: Sim, sk: Sock) -> None:
                 "tcp_keepalive_timer",
             )
             tcp_output.active_reset(sim, sk)
-            if not sk.dead:
-                sk.err = "ETIMEDOUT"
-            sim.set_state(sk, "CLOSE", "keepalive timeout", "tcp_write_err")
-            calls.done(sim, sk, "timeout", "tcp_write_err", already=True)
+            write_err(sim, sk, "keepalive timeout")
             return
         sim.note(
             msg(
@@ -234,13 +228,9 @@ def timer_keepalive(sim: Sim, sk: Sock) -> None:
             ),
             "tcp_keepalive_timer",
         )
-        sim.xmit(
-            sk.ep,
-            ("ACK",),
-            sk.snd_una - 1,
-            sk.rcv_nxt,
-            0,
-            sk.adv_window(),
+        tcp_output.xmit_probe(
+            sim,
+            sk,
             "keepalive",
             "tcp_write_wakeup",
             msg(
@@ -249,8 +239,6 @@ def timer_keepalive(sim: Sim, sk: Sock) -> None:
                 seq=sk.snd_una - 1,
             ),
         )
-        tcp_output.ack_sent(sim, sk)
-        sk.probes_out += 1
         sk.arm("keepalive", sim.now + s.tcp_keepalive_intvl_s * 1000)
     else:
         sk.arm("keepalive", sim.now + ktime - elapsed)
