@@ -46,7 +46,7 @@ def _show(v: object) -> int | float | str:
     return v if isinstance(v, int | float | str) else "-"
 
 
-class TcpExplainer(Explainer[TcpParams]):
+class TcpExplainer(Explainer[TcpParams, TcpState, None]):
     name: ClassVar[str] = "tcp"
     title: ClassVar[Message] = msg("TCP connection lifecycle")
     summary: ClassVar[Message] = msg(
