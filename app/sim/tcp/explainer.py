@@ -16,9 +16,10 @@ from app.sim.core.i18n import Message, msg
 from app.sim.core.sources import LINUX_6_4, SourceProject
 from app.sim.core.trace import Field, Frame, Trace
 from app.sim.tcp import params as P
-from app.sim.tcp.model import Seg, Sim
+from app.sim.tcp.driver import Sim
 from app.sim.tcp.params import TcpParams
 from app.sim.tcp.presets import PRESETS
+from app.sim.tcp.sock import Seg
 from app.sim.tcp.state import TcpState
 
 SIM_VERSION = "tcp-1"
@@ -45,7 +46,7 @@ def _show(v: object) -> int | float | str:
     return v if isinstance(v, int | float | str) else "-"
 
 
-class TcpExplainer(Explainer[TcpParams]):
+class TcpExplainer(Explainer[TcpParams, TcpState, None]):
     name: ClassVar[str] = "tcp"
     title: ClassVar[Message] = msg("TCP connection lifecycle")
     summary: ClassVar[Message] = msg(

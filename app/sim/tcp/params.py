@@ -5,8 +5,9 @@ every problem at once; ``dump`` gives it back (``parse(dump(p)) == p``)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from app.sim.core.errors import ParamError, ParamIssue
 
@@ -17,6 +18,7 @@ NET_KINDS = ("drop", "delay", "duplicate", "reorder")
 MAX_EVENTS = 1000
 MAX_UNTIL_MS = 3_600_000.0
 MAX_BYTES = 10_000_000
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -98,6 +100,10 @@ def _short(v: object) -> str:
     return s if len(s) <= 24 else s[:21] + "..."
 
 
+Bad = Callable[[tuple[str | int, ...], str], None]
+"""Records one problem at a location (``parse`` collects them all)."""
+
+
 def parse(raw: Any) -> TcpParams:
     """Validate ``raw``; raise ``ParamError`` listing every problem."""
     issues: list[ParamIssue] = []
@@ -112,30 +118,8 @@ def parse(raw: Any) -> TcpParams:
     for k in raw:
         if k not in known:
             bad((str(k),), "unknown field")
-    script_raw = raw.get("script")
-    calls: list[Call] = []
-    if not isinstance(script_raw, list):
-        bad(("script",), "expected a list of calls")
-        script_raw = []
-    elif len(script_raw) > MAX_EVENTS:
-        bad(("script",), f"more than {MAX_EVENTS} events ({len(script_raw)})")
-        script_raw = []
-    for i, e in enumerate(script_raw):
-        c = _parse_call(e, ("script", i), bad)
-        if c is not None:
-            calls.append(c)
-    net_raw = raw.get("network", [])
-    events: list[NetEvent] = []
-    if not isinstance(net_raw, list):
-        bad(("network",), "expected a list of network events")
-        net_raw = []
-    elif len(net_raw) > MAX_EVENTS:
-        bad(("network",), f"more than {MAX_EVENTS} events ({len(net_raw)})")
-        net_raw = []
-    for i, e in enumerate(net_raw):
-        ev = _parse_net(e, ("network", i), bad)
-        if ev is not None:
-            events.append(ev)
+    calls = _parse_list(raw.get("script"), "script", "calls", _parse_call, bad)
+    events = _parse_list(raw.get("network", []), "network", "network events", _parse_net, bad)
     until = raw.get("until_ms", 200_000.0)
     if not _num(until) or until <= 0:
         bad(("until_ms",), "expected a positive number of milliseconds")
@@ -177,28 +161,50 @@ def parse(raw: Any) -> TcpParams:
     )
 
 
-def _parse_call(e: object, loc: tuple[str | int, ...], bad: Any) -> Call | None:
+def _parse_list(
+    items: object,
+    key: str,
+    what: str,
+    parse_one: Callable[[object, tuple[str | int, ...], Bad], T | None],
+    bad: Bad,
+) -> list[T]:
+    """The valid items of the list ``raw[key]`` (at most ``MAX_EVENTS``)."""
+    if not isinstance(items, list):
+        bad((key,), f"expected a list of {what}")
+        return []
+    if len(items) > MAX_EVENTS:
+        bad((key,), f"more than {MAX_EVENTS} events ({len(items)})")
+        return []
+    out: list[T] = []
+    for i, e in enumerate(items):
+        item = parse_one(e, (key, i), bad)
+        if item is not None:
+            out.append(item)
+    return out
+
+
+_CALL_FIELDS = frozenset(
+    (
+        *("t_ms", "endpoint", "call", "bytes", "how"),
+        *("backlog", "queued", "half_open", "nonblock", "keepalive"),
+    )
+)
+_LISTEN_FIELDS = ("backlog", "queued", "half_open")  # each an integer 0 to 4096
+_FLAG_CALLS = {"nonblock": ("connect",), "keepalive": ("connect", "accept")}
+
+
+def _parse_call(e: object, loc: tuple[str | int, ...], bad: Bad) -> Call | None:
     if not isinstance(e, dict):
         bad(loc, "expected an object")
         return None
     d: dict[str, Any] = e
     ok = True
-    allowed = {"t_ms", "endpoint", "call", "bytes", "how", "backlog", "queued", "half_open"}
-    allowed |= {"nonblock", "keepalive"}
     for k in d:
-        if k not in allowed:
+        if k not in _CALL_FIELDS:
             bad((*loc, str(k)), "unknown field")
             ok = False
     t: Any = d.get("t_ms")
-    if not _num(t):
-        bad((*loc, "t_ms"), "expected a number of milliseconds")
-        ok = False
-    elif t < 0:
-        bad((*loc, "t_ms"), "negative time")
-        ok = False
-    elif t > MAX_UNTIL_MS:
-        bad((*loc, "t_ms"), "after 1 hour")
-        ok = False
+    ok &= _check_time(t, loc, bad)
     ep: Any = d.get("endpoint")
     if ep not in ENDPOINTS:
         bad((*loc, "endpoint"), f"unknown endpoint {_short(ep)} (client or server)")
@@ -207,47 +213,25 @@ def _parse_call(e: object, loc: tuple[str | int, ...], bad: Any) -> Call | None:
     if call not in CALLS:
         bad((*loc, "call"), f"unknown call {_short(call)}")
         return None
-    nbytes: Any = d.get("bytes")
-    if call == "send":
-        if not _int(nbytes) or not 1 <= nbytes <= MAX_BYTES:
-            bad((*loc, "bytes"), f"send needs bytes, 1 to {MAX_BYTES}")
-            ok = False
-    elif call == "recv":
-        if nbytes is not None and (not _int(nbytes) or not 1 <= nbytes <= MAX_BYTES):
-            bad((*loc, "bytes"), f"expected 1 to {MAX_BYTES}")
-            ok = False
-    elif nbytes is not None:
-        bad((*loc, "bytes"), f"{call} takes no bytes")
-        ok = False
+    ok &= _check_bytes(call, d.get("bytes"), loc, bad)
     how: Any = d.get("how")
-    if call == "shutdown":
-        if how not in HOWS:
-            bad((*loc, "how"), "expected SHUT_RD, SHUT_WR or SHUT_RDWR")
-            ok = False
-    elif how is not None:
+    if call == "shutdown" and how not in HOWS:
+        bad((*loc, "how"), "expected SHUT_RD, SHUT_WR or SHUT_RDWR")
+        ok = False
+    elif call != "shutdown" and how is not None:
         bad((*loc, "how"), f"{call} takes no how")
         ok = False
-    backlog: Any = d.get("backlog")
-    queued: Any = d.get("queued", 0)
-    half_open: Any = d.get("half_open", 0)
-    for key, val, top in (("backlog", backlog, 4096), ("queued", queued, 4096)):
+    for key in _LISTEN_FIELDS:
         if key not in d:
             continue
         if call != "listen":
             bad((*loc, key), f"only listen takes {key}")
             ok = False
-        elif not _int(val) or not 0 <= val <= top:
-            bad((*loc, key), f"expected an integer 0 to {top}")
-            ok = False
-    if "half_open" in d:
-        if call != "listen":
-            bad((*loc, "half_open"), "only listen takes half_open")
-            ok = False
-        elif not _int(half_open) or not 0 <= half_open <= 4096:
-            bad((*loc, "half_open"), "expected an integer 0 to 4096")
+        elif not _int(d[key]) or not 0 <= d[key] <= 4096:
+            bad((*loc, key), "expected an integer 0 to 4096")
             ok = False
     flags: dict[str, bool] = {}
-    for key, calls_ok in (("nonblock", ("connect",)), ("keepalive", ("connect", "accept"))):
+    for key, calls_ok in _FLAG_CALLS.items():
         v: Any = d.get(key, False)
         if not isinstance(v, bool):
             bad((*loc, key), "expected true or false")
@@ -263,17 +247,43 @@ def _parse_call(e: object, loc: tuple[str | int, ...], bad: Any) -> Call | None:
         t_ms=float(t),
         endpoint=str(ep),
         call=str(call),
-        bytes=nbytes,
+        bytes=d.get("bytes"),
         how=how,
-        backlog=backlog,
-        queued=queued or 0,
-        half_open=half_open or 0,
+        backlog=d.get("backlog"),
+        queued=d.get("queued", 0) or 0,
+        half_open=d.get("half_open", 0) or 0,
         nonblock=flags["nonblock"],
         keepalive=flags["keepalive"],
     )
 
 
-def _parse_net(e: object, loc: tuple[str | int, ...], bad: Any) -> NetEvent | None:
+def _check_time(t: Any, loc: tuple[str | int, ...], bad: Bad) -> bool:
+    if not _num(t):
+        bad((*loc, "t_ms"), "expected a number of milliseconds")
+    elif t < 0:
+        bad((*loc, "t_ms"), "negative time")
+    elif t > MAX_UNTIL_MS:
+        bad((*loc, "t_ms"), "after 1 hour")
+    else:
+        return True
+    return False
+
+
+def _check_bytes(call: str, nbytes: Any, loc: tuple[str | int, ...], bad: Bad) -> bool:
+    """send needs a byte count, recv may have one (at most), other calls take none."""
+    in_range = _int(nbytes) and 1 <= nbytes <= MAX_BYTES
+    if call == "send" and not in_range:
+        bad((*loc, "bytes"), f"send needs bytes, 1 to {MAX_BYTES}")
+    elif call == "recv" and nbytes is not None and not in_range:
+        bad((*loc, "bytes"), f"expected 1 to {MAX_BYTES}")
+    elif call not in ("send", "recv") and nbytes is not None:
+        bad((*loc, "bytes"), f"{call} takes no bytes")
+    else:
+        return True
+    return False
+
+
+def _parse_net(e: object, loc: tuple[str | int, ...], bad: Bad) -> NetEvent | None:
     if not isinstance(e, dict) or len(e) != 1:
         bad(loc, "expected one of drop, delay, duplicate, reorder")
         return None
@@ -313,7 +323,7 @@ def _parse_net(e: object, loc: tuple[str | int, ...], bad: Any) -> NetEvent | No
     return NetEvent(kind=kind, src=str(src), nth=nth, count=count, ms=float(ms))
 
 
-def _parse_sysctl(raw: object, bad: Any) -> Sysctls:
+def _parse_sysctl(raw: object, bad: Bad) -> Sysctls:
     if not isinstance(raw, dict):
         bad(("sysctl",), "expected an object")
         return Sysctls()

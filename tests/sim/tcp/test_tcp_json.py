@@ -8,7 +8,7 @@ import pytest
 from tcphelp import EX, run_preset
 
 from app.sim.core.i18n import Message
-from app.sim.tcp.model import LINUX_STATES, RFC_STATES
+from app.sim.tcp.sock import LINUX_STATES, RFC_STATES
 
 
 @pytest.mark.parametrize("slug", [p.slug for p in EX.presets])

@@ -9,8 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tcphelp import EX
 
-from app.sim.tcp.model import LINUX_STATES, RFC_STATES
 from app.sim.tcp.params import CALLS, HOWS
+from app.sim.tcp.sock import LINUX_STATES, RFC_STATES
 from app.sim.tcp.state import TcpState
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from tcphelp import OPEN, c, returns, run, segments, transitions
 
-from app.sim.tcp.model import RTO_MAX
+from app.sim.tcp.sock import RTO_MAX
 
 
 def test_rto_backoff_doubles_caps_and_gives_up() -> None:

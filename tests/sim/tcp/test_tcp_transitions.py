@@ -378,7 +378,7 @@ def test_transition(
 
 def test_rfc_names_of_transitions_follow_the_state_map() -> None:
     """Every transition's RFC names are RFC 9293 names (TCP_NEW_SYN_RECV shows as SYN_RECEIVED)."""
-    from app.sim.tcp.model import RFC_STATES
+    from app.sim.tcp.sock import RFC_STATES
 
     for r in ROWS:
         for t in transitions(run(r[2])):

@@ -10,6 +10,7 @@ from typing import Any
 from app.sim.core import msg
 from app.sim.tcp import TcpExplainer
 from app.sim.tcp.params import CALLS, ENDPOINTS, HOWS, MAX_EVENTS
+from app.sim.tcp.state import TcpState
 from app.web.editor import EditorSpec, FieldSpec, Group, Rows
 from app.web.explainers.tcp.picture import picture
 from app.web.plugin import Thumbnail, WebView
@@ -105,7 +106,7 @@ EDITOR = TcpEditorSpec(
 
 SIM = TcpExplainer()
 
-VIEW = WebView(
+VIEW: WebView[TcpState, None] = WebView(
     picture=picture,
     scripts=("/static/explainers/tcp/view.js",),
     editor=EDITOR,

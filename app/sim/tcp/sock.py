@@ -1,0 +1,368 @@
+"""The kernel objects of one TCP connection, and the segments between them.
+
+Each endpoint owns the objects Linux would: a listener (``TCP_LISTEN``, ``struct
+inet_connection_sock`` with its accept and SYN queues, include/net/inet_connection_sock.h),
+request socks (``TCP_NEW_SYN_RECV``, ``struct request_sock``, include/net/request_sock.h), full
+sockets (``struct tcp_sock``, include/linux/tcp.h), and a timewait mini-socket (``struct
+inet_timewait_sock``, include/net/inet_timewait_sock.h) whose ``tw_substate`` is
+``TCP_FIN_WAIT2`` or ``TCP_TIME_WAIT``. There is one 4-tuple (client port to server port), so
+each endpoint's established-hash slot (``ehash``) holds at most one object. Constants are
+include/net/tcp.h's, in ms (CONFIG_HZ=1000).
+
+Simplifications (each keeps the state machine faithful, not the byte-level details): sequence
+numbers are not wrapped mod 2**32; no TCP options (no timestamps, SACK or window scaling); the
+receive window is the free receive buffer; congestion control is slow start from 10 segments
+and 1 segment after an RTO; the send buffer is unbounded (send never blocks).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from app.sim.core.events import Timer
+from app.sim.core.tcp import TCP_INIT_CWND, RttEstimator
+from app.sim.tcp.params import Call
+from app.sim.tcp.state import SegmentState, TimerState
+
+if TYPE_CHECKING:
+    from app.sim.tcp.driver import Sim
+
+# --- constants (include/net/tcp.h, CONFIG_HZ=1000), in ms --------------------------------------
+RTO_INIT = 1000.0  # TCP_TIMEOUT_INIT
+RTO_MIN = 200.0  # TCP_RTO_MIN
+RTO_MAX = 120_000.0  # TCP_RTO_MAX
+RTO_FALLBACK = 3000.0  # TCP_TIMEOUT_FALLBACK
+TIMEWAIT_LEN = 60_000.0  # TCP_TIMEWAIT_LEN
+ATO_MIN = 40.0  # TCP_ATO_MIN = TCP_DELACK_MIN
+DELACK_MAX = 200.0  # TCP_DELACK_MAX
+MAX_QUICKACKS = 16  # TCP_MAX_QUICKACKS
+INVALID_RATELIMIT = 500.0  # net.ipv4.tcp_invalid_ratelimit
+TW_ISN_GAP = 65535 + 2  # tcp_timewait_state_process: isn = tw_snd_nxt + 65535 + 2
+
+RFC_NAME = {
+    "CLOSE": "CLOSED",
+    "LISTEN": "LISTEN",
+    "SYN_SENT": "SYN_SENT",
+    "SYN_RECV": "SYN_RECEIVED",
+    "NEW_SYN_RECV": "SYN_RECEIVED",
+    "ESTABLISHED": "ESTABLISHED",
+    "FIN_WAIT1": "FIN_WAIT_1",
+    "FIN_WAIT2": "FIN_WAIT_2",
+    "CLOSE_WAIT": "CLOSE_WAIT",
+    "CLOSING": "CLOSING",
+    "LAST_ACK": "LAST_ACK",
+    "TIME_WAIT": "TIME_WAIT",
+}
+RFC_STATES = frozenset(RFC_NAME.values())
+LINUX_STATES = frozenset("TCP_" + s for s in RFC_NAME)
+
+EV_ARRIVE, EV_TIMER, EV_CALL = 0, 1, 2
+
+
+class Seg:
+    """A segment on the wire."""
+
+    __slots__ = (
+        "ack",
+        "arrive_ms",
+        "dst",
+        "flags",
+        "id",
+        "kind",
+        "length",
+        "lost",
+        "nth",
+        "sent_ms",
+        "seq",
+        "src",
+        "window",
+    )
+
+    def __init__(
+        self,
+        *,
+        id: int,
+        src: str,
+        dst: str,
+        flags: tuple[str, ...],
+        seq: int,
+        ack: int,
+        length: int,
+        window: int,
+        kind: str,
+        sent_ms: float,
+    ) -> None:
+        self.id = id
+        self.src = src
+        self.dst = dst
+        self.flags = flags
+        self.seq = seq
+        self.ack = ack
+        self.length = length
+        self.window = window
+        self.kind = kind
+        self.sent_ms = sent_ms
+        self.nth = 0
+        self.lost = False
+        self.arrive_ms: float | None = None
+
+    @property
+    def syn(self) -> bool:
+        return "SYN" in self.flags
+
+    @property
+    def fin(self) -> bool:
+        return "FIN" in self.flags
+
+    @property
+    def rst(self) -> bool:
+        return "RST" in self.flags
+
+    @property
+    def has_ack(self) -> bool:
+        return "ACK" in self.flags
+
+    @property
+    def end_seq(self) -> int:
+        return self.seq + self.length + (1 if self.syn else 0) + (1 if self.fin else 0)
+
+    def as_state(self) -> SegmentState:
+        return {
+            "id": self.id,
+            "src": self.src,
+            "dst": self.dst,
+            "nth": self.nth,
+            "flags": list(self.flags),
+            "seq": self.seq,
+            "ack": self.ack if self.has_ack else 0,
+            "len": self.length,
+            "window": self.window,
+            "lost": self.lost,
+            "sent_ms": self.sent_ms,
+            "arrive_ms": self.arrive_ms,
+            "kind": self.kind,
+        }
+
+
+class OutSeg:
+    """One transmitted, not yet acknowledged segment in the retransmission queue."""
+
+    __slots__ = ("end", "first_ms", "length", "lost", "retrans", "seq", "syn", "fin")
+
+    def __init__(self, seq: int, length: int, syn: bool, fin: bool, now: float) -> None:
+        self.seq = seq
+        self.length = length
+        self.syn = syn
+        self.fin = fin
+        self.end = seq + length + (1 if syn else 0) + (1 if fin else 0)
+        self.first_ms = now
+        self.retrans = 0
+        self.lost = False
+
+
+class Obj:
+    """A kernel object with timers: listener, request sock, socket or timewait sock."""
+
+    kind = "sock"
+
+    def __init__(self, sim: Sim, ep: Endpoint, state: str) -> None:
+        self.sim = sim
+        self.ep = ep
+        self.state = state
+        self.timers: dict[str, Timer] = {}
+        self.oow_last: float | None = None  # last_oow_ack_time
+        sim.obj_ids += 1
+        self.id = sim.obj_ids
+
+    def timer(self, name: str) -> Timer:
+        t = self.timers.get(name)
+        if t is None:
+            t = Timer(self.sim.q, EV_TIMER, (self, name))
+            self.timers[name] = t
+        return t
+
+    def arm(self, name: str, at: float) -> None:
+        self.timer(name).arm(at)
+
+    def stop(self, name: str) -> None:
+        t = self.timers.get(name)
+        if t is not None:
+            t.stop()
+
+    def stop_all(self) -> None:
+        for t in self.timers.values():
+            t.stop()
+
+    def armed(self) -> list[TimerState]:
+        return [
+            {"name": n, "deadline_ms": round(t.deadline, 3)}
+            for n, t in sorted(self.timers.items())
+            if t.deadline is not None
+        ]
+
+    def oow_limited(self, now: float) -> bool:
+        """__tcp_oow_rate_limited: at most one out-of-window reply per tcp_invalid_ratelimit."""
+        if self.oow_last is not None and 0 <= now - self.oow_last < INVALID_RATELIMIT:
+            return True
+        self.oow_last = now
+        return False
+
+
+class Listener(Obj):
+    kind = "listener"
+
+    def __init__(self, sim: Sim, ep: Endpoint, backlog: int, queued: int, half_open: int):
+        super().__init__(sim, ep, "LISTEN")
+        self.backlog = backlog  # sk_max_ack_backlog
+        self.accept_q: list[Sock] = []
+        self.phantom_accept = queued  # other clients' connections waiting in the accept queue
+        self.reqs: list[Req] = []
+        self.phantom_syn = half_open  # half-open requests from a SYN flood
+        self.cookies: dict[int, int] = {}  # cookie ISN -> peer's ISN
+        self.held = True
+
+    @property
+    def ack_backlog(self) -> int:
+        return len(self.accept_q) + self.phantom_accept
+
+    @property
+    def qlen(self) -> int:
+        return len(self.reqs) + self.phantom_syn
+
+    def acceptq_full(self) -> bool:
+        return self.ack_backlog > self.backlog  # sk_acceptq_is_full: strictly greater
+
+    def reqsk_queue_full(self) -> bool:
+        return self.qlen >= self.backlog  # inet_csk_reqsk_queue_is_full
+
+
+class Req(Obj):
+    kind = "request_sock"
+
+    def __init__(self, sim: Sim, ep: Endpoint, lsn: Listener, iss: int, irs: int, wnd: int):
+        super().__init__(sim, ep, "NEW_SYN_RECV")
+        self.listener = lsn
+        self.iss = iss
+        self.irs = irs
+        self.rcv_nxt = irs + 1
+        self.snd_wnd = wnd
+        self.num_timeout = 0
+        self.acked = False
+        self.born_ms = sim.now
+
+
+class TimeWait(Obj):
+    kind = "timewait_sock"
+
+    def __init__(self, sim: Sim, ep: Endpoint, sk: Sock, substate: str) -> None:
+        super().__init__(sim, ep, "TIME_WAIT")
+        self.substate = substate
+        self.snd_nxt = sk.snd_nxt
+        self.rcv_nxt = sk.rcv_nxt
+        self.rcv_wnd = sk.adv_window()
+        self.iss = sk.iss
+        self.irs = sk.irs
+
+
+class Sock(Obj):
+    kind = "sock"
+
+    def __init__(self, sim: Sim, ep: Endpoint) -> None:
+        super().__init__(sim, ep, "CLOSE")
+        self.held = True  # the script holds a descriptor
+        self.dead = False  # SOCK_DEAD: orphaned by close()
+        self.ever_connected = False
+        self.iss = 0
+        self.irs = 0
+        self.snd_una = 0
+        self.snd_nxt = 0
+        self.write_seq = 0  # next sequence number to queue (data end, + 1 once a FIN is queued)
+        self.fin_queued = False
+        self.rcv_nxt = 0
+        self.rcv_wup = 0
+        self.rcv_wnd = sim.p.rcvbuf
+        self.snd_wnd = 0
+        self.snd_wl1 = 0
+        self.recv_q = 0
+        self.ooo: list[tuple[int, int, bool]] = []
+        self.rtx: list[OutSeg] = []
+        self.rcv_shut = False
+        self.snd_shut = False
+        self.sock_done = False
+        self.syn_retrans = 0  # retransmissions of our SYN (or SYN-ACK) in the handshake  # SOCK_DONE: the peer's FIN arrived (recv returns 0 first)
+        self.err: str | None = None
+        self.rtt = RttEstimator()
+        self.rto = RTO_INIT
+        self.backoff = 0
+        self.retransmits = 0
+        self.retrans_stamp: float | None = None
+        self.cwnd = TCP_INIT_CWND
+        self.dupacks = 0
+        self.quick = 0
+        self.ato = 0.0
+        self.pingpong = False
+        self.ack_sched = False
+        self.ack_now = False
+        self.lrcvtime = 0.0
+        self.rcv_tstamp = 0.0
+        self.probes_out = 0
+        self.keepalive = False
+        self.linger0 = False
+        self.nonblock = False
+        self.listener: Listener | None = None
+
+    # --- derived -------------------------------------------------------------------------
+    def adv_window(self) -> int:
+        """The window to advertise: free receive buffer, never shrinking the right edge."""
+        free = max(0, self.sim.p.rcvbuf - self.recv_q - sum(n for _, n, _ in self.ooo))
+        return max(free, self.rcv_wup + self.rcv_wnd - self.rcv_nxt, 0)
+
+    def receive_window(self) -> int:
+        """tcp_receive_window: what is left of the last advertised window."""
+        return max(0, self.rcv_wup + self.rcv_wnd - self.rcv_nxt)
+
+    @property
+    def packets_out(self) -> int:
+        return len(self.rtx)
+
+    @property
+    def data_end(self) -> int:
+        return self.write_seq - (1 if self.fin_queued else 0)
+
+    def unsent(self) -> int:
+        return max(0, self.data_end - max(self.snd_nxt, self.iss + 1))
+
+    def has_unsent(self) -> bool:
+        """Data or a queued FIN not sent yet."""
+        return self.unsent() > 0 or (self.fin_queued and self.snd_nxt < self.write_seq)
+
+
+class Endpoint:
+    def __init__(self, sim: Sim, name: str, peer: str, iss: int) -> None:
+        self.sim = sim
+        self.name = name
+        self.peer = peer
+        self.iss_base = iss
+        self.iss_count = 0
+        self.listener: Listener | None = None
+        self.ehash: Sock | Req | TimeWait | None = None
+        self.fd: Sock | None = None  # the connection socket the script holds
+        self.waiting: list[Call] = []
+        self.blocked: Call | None = None
+        self.sent = 0  # segments sent so far (for nth)
+
+    def next_iss(self) -> int:
+        iss = self.iss_base + self.iss_count * 1_000_000
+        self.iss_count += 1
+        return iss
+
+    def objects(self) -> list[Obj]:
+        objs: list[Obj] = []
+        if self.listener is not None:
+            objs.append(self.listener)
+            objs.extend(self.listener.reqs)
+        if self.ehash is not None and self.ehash not in objs:
+            objs.append(self.ehash)
+        if self.fd is not None and self.fd not in objs:
+            objs.append(self.fd)
+        return objs

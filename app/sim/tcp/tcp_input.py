@@ -1,0 +1,612 @@
+"""Segment processing after ``net/ipv4/tcp_input.c``: a SYN at the listener
+(``tcp_conn_request``), ``tcp_rcv_synsent_state_process``, and ``tcp_rcv_state_process`` for the
+synchronized states: ``tcp_validate_incoming`` (RFC 5961), ``tcp_ack`` (``tcp_clean_rtx_queue``,
+window update, fast retransmit, ``tcp_ack_probe``), ``tcp_data_queue``, ``tcp_fin``, ``tcp_reset``
+and the ACK decision (``__tcp_ack_snd_check``, ``tcp_event_data_recv``, quick-ACK mode).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from app.sim.core.i18n import Message, msg
+from app.sim.tcp import calls, tcp_ipv4, tcp_minisocks, tcp_output
+from app.sim.tcp.sock import (
+    ATO_MIN,
+    DELACK_MAX,
+    MAX_QUICKACKS,
+    RTO_FALLBACK,
+    RTO_INIT,
+    RTO_MAX,
+    RTO_MIN,
+    Endpoint,
+    Listener,
+    Req,
+    Seg,
+    Sock,
+)
+
+if TYPE_CHECKING:
+    from app.sim.tcp.driver import Sim
+
+
+def tcp_reset(sim: Sim, sk: Sock, seg: Seg) -> None:
+    """tcp_reset: the error the program sees, then tcp_done."""
+    err = {"SYN_SENT": "ECONNREFUSED", "CLOSE_WAIT": "EPIPE"}.get(sk.state, "ECONNRESET")
+    if sk.state == "CLOSE":
+        return
+    if not sk.dead:
+        sk.err = err
+    sim.note(
+        msg(
+            "{ep} accepts the RST: {st} becomes TCP_CLOSE; pending error {err}.",
+            ep=sk.ep.name,
+            st="TCP_" + sk.state,
+            err=err,
+        ),
+        "tcp_reset",
+    )
+    sim.set_state(sk, "CLOSE", "RST received", "tcp_reset")
+    calls.done(sim, sk, "RST", "tcp_reset", already=True)
+
+
+def rcv_listen(sim: Sim, ep: Endpoint, lsn: Listener, seg: Seg, tw_isn: int = 0) -> None:
+    if seg.rst:
+        sim.note(msg("The listener ignores a RST."), "tcp_rcv_state_process")
+        return
+    if seg.has_ack and not seg.syn:
+        peer_iss = lsn.cookies.get(seg.ack - 1)
+        if peer_iss is not None and seg.seq == peer_iss + 1:
+            tcp_minisocks.cookie_child(sim, ep, lsn, seg, peer_iss)
+            return
+        sim.note(
+            msg("An ACK reaches the listener without a request: RST."), "tcp_rcv_state_process"
+        )
+        tcp_ipv4.reply_reset(
+            sim, ep, seg, msg("The listener answers an unexpected ACK with a RST.")
+        )
+        return
+    if seg.has_ack:
+        tcp_ipv4.reply_reset(sim, ep, seg, msg("The listener answers a SYN+ACK with a RST."))
+        return
+    if not seg.syn:
+        return
+    sim.note(
+        msg(
+            "A SYN reaches the listener.",
+        ),
+        "tcp_conn_request",
+    )
+    want_cookie = False
+    sc = sim.p.sysctl.tcp_syncookies
+    if (sc == 2 or lsn.reqsk_queue_full()) and not tw_isn:
+        if sc == 0:
+            sim.note(
+                msg(
+                    "The SYN queue is full ({q} of {b}) and syncookies are off: the SYN is "
+                    "dropped.",
+                    q=lsn.qlen,
+                    b=lsn.backlog,
+                ),
+                "tcp_syn_flood_action",
+            )
+            return
+        want_cookie = True
+        sim.note(
+            msg(
+                "The SYN queue is full ({q} of {b}): possible SYN flooding, sending a SYN "
+                "cookie instead of keeping a request sock.",
+                q=lsn.qlen,
+                b=lsn.backlog,
+            ),
+            "tcp_syn_flood_action",
+        )
+    if lsn.acceptq_full():
+        sim.note(
+            msg(
+                "The accept queue is full ({n} waiting, backlog {b}): the SYN is dropped "
+                "(ListenOverflows); the client will retransmit it.",
+                n=lsn.ack_backlog,
+                b=lsn.backlog,
+            ),
+            "tcp_conn_request",
+        )
+        return
+    if want_cookie:
+        iss = ep.next_iss() + 777
+        lsn.cookies[iss] = seg.seq
+        sim.xmit(
+            ep,
+            ("SYN", "ACK"),
+            iss,
+            seg.seq + 1,
+            0,
+            sim.p.rcvbuf,
+            "synack_cookie",
+            "tcp_v4_send_synack",
+            msg(
+                "{ep} sends SYN+ACK with a cookie as its ISN ({iss}); it keeps no state.",
+                ep=ep.name,
+                iss=iss,
+            ),
+        )
+        return
+    iss = tw_isn or ep.next_iss()
+    req = Req(sim, ep, lsn, iss, seg.seq, seg.window)
+    lsn.reqs.append(req)
+    ep.ehash = req
+    sim.transitions.append(
+        {
+            "endpoint": ep.name,
+            "object": "request_sock",
+            "object_id": req.id,
+            "from_state": "TCP_LISTEN",
+            "to_state": "TCP_NEW_SYN_RECV",
+            "rfc_from": "LISTEN",
+            "rfc_to": "SYN_RECEIVED",
+            "event": "SYN",
+            "function": "tcp_conn_request",
+        }
+    )
+    sim.note(
+        msg(
+            "A request sock (TCP_NEW_SYN_RECV) with ISS {iss} is hashed; the listener "
+            "itself stays in LISTEN.",
+            iss=iss,
+        ),
+        "inet_csk_reqsk_queue_hash_add",
+    )
+    req.arm("synack", sim.now + RTO_INIT)
+    tcp_ipv4.send_synack(sim, req, retrans=False)
+
+
+def rcv_synsent(sim: Sim, sk: Sock, seg: Seg) -> None:
+    """tcp_rcv_synsent_state_process."""
+    if seg.has_ack:
+        if seg.ack <= sk.iss or seg.ack > sk.snd_nxt:
+            if not seg.rst:
+                sim.note(
+                    msg("The ACK does not cover our SYN: answer with a RST."),
+                    "tcp_rcv_synsent_state_process",
+                )
+                tcp_ipv4.reply_reset(sim, sk.ep, seg, msg("SYN_SENT resets an unacceptable ACK."))
+            return
+        if seg.rst:
+            tcp_reset(sim, sk, seg)
+            return
+        if not seg.syn:
+            return
+        sk.irs = seg.seq
+        sk.rcv_nxt = seg.seq + 1
+        sk.rcv_wup = sk.rcv_nxt
+        sk.snd_wl1 = seg.seq
+        clean_rtx(sim, sk, seg.ack)
+        sk.snd_wnd = seg.window
+        sk.ever_connected = True
+        sim.set_state(sk, "ESTABLISHED", "SYN+ACK", "tcp_finish_connect")
+        init_transfer(sim, sk)
+        sim.note(
+            msg(
+                "{ep} gets SYN+ACK: IRS {irs}; the connection is ESTABLISHED.",
+                ep=sk.ep.name,
+                irs=seg.seq,
+            ),
+            "tcp_finish_connect",
+        )
+        sk.rcv_tstamp = sim.now
+        calls.arm_keepalive(sim, sk)
+        tcp_output.send_ack(sim, sk, "ack", "tcp_send_ack")
+        tcp_output.push(sim, sk)
+        return
+    if seg.rst:
+        return
+    if seg.syn:
+        sk.irs = seg.seq
+        sk.rcv_nxt = seg.seq + 1
+        sk.rcv_wup = sk.rcv_nxt
+        sk.snd_wnd = seg.window
+        sk.snd_wl1 = seg.seq
+        sim.set_state(sk, "SYN_RECV", "SYN (simultaneous open)", "tcp_rcv_synsent_state_process")
+        sim.note(
+            msg(
+                "Crossed SYNs (simultaneous open): {ep} moves to SYN_RECV and answers with "
+                "SYN+ACK.",
+                ep=sk.ep.name,
+            ),
+            "tcp_rcv_synsent_state_process",
+        )
+        sim.xmit(
+            sk.ep,
+            ("SYN", "ACK"),
+            sk.iss,
+            sk.rcv_nxt,
+            0,
+            sk.adv_window(),
+            "synack",
+            "tcp_send_synack",
+            msg(
+                "{ep} sends SYN+ACK seq={seq} ack={ack}.",
+                ep=sk.ep.name,
+                seq=sk.iss,
+                ack=sk.rcv_nxt,
+            ),
+        )
+        tcp_output.ack_sent(sim, sk)
+
+
+def rcv_sync(sim: Sim, sk: Sock, seg: Seg) -> None:
+    """tcp_rcv_state_process / tcp_rcv_established for the synchronized states: validate the
+    segment, take its ACK (and the state change that ACK completes), then its text."""
+    if not seg.has_ack and not seg.rst and not seg.syn:
+        return
+    if not validate_incoming(sim, sk, seg):
+        return
+    # step 5: the ACK field
+    if not rcv_ack(sim, sk, seg):
+        if sk.state == "SYN_RECV":
+            sim.note(msg("SYN_RECV gets an unacceptable ACK: one RST."), "tcp_rcv_state_process")
+            tcp_ipv4.reply_reset(sim, sk.ep, seg, msg("SYN_RECV resets an unacceptable ACK."))
+        elif sk.state != "ESTABLISHED":
+            challenge_ack(sim, sk, msg("An old or future ACK: challenge ACK."))
+        return
+    if not ack_state_change(sim, sk, seg):
+        return
+    # step 7: the segment text
+    if not rcv_text(sim, sk, seg):
+        return
+    if sk.state != "CLOSE" and sk.ep.ehash is sk:
+        tcp_output.push(sim, sk)
+        ack_snd_check(sim, sk)
+
+
+def _new_data(sk: Sock, seg: Seg) -> bool:
+    """The segment carries data beyond RCV.NXT."""
+    return seg.end_seq != seg.seq and seg.end_seq - (1 if seg.fin else 0) > sk.rcv_nxt
+
+
+def _reset_check(sk: Sock, seg: Seg) -> bool:
+    """tcp_reset_check: after the peer's FIN, a RST at RCV.NXT - 1 is accepted too."""
+    return sk.state in ("CLOSE_WAIT", "LAST_ACK", "CLOSING") and seg.seq == sk.rcv_nxt - 1
+
+
+def validate_incoming(sim: Sim, sk: Sock, seg: Seg) -> bool:
+    """tcp_validate_incoming (RFC 5961): the sequence check, then RST and SYN. False when the
+    segment stops here (answered, if at all, by a duplicate or challenge ACK, or a reset)."""
+    rwin = sk.receive_window()
+    if not (seg.end_seq >= sk.rcv_wup and seg.seq <= sk.rcv_nxt + rwin):
+        if not seg.rst:
+            if seg.syn:
+                challenge_ack(sim, sk, msg("A SYN outside the window: challenge ACK."))
+                return False
+            limited = (seg.length == 0 and not seg.fin) and sk.oow_limited(sim.now)
+            if not limited:
+                sim.note(
+                    msg("The segment is outside the receive window: a duplicate ACK answers it."),
+                    "tcp_validate_incoming",
+                )
+                tcp_output.send_ack(sim, sk, "dupack", "tcp_send_dupack")
+        elif _reset_check(sk, seg):
+            tcp_reset(sim, sk, seg)
+        else:
+            sim.note(msg("A RST outside the window is ignored."), "tcp_validate_incoming")
+        return False
+    if seg.rst:
+        if seg.seq == sk.rcv_nxt or _reset_check(sk, seg):
+            tcp_reset(sim, sk, seg)
+        else:
+            challenge_ack(
+                sim,
+                sk,
+                msg(
+                    "A RST inside the window but not at RCV.NXT: challenge ACK "
+                    "(RFC 5961 3.2), the connection survives."
+                ),
+            )
+        return False
+    if seg.syn:
+        challenge_ack(
+            sim, sk, msg("A SYN on a synchronized connection: challenge ACK (RFC 5961 4.2).")
+        )
+        return False
+    return True
+
+
+def ack_state_change(sim: Sim, sk: Sock, seg: Seg) -> bool:
+    """tcp_rcv_state_process's switch on the state once the ACK is accepted: SYN_RECV becomes
+    ESTABLISHED; the ACK of our FIN moves FIN_WAIT1, CLOSING and LAST_ACK on. False when the
+    socket is gone (or has handed over to a timewait sock)."""
+    st = sk.state
+    if st == "SYN_RECV":
+        sk.ever_connected = True
+        sim.set_state(sk, "ESTABLISHED", "ACK", "tcp_rcv_state_process")
+        init_transfer(sim, sk)
+        sim.note(
+            msg(
+                "{ep}: the handshake's ACK arrives; TCP_SYN_RECV becomes TCP_ESTABLISHED.",
+                ep=sk.ep.name,
+            ),
+            "tcp_child_process" if sk.listener else "tcp_rcv_state_process",
+        )
+        sk.snd_wnd = seg.window
+        sk.rcv_tstamp = sim.now
+        if sk.held:
+            calls.arm_keepalive(sim, sk)
+        return True
+    fin_acked = sk.snd_una == sk.write_seq
+    if st == "FIN_WAIT1" and sk.fin_queued and fin_acked:
+        sim.set_state(sk, "FIN_WAIT2", "ACK of FIN", "tcp_rcv_state_process")
+        sk.snd_shut = True
+        sim.note(
+            msg("Our FIN is acknowledged: FIN_WAIT1 becomes FIN_WAIT2."),
+            "tcp_rcv_state_process",
+        )
+        if not sk.dead:
+            return True
+        if _new_data(sk, seg):
+            sim.note(
+                msg("Data arrives after close(): the socket is destroyed."),
+                "tcp_rcv_state_process",
+            )
+            calls.done(sim, sk, "data after close", "tcp_done")
+            tcp_ipv4.reply_reset(sim, sk.ep, seg, msg("Data after close(): RST."))
+            return False
+        return not calls.orphan_fin_wait2(sim, sk, seg)
+    if st == "CLOSING" and fin_acked:
+        sim.note(msg("Our FIN is acknowledged in CLOSING: TIME_WAIT."), "tcp_rcv_state_process")
+        tcp_minisocks.time_wait(sim, sk, "TIME_WAIT", 0)
+        return False
+    if st == "LAST_ACK" and fin_acked:
+        sim.note(msg("The last ACK arrives: LAST_ACK becomes CLOSED."), "tcp_rcv_state_process")
+        calls.done(sim, sk, "ACK of FIN", "tcp_done")
+        return False
+    return True
+
+
+def rcv_text(sim: Sim, sk: Sock, seg: Seg) -> bool:
+    """Step 7, the segment text: queued in the states that still receive; after the peer's FIN
+    it is ignored, and new data after shutdown(SHUT_RD) resets. False when it reset."""
+    st = sk.state
+    if st in ("CLOSE_WAIT", "CLOSING", "LAST_ACK") and seg.seq >= sk.rcv_nxt:
+        return True
+    if st not in ("FIN_WAIT1", "FIN_WAIT2", "ESTABLISHED", "CLOSE_WAIT", "CLOSING", "LAST_ACK"):
+        return True
+    if st in ("FIN_WAIT1", "FIN_WAIT2") and sk.rcv_shut and _new_data(sk, seg):
+        sim.note(
+            msg("New data after the receive side was shut: RFC 1122 says reset."),
+            "tcp_rcv_state_process",
+        )
+        tcp_reset(sim, sk, seg)
+        tcp_ipv4.reply_reset(sim, sk.ep, seg, msg("Data after shutdown: RST."))
+        return False
+    data_queue(sim, sk, seg)
+    return True
+
+
+def challenge_ack(sim: Sim, sk: Sock, why: Message) -> None:
+    sim.note(why, "tcp_send_challenge_ack")
+    if sk.oow_limited(sim.now):
+        sim.note(msg("Rate limited: no challenge ACK this time."))
+        return
+    tcp_output.send_ack(sim, sk, "challenge_ack", "tcp_send_challenge_ack")
+
+
+def init_transfer(sim: Sim, sk: Sock) -> None:
+    """tcp_init_transfer / tcp_init_metrics: no RTT sample from a retransmitted handshake
+    resets the RTO to TCP_TIMEOUT_FALLBACK (3 s, RFC 6298 5.7); more than one handshake
+    retransmission starts with a congestion window of 1."""
+    if sk.rtt.srtt_us == 0:
+        sk.rto = RTO_FALLBACK
+        sim.note(
+            msg(
+                "The handshake was retransmitted, so there is no RTT sample: the RTO "
+                "falls back to 3 s."
+            ),
+            "tcp_init_metrics",
+        )
+    if sk.syn_retrans > 1:
+        sk.cwnd = 1
+
+
+def clean_rtx(sim: Sim, sk: Sock, ack: int) -> int:
+    """Drop acknowledged segments; one RTT sample from the newest never-retransmitted."""
+    acked = [o for o in sk.rtx if o.end <= ack]
+    if not acked:
+        return 0
+    sk.rtx = [o for o in sk.rtx if o.end > ack]
+    fresh = [o for o in acked if o.retrans == 0]
+    if fresh:
+        m = max(1, int(round((sim.now - fresh[-1].first_ms) * 1000)))
+        sk.rtt.sample(m, ack, sk.snd_nxt)
+        sk.rto = max(min(sk.rtt.rto_s * 1000, RTO_MAX), RTO_MIN)
+    sk.snd_una = ack
+    sk.backoff = 0
+    sk.retransmits = 0
+    sk.retrans_stamp = None
+    sk.dupacks = 0
+    sk.cwnd += len(acked) if not any(o.syn for o in acked) else 0
+    sk.stop("retransmit")
+    if sk.rtx:
+        sk.arm("retransmit", sim.now + sk.rto)
+    return len(acked)
+
+
+def rcv_ack(sim: Sim, sk: Sock, seg: Seg) -> bool:
+    """tcp_ack: False when the ACK is not acceptable."""
+    ack = seg.ack
+    if ack < sk.snd_una:
+        return sk.state == "ESTABLISHED"  # old ACK: ignored (tcp_ack returns 0)
+    if ack > sk.snd_nxt:
+        return False
+    sk.probes_out = 0
+    sk.rcv_tstamp = sim.now
+    prior = sk.snd_una
+    n = clean_rtx(sim, sk, ack)
+    if ack > prior or seg.seq > sk.snd_wl1 or (seg.seq == sk.snd_wl1 and seg.window > sk.snd_wnd):
+        if seg.window != sk.snd_wnd:
+            sk.snd_wnd = seg.window
+        sk.snd_wl1 = seg.seq
+    sk.snd_una = max(sk.snd_una, ack)
+    if n == 0 and sk.rtx and seg.length == 0 and not seg.fin and ack == prior:
+        sk.dupacks += 1
+        if sk.dupacks == 3:
+            sim.note(
+                msg("Three duplicate ACKs: fast retransmit of seq={seq}.", seq=sk.rtx[0].seq),
+                "tcp_fastretrans_alert",
+            )
+            tcp_output.retransmit(sim, sk, sk.rtx[0], "fast")
+    if not sk.rtx and sk.timer("probe0").armed:
+        if sk.unsent() == 0 or sk.snd_una + sk.snd_wnd > sk.snd_nxt:
+            sk.stop("probe0")
+            sk.backoff = 0
+            sk.probes_out = 0
+            sim.note(
+                msg("The window is open again ({w} bytes): probing stops.", w=sk.snd_wnd),
+                "tcp_ack_probe",
+            )
+    return True
+
+
+def data_queue(sim: Sim, sk: Sock, seg: Seg) -> None:
+    """tcp_data_queue: in-order data and FIN, out-of-order, old and out-of-window."""
+    if seg.length == 0 and not seg.fin:
+        return
+    if seg.seq == sk.rcv_nxt:
+        if sk.receive_window() == 0 and seg.length > 0:
+            sim.note(
+                msg("The receive window is zero: the data is dropped and ACKed at once."),
+                "tcp_data_queue",
+            )
+            quickack(sim, sk)
+            sk.ack_now = True
+            sk.ack_sched = True
+            return
+        accept_data(sim, sk, seg.seq, seg.length, seg.fin)
+        while sk.ooo:
+            sk.ooo.sort()
+            s, n, f = sk.ooo[0]
+            if s > sk.rcv_nxt:
+                break
+            sk.ooo.pop(0)
+            if s + n + (1 if f else 0) > sk.rcv_nxt:
+                cut = sk.rcv_nxt - s
+                accept_data(sim, sk, sk.rcv_nxt, n - cut, f)
+            if not sk.ooo:
+                sk.ack_now = True
+        return
+    if seg.end_seq <= sk.rcv_nxt:
+        sim.note(msg("Old data (a retransmission): ACK at once."), "tcp_data_queue")
+        quickack(sim, sk)
+        sk.ack_sched = True
+        sk.ack_now = True
+        return
+    if seg.seq >= sk.rcv_nxt + sk.receive_window():
+        sim.note(msg("Beyond the window (a zero-window probe?): ACK at once."), "tcp_data_queue")
+        quickack(sim, sk)
+        sk.ack_sched = True
+        sk.ack_now = True
+        return
+    if seg.seq < sk.rcv_nxt:
+        cut = sk.rcv_nxt - seg.seq
+        accept_data(sim, sk, sk.rcv_nxt, seg.length - cut, seg.fin)
+        return
+    sim.note(
+        msg(
+            "Out of order: seq {seq} while {nxt} is expected; queued and ACKed at once.",
+            seq=seg.seq,
+            nxt=sk.rcv_nxt,
+        ),
+        "tcp_data_queue",
+    )
+    sk.ooo.append((seg.seq, seg.length, seg.fin))
+    sk.ack_sched = True
+    sk.ack_now = True
+
+
+def quickack(sim: Sim, sk: Sock) -> None:
+    qa = max(2, min(sim.p.rcvbuf // (2 * sim.p.mss), MAX_QUICKACKS))
+    sk.quick = max(sk.quick, qa)
+    sk.pingpong = False
+    sk.ato = ATO_MIN
+
+
+def accept_data(sim: Sim, sk: Sock, seq: int, n: int, fin: bool) -> None:
+    if n > 0:
+        sk.recv_q += n
+        sk.rcv_nxt = seq + n
+        sk.ack_sched = True
+        event_data_recv(sim, sk)
+        sim.note(
+            msg("{ep} queues {n} bytes; RCV.NXT = {nxt}.", ep=sk.ep.name, n=n, nxt=sk.rcv_nxt),
+            "tcp_data_queue",
+        )
+    if fin:
+        sk.rcv_nxt += 1
+        tcp_fin(sim, sk)
+
+
+def event_data_recv(sim: Sim, sk: Sock) -> None:
+    """tcp_event_data_recv: quick ACK at the start, then the delayed-ACK estimator."""
+    now = sim.now
+    if sk.ato == 0:
+        quickack(sim, sk)
+    else:
+        m = now - sk.lrcvtime
+        if m <= ATO_MIN / 2:
+            sk.ato = sk.ato / 2 + ATO_MIN / 2
+        elif m < sk.ato:
+            sk.ato = sk.ato / 2 + m
+            if sk.ato > sk.rto:
+                sk.ato = sk.rto
+        elif m > sk.rto:
+            qa = max(2, min(sim.p.rcvbuf // (2 * sim.p.mss), MAX_QUICKACKS))
+            sk.quick = max(sk.quick, qa)
+    sk.lrcvtime = now
+    sk.rcv_tstamp = now
+
+
+def tcp_fin(sim: Sim, sk: Sock) -> None:
+    sk.ack_sched = True
+    sk.rcv_shut = True
+    sk.sock_done = True
+    st = sk.state
+    if st in ("SYN_RECV", "ESTABLISHED"):
+        sim.set_state(sk, "CLOSE_WAIT", "FIN", "tcp_fin")
+        sk.pingpong = True
+        sim.note(
+            msg(
+                "{ep} gets the peer's FIN: CLOSE_WAIT; recv() will return 0 once the "
+                "queue is read.",
+                ep=sk.ep.name,
+            ),
+            "tcp_fin",
+        )
+    elif st == "FIN_WAIT1":
+        sim.note(
+            msg("A FIN while our own FIN is unacknowledged: simultaneous close, CLOSING."),
+            "tcp_fin",
+        )
+        tcp_output.send_ack(sim, sk, "ack", "tcp_fin")
+        sim.set_state(sk, "CLOSING", "FIN", "tcp_fin")
+    elif st == "FIN_WAIT2":
+        sim.note(msg("The peer's FIN arrives in FIN_WAIT2: ACK it and enter TIME_WAIT."), "tcp_fin")
+        tcp_output.send_ack(sim, sk, "ack", "tcp_fin")
+        tcp_minisocks.time_wait(sim, sk, "TIME_WAIT", 0)
+    sk.ooo = []
+
+
+def ack_snd_check(sim: Sim, sk: Sock) -> None:
+    """__tcp_ack_snd_check: ACK now, or arm the delayed-ACK timer."""
+    if not sk.ack_sched:
+        return
+    in_quick = sk.quick > 0 and not sk.pingpong
+    if sk.rcv_nxt - sk.rcv_wup > sim.p.mss or in_quick or sk.ack_now:
+        tcp_output.send_ack(sim, sk, "ack", "__tcp_ack_snd_check")
+        return
+    if not sk.timer("delack").armed:
+        ato = sk.ato or ATO_MIN
+        ato = min(ato, DELACK_MAX)
+        sk.arm("delack", sim.now + ato)
+        sim.note(
+            msg("{ep} delays its ACK by {t} ms.", ep=sk.ep.name, t=round(ato, 3)),
+            "tcp_send_delayed_ack",
+        )

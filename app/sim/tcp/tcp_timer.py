@@ -1,0 +1,290 @@
+"""The timers of ``net/ipv4/tcp_timer.c`` (and the request sock's and timewait sock's):
+retransmission (``tcp_retransmit_timer``, ``tcp_write_timeout``, ``retransmits_timed_out``),
+zero-window persist (``tcp_probe_timer``), delayed ACK (``tcp_delack_timer_handler``),
+keepalive (``tcp_keepalive_timer``, which also times out an orphaned FIN_WAIT2), the SYN+ACK
+timer (``reqsk_timer_handler``) and TIME_WAIT's end (``tw_timer_handler``). Each timer is
+registered by name in the table of the object that owns it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from app.sim.core.i18n import msg
+from app.sim.core.tcp import TCP_RETRIES2
+from app.sim.tcp import calls, tcp_ipv4, tcp_minisocks, tcp_output
+from app.sim.tcp.sock import (
+    ATO_MIN,
+    RTO_INIT,
+    RTO_MAX,
+    RTO_MIN,
+    TIMEWAIT_LEN,
+    Obj,
+    Req,
+    Sock,
+    TimeWait,
+)
+
+if TYPE_CHECKING:
+    from app.sim.tcp.driver import Sim
+
+
+def timer_timewait(sim: Sim, tw: TimeWait) -> None:
+    sim.note(
+        msg("{ep}: the timewait sock expires and is freed.", ep=tw.ep.name), "tw_timer_handler"
+    )
+    tcp_minisocks.kill_tw(sim, tw.ep, tw, "timer")
+
+
+def timer_synack(sim: Sim, req: Req) -> None:
+    """reqsk_timer_handler."""
+    lsn = req.listener
+    max_retries = sim.p.sysctl.tcp_synack_retries
+    qlen = lsn.qlen
+    if qlen * 2 > max(8, lsn.backlog):
+        young = sum(1 for r in lsn.reqs if r.num_timeout == 0) * 2
+        while max_retries > 2:
+            if qlen < young:
+                break
+            max_retries -= 1
+            young <<= 1
+    if req.num_timeout >= max_retries:
+        sim.note(
+            msg(
+                "The SYN+ACK was retransmitted {n} times without a valid ACK: the request "
+                "sock is dropped.",
+                n=req.num_timeout,
+            ),
+            "reqsk_timer_handler",
+        )
+        tcp_minisocks.drop_req(sim, req)
+        return
+    req.num_timeout += 1
+    sim.note(
+        msg("The SYN+ACK timer fires ({n} of {m}).", n=req.num_timeout, m=max_retries),
+        "reqsk_timer_handler",
+    )
+    tcp_ipv4.send_synack(sim, req, retrans=True)
+    req.arm("synack", sim.now + min(RTO_INIT * 2**req.num_timeout, RTO_MAX))
+
+
+def timer_delack(sim: Sim, sk: Sock) -> None:
+    """tcp_delack_timer_handler."""
+    if not sk.ack_sched or sk.state == "CLOSE":
+        return
+    if not sk.pingpong:
+        sk.ato = min(sk.ato * 2 if sk.ato else ATO_MIN, sk.rto)
+    else:
+        sk.pingpong = False
+        sk.ato = ATO_MIN
+    sim.note(msg("{ep}: the delayed-ACK timer fires.", ep=sk.ep.name), "tcp_delack_timer_handler")
+    tcp_output.send_ack(sim, sk, "delayed_ack", "tcp_delack_timer_handler")
+
+
+def write_err(sim: Sim, sk: Sock, event: str) -> None:
+    """tcp_write_err: the connection timed out; the program sees ETIMEDOUT (if it still holds
+    the socket) and the socket closes."""
+    if not sk.dead:
+        sk.err = "ETIMEDOUT"
+    sim.set_state(sk, "CLOSE", event, "tcp_write_err")
+    calls.done(sim, sk, "timeout", "tcp_write_err", already=True)
+
+
+def timed_out(sim: Sim, sk: Sock, boundary: int, rto_base: float) -> bool:
+    """retransmits_timed_out with tcp_model_timeout."""
+    if not sk.retransmits or sk.retrans_stamp is None:
+        return False
+    thresh = (int(RTO_MAX / rto_base)).bit_length() - 1
+    if boundary <= thresh:
+        timeout = ((2 << boundary) - 1) * rto_base
+    else:
+        timeout = ((2 << thresh) - 1) * rto_base + (boundary - thresh) * RTO_MAX
+    return sim.now - sk.retrans_stamp - timeout >= 0
+
+
+def timer_retransmit(sim: Sim, sk: Sock) -> None:
+    """tcp_retransmit_timer and tcp_write_timeout."""
+    if not sk.rtx or sk.state == "CLOSE":
+        return
+    if sk.state in ("SYN_SENT", "SYN_RECV"):
+        limit = sim.p.sysctl.tcp_syn_retries
+        expired = sk.retransmits >= limit or timed_out(sim, sk, limit, RTO_INIT)
+    else:
+        limit = TCP_RETRIES2
+        if sk.dead:
+            limit = 8 if sk.rto < RTO_MAX else 0  # tcp_orphan_retries
+        expired = timed_out(sim, sk, limit, RTO_MIN)
+    if expired:
+        sim.note(
+            msg(
+                "{ep} gives up after {n} retransmissions: the connection times out (ETIMEDOUT).",
+                ep=sk.ep.name,
+                n=sk.retransmits,
+            ),
+            "tcp_write_timeout",
+        )
+        write_err(sim, sk, "retransmission timeout")
+        return
+    sim.note(
+        msg(
+            "{ep}: the retransmission timer fires after {rto} ms.",
+            ep=sk.ep.name,
+            rto=round(sk.rto, 3),
+        ),
+        "tcp_retransmit_timer",
+    )
+    for o in sk.rtx:
+        o.lost = True
+    sk.cwnd = 1
+    sk.retransmits += 1
+    head = sk.rtx[0]
+    head.lost = False
+    tcp_output.retransmit(sim, sk, head, "rto")
+    sk.backoff += 1
+    sk.rto = min(sk.rto * 2, RTO_MAX)
+    sk.arm("retransmit", sim.now + sk.rto)
+    sim.note(
+        msg("Exponential backoff: the next RTO is {rto} ms.", rto=round(sk.rto, 3)),
+        "tcp_retransmit_timer",
+    )
+
+
+def timer_probe0(sim: Sim, sk: Sock) -> None:
+    """tcp_probe_timer / tcp_send_probe0: a zero-window probe."""
+    if sk.rtx or sk.state == "CLOSE":
+        sk.probes_out = 0
+        return
+    if not sk.has_unsent():
+        return
+    max_probes = TCP_RETRIES2
+    if sk.dead:
+        alive = min(sk.rto * 2**sk.backoff, RTO_MAX) < RTO_MAX
+        max_probes = 8 if alive else 0
+    if sk.probes_out >= max_probes:
+        sim.note(
+            msg("{ep}: too many unanswered window probes: ETIMEDOUT.", ep=sk.ep.name),
+            "tcp_probe_timer",
+        )
+        write_err(sim, sk, "probe timeout")
+        return
+    sim.note(
+        msg("{ep}: the persist timer fires; a zero-window probe goes out.", ep=sk.ep.name),
+        "tcp_probe_timer",
+    )
+    wnd_end = sk.snd_una + sk.snd_wnd
+    if sk.snd_nxt < wnd_end:
+        tcp_output.push(sim, sk)
+        if sk.rtx:
+            sk.probes_out = 0
+            sk.backoff = 0
+            return
+    tcp_output.xmit_probe(
+        sim,
+        sk,
+        "probe",
+        "tcp_xmit_probe_skb",
+        msg(
+            "{ep} sends a window probe seq={seq} (SND.UNA - 1).",
+            ep=sk.ep.name,
+            seq=sk.snd_una - 1,
+        ),
+    )
+    if sk.backoff < TCP_RETRIES2:
+        sk.backoff += 1
+    when = tcp_output.probe0_when(sk)
+    sk.arm("probe0", sim.now + when)
+
+
+def timer_keepalive(sim: Sim, sk: Sock) -> None:
+    """tcp_keepalive_timer."""
+    if not sk.keepalive or sk.state in ("CLOSE", "SYN_SENT"):
+        return
+    s = sim.p.sysctl
+    ktime = s.tcp_keepalive_time_s * 1000
+    if sk.rtx or sk.unsent():
+        sk.arm("keepalive", sim.now + ktime)
+        return
+    elapsed = sim.now - max(sk.lrcvtime, sk.rcv_tstamp)
+    if elapsed + 1e-9 >= ktime:
+        if sk.probes_out >= s.tcp_keepalive_probes:
+            sim.note(
+                msg(
+                    "{ep}: {n} keepalive probes went unanswered: RST and ETIMEDOUT.",
+                    ep=sk.ep.name,
+                    n=sk.probes_out,
+                ),
+                "tcp_keepalive_timer",
+            )
+            tcp_output.active_reset(sim, sk)
+            write_err(sim, sk, "keepalive timeout")
+            return
+        sim.note(
+            msg(
+                "{ep}: idle for {s} s; keepalive probe {n}.",
+                ep=sk.ep.name,
+                s=round(elapsed / 1000, 3),
+                n=sk.probes_out + 1,
+            ),
+            "tcp_keepalive_timer",
+        )
+        tcp_output.xmit_probe(
+            sim,
+            sk,
+            "keepalive",
+            "tcp_write_wakeup",
+            msg(
+                "{ep} sends a keepalive probe seq={seq} (SND.UNA - 1).",
+                ep=sk.ep.name,
+                seq=sk.snd_una - 1,
+            ),
+        )
+        sk.arm("keepalive", sim.now + s.tcp_keepalive_intvl_s * 1000)
+    else:
+        sk.arm("keepalive", sim.now + ktime - elapsed)
+        sim.note(
+            msg(
+                "{ep}: the keepalive timer fires, but the peer was heard from {s} s ago; it "
+                "is re-armed.",
+                ep=sk.ep.name,
+                s=round(elapsed / 1000, 3),
+            ),
+            "tcp_keepalive_timer",
+        )
+
+
+def timer_fin_wait2(sim: Sim, sk: Sock) -> None:
+    """The keepalive timer of an orphaned FIN_WAIT2 socket."""
+    if sk.state != "FIN_WAIT2" or not sk.dead:
+        return
+    tmo = calls.fin_time(sim, sk) - TIMEWAIT_LEN
+    if tmo > 0:
+        tcp_minisocks.time_wait(sim, sk, "FIN_WAIT2", tmo)
+        return
+    sim.note(msg("The orphaned FIN_WAIT2 socket times out: RST."), "tcp_keepalive_timer")
+    tcp_output.active_reset(sim, sk)
+    calls.done(sim, sk, "fin timeout", "tcp_done")
+
+
+# Each object's timers by name (the name ``Obj.arm`` was given).
+SOCK_TIMERS: dict[str, Callable[[Sim, Sock], None]] = {
+    "retransmit": timer_retransmit,
+    "probe0": timer_probe0,
+    "delack": timer_delack,
+    "keepalive": timer_keepalive,
+    "fin_wait2": timer_fin_wait2,
+}
+REQ_TIMERS: dict[str, Callable[[Sim, Req], None]] = {"synack": timer_synack}
+TW_TIMERS: dict[str, Callable[[Sim, TimeWait], None]] = {"timewait": timer_timewait}
+
+
+def fire(sim: Sim, obj: Obj, name: str) -> None:
+    """Run the handler of ``obj``'s timer ``name``."""
+    if isinstance(obj, Sock):
+        SOCK_TIMERS[name](sim, obj)
+    elif isinstance(obj, Req):
+        REQ_TIMERS[name](sim, obj)
+    elif isinstance(obj, TimeWait):
+        TW_TIMERS[name](sim, obj)
+    else:
+        raise KeyError(f"{obj.kind} has no timer {name}")
