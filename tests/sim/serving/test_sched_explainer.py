@@ -83,7 +83,7 @@ def test_latency_metrics_follow_the_steps() -> None:
 
 def test_roofline_prefill_is_compute_bound_and_decode_memory_bound() -> None:
     """Roofline: a 2048-token prefill takes 2·P·T/(FLOPs·mfu); one decode ≈ weights/bandwidth."""
-    from app.sim.serving.engine import step_seconds
+    from app.sim.serving.latency import step_seconds
     from app.sim.serving.params import LatencyParams
 
     f = step_seconds(LatencyParams(step_overhead_ms=0.0))

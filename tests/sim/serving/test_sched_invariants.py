@@ -8,16 +8,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schedhelp import params, watch
 
-from app.sim.serving.engine import (
-    RUNNING,
-    Req,
-    Scheduler,
-    check_stop,
-    filler_token,
-    finish_point,
-    token_at,
-)
+from app.sim.serving.engine import Scheduler
 from app.sim.serving.params import RequestSpec
+from app.sim.serving.request import RUNNING, Req, check_stop, filler_token, finish_point, token_at
 from app.sim.serving.run import simulate
 
 
