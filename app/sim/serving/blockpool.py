@@ -43,8 +43,12 @@ class BlockPool:
         self.nfree = n
         # Per block: the request that allocated it (or revived it as a prefix hit); -1 when free.
         self.owner = [-1] * n
+        # The blocks in use or still hashed: every other block is free and unhashed. Kept as
+        # blocks change so a snapshot costs what is in use, not the pool's size.
+        self.live: set[int] = set()
         self._popleft(1, -1)  # the null block (BlockPool.__init__); never freed, ref not kept
         self.ref[0] = 0
+        self.live.discard(0)
 
     def _popleft(self, k: int, owner_idx: int) -> list[int]:
         """``FreeKVCacheBlockQueue.popleft_n`` + ``get_new_blocks``: take ``k`` blocks from the
@@ -72,6 +76,7 @@ class BlockPool:
             ref[b] = 1
             b = nxt[b]
         nxt[self.HEAD] = b
+        self.live.update(out)
         self.prv[b] = self.HEAD
         self.nfree -= k
         return out
@@ -130,6 +135,7 @@ class BlockPool:
                 else:
                     last.append(b)
         if first:
+            self.live.difference_update(first)
             self._insert_after(self.HEAD, first)
         if last:
             self._insert_after(self.prv[self.TAIL], last)

@@ -39,7 +39,7 @@ from app.sim.serving.presets import PRESETS
 from app.sim.serving.request import finish_point
 from app.sim.serving.run import MAX_FRAMES, SchedulerSeries, simulate
 
-SIM_VERSION = "scheduler-1"
+SIM_VERSION = "scheduler-2"  # 2: a frame lists only the KV blocks in use or hashed
 SchedulerTrace: TypeAlias = Trace[StepState, SchedulerSeries]
 MAX_WORK_TOKENS = 20_000_000
 

@@ -69,16 +69,23 @@ class Spend(TypedDict):
 
 
 class KVView(TypedDict):
+    """The block pool after the step, sparse: only the blocks in use or still hashed are
+    listed (ascending, with their owner, ref_cnt and hash flag); every other block but the
+    null block 0 is free and unhashed. A frame's size follows what is in use, not
+    ``num_gpu_blocks``."""
+
     num_blocks: int  # including the null block 0
     block_size: int
     used: int
     free: int  # free-queue length (evictable cached blocks included)
     usage: float
-    owner: list[int]  # per block: index (into the series' request_ids) of the request that
-    # computed it, or took it back from the free queue as a prefix hit; -1 when free. A shared
-    # block (ref_cnt > 1) keeps the request that computed it, even after that one finished.
-    ref_cnt: list[int]  # per block
-    hashed: list[int]  # 1 if the block is in the prefix cache
+    blocks: list[int]  # the blocks in use or hashed, ascending
+    owner: list[int]  # per listed block: index (into the series' request_ids) of the request
+    # that computed it, or took it back from the free queue as a prefix hit; -1 when free. A
+    # shared block (ref_cnt > 1) keeps the request that computed it, even after that one
+    # finished.
+    ref_cnt: list[int]  # per listed block
+    hashed: list[int]  # per listed block: 1 if it is in the prefix cache
     free_queue: list[int]  # head first: reused (and evicted) first; at most 256 shown
     cached_blocks: int
 
@@ -196,15 +203,17 @@ def snapshot(s: Scheduler, arrived: list[Req], index: int) -> FrameParts:
 
     usable = s.nblocks - 1
     used = usable - s.nfree
+    live = sorted(s.live)
     kv: KVView = {
         "num_blocks": s.nblocks,
         "block_size": s.bs,
         "used": used,
         "free": s.nfree,
         "usage": used / usable,
-        "owner": list(s.owner),
-        "ref_cnt": list(s.ref),
-        "hashed": list(s.hashed),
+        "blocks": live,
+        "owner": list(map(s.owner.__getitem__, live)),
+        "ref_cnt": list(map(s.ref.__getitem__, live)),
+        "hashed": list(map(s.hashed.__getitem__, live)),
         "free_queue": s.free_queue(MAX_FREE_QUEUE_VIEW),
         "cached_blocks": len(s.h2b) + sum(len(v) for v in s.dups.values()),
     }

@@ -84,6 +84,8 @@ def _check(s: Scheduler, arrived: list[Req], idx: int) -> None:
         if s.hashed[b]:
             key = s.bhash[b]
             assert s.h2b.get(key) == b or b in s.dups.get(key, [])
+    # The live set (what a frame lists) is exactly the blocks in use or hashed.
+    assert s.live == {b for b in range(1, s.nblocks) if s.ref[b] > 0 or s.hashed[b]}
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])

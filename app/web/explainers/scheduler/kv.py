@@ -7,6 +7,7 @@ Up to ``MAX_CELLS`` blocks are drawn; the rest are summed up in a line. With sma
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 
 from app.sim.core import Frame, msg
@@ -23,25 +24,33 @@ MAX_FREE_SHOWN = 24
 
 
 class Blocks:
-    """Per-block reads of a frame's KV view (owner index, ref_cnt, hashed)."""
+    """Per-block reads of a frame's sparse KV view (owner index, ref_cnt, hashed): a block not
+    listed is free and unhashed."""
 
     def __init__(self, kv: KVView) -> None:
+        self._at = {b: i for i, b in enumerate(kv["blocks"])}
         self._owner = kv["owner"]
         self._ref = kv["ref_cnt"]
         self._hashed = kv["hashed"]
+        self._listed = kv["blocks"]
 
     def owner(self, b: int) -> int:
-        return self._owner[b] if b < len(self._owner) else -1
+        i = self._at.get(b)
+        return -1 if i is None else self._owner[i]
 
     def ref(self, b: int) -> int:
-        return self._ref[b] if b < len(self._ref) else 0
+        i = self._at.get(b)
+        return 0 if i is None else self._ref[i]
 
     def hashed(self, b: int) -> bool:
-        return bool(self._hashed[b]) if b < len(self._hashed) else False
+        i = self._at.get(b)
+        return i is not None and bool(self._hashed[i])
 
     def used_from(self, first: int, end: int) -> int:
         """How many of blocks ``first``..``end - 1`` are in use."""
-        return sum(1 for b in range(first, end) if self.ref(b) > 0)
+        lo = bisect_left(self._listed, first)
+        hi = bisect_left(self._listed, end)
+        return sum(1 for r in self._ref[lo:hi] if r > 0)
 
 
 def state_of(blocks: Blocks, b: int) -> str:
