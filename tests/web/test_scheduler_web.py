@@ -319,3 +319,92 @@ def test_head_of_line_block_is_drawn_where_the_words_say(client: TestClient) -> 
         assert budget is not None
         assert int(budget.get("data-budget") or 0) - int(budget.get("data-used") or 0) == left
     assert seen >= 2
+
+
+def _catalog() -> list[tuple[str, str]]:
+    from babel.messages.pofile import read_po
+
+    with open("app/locale/zh_CN/LC_MESSAGES/messages.po", "rb") as f:
+        catalog = read_po(f)
+    return [
+        (m.id, m.string)
+        for m in catalog
+        if isinstance(m.id, str) and m.id and isinstance(m.string, str) and m.string
+    ]
+
+
+def _prose_fragments() -> list[re.Pattern[str]]:
+    """The English prose of every catalog id that Chinese translates: the literal parts between
+    placeholders that hold a word of three or more letters, identifiers (``max_num_seqs``,
+    ``schedule()``, ``ref_cnt``, all-caps names) left out; each as a whole-word pattern."""
+    out: set[str] = set()
+    for mid, zh in _catalog():
+        if zh == mid:
+            continue
+        for part in re.split(r"\{[^}]*\}", mid):
+            words = [
+                w
+                for w in re.findall(r"[A-Za-z_()]+", part)
+                if "_" not in w and "(" not in w and not w.isupper() and len(w) >= 3
+            ]
+            if words:
+                out.add(part.strip(" ·:;,.()"))
+    return [re.compile(r"(?<![A-Za-z])" + re.escape(f) + r"(?![A-Za-z])") for f in sorted(out) if f]
+
+
+def _kept_latin() -> re.Pattern[str]:
+    """The Latin words Chinese translations keep on purpose (vLLM and kernel terms such as
+    "null block", "token"): masked before looking for English prose."""
+    runs = {
+        r.strip()
+        for _, zh in _catalog()
+        for r in re.findall(r"[A-Za-z][A-Za-z_ ]*[A-Za-z]", re.sub(r"\{[^}]*\}", "", zh))
+    }
+    alts = sorted((r for r in runs if len(r) >= 3), key=len, reverse=True)
+    return re.compile(r"(?<![A-Za-z])(?:" + "|".join(map(re.escape, alts)) + r")(?![A-Za-z])")
+
+
+def _texts(svg: ET.Element) -> list[str]:
+    """Every string a reader sees or hears: text, tooltips and accessible names."""
+    out = [svg.get("aria-label") or ""]
+    for e in svg.iter():
+        if e.tag in (f"{NS}text", f"{NS}title") and e.text:
+            out.append(e.text)
+    return out
+
+
+def test_every_preset_picture_speaks_chinese() -> None:
+    """With the reader's language set to Chinese (as the language middleware sets it per
+    request), no English prose from the catalog reaches the picture of any preset, at its
+    first, middle and marked steps: every label is rendered per request, not at import."""
+    from app.sim.core.i18n import reader_gettext
+    from app.web.i18n import gettext_for
+
+    patterns = _prose_fragments()
+    kept = _kept_latin()
+    assert any(p.pattern.endswith(re.escape("prefill chunk") + "(?![A-Za-z])") for p in patterns)
+    ex = SchedulerExplainer()
+    token = reader_gettext.set(gettext_for("zh-CN"))
+    try:
+        for preset in PRESETS:
+            trace = ex.run(ex.parse(dict(preset.params)))
+            frames = trace.frames
+            picks = {0, len(frames) // 2} | {f.index for f in frames if f.mark}
+            for index in sorted(picks)[:8]:
+                svg = ET.fromstring(picture(trace, frames[index]))
+                texts = [kept.sub(" ", t) for t in _texts(svg)]
+                found = [(t, p.pattern) for t in texts for p in patterns if p.search(t)]
+                assert not found, (preset.slug, index, found[:5])
+    finally:
+        reader_gettext.reset(token)
+
+
+def test_chinese_player_page_has_chinese_labels(client: TestClient) -> None:
+    """Over HTTP with ?lang=zh-CN the picture's legend says 预填充块 / 解码, and the English
+    words that used to be frozen at import ("prefill chunk", "decode", "waiting") are gone."""
+    html = client.get("/explainers/scheduler/presets/preemption-fcfs?lang=zh-CN").text
+    svg = _svg(next(iter(_frames(html).values())))
+    texts = " ".join(_texts(svg))
+    assert "预填充块" in texts and "解码" in texts
+    for english in ("prefill chunk", "decode", "waiting", "running", "recompute", "unspent"):
+        assert not re.search(rf"(?<![A-Za-z]){english}(?![A-Za-z])", texts), english

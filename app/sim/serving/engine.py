@@ -1,9 +1,9 @@
-"""The vLLM 0.33 V1 scheduler and KV-cache block pool, step by step.
+"""vLLM 0.33's V1 scheduler, step by step (``Scheduler``, vllm/v1/core/sched/scheduler.py).
 
-One *step* is one ``schedule()`` (``Scheduler.schedule``, vllm/v1/core/sched/scheduler.py)
-followed by one ``update_from_output()`` in which every request whose prefill is complete
-samples one token. Requests that arrive at step ``k`` are ``add_request``-ed before the
-``k``-th ``schedule()``. The rules are those of ``/work/shared/reference/vllm-scheduler.md``:
+One *step* is one ``schedule()`` followed by one ``update_from_output()`` in which every request
+whose prefill is complete samples one token. Requests that arrive at step ``k`` are
+``add_request``-ed before the ``k``-th ``schedule()``. The rules are those of
+``/work/shared/reference/vllm-scheduler.md``:
 
 * RUNNING first, in list (admission) order, each getting
   ``min(num_tokens - num_computed_tokens, long_prefill_token_threshold (only when more than
@@ -16,14 +16,10 @@ samples one token. Requests that arrive at step ``k`` are ``add_request``-ed bef
   prefill, or KV: the whole current sequence must fit, plus the watermark when something runs);
 * ``num_computed_tokens`` advances when scheduled; a request samples when it has caught up.
 
-The block pool is ``BlockPool`` (vllm/v1/core/block_pool.py): block 0 is the null block; the
-free queue is a doubly linked list (``FreeKVCacheBlockQueue``) kept here as two int arrays; a
-freed request's blocks go back tail-first, unhashed ones to the *front* (LIFO reuse) and hashed
-ones to the *back* (LRU eviction); a cached block is evicted when it is popped for reuse.
-Block hashes are chained over full blocks of prompt *and* generated tokens
-(``hash_block_tokens``): a chain is interned as a small int, so identical prefixes get the same
-key and different ones never collide. A prompt given only as a length has content unique to its
-request; its keys are ``(request index, block index)``.
+:meth:`Scheduler.schedule` reads beside vLLM's ``schedule()``: one helper per phase, in the same
+order, under the same comments. The block pool and prefix cache are
+:class:`~app.sim.serving.blockpool.BlockPool`; a request's state is
+:class:`~app.sim.serving.request.Req`.
 
 The hot path is written for speed (plain ints and lists, ``__slots__``, local bindings): the
 bench replays 4096 requests of 512 + 128 tokens in well under a second.
@@ -34,132 +30,19 @@ from __future__ import annotations
 import heapq
 import operator
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeAlias
 
-from app.sim.serving.params import LatencyParams, RequestSpec, SchedulerParams
-
-WAITING, RUNNING, PREEMPTED, FINISHED = 0, 1, 2, 3
-STATUS_NAMES = ("waiting", "running", "preempted", "finished")
+from app.sim.serving.blockpool import BlockPool
+from app.sim.serving.params import SchedulerParams
+from app.sim.serving.request import FINISHED, PREEMPTED, RUNNING, WAITING, Req, token_at
 
 # Why the waiting loop stopped admitting (one per step).
 STOP_EMPTY, STOP_BUDGET, STOP_MAX_SEQS, STOP_HOL, STOP_KV_FULL, STOP_KV, STOP_PREEMPTED = range(7)
 STOP_STATIC_BATCH = 7  # static batching: a batch is running, nobody joins it
 
-
-def token_at(spec: RequestSpec, j: int, eos: int, filler: int) -> int:
-    """The token id the model emits as output number ``j`` (0-based) of ``spec``."""
-    if spec.eos_position is not None and j + 1 == spec.eos_position:
-        return eos
-    if j < len(spec.output_token_ids):
-        return spec.output_token_ids[j]
-    return filler
-
-
-def filler_token(spec: RequestSpec, eos: int) -> int:
-    """The default emitted token: the smallest id that is neither EOS nor a stop id."""
-    banned = {eos, *spec.stop_token_ids}
-    t = 0
-    while t in banned:
-        t += 1
-    return t
-
-
-def check_stop(
-    token: int, num_tokens: int, num_output: int, spec: RequestSpec, eos: int, max_model_len: int
-) -> str | None:
-    """``check_stop`` (vllm/v1/core/sched/utils.py) after one appended token: EOS, then a stop
-    token id, then the length cap (``num_tokens >= max_model_len`` or
-    ``num_output_tokens >= max_tokens``). Returns the finish reason or None."""
-    if token == eos and not spec.ignore_eos:
-        return "stop"
-    if token in spec.stop_token_ids:
-        return "stop"
-    if num_tokens >= max_model_len or num_output >= spec.max_tokens:
-        return "length"
-    return None
-
-
-def finish_point(spec: RequestSpec, eos: int, max_model_len: int) -> tuple[int, str]:
-    """The output count at which ``check_stop`` first stops ``spec``, and why.
-
-    Outputs are deterministic, so this is known up front: only explicit ``output_token_ids``
-    and ``eos_position`` can be stop tokens (the filler never is), so the scan is short."""
-    len_at = min(spec.max_tokens, max_model_len - spec.prompt_tokens)
-    filler = filler_token(spec, eos)
-    candidates = list(range(1, min(len(spec.output_token_ids), len_at) + 1))
-    if spec.eos_position is not None and spec.eos_position <= len_at:
-        candidates.append(spec.eos_position)
-    for j in sorted(set(candidates)):
-        tok = token_at(spec, j - 1, eos, filler)
-        reason = check_stop(tok, spec.prompt_tokens + j, j, spec, eos, max_model_len)
-        if reason is not None:
-            return j, reason
-    return len_at, "length"
-
-
-class Req:
-    """A request's live state (vLLM's ``Request`` fields that the scheduler reads)."""
-
-    __slots__ = (
-        "idx",
-        "rid",
-        "spec",
-        "prompt_len",
-        "num_tokens",
-        "computed",
-        "num_output",
-        "blocks",
-        "cap",
-        "num_cached",
-        "status",
-        "pkey",
-        "tokens",
-        "hashes",
-        "finish_out",
-        "finish_reason",
-        "filler",
-        "preemptions",
-        "t_arrival",
-        "t_first_sched",
-        "t_first_token",
-        "t_last_token",
-        "t_finish",
-        "max_itl",
-        "step_arrival",
-        "step_finish",
-        "hit_tokens",
-    )
-
-    def __init__(self, idx: int, spec: RequestSpec, eos: int, max_model_len: int) -> None:
-        self.idx = idx
-        self.rid = spec.id
-        self.spec = spec
-        self.prompt_len = spec.prompt_tokens
-        self.num_tokens = spec.prompt_tokens
-        self.computed = 0
-        self.num_output = 0
-        self.blocks: list[int] = []
-        self.cap = 0  # len(blocks) * block_size: token slots held
-        self.num_cached = 0
-        self.status = WAITING
-        self.pkey: tuple[int, float] = (spec.priority, 0.0)
-        self.tokens: list[int] | None = (
-            list(spec.prompt_token_ids) if spec.prompt_token_ids is not None else None
-        )
-        self.hashes: list[int] = []
-        self.finish_out, self.finish_reason = finish_point(spec, eos, max_model_len)
-        self.filler = filler_token(spec, eos)
-        self.preemptions = 0
-        self.t_arrival = 0.0
-        self.t_first_sched = -1.0
-        self.t_first_token = -1.0
-        self.t_last_token = -1.0
-        self.t_finish = -1.0
-        self.max_itl = 0.0
-        self.step_arrival = -1
-        self.step_finish = -1
-        self.hit_tokens = 0  # prefix-cache hit tokens over all admissions
+# (why, the request at the head of the queue, two figures the narration quotes)
+Stop: TypeAlias = tuple[int, Req | None, int, int]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -180,16 +63,15 @@ class Admission:
     new_blocks: int
 
 
-class Scheduler:
+class Scheduler(BlockPool):
     """vLLM's ``Scheduler`` + ``KVCacheManager`` + ``BlockPool`` for one KV-cache group of full
     attention, synchronous, no spec decode, no connector."""
 
     def __init__(self, params: SchedulerParams) -> None:
         cfg = params.config
+        super().__init__(cfg.num_gpu_blocks, cfg.block_size)
         self.params = params
         self.cfg = cfg
-        self.bs = cfg.block_size
-        self.nblocks = cfg.num_gpu_blocks
         self.budget_max = cfg.max_num_batched_tokens
         self.max_seqs = cfg.max_num_seqs
         self.mml = cfg.max_model_len
@@ -203,27 +85,6 @@ class Scheduler:
         self.wm_blocks = int(cfg.watermark * cfg.num_gpu_blocks)
         eos = cfg.eos_token_id
         self.reqs = [Req(i, s, eos, cfg.max_model_len) for i, s in enumerate(params.requests)]
-
-        # --- BlockPool ---------------------------------------------------------------------
-        n = cfg.num_gpu_blocks
-        self.HEAD = n
-        self.TAIL = n + 1
-        self.nxt = [i + 1 for i in range(n)] + [0, -1]
-        self.prv = [i - 1 for i in range(n)] + [-1, n - 1]
-        self.prv[0] = n
-        self.nxt[n - 1] = n + 1
-        self.nxt[n] = 0
-        self.ref = [0] * n
-        self.bhash: list[object | None] = [None] * n
-        self.hashed = [0] * n  # 1 when the block is in the prefix cache (for snapshots)
-        self.h2b: dict[object, int] = {}
-        self.dups: dict[object, list[int]] = {}
-        self.intern: dict[tuple[int, tuple[int, ...]], int] = {}
-        self.nfree = n
-        # Per block: the request that allocated it (or revived it as a prefix hit); -1 when free.
-        self.owner = [-1] * n
-        self._popleft(1, -1)  # the null block (BlockPool.__init__); never freed, ref not kept
-        self.ref[0] = 0
 
         # --- queues ------------------------------------------------------------------------
         self.running: list[Req] = []
@@ -239,7 +100,7 @@ class Scheduler:
         self.preempt_events: list[PreemptEvent] = []
         self.admissions: list[Admission] = []
         self.finished_now: list[Req] = []
-        self.wait_stop: tuple[int, Req | None, int, int] = (STOP_EMPTY, None, 0, 0)
+        self.wait_stop: Stop = (STOP_EMPTY, None, 0, 0)
         self.prefill_tokens = 0
         self.decode_tokens = 0
         self.padding_tokens = 0
@@ -283,179 +144,6 @@ class Scheduler:
         else:
             self.fcfs.appendleft(r)
 
-    # --- block pool ------------------------------------------------------------------------
-
-    def _popleft(self, k: int, owner_idx: int) -> list[int]:
-        """``FreeKVCacheBlockQueue.popleft_n`` + ``get_new_blocks``: take ``k`` blocks from the
-        head, evicting any that still carry a hash, each with ref_cnt 1."""
-        nxt = self.nxt
-        out: list[int] = []
-        b = nxt[self.HEAD]
-        ref = self.ref
-        bhash = self.bhash
-        h2b = self.h2b
-        dups = self.dups
-        hashed = self.hashed
-        owner = self.owner
-        for _ in range(k):
-            out.append(b)
-            owner[b] = owner_idx
-            key = bhash[b]
-            if key is not None:
-                if dups or h2b.get(key) != b:
-                    self._evict(b)
-                else:
-                    del h2b[key]
-                    bhash[b] = None
-                    hashed[b] = 0
-            ref[b] = 1
-            b = nxt[b]
-        nxt[self.HEAD] = b
-        self.prv[b] = self.HEAD
-        self.nfree -= k
-        return out
-
-    def _evict(self, b: int) -> None:
-        """``_maybe_evict_cached_block``: drop block ``b``'s hash from the prefix cache."""
-        key = self.bhash[b]
-        h2b = self.h2b
-        if h2b.get(key) == b:
-            extra = self.dups.get(key)
-            if extra:
-                h2b[key] = extra.pop(0)
-                if not extra:
-                    del self.dups[key]
-            else:
-                del h2b[key]
-        else:
-            extra = self.dups[key]
-            extra.remove(b)
-            if not extra:
-                del self.dups[key]
-        self.bhash[b] = None
-        self.hashed[b] = 0
-
-    def _touch(self, blocks: list[int], owner_idx: int) -> None:
-        """``BlockPool.touch``: a prefix hit takes its blocks out of the free queue."""
-        ref = self.ref
-        nxt = self.nxt
-        prv = self.prv
-        for b in blocks:
-            if ref[b] == 0:
-                self.owner[b] = owner_idx
-                p = prv[b]
-                q = nxt[b]
-                nxt[p] = q
-                prv[q] = p
-                self.nfree -= 1
-            ref[b] += 1
-
-    def _free_blocks(self, blocks: list[int]) -> None:
-        """``KVCacheManager.free`` → ``BlockPool.free_blocks(reversed(blocks))``: ref_cnt - 1;
-        those reaching 0 go back to the queue, unhashed to the front (LIFO), hashed to the back
-        (LRU), tail block first."""
-        ref = self.ref
-        bhash = self.bhash
-        owner = self.owner
-        first: list[int] = []
-        last: list[int] = []
-        for b in reversed(blocks):
-            c = ref[b] - 1
-            ref[b] = c
-            if c == 0:
-                owner[b] = -1
-                if bhash[b] is None:
-                    first.append(b)
-                else:
-                    last.append(b)
-        nxt = self.nxt
-        prv = self.prv
-        if first:
-            head = self.HEAD
-            old = nxt[head]
-            p = head
-            for b in first:
-                prv[b] = p
-                nxt[p] = b
-                p = b
-            nxt[p] = old
-            prv[old] = p
-        if last:
-            tail = self.TAIL
-            p = prv[tail]
-            for b in last:
-                prv[b] = p
-                nxt[p] = b
-                p = b
-            nxt[p] = tail
-            prv[tail] = p
-        self.nfree += len(first) + len(last)
-
-    def free_queue(self, limit: int) -> list[int]:
-        """The first ``limit`` block ids of the free queue, next to be reused first."""
-        out: list[int] = []
-        nxt = self.nxt
-        b = nxt[self.HEAD]
-        tail = self.TAIL
-        while b != tail and len(out) < limit:
-            out.append(b)
-            b = nxt[b]
-        return out
-
-    def block_hash(self, r: Req, i: int) -> object:
-        """The chained hash of block ``i`` of ``r`` (``hash_block_tokens``), as an interned
-        int; length-only prompts are unique to their request: ``(index, block)``."""
-        tokens = r.tokens
-        if tokens is None:
-            return (r.idx, i)
-        hashes = r.hashes
-        bs = self.bs
-        intern = self.intern
-        while len(hashes) <= i:
-            j = len(hashes)
-            key = (hashes[j - 1] if j else -1, tuple(tokens[j * bs : (j + 1) * bs]))
-            h = intern.get(key)
-            if h is None:
-                h = len(intern)
-                intern[key] = h
-            hashes.append(h)
-        return hashes[i]
-
-    def _cache_blocks(self, r: Req, num_full: int) -> None:
-        """``BlockPool.cache_full_blocks``: newly full blocks enter the prefix cache at
-        allocation time, so a request admitted later in the same step can hit them."""
-        h2b = self.h2b
-        bhash = self.bhash
-        hashed = self.hashed
-        blocks = r.blocks
-        unique = r.tokens is None
-        idx = r.idx
-        for i in range(r.num_cached, num_full):
-            b = blocks[i]
-            key = (idx, i) if unique else self.block_hash(r, i)
-            if bhash[b] == key:
-                continue
-            bhash[b] = key
-            hashed[b] = 1
-            if key in h2b:
-                self.dups.setdefault(key, []).append(b)
-            else:
-                h2b[key] = b
-        r.num_cached = num_full
-
-    def lookup(self, r: Req) -> list[int]:
-        """``get_computed_blocks`` → ``find_longest_cache_hit``: the cached blocks of ``r``'s
-        prefix, whole blocks only, at most ``num_tokens - 1`` tokens (the last token is always
-        recomputed, so a fully cached block-aligned prompt recomputes its last block)."""
-        hits: list[int] = []
-        h2b = self.h2b
-        for i in range((r.num_tokens - 1) // self.bs):
-            b = h2b.get(self.block_hash(r, i))
-            if b is None:
-                break
-            hits.append(b)
-        return hits
-
     def _preempt(self, victim: Req) -> None:
         """``_preempt_request``: free its blocks (hashes survive), back to waiting with
         ``num_computed_tokens = 0``."""
@@ -471,30 +159,48 @@ class Scheduler:
 
     # --- schedule() ------------------------------------------------------------------------
 
+    # --- schedule() ------------------------------------------------------------------------
+
     def schedule(self) -> None:
-        """``Scheduler.schedule`` (plus ``_update_after_schedule``: computed tokens advance as
-        soon as a request is scheduled)."""
+        """``Scheduler.schedule`` (L699), phase by phase, plus ``_update_after_schedule``
+        (L1845): computed tokens advance as soon as a request is scheduled."""
+        self.sched = {}
+        self.preempt_events = []
+        self.admissions = []
         if self.static:
             self._schedule_static()
             return
+        # token_budget = self.max_num_scheduled_tokens; the long-prefill threshold applies only
+        # when more than one request is in the system (L759).
+        thr = self.thr_cfg if len(self.running) + self.num_waiting() > 1 else 0
+
+        # First, schedule the RUNNING requests. (L793)
+        budget, prefill, decode, ctx = self._schedule_running(self.budget_max, thr)
+
+        # Next, schedule the WAITING requests. (L1049) Only if nothing was preempted.
+        if self.preempt_events:
+            stop: Stop = (STOP_PREEMPTED, None, 0, 0)
+        else:
+            budget, admitted, admitted_ctx, stop = self._schedule_waiting(budget, thr)
+            prefill += admitted
+            ctx += admitted_ctx
+
+        # Check if the scheduling constraints are satisfied: what the step spent, for the
+        # explainer (vLLM asserts the budget and max_num_seqs here).
+        self._end_step(stop, budget, prefill, decode, ctx, 0)
+
+    def _schedule_running(self, budget: int, thr: int) -> tuple[int, int, int, int]:
+        """The RUNNING loop, in list order: returns the budget left and the prefill, decode and
+        context tokens scheduled. Iterating over a copy visits the requests in the order vLLM's
+        index walk does; a request preempted earlier in this loop is skipped."""
         running = self.running
-        sched: dict[Req, int] = {}
-        self.sched = sched
-        self.preempt_events = []
-        self.admissions = []
-        budget = self.budget_max
+        sched = self.sched
         mml = self.mml
         bs = self.bs
         caching = self.caching
-        nwait = self.num_waiting()
-        thr = self.thr_cfg if len(running) + nwait > 1 else 0
         prefill = 0
         decode = 0
         ctx = 0
-        priority = self.priority
-
-        # 1a. RUNNING, in list order. Iterating over a copy visits the requests in the order
-        # vLLM's index walk does; a request preempted earlier in this loop is skipped.
         for r in tuple(running):
             if budget <= 0:
                 break
@@ -528,43 +234,19 @@ class Scheduler:
             need = comp + n
             if need > mml:
                 need = mml
+            # kv_cache_manager.allocate_slots
             nb = (need + bs - 1) // bs - len(r.blocks)
             if nb > 0:
-                scheduled_self = True
-                while nb > self.nfree:
-                    free_before = self.nfree
-                    given = 0
-                    if priority:
-                        victim = max(running, key=_pkey)
-                        del running[running.index(victim)]
-                        if victim in sched:
-                            given = sched.pop(victim)
-                            budget += given
-                            vcomp = victim.computed - given
-                            if given == 1 and vcomp >= victim.prompt_len:
-                                decode -= 1
-                            else:
-                                prefill -= given
-                            ctx -= victim.computed
-                    else:
-                        victim = running.pop()
-                    self._preempt(victim)
-                    self.preempt_events.append(
-                        PreemptEvent(
-                            victim=victim,
-                            for_req=r,
-                            given_back=given,
-                            need_blocks=nb,
-                            free_blocks=free_before,
-                        )
-                    )
-                    if victim is r:
-                        scheduled_self = False
+                if nb > self.nfree:
+                    alive, back_prefill, back_decode, back_ctx = self._preempt_for(r, nb)
+                    budget += back_prefill + back_decode
+                    prefill -= back_prefill
+                    decode -= back_decode
+                    ctx -= back_ctx
+                    if not alive:
+                        if self.priority:
+                            continue  # r removed itself; later (higher-priority) ones may fit
                         break
-                if not scheduled_self:
-                    if priority:
-                        continue  # r removed itself; later (higher-priority) ones may fit
-                    break
                 r.blocks.extend(self._popleft(nb, r.idx))
                 r.cap = len(r.blocks) * bs
             if caching:
@@ -572,6 +254,7 @@ class Scheduler:
                 nf = (need if need < nt else nt) // bs
                 if nf > r.num_cached:
                     self._cache_blocks(r, nf)
+            # Schedule the request.
             sched[r] = n
             budget -= n
             r.computed = comp + n
@@ -580,160 +263,210 @@ class Scheduler:
             else:
                 prefill += n
             ctx += comp + n
+        return budget, prefill, decode, ctx
 
-        # 1b. WAITING, only if nothing was preempted.
-        stop: tuple[int, Req | None, int, int] = (STOP_EMPTY, None, 0, 0)
-        if self.preempt_events:
-            stop = (STOP_PREEMPTED, None, 0, 0)
-        else:
-            fcfs = self.fcfs
-            heap = self.heap
-            ref = self.ref
-            while True:
-                if budget <= 0:
-                    stop = (STOP_BUDGET, None, 0, 0)
-                    break
-                if not (heap if priority else fcfs):
-                    break
-                r = heap[0][4] if priority else fcfs[0]
-                if len(running) >= self.max_seqs:
-                    stop = (STOP_MAX_SEQS, r, len(running), self.max_seqs)
-                    break
-                hits = self.lookup(r) if caching else []
-                nh = len(hits)
-                hit_tok = nh * bs
-                nt = r.num_tokens
-                n = nt - hit_tok
-                if 0 < thr < n:
-                    n = thr
-                if not self.chunked and n > budget:
-                    stop = (STOP_HOL, r, n, budget)
-                    break
-                if n > budget:
-                    n = budget
-                wm = self.wm_blocks if running else 0
-                evictable = 0
-                for b in hits:
-                    if ref[b] == 0:
-                        evictable += 1
-                if self.reserve_full:
-                    full = nt if nt < mml else mml
-                    need_full = max((full + bs - 1) // bs - nh, 0) + evictable
-                    if need_full + wm > self.nfree:
-                        stop = (STOP_KV_FULL, r, need_full + wm, self.nfree)
-                        break
-                need = hit_tok + n
-                if need > mml:
-                    need = mml
-                new_blocks = max((need + bs - 1) // bs - nh, 0)
-                if new_blocks + evictable + wm > self.nfree:
-                    stop = (STOP_KV, r, new_blocks + evictable + wm, self.nfree)
-                    break
-                self._touch(hits, r.idx)
-                r.blocks = hits
-                r.num_cached = nh
-                if new_blocks:
-                    hits.extend(self._popleft(new_blocks, r.idx))
-                r.cap = len(hits) * bs
-                if caching:
-                    nf = (need if need < nt else nt) // bs
-                    if nf > nh:
-                        self._cache_blocks(r, nf)
-                    self.total_hit_tokens += hit_tok
-                    self.total_query_tokens += nt
-                if priority:
-                    heapq.heappop(heap)
-                else:
-                    fcfs.popleft()
-                resumed = r.status == PREEMPTED
-                running.append(r)
-                r.status = RUNNING
-                r.computed = hit_tok + n
-                r.hit_tokens += hit_tok
-                if r.t_first_sched < 0:
-                    r.t_first_sched = self.clock
-                sched[r] = n
-                budget -= n
-                prefill += n
-                ctx += hit_tok + n
-                self.admissions.append(
-                    Admission(
-                        req=r, hit_tokens=hit_tok, tokens=n, resumed=resumed, new_blocks=new_blocks
-                    )
+    def _preempt_for(self, r: Req, nb: int) -> tuple[bool, int, int, int]:
+        """The request cannot be scheduled: preempt the lowest-priority request (FCFS: the last
+        of ``running``; priority: the worst ``(priority, arrival_time)``) until ``nb`` blocks
+        are free or ``r`` preempted itself. Returns whether ``r`` is still running, and the
+        prefill, decode and context tokens of victims already scheduled this step (given back
+        to the budget under the priority policy)."""
+        running = self.running
+        sched = self.sched
+        back_prefill = 0
+        back_decode = 0
+        back_ctx = 0
+        while nb > self.nfree:
+            free_before = self.nfree
+            given = 0
+            if self.priority:
+                victim = max(running, key=_pkey)
+                del running[running.index(victim)]
+                if victim in sched:
+                    given = sched.pop(victim)
+                    if given == 1 and victim.computed - given >= victim.prompt_len:
+                        back_decode += 1
+                    else:
+                        back_prefill += given
+                    back_ctx += victim.computed
+            else:
+                victim = running.pop()
+            self._preempt(victim)
+            self.preempt_events.append(
+                PreemptEvent(
+                    victim=victim,
+                    for_req=r,
+                    given_back=given,
+                    need_blocks=nb,
+                    free_blocks=free_before,
                 )
+            )
+            if victim is r:
+                return False, back_prefill, back_decode, back_ctx
+        return True, back_prefill, back_decode, back_ctx
+
+    def _schedule_waiting(self, budget: int, thr: int) -> tuple[int, int, int, Stop]:
+        """The WAITING loop, head first: returns the budget left, the tokens scheduled for the
+        requests admitted, their context tokens, and why admission stopped. Admission never
+        preempts: the first request that cannot be admitted stops it."""
+        running = self.running
+        priority = self.priority
+        queue = self.heap if priority else self.fcfs
+        bs = self.bs
+        prefill = 0
+        ctx = 0
+        while True:
+            if budget <= 0:
+                return budget, prefill, ctx, (STOP_BUDGET, None, 0, 0)
+            if not queue:
+                return budget, prefill, ctx, (STOP_EMPTY, None, 0, 0)
+            r = self.heap[0][4] if priority else self.fcfs[0]
+            # Check that adding the request still respects the max_num_seqs limit.
+            if len(running) >= self.max_seqs:
+                return budget, prefill, ctx, (STOP_MAX_SEQS, r, len(running), self.max_seqs)
+            # Get already-cached tokens.
+            hits = self.lookup(r) if self.caching else []
+            hit_tok = len(hits) * bs
+            n = r.num_tokens - hit_tok
+            if 0 < thr < n:
+                n = thr
+            # If chunked_prefill is disabled, we can stop the scheduling here.
+            if not self.chunked and n > budget:
+                return budget, prefill, ctx, (STOP_HOL, r, n, budget)
+            if n > budget:
+                n = budget
+            new_blocks, stop = self._admission_blocks(r, hits, n)
+            if stop is not None:
+                return budget, prefill, ctx, stop
+            self._admit(r, hits, n, new_blocks)
+            budget -= n
+            prefill += n
+            ctx += hit_tok + n
+
+    def _admission_blocks(self, r: Req, hits: list[int], n: int) -> tuple[int, Stop | None]:
+        """``allocate_slots``' checks for a waiting request (§4.3): the whole current sequence
+        must fit (``scheduler_reserve_full_isl``), a prefix hit on a free block costs a free
+        block, and the watermark applies when something runs. Returns the new blocks the
+        chunk needs, or why the request cannot be admitted."""
+        bs = self.bs
+        mml = self.mml
+        nh = len(hits)
+        nt = r.num_tokens
+        wm = self.wm_blocks if self.running else 0
+        ref = self.ref
+        evictable = 0
+        for b in hits:
+            if ref[b] == 0:
+                evictable += 1
+        if self.reserve_full:
+            full = nt if nt < mml else mml
+            need_full = max((full + bs - 1) // bs - nh, 0) + evictable
+            if need_full + wm > self.nfree:
+                return 0, (STOP_KV_FULL, r, need_full + wm, self.nfree)
+        need = nh * bs + n
+        if need > mml:
+            need = mml
+        new_blocks = max((need + bs - 1) // bs - nh, 0)
+        if new_blocks + evictable + wm > self.nfree:
+            return 0, (STOP_KV, r, new_blocks + evictable + wm, self.nfree)
+        return new_blocks, None
+
+    def _admit(self, r: Req, hits: list[int], n: int, new_blocks: int) -> None:
+        """Admit the head of the waiting queue: touch its hit blocks, take ``new_blocks`` from
+        the free queue, cache the newly full ones, move it to ``running`` with ``n`` tokens."""
+        bs = self.bs
+        nh = len(hits)
+        hit_tok = nh * bs
+        nt = r.num_tokens
+        self._touch(hits, r.idx)
+        r.blocks = hits
+        r.num_cached = nh
+        if new_blocks:
+            hits.extend(self._popleft(new_blocks, r.idx))
+        r.cap = len(hits) * bs
+        if self.caching:
+            need = min(hit_tok + n, self.mml)
+            nf = (need if need < nt else nt) // bs
+            if nf > nh:
+                self._cache_blocks(r, nf)
+            self.total_hit_tokens += hit_tok
+            self.total_query_tokens += nt
+        if self.priority:
+            heapq.heappop(self.heap)
+        else:
+            self.fcfs.popleft()
+        resumed = r.status == PREEMPTED
+        self.running.append(r)
+        r.status = RUNNING
+        r.computed = hit_tok + n
+        r.hit_tokens += hit_tok
+        if r.t_first_sched < 0:
+            r.t_first_sched = self.clock
+        self.sched[r] = n
+        self.admissions.append(
+            Admission(req=r, hit_tokens=hit_tok, tokens=n, resumed=resumed, new_blocks=new_blocks)
+        )
+
+    def _end_step(
+        self, stop: Stop, budget: int, prefill: int, decode: int, ctx: int, padding: int
+    ) -> None:
         self.wait_stop = stop
         self.prefill_tokens = prefill
         self.decode_tokens = decode
-        self.padding_tokens = 0
+        self.padding_tokens = padding
         self.ctx_tokens = ctx
         self.budget_left = budget
+
+    # --- static batching (not vLLM) --------------------------------------------------------
 
     def _schedule_static(self) -> None:
         """Static batching (not vLLM; for comparison): a batch of up to ``max_num_seqs``
         requests is formed only when the previous batch has completely finished; each reserves
         blocks for its whole prompt + ``max_tokens`` up front; the batch then runs (prefill
         within the token budget, then decodes) and nobody joins until all are done. Finished
-        members still occupy their batch row (padding) while others decode."""
+        members still occupy their batch row (padding) while others decode.
+
+        Once formed, a batch is scheduled by the RUNNING loop: its blocks are all reserved
+        (no allocation, no preemption) and prefix caching is off."""
+        stop: Stop = (STOP_STATIC_BATCH, None, 0, 0)
+        if not self.running:
+            stop = self._form_static_batch()
+        budget, prefill, decode, ctx = self._schedule_running(self.budget_max, 0)
+        padding = (self.batch_size - len(self.running)) if decode else 0
+        self._end_step(stop, budget, prefill, decode, ctx, padding)
+
+    def _form_static_batch(self) -> Stop:
+        """Take up to ``max_num_seqs`` waiting requests, each with blocks for its whole
+        prompt + ``max_tokens``, stopping at the first that does not fit."""
         running = self.running
-        sched: dict[Req, int] = {}
-        self.sched = sched
-        self.preempt_events = []
-        self.admissions = []
         bs = self.bs
-        mml = self.mml
-        stop: tuple[int, Req | None, int, int] = (STOP_STATIC_BATCH, None, 0, 0)
-        if not running:
-            self.batch_size = 0
-            stop = (STOP_EMPTY, None, 0, 0)
-            while self.num_waiting():
-                r = self.heap[0][4] if self.priority else self.fcfs[0]
-                if len(running) >= self.max_seqs:
-                    stop = (STOP_MAX_SEQS, r, len(running), self.max_seqs)
-                    break
-                total = min(r.num_tokens + r.spec.max_tokens, mml)
-                need = (total + bs - 1) // bs
-                if need > self.nfree:
-                    stop = (STOP_KV_FULL, r, need, self.nfree)
-                    break
-                if self.priority:
-                    heapq.heappop(self.heap)
-                else:
-                    self.fcfs.popleft()
-                r.blocks = self._popleft(need, r.idx)
-                r.cap = need * bs
-                r.status = RUNNING
-                running.append(r)
-                if r.t_first_sched < 0:
-                    r.t_first_sched = self.clock
-                self.admissions.append(
-                    Admission(req=r, hit_tokens=0, tokens=0, resumed=False, new_blocks=need)
-                )
-            self.batch_size = len(running)
-        budget = self.budget_max
-        prefill = 0
-        decode = 0
-        ctx = 0
-        for r in running:
-            if budget <= 0:
+        self.batch_size = 0
+        stop: Stop = (STOP_EMPTY, None, 0, 0)
+        while self.num_waiting():
+            r = self.heap[0][4] if self.priority else self.fcfs[0]
+            if len(running) >= self.max_seqs:
+                stop = (STOP_MAX_SEQS, r, len(running), self.max_seqs)
                 break
-            comp = r.computed
-            n = min(r.num_tokens - comp, budget, mml - comp - 1)
-            if n <= 0:
-                continue
-            sched[r] = n
-            budget -= n
-            r.computed = comp + n
-            if n == 1 and comp >= r.prompt_len:
-                decode += 1
+            total = min(r.num_tokens + r.spec.max_tokens, self.mml)
+            need = (total + bs - 1) // bs
+            if need > self.nfree:
+                stop = (STOP_KV_FULL, r, need, self.nfree)
+                break
+            if self.priority:
+                heapq.heappop(self.heap)
             else:
-                prefill += n
-            ctx += comp + n
-        self.wait_stop = stop
-        self.prefill_tokens = prefill
-        self.decode_tokens = decode
-        self.padding_tokens = (self.batch_size - len(running)) if decode else 0
-        self.ctx_tokens = ctx
-        self.budget_left = budget
+                self.fcfs.popleft()
+            r.blocks = self._popleft(need, r.idx)
+            r.cap = need * bs
+            r.status = RUNNING
+            running.append(r)
+            if r.t_first_sched < 0:
+                r.t_first_sched = self.clock
+            self.admissions.append(
+                Admission(req=r, hit_tokens=0, tokens=0, resumed=False, new_blocks=need)
+            )
+        self.batch_size = len(running)
+        return stop
 
     # --- update_from_output() --------------------------------------------------------------
 
@@ -778,31 +511,3 @@ def _pkey(r: Req) -> tuple[int, float]:
 
 
 _computed = operator.attrgetter("computed")
-
-
-def step_seconds(lat: LatencyParams) -> Callable[[int, int, int], float]:
-    """The latency model: seconds for a step with ``prefill`` and ``decode`` tokens scheduled
-    and ``ctx`` tokens of KV cache read by attention."""
-    if lat.mode == "linear":
-        base = lat.base_ms / 1e3
-        pf = lat.prefill_token_ms / 1e3
-        dc = lat.decode_token_ms / 1e3
-
-        def linear(prefill: int, decode: int, ctx: int) -> float:
-            return base + pf * prefill + dc * decode
-
-        return linear
-    params = lat.model_params_billion * 1e9
-    flops = lat.gpu_tflops * 1e12 * lat.mfu
-    bw = lat.gpu_bandwidth_gbps * 1e9
-    per_token = 2.0 * params / flops
-    weights = params * lat.bytes_per_param / bw
-    per_ctx = lat.kv_bytes_per_token / bw
-    over = lat.step_overhead_ms / 1e3
-
-    def roofline(prefill: int, decode: int, ctx: int) -> float:
-        compute = per_token * (prefill + decode)
-        memory = weights + per_ctx * ctx
-        return over + (compute if compute > memory else memory)
-
-    return roofline

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import bisect
 from collections import deque
-from typing import Any, TypedDict
+from typing import Any, TypeAlias, TypedDict
 
 from app.sim.core.errors import ParamError
 from app.sim.core.explainer import Explainer, JSONValue, Limits, Progress, ResultKind
@@ -33,13 +33,14 @@ from app.sim.core.i18n import msg
 from app.sim.core.sources import VLLM_0_33
 from app.sim.core.trace import Frame, Trace
 from app.sim.serving import params as sp
-from app.sim.serving.engine import finish_point
 from app.sim.serving.narrate import FrameParts, StepState, snapshot
 from app.sim.serving.params import SchedulerParams
 from app.sim.serving.presets import PRESETS
+from app.sim.serving.request import finish_point
 from app.sim.serving.run import MAX_FRAMES, SchedulerSeries, simulate
 
-SIM_VERSION = "scheduler-1"
+SIM_VERSION = "scheduler-2"  # 2: a frame lists only the KV blocks in use or hashed
+SchedulerTrace: TypeAlias = Trace[StepState, SchedulerSeries]
 MAX_WORK_TOKENS = 20_000_000
 
 
@@ -64,7 +65,7 @@ def cost_tokens(p: SchedulerParams) -> int:
     return sum(r.prompt_tokens + finish_point(r, eos, mml)[0] for r in p.requests)
 
 
-class SchedulerExplainer(Explainer[SchedulerParams]):
+class SchedulerExplainer(Explainer[SchedulerParams, StepState, SchedulerSeries]):
     name = "scheduler"
     title = msg("vLLM scheduler")
     summary = msg(
@@ -104,9 +105,7 @@ class SchedulerExplainer(Explainer[SchedulerParams]):
     def cost(self, params: SchedulerParams) -> float:
         return float(cost_tokens(params))
 
-    def run(
-        self, params: SchedulerParams, progress: Progress | None = None
-    ) -> Trace[StepState, SchedulerSeries]:
+    def run(self, params: SchedulerParams, progress: Progress | None = None) -> SchedulerTrace:
         res = simulate(
             params,
             snapshot=snapshot,
@@ -125,10 +124,8 @@ class SchedulerExplainer(Explainer[SchedulerParams]):
             ended_early=res.ended_early,
         )
 
-    def public_json(self, trace: Trace[Any, Any]) -> dict[str, JSONValue]:
-        series: SchedulerSeries | None = trace.series
-        if series is None:  # pragma: no cover - every scheduler trace has a series
-            raise ValueError("not a scheduler trace")
+    def public_json(self, trace: SchedulerTrace) -> dict[str, JSONValue]:
+        series = trace.series
         params: SchedulerParams = trace.params
         return {
             "steps": list(steps_json(params, series)),

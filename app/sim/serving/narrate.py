@@ -15,7 +15,6 @@ from app.sim.core.sources import SourceRef
 from app.sim.core.trace import Field
 from app.sim.serving import sources as src
 from app.sim.serving.engine import (
-    PREEMPTED,
     STOP_BUDGET,
     STOP_HOL,
     STOP_KV,
@@ -23,10 +22,11 @@ from app.sim.serving.engine import (
     STOP_MAX_SEQS,
     STOP_PREEMPTED,
     STOP_STATIC_BATCH,
-    WAITING,
-    Req,
+    Admission,
+    PreemptEvent,
     Scheduler,
 )
+from app.sim.serving.request import FINISHED, PREEMPTED, WAITING, Req
 
 MAX_RUNNING_VIEWS = 24  # request rows in a frame: running ones (in list order) ...
 MAX_WAITING_VIEWS = 8  # ... and the head of the waiting queue
@@ -69,16 +69,23 @@ class Spend(TypedDict):
 
 
 class KVView(TypedDict):
+    """The block pool after the step, sparse: only the blocks in use or still hashed are
+    listed (ascending, with their owner, ref_cnt and hash flag); every other block but the
+    null block 0 is free and unhashed. A frame's size follows what is in use, not
+    ``num_gpu_blocks``."""
+
     num_blocks: int  # including the null block 0
     block_size: int
     used: int
     free: int  # free-queue length (evictable cached blocks included)
     usage: float
-    owner: list[int]  # per block: index (into the series' request_ids) of the request that
-    # computed it, or took it back from the free queue as a prefix hit; -1 when free. A shared
-    # block (ref_cnt > 1) keeps the request that computed it, even after that one finished.
-    ref_cnt: list[int]  # per block
-    hashed: list[int]  # 1 if the block is in the prefix cache
+    blocks: list[int]  # the blocks in use or hashed, ascending
+    owner: list[int]  # per listed block: index (into the series' request_ids) of the request
+    # that computed it, or took it back from the free queue as a prefix hit; -1 when free. A
+    # shared block (ref_cnt > 1) keeps the request that computed it, even after that one
+    # finished.
+    ref_cnt: list[int]  # per listed block
+    hashed: list[int]  # per listed block: 1 if it is in the prefix cache
     free_queue: list[int]  # head first: reused (and evicted) first; at most 256 shown
     cached_blocks: int
 
@@ -139,9 +146,22 @@ def _phase(r: Req) -> str:
         return "waiting"
     if r.status == PREEMPTED:
         return "preempted"
-    if r.status == 3:
+    if r.status == FINISHED:
         return "finished"
     return "decode" if r.computed == r.num_tokens - 1 and r.num_output > 0 else "prefill"
+
+
+def token_kind(
+    n: int, before: int, prompt_len: int, was_preempted: bool, admitted: bool, resumed: bool
+) -> str:
+    """What ``n`` tokens scheduled for a request with ``before`` computed tokens are: a
+    ``decode`` (one token past the prompt, not an admission), a ``recompute`` (a request that
+    was preempted redoing what it had: past its prompt, or resumed now) or a ``prefill``."""
+    if n == 1 and before >= prompt_len and not admitted:
+        return "decode"
+    if was_preempted and (before >= prompt_len or resumed):
+        return "recompute"
+    return "prefill"
 
 
 def _view(r: Req, n: int) -> ReqView:
@@ -163,16 +183,18 @@ def _view(r: Req, n: int) -> ReqView:
 def snapshot(s: Scheduler, arrived: list[Req], index: int) -> FrameParts:
     """The frame of the step ``s`` has just executed."""
     sched = s.sched
-    admitted = {a.req: a for a in s.admissions}
-    kinds: list[str] = []
-    for r, n in sched.items():
-        before = r.computed - n
-        if n == 1 and before >= r.prompt_len and r not in admitted:
-            kinds.append("decode")
-        elif r.preemptions and (before >= r.prompt_len or r in admitted and admitted[r].resumed):
-            kinds.append("recompute")
-        else:
-            kinds.append("prefill")
+    admitted = {a.req: a.resumed for a in s.admissions}
+    kinds = [
+        token_kind(
+            n,
+            r.computed - n,
+            r.prompt_len,
+            r.preemptions > 0,
+            r in admitted,
+            admitted.get(r, False),
+        )
+        for r, n in sched.items()
+    ]
     spend: Spend = {"ids": [r.rid for r in sched], "tokens": list(sched.values()), "kinds": kinds}
 
     views = [_view(r, sched.get(r, 0)) for r in s.running[:MAX_RUNNING_VIEWS]]
@@ -181,15 +203,17 @@ def snapshot(s: Scheduler, arrived: list[Req], index: int) -> FrameParts:
 
     usable = s.nblocks - 1
     used = usable - s.nfree
+    live = sorted(s.live)
     kv: KVView = {
         "num_blocks": s.nblocks,
         "block_size": s.bs,
         "used": used,
         "free": s.nfree,
         "usage": used / usable,
-        "owner": list(s.owner),
-        "ref_cnt": list(s.ref),
-        "hashed": list(s.hashed),
+        "blocks": live,
+        "owner": list(map(s.owner.__getitem__, live)),
+        "ref_cnt": list(map(s.ref.__getitem__, live)),
+        "hashed": list(map(s.hashed.__getitem__, live)),
         "free_queue": s.free_queue(MAX_FREE_QUEUE_VIEW),
         "cached_blocks": len(s.h2b) + sum(len(v) for v in s.dups.values()),
     }
@@ -262,196 +286,19 @@ def snapshot(s: Scheduler, arrived: list[Req], index: int) -> FrameParts:
 
 
 def _decision_log(s: Scheduler, spend: Spend, arrived: list[Req]) -> tuple[Message, ...]:
+    """The notes of a frame: the decisions in the order ``schedule()`` made them, then the
+    requests that finished in ``update_from_output()``; at most ``MAX_LOG_LINES``."""
     lines: list[Message] = []
     if arrived:
         lines.append(
             msg("Arrived before this step: {ids} ({count}).", ids=_ids(arrived), count=len(arrived))
         )
-    admitted = {a.req for a in s.admissions}
-    entries = [
-        (r, n, kind, left)
-        for r, n, kind, left in zip(
-            s.sched,
-            spend["tokens"],
-            spend["kinds"],
-            _lefts(s.budget_max, spend["tokens"]),
-            strict=True,
-        )
-        if r not in admitted
-    ]
-    decodes = [e for e in entries if e[2] == "decode"]
-    if len(entries) <= 6:
-        for r, n, kind, left in entries:
-            if kind == "decode":
-                lines.append(
-                    msg(
-                        "{id} is running: 1 decode token ({left} budget tokens left).",
-                        id=r.rid,
-                        left=left,
-                    )
-                )
-            elif kind == "recompute":
-                lines.append(
-                    msg(
-                        "{id} is running: recomputes {tokens} tokens after its preemption "
-                        "({done} of {total} done).",
-                        id=r.rid,
-                        tokens=n,
-                        done=r.computed,
-                        total=_to_compute(r),
-                    )
-                )
-            else:
-                lines.append(
-                    msg(
-                        "{id} is running: prefill chunk of {tokens} tokens ({done} of {prompt} "
-                        "prompt tokens computed).",
-                        id=r.rid,
-                        tokens=n,
-                        done=min(r.computed, r.prompt_len),
-                        prompt=r.prompt_len,
-                    )
-                )
-    else:
-        if decodes:
-            lines.append(
-                msg(
-                    "{count} running requests decode 1 token each: {ids}.",
-                    count=len(decodes),
-                    ids=_ids([e[0] for e in decodes]),
-                )
-            )
-        for r, n, kind, _left in entries:
-            if kind != "decode":
-                lines.append(
-                    msg(
-                        "{id} is running: {tokens} prefill tokens ({done} of {total} computed).",
-                        id=r.rid,
-                        tokens=n,
-                        done=r.computed,
-                        total=_to_compute(r),
-                    )
-                )
-    for ev in s.preempt_events:
-        if ev.victim is ev.for_req:
-            lines.append(
-                msg(
-                    "{req} needs {need} new block(s) but only {free} are free, and it is itself the "
-                    "victim: it preempts itself and frees its blocks.",
-                    req=ev.for_req.rid,
-                    need=ev.need_blocks,
-                    free=ev.free_blocks,
-                )
-            )
-        elif s.priority:
-            lines.append(
-                msg(
-                    "{req} needs {need} new block(s) but only {free} are free → preempt {victim} "
-                    "(worst priority {priority}); the token(s) it was given this step ({given}) go "
-                    "back to the budget.",
-                    req=ev.for_req.rid,
-                    need=ev.need_blocks,
-                    free=ev.free_blocks,
-                    victim=ev.victim.rid,
-                    priority=ev.victim.spec.priority,
-                    given=ev.given_back,
-                )
-            )
-        else:
-            lines.append(
-                msg(
-                    "{req} needs {need} new block(s) but only {free} are free → preempt {victim} "
-                    "(the newest running request): its blocks go back to the free queue and it "
-                    "returns to the front of the waiting queue.",
-                    req=ev.for_req.rid,
-                    need=ev.need_blocks,
-                    free=ev.free_blocks,
-                    victim=ev.victim.rid,
-                )
-            )
-    for a in s.admissions:
-        if s.static:
-            lines.append(
-                msg(
-                    "{id} joins the new static batch and reserves {blocks} blocks for its prompt "
-                    "and all of max_tokens.",
-                    id=a.req.rid,
-                    blocks=a.new_blocks,
-                )
-            )
-        elif a.resumed:
-            lines.append(
-                msg(
-                    "{id} resumes after preemption: {hit} tokens hit the prefix cache (its own "
-                    "surviving blocks), {tokens} tokens are recomputed now.",
-                    id=a.req.rid,
-                    hit=a.hit_tokens,
-                    tokens=a.tokens,
-                )
-            )
-        elif a.hit_tokens:
-            lines.append(
-                msg(
-                    "{id} is admitted: prefix-cache hit of {hit} tokens, {tokens} tokens "
-                    "scheduled, {blocks} new block(s).",
-                    id=a.req.rid,
-                    hit=a.hit_tokens,
-                    tokens=a.tokens,
-                    blocks=a.new_blocks,
-                )
-            )
-        else:
-            lines.append(
-                msg(
-                    "{id} is admitted: {tokens} tokens scheduled, {blocks} new block(s).",
-                    id=a.req.rid,
-                    tokens=a.tokens,
-                    blocks=a.new_blocks,
-                )
-            )
-    code, head, wa, wb = s.wait_stop
-    waiting = s.num_waiting()
-    if code == STOP_PREEMPTED and waiting:
-        lines.append(msg("A request was preempted this step, so nobody is admitted."))
-    elif code == STOP_BUDGET and waiting:
-        lines.append(
-            msg("The token budget is spent; requests still waiting: {count}.", count=waiting)
-        )
-    elif code == STOP_MAX_SEQS and head is not None:
-        lines.append(
-            msg(
-                "{id} waits: {running} requests are running, the max_num_seqs limit.",
-                id=head.rid,
-                running=wa,
-            )
-        )
-    elif code == STOP_HOL and head is not None:
-        lines.append(
-            msg(
-                "Head-of-line blocking: {id} needs {tokens} tokens, only {left} are left and "
-                "chunked prefill is off, so nobody behind it is admitted.",
-                id=head.rid,
-                tokens=wa,
-                left=wb,
-            )
-        )
-    elif code in (STOP_KV_FULL, STOP_KV) and head is not None:
-        lines.append(
-            msg(
-                "{id} waits: it needs {need} free blocks (its whole sequence, plus the "
-                "watermark) and {free} are free; admission stops at the head of the queue.",
-                id=head.rid,
-                need=wa,
-                free=wb,
-            )
-        )
-    elif code == STOP_STATIC_BATCH and waiting:
-        lines.append(
-            msg(
-                "Static batching: the current batch is still running, so {count} requests wait.",
-                count=waiting,
-            )
-        )
+    lines.extend(_running_lines(s, spend))
+    lines.extend(_preemption_line(s, ev) for ev in s.preempt_events)
+    lines.extend(_admission_line(s, a) for a in s.admissions)
+    stop = _stop_line(s)
+    if stop is not None:
+        lines.append(stop)
     for r in s.finished_now:
         lines.append(
             msg(
@@ -466,3 +313,173 @@ def _decision_log(s: Scheduler, spend: Spend, arrived: list[Req]) -> tuple[Messa
         lines = lines[: MAX_LOG_LINES - 1]
         lines.append(msg("… and {more} more decisions.", more=more))
     return tuple(lines)
+
+
+def _running_lines(s: Scheduler, spend: Spend) -> list[Message]:
+    """The RUNNING loop's requests (admissions are told apart): one line each when there are
+    few, else one line for all the decodes."""
+    admitted = {a.req for a in s.admissions}
+    entries = [
+        (r, n, kind, left)
+        for r, n, kind, left in zip(
+            s.sched,
+            spend["tokens"],
+            spend["kinds"],
+            _lefts(s.budget_max, spend["tokens"]),
+            strict=True,
+        )
+        if r not in admitted
+    ]
+    if len(entries) <= 6:
+        return [_running_line(r, n, kind, left) for r, n, kind, left in entries]
+    lines: list[Message] = []
+    decodes = [e[0] for e in entries if e[2] == "decode"]
+    if decodes:
+        lines.append(
+            msg(
+                "{count} running requests decode 1 token each: {ids}.",
+                count=len(decodes),
+                ids=_ids(decodes),
+            )
+        )
+    for r, n, kind, _left in entries:
+        if kind != "decode":
+            lines.append(
+                msg(
+                    "{id} is running: {tokens} prefill tokens ({done} of {total} computed).",
+                    id=r.rid,
+                    tokens=n,
+                    done=r.computed,
+                    total=_to_compute(r),
+                )
+            )
+    return lines
+
+
+def _running_line(r: Req, n: int, kind: str, left: int) -> Message:
+    if kind == "decode":
+        return msg(
+            "{id} is running: 1 decode token ({left} budget tokens left).", id=r.rid, left=left
+        )
+    if kind == "recompute":
+        return msg(
+            "{id} is running: recomputes {tokens} tokens after its preemption "
+            "({done} of {total} done).",
+            id=r.rid,
+            tokens=n,
+            done=r.computed,
+            total=_to_compute(r),
+        )
+    return msg(
+        "{id} is running: prefill chunk of {tokens} tokens ({done} of {prompt} "
+        "prompt tokens computed).",
+        id=r.rid,
+        tokens=n,
+        done=min(r.computed, r.prompt_len),
+        prompt=r.prompt_len,
+    )
+
+
+def _preemption_line(s: Scheduler, ev: PreemptEvent) -> Message:
+    if ev.victim is ev.for_req:
+        return msg(
+            "{req} needs {need} new block(s) but only {free} are free, and it is itself the "
+            "victim: it preempts itself and frees its blocks.",
+            req=ev.for_req.rid,
+            need=ev.need_blocks,
+            free=ev.free_blocks,
+        )
+    if s.priority:
+        return msg(
+            "{req} needs {need} new block(s) but only {free} are free → preempt {victim} "
+            "(worst priority {priority}); the token(s) it was given this step ({given}) go "
+            "back to the budget.",
+            req=ev.for_req.rid,
+            need=ev.need_blocks,
+            free=ev.free_blocks,
+            victim=ev.victim.rid,
+            priority=ev.victim.spec.priority,
+            given=ev.given_back,
+        )
+    return msg(
+        "{req} needs {need} new block(s) but only {free} are free → preempt {victim} "
+        "(the newest running request): its blocks go back to the free queue and it "
+        "returns to the front of the waiting queue.",
+        req=ev.for_req.rid,
+        need=ev.need_blocks,
+        free=ev.free_blocks,
+        victim=ev.victim.rid,
+    )
+
+
+def _admission_line(s: Scheduler, a: Admission) -> Message:
+    if s.static:
+        return msg(
+            "{id} joins the new static batch and reserves {blocks} blocks for its prompt "
+            "and all of max_tokens.",
+            id=a.req.rid,
+            blocks=a.new_blocks,
+        )
+    if a.resumed:
+        return msg(
+            "{id} resumes after preemption: {hit} tokens hit the prefix cache (its own "
+            "surviving blocks), {tokens} tokens are recomputed now.",
+            id=a.req.rid,
+            hit=a.hit_tokens,
+            tokens=a.tokens,
+        )
+    if a.hit_tokens:
+        return msg(
+            "{id} is admitted: prefix-cache hit of {hit} tokens, {tokens} tokens "
+            "scheduled, {blocks} new block(s).",
+            id=a.req.rid,
+            hit=a.hit_tokens,
+            tokens=a.tokens,
+            blocks=a.new_blocks,
+        )
+    return msg(
+        "{id} is admitted: {tokens} tokens scheduled, {blocks} new block(s).",
+        id=a.req.rid,
+        tokens=a.tokens,
+        blocks=a.new_blocks,
+    )
+
+
+def _stop_line(s: Scheduler) -> Message | None:
+    """Why the WAITING loop stopped admitting, when someone is left waiting."""
+    code, head, wa, wb = s.wait_stop
+    waiting = s.num_waiting()
+    if code == STOP_PREEMPTED and waiting:
+        return msg("A request was preempted this step, so nobody is admitted.")
+    if code == STOP_BUDGET and waiting:
+        return msg("The token budget is spent; requests still waiting: {count}.", count=waiting)
+    if code == STOP_STATIC_BATCH and waiting:
+        return msg(
+            "Static batching: the current batch is still running, so {count} requests wait.",
+            count=waiting,
+        )
+    if head is None:
+        return None
+    if code == STOP_MAX_SEQS:
+        return msg(
+            "{id} waits: {running} requests are running, the max_num_seqs limit.",
+            id=head.rid,
+            running=wa,
+        )
+    if code == STOP_HOL:
+        return msg(
+            "Head-of-line blocking: {id} needs {tokens} tokens, only {left} are left and "
+            "chunked prefill is off, so nobody behind it is admitted.",
+            id=head.rid,
+            tokens=wa,
+            left=wb,
+        )
+    if code in (STOP_KV_FULL, STOP_KV):
+        return msg(
+            "{id} waits: it needs {need} free blocks (its whole sequence, plus the "
+            "watermark) and {free} are free; admission stops at the head of the queue.",
+            id=head.rid,
+            need=wa,
+            free=wb,
+        )
+    return None

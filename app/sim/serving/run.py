@@ -14,8 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypedDict, TypeVar
 
-from app.sim.serving.engine import FINISHED, Req, Scheduler, step_seconds
+from app.sim.serving.engine import Scheduler
+from app.sim.serving.latency import step_seconds
 from app.sim.serving.params import SchedulerParams
+from app.sim.serving.request import FINISHED, Req
 
 MAX_FRAMES = 200
 _idx = operator.attrgetter("idx")
@@ -85,6 +87,180 @@ class RunResult(Generic[T]):
     ended_early: str | None
 
 
+class _Arrivals:
+    """The requests not yet added, by step (in input order within a step) and by time (in time
+    order)."""
+
+    def __init__(self, reqs: list[Req]) -> None:
+        self.by_step = sorted(
+            (r for r in reqs if r.spec.step is not None),
+            key=lambda r: (r.spec.step or 0, r.idx),
+        )
+        self.step_of = [r.spec.step or 0 for r in self.by_step]
+        self.by_time = sorted(
+            (r for r in reqs if r.spec.step is None),
+            key=lambda r: (r.spec.arrival_time, r.idx),
+        )
+        self.ps = 0
+        self.pt = 0
+
+    def add_due(self, s: Scheduler) -> list[Req]:
+        """``add_request`` every request due at ``s``'s step or clock; returns them."""
+        k = s.step_k
+        clock = s.clock
+        added: list[Req] = []
+        by_step = self.by_step
+        while self.ps < len(by_step) and self.step_of[self.ps] <= k:
+            r = by_step[self.ps]
+            at = r.spec.arrival_time
+            s.add_request(r, clock, clock if at is None else at)
+            added.append(r)
+            self.ps += 1
+        by_time = self.by_time
+        while self.pt < len(by_time) and (by_time[self.pt].spec.arrival_time or 0.0) <= clock:
+            r = by_time[self.pt]
+            at = r.spec.arrival_time or 0.0
+            s.add_request(r, at, at)
+            added.append(r)
+            self.pt += 1
+        return added
+
+    def skip_idle(self, s: Scheduler) -> bool:
+        """Idle (``EngineCore.step`` returns at once): jump to the next arrival; False when
+        none is left."""
+        if self.ps < len(self.by_step):
+            s.step_k = self.step_of[self.ps]
+            return True
+        if self.pt < len(self.by_time):
+            s.clock = max(s.clock, self.by_time[self.pt].spec.arrival_time or 0.0)
+            return True
+        return False
+
+
+class _Records:
+    """The per-step series, appended to as the run goes (event columns CSR-encoded)."""
+
+    def __init__(self, usable: int) -> None:
+        self.usable = usable
+        self.step: list[int] = []
+        self.t_start: list[float] = []
+        self.t_end: list[float] = []
+        self.prefill: list[int] = []
+        self.decode: list[int] = []
+        self.padding: list[int] = []
+        self.nrun: list[int] = []
+        self.nwait: list[int] = []
+        self.used: list[int] = []
+        self.usage: list[float] = []
+        self.hit: list[int] = []
+        self.scheds: list[dict[Req, int]] = []
+        self.arrive_off = [0]
+        self.arrive_req: list[int] = []
+        self.admit_off = [0]
+        self.admit_req: list[int] = []
+        self.admit_hit: list[int] = []
+        self.preempt_off = [0]
+        self.preempt_req: list[int] = []
+        self.finish_off = [0]
+        self.finish_req: list[int] = []
+
+    def add(self, s: Scheduler, k: int, clock: float, t_end: float, added: list[Req]) -> None:
+        """Record the step ``s`` has just executed (numbered ``k``, from ``clock`` to ``t_end``)."""
+        self.step.append(k)
+        self.t_start.append(clock)
+        self.t_end.append(t_end)
+        self.prefill.append(s.prefill_tokens)
+        self.decode.append(s.decode_tokens)
+        self.padding.append(s.padding_tokens)
+        self.nrun.append(len(s.running))
+        self.nwait.append(s.num_waiting())
+        used = self.usable - s.nfree
+        self.used.append(used)
+        self.usage.append(used / self.usable)
+        self.scheds.append(s.sched)
+        if added:
+            self.arrive_req.extend(map(_idx, added))
+        self.arrive_off.append(len(self.arrive_req))
+        hits = 0
+        for a in s.admissions:
+            self.admit_req.append(a.req.idx)
+            self.admit_hit.append(a.hit_tokens)
+            hits += a.hit_tokens
+        self.admit_off.append(len(self.admit_req))
+        self.hit.append(hits)
+        for e in s.preempt_events:
+            self.preempt_req.append(e.victim.idx)
+        self.preempt_off.append(len(self.preempt_req))
+        if s.finished_now:
+            self.finish_req.extend(map(_idx, s.finished_now))
+        self.finish_off.append(len(self.finish_req))
+
+    def series(self, reqs: list[Req]) -> SchedulerSeries:
+        sched_off = [0]
+        sched_req: list[int] = []
+        sched_tok: list[int] = []
+        for d in self.scheds:
+            sched_req.extend(map(_idx, d))
+            sched_tok.extend(d.values())
+            sched_off.append(len(sched_req))
+        return {
+            "step": self.step,
+            "t_start": self.t_start,
+            "t_end": self.t_end,
+            "prefill_tokens": self.prefill,
+            "decode_tokens": self.decode,
+            "padding_tokens": self.padding,
+            "num_running": self.nrun,
+            "num_waiting": self.nwait,
+            "kv_blocks_used": self.used,
+            "kv_usage": self.usage,
+            "prefix_hit_tokens": self.hit,
+            "sched_off": sched_off,
+            "sched_req": sched_req,
+            "sched_tokens": sched_tok,
+            "arrive_off": self.arrive_off,
+            "arrive_req": self.arrive_req,
+            "admit_off": self.admit_off,
+            "admit_req": self.admit_req,
+            "admit_hit": self.admit_hit,
+            "preempt_off": self.preempt_off,
+            "preempt_req": self.preempt_req,
+            "finish_off": self.finish_off,
+            "finish_req": self.finish_req,
+            "request_ids": [r.rid for r in reqs],
+            "requests": [_result(r) for r in reqs],
+        }
+
+
+class _Snapshots(Generic[T]):
+    """A uniform sample of step snapshots: the stride doubles (and every other snapshot is
+    dropped) whenever ``max_frames`` is reached."""
+
+    def __init__(
+        self, s: Scheduler, snapshot: Callable[[Scheduler, list[Req], int], T], max_frames: int
+    ) -> None:
+        self.take = snapshot
+        self.max_frames = max_frames
+        self.stride = _initial_stride(s, max_frames)
+        self.snaps: list[tuple[int, T]] = []
+        self.last = -1
+
+    def offer(self, s: Scheduler, added: list[Req], idx: int) -> None:
+        if idx % self.stride:
+            return
+        self.snaps.append((idx, self.take(s, added, idx)))
+        self.last = idx
+        if len(self.snaps) >= self.max_frames:
+            self.snaps = self.snaps[::2]
+            self.stride *= 2
+
+    def close(self, s: Scheduler, last: int) -> tuple[tuple[int, T], ...]:
+        """The snapshots, with the run's last step always among them."""
+        if last >= 0 and self.last != last:
+            self.snaps.append((last, self.take(s, [], last)))
+        return tuple(self.snaps)
+
+
 def simulate(
     params: SchedulerParams,
     snapshot: Callable[[Scheduler, list[Req], int], T] | None = None,
@@ -97,178 +273,48 @@ def simulate(
     reqs = s.reqs
     nreq = len(reqs)
     cost_of = step_seconds(params.latency)
-    usable = params.config.num_gpu_blocks - 1
-
-    # Arrivals: by step (in input order within a step), or by time (in time order).
-    by_step = sorted(
-        (r for r in reqs if r.spec.step is not None),
-        key=lambda r: (r.spec.step or 0, r.idx),
-    )
-    step_of = [r.spec.step or 0 for r in by_step]
-    by_time = sorted(
-        (r for r in reqs if r.spec.step is None),
-        key=lambda r: (r.spec.arrival_time, r.idx),
-    )
-    ps = 0
-    pt = 0
-
-    step_l: list[int] = []
-    t_start_l: list[float] = []
-    t_end_l: list[float] = []
-    prefill_l: list[int] = []
-    decode_l: list[int] = []
-    padding_l: list[int] = []
-    nrun_l: list[int] = []
-    nwait_l: list[int] = []
-    used_l: list[int] = []
-    usage_l: list[float] = []
-    hit_l: list[int] = []
-    scheds: list[dict[Req, int]] = []
-    arrive_off = [0]
-    arrive_req: list[int] = []
-    admit_off = [0]
-    admit_req: list[int] = []
-    admit_hit: list[int] = []
-    preempt_off = [0]
-    preempt_req: list[int] = []
-    finish_off = [0]
-    finish_req: list[int] = []
-
-    snaps: list[tuple[int, T]] = []
-    stride = _initial_stride(s, max_frames)
+    arrivals = _Arrivals(reqs)
+    rec = _Records(params.config.num_gpu_blocks - 1)
+    snaps = _Snapshots(s, snapshot, max_frames) if snapshot is not None else None
     ended_early: str | None = None
     report_every = max(total_work / 100.0, 1.0)
     next_report = report_every
     idle_guard = 0
     max_steps = 50 * (sum(r.prompt_len + r.finish_out for r in reqs) + nreq) + 1000
-    last_snapped = -1
 
     while s.num_finished < nreq:
         k = s.step_k
         clock = s.clock
-        added: list[Req] = []
-        while ps < len(by_step) and step_of[ps] <= k:
-            r = by_step[ps]
-            at = r.spec.arrival_time
-            s.add_request(r, clock, clock if at is None else at)
-            added.append(r)
-            ps += 1
-        while pt < len(by_time) and (by_time[pt].spec.arrival_time or 0.0) <= clock:
-            r = by_time[pt]
-            at = r.spec.arrival_time or 0.0
-            s.add_request(r, at, at)
-            added.append(r)
-            pt += 1
+        added = arrivals.add_due(s)
         if not s.running and not s.num_waiting():
-            # Idle: EngineCore.step returns at once; jump to the next arrival.
-            if ps < len(by_step):
-                s.step_k = step_of[ps]
-                continue
-            if pt < len(by_time):
-                s.clock = max(clock, by_time[pt].spec.arrival_time or 0.0)
+            if arrivals.skip_idle(s):
                 continue
             break  # pragma: no cover - every request has arrived and finished
         s.schedule()
-        dt = cost_of(s.prefill_tokens, s.decode_tokens + s.padding_tokens, s.ctx_tokens)
-        t_end = clock + dt
+        t_end = clock + cost_of(s.prefill_tokens, s.decode_tokens + s.padding_tokens, s.ctx_tokens)
         s.update_from_output(t_end)
-        sched = s.sched
-        if not sched:
-            idle_guard += 1
-            if idle_guard > 1000:  # pragma: no cover - no rule of vLLM leads here
-                ended_early = "no_progress"
-                break
-        else:
-            idle_guard = 0
-
-        # Records.
-        idx = len(step_l)
-        step_l.append(k)
-        t_start_l.append(clock)
-        t_end_l.append(t_end)
-        prefill_l.append(s.prefill_tokens)
-        decode_l.append(s.decode_tokens)
-        padding_l.append(s.padding_tokens)
-        nrun_l.append(len(s.running))
-        nwait_l.append(s.num_waiting())
-        used = usable - s.nfree
-        used_l.append(used)
-        usage_l.append(used / usable)
-        scheds.append(sched)
-        if added:
-            arrive_req.extend(map(_idx, added))
-        arrive_off.append(len(arrive_req))
-        hits = 0
-        for a in s.admissions:
-            admit_req.append(a.req.idx)
-            admit_hit.append(a.hit_tokens)
-            hits += a.hit_tokens
-        admit_off.append(len(admit_req))
-        hit_l.append(hits)
-        for e in s.preempt_events:
-            preempt_req.append(e.victim.idx)
-        preempt_off.append(len(preempt_req))
-        if s.finished_now:
-            finish_req.extend(map(_idx, s.finished_now))
-        finish_off.append(len(finish_req))
-
-        if snapshot is not None and idx % stride == 0:
-            snaps.append((idx, snapshot(s, added, idx)))
-            last_snapped = idx
-            if len(snaps) >= max_frames:
-                snaps = snaps[::2]
-                stride *= 2
+        idle_guard = 0 if s.sched else idle_guard + 1
+        if idle_guard > 1000:  # pragma: no cover - no rule of vLLM leads here
+            ended_early = "no_progress"
+            break
+        idx = len(rec.step)
+        rec.add(s, k, clock, t_end, added)
+        if snaps is not None:
+            snaps.offer(s, added, idx)
         s.step_k = k + 1
         s.clock = t_end
         if progress is not None and s.tokens_processed >= next_report:
             progress(min(float(s.tokens_processed), total_work), total_work)
             next_report = s.tokens_processed + report_every
-        if len(step_l) > max_steps:  # pragma: no cover - a safety net, not a vLLM rule
+        if len(rec.step) > max_steps:  # pragma: no cover - a safety net, not a vLLM rule
             ended_early = "step_limit"
             break
 
-    if snapshot is not None and step_l and last_snapped != len(step_l) - 1:
-        snaps.append((len(step_l) - 1, snapshot(s, [], len(step_l) - 1)))
-
-    sched_off = [0]
-    sched_req: list[int] = []
-    sched_tok: list[int] = []
-    for d in scheds:
-        sched_req.extend(map(_idx, d))
-        sched_tok.extend(d.values())
-        sched_off.append(len(sched_req))
-
-    results: list[RequestResult] = [_result(r) for r in reqs]
-    series: SchedulerSeries = {
-        "step": step_l,
-        "t_start": t_start_l,
-        "t_end": t_end_l,
-        "prefill_tokens": prefill_l,
-        "decode_tokens": decode_l,
-        "padding_tokens": padding_l,
-        "num_running": nrun_l,
-        "num_waiting": nwait_l,
-        "kv_blocks_used": used_l,
-        "kv_usage": usage_l,
-        "prefix_hit_tokens": hit_l,
-        "sched_off": sched_off,
-        "sched_req": sched_req,
-        "sched_tokens": sched_tok,
-        "arrive_off": arrive_off,
-        "arrive_req": arrive_req,
-        "admit_off": admit_off,
-        "admit_req": admit_req,
-        "admit_hit": admit_hit,
-        "preempt_off": preempt_off,
-        "preempt_req": preempt_req,
-        "finish_off": finish_off,
-        "finish_req": finish_req,
-        "request_ids": [r.rid for r in reqs],
-        "requests": results,
-    }
+    snapshots = snaps.close(s, len(rec.step) - 1) if snaps is not None else ()
+    series = rec.series(reqs)
     if progress is not None:
         progress(total_work, total_work)
-    return RunResult(series=series, snapshots=tuple(snaps), ended_early=ended_early)
+    return RunResult(series=series, snapshots=snapshots, ended_early=ended_early)
 
 
 def estimate_steps(s: Scheduler) -> int:

@@ -6,9 +6,10 @@ from collections.abc import Callable
 from typing import Any
 
 from app.sim.serving import SchedulerExplainer
-from app.sim.serving.engine import Req, Scheduler
+from app.sim.serving.engine import Scheduler
 from app.sim.serving.explainer import steps_json
 from app.sim.serving.params import SchedulerParams, parse
+from app.sim.serving.request import Req
 from app.sim.serving.run import SchedulerSeries, simulate
 
 EX = SchedulerExplainer()

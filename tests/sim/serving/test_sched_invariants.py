@@ -8,16 +8,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schedhelp import params, watch
 
-from app.sim.serving.engine import (
-    RUNNING,
-    Req,
-    Scheduler,
-    check_stop,
-    filler_token,
-    finish_point,
-    token_at,
-)
+from app.sim.serving.engine import Scheduler
 from app.sim.serving.params import RequestSpec
+from app.sim.serving.request import RUNNING, Req, check_stop, filler_token, finish_point, token_at
 from app.sim.serving.run import simulate
 
 
@@ -91,6 +84,8 @@ def _check(s: Scheduler, arrived: list[Req], idx: int) -> None:
         if s.hashed[b]:
             key = s.bhash[b]
             assert s.h2b.get(key) == b or b in s.dups.get(key, [])
+    # The live set (what a frame lists) is exactly the blocks in use or hashed.
+    assert s.live == {b for b in range(1, s.nblocks) if s.ref[b] > 0 or s.hashed[b]}
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 from schedhelp import req, result, run_steps, series, watch
 
-from app.sim.serving.engine import Req, Scheduler
+from app.sim.serving.engine import Scheduler
+from app.sim.serving.request import Req
 
 
 def at(steps: list[Any], k: int) -> Any:

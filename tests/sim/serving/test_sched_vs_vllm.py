@@ -22,10 +22,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schedhelp import params
 
-from app.sim.serving.engine import filler_token, token_at
 from app.sim.serving.explainer import steps_json
 from app.sim.serving.params import SchedulerParams
 from app.sim.serving.presets import PRESETS
+from app.sim.serving.request import filler_token, token_at
 from app.sim.serving.run import simulate
 
 try:  # pragma: no cover - depends on the machine

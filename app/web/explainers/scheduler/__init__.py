@@ -5,13 +5,15 @@ compare page."""
 from __future__ import annotations
 
 from app.sim.core import msg
+from app.sim.serving.narrate import StepState
+from app.sim.serving.run import SchedulerSeries
 from app.web.explainers.scheduler.compare import router
 from app.web.explainers.scheduler.editor import EDITOR
 from app.web.explainers.scheduler.picture import picture
 from app.web.explainers.scheduler.timeline import static
 from app.web.plugin import Action, Thumbnail, WebView
 
-VIEW = WebView(
+VIEW: WebView[StepState, SchedulerSeries] = WebView(
     picture=picture,
     static=static,
     scripts=("/static/explainers/scheduler/cursor.js",),

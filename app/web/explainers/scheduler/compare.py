@@ -15,8 +15,11 @@ from fastapi.responses import HTMLResponse, Response
 from markupsafe import Markup
 
 from app.sim.core import ParamError, ParamIssue
+from app.sim.serving.explainer import SchedulerTrace
 from app.web.errors import wants_json
 from app.web.explainers.scheduler.timeline import LAYOUT, charts, gantt, summary_rows
+from app.web.plugin import Plugin
+from app.web.site import Site
 from app.web.sources import SiteDep
 from app.web.templating import render
 
@@ -106,7 +109,8 @@ def _ctx(presets: Any, form: Any, panels: Any, rows: Any, issues: Any) -> dict[s
     }
 
 
-def _run(site: Any, plugin: Any, raw: dict[str, Any], label: str) -> Any:
+def _run(site: Site, plugin: Plugin, raw: dict[str, Any], label: str) -> SchedulerTrace:
+    """The trace of ``raw`` (the site's run of this explainer, so a scheduler trace)."""
     try:
         _, trace = site.run(plugin, raw)
     except ParamError as exc:
@@ -116,7 +120,7 @@ def _run(site: Any, plugin: Any, raw: dict[str, Any], label: str) -> Any:
     return trace
 
 
-def _panel(trace: Any, label: str, i: int, span: int) -> dict[str, Any]:
+def _panel(trace: SchedulerTrace, label: str, i: int, span: int) -> dict[str, Any]:
     """One config's timeline and charts, on a step axis shared with the other config."""
     return {
         "label": label,

@@ -1,8 +1,8 @@
 """What the timeline and charts need, derived from a trace's per-step series (no sim change).
 
 ``phases`` replays the series' CSR event columns (arrivals, preemptions, admissions, tokens
-scheduled, finishes) for the first ``rows`` requests and classifies each step the way the frame
-snapshot does (decode / prefill / recompute). ``buckets`` maps steps onto at most ``n`` columns
+scheduled, finishes) for the first ``rows`` requests and classifies each step with the frame
+snapshot's own rule (decode / prefill / recompute). ``buckets`` maps steps onto at most ``n`` columns
 so a long run is drawn at the resolution the pixels can show.
 """
 
@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Sequence
-from typing import Any
+
+from app.sim.serving.narrate import token_kind
+from app.sim.serving.run import SchedulerSeries
 
 # Phase codes of one request at one step, in the order a bucket of several steps picks one
 # (the most telling event wins: a preemption, then computing, then waiting).
@@ -37,72 +39,100 @@ RANK = {
 }
 
 
+KIND_CODE = {"decode": DECODE, "prefill": PREFILL, "recompute": RECOMPUTE}
+
+
+class _Replay:
+    """The state of the first ``shown`` requests, replayed one step at a time from the
+    series' event columns."""
+
+    def __init__(self, series: SchedulerSeries, prompt_lens: Sequence[int], shown: int) -> None:
+        self.se = series
+        self.prompt_lens = prompt_lens
+        self.shown = shown
+        self.arrived = [False] * shown
+        self.running = [False] * shown
+        self.done = [False] * shown
+        self.waiting_after_preempt = [False] * shown
+        self.preemptions = [0] * shown
+        self.computed = [0] * shown
+
+    def _events(self, off: list[int], reqs: list[int], s: int) -> list[tuple[int, int]]:
+        """(entry, request) of step ``s`` in a CSR event column, for the shown requests."""
+        return [(j, reqs[j]) for j in range(off[s], off[s + 1]) if reqs[j] < self.shown]
+
+    def step(self, s: int) -> tuple[set[int], dict[int, bool], dict[int, int]]:
+        """Apply step ``s``'s arrivals, preemptions and admissions; returns the victims, the
+        admitted (resumed or not) and the tokens scheduled."""
+        se = self.se
+        for _, i in self._events(se["arrive_off"], se["arrive_req"], s):
+            self.arrived[i] = True
+        victims = set()
+        for _, i in self._events(se["preempt_off"], se["preempt_req"], s):
+            victims.add(i)
+            self.running[i] = False
+            self.computed[i] = 0
+            self.preemptions[i] += 1
+            self.waiting_after_preempt[i] = True
+        admitted: dict[int, bool] = {}
+        for j, i in self._events(se["admit_off"], se["admit_req"], s):
+            admitted[i] = self.preemptions[i] > 0  # resumed after a preemption
+            self.running[i] = True
+            self.waiting_after_preempt[i] = False
+            self.computed[i] = se["admit_hit"][j]
+        scheduled = {
+            i: se["sched_tokens"][j] for j, i in self._events(se["sched_off"], se["sched_req"], s)
+        }
+        return victims, admitted, scheduled
+
+    def code(self, i: int, victims: set[int], admitted: dict[int, bool], n: int | None) -> int:
+        """Request ``i``'s phase this step (``n``: the tokens it was scheduled, or None)."""
+        if i in victims:
+            return PREEMPTED
+        if n is not None:
+            before = self.computed[i]
+            self.computed[i] = before + n
+            kind = token_kind(
+                n,
+                before,
+                self.prompt_lens[i],
+                self.preemptions[i] > 0,
+                i in admitted,
+                admitted.get(i, False),
+            )
+            return KIND_CODE[kind]
+        if self.running[i]:
+            return STALLED
+        return PREEMPTED_WAIT if self.waiting_after_preempt[i] else WAITING
+
+    def finish(self, s: int) -> None:
+        se = self.se
+        for _, i in self._events(se["finish_off"], se["finish_req"], s):
+            self.done[i] = True
+            self.running[i] = False
+
+
 def phases(
-    series: Any, prompt_lens: Sequence[int], rows: int
+    series: SchedulerSeries, prompt_lens: Sequence[int], rows: int
 ) -> tuple[list[list[int]], list[list[int]]]:
-    """Per shown request (the first ``rows``), per executed step: phase code and tokens scheduled."""
+    """Per shown request (the first ``rows``), per executed step: phase code and tokens
+    scheduled, each step classified the way the frame snapshot classifies its tokens
+    (:func:`~app.sim.serving.narrate.token_kind`)."""
     n_steps = len(series["step"])
     shown = min(rows, len(series["request_ids"]))
     phase = [[NONE] * n_steps for _ in range(shown)]
     tokens = [[0] * n_steps for _ in range(shown)]
-    arrived = [False] * shown
-    running = [False] * shown
-    done = [False] * shown
-    waiting_after_preempt = [False] * shown
-    preemptions = [0] * shown
-    computed = [0] * shown
+    rp = _Replay(series, prompt_lens, shown)
     for s in range(n_steps):
-        for j in range(series["arrive_off"][s], series["arrive_off"][s + 1]):
-            i = series["arrive_req"][j]
-            if i < shown:
-                arrived[i] = True
-        victims = set()
-        for j in range(series["preempt_off"][s], series["preempt_off"][s + 1]):
-            i = series["preempt_req"][j]
-            if i < shown:
-                victims.add(i)
-                running[i] = False
-                computed[i] = 0
-                preemptions[i] += 1
-                waiting_after_preempt[i] = True
-        admitted: dict[int, bool] = {}
-        for j in range(series["admit_off"][s], series["admit_off"][s + 1]):
-            i = series["admit_req"][j]
-            if i < shown:
-                admitted[i] = preemptions[i] > 0  # resumed after a preemption
-                running[i] = True
-                waiting_after_preempt[i] = False
-                computed[i] = series["admit_hit"][j]
-        scheduled: dict[int, int] = {}
-        for j in range(series["sched_off"][s], series["sched_off"][s + 1]):
-            i = series["sched_req"][j]
-            if i < shown:
-                scheduled[i] = series["sched_tokens"][j]
+        victims, admitted, scheduled = rp.step(s)
         for i in range(shown):
-            if done[i] or not arrived[i]:
+            if rp.done[i] or not rp.arrived[i]:
                 continue
-            if i in victims:
-                phase[i][s] = PREEMPTED
-            elif i in scheduled:
-                n = scheduled[i]
-                before = computed[i]
-                if n == 1 and before >= prompt_lens[i] and i not in admitted:
-                    phase[i][s] = DECODE
-                elif preemptions[i] and (before >= prompt_lens[i] or admitted.get(i, False)):
-                    phase[i][s] = RECOMPUTE
-                else:
-                    phase[i][s] = PREFILL
+            n = scheduled.get(i)
+            phase[i][s] = rp.code(i, victims, admitted, n)
+            if n is not None and i not in victims:
                 tokens[i][s] = n
-                computed[i] = before + n
-            elif running[i]:
-                phase[i][s] = STALLED
-            else:
-                phase[i][s] = PREEMPTED_WAIT if waiting_after_preempt[i] else WAITING
-        for j in range(series["finish_off"][s], series["finish_off"][s + 1]):
-            i = series["finish_req"][j]
-            if i < shown:
-                done[i] = True
-                running[i] = False
+        rp.finish(s)
     return phase, tokens
 
 
@@ -117,13 +147,13 @@ def column_of(bounds: Sequence[int], index: int) -> int:
     return max(0, min(len(bounds) - 2, bisect_right(bounds, index) - 1))
 
 
-def step_label(series: Any, index: int) -> int:
+def step_label(series: SchedulerSeries, index: int) -> int:
     """The step number at series index ``index`` (counted on past the run's end)."""
     steps: list[int] = series["step"]
     return steps[index] if index < len(steps) else steps[-1] + index - len(steps) + 1
 
 
-def series_index(series: Any, step: int) -> int:
+def series_index(series: SchedulerSeries, step: int) -> int:
     """The series index of the executed step numbered ``step`` (steps only increase)."""
     steps: list[int] = series["step"]
     return max(0, min(len(steps) - 1, bisect_right(steps, step) - 1))

@@ -1,13 +1,21 @@
-"""Colours, patterns and the scoped stylesheet shared by the scheduler's picture and timeline.
+"""Colours, patterns, the scoped stylesheet and the text layout shared by the scheduler's
+picture and timeline.
 
 Colours are the Okabe–Ito palette of static/css/app.css; every fill that carries text has a
 text colour chosen for ≥ 4.5:1 contrast, so the pictures read the same in light and dark themes.
+Text is laid out by its estimated width (:func:`text_width`), which counts a CJK character as a
+full em: a legend or a heading in Chinese takes the room it needs, never the English width.
 """
 
 from __future__ import annotations
 
+import unicodedata
+from collections.abc import Callable, Sequence
 from html import escape
 from typing import Any
+
+W = 960  # the picture's width in SVG units (one unit ≈ one pixel beside the narration at 1440×900)
+PAD = 10
 
 # Request colours (KV-cache owners, table swatches): (fill, text on it).
 OWNER = (
@@ -34,6 +42,66 @@ def owner_colour(i: int) -> tuple[str, str]:
 
 def attr(value: Any) -> str:
     return escape(str(value), quote=True)
+
+
+# Average advance of a Latin character of the sans-serif UI font, in ems (a little generous:
+# an estimate that errs wide leaves a gap, one that errs narrow overlaps).
+LATIN_EM = 0.58
+MONO_EM = 0.61
+
+
+def text_width(s: str, size: float = 13.0, *, mono: bool = False) -> float:
+    """The rendered width of ``s`` at ``size`` px, estimated: wide and full-width characters
+    (CJK, full-width punctuation) take one em, others ``LATIN_EM`` (``MONO_EM`` when mono)."""
+    narrow = MONO_EM if mono else LATIN_EM
+    return size * sum(1.0 if unicodedata.east_asian_width(c) in "WF" else narrow for c in s)
+
+
+def fit(s: str, room: float, size: float = 13.0, *, mono: bool = False) -> str:
+    """``s`` cut (with "…") so that it fits in ``room`` px."""
+    if text_width(s, size, mono=mono) <= room:
+        return s
+    while s and text_width(s + "…", size, mono=mono) > room:
+        s = s[:-1]
+    return s.rstrip() + "…"
+
+
+def text(x: float, y: float, body: str, cls: str = "", anchor: str = "start", **extra: Any) -> str:
+    """An SVG ``<text>``; ``extra`` keyword names become attributes (``_`` → ``-``)."""
+    more = "".join(f' {k.replace("_", "-")}="{attr(v)}"' for k, v in extra.items())
+    c = f' class="{cls}"' if cls else ""
+    a = f' text-anchor="{anchor}"' if anchor != "start" else ""
+    return f'<text x="{x:.1f}" y="{y:.1f}"{c}{a}{more}>{attr(body)}</text>'
+
+
+Swatch = Callable[[float, float], str]  # draws a legend key at (x, baseline y)
+
+
+def legend(
+    items: Sequence[tuple[Swatch, str]],
+    x0: float,
+    y: float,
+    right: float,
+    *,
+    key_w: float = 23.0,
+    gap: float = 14.0,
+    line_h: float = 18.0,
+    cls: str = "",
+) -> tuple[list[str], float, float]:
+    """Legend items (key, label) left to right from ``x0``, wrapping to a new line (back at
+    ``x0``) before one would pass ``right``. Returns the markup, the last line's baseline and
+    the x where the next item would start."""
+    out: list[str] = []
+    x = x0
+    for swatch, label in items:
+        w = key_w + text_width(label)
+        if x > x0 and x + w > right:
+            x = x0
+            y += line_h
+        out.append(swatch(x, y))
+        out.append(text(x + key_w, y, label, cls))
+        x += w + gap
+    return out, y, x
 
 
 # Patterns: prefill hatched, recompute cross-hatched, cached-free blocks dotted. Each picture
@@ -69,7 +137,6 @@ CSS = """
 .sched-svg .muted{fill:var(--muted)}
 .sched-svg .title{font-weight:700;font-size:14px}
 .sched-svg .mono{font-family:var(--mono)}
-.sched-svg .frame{fill:none;stroke:var(--line);stroke-width:1}
 .sched-svg .cell{stroke:var(--bg);stroke-width:1}
 .sched-svg .cell.free,.sched-svg .cell.cached{fill:var(--bg);stroke:var(--muted);stroke-width:1}
 .sched-svg .cell.cached,.sched-svg .cell.cc{fill:url(#sp-cached)}
@@ -88,12 +155,8 @@ CSS = """
 .sched-svg .row-admitted{fill:#56B4E9;fill-opacity:0.18;stroke:#0072B2;stroke-width:1.5}
 .sched-svg .row-blocked{fill:#E69F00;fill-opacity:0.18;stroke:#E69F00;stroke-width:2;stroke-dasharray:5 3}
 .sched-svg .blocked{fill:none;stroke:#D55E00;stroke-width:2.5;stroke-dasharray:6 4}
-.sched-svg .tag-preempted{fill:#D55E00}
-.sched-svg .tag-finished{fill:#009E73}
-.sched-svg .tagtext{fill:#000000;font-weight:700}
 .sched-svg .bar-bg{fill:var(--panel);stroke:var(--line)}
 .sched-svg .cursor-col{fill:var(--changed);fill-opacity:0.45;stroke:var(--fg);stroke-width:1.5;transition:x var(--glide)}
-.sched-svg .cursor-line{stroke:var(--fg);stroke-width:1.5;transition:x1 var(--glide),x2 var(--glide)}
 .sched-svg .gridline{stroke:var(--line);stroke-width:1}
 .sched-svg .line-a{fill:none;stroke:#0072B2;stroke-width:1.8}
 .sched-svg .line-b{fill:none;stroke:#E69F00;stroke-width:1.8;stroke-dasharray:5 3}

@@ -13,10 +13,13 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from app.sim.core import Message, Trace, msg
+from app.sim.core import Message, msg
+from app.sim.serving.explainer import SchedulerTrace
+from app.sim.serving.run import SchedulerSeries
 from app.web.explainers.scheduler import derive as dv
+from app.web.explainers.scheduler import labels as lb
 from app.web.explainers.scheduler import style as st
-from app.web.explainers.scheduler.style import attr
+from app.web.explainers.scheduler.style import attr, text_width
 
 MAX_GANTT_ROWS = 40
 MAX_COLS = 440
@@ -33,15 +36,6 @@ PHASE_FILL = {
     dv.PREEMPTED: st.PREEMPTED,
 }
 PHASE_OPACITY = {dv.WAITING: "0.55"}
-PHASE_LABEL = {
-    dv.WAITING: str(msg("waiting")),
-    dv.STALLED: str(msg("running, no tokens")),
-    dv.DECODE: str(msg("decode")),
-    dv.PREFILL: str(msg("prefill chunk")),
-    dv.RECOMPUTE: str(msg("recompute")),
-    dv.PREEMPTED_WAIT: str(msg("preempted, waiting")),
-    dv.PREEMPTED: str(msg("preempted")),
-}
 LEGEND = (
     dv.WAITING,
     dv.PREFILL,
@@ -53,12 +47,9 @@ LEGEND = (
 )
 
 
-def frame_columns(trace: Trace[Any, Any], bounds: Sequence[int]) -> list[int]:
+def frame_columns(trace: SchedulerTrace, bounds: Sequence[int]) -> list[int]:
     series = trace.series
-    return [
-        dv.column_of(bounds, dv.series_index(series, int(f.state.get("step", 0))))
-        for f in trace.frames
-    ]
+    return [dv.column_of(bounds, dv.series_index(series, f.state["step"])) for f in trace.frames]
 
 
 def _cursor(prefix: str, x0: float, colw: float, top: float, height: float) -> str:
@@ -68,73 +59,52 @@ def _cursor(prefix: str, x0: float, colw: float, top: float, height: float) -> s
     )
 
 
-def gantt(
-    trace: Trace[Any, Any], *, prefix: str = "gantt", cursor: bool = True, span: int = 0
-) -> str:
-    """``span``: draw on an axis of that many steps (≥ the run's), to line up two runs."""
-    series = trace.series
-    n_steps = max(len(series["step"]), span)
-    results = series["requests"]
-    rows = min(MAX_GANTT_ROWS, len(results))
-    codes, toks = dv.phases(series, [r["prompt_tokens"] for r in results], rows)
-    bounds = dv.buckets(n_steps, MAX_COLS)
-    cols = len(bounds) - 1
-    plot_w = GW - LABEL_W - 10
-    colw = plot_w / max(cols, 1)
-    top = 26
-    height = rows * ROW_H
-    sub = (
-        msg("one row per request, one column per step; hover a bar for the tokens it was given")
-        if cols == n_steps
-        else msg(
-            "one row per request, one column per {n} steps; hover a bar for the tokens it was "
-            "given",
-            n=round(n_steps / cols, 1),
-        )
-    )
-    aria = attr(msg("Timeline: each request’s phase at every step"))
-    heading = attr(msg("Timeline"))
+def _phase_swatch(code: int, prefix: str) -> str:
+    """The fill (and opacity) attributes of a timeline phase."""
+    op = PHASE_OPACITY.get(code)
+    fill = PHASE_FILL[code].format(p=prefix)
+    return f'fill="{fill}"' + (f' fill-opacity="{op}"' if op else "")
+
+
+def _gantt_row(
+    series: SchedulerSeries,
+    i: int,
+    codes: list[int],
+    toks: list[int],
+    bounds: Sequence[int],
+    prefix: str,
+    y: float,
+    colw: float,
+) -> list[str]:
+    """Request ``i``'s label and its phase runs."""
+    rid = series["requests"][i]["id"]
     out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" id="{prefix}" class="sched-svg sched-gantt" '
-        f'viewBox="0 0 {GW} {top + height + 64}" style="min-width:{GW}px" role="img" '
-        f'aria-label="{aria}" data-cols="{cols}" '
-        f'data-rows="{rows}" data-steps="{n_steps}">',
-        st.style(),
-        st.defs(prefix),
-        f'<text x="6" y="16" class="title">{heading}</text>',
-        f'<text x="86" y="16" class="muted">{attr(sub)}</text>',
+        f'<text x="{LABEL_W - 6}" y="{y + 12}" text-anchor="end" class="mono" '
+        f'style="font-size:12px">{attr(rid[:9])}</text>',
+        f'<g id="{prefix}-r{i}" data-req="{attr(rid)}">',
     ]
-    if cursor:
-        out.append(_cursor(prefix, LABEL_W, colw, top - 2, height + 4))
-    for i in range(rows):
-        y = top + i * ROW_H
-        rid = results[i]["id"]
+    for c0, c1, code, tk in dv.runs(codes, toks, bounds):
+        s0 = dv.step_label(series, bounds[c0])
+        s1 = dv.step_label(series, min(bounds[c1], len(series["step"])) - 1)
+        phase = lb.TIMELINE[code]
+        if s0 == s1:
+            tip = str(msg("{id}: {phase}, step {a}", id=rid, phase=phase, a=s0))
+        else:
+            tip = str(msg("{id}: {phase}, steps {a}–{b}", id=rid, phase=phase, a=s0, b=s1))
+        if tk:
+            tip += str(msg(", {tokens} tokens scheduled", tokens=tk))
         out.append(
-            f'<text x="{LABEL_W - 6}" y="{y + 12}" text-anchor="end" class="mono" '
-            f'style="font-size:12px">{attr(rid[:9])}</text>'
+            f'<rect x="{LABEL_W + c0 * colw:.2f}" y="{y + 1}" width="{(c1 - c0) * colw:.2f}" '
+            f'height="{ROW_H - 3}" {_phase_swatch(code, prefix)} '
+            f'data-phase="{attr(dv.PHASE_NAMES[code])}"><title>{attr(tip)}</title></rect>'
         )
-        out.append(f'<g id="{prefix}-r{i}" data-req="{attr(rid)}">')
-        for c0, c1, code, tk in dv.runs(codes[i], toks[i], bounds):
-            fill = PHASE_FILL[code].format(p=prefix)
-            op = PHASE_OPACITY.get(code)
-            s0 = dv.step_label(series, bounds[c0])
-            s1 = dv.step_label(series, min(bounds[c1], len(series["step"])) - 1)
-            if s0 == s1:
-                tip = str(msg("{id}: {phase}, step {a}", id=rid, phase=PHASE_LABEL[code], a=s0))
-            else:
-                tip = str(
-                    msg("{id}: {phase}, steps {a}–{b}", id=rid, phase=PHASE_LABEL[code], a=s0, b=s1)
-                )
-            if tk:
-                tip += str(msg(", {tokens} tokens scheduled", tokens=tk))
-            out.append(
-                f'<rect x="{LABEL_W + c0 * colw:.2f}" y="{y + 1}" width="{(c1 - c0) * colw:.2f}" '
-                f'height="{ROW_H - 3}" fill="{fill}"{f" fill-opacity={chr(34)}{op}{chr(34)}" if op else ""} '
-                f'data-phase="{attr(dv.PHASE_NAMES[code])}"><title>{attr(tip)}</title></rect>'
-            )
-        out.append("</g>")
-    # step axis
-    ay = top + height + 14
+    out.append("</g>")
+    return out
+
+
+def _step_axis(series: SchedulerSeries, bounds: Sequence[int], colw: float, ay: float) -> list[str]:
+    cols = len(bounds) - 1
+    out: list[str] = []
     for k in range(6):
         c = min(cols - 1, round(k * (cols - 1) / 5)) if cols > 1 else 0
         x = LABEL_W + (c + 0.5) * colw
@@ -151,19 +121,66 @@ def gantt(
         f'<text x="{LABEL_W - 6}" y="{ay + 4}" text-anchor="end" class="muted" '
         f'style="font-size:12px">{step_word}</text>'
     )
-    lx = 6.0
-    ly = ay + 30
-    for code in LEGEND:
-        label = PHASE_LABEL[code]
-        fill = PHASE_FILL[code].format(p=prefix)
-        op = PHASE_OPACITY.get(code)
-        out.append(
-            f'<rect x="{lx}" y="{ly - 11}" width="18" height="13" fill="{fill}"'
-            f"{f' fill-opacity={chr(34)}{op}{chr(34)}' if op else ''}/>"
+    return out
+
+
+def _gantt_legend(prefix: str, y: float) -> tuple[list[str], float]:
+    def key(code: int) -> st.Swatch:
+        return lambda x, yy: (
+            f'<rect x="{x:.1f}" y="{yy - 11:.1f}" width="18" height="13" {_phase_swatch(code, prefix)}/>'
         )
-        out.append(f'<text x="{lx + 23}" y="{ly}">{attr(label)}</text>')
-        lx += 36 + 7.0 * len(label)
-    out.append("</svg>")
+
+    items = [(key(code), str(lb.TIMELINE[code])) for code in LEGEND]
+    out, ly, _ = st.legend(items, 6.0, y, GW - 6)
+    return out, ly
+
+
+def gantt(
+    trace: SchedulerTrace, *, prefix: str = "gantt", cursor: bool = True, span: int = 0
+) -> str:
+    """``span``: draw on an axis of that many steps (≥ the run's), to line up two runs."""
+    series = trace.series
+    n_steps = max(len(series["step"]), span)
+    results = series["requests"]
+    rows = min(MAX_GANTT_ROWS, len(results))
+    codes, toks = dv.phases(series, [r["prompt_tokens"] for r in results], rows)
+    bounds = dv.buckets(n_steps, MAX_COLS)
+    cols = len(bounds) - 1
+    colw = (GW - LABEL_W - 10) / max(cols, 1)
+    top = 26
+    height = rows * ROW_H
+    sub = (
+        msg("one row per request, one column per step; hover a bar for the tokens it was given")
+        if cols == n_steps
+        else msg(
+            "one row per request, one column per {n} steps; hover a bar for the tokens it was "
+            "given",
+            n=round(n_steps / cols, 1),
+        )
+    )
+    heading = str(msg("Timeline"))
+    body: list[str] = [
+        st.text(6, 16, heading, "title"),
+        st.text(max(86.0, 18 + text_width(heading, 14.0) * 1.08), 16, str(sub), "muted"),
+    ]
+    if cursor:
+        body.append(_cursor(prefix, LABEL_W, colw, top - 2, height + 4))
+    for i in range(rows):
+        body.extend(_gantt_row(series, i, codes[i], toks[i], bounds, prefix, top + i * ROW_H, colw))
+    ay = top + height + 14
+    body.extend(_step_axis(series, bounds, colw, ay))
+    keys, ly = _gantt_legend(prefix, ay + 30)
+    body.extend(keys)
+    aria = attr(msg("Timeline: each request’s phase at every step"))
+    svg = (
+        f'<svg xmlns="http://www.w3.org/2000/svg" id="{prefix}" class="sched-svg sched-gantt" '
+        f'viewBox="0 0 {GW} {ly + 20:.0f}" style="min-width:{GW}px" role="img" '
+        f'aria-label="{aria}" data-cols="{cols}" data-rows="{rows}" data-steps="{n_steps}">'
+        + st.style()
+        + st.defs(prefix)
+        + "".join(body)
+        + "</svg>"
+    )
     note = ""
     if len(results) > rows:
         note = (
@@ -180,9 +197,9 @@ def gantt(
         )
     return (
         '<div class="sched-scroll" tabindex="0" role="region" aria-label="'
-        + attr(str(msg("Timeline of every request")))
+        + attr(msg("Timeline of every request"))
         + '">'
-        + "".join(out)
+        + svg
         + "</div>"
         + note
     )
@@ -200,10 +217,48 @@ def _poly(xs: Sequence[float], ys: Sequence[float]) -> str:
     return " ".join(f"{x:.1f},{y:.1f}" for x, y in zip(xs, ys, strict=True))
 
 
+def _line_key(cls: str) -> st.Swatch:
+    return lambda x, y: (
+        f'<line class="{cls}" x1="{x:.1f}" x2="{x + 18:.1f}" y1="{y - 5:.1f}" y2="{y - 5:.1f}"/>'
+    )
+
+
+def _box_key(colour: str) -> st.Swatch:
+    return lambda x, y: (
+        f'<rect x="{x:.1f}" y="{y - 11:.1f}" width="14" height="12" fill="{colour}"/>'
+    )
+
+
+def _chart_head(
+    title: str, keys: Sequence[tuple[st.Swatch, str]], key_w: float = 22.0
+) -> tuple[list[str], float]:
+    """A chart's title and its legend: beside the title when the legend fits there, else on
+    lines of their own below it. Returns the markup and how far the plot moves down."""
+    out = [st.text(6, 18, title, "title")]
+    x0 = 6 + text_width(title, 14.0) * 1.08 + 16
+    width = sum(key_w + text_width(label) + 14 for _, label in keys)
+    if x0 + width <= CW - CR:
+        legend, _, _ = st.legend(keys, x0, 18, CW - CR, key_w=key_w, cls="muted")
+        return out + legend, 0.0
+    legend, ly, _ = st.legend(keys, 6.0, 38, CW - CR, key_w=key_w, cls="muted")
+    return out + legend, ly - 18 + 4
+
+
+def _hist_svg(prefix: str, title: str, head: list[str], extra: float) -> str:
+    """The opening of a histogram's SVG, up to its (shifted) plot group."""
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" id="{prefix}" class="sched-svg sched-chart" '
+        f'viewBox="0 0 {CW} {CH + extra:.0f}" role="img" aria-label="{attr(title)}">'
+        + st.style()
+        + "".join(head)
+        + f'<g transform="translate(0,{extra:.0f})">'
+    )
+
+
 def _line_chart(
     prefix: str,
     title: str,
-    series: Any,
+    series: SchedulerSeries,
     bounds: Sequence[int],
     lines: Sequence[tuple[str, Sequence[float], str]],
     *,
@@ -218,19 +273,16 @@ def _line_chart(
     top_val = ymax
     if top_val is None:
         top_val = max((max(v, default=0.0) for _, v, _ in lines), default=1.0) or 1.0
+    keys = [(_line_key(cls), label) for label, _, cls in lines]
+    head, extra = _chart_head(title, keys)
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" id="{prefix}" class="sched-svg sched-chart" '
-        f'viewBox="0 0 {CW} {CH}" role="img" aria-label="{attr(title)}" data-cols="{cols}">',
+        f'viewBox="0 0 {CW} {CH + extra:.0f}" role="img" aria-label="{attr(title)}" '
+        f'data-cols="{cols}">',
         st.style(),
-        f'<text x="6" y="18" class="title">{attr(title)}</text>',
+        *head,
+        f'<g transform="translate(0,{extra:.0f})">',
     ]
-    lx = CL + 8.0 * len(title) - 30
-    for label, _, cls in lines:
-        out.append(
-            f'<line class="{cls}" x1="{lx}" x2="{lx + 18}" y1="13" y2="13"/>'
-            f'<text x="{lx + 22}" y="18" class="muted">{attr(label)}</text>'
-        )
-        lx += 40 + 7.2 * len(label)
     for k in range(3):
         v = top_val * k / 2
         y = CT + ph - ph * k / 2
@@ -264,26 +316,20 @@ def _line_chart(
             f'<text x="{x:.1f}" y="{CH - 8}" text-anchor="{anchor}" class="muted" '
             f'style="font-size:12px">{tick}</text>'
         )
-    out.append("</svg>")
+    out.append("</g></svg>")
     return "".join(out)
 
 
-def _hist(
-    prefix: str, title: str, sets: Sequence[tuple[str, Sequence[float], str]], unit: str
-) -> str:
+def _hist(prefix: str, title: str, sets: Sequence[tuple[str, Sequence[float], str]]) -> str:
     values = [v for _, vs, _ in sets for v in vs]
     pw = CW - CL - CR
     ph = CH - CT - CB
-    out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" id="{prefix}" class="sched-svg sched-chart" '
-        f'viewBox="0 0 {CW} {CH}" role="img" aria-label="{attr(title)}">',
-        st.style(),
-        f'<text x="6" y="18" class="title">{attr(title)}</text>',
-    ]
     if not values:
         nothing = attr(msg("no finished request yet"))
-        out.append(f'<text x="{CL}" y="{CT + 40}" class="muted">{nothing}</text></svg>')
-        return "".join(out)
+        return (
+            _hist_svg(prefix, title, [st.text(6, 18, title, "title")], 0.0)
+            + f'<text x="{CL}" y="{CT + 40}" class="muted">{nothing}</text></g></svg>'
+        )
     lo, hi = min(values), max(values)
     nb = 20
     width = (hi - lo) / nb or 1.0
@@ -295,7 +341,8 @@ def _hist(
         counts_all.append(counts)
     top = max(max(c) for c in counts_all) or 1
     bw = pw / nb
-    lx = 14 + 8.5 * len(title)
+    bars: list[str] = []
+    keys: list[tuple[st.Swatch, str]] = []
     for k, (label, vs, colour) in enumerate(sets):
         off = k * bw / len(sets)
         for b, c in enumerate(counts_all[k]):
@@ -313,12 +360,12 @@ def _hist(
                     b=_secs(z, hi),
                 )
             )
-            out.append(
+            bars.append(
                 f'<rect x="{x:.1f}" y="{CT + ph - h:.1f}" width="{bw / len(sets) - 1:.1f}" '
                 f'height="{h:.1f}" fill="{colour}"><title>{tip}</title></rect>'
             )
         mean = sum(vs) / len(vs) if vs else 0.0
-        key = attr(
+        key = str(
             msg(
                 "{label} · mean {mean} · {count} requests",
                 label=label,
@@ -326,11 +373,9 @@ def _hist(
                 count=len(vs),
             )
         )
-        out.append(
-            f'<rect x="{lx}" y="7" width="14" height="12" fill="{colour}"/>'
-            f'<text x="{lx + 19}" y="18" class="muted">{key}</text>'
-        )
-        lx += 150 + 7 * len(label)
+        keys.append((_box_key(colour), key))
+    head, extra = _chart_head(title, keys, key_w=19.0)
+    out = [_hist_svg(prefix, title, head, extra), *bars]
     out.append(f'<line class="gridline" x1="{CL}" x2="{CW - CR}" y1="{CT + ph}" y2="{CT + ph}"/>')
     out.append(
         f'<text x="{CL - 5}" y="{CT + 10}" text-anchor="end" class="muted" style="font-size:12px">{top}</text>'
@@ -342,12 +387,12 @@ def _hist(
             f'<text x="{x:.1f}" y="{CH - 8}" text-anchor="{("start", "middle", "end")[k]}" class="muted" '
             f'style="font-size:12px">{_secs(v, hi, hi - lo)}</text>'
         )
-    out.append("</svg>")
+    out.append("</g></svg>")
     return "".join(out)
 
 
 def charts(
-    trace: Trace[Any, Any], *, prefix: str = "chart", cursor: bool = True, span: int = 0
+    trace: SchedulerTrace, *, prefix: str = "chart", cursor: bool = True, span: int = 0
 ) -> str:
     se = trace.series
     n = max(len(se["step"]), span)
@@ -391,7 +436,6 @@ def charts(
         f"{prefix}-ttft",
         "TTFT",
         ((str(msg("time to first token")), [r["ttft"] for r in rs if r["ttft"] >= 0], "#0072B2"),),
-        "",
     )
     tpot = _hist(
         f"{prefix}-tpot",
@@ -403,7 +447,6 @@ def charts(
                 "#E69F00",
             ),
         ),
-        "",
     )
     return '<div class="sched-charts">' + queue + kv + toks + ttft + tpot + "</div>"
 
@@ -476,14 +519,15 @@ LAYOUT = """<style>
 </style>"""
 
 
-def static(trace: Trace[Any, Any]) -> str:
+def static(trace: SchedulerTrace) -> str:
     series = trace.series
-    if not series or not series.get("step"):
+    if not series["step"]:
         return ""
+    label = attr(msg("Timeline and charts"))
     bounds = dv.buckets(len(series["step"]), MAX_COLS)
     chart_bounds = dv.buckets(len(series["step"]), MAX_COLS // 2)
     return (
-        LAYOUT + f'<section class="sched-static" aria-label="Timeline and charts" '
+        LAYOUT + f'<section class="sched-static" aria-label="{label}" '
         f'data-frame-cols="{attr(json.dumps(frame_columns(trace, bounds)))}" '
         f'data-chart-cols="{attr(json.dumps(frame_columns(trace, chart_bounds)))}">'
         + gantt(trace)
