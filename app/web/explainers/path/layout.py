@@ -9,7 +9,7 @@ from typing import Any, cast
 
 from app.sim.core import Frame, Trace
 from app.sim.path.explainer import PathTrace
-from app.sim.skbuff.run import SkbState, SkbTrace
+from app.sim.skbuff.state import SkbState, SkbTrace
 from app.web import i18n
 from app.web.explainers.path.geometry import (
     HOOK_ROWS_Y,
