@@ -88,7 +88,7 @@ def _open(ifname: str) -> socket.socket:
     return s
 
 
-def main() -> int:
+def _parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--a", required=True, help="interface towards the sender")
     ap.add_argument("--b", required=True, help="interface towards the receiver")
@@ -97,7 +97,34 @@ def main() -> int:
     ap.add_argument("--stats", help="write JSON stats here at exit")
     ap.add_argument("--ce-prob", type=float, default=0.0, help="mark ECT frames CE (a2b)")
     ap.add_argument("--seed", type=int, default=1)
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+def _send_due(
+    out: list[tuple[collections.deque[tuple[float, bytes]], socket.socket, str]],
+    now: float,
+    stats: dict[str, float],
+) -> None:
+    """Send each frame whose delay has passed; count how late it left and what egress dropped."""
+    for q, osock, key in out:
+        while q and q[0][0] <= now:
+            due, frame = q.popleft()
+            late = (now - due) * 1000.0
+            if late > stats["late_ms_max"]:
+                stats["late_ms_max"] = late
+            if late > 0.5:
+                stats["late_over_0_5ms"] += 1
+                if late > 1.0:
+                    stats["late_over_1ms"] += 1
+            try:
+                osock.send(frame)
+            except OSError:  # BlockingIOError, or ENOBUFS: the egress qdisc (tbf) dropped it
+                stats[key + "_send_drops"] += 1
+                stats[key + "_send_drop_segs"] += _segs(frame)
+
+
+def main() -> int:
+    args = _parse_args()
     rng = random.Random(args.seed)
 
     delay = args.delay_ms / 1000.0
@@ -107,7 +134,7 @@ def main() -> int:
     qb: collections.deque[tuple[float, bytes]] = collections.deque()
     route = {sa.fileno(): (sa, qa), sb.fileno(): (sb, qb)}
     out = [(qa, sb, "a2b"), (qb, sa, "b2a")]
-    stats = {
+    stats: dict[str, float] = {
         "a2b_frames": 0,
         "b2a_frames": 0,
         "a2b_bytes": 0,
@@ -140,24 +167,7 @@ def main() -> int:
         now = time.monotonic()
         if now > deadline:
             break
-        for q, osock, key in out:
-            while q and q[0][0] <= now:
-                due, frame = q.popleft()
-                late = (now - due) * 1000.0
-                if late > stats["late_ms_max"]:
-                    stats["late_ms_max"] = late
-                if late > 0.5:
-                    stats["late_over_0_5ms"] += 1
-                    if late > 1.0:
-                        stats["late_over_1ms"] += 1
-                try:
-                    osock.send(frame)
-                except BlockingIOError:
-                    stats[key + "_send_drops"] += 1
-                    stats[key + "_send_drop_segs"] += _segs(frame)
-                except OSError:  # ENOBUFS: the egress qdisc (tbf) dropped it
-                    stats[key + "_send_drops"] += 1
-                    stats[key + "_send_drop_segs"] += _segs(frame)
+        _send_due(out, now, stats)
         heads = [q[0][0] for q in (qa, qb) if q]
         timeout = max(0.0, min(heads) - time.monotonic()) if heads else 0.05
         try:

@@ -8,6 +8,7 @@ finishing). Every sentence is a ``msg()`` with its figures as parameters.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import TypedDict
 
 from app.sim.core.i18n import Message, msg
@@ -180,6 +181,16 @@ def _view(r: Req, n: int) -> ReqView:
     }
 
 
+def _pick(values: list[int], live: list[int], usable: int) -> list[int]:
+    """``values`` of the ``live`` blocks (ascending). Once every usable block is in use or
+    hashed (a warm prefix cache) that is the pool's own list past the null block: a slice."""
+    if len(live) == usable:
+        return values[1:]
+    if len(live) > 1:
+        return list(itemgetter(*live)(values))
+    return [values[b] for b in live]
+
+
 def snapshot(s: Scheduler, arrived: list[Req], index: int) -> FrameParts:
     """The frame of the step ``s`` has just executed."""
     sched = s.sched
@@ -211,9 +222,9 @@ def snapshot(s: Scheduler, arrived: list[Req], index: int) -> FrameParts:
         "free": s.nfree,
         "usage": used / usable,
         "blocks": live,
-        "owner": list(map(s.owner.__getitem__, live)),
-        "ref_cnt": list(map(s.ref.__getitem__, live)),
-        "hashed": list(map(s.hashed.__getitem__, live)),
+        "owner": _pick(s.owner, live, usable),
+        "ref_cnt": _pick(s.ref, live, usable),
+        "hashed": _pick(s.hashed, live, usable),
         "free_queue": s.free_queue(MAX_FREE_QUEUE_VIEW),
         "cached_blocks": len(s.h2b) + sum(len(v) for v in s.dups.values()),
     }
