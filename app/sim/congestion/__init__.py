@@ -1,7 +1,9 @@
 """Congestion control explainer: a packet-level dumbbell with Linux 6.4's Reno, CUBIC and BBR v1.
 
 :class:`CwndExplainer` is the contract; ``run.py`` documents the output shape and ``engine.py``
-the model.
+the model, whose parts follow Linux's files: ``link.py`` (the bottleneck), ``receiver.py``,
+``sender.py`` (tcp_output.c), ``recovery.py`` (tcp_recovery.c, tcp_timer.c) and ``ack.py``
+(tcp_ack).
 """
 
 from __future__ import annotations

@@ -37,34 +37,34 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from app.sim.congestion import loss as lossrec
-from app.sim.congestion.flow import CA_CWR, CA_DISORDER, CA_OPEN, CA_RECOVERY, Flow
+from app.sim.congestion.flow import CA_CWR, CA_DISORDER, CA_OPEN, CA_RECOVERY, Flow, ss_or_none
 from app.sim.congestion.red import DROP, MARK, Red
 from app.sim.core.i18n import msg
-from app.sim.core.tcp import TCP_DELACK_MIN_S, TCP_INFINITE_SSTHRESH
+from app.sim.core.tcp import TCP_INFINITE_SSTHRESH
 
 if TYPE_CHECKING:
-    from app.sim.congestion.engine import Engine
+    from app.sim.congestion.receiver import Receiver
+    from app.sim.congestion.recovery import Recovery
 
 ECE_BIT = 1 << 30  # set in an ACK's SACK count when the ACK has ECE
+# A data segment's ECN bits as the RED path hands them to the receiver: the IP field's ECT(0)
+# and CE, and the TCP header's CWR flag
+ECT, CE, CWR = 1, 2, 4
 
 
-def _ss(f: Flow) -> int | None:
-    return None if f.ssthresh >= TCP_INFINITE_SSTHRESH else f.ssthresh
-
-
-def transmit(eng: Engine, red: Red, f: Flow, seq: int, now: float, retrans: bool) -> None:
+def transmit(eng: Receiver, red: Red, f: Flow, seq: int, now: float, retrans: bool) -> None:
     """One segment into a RED bottleneck, then (if it gets through) into the receiver.
 
-    The same steps as :meth:`Engine.transmit`, plus the IP ECN field: ECT on new data of an
-    ECN flow, CE when RED marks it, and the CWR flag on the first new segment after a
-    reduction."""
+    The link's steps as :meth:`~app.sim.congestion.link.Link.enqueue`, plus the IP ECN field:
+    ECT on new data of an ECN flow, CE when RED marks it, and the CWR flag on the first new
+    segment after a reduction; the receiver (:meth:`~app.sim.congestion.receiver.Receiver.rcv_data`)
+    gets those bits."""
     pkt = (seq, now, retrans, f.delivered, f.delivered_mstamp, f.first_tx_mstamp, f.app_limited)
     ect = f.ecn_ok and not retrans
-    cwr = False
+    bits = ECT if ect else 0
     if ect and f.ecn_queue_cwr:  # tcp_ecn_send: the flag goes out on this segment
         f.ecn_queue_cwr = False
-        cwr = True
+        bits |= CWR
     if eng.loss_rate and eng.rng.random() < eng.loss_rate:
         eng.random_drops += 1
         f.drops += 1
@@ -84,72 +84,48 @@ def transmit(eng: Engine, red: Red, f: Flow, seq: int, now: float, retrans: bool
         f.drops += 1
         f.undetected.append(pkt)
         return
-    ce = act == MARK
-    if ce:
+    if act == MARK:
         eng.ce_marks += 1
+        bits |= CE
     dep = (eng.last_dep if backlog > 0 else now) + tx
     eng.last_dep = dep
     eng.accepted += 1
-    r = dep + f.owd
-    # -- receiver: tcp_ack (tcp_ecn_accept_cwr), then tcp_data_queue / __tcp_ack_snd_check --
-    if f.rcv_pending and f.rcv_deadline <= r:
-        f.rcv_pending = False
-        eng.send_ack(f, f.rcv_deadline, f.rcv_pending_pkt)
+    eng.rcv_data(f, [(dep + f.owd, pkt)], bits)
+
+
+def data_ecn(f: Flow, bits: int, seq: int, nxt: int) -> bool:
+    """The receiver's ECN steps for one arriving segment: ``tcp_ecn_accept_cwr`` (tcp_ack runs
+    it first: CWR stops the echo and asks for an ACK at once, ICSK_ACK_NOW, the result), then
+    ``__tcp_ecn_check_ce`` for new in-order or out-of-order data (``bits``: :data:`ECT`,
+    :data:`CE`, :data:`CWR`)."""
     now_ack = False
-    if cwr:
+    if bits & CWR:
         f.ecn_demand_cwr = False
         now_ack = True  # ICSK_ACK_NOW
-    nxt = f.rcv_nxt
     if f.ecn_ok and seq >= nxt:  # tcp_ecn_check_ce, for new in-order or out-of-order data
-        if ce:
+        if bits & CE:
             f.ce_marks += 1
             if not f.ecn_demand_cwr:
                 f.quick = max(f.quick, 2)  # tcp_enter_quickack_mode(sk, 2)
                 f.ecn_demand_cwr = True
             f.ecn_seen = True
-        elif not ect:
+        elif not bits & ECT:
             if f.ecn_seen:
                 f.quick = max(f.quick, 2)
         else:
             f.ecn_seen = True
-    if seq == nxt:
-        nxt += 1
-        ooo = f.ooo
-        if ooo:  # fills (part of) a hole: ACK at once
-            if f.comp_count:
-                lossrec.comp_sent(f, r, 1)
-            while nxt in ooo:
-                ooo.remove(nxt)
-                nxt += 1
-            f.rcv_nxt = nxt
-        else:
-            f.rcv_nxt = nxt
-            if f.quick > 0:
-                f.quick -= 1
-            elif not f.rcv_pending and not now_ack:
-                f.rcv_pending = True
-                f.rcv_pending_pkt = pkt
-                f.rcv_deadline = d = r + TCP_DELACK_MIN_S
-                eng.arm_delack(f, d)
-                return
-    elif seq > nxt:
-        f.ooo.add(seq)  # out of order: SACK it at once, unless SACKs are compressed
-        if f.comp_nr and f.quick <= 0 and not now_ack and not lossrec.comp_ooo(eng, f, nxt, pkt, r):
-            f.rcv_pending = False
-            return
-    f.rcv_pending = False
-    eng.send_ack(f, r, pkt)
+    return now_ack
 
 
-def send_new(eng: Engine, red: Red, f: Flow, n: int, now: float) -> None:
-    """:meth:`Engine.send_new` through a RED queue: one :func:`transmit` per segment."""
+def send_new(eng: Receiver, red: Red, f: Flow, n: int, now: float) -> None:
+    """:meth:`~app.sim.congestion.sender.Sender.send_new` through a RED queue: one :func:`transmit` per segment."""
     seq0 = f.snd_nxt
     f.snd_nxt = seq0 + n
     for seq in range(seq0, seq0 + n):
         transmit(eng, red, f, seq, now, False)
 
 
-def alert(eng: Engine, f: Flow, now: float, ece: bool) -> None:
+def alert(eng: Recovery, f: Flow, now: float, ece: bool) -> None:
     """tcp_fastretrans_alert (tcp_input.c:2953) for an ACK with ECE or a flow in CWR.
 
     D: CWR ends once snd_una is beyond high_seq. E: in CWR a loss enters Recovery (without a
@@ -166,7 +142,7 @@ def alert(eng: Engine, f: Flow, now: float, ece: bool) -> None:
         enter_cwr(eng, f, now)
 
 
-def enter_cwr(eng: Engine, f: Flow, now: float) -> None:
+def enter_cwr(eng: Recovery, f: Flow, now: float) -> None:
     """tcp_enter_cwr (tcp_input.c:2668) with tcp_init_cwnd_reduction (:2611)."""
     cwnd = f.cwnd
     f.high_seq = f.snd_nxt
@@ -207,12 +183,12 @@ def enter_cwr(eng: Engine, f: Flow, now: float) -> None:
     f.event(
         "cwr",
         now,
-        {"cwnd": cwnd, "ssthresh": _ss(f), "high_seq": f.high_seq, "ce_marks": f.ce_marks},
+        {"cwnd": cwnd, "ssthresh": ss_or_none(f), "high_seq": f.high_seq, "ce_marks": f.ce_marks},
         text,
     )
 
 
-def end_cwr(f: Flow, now: float, eng: Engine) -> None:
+def end_cwr(f: Flow, now: float, eng: Recovery) -> None:
     """tcp_end_cwnd_reduction (tcp_input.c:2651), then state Open: cwnd = ssthresh, unless
     the ops table has cong_control (BBR keeps its own cwnd)."""
     before = f.cwnd
@@ -222,7 +198,7 @@ def end_cwr(f: Flow, now: float, eng: Engine) -> None:
     f.event(
         "cwr_exit",
         now,
-        {"cwnd": f.cwnd, "ssthresh": _ss(f), "cwnd_before": before},
+        {"cwnd": f.cwnd, "ssthresh": ss_or_none(f), "cwnd_before": before},
         (
             msg(
                 "CWR ends: an ACK beyond segment {high_seq} shows the CWR flag has arrived; BBR "
@@ -242,7 +218,7 @@ def end_cwr(f: Flow, now: float, eng: Engine) -> None:
     )
 
 
-def recovery_from_cwr(eng: Engine, f: Flow, now: float) -> None:
+def recovery_from_cwr(eng: Recovery, f: Flow, now: float) -> None:
     """tcp_enter_recovery (tcp_input.c:2801) while in CWR: tcp_in_cwnd_reduction is true, so
     there is no second tcp_init_cwnd_reduction: ssthresh, high_seq and PRR carry on."""
     lost = len(f.holes)
@@ -253,7 +229,7 @@ def recovery_from_cwr(eng: Engine, f: Flow, now: float) -> None:
         now,
         {
             "cwnd": f.cwnd,
-            "ssthresh": _ss(f),
+            "ssthresh": ss_or_none(f),
             "high_seq": f.high_seq,
             "lost": lost,
             "from_cwr": 1,

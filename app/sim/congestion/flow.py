@@ -39,6 +39,11 @@ TCP_RMEM_DEFAULT = 131072  # net.ipv4.tcp_rmem[1]: a new socket's sk_rcvbuf
 TCP_ADV_WIN_SCALE = 1  # net.ipv4.tcp_adv_win_scale in 6.4: half the buffer is window
 JIFFIES_BASE = 1 << 20  # keeps jiffies non-zero: CUBIC treats epoch_start == 0 as "no epoch"
 SND_CWND_CLAMP = 0xFFFFFFFF
+
+# A data segment as the sender transmitted it (what tcp_skb_cb and tcp_rate_skb_sent keep):
+# (seq, sent at, is a retransmission, tp->delivered, delivered_mstamp, first_tx_mstamp,
+# app_limited)
+Pkt = tuple[int, float, bool, int, float, float, int]
 DUPTHRESH = 3  # net.ipv4.tcp_reordering: RACK skips its reorder window once this many SACKed
 
 
@@ -198,7 +203,7 @@ class Flow(RttEstimator):
         "sacks_compressed",
         "reo_timeouts",
         "undos",
-        # options (ecn.py, rwnd.py, the handshake in engine.start_flow)
+        # options (ecn.py, rwnd.py, the handshake in Engine.start_flow)
         "ecn_ok",
         "ecn_queue_cwr",
         "ecn_demand_cwr",
@@ -240,7 +245,16 @@ class Flow(RttEstimator):
         # the ops table's cong_control hook, kept here because every ACK asks for it
         self.cong_control: CongControl | None = ca.cong_control
         q = EventQueue() if queue is None else queue
+        self._init_send()
+        self._init_timers(q)
+        self._init_rate(q)
+        self._init_receiver(q, mss)
+        self._init_stats()
+        self._init_loss(q)
+        self._init_options()
 
+    def _init_send(self) -> None:
+        """struct tcp_sock's send side: sequence space, cwnd, the SACK scoreboard, PRR."""
         self.snd_una = 0
         self.snd_nxt = 0
         self.cwnd = TCP_INIT_CWND
@@ -262,6 +276,9 @@ class Flow(RttEstimator):
         self.prr_delivered = 0
         self.prr_out = 0
 
+    def _init_timers(self, q: EventQueue) -> None:
+        """struct inet_connection_sock's retransmission timer (icsk_retransmit_timer,
+        icsk_backoff, icsk_retransmits), the loss probe and RACK's newest delivery."""
         self.backoff = 0  # icsk_backoff: RTO doublings since the last valid RTT sample
         self.icsk_retransmits = 0  # RTOs since snd_una last advanced (tcp_enter_loss asks)
         self.rto_deadline = 0.0
@@ -269,12 +286,16 @@ class Flow(RttEstimator):
         # it serves the RTO (rto_deadline) and the tail loss probe (tlp_deadline, 0 when none is
         # scheduled), as Linux's one timer serves ICSK_TIME_RETRANS and ICSK_TIME_LOSS_PROBE.
         # The engine keeps those two deadlines itself and uses the Timer for its queue entry.
-        self.rto_timer = Timer(q, EV_RTO, index)
+        self.rto_timer = Timer(q, EV_RTO, self.index)
         self.tlp_deadline = 0.0
         self.tlp_high_seq = 0  # snd_nxt after the last probe; outstanding while snd_una < it
         self.min_rtt_us = 0xFFFFFFFF
         self.rack_xmit = -1.0
 
+    def _init_rate(self, q: EventQueue) -> None:
+        """Delivery-rate sampling (tcp_rate.c's tcp_sock fields) and internal pacing
+        (sk_pacing_rate, tcp_wstamp_ns)."""
+        start = self.start
         self.delivered = 0
         self.delivered_mstamp = start
         self.first_tx_mstamp = start
@@ -282,13 +303,15 @@ class Flow(RttEstimator):
         self.lost = 0
         self.rate_delivered = 0
         self.rate_interval_us = 0
-
         self.pacing_rate = 0.0  # bytes per second (sk_pacing_rate)
         self.wstamp = start  # tcp_wstamp_ns, in seconds
-        self.pace_timer = Timer(q, EV_PACE, index)  # wakes the sender at wstamp
+        self.pace_timer = Timer(q, EV_PACE, self.index)  # wakes the sender at wstamp
         self.rs = RateSample()
         self.data_segs_out = 0
 
+    def _init_receiver(self, q: EventQueue, mss: int) -> None:
+        """The receiver: rcv_nxt, the out-of-order set, icsk_ack (delayed ACK, quick ACKs)
+        and the ACKs on their way back."""
         self.rcv_nxt = 0
         self.ooo: set[int] = set()
         # ACKs on their way back, in arrival order: (time, ack, sacked count, trigger segment)
@@ -297,11 +320,13 @@ class Flow(RttEstimator):
         self.rcv_pending = False
         self.rcv_pending_pkt: tuple[Any, ...] | None = None
         self.rcv_deadline = 0.0  # when the pending delayed ACK is due (icsk_ack.timeout)
-        self.delack_timer = Timer(q, EV_DELACK, index)
+        self.delack_timer = Timer(q, EV_DELACK, self.index)
         # icsk_ack.quick: the first data segment sets it (tcp_incr_quickack); each immediate
         # ACK uses one up
         self.quick = initial_quickacks(mss)
 
+    def _init_stats(self) -> None:
+        """Statistics and outputs: counters, events, series."""
         self.retransmits = 0
         self.drops = 0
         self.rtos = 0
@@ -315,7 +340,12 @@ class Flow(RttEstimator):
         self.last_sample_delivered = 0
         self.last_rtt_us = -1  # the latest RTT sample, recorded at every sample tick
         self.rtt_samples: list[int] = []
+        self.reo_timeouts = 0
+        self.undos = 0
 
+    def _init_loss(self, q: EventQueue) -> None:
+        """F-RTO and undo (tcp_sock's frto, undo_marker, prior_ssthresh, retrans_stamp), RACK's
+        reorder timer, slow-start rounds and the receiver's SACK compression."""
         # F-RTO and undo (tcp_enter_loss / tcp_process_loss / tcp_undo_cwnd_reduction)
         self.frto = False  # tp->frto: F-RTO is running for this Loss episode
         self.frto_new = False  # REXMIT_NEW: this ACK sends new data, not retransmissions
@@ -339,13 +369,15 @@ class Flow(RttEstimator):
         self.comp_dupacks = 0  # tp->dup_ack_counter
         self.comp_deadline = 0.0  # when the compressed-ACK timer fires (0: not armed)
         self.comp_pkt: tuple[Any, ...] | None = None  # the newest segment held back
-        self.comp_timer = Timer(q, EV_COMPACK, index)
+        self.comp_timer = Timer(q, EV_COMPACK, self.index)
         # compressed ACKs on their way to the sender: (arrival time, segments it covers)
         self.comp_acks: deque[tuple[float, int]] = deque()
         self.comp_told = -1  # the loss episode (loss_events + rtos) last narrated
         self.sacks_compressed = 0  # ACKs the receiver did not send (TCPAckCompressed)
-        self.reo_timeouts = 0
-        self.undos = 0
+
+    def _init_options(self) -> None:
+        """The options: ECN (tp->ecn_flags), the receive window and tcp_cwnd_validate's
+        fields, the handshake."""
         # ECN (ecn.py): tp->ecn_flags' TCP_ECN_OK (negotiated in the handshake) and
         # TCP_ECN_QUEUE_CWR on the sender; TCP_ECN_DEMAND_CWR and TCP_ECN_SEEN on the receiver
         self.ecn_ok = False
@@ -408,6 +440,11 @@ class Flow(RttEstimator):
         srtt + max(4·mdev, 200 ms), not max(200 ms, srtt + 4·rttvar).
         """
         self.sample(m, self.snd_una, self.snd_nxt)
+
+
+def ss_or_none(tp: Flow) -> int | None:
+    """ssthresh for a trace: None while it is still the initial "infinite" value."""
+    return None if tp.ssthresh >= TCP_INFINITE_SSTHRESH else tp.ssthresh
 
 
 def initial_rcv_wnd(mss: int) -> int:

@@ -44,12 +44,12 @@ from __future__ import annotations
 import heapq
 from typing import TYPE_CHECKING, Any
 
-from app.sim.congestion.flow import CA_CWR, CA_OPEN, CA_RECOVERY, EV_COMPACK, Flow
+from app.sim.congestion.flow import CA_CWR, CA_OPEN, CA_RECOVERY, EV_COMPACK, Flow, ss_or_none
 from app.sim.core.i18n import Param, msg
-from app.sim.core.tcp import TCP_INFINITE_SSTHRESH
 
 if TYPE_CHECKING:
-    from app.sim.congestion.engine import Engine
+    from app.sim.congestion.receiver import Receiver
+    from app.sim.congestion.recovery import Recovery
 
 TCP_FRTO = 2  # net.ipv4.tcp_frto default: the SACK-enhanced F-RTO of RFC 5682
 TCP_COMP_SACK_NR = 44  # net.ipv4.tcp_comp_sack_nr default
@@ -58,10 +58,6 @@ TCP_FASTRETRANS_THRESH = 3  # include/net/tcp.h: duplicate ACKs sent before comp
 TCP_TIMEOUT_MIN_S = 2e-3  # TCP_TIMEOUT_MIN, 2 jiffies at HZ = 1000
 MAX_ROUNDS = 12  # slow-start rounds recorded per flow
 _NEVER = 1 << 62
-
-
-def _ss(f: Flow) -> int | None:
-    return None if f.ssthresh >= TCP_INFINITE_SSTHRESH else f.ssthresh
 
 
 def current_ssthresh(f: Flow) -> int:
@@ -96,7 +92,7 @@ def packet_delayed(f: Flow, pkt: tuple[Any, ...]) -> bool:
 
 
 def process_loss(
-    eng: Engine,
+    eng: Recovery,
     f: Flow,
     now: float,
     una_adv: bool,
@@ -137,7 +133,7 @@ def process_loss(
         f.event(
             "recovery_exit",
             now,
-            {"cwnd": f.cwnd, "ssthresh": _ss(f)},
+            {"cwnd": f.cwnd, "ssthresh": ss_or_none(f)},
             msg(
                 "loss recovery after the timeout ends at cwnd {cwnd}: everything sent "
                 "before the RTO is ACKed",
@@ -148,9 +144,9 @@ def process_loss(
     return False
 
 
-def try_undo_loss(eng: Engine, f: Flow, now: float, frto_undo: bool) -> None:
+def try_undo_loss(eng: Recovery, f: Flow, now: float, frto_undo: bool) -> None:
     """tcp_try_undo_loss (tcp_input.c:2578): undo the timeout's reduction and reopen."""
-    before, ss_before = f.cwnd, _ss(f)
+    before, ss_before = f.cwnd, ss_or_none(f)
     undo_cwnd_reduction(f, unmark_loss=True)
     f.icsk_retransmits = 0
     f.frto = False
@@ -161,7 +157,7 @@ def try_undo_loss(eng: Engine, f: Flow, now: float, frto_undo: bool) -> None:
         "before": before,
         "cwnd": f.cwnd,
         "ss_before": "∞" if ss_before is None else ss_before,
-        "ssthresh": "∞" if _ss(f) is None else f.ssthresh,
+        "ssthresh": "∞" if ss_or_none(f) is None else f.ssthresh,
     }
     f.event(
         "undo",
@@ -169,7 +165,7 @@ def try_undo_loss(eng: Engine, f: Flow, now: float, frto_undo: bool) -> None:
         {
             "cwnd_before": before,
             "cwnd": f.cwnd,
-            "ssthresh": _ss(f),
+            "ssthresh": ss_or_none(f),
             "how": "frto" if frto_undo else "timestamp",
         },
         (
@@ -217,7 +213,7 @@ def undo_cwnd_reduction(f: Flow, unmark_loss: bool) -> None:
     f.undo_marker = False
 
 
-def frto_send_new(eng: Engine, f: Flow, now: float) -> None:
+def frto_send_new(eng: Recovery, f: Flow, now: float) -> None:
     """tcp_xmit_recovery with REXMIT_NEW (tcp_input.c:3733): new data first; retransmit only
     if none could go (then F-RTO is off)."""
     f.frto_new = False
@@ -282,7 +278,7 @@ def reo_wait(und: Any, rx: float, reo: float) -> float:
     return reo - (rx - last) if last >= 0 else -1.0
 
 
-def arm_reo(eng: Engine, f: Flow, now: float) -> None:
+def arm_reo(eng: Recovery, f: Flow, now: float) -> None:
     """tcp_rack_mark_lost arms ICSK_TIME_REO_TIMEOUT on the retransmission timer for the
     longest wait left, in whole jiffies plus TCP_TIMEOUT_MIN; it replaces a pending probe."""
     wait_us = int(f.reo_wait * 1e6)
@@ -293,7 +289,7 @@ def arm_reo(eng: Engine, f: Flow, now: float) -> None:
     eng.set_timer(f, d)
 
 
-def reo_timeout(eng: Engine, f: Flow, now: float) -> None:
+def reo_timeout(eng: Recovery, f: Flow, now: float) -> None:
     """tcp_rack_reo_timeout (tcp_recovery.c:149): the waits are over; mark, recover, rearm."""
     f.reo_deadline = 0.0
     und = f.undetected
@@ -411,7 +407,7 @@ def comp_delay(handshake_rtt_us: int) -> float:
     return min(TCP_COMP_SACK_DELAY_S, handshake_rtt_us / 20 / 1e6)
 
 
-def comp_ooo(eng: Engine, f: Flow, nxt: int, pkt: tuple[Any, ...], r: float) -> bool:
+def comp_ooo(eng: Receiver, f: Flow, nxt: int, pkt: tuple[Any, ...], r: float) -> bool:
     """__tcp_ack_snd_check for an out-of-order segment arriving at ``r`` with SACK compression
     on. True: ACK now (the caller sends it); False: compressed (no ACK yet)."""
     if f.comp_count >= f.comp_nr:
@@ -446,7 +442,7 @@ def comp_sent(f: Flow, r: float, extra: int) -> None:
         f.comp_deadline = 0.0
 
 
-def comp_flush(eng: Engine, f: Flow) -> None:
+def comp_flush(eng: Receiver, f: Flow) -> None:
     """tcp_compressed_ack_kick, when the timer's deadline passed before the next arrival: one
     ACK at the deadline for the segments held back."""
     t = f.comp_deadline
@@ -458,7 +454,7 @@ def comp_flush(eng: Engine, f: Flow) -> None:
     eng.send_ack(f, t, pkt)
 
 
-def on_comp_timer(eng: Engine, f: Flow, now: float) -> None:
+def on_comp_timer(eng: Receiver, f: Flow, now: float) -> None:
     """The compressed-ACK hrtimer: send the held-back ACK if it is still due."""
     timer = f.comp_timer
     if timer.queued_at != now:
