@@ -1,12 +1,14 @@
 """Running simulations for the web: a bounded process pool, a content-addressed trace store,
 jobs with progress for long runs, cancellation when nobody waits any more, per-client limits.
 
-* **Where runs happen.** Never in a request thread: in pools of processes forked once, when the
-  app starts. Runs expected to take at most ``quick_run_s`` go to their own ``sim_quick_workers``
-  processes, so a small run never waits behind a long one; the rest to ``sim_workers`` processes
-  that run at a lower CPU priority (``sim_nice``), so pages and small runs stay quick while long
-  runs use what CPU is left. Each lane holds at most its workers + ``sim_queue`` runs running or
-  waiting; past that a request gets :class:`Busy` (HTTP 503 with ``Retry-After``).
+* **Where runs happen.** Never in a request thread: in pools of processes forked when the
+  app starts (again when one dies; each runs within memory and CPU limits and dies with its
+  worker: app.web.simproc). Runs expected to take at most ``quick_run_s`` go to their own
+  ``sim_quick_workers`` processes, so a small run never waits behind a long one; the rest to
+  ``sim_workers`` processes that run at a lower CPU priority (``sim_nice``), so pages and small
+  runs stay quick while long runs use what CPU is left. Each lane holds at most its workers +
+  ``sim_queue`` runs running or waiting; past that a request gets :class:`Busy` (HTTP 503
+  with ``Retry-After``).
 * **Traces are content-addressed** by (explainer, sim_version, canonical params). A finished
   trace is kept in memory (an LRU bounded in bytes) and in the database (pickled, compressed), so
   every worker process and every restart shares it; the same params asked twice at once run once.
@@ -36,7 +38,7 @@ import time
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -47,6 +49,7 @@ from app.settings import Settings
 from app.sim.core import Cancelled, Explainer, Trace, msg
 from app.store import repo
 from app.store.models import SharedJob
+from app.web.simproc import LanePool, Limits
 
 AnyTrace = Trace[Any, Any]
 
@@ -108,10 +111,6 @@ def _init_worker(progress: Any, cancel: Any, nice: int = 0) -> None:
     _progress, _cancel = progress, cancel
     if nice > 0:
         os.nice(nice)
-
-
-def _noop() -> None:
-    return None
 
 
 def _simulate(explainer: Explainer[Any], params: Any, slot: int) -> bytes:
@@ -230,7 +229,7 @@ class RunService:
         self._cancel = ctx.Array(ctypes.c_byte, slots, lock=False)
         self._free = {lane: list(free) for lane, (_, _, free) in self._lanes.items()}
         self._ctx = ctx
-        self._pools: dict[str, ProcessPoolExecutor] = {}
+        self._pools: dict[str, LanePool] = {}
         # runs waiting for a worker, per lane: (expected seconds, arrival, job, explainer, params)
         self._pending: dict[str, list[tuple[float, int, Job, Explainer[Any], Any]]] = {
             lane: [] for lane in self._lanes
@@ -249,19 +248,14 @@ class RunService:
     # --- lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Fork the workers now, before the server starts its threads, and start the watchdog."""
+        """Fork the workers now, and start the watchdog. They die with this process, hold none
+        of its sockets, and run within memory and CPU limits (see app.web.simproc)."""
+        limits = Limits(self.settings.sim_memory_mb, self.settings.sim_cpu_s)
         with self._lock:
             if not self._pools:
                 for lane, (workers, nice, _) in self._lanes.items():
-                    pool = ProcessPoolExecutor(
-                        max_workers=workers,
-                        mp_context=self._ctx,
-                        initializer=_init_worker,
-                        initargs=(self._progress, self._cancel, nice),
-                    )
-                    for _ in range(workers):
-                        pool.submit(_noop)
-                    self._pools[lane] = pool
+                    initargs = (self._progress, self._cancel, nice)
+                    self._pools[lane] = LanePool(self._ctx, workers, limits, _init_worker, initargs)
         if self._watchdog is None:
             self._stop.clear()
             self._watchdog = threading.Thread(target=self._watch, name="job-watchdog", daemon=True)
