@@ -217,6 +217,12 @@ def stored_trace_count(*, db: Session, keys: Sequence[str]) -> int:
     return len(set(db.exec(stmt)))
 
 
+def delete_trace(*, db: Session, key: str) -> None:
+    """Forget a stored trace (one that no longer decodes: it is run again and stored anew)."""
+    db.execute(delete(StoredTrace).where(col(StoredTrace.key) == key))
+    db.commit()
+
+
 def put_trace_data(*, db: Session, key: str, explainer: str, sim_version: str, data: bytes) -> None:
     """Store a trace once; a concurrent writer of the same key (same content) is not an error."""
     if db.get(StoredTrace, key) is not None:

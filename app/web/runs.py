@@ -30,6 +30,7 @@ import ctypes
 import hashlib
 import heapq
 import json
+import logging
 import multiprocessing
 import os
 import pickle
@@ -39,14 +40,14 @@ import zlib
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import partial
 from typing import Any
 
 from sqlalchemy import Engine
 
 from app.settings import Settings
-from app.sim.core import Cancelled, Explainer, Trace, msg
+from app.sim.core import Cancelled, Explainer, Frame, Trace, msg
 from app.store import repo
 from app.store.models import SharedJob
 from app.web.simproc import LanePool, Limits
@@ -153,7 +154,15 @@ def decode_trace_sized(data: bytes) -> tuple[AnyTrace, int]:
     raw = zlib.decompress(data)
     # Only ever our own traces, from our own database.
     trace: AnyTrace = pickle.loads(raw)  # noqa: S301
+    if not _whole(trace, Trace) or not all(_whole(f, Frame) for f in trace.frames[:1]):
+        raise TypeError("not a whole trace (stored by a different version of its classes?)")
     return trace, len(raw) * MEMORY_PER_PICKLED_BYTE
+
+
+def _whole(obj: object, cls: type) -> bool:
+    """``obj`` is a ``cls`` with every field set (a slotted dataclass pickled before a field
+    was added unpickles without it)."""
+    return isinstance(obj, cls) and all(hasattr(obj, f.name) for f in fields(cls))
 
 
 # --- the server side ---------------------------------------------------------------------------
@@ -295,7 +304,17 @@ class RunService:
             data = repo.get_trace_data(db=db, key=key)
         if data is None:
             return None
-        trace, size = decode_trace_sized(data)
+        try:
+            trace, size = decode_trace_sized(data)
+        except MemoryError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - stale or corrupt: run again, never a 500
+            # A class moved or changed shape without a sim_version bump, or a damaged row:
+            # forget it, and the caller runs the trace again and stores it anew.
+            logging.getLogger("stepscope").warning("stored trace %s unreadable: %r", key, exc)
+            with repo.session_for(self.engine) as db:
+                repo.delete_trace(db=db, key=key)
+            return None
         self._cache.put(key, trace, size)
         return trace
 
