@@ -29,6 +29,10 @@ class Settings(BaseSettings):
     # seconds of one run; a run over either fails alone with a 422 naming the limit (0: none).
     sim_memory_mb: int = 3072
     sim_cpu_s: float = 120.0
+    # Stored traces (a cache: run again when missing) go when stored this many days ago, and
+    # the oldest go while all take more than this many MB, compressed (presets stay; 0: never).
+    trace_store_days: float = 30.0
+    trace_store_mb: float = 256.0
     sim_queue: int = 8  # runs that may wait for a worker (per kind) before requests get 503
     job_threshold_s: float = 1.5  # runs expected to take longer become jobs with a progress bar
     job_idle_s: float = 4.0  # a job nobody asks about for this long is cancelled (pages poll

@@ -49,6 +49,7 @@ from sqlalchemy import Engine
 from app.settings import Settings
 from app.sim.core import Cancelled, Explainer, Frame, Trace, msg
 from app.store import repo
+from app.store.eviction import TraceEviction
 from app.store.models import SharedJob
 from app.web.simproc import LanePool, Limits
 
@@ -253,6 +254,12 @@ class RunService:
         self.free_keys: set[str] = set()
         self._stop = threading.Event()
         self._watchdog: threading.Thread | None = None
+        self.eviction = TraceEviction(
+            engine,
+            max_mb=settings.trace_store_mb,
+            max_days=settings.trace_store_days,
+            keep=lambda: self.free_keys,
+        )
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -330,6 +337,7 @@ class RunService:
                 sim_version=explainer.sim_version,
                 data=data,
             )
+        self.eviction.stored(len(data))
 
     # --- running -----------------------------------------------------------------------------
 
@@ -636,6 +644,7 @@ class RunService:
                     pruned = time.monotonic()
                     with repo.session_for(self.engine) as db:
                         repo.prune_jobs(db=db, before=time.time() - 86_400)
+                self.eviction.maybe_run()  # every few minutes (app.store.eviction)
             except Exception:  # noqa: BLE001 - a busy or absent store must not stop the watch
                 pass
             now = time.monotonic()

@@ -7,21 +7,26 @@ from __future__ import annotations
 import pickle
 import sqlite3
 import sys
+import time
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, event, text
+from sqlmodel import select
 
 from app.main import create_app
 from app.settings import Settings
 from app.store import db as store_db
 from app.store import repo
+from app.store.eviction import TraceEviction
+from app.store.models import StoredTrace, utcnow
 from app.web.runs import RunService, decode_trace
 from app.web.sessions import COOKIE
 
@@ -214,3 +219,110 @@ def test_sqlite_full_is_503(tmp_path: Path) -> None:
                 assert _unavailable(r) and "full" not in r.text  # no driver text leaks
                 break
         assert statuses <= {201, 503} and 503 in statuses, statuses
+
+
+# --- eviction of stored traces -------------------------------------------------------------
+
+
+@pytest.fixture
+def store(db_url: str) -> Iterator[Engine]:
+    engine = store_db.make_engine(db_url)
+    store_db.init_db(engine)
+    yield engine
+    engine.dispose()
+
+
+def _put(engine: Engine, key: str, size: int, days_ago: float) -> None:
+    with repo.session_for(engine) as db:
+        db.add(
+            StoredTrace(
+                key=key,
+                explainer="skb",
+                sim_version="x",
+                size=size,
+                created_at=utcnow() - timedelta(days=days_ago),
+                data=b"x" * size,
+            )
+        )
+        db.commit()
+
+
+def _keys(engine: Engine) -> set[str]:
+    with repo.session_for(engine) as db:
+        return set(db.exec(select(StoredTrace.key)))
+
+
+def test_traces_stored_too_long_ago_go_but_kept_ones_stay(store: Engine) -> None:
+    """By age: traces stored before the cut-off are deleted, except the kept (presets)."""
+    for key, days in (("new", 1), ("old", 40), ("older", 90), ("preset", 400)):
+        _put(store, key, 100, days)
+    with repo.session_for(store) as db:
+        gone, left = repo.evict_traces(
+            db=db, stored_before=utcnow() - timedelta(days=30), max_bytes=None, keep={"preset"}
+        )
+    assert (gone, left) == (2, 200) and _keys(store) == {"new", "preset"}
+
+
+def test_the_oldest_traces_go_until_the_rest_fit(store: Engine) -> None:
+    """By size: newest first, traces stay while they fit in the budget; from the first that does
+    not, every older one goes (no gaps); kept ones stay and count in the total."""
+    sizes = {"t0": 300, "t1": 300, "t2": 300, "t3": 50, "t4": 300}  # t0 newest
+    for age, (key, size) in enumerate(sizes.items()):
+        _put(store, key, size, age)
+    _put(store, "preset", 200, 10)
+    with repo.session_for(store) as db:
+        gone, left = repo.evict_traces(db=db, stored_before=None, max_bytes=1000, keep={"preset"})
+    assert _keys(store) == {"t0", "t1", "preset"} and (gone, left) == (3, 800)
+    with repo.session_for(store) as db:  # within the budget now: nothing to do
+        assert repo.evict_traces(db=db, stored_before=None, max_bytes=1000, keep=()) == (0, 800)
+
+
+def test_eviction_runs_every_few_minutes_not_on_every_request(
+    store: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TraceEviction asks the store only when due: every ``every_s``, or sooner once this
+    process stored a tenth of the budget since the last time."""
+    calls: list[int | None] = []
+    real = repo.evict_traces
+
+    def counted(**kw: Any) -> tuple[int, int]:
+        calls.append(kw["max_bytes"])
+        return real(**kw)
+
+    monkeypatch.setattr(repo, "evict_traces", counted)
+    eviction = TraceEviction(store, max_mb=1, max_days=30, every_s=300, first_after_s=60)
+    t0 = time.monotonic()
+    assert eviction.maybe_run(t0) is None and calls == []  # not in the first minute
+    assert eviction.maybe_run(t0 + 61) == (0, 0) and len(calls) == 1
+    for step in range(100):  # requests storing small traces
+        eviction.stored(1000)
+        assert eviction.maybe_run(t0 + 62 + step) is None
+    eviction.stored(1024 * 1024 // 10)  # a tenth of the budget: sooner
+    assert eviction.maybe_run(t0 + 200) is not None and len(calls) == 2
+    assert eviction.maybe_run(t0 + 201) is None
+    assert eviction.maybe_run(t0 + 200 + 300) is not None and len(calls) == 3
+    never = TraceEviction(store, max_mb=0, max_days=0, first_after_s=0)
+    assert never.maybe_run(t0 + 10_000) is None
+
+
+def test_the_run_service_counts_and_evicts_what_it_stores(tmp_path: Path) -> None:
+    """Runs stored through the service count toward the next eviction, which keeps the table
+    within APP_TRACE_STORE_MB (the presets stay)."""
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'evict.db'}", trace_store_mb=0.002)
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+        runs = client.app.state.site.runs  # type: ignore[attr-defined]
+        for size in range(100, 106):
+            r = client.post(
+                "/api/v1/explainers/skb/run", json={"ops": [{"op": "alloc_skb", "size": size}]}
+            )
+            assert r.status_code == 200
+        engine = _engine(client)
+        with repo.session_for(engine) as db:
+            total = sum(row.size for row in db.exec(select(StoredTrace)))
+        assert total > 2 * 1024 and runs.eviction.due(time.monotonic())
+        gone, left = runs.eviction.run()
+        assert gone > 0 and left <= 0.002 * 1024 * 1024
+        newest = client.post(
+            "/api/v1/explainers/skb/run", json={"ops": [{"op": "alloc_skb", "size": 105}]}
+        )
+        assert newest.status_code == 200
