@@ -25,6 +25,14 @@ class Settings(BaseSettings):
     sim_nice: int = 15  # their CPU priority is lowered this much (pages and small runs first)
     sim_quick_workers: int = 1  # processes for small runs only (0: small runs share the above)
     quick_run_s: float = 0.5  # runs expected to take at most this long are small
+    # Hard limits of each simulation process (app.web.simproc): its address space, and the CPU
+    # seconds of one run; a run over either fails alone with a 422 naming the limit (0: none).
+    sim_memory_mb: int = 3072
+    sim_cpu_s: float = 120.0
+    # Stored traces (a cache: run again when missing) go when stored this many days ago, and
+    # the oldest go while all take more than this many MB, compressed (presets stay; 0: never).
+    trace_store_days: float = 30.0
+    trace_store_mb: float = 256.0
     sim_queue: int = 8  # runs that may wait for a worker (per kind) before requests get 503
     job_threshold_s: float = 1.5  # runs expected to take longer become jobs with a progress bar
     job_idle_s: float = 4.0  # a job nobody asks about for this long is cancelled (pages poll

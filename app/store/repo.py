@@ -11,12 +11,12 @@ import json
 import math
 import re
 import secrets
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import Engine, Table, case, delete, exists, text, update
+from sqlalchemy import Engine, Table, case, delete, exists, func, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
@@ -217,6 +217,12 @@ def stored_trace_count(*, db: Session, keys: Sequence[str]) -> int:
     return len(set(db.exec(stmt)))
 
 
+def delete_trace(*, db: Session, key: str) -> None:
+    """Forget a stored trace (one that no longer decodes: it is run again and stored anew)."""
+    db.execute(delete(StoredTrace).where(col(StoredTrace.key) == key))
+    db.commit()
+
+
 def put_trace_data(*, db: Session, key: str, explainer: str, sim_version: str, data: bytes) -> None:
     """Store a trace once; a concurrent writer of the same key (same content) is not an error."""
     if db.get(StoredTrace, key) is not None:
@@ -230,6 +236,47 @@ def put_trace_data(*, db: Session, key: str, explainer: str, sim_version: str, d
         db.commit()
     except IntegrityError:
         db.rollback()
+
+
+def evict_traces(
+    *, db: Session, stored_before: datetime | None, max_bytes: int | None, keep: Collection[str]
+) -> tuple[int, int]:
+    """Delete the traces stored before ``stored_before``, then the oldest until the rest take
+    at most ``max_bytes`` (compressed, as stored); never the ``keep`` keys (they count in the
+    total). Answers (traces deleted, bytes left). Cheap when there is nothing to do: one
+    DELETE on ``created_at`` and one SUM."""
+    kept = list(keep)
+    gone = 0
+    if stored_before is not None:
+        old = delete(StoredTrace).where(col(StoredTrace.created_at) < stored_before)
+        if kept:
+            old = old.where(col(StoredTrace.key).not_in(kept))
+        gone += int(getattr(db.execute(old), "rowcount", 0) or 0)
+        db.commit()
+    total = int(db.exec(select(func.coalesce(func.sum(StoredTrace.size), 0))).one())
+    if max_bytes is None or total <= max_bytes:
+        return gone, total
+    newest_first = select(StoredTrace.key, StoredTrace.size).order_by(
+        col(StoredTrace.created_at).desc(), col(StoredTrace.key)
+    )
+    rows = [(key, size) for key, size in db.exec(newest_first)]
+    keep_set = set(kept)
+    budget = max_bytes - sum(size for key, size in rows if key in keep_set)
+    victims: list[str] = []
+    for key, size in rows:  # the newest that fit stay; from the first that does not, all go
+        if key in keep_set:
+            continue
+        if victims or size > budget:
+            victims.append(key)
+            total -= size
+        else:
+            budget -= size
+    for start in range(0, len(victims), 500):
+        db.execute(
+            delete(StoredTrace).where(col(StoredTrace.key).in_(victims[start : start + 500]))
+        )
+    db.commit()
+    return gone + len(victims), total
 
 
 # --- expiry of anonymous sessions ------------------------------------------------------------

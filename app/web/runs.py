@@ -1,12 +1,14 @@
 """Running simulations for the web: a bounded process pool, a content-addressed trace store,
 jobs with progress for long runs, cancellation when nobody waits any more, per-client limits.
 
-* **Where runs happen.** Never in a request thread: in pools of processes forked once, when the
-  app starts. Runs expected to take at most ``quick_run_s`` go to their own ``sim_quick_workers``
-  processes, so a small run never waits behind a long one; the rest to ``sim_workers`` processes
-  that run at a lower CPU priority (``sim_nice``), so pages and small runs stay quick while long
-  runs use what CPU is left. Each lane holds at most its workers + ``sim_queue`` runs running or
-  waiting; past that a request gets :class:`Busy` (HTTP 503 with ``Retry-After``).
+* **Where runs happen.** Never in a request thread: in pools of processes forked when the
+  app starts (again when one dies; each runs within memory and CPU limits and dies with its
+  worker: app.web.simproc). Runs expected to take at most ``quick_run_s`` go to their own
+  ``sim_quick_workers`` processes, so a small run never waits behind a long one; the rest to
+  ``sim_workers`` processes that run at a lower CPU priority (``sim_nice``), so pages and small
+  runs stay quick while long runs use what CPU is left. Each lane holds at most its workers +
+  ``sim_queue`` runs running or waiting; past that a request gets :class:`Busy` (HTTP 503
+  with ``Retry-After``).
 * **Traces are content-addressed** by (explainer, sim_version, canonical params). A finished
   trace is kept in memory (an LRU bounded in bytes) and in the database (pickled, compressed), so
   every worker process and every restart shares it; the same params asked twice at once run once.
@@ -28,6 +30,7 @@ import ctypes
 import hashlib
 import heapq
 import json
+import logging
 import multiprocessing
 import os
 import pickle
@@ -36,17 +39,19 @@ import time
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import dataclass, field
+from concurrent.futures import Future
+from dataclasses import dataclass, field, fields
 from functools import partial
 from typing import Any
 
 from sqlalchemy import Engine
 
 from app.settings import Settings
-from app.sim.core import Cancelled, Explainer, Trace, msg
+from app.sim.core import Cancelled, Explainer, Frame, Trace, msg
 from app.store import repo
+from app.store.eviction import TraceEviction
 from app.store.models import SharedJob
+from app.web.simproc import LanePool, Limits
 
 AnyTrace = Trace[Any, Any]
 
@@ -110,10 +115,6 @@ def _init_worker(progress: Any, cancel: Any, nice: int = 0) -> None:
         os.nice(nice)
 
 
-def _noop() -> None:
-    return None
-
-
 def _simulate(explainer: Explainer[Any], params: Any, slot: int) -> bytes:
     """Run in a worker process: the trace, pickled and compressed (or Cancelled)."""
     progress, cancel = _progress, _cancel
@@ -154,7 +155,15 @@ def decode_trace_sized(data: bytes) -> tuple[AnyTrace, int]:
     raw = zlib.decompress(data)
     # Only ever our own traces, from our own database.
     trace: AnyTrace = pickle.loads(raw)  # noqa: S301
+    if not _whole(trace, Trace) or not all(_whole(f, Frame) for f in trace.frames[:1]):
+        raise TypeError("not a whole trace (stored by a different version of its classes?)")
     return trace, len(raw) * MEMORY_PER_PICKLED_BYTE
+
+
+def _whole(obj: object, cls: type) -> bool:
+    """``obj`` is a ``cls`` with every field set (a slotted dataclass pickled before a field
+    was added unpickles without it)."""
+    return isinstance(obj, cls) and all(hasattr(obj, f.name) for f in fields(cls))
 
 
 # --- the server side ---------------------------------------------------------------------------
@@ -230,7 +239,7 @@ class RunService:
         self._cancel = ctx.Array(ctypes.c_byte, slots, lock=False)
         self._free = {lane: list(free) for lane, (_, _, free) in self._lanes.items()}
         self._ctx = ctx
-        self._pools: dict[str, ProcessPoolExecutor] = {}
+        self._pools: dict[str, LanePool] = {}
         # runs waiting for a worker, per lane: (expected seconds, arrival, job, explainer, params)
         self._pending: dict[str, list[tuple[float, int, Job, Explainer[Any], Any]]] = {
             lane: [] for lane in self._lanes
@@ -245,23 +254,24 @@ class RunService:
         self.free_keys: set[str] = set()
         self._stop = threading.Event()
         self._watchdog: threading.Thread | None = None
+        self.eviction = TraceEviction(
+            engine,
+            max_mb=settings.trace_store_mb,
+            max_days=settings.trace_store_days,
+            keep=lambda: self.free_keys,
+        )
 
     # --- lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Fork the workers now, before the server starts its threads, and start the watchdog."""
+        """Fork the workers now, and start the watchdog. They die with this process, hold none
+        of its sockets, and run within memory and CPU limits (see app.web.simproc)."""
+        limits = Limits(self.settings.sim_memory_mb, self.settings.sim_cpu_s)
         with self._lock:
             if not self._pools:
                 for lane, (workers, nice, _) in self._lanes.items():
-                    pool = ProcessPoolExecutor(
-                        max_workers=workers,
-                        mp_context=self._ctx,
-                        initializer=_init_worker,
-                        initargs=(self._progress, self._cancel, nice),
-                    )
-                    for _ in range(workers):
-                        pool.submit(_noop)
-                    self._pools[lane] = pool
+                    initargs = (self._progress, self._cancel, nice)
+                    self._pools[lane] = LanePool(self._ctx, workers, limits, _init_worker, initargs)
         if self._watchdog is None:
             self._stop.clear()
             self._watchdog = threading.Thread(target=self._watch, name="job-watchdog", daemon=True)
@@ -301,7 +311,17 @@ class RunService:
             data = repo.get_trace_data(db=db, key=key)
         if data is None:
             return None
-        trace, size = decode_trace_sized(data)
+        try:
+            trace, size = decode_trace_sized(data)
+        except MemoryError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - stale or corrupt: run again, never a 500
+            # A class moved or changed shape without a sim_version bump, or a damaged row:
+            # forget it, and the caller runs the trace again and stores it anew.
+            logging.getLogger("stepscope").warning("stored trace %s unreadable: %r", key, exc)
+            with repo.session_for(self.engine) as db:
+                repo.delete_trace(db=db, key=key)
+            return None
         self._cache.put(key, trace, size)
         return trace
 
@@ -317,6 +337,7 @@ class RunService:
                 sim_version=explainer.sim_version,
                 data=data,
             )
+        self.eviction.stored(len(data))
 
     # --- running -----------------------------------------------------------------------------
 
@@ -623,6 +644,7 @@ class RunService:
                     pruned = time.monotonic()
                     with repo.session_for(self.engine) as db:
                         repo.prune_jobs(db=db, before=time.time() - 86_400)
+                self.eviction.maybe_run()  # every few minutes (app.store.eviction)
             except Exception:  # noqa: BLE001 - a busy or absent store must not stop the watch
                 pass
             now = time.monotonic()

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Body, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from app.sim.core import Trace
+from app.store import health as store_health
 from app.web import i18n
 from app.web.pagewarm import PageWarmer
 from app.web.plugin import Plugin
@@ -129,7 +130,13 @@ def health(site: SiteDep, request: Request, response: Response) -> dict[str, Any
     preset pages for the host it is addressed by (app.web.pagewarm): ready when every preset's
     trace is stored and the answering worker has its pages kept. 200 when ready; 503 with
     ``Retry-After`` while warming, for a load balancer's readiness check (a worker's first
-    request of a host starts that host's warm-up)."""
+    request of a host starts that host's warm-up). ``store`` says whether the database answers
+    (``ok`` / ``unavailable``: then 503 too, as every request that needs it answers)."""
+    if not store_health.check(request.app.state.engine):
+        response.status_code = 503
+        response.headers["Retry-After"] = str(store_health.RETRY_AFTER_S)
+        response.headers["Cache-Control"] = "no-store"
+        return {"status": "unavailable", "store": "unavailable"}
     stored, total = site.stored_presets(), len(site.preset_keys)
     warmer: PageWarmer | None = getattr(request.app.state, "page_warmer", None)
     out: dict[str, Any] = {"presets": {"stored": stored, "total": total}}
@@ -141,7 +148,7 @@ def health(site: SiteDep, request: Request, response: Response) -> dict[str, Any
         response.status_code = 503
         response.headers["Retry-After"] = "5"
     response.headers["Cache-Control"] = "no-store"
-    return {"status": "ready" if ready else "warming", **out}
+    return {"status": "ready" if ready else "warming", "store": "ok", **out}
 
 
 def router_for(site: Site) -> APIRouter:
@@ -149,7 +156,10 @@ def router_for(site: Site) -> APIRouter:
     router = APIRouter(prefix="/api/v1", tags=["api"])
     router.add_api_route("/explainers", list_explainers, methods=["GET"])
     router.add_api_route(
-        "/health", health, methods=["GET"], responses={503: {"description": "warming up"}}
+        "/health",
+        health,
+        methods=["GET"],
+        responses={503: {"description": "warming up, or the store unavailable"}},
     )
     add_run_route(router, site)
     return router

@@ -1,0 +1,469 @@
+"""Simulation processes that die with their worker, hold nothing of the server's, and cannot
+take more than their share of memory or CPU.
+
+The app workers fork their simulation processes (see :mod:`app.web.runs`). A fork inherits all
+of its parent: uvicorn's signal handlers (a handler that only sets a flag on a server the child
+does not run, so SIGTERM did nothing), every socket (the listening one too: a child left behind
+kept the port bound, and the next ``scripts/serve`` failed with "Address already in use"), and
+no tie to its parent's life (a worker killed by the OOM killer left its children running). So
+each simulation process, as it starts (:func:`init_process`):
+
+* gets ``PR_SET_PDEATHSIG`` = SIGKILL (``prctl(2)``) and a thread that checks ``getppid()``
+  twice a second (a parent that died before the ``prctl`` call, or a kernel without it);
+* restores the default handling of SIGTERM, SIGINT and SIGHUP and drops the signal wakeup fd;
+* swaps every inherited socket for ``/dev/null`` (``dup2``: the fd number stays taken, so an
+  object that still thinks it owns the socket closes nothing else);
+* gets hard limits (``setrlimit``): an address space of ``APP_SIM_MEMORY_MB`` and, per run,
+  ``APP_SIM_CPU_S`` seconds of CPU (``RLIMIT_CPU`` counts the process's whole life, so its soft
+  limit is set before each run to the CPU used so far plus the allowance; the kernel sends
+  SIGXCPU past it, which fails that run). A run over either fails alone with
+  :class:`SimLimitExceeded` (HTTP 422 naming the limit); the process goes on to the next run.
+
+``PR_SET_PDEATHSIG`` fires when the *thread* that forked the process ends, not the process, so
+every fork happens on one thread that lives as long as the app process (:class:`_Spawner`),
+never on a request thread. A process that dies anyway (the OOM killer, a segfault, SIGKILL)
+breaks its ``ProcessPoolExecutor``; :class:`LanePool` answers the runs it held with
+:class:`SimProcessDied` (HTTP 503 with ``Retry-After``) and forks a new pool for the next ones.
+
+:func:`follow_master` ties an app worker to uvicorn's master the same way (SIGTERM, then SIGKILL
+after a grace period), so a killed master leaves no worker holding the port.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import logging
+import math
+import os
+import queue
+import resource
+import signal
+import stat
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from functools import partial
+from multiprocessing.context import BaseContext
+from typing import Any, TypeVar
+
+from app.sim.core import Message, msg
+from app.web import memory
+
+log = logging.getLogger("stepscope")
+T = TypeVar("T")
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+WATCH_PARENT_S = 0.5  # how often a process checks that its parent is alive
+MASTER_GRACE_S = 5.0  # an app worker whose master died has this long to shut down cleanly
+REBUILD_RETRY_S = 1.0
+
+
+# --- failures a run can end in -----------------------------------------------------------------
+
+
+class SimLimitExceeded(Exception):
+    """A run went over the memory or CPU a simulation process may use (HTTP 422)."""
+
+    def __init__(self, limit: str, amount: float) -> None:
+        super().__init__(limit, amount)  # picklable: it crosses back from the process
+        self.limit = limit  # "memory" | "cpu"
+        self.amount = amount  # the limit, in MB or CPU seconds
+
+    @property
+    def message(self) -> Message:
+        if self.limit == "memory":
+            return msg(
+                "this simulation needs more than the {mb} MB of memory a run may use "
+                "(APP_SIM_MEMORY_MB); choose smaller parameters",
+                mb=round(self.amount),
+            )
+        return msg(
+            "this simulation needs more than the {s} s of CPU time a run may use "
+            "(APP_SIM_CPU_S); choose smaller parameters",
+            s=round(self.amount),
+        )
+
+    def __str__(self) -> str:
+        unit = "MB" if self.limit == "memory" else "s of CPU"
+        return f"over the simulation's {self.limit} limit ({self.amount:g} {unit})"
+
+
+class SimProcessDied(Exception):
+    """The process running this run died (killed from outside: the OOM killer, a signal); the
+    pool is replaced. Nothing says the run itself was at fault: try again (HTTP 503)."""
+
+    retry_after = 2
+
+    def __init__(self) -> None:
+        super().__init__("the simulation process stopped unexpectedly")
+
+    @property
+    def message(self) -> Message:
+        return msg(
+            "the simulation process stopped unexpectedly; try again in {s} s", s=self.retry_after
+        )
+
+
+class _CpuExceeded(BaseException):
+    """Raised by the SIGXCPU handler (a BaseException: no ``except Exception`` swallows it)."""
+
+
+# --- dying with the parent -----------------------------------------------------------------------
+
+
+def _libc() -> Any | None:
+    name = ctypes.util.find_library("c")
+    if not name:
+        return None
+    try:
+        return ctypes.CDLL(name, use_errno=True)
+    except OSError:
+        return None
+
+
+_LIBC = _libc()
+
+
+def set_parent_death_signal(sig: int) -> bool:
+    """Have the kernel send ``sig`` to this process when its parent (thread) ends; Linux only.
+    Answers whether the kernel took it."""
+    if _LIBC is None:
+        return False
+    try:
+        return int(_LIBC.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)) == 0
+    except AttributeError:  # not Linux
+        return False
+
+
+def _watch_parent(parent: int, sig: int, grace_s: float) -> None:
+    while os.getppid() == parent:
+        threading.Event().wait(WATCH_PARENT_S)
+    if sig != signal.SIGKILL:
+        with contextlib.suppress(OSError):
+            os.kill(os.getpid(), sig)
+        threading.Event().wait(grace_s)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def follow_parent(parent: int, sig: int = signal.SIGKILL, grace_s: float = 0.0) -> None:
+    """End this process when ``parent`` (its parent's pid now) dies: ``sig`` at once from the
+    kernel, and from a watchdog thread if the kernel did not (then SIGKILL ``grace_s`` later)."""
+    set_parent_death_signal(sig)
+    threading.Thread(
+        target=_watch_parent, args=(parent, sig, grace_s), name="parent-watch", daemon=True
+    ).start()
+
+
+def follow_master() -> None:
+    """In an app worker that uvicorn's master started (``--workers N``): shut down when the
+    master dies (SIGTERM: uvicorn closes the listening socket and finishes its requests; SIGKILL
+    after :data:`MASTER_GRACE_S`). Run alone (no master) it does nothing: a server started
+    from a shell must outlive the shell."""
+    import multiprocessing
+
+    master = multiprocessing.parent_process()
+    if master is None or master.pid is None:
+        return
+    follow_parent(master.pid, signal.SIGTERM, MASTER_GRACE_S)
+
+
+def restore_signals() -> None:
+    """Default handling of the signals that end a process (the server's handlers only set a
+    flag on a server this process does not run), and no signal wakeup fd of the server's."""
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+    with contextlib.suppress(ValueError):
+        signal.set_wakeup_fd(-1)
+
+
+def release_sockets() -> int:
+    """Swap every socket this process inherited for ``/dev/null``; answers how many."""
+    released = 0
+    devnull = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+    try:
+        for name in os.listdir("/proc/self/fd"):
+            fd = int(name)
+            if fd == devnull:
+                continue
+            try:
+                if stat.S_ISSOCK(os.fstat(fd).st_mode):
+                    os.dup2(devnull, fd, inheritable=False)
+                    released += 1
+            except OSError:  # the fd of the listing itself, gone by now
+                continue
+    except FileNotFoundError:  # no /proc
+        pass
+    finally:
+        os.close(devnull)
+    return released
+
+
+# --- limits ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    memory_mb: int  # address space of a simulation process (0: no limit)
+    cpu_s: float  # CPU seconds of one run (0: no limit)
+
+
+_limits = Limits(0, 0.0)
+_running = False  # a run is under way (SIGXCPU fails it)
+
+
+def _on_sigxcpu(_sig: int, _frame: Any) -> None:
+    if _running:
+        raise _CpuExceeded
+
+
+def _cpu_used() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _set_cpu_soft(seconds: int | None) -> None:
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    soft = hard if seconds is None else seconds
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+
+
+def apply_memory_limit(mb: int) -> None:
+    if mb <= 0:
+        return
+    limit = mb * 1024 * 1024
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def init_process(
+    parent: int, limits: Limits, then: Callable[..., None] | None, args: tuple[Any, ...]
+) -> None:
+    """The first thing a simulation process does (its pool's initializer)."""
+    global _limits
+    follow_parent(parent)
+    if os.getppid() != parent:  # the parent died before the kernel was told
+        os.kill(os.getpid(), signal.SIGKILL)
+    restore_signals()
+    release_sockets()
+    _limits = limits
+    signal.signal(signal.SIGXCPU, _on_sigxcpu)
+    apply_memory_limit(limits.memory_mb)
+    if then is not None:
+        then(*args)
+
+
+def limited(fn: Callable[..., T], *args: Any) -> T:
+    """Run ``fn(*args)`` in a simulation process within its limits."""
+    global _running
+    cpu = _limits.cpu_s
+    if cpu > 0:
+        _set_cpu_soft(math.ceil(_cpu_used() + cpu))
+    _running = True
+    try:
+        return fn(*args)
+    except MemoryError:
+        raise SimLimitExceeded("memory", _limits.memory_mb) from None
+    except _CpuExceeded:
+        raise SimLimitExceeded("cpu", cpu) from None
+    finally:
+        _running = False
+        if cpu > 0:
+            _set_cpu_soft(None)
+        memory.trim()  # what a large run freed goes back to the system
+
+
+# --- forking from one long-lived thread ----------------------------------------------------------
+
+
+class _Spawner:
+    """One thread per app process that does every fork of simulation processes, so their
+    parent-death signal is tied to the process's life, not to a request thread's."""
+
+    def __init__(self) -> None:
+        self._calls: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def _loop(self) -> None:
+        while True:
+            fn, done = self._calls.get()
+            if not done.set_running_or_notify_cancel():
+                continue
+            try:
+                done.set_result(fn())
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                done.set_exception(exc)
+
+    def post(self, fn: Callable[[], T]) -> Future[T]:
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._loop, name="sim-spawner", daemon=True)
+                self._thread.start()
+        done: Future[T] = Future()
+        self._calls.put((fn, done))
+        return done
+
+
+_SPAWNER = _Spawner()
+
+
+def _after_fork_in_child() -> None:
+    global _SPAWNER
+    _SPAWNER = _Spawner()  # the parent's thread does not exist here
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _noop() -> None:
+    return None
+
+
+class LanePool:
+    """A ``ProcessPoolExecutor`` of simulation processes that replaces itself when broken.
+
+    ``submit`` returns a future of its own: a run in a process that died ends in
+    :class:`SimProcessDied`, a run over the memory limit in :class:`SimLimitExceeded`; runs
+    submitted while the new pool is being forked wait for it."""
+
+    def __init__(
+        self,
+        ctx: BaseContext,
+        workers: int,
+        limits: Limits,
+        initializer: Callable[..., None] | None = None,
+        initargs: tuple[Any, ...] = (),
+    ) -> None:
+        self._ctx = ctx
+        self.workers = workers
+        self.limits = limits
+        self._init = (initializer, initargs)
+        self._lock = threading.Lock()
+        self._pool: ProcessPoolExecutor | None = None
+        self._waiting: list[tuple[Callable[..., Any], tuple[Any, ...], Future[Any]]] = []
+        self._closed = False
+        self.replaced = 0  # pools forked again after one broke
+        self._pool = _SPAWNER.post(self._build).result()
+
+    def _build(self) -> ProcessPoolExecutor:
+        """Fork the processes (on the spawner thread: with fork, the first submit forks them)."""
+        initializer, initargs = self._init
+        pool = ProcessPoolExecutor(
+            max_workers=self.workers,
+            mp_context=self._ctx,
+            initializer=init_process,
+            initargs=(os.getpid(), self.limits, initializer, initargs),
+        )
+        for _ in range(self.workers):
+            pool.submit(_noop)
+        return pool
+
+    def pids(self) -> list[int]:
+        """The simulation processes' ids (monitoring, tests)."""
+        with self._lock:
+            pool = self._pool
+        procs: dict[int, Any] = getattr(pool, "_processes", None) or {}
+        return sorted(procs)
+
+    def submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
+        outer: Future[T] = Future()
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("cannot schedule new runs after shutdown")
+            pool = self._pool
+            if pool is None:  # a new pool is being forked
+                self._waiting.append((fn, args, outer))
+                return outer
+            try:
+                inner = pool.submit(limited, fn, *args)
+            except BrokenProcessPool:
+                self._waiting.append((fn, args, outer))
+                self._broken(pool)
+                return outer
+        inner.add_done_callback(partial(self._settle, pool, outer))
+        return outer
+
+    def _settle(self, pool: ProcessPoolExecutor, outer: Future[Any], inner: Future[Any]) -> None:
+        if inner.cancelled():
+            outer.cancel()
+            return
+        exc = inner.exception()
+        if isinstance(exc, BrokenProcessPool):
+            with self._lock:
+                self._broken(pool)
+            outer.set_exception(SimProcessDied())
+        elif isinstance(exc, MemoryError):  # while handing the result back
+            outer.set_exception(SimLimitExceeded("memory", self.limits.memory_mb))
+        elif exc is not None:
+            outer.set_exception(exc)
+        else:
+            outer.set_result(inner.result())
+
+    def _broken(self, pool: ProcessPoolExecutor) -> None:
+        """``pool`` broke (under the lock): fork a new one, once."""
+        if self._pool is not pool or self._closed:
+            return
+        self._pool = None
+        log.warning("a simulation process died; forking its pool again")
+        _SPAWNER.post(partial(self._rebuild, pool))
+
+    def _rebuild(self, old: ProcessPoolExecutor) -> None:
+        """On the spawner thread: a new pool, then the runs that waited for it."""
+        old.shutdown(wait=False, cancel_futures=True)
+        while True:
+            try:
+                pool = self._build()
+                break
+            except OSError:  # fork failed (out of memory or processes): try again shortly
+                log.exception("could not fork simulation processes")
+                with self._lock:
+                    waiting, self._waiting = self._waiting, []
+                for _, _, outer in waiting:
+                    outer.set_exception(SimProcessDied())
+                if self._closed:
+                    return
+                threading.Event().wait(REBUILD_RETRY_S)
+        with self._lock:
+            if self._closed:
+                pool.shutdown(wait=False, cancel_futures=True)
+                return
+            self._pool, self.replaced = pool, self.replaced + 1
+            waiting, self._waiting = self._waiting, []
+        for fn, args, outer in waiting:
+            if outer.cancelled():
+                continue
+            try:
+                chained = self.submit(fn, *args)
+            except RuntimeError as exc:
+                outer.set_exception(exc)
+                continue
+            chained.add_done_callback(partial(_copy_outcome, outer))
+
+    def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
+        with self._lock:
+            self._closed = True
+            pool, self._pool = self._pool, None
+            waiting, self._waiting = self._waiting, []
+        for _, _, outer in waiting:
+            outer.cancel()
+        if pool is not None:
+            pool.shutdown(wait=wait, cancel_futures=cancel_futures)
+
+
+def _copy_outcome(outer: Future[Any], inner: Future[Any]) -> None:
+    if outer.done():
+        return
+    if inner.cancelled():
+        outer.cancel()
+    elif (exc := inner.exception()) is not None:
+        outer.set_exception(exc)
+    else:
+        outer.set_result(inner.result())

@@ -1,0 +1,357 @@
+"""Simulation processes that die with their worker, hold none of its sockets, and run within
+hard memory and CPU limits (app.web.simproc); a server killed with SIGKILL can start again."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.main import create_app
+from app.settings import Settings
+from app.sim.core import Frame, ParamError, Progress, SourceRef, Trace, msg
+from app.store.db import init_db, make_engine
+from app.web.runs import RunService
+from app.web.simproc import SimLimitExceeded, SimProcessDied
+from tests.contract.toy import CounterState, ToyExplainer
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+# --- an explainer that takes what it is told to ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HogParams:
+    mb: int = 0  # allocate this much at once
+    cpu_s: float = 0.0  # spend this much CPU time
+    sleep_s: float = 0.0  # wait this long (reporting progress)
+    tag: int = 0  # distinct runs of the same work
+
+
+class HogExplainer(ToyExplainer):
+    name = "hog"  # type: ignore[misc]
+    sim_version = "hog-1"  # type: ignore[misc]
+
+    def parse(self, raw: Any) -> HogParams:  # type: ignore[override]
+        if not isinstance(raw, dict):
+            raise ParamError.single((), "params must be an object")
+        return HogParams(**raw)
+
+    def dump(self, params: HogParams) -> dict[str, Any]:  # type: ignore[override]
+        return {"mb": params.mb, "cpu_s": params.cpu_s, "sleep_s": params.sleep_s, "t": params.tag}
+
+    def cost(self, params: HogParams) -> float:  # type: ignore[override]
+        return 1.0
+
+    def run(  # type: ignore[override]
+        self, params: HogParams, progress: Progress | None = None
+    ) -> Trace[CounterState, None]:
+        block = bytearray(params.mb * 1024 * 1024)
+        start = resource.getrusage(resource.RUSAGE_SELF).ru_utime
+        spins = 0
+        while resource.getrusage(resource.RUSAGE_SELF).ru_utime - start < params.cpu_s:
+            spins += sum(range(10_000)) & 1
+        until = time.monotonic() + params.sleep_s
+        while time.monotonic() < until:
+            if progress is not None:
+                progress(0, 1)
+            time.sleep(0.02)
+        frame = Frame(
+            index=0,
+            op="start",
+            result="ok",
+            narration=msg("The counter is {value}.", value=len(block) + spins),
+            source=SourceRef(function="hog", path="hog.c", line=1),
+            state=CounterState(value=0, limit=1),
+        )
+        return Trace(
+            explainer=self.name,
+            sim_version=self.sim_version,
+            params=params,
+            frames=(frame,),
+            series=None,
+        )
+
+
+HOG = HogExplainer()
+
+
+@pytest.fixture
+def make_runs(tmp_path: Path) -> Iterator[Callable[..., RunService]]:
+    started: list[RunService] = []
+
+    def make(**overrides: Any) -> RunService:
+        settings = Settings(
+            database_url=f"sqlite:///{tmp_path / 'runs.db'}",
+            sim_quick_workers=0,
+            job_threshold_s=1000,
+            **overrides,
+        )
+        engine = make_engine(settings.database_url)
+        init_db(engine)
+        runs = RunService(settings, engine)
+        runs.start()
+        started.append(runs)
+        return runs
+
+    yield make
+    for runs in started:
+        runs.stop()
+
+
+def sim_pids(runs: RunService) -> list[int]:
+    return runs._pools["long"].pids()
+
+
+def wait_for(check: Callable[[], bool], seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out")
+        time.sleep(0.05)
+
+
+# --- limits ------------------------------------------------------------------------------------
+
+
+def test_a_run_over_the_memory_limit_fails_alone(make_runs: Callable[..., RunService]) -> None:
+    """With APP_SIM_MEMORY_MB set, a run that asks for more fails with the memory limit named;
+    the same process then runs the next run."""
+    runs = make_runs(sim_memory_mb=1536)
+    before = sim_pids(runs)
+    with pytest.raises(SimLimitExceeded) as failed:
+        runs.trace(HOG, HogParams(mb=4096))
+    assert failed.value.limit == "memory" and failed.value.amount == 1536
+    assert "APP_SIM_MEMORY_MB" in failed.value.message.render(lambda s: s)
+    assert len(runs.trace(HOG, HogParams(mb=8)).frames) == 1
+    assert sim_pids(runs) == before
+
+
+def test_a_run_over_the_cpu_limit_fails_alone(make_runs: Callable[..., RunService]) -> None:
+    """A run that spends more CPU than APP_SIM_CPU_S is stopped (SIGXCPU) and fails with the CPU
+    limit named; the limit counts per run, so the same process runs the next one."""
+    runs = make_runs(sim_cpu_s=1)
+    before = sim_pids(runs)
+    with pytest.raises(SimLimitExceeded) as failed:
+        runs.trace(HOG, HogParams(cpu_s=30))
+    assert failed.value.limit == "cpu"
+    for tag in (1, 2):  # each under the limit, together over it
+        assert len(runs.trace(HOG, HogParams(cpu_s=0.6, tag=tag)).frames) == 1
+    assert sim_pids(runs) == before
+
+
+def test_over_the_cpu_limit_the_api_answers_422_naming_it(tmp_path: Path) -> None:
+    """Through the API the limit is a 422 whose detail names APP_SIM_CPU_S, not a 500; the
+    server goes on serving."""
+    settings = Settings(
+        database_url=f"sqlite:///{tmp_path / 'api.db'}", sim_cpu_s=1, job_threshold_s=1000
+    )
+    body = {
+        "link": {"rate_mbps": 100, "rtt_ms": 40, "buffer_bdp": 1},
+        "flows": [{"cc": "cubic"}],
+        "duration_s": 160,
+        "seed": 0,
+    }
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+        r = client.post("/api/v1/explainers/cwnd/run", json=body)
+        assert r.status_code == 422, r.text
+        detail = r.json()["detail"][0]
+        assert detail["type"] == "sim_limit.cpu" and "APP_SIM_CPU_S" in detail["msg"]
+        assert client.get("/api/v1/health").status_code == 200
+
+
+# --- what a simulation process inherits -------------------------------------------------------
+
+
+def _proc_status(pid: int) -> dict[str, str]:
+    lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    return dict(line.split(":\t", 1) for line in lines if ":\t" in line)
+
+
+def _sockets_of(pid: int) -> list[str]:
+    found = []
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:"):
+            found.append(target)
+    return found
+
+
+def test_sim_processes_drop_the_servers_signal_handlers_and_sockets(
+    make_runs: Callable[..., RunService],
+) -> None:
+    """A handler the server set for SIGTERM and a listening socket it holds are not the
+    simulation processes': SIGTERM ends one (the run it had fails with SimProcessDied, 503), the
+    pool is forked again and the next run works."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    old = signal.signal(signal.SIGTERM, lambda *_: None)  # as uvicorn's handler would be
+    try:
+        runs = make_runs()
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    try:
+        assert len(runs.trace(HOG, HogParams(tag=1)).frames) == 1  # the process is set up
+        (pid,) = sim_pids(runs)
+        assert _sockets_of(pid) == [] and _sockets_of(os.getpid())
+        caught = int(_proc_status(pid)["SigCgt"], 16)
+        assert not caught & (1 << (signal.SIGTERM - 1))
+        outcome: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                runs.trace(HOG, HogParams(sleep_s=60))
+            except BaseException as exc:  # noqa: BLE001 - the test looks at it
+                outcome.append(exc)
+
+        waiter = threading.Thread(target=run, daemon=True)
+        waiter.start()
+        wait_for(lambda: runs.running == 1, 30)
+        time.sleep(0.3)  # the run is in the process
+        os.kill(pid, signal.SIGTERM)
+        waiter.join(30)
+        assert len(outcome) == 1 and isinstance(outcome[0], SimProcessDied)
+        assert len(runs.trace(HOG, HogParams(mb=1)).frames) == 1
+        assert runs._pools["long"].replaced == 1 and sim_pids(runs) != [pid]
+    finally:
+        listener.close()
+
+
+# --- a server killed with SIGKILL -------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _session(sid: int) -> dict[int, tuple[int, str]]:
+    """Live processes of session ``sid``: pid → (parent pid, state); zombies are dead."""
+    found: dict[int, tuple[int, str]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        state, ppid, session = fields[0], int(fields[1]), int(fields[3])
+        if session == sid and state not in ("Z", "X"):
+            found[int(entry.name)] = (ppid, state)
+    return found
+
+
+def _get(url: str, timeout: float = 5) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:  # noqa: S310 - loopback
+            return int(r.status), r.read()
+    except urllib.error.HTTPError as e:
+        return int(e.code), e.read()
+
+
+def _serve(port: int, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    """The app as scripts/serve starts it (2 workers), in a session of its own."""
+    uvicorn = Path(sys.executable).parent / "uvicorn"
+    cmd = [str(uvicorn), "app.main:app", "--host", "127.0.0.1", "--port", str(port)]
+    cmd += ["--workers", "2", "--backlog", "2048", "--no-access-log"]
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+
+def _wait_healthy(port: int, server: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 180  # a loaded machine takes long to import the app twice
+    while time.monotonic() < deadline:
+        assert server.poll() is None, log.read_text()
+        try:
+            if _get(f"http://127.0.0.1:{port}/api/v1/health")[0] == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    raise AssertionError("the server did not start:\n" + log.read_text())
+
+
+def _kill_session(sid: int) -> None:
+    try:
+        os.killpg(sid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def test_killed_worker_and_master_leave_no_process_and_the_port_free(tmp_path: Path) -> None:
+    """Start the server (2 workers), start a long run, SIGKILL a worker and then the master:
+    every worker and simulation process exits within seconds (nothing holds the port), and
+    the server starts again on the same port."""
+    port = _free_port()
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "APP_DATABASE_URL": f"sqlite:///{tmp_path / 'serve.db'}",
+        "APP_JOB_IDLE_S": "600",
+    }
+    subprocess.run(
+        [sys.executable, "-m", "app.store.migrate"], cwd=ROOT, env=env, check=True, timeout=120
+    )
+    log = tmp_path / "server.log"
+    server = _serve(port, env, log)
+    sids = [server.pid]
+    try:
+        _wait_healthy(port, server, log)
+        body = {
+            "link": {"rate_mbps": 100, "rtt_ms": 40, "buffer_bdp": 1},
+            "flows": [{"cc": "cubic"}],
+            "duration_s": 160,
+            "seed": 7,
+        }
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/api/v1/explainers/cwnd/run",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=30) as r:  # noqa: S310 - loopback
+            assert r.status == 202
+        procs = _session(server.pid)
+        workers = [p for p, (ppid, _) in procs.items() if ppid == server.pid]
+        sims = [p for p, (ppid, _) in procs.items() if ppid in workers]
+        assert len(sims) >= 4, procs  # two per worker: long runs and small runs
+        busy = [p for p in sims if procs[p][1] == "R"] or sims  # the one running the job
+        worker = next(ppid for p, (ppid, _) in procs.items() if p == busy[0])
+        os.kill(worker, signal.SIGKILL)
+        time.sleep(1.0)
+        os.kill(server.pid, signal.SIGKILL)
+        server.wait(10)
+        deadline = time.monotonic() + 30
+        while _session(server.pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _session(server.pid) == {}, _session(server.pid)
+
+        again = _serve(port, env, log)  # "Address already in use" if anything kept the port
+        sids.append(again.pid)
+        _wait_healthy(port, again, log)
+        assert _get(f"http://127.0.0.1:{port}/api/v1/health")[0] == 200
+        again.send_signal(signal.SIGTERM)
+        again.wait(60)
+    finally:
+        for sid in sids:
+            _kill_session(sid)
