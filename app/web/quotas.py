@@ -1,8 +1,9 @@
 """Share quotas: saved scenarios per visitor session and per client address, per hour.
 
 Counters live in the database (``rate_limit``), so the quota holds across workers and app
-replicas. Client addresses are stored hashed. Behind a reverse proxy, run uvicorn with
-``--proxy-headers --forwarded-allow-ips=<proxy>`` so the client address is the visitor's.
+replicas. Client addresses are stored hashed. Behind a reverse proxy, list it in
+``trusted_proxies`` so the client address is the visitor's (:class:`app.web.security.ClientAddress`
+takes the right-most ``X-Forwarded-For`` hop that is not a trusted proxy).
 """
 
 from __future__ import annotations

@@ -1,0 +1,120 @@
+"""Clients that lie or misbehave: forged forwarding headers, session floods, other clients'
+jobs, numbers and text no JSON consumer expects, odd Host headers and long ids."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.main import create_app
+from app.settings import Settings
+from app.web.security import forwarded_client, proxy_networks
+
+SKB = {"ops": [{"op": "alloc_skb", "size": 1500}, {"op": "skb_reserve", "len": 64}]}
+NGINX = ("10.9.0.2", 40000)  # the proxy's address in these tests
+VISITOR = ("198.51.100.7", 50000)  # a client reaching the server directly
+
+
+def cwnd(seed: int) -> dict[str, Any]:
+    """A congestion run expected to take well over a second (a long run: quota, job)."""
+    link = {"rate_mbps": 100, "rtt_ms": 40, "buffer_bdp": 1}
+    return {"link": link, "flows": [{"cc": "cubic"}], "duration_s": 160, "seed": seed}
+
+
+@pytest.fixture
+def make_client(tmp_path: Path) -> Iterator[Callable[..., TestClient]]:
+    """Clients of one app per settings (several clients may share one app: ``app=``)."""
+    opened: list[TestClient] = []
+
+    def make(*, peer: tuple[str, int] = VISITOR, app: Any = None, **overrides: Any) -> TestClient:
+        if app is None:
+            settings = Settings(database_url=f"sqlite:///{tmp_path / 'robust.db'}", **overrides)
+            app = create_app(settings)
+        client = TestClient(app, raise_server_exceptions=False, client=peer)
+        client.__enter__()
+        opened.append(client)
+        return client
+
+    yield make
+    for client in reversed(opened):
+        client.__exit__(None, None, None)
+
+
+# --- 1. the client address ------------------------------------------------------------------
+
+
+def test_right_most_untrusted_hop_is_the_client() -> None:
+    nets = proxy_networks(["10.9.0.2", "192.0.2.0/24"])
+    hops = [b"1.2.3.4, 203.0.113.9"]
+    assert forwarded_client("10.9.0.2", hops, nets) == "203.0.113.9"
+    # a chain of trusted proxies: skip each of them, right to left
+    assert forwarded_client("10.9.0.2", [b"1.2.3.4, 203.0.113.9, 192.0.2.8"], nets) == (
+        "203.0.113.9"
+    )
+    # several header lines count as one list, in order
+    assert forwarded_client("10.9.0.2", [b"1.2.3.4", b"203.0.113.9"], nets) == "203.0.113.9"
+    # from a peer that is not a trusted proxy the header means nothing
+    assert forwarded_client("203.0.113.50", hops, nets) == "203.0.113.50"
+    assert forwarded_client("127.0.0.1", hops, nets) == "127.0.0.1"
+    # every hop a proxy of ours: the left-most
+    assert forwarded_client("10.9.0.2", [b"192.0.2.1, 192.0.2.8"], nets) == "192.0.2.1"
+    with pytest.raises(ValueError, match="trusted_proxies"):
+        proxy_networks(["not-an-address"])
+
+
+def share(client: TestClient, xff: str) -> int:
+    r = client.post(
+        "/api/v1/scenarios",
+        json={"explainer": "skb", "params": SKB},
+        headers={"X-Forwarded-For": xff},
+    )
+    return r.status_code
+
+
+def test_forged_forwarded_for_does_not_escape_the_share_quota(
+    make_client: Callable[..., TestClient],
+) -> None:
+    """A client writing a new X-Forwarded-For on every request shares no more than the
+    per-client quota: directly (the header is ignored from an untrusted peer, loopback
+    included) and through the proxy (only the hop the proxy appended counts)."""
+    direct = make_client(share_quota_per_client=3, share_quota_per_session=100)
+    assert [share(direct, f"10.0.0.{i}") for i in range(5)] == [201] * 3 + [429] * 2
+    local = make_client(peer=("127.0.0.1", 1), app=direct.app)
+    assert [share(local, f"10.1.0.{i}") for i in range(4)] == [201] * 3 + [429]
+    proxied = make_client(
+        peer=NGINX,
+        share_quota_per_client=3,
+        share_quota_per_session=100,
+        trusted_proxies=[NGINX[0]],
+    )
+    forged = [share(proxied, f"10.2.0.{i}, 203.0.113.9") for i in range(5)]
+    assert forged == [201] * 3 + [429] * 2
+    # another visitor behind the same proxy has a quota of its own
+    assert share(proxied, "203.0.113.10") == 201
+
+
+def test_forged_forwarded_for_does_not_escape_the_long_run_quota(
+    make_client: Callable[..., TestClient],
+) -> None:
+    """Long runs a minute per client hold with a forged hop per request, through the proxy."""
+    client = make_client(
+        peer=NGINX, job_threshold_s=0.5, expensive_runs_per_minute=2, trusted_proxies=[NGINX[0]]
+    )
+    answers = [
+        client.post(
+            "/api/v1/explainers/cwnd/run",
+            json=cwnd(seed),
+            headers={"X-Forwarded-For": f"10.3.0.{seed}, 203.0.113.20"},
+        )
+        for seed in range(4)
+    ]
+    assert [r.status_code for r in answers] == [202, 202, 429, 429]
+    for r in answers[:2]:
+        gone = client.delete(
+            f"/api/v1/jobs/{r.json()['job']}", headers={"X-Forwarded-For": "203.0.113.20"}
+        )
+        assert gone.status_code == 204
