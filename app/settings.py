@@ -51,6 +51,7 @@ class Settings(BaseSettings):
     max_body_bytes: int = 1_048_576  # larger request bodies are refused with 413
     share_quota_per_session: int = 100  # saved scenarios per visitor session and hour
     share_quota_per_client: int = 300  # saved scenarios per client IP and hour
+    sessions_per_client: int = 600  # new visitor sessions per client IP and hour (then 429)
     session_idle_days: int = 90  # anonymous sessions unused this long, with nothing saved, go
 
     @model_validator(mode="after")

@@ -9,10 +9,15 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import func
+from sqlmodel import select
 
 from app.main import create_app
 from app.settings import Settings
+from app.store import repo
+from app.store.models import VisitorSession
 from app.web.security import forwarded_client, proxy_networks
+from app.web.sessions import PROBE_COOKIE
 
 SKB = {"ops": [{"op": "alloc_skb", "size": 1500}, {"op": "skb_reserve", "len": 64}]}
 NGINX = ("10.9.0.2", 40000)  # the proxy's address in these tests
@@ -118,3 +123,37 @@ def test_forged_forwarded_for_does_not_escape_the_long_run_quota(
             f"/api/v1/jobs/{r.json()['job']}", headers={"X-Forwarded-For": "203.0.113.20"}
         )
         assert gone.status_code == 204
+
+
+# --- 2. sessions ----------------------------------------------------------------------------
+
+PRESET = "/explainers/skb/presets/rx-frame"
+
+
+def test_probe_cookie_alone_cannot_mint_sessions_without_limit(
+    make_client: Callable[..., TestClient],
+) -> None:
+    """A client sending only the probe cookie to /api/v1/progress got a new session row per
+    request; past sessions_per_client an hour it gets 429 with Retry-After and nothing is
+    stored, while a visitor from another address still gets a session."""
+    flood = make_client(sessions_per_client=3)
+    answers = []
+    for _ in range(5):
+        flood.cookies.clear()
+        flood.cookies.set(PROBE_COOKIE, "1")
+        answers.append(flood.post("/api/v1/progress", json={"walkthrough": PRESET, "step": 1}))
+    assert [r.status_code for r in answers] == [200, 200, 200, 429, 429]
+    assert all(r.json()["saved"] for r in answers[:3])
+    assert 0 < int(answers[3].headers["retry-after"]) <= 3600
+    assert "3" in answers[3].json()["detail"]
+    assert session_rows(flood) == 3
+    # another address starts its own session
+    other = make_client(peer=("203.0.113.30", 1), app=flood.app)
+    other.cookies.set(PROBE_COOKIE, "1")
+    assert other.post("/api/v1/progress", json={"walkthrough": PRESET, "step": 2}).json()["saved"]
+    assert session_rows(flood) == 4
+
+
+def session_rows(client: TestClient) -> int:
+    with repo.session_for(client.app.state.engine) as db:  # type: ignore[attr-defined]
+        return int(db.exec(select(func.count()).select_from(VisitorSession)).one())
