@@ -3,6 +3,7 @@ jobs, numbers and text no JSON consumer expects, odd Host headers and long ids."
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -157,3 +158,60 @@ def test_probe_cookie_alone_cannot_mint_sessions_without_limit(
 def session_rows(client: TestClient) -> int:
     with repo.session_for(client.app.state.engine) as db:  # type: ignore[attr-defined]
         return int(db.exec(select(func.count()).select_from(VisitorSession)).one())
+
+
+# --- 3. jobs belong to their clients ----------------------------------------------------------
+
+
+def test_only_the_jobs_clients_may_cancel_it(tmp_path: Path) -> None:
+    """A job's id is the sha256 of its params, so another client can compute it: its DELETE
+    is 404 and the job runs on, on the worker running it and on any other; the client that
+    started it still cancels it, from any worker."""
+    settings = Settings(
+        database_url=f"sqlite:///{tmp_path / 'jobs.db'}",
+        job_threshold_s=0.5,
+        job_idle_s=60,
+    )
+    one, two = create_app(settings), create_app(settings)
+    with (
+        TestClient(one, client=VISITOR) as owner,
+        TestClient(one, client=("203.0.113.40", 1)) as stranger,
+        TestClient(two, client=("203.0.113.40", 2)) as stranger_elsewhere,
+        TestClient(two, client=VISITOR) as owner_elsewhere,
+    ):
+        started = owner.post("/api/v1/explainers/cwnd/run", json=cwnd(7))
+        assert started.status_code == 202
+        job = started.json()["job"]
+        sim = one.state.site.get("cwnd").sim
+        assert job == one.state.site.runs.key(sim, sim.parse(cwnd(7)))  # anyone can compute it
+        for other in (stranger, stranger_elsewhere):
+            assert other.delete(f"/api/v1/jobs/{job}").status_code == 404
+        assert owner.get(f"/api/v1/jobs/{job}").json()["state"] == "running"
+        assert owner_elsewhere.delete(f"/api/v1/jobs/{job}").status_code == 204
+
+        def ended() -> bool:
+            return owner.get(f"/api/v1/jobs/{job}").json()["state"] == "cancelled"
+
+        wait_for(ended)
+
+
+def test_a_finished_job_is_still_shared_by_content(make_client: Callable[..., TestClient]) -> None:
+    """Ids stay content addresses: once a job is done, anyone asking for the same params gets
+    the stored trace at once (200), and its result under the same id."""
+    owner = make_client(job_threshold_s=0.0)
+    started = owner.post("/api/v1/explainers/skb/run", json=SKB)
+    assert started.status_code == 202
+    job = started.json()["job"]
+    wait_for(lambda: owner.get(f"/api/v1/jobs/{job}").json()["state"] == "done")
+    other = make_client(peer=("203.0.113.41", 1), app=owner.app)
+    again = other.post("/api/v1/explainers/skb/run", json=SKB)
+    assert again.status_code == 200
+    assert other.get(f"/api/v1/jobs/{job}/result").json() == again.json()
+    assert other.delete(f"/api/v1/jobs/{job}").status_code == 404
+
+
+def wait_for(check: Callable[[], bool], seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
