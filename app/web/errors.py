@@ -18,6 +18,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.sim.core import Cancelled, Message, ParamError, msg
+from app.sim.core.validate import scrub
 from app.store import repo
 from app.web import i18n
 from app.web.jobowners import client_of, owners_of
@@ -38,7 +39,9 @@ ISSUES_MAX = 50  # issues in one answer
 
 
 def clamp_text(text: str, limit: int = MSG_MAX) -> str:
-    """``text`` cut to ``limit`` characters, ending in "…" when cut."""
+    """``text`` cut to ``limit`` characters, ending in "…" when cut; a lone surrogate quoted
+    from the input becomes U+FFFD (it cannot be written out as UTF-8)."""
+    text = scrub(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -3,6 +3,9 @@ jobs, numbers and text no JSON consumer expects, odd Host headers and long ids."
 
 from __future__ import annotations
 
+import base64
+import copy
+import json
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -13,6 +16,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func
 from sqlmodel import select
 
+from app import explainers
 from app.main import create_app
 from app.settings import Settings
 from app.store import repo
@@ -215,3 +219,109 @@ def wait_for(check: Callable[[], bool], seconds: float = 60) -> None:
     while not check():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.05)
+
+
+# --- 4. numbers too large for a float, lone surrogates ----------------------------------------
+
+BIG = 10**400  # an integer literal: 1 and 400 zeros
+LONE = "\ud800"
+PLUGINS = explainers.builtin()
+
+
+def _leaves(value: Any, loc: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _leaves(v, (*loc, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _leaves(v, (*loc, i))
+    else:
+        yield loc, value
+
+
+def _with(raw: Any, loc: tuple[Any, ...], new: Any) -> Any:
+    out = copy.deepcopy(raw)
+    target = out
+    for part in loc[:-1]:
+        target = target[part]
+    target[loc[-1]] = new
+    return out
+
+
+def hostile_variants(raw: dict[str, Any]) -> list[tuple[tuple[Any, ...], Any]]:
+    """(where, params) with one bad thing each: a huge integer in the first and last number,
+    a lone surrogate in the first and last text, as a top-level key and as a key inside the
+    first object of a list."""
+    numbers = [loc for loc, v in _leaves(raw) if type(v) in (int, float)]
+    texts = [loc for loc, v in _leaves(raw) if isinstance(v, str)]
+    out = [(loc, _with(raw, loc, BIG)) for loc in dict.fromkeys([numbers[0], numbers[-1]])]
+    out += [(loc, _with(raw, loc, LONE)) for loc in dict.fromkeys([texts[0], texts[-1]])]
+    out.append(((LONE,), {**raw, LONE: 1}))
+    nested = next(
+        (k for k, v in raw.items() if isinstance(v, list) and v and isinstance(v[0], dict)), None
+    )
+    if nested is not None:
+        out.append(((nested, 0, LONE), _with(raw, (nested, 0, LONE), 1)))
+    return out
+
+
+def shown(loc: tuple[Any, ...]) -> str:
+    """How a loc's last part appears in an answer (a lone surrogate as U+FFFD)."""
+    return str(loc[-1]).replace(LONE, "\ufffd")
+
+
+@pytest.mark.parametrize("plugin", PLUGINS, ids=[p.name for p in PLUGINS])
+def test_unwritable_json_is_422_naming_the_field_everywhere(
+    client: TestClient, plugin: Any
+) -> None:
+    """Each explainer, through the API (JSON), a ``p=`` link and the editor form: 422 naming
+    the field, never a 500 or a dropped connection."""
+    preset = plugin.sim.preset(plugin.sim.default_preset)
+    name = plugin.name
+    for loc, raw in hostile_variants(json.loads(json.dumps(dict(preset.params)))):
+        text = json.dumps(raw)  # JSON escapes: "\ud800" travels as six ASCII characters
+        api = client.post(
+            f"/api/v1/explainers/{name}/run",
+            content=text,
+            headers={"content-type": "application/json"},
+        )
+        assert api.status_code == 422, (loc, api.text[:200])
+        fields = [issue["loc"] for issue in api.json()["detail"]]
+        want = ["body", *[shown((p,)) if isinstance(p, str) else p for p in loc]]
+        assert want in fields, (loc, fields)
+        token = base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+        link = client.get(f"/explainers/{name}/custom", params={"p": token})
+        assert link.status_code == 422 and shown(loc) in link.text, loc
+        form = client.post(f"/explainers/{name}/edit", data={"json": text, "action": "run"})
+        assert form.status_code == 422 and shown(loc) in form.text, loc
+
+
+def test_other_json_bodies_refuse_them_too(client: TestClient) -> None:
+    """Every JSON endpoint, not only the explainers': a lone surrogate in a title or a key, or
+    a huge integer, is 422 naming the field (the title once made the database write fail)."""
+    raw = {"ops": [{"op": "alloc_skb", "size": 1500}]}
+    cases = [
+        ("/api/v1/scenarios", {"explainer": "skb", "params": raw, "title": LONE}, ["title"]),
+        ("/api/v1/scenarios", {"explainer": LONE, "params": raw}, ["explainer"]),
+        ("/api/v1/progress", {"walkthrough": PRESET, "step": 0, LONE: 1}, ["\ufffd"]),
+        ("/api/v1/progress", {"walkthrough": PRESET, "step": BIG}, ["step"]),
+    ]
+    for path, body, loc in cases:
+        r = client.post(
+            path, content=json.dumps(body), headers={"content-type": "application/json"}
+        )
+        assert r.status_code == 422, (path, body.keys(), r.text[:200])
+        assert ["body", *loc] in [issue["loc"] for issue in r.json()["detail"]]
+
+
+def test_form_fields_with_undecodable_bytes_are_not_a_500(client: TestClient) -> None:
+    """A form field holding the UTF-8-style bytes of a surrogate (%ED%A0%80) or a number of
+    5,000 digits is answered like any other bad value."""
+    for value in ("%ED%A0%80", "1" * 5000):
+        body = f"ops.count=1&ops.0.op=alloc_skb&ops.0.size={value}&action=run"
+        r = client.post(
+            "/explainers/skb/edit",
+            content=body.encode(),
+            headers={"content-type": "application/x-www-form-urlencoded"},
+        )
+        assert r.status_code == 422, (value[:10], r.text[:200])
