@@ -51,9 +51,15 @@ class Settings(BaseSettings):
     # public_base_url is always accepted. "testserver" is what Starlette's test client sends.
     trusted_hosts: list[str] = ["127.0.0.1", "localhost", "testserver"]
     secure_cookies: bool = False  # set cookies with Secure (behind an HTTPS proxy)
+    # Reverse proxies whose X-Forwarded-For / X-Forwarded-Proto are believed (addresses or
+    # networks, env APP_TRUSTED_PROXIES='["172.28.0.10"]'). The client address (every quota
+    # keys on it) is the right-most hop that is not one of these; from any other peer the
+    # headers are ignored. Empty (the default): the socket's peer is the client.
+    trusted_proxies: list[str] = []
     max_body_bytes: int = 1_048_576  # larger request bodies are refused with 413
     share_quota_per_session: int = 100  # saved scenarios per visitor session and hour
     share_quota_per_client: int = 300  # saved scenarios per client IP and hour
+    sessions_per_client: int = 600  # new visitor sessions per client IP and hour (then 429)
     session_idle_days: int = 90  # anonymous sessions unused this long, with nothing saved, go
 
     @model_validator(mode="after")

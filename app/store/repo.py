@@ -325,6 +325,16 @@ def count_hit(*, db: Session, key: str, window_start: int) -> int:
     return int(hits)
 
 
+def has_hit(*, db: Session, key: str, since: int) -> bool:
+    """Whether ``key`` was counted in a window starting at ``since`` or later."""
+    found = db.exec(
+        select(RateLimit.key).where(
+            col(RateLimit.key) == key[:80], col(RateLimit.window_start) >= since
+        )
+    ).first()
+    return found is not None
+
+
 def address_key(host: str) -> str:
     """The quota key of a client address, hashed (the store keeps no visitor's address)."""
     return "ip:" + hashlib.sha256(host.encode()).hexdigest()[:40]

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from app.sim.core import Message, ParamError, msg
+from app.sim.core.validate import scrub_json
 from app.web import i18n
 
 _INT = re.compile(r"^-?[0-9]{1,30}$")  # longer digit strings stay text for the validator to name
@@ -218,6 +219,7 @@ def editor_context(
     valid: bool = False,
 ) -> dict[str, Any]:
     placed: set[str] = set()
+    raw = scrub_json(raw)  # a lone surrogate (refused by parse) cannot be written out
 
     def errs(name: str) -> list[str]:
         placed.add(name)

@@ -14,11 +14,14 @@ from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.sim.core import Cancelled, Message, ParamError, msg
+from app.sim.core.validate import scrub
 from app.store import repo
 from app.web import i18n
+from app.web.jobowners import client_of, owners_of
 from app.web.runs import Busy, CrossSite, JobStarted, RateLimited
 from app.web.sources import ScenarioNotFound
 
@@ -36,7 +39,9 @@ ISSUES_MAX = 50  # issues in one answer
 
 
 def clamp_text(text: str, limit: int = MSG_MAX) -> str:
-    """``text`` cut to ``limit`` characters, ending in "…" when cut."""
+    """``text`` cut to ``limit`` characters, ending in "…" when cut; a lone surrogate quoted
+    from the input becomes U+FFFD (it cannot be written out as UTF-8)."""
+    text = scrub(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -145,6 +150,8 @@ def install(app: FastAPI) -> None:
         """A long run goes on as a job: the API answers 202 with where to follow it; a page
         shows a progress bar that reloads into the walkthrough when the run is done."""
         job = exc.job
+        # The client answered with the job's id may cancel it; nobody else (app.web.jobowners)
+        await run_in_threadpool(owners_of(request.app).add, job.key, client_of(request))
         status_url = f"/api/v1/jobs/{job.key}"
         headers = {"Location": status_url, "Cache-Control": "no-store", "Retry-After": "1"}
         if wants_json(request):

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from functools import partial
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
@@ -18,6 +18,7 @@ from app.store.db import init_db, make_engine
 from app.web import apidocs, errors, i18n, memory, security, sessions, sharing
 from app.web.exporting import PngRenderer
 from app.web.i18n import LanguageMiddleware
+from app.web.jsonguard import refuse_unsafe_json
 from app.web.pagecache import PageFront
 from app.web.pagewarm import PageWarm, PageWarmer
 from app.web.plugin import Plugin
@@ -116,6 +117,7 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
         lifespan=lifespan,
         docs_url=None,  # app.web.apidocs serves /docs from local assets
         redoc_url=None,
+        dependencies=[Depends(refuse_unsafe_json)],  # 422, not 500, for JSON no field can hold
     )
     app.state.settings = settings
     app.state.engine = make_engine(settings.database_url)

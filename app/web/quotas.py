@@ -1,8 +1,10 @@
-"""Share quotas: saved scenarios per visitor session and per client address, per hour.
+"""Quotas per hour: saved scenarios per visitor session and per client address, and new
+visitor sessions per client address.
 
 Counters live in the database (``rate_limit``), so the quota holds across workers and app
-replicas. Client addresses are stored hashed. Behind a reverse proxy, run uvicorn with
-``--proxy-headers --forwarded-allow-ips=<proxy>`` so the client address is the visitor's.
+replicas. Client addresses are stored hashed. Behind a reverse proxy, list it in
+``trusted_proxies`` so the client address is the visitor's (:class:`app.web.security.ClientAddress`
+takes the right-most ``X-Forwarded-For`` hop that is not a trusted proxy).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from app.sim.core import Message, msg
 from app.store import repo
 from app.web import i18n
 from app.web.deps import visitor_id
+from app.web.memo import Memo
 
 WINDOW_S = 3600
 
@@ -51,3 +54,44 @@ def check_share_quota(request: Request, now: float | None = None) -> None:
                     ),
                     headers={"Retry-After": str(retry_after)},
                 )
+
+
+def _refused(request: Request) -> Memo[str, float]:
+    """This process's clients refused a new session lately, and until when (``time.time()``)."""
+    found: Memo[str, float] | None = getattr(request.app.state, "session_refusals", None)
+    if found is None:
+        found = Memo(10_000)
+        request.app.state.session_refusals = found
+    return found
+
+
+def check_session_quota(request: Request, now: float | None = None) -> None:
+    """Count one new visitor session for this client; 429 with Retry-After past
+    ``sessions_per_client`` in the last hour. A client refused is remembered in memory until
+    it may try again, so a flood past the quota costs no database write."""
+    limit = request.app.state.settings.sessions_per_client
+    clock = now if now is not None else time.time()
+    key = client_key(request)
+    refusals = _refused(request)
+    until = refusals.get(key)
+    retry_after = int(until - clock) + 1 if until is not None and until > clock else 0
+    if not retry_after:
+        with repo.session_for(request.app.state.engine) as db:
+            retry_after = repo.take_hit(
+                db=db, key=f"sessions:{key}", limit=limit, window_s=WINDOW_S, now=clock
+            )
+        if retry_after:
+            refusals.put(key, clock + retry_after)
+    if retry_after:
+        raise HTTPException(
+            429,
+            i18n.render(
+                msg(
+                    "At most {limit} new visitor sessions can start per hour from this "
+                    "address; try again in {minutes} minutes.",
+                    limit=limit,
+                    minutes=(retry_after + 59) // 60,
+                )
+            ),
+            headers={"Retry-After": str(retry_after)},
+        )

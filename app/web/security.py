@@ -7,11 +7,17 @@
 * :class:`PublicOrigin` makes every absolute URL the app builds (``request.base_url``,
   ``url_for``, redirects) use ``public_base_url`` instead of the Host header a client sent.
 * Starlette's ``TrustedHostMiddleware`` refuses Host headers outside ``trusted_hosts`` (400).
+* :class:`ClientAddress` sets the request's client address (what every per-client quota keys
+  on) from ``X-Forwarded-For`` only when the peer is one of ``trusted_proxies``, and then takes
+  the right-most hop that is not a trusted proxy: the hops to its left are whatever the client
+  wrote, and a client must not pick the address its quotas are counted under.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
+from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 from fastapi import FastAPI, HTTPException, Request
@@ -190,6 +196,81 @@ class PublicOrigin:
         await self.app(scope, receive, send)
 
 
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+MAX_HOPS = 32  # X-Forwarded-For hops looked at, from the right (the rest are the client's)
+
+
+def proxy_networks(entries: Iterable[str]) -> tuple[Network, ...]:
+    """``trusted_proxies`` as networks (an address is a network of one); ValueError names a
+    bad entry, so a typo stops the server at start-up instead of trusting nobody quietly."""
+    nets: list[Network] = []
+    for entry in entries:
+        try:
+            nets.append(ipaddress.ip_network(entry.strip(), strict=False))
+        except ValueError as exc:
+            raise ValueError(
+                f"trusted_proxies: {entry[:80]!r} is not an address or network"
+            ) from exc
+    return tuple(nets)
+
+
+def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    text = text.strip()
+    if text.startswith("[") and "]" in text:  # "[2001:db8::1]:443"
+        text = text[1 : text.index("]")]
+    elif text.count(":") == 1:  # "192.0.2.1:443"
+        text = text.split(":", 1)[0]
+    try:
+        found = ipaddress.ip_address(text)
+    except ValueError:
+        return None
+    if isinstance(found, ipaddress.IPv6Address) and found.ipv4_mapped is not None:
+        return found.ipv4_mapped
+    return found
+
+
+def is_trusted(host: str, nets: tuple[Network, ...]) -> bool:
+    found = _address(host)
+    return found is not None and any(found in net for net in nets)
+
+
+def forwarded_client(peer: str, forwarded_for: list[bytes], nets: tuple[Network, ...]) -> str:
+    """The client address of a request from ``peer`` carrying these ``X-Forwarded-For`` header
+    values: the right-most hop that is not a trusted proxy (each proxy appends the address it
+    got the request from; everything left of the first proxy's entry is the client's to
+    write). ``peer`` itself when it is not a trusted proxy or sent no header."""
+    if not forwarded_for or not is_trusted(peer, nets):
+        return peer
+    joined = b",".join(forwarded_for).decode("latin-1")
+    hops = [h.strip() for h in joined.rsplit(",", MAX_HOPS)[-MAX_HOPS:] if h.strip()]
+    for hop in reversed(hops):
+        if not is_trusted(hop, nets):
+            found = _address(hop)
+            return str(found) if found is not None else hop[:64]
+    return str(_address(hops[0])) if hops else peer  # every hop is a proxy of ours
+
+
+class ClientAddress:
+    """Set ``scope["client"]`` (and the scheme, from ``X-Forwarded-Proto``) from a trusted
+    proxy's forwarding headers; from any other peer the headers are ignored."""
+
+    def __init__(self, app: ASGIApp, trusted: Iterable[str]) -> None:
+        self.app = app
+        self.nets = proxy_networks(trusted)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        client = scope.get("client")
+        if scope["type"] in ("http", "websocket") and self.nets and client:
+            hops = [v for k, v in scope.get("headers", []) if k == b"x-forwarded-for"]
+            if hops and is_trusted(client[0], self.nets):
+                scope = {**scope, "client": (forwarded_client(client[0], hops, self.nets), 0)}
+                protos = [v for k, v in scope["headers"] if k == b"x-forwarded-proto"]
+                proto = protos[-1].split(b",")[-1].strip().lower() if protos else b""
+                if scope["type"] == "http" and proto in (b"http", b"https"):
+                    scope["scheme"] = proto.decode()
+        await self.app(scope, receive, send)
+
+
 def allowed_hosts(settings: Settings) -> list[str]:
     hosts = list(settings.trusted_hosts)
     if settings.public_base_url:
@@ -203,8 +284,10 @@ def install(app: FastAPI, settings: Settings) -> None:
     """Add the middleware; call last in ``build_app`` so these wrap everything else.
 
     Outermost first: headers on every answer (even 400/413), then the Host check, then the
-    public origin, then the body limit.
+    public origin, then the body limit, then the client address (inside all of these, outside
+    every other layer: quotas, page caches and routes see the forwarded address).
     """
+    app.add_middleware(ClientAddress, trusted=settings.trusted_proxies)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     if settings.public_base_url:
         app.add_middleware(PublicOrigin, base_url=settings.public_base_url)

@@ -34,6 +34,7 @@ from app.web import i18n
 from app.web.deps import visitor_id
 from app.web.groupcommit import GroupCommit
 from app.web.memo import Memo
+from app.web.quotas import check_session_quota
 from app.web.site import Site
 from app.web.sources import (
     ScenarioNotFound,
@@ -98,10 +99,13 @@ def _set_cookie(request: Request, response: Response, name: str, value: str) -> 
 
 def ensure_visitor(request: Request) -> str | None:
     """The visitor's session, stored now if this browser keeps cookies (it sent the probe) and
-    has none yet; the middleware then sets its cookie. None for cookie-less clients."""
+    has none yet; the middleware then sets its cookie. None for cookie-less clients. A client
+    that has started ``sessions_per_client`` sessions in the last hour gets 429 instead (one
+    client sending the probe cookie alone, over and over, made a session row each time)."""
     found = visitor_id(request)
     if found is not None or PROBE_COOKIE not in request.cookies:
         return found
+    check_session_quota(request)  # 429 past sessions_per_client new sessions an hour
     new_id = _create(request.app.state.engine)
     request.state.visitor_id = new_id
     request.state.new_visitor_id = new_id

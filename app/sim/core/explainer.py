@@ -20,6 +20,7 @@ two and is the one list of explainers.
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -27,9 +28,11 @@ from typing import Any, ClassVar, Generic, Literal
 
 from typing_extensions import TypeVar
 
+from app.sim.core.errors import ParamError
 from app.sim.core.i18n import Message
 from app.sim.core.sources import SourceProject
 from app.sim.core.trace import Trace
+from app.sim.core.validate import unsafe_json_issues
 
 P = TypeVar("P")
 # The frame-state and series types of the explainer's traces (``Trace[S, X]``); an explainer
@@ -92,9 +95,31 @@ class Explainer(ABC, Generic[P, S, X]):
         ResultKind(key="ok", label=Message("ok"), tone="ok"),
     )
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Every explainer's ``parse`` first refuses what no explainer can take (an integer too
+        large for a float, a lone surrogate in a text or a key), naming where it is: one
+        check for every entry point (API JSON, editor forms, ``p=`` links, saved scenarios)
+        instead of each explainer's validator meeting an OverflowError or a text that cannot
+        be written out."""
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("parse")
+        if own is None or getattr(own, "_checks_json", False):
+            return
+
+        @functools.wraps(own)
+        def parse(self: Explainer[Any, Any, Any], raw: JSONValue) -> Any:
+            issues = unsafe_json_issues(raw)
+            if issues:
+                raise ParamError(issues)
+            return own(self, raw)
+
+        parse._checks_json = True  # type: ignore[attr-defined]
+        cls.parse = parse  # type: ignore[method-assign]
+
     @abstractmethod
     def parse(self, raw: JSONValue) -> P:
-        """Validate raw params; raise ``ParamError`` with every issue found."""
+        """Validate raw params; raise ``ParamError`` with every issue found (after the shared
+        check of :meth:`__init_subclass__`)."""
 
     @abstractmethod
     def dump(self, params: P) -> dict[str, JSONValue]:

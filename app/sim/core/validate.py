@@ -7,7 +7,8 @@ the field (``loc``) and says what to change, quoting at most a short excerpt of 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+import re
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from app.sim.core.errors import ParamIssue
@@ -163,3 +164,105 @@ class Checker:
         elif le is not None and v > le:
             self.add(here, msg("{key} must be ≤ {limit}; you gave {v}", key=key, limit=le, v=v))
         return v
+
+
+# --- what JSON can carry that no parameter can hold ------------------------------------------
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+UNSAFE_ISSUES_MAX = 20
+
+
+def has_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a lone UTF-16 surrogate (``"\\ud800"`` in JSON): not a character,
+    so it cannot be written out as UTF-8 (json.loads joins a valid pair into one character)."""
+    return not text.isascii() and _SURROGATE.search(text) is not None
+
+
+def scrub(text: str) -> str:
+    """``text`` with each lone surrogate replaced by U+FFFD, so it can be shown or quoted."""
+    return _SURROGATE.sub("\ufffd", text) if has_surrogate(text) else text
+
+
+def _too_big(v: object) -> bool:
+    if not isinstance(v, int) or isinstance(v, bool):
+        return False
+    try:
+        float(v)
+    except OverflowError:
+        return True
+    return False
+
+
+def _unsafe(raw: object) -> Iterator[tuple[tuple[str | int, ...], str, int]]:
+    """(where, what, digits) of each unsafe value: "surrogate", "surrogate key" or "too big"
+    (with its number of digits). Iterative, so no nesting depth makes it fail."""
+    stack: list[tuple[tuple[str | int, ...], object]] = [((), raw)]
+    while stack:
+        loc, value = stack.pop()
+        if isinstance(value, str):
+            if has_surrogate(value):
+                yield loc, "surrogate", 0
+        elif _too_big(value):
+            yield loc, "too big", len(str(abs(value))) if isinstance(value, int) else 0
+        elif isinstance(value, Mapping):
+            for key, item in reversed(list(value.items())):
+                name = key if isinstance(key, str) else str(key)
+                if has_surrogate(name):
+                    yield (*loc, scrub(name)), "surrogate key", 0
+                else:
+                    stack.append(((*loc, name), item))
+        elif isinstance(value, (list, tuple)):
+            stack.extend(((*loc, i), item) for i, item in reversed(list(enumerate(value))))
+
+
+def unsafe_json_issues(raw: object) -> list[ParamIssue]:
+    """Problems any JSON-shaped input can have whatever it means: an integer literal too large
+    for a float (``1`` and 400 zeros: every comparison with a float raises OverflowError) and a
+    lone surrogate in a text or a key. Each issue names where it is (a key scrubbed, so the
+    answer can be written out); at most UNSAFE_ISSUES_MAX of them."""
+    issues: list[ParamIssue] = []
+    for loc, kind, digits in _unsafe(raw):
+        text = _too_big_msg(digits) if kind == "too big" else _surrogate_msg(kind != "surrogate")
+        issues.append(ParamIssue(loc=loc, msg=text))
+        if len(issues) >= UNSAFE_ISSUES_MAX:
+            break
+    return issues
+
+
+def _too_big_msg(digits: int) -> Message:
+    return msg(
+        "is a number too large to compute with ({digits} digits): numbers must fit in a "
+        "double, below about 1.8e308",
+        digits=digits,
+    )
+
+
+def _surrogate_msg(in_key: bool) -> Message:
+    if in_key:
+        return msg(
+            "this key contains an unpaired surrogate (a \\ud800-\\udfff escape without "
+            "its pair), which is not a character; remove it"
+        )
+    return msg(
+        "contains an unpaired surrogate (a \\ud800-\\udfff escape without its pair), "
+        "which is not a character; remove it"
+    )
+
+
+def scrub_json(raw: Any) -> Any:
+    """A copy of JSON-shaped ``raw`` with every lone surrogate (in texts and keys) replaced by
+    U+FFFD: what an editor or an error page may show of input :func:`unsafe_json_issues`
+    refused (the input itself is never run). ``raw`` itself when it holds none."""
+    if all(kind == "too big" for _, kind, _ in _unsafe(raw)):
+        return raw
+    return _scrubbed(raw)
+
+
+def _scrubbed(raw: Any) -> Any:
+    if isinstance(raw, str):
+        return scrub(raw)
+    if isinstance(raw, Mapping):
+        return {scrub(str(k)): _scrubbed(v) for k, v in raw.items()}
+    if isinstance(raw, (list, tuple)):
+        return [_scrubbed(v) for v in raw]
+    return raw

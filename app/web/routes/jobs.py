@@ -1,5 +1,6 @@
 """Long runs as jobs: ``/api/v1/jobs/{id}`` (state and progress), ``…/result`` (the run's JSON
-once done) and ``DELETE`` to cancel. The id is the trace's content address."""
+once done) and ``DELETE`` to cancel. The id is the trace's content address; only the clients
+the job was started or joined for may cancel it (:mod:`app.web.jobowners`)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ import re
 import time
 from typing import Any
 
-from fastapi import APIRouter, HTTPException
+from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse, Response
 
 from app.sim.core import msg
 from app.web import i18n
+from app.web.jobowners import client_of, owners_of
 from app.web.routes.api import trace_json
 from app.web.sources import SiteDep
 
@@ -99,10 +101,13 @@ def job_result(key: str, site: SiteDep) -> Response:
 
 
 @router.delete("/{key}", status_code=204)
-def cancel_job(key: str, site: SiteDep) -> Response:
-    """Cancel a running job (its worker is freed at the next progress report)."""
+def cancel_job(key: str, request: Request, site: SiteDep) -> Response:
+    """Cancel a running job (its worker is freed at the next progress report). Only a client
+    that was answered with this job may: to any other the job does not exist (404)."""
     runs = site.runs
-    if not runs.cancel(_checked(key)):
+    if not owners_of(request.app).owns(_checked(key), client_of(request)):
+        raise HTTPException(404, i18n.render(msg("No running job has this id.")))
+    if not runs.cancel(key):
         shared = runs.shared_job(key, cancel=True)  # its worker cancels it at its next report
         if shared is None or shared.state != "running":
             raise HTTPException(404, i18n.render(msg("No running job has this id.")))
