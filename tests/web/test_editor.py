@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from fastapi.testclient import TestClient
+
+from app.main import create_app
+from app.settings import Settings
 
 HX = {"HX-Request": "true"}
 
@@ -108,3 +113,19 @@ def test_cwnd_editor_adds_and_removes_flows_and_runs(client: TestClient) -> None
     r = client.post("/explainers/cwnd/edit", data={**CWND_FORM, "action": "run"}, headers=HX)
     page = client.get(r.headers["HX-Redirect"])
     assert page.status_code == 200 and 'id="cwnd-chart"' in page.text
+
+
+def test_run_of_a_long_run_navigates_to_its_progress_page(tmp_path: Path) -> None:
+    """A run that becomes a job is not answered with the job page (htmx would swap it into the
+    form): Run redirects to the scenario's page, which is the job's progress page (202)."""
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'job.db'}", job_threshold_s=0.0)
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+        ops = [{"op": "alloc_skb", "size": 512}, {"op": "skb_put", "len": 11}]
+        r = client.post("/explainers/skb/edit", data=form(ops, action="run"), headers=HX)
+        assert r.status_code == 200 and r.text == ""
+        target = r.headers["HX-Redirect"]
+        assert target.startswith("/explainers/skb/custom?p=")
+        page = client.get(target)
+        assert page.status_code in (200, 202)
+        if page.status_code == 202:
+            assert 'id="job-progress"' in page.text and "/static/js/job.js" in page.text

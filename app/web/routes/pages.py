@@ -13,6 +13,7 @@ from app.web import i18n
 from app.web.deps import StepQuery, Visitor
 from app.web.editor import editor_context, form_to_raw, issues_by_name
 from app.web.player import FRAME_CHUNK_MAX, reader_glossary, render_frames, render_player
+from app.web.runs import Busy, JobStarted, RateLimited
 from app.web.security import same_site_form
 from app.web.sources import (
     MAX_TOKEN,
@@ -171,9 +172,15 @@ async def edit_submit(request: Request, site: SiteDep, plugin: PluginDep) -> Res
             issues = issues_by_name(exc)
     is_htmx = request.headers.get("HX-Request") == "true"
     if action == "run" and valid:
-        # Simulate now, while the editor shows its busy indicator; the player then opens from
-        # the run cache instead of leaving the old page frozen during a long run.
-        site.run(plugin, raw)
+        # A short run is simulated now, while the editor shows its busy indicator, so the
+        # player opens from the run cache. A long one goes on as a job (or cannot start yet):
+        # either way the browser navigates to the scenario's own page, which shows the job's
+        # progress (or why it cannot run) as a whole page and opens the walkthrough when done;
+        # that page is never swapped into the form.
+        try:
+            site.run(plugin, raw)
+        except (JobStarted, Busy, RateLimited):
+            pass
         target = f"/explainers/{plugin.name}/custom?p={encode_params(raw)}"
         if is_htmx:
             return Response(status_code=200, headers={"HX-Redirect": target})
