@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.sim.core import ParamError, msg
 from app.store import repo
+from app.store.repo import TITLE_MAX
 from app.web import i18n
 from app.web.deps import StepQuery, Visitor
-from app.web.editor import editor_context, form_to_raw, issues_by_name
+from app.web.editor import editor_context, form_to_raw, issues_by_name, json_chosen
 from app.web.player import FRAME_CHUNK_MAX, reader_glossary, render_frames, render_player
 from app.web.runs import Busy, JobStarted, RateLimited
 from app.web.security import same_site_form
@@ -149,10 +151,12 @@ def edit_page(
     site: SiteDep,
     preset: str | None = Query(None, max_length=80),
     p: str | None = Query(None, max_length=MAX_TOKEN),
+    title: str | None = Query(None, max_length=TITLE_MAX),
 ) -> Response:
     source = from_token(site, name, p) if p else from_preset(site, name, preset)
     ctx = editor_context(source.plugin.web.editor, source.raw, issues={})
     ctx["explainer"] = source.explainer
+    ctx["title"] = (title or "").strip()
     return render(request, "pages/editor.html", ctx)
 
 
@@ -161,6 +165,7 @@ async def edit_submit(request: Request, site: SiteDep, plugin: PluginDep) -> Res
     same_site_form(request)
     form = await request.form()
     action = str(form.get("action", "validate"))
+    title = str(form.get("title", "")).strip()[:TITLE_MAX]  # a forked scenario's share title
     raw, form_issues = form_to_raw(plugin.web.editor, form, action)
     issues: dict[str, list[str]] = {}
     valid = False
@@ -182,6 +187,8 @@ async def edit_submit(request: Request, site: SiteDep, plugin: PluginDep) -> Res
         except (JobStarted, Busy, RateLimited):
             pass
         target = f"/explainers/{plugin.name}/custom?p={encode_params(raw)}"
+        if title:
+            target += "&" + urlencode({"title": title})
         if is_htmx:
             return Response(status_code=200, headers={"HX-Redirect": target})
         return RedirectResponse(target, status_code=303)
@@ -190,10 +197,12 @@ async def edit_submit(request: Request, site: SiteDep, plugin: PluginDep) -> Res
         raw,
         issues=issues,
         form_issues=form_issues,
-        checked=action in ("validate", "run"),
+        checked=action in ("validate", "run", "json"),
         valid=valid,
+        json_open=json_chosen(form, action),
     )
     ctx["explainer"] = plugin.sim
+    ctx["title"] = title
     status = 422 if ((issues or form_issues) and not is_htmx and action == "run") else 200
     template = "partials/editor_form.html" if is_htmx else "pages/editor.html"
     return render(request, template, ctx, status_code=status)
