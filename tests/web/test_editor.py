@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
@@ -215,3 +217,127 @@ def test_every_preset_opens_as_a_form_and_round_trips(client: TestClient) -> Non
             original = plugin.sim.parse(dict(preset.params))
             assert rebuilt == original, where
             assert site.runs.key(plugin.sim, rebuilt) == site.runs.key(plugin.sim, original)
+
+
+def test_a_json_error_shows_once_in_the_pages_language(client: TestClient) -> None:
+    """Broken JSON is reported once, beside the box, in the page's words (never the json
+    module's "Expecting value"), in the JSON-only editor and under the form alike."""
+    broken = '{"script": [}'
+    for lang, words in (("en", "That is not valid JSON"), ("zh-CN", "这不是合法的 JSON")):
+        html = client.post(
+            f"/explainers/tcp/edit?lang={lang}", data={"json": broken}, headers=HX
+        ).text
+        assert html.count(words) == 1, lang
+        assert "Expecting" not in html and 'id="err-json"' in html
+        assert 'aria-describedby="err-json"' in html
+    page = client.get("/explainers/tcp/edit?preset=handshake&lang=zh-CN").text
+    fields = drawn_form(page)
+    fields["json"] = ['{"script": [1,]}']
+    html = client.post("/explainers/tcp/edit?lang=zh-CN", data=fields, headers=HX).text
+    assert html.count("这不是合法的 JSON") == 1 and "Expecting" not in html
+
+
+def test_json_edited_under_the_form_wins_and_reopens_as_the_form(client: TestClient) -> None:
+    """Changing the advanced JSON (the form's own fields unchanged) applies the JSON: the form
+    comes back drawn from it, the JSON box still open."""
+    page = client.get("/explainers/tcp/edit?preset=handshake").text
+    fields = drawn_form(page)
+    edited = json.loads(fields["json"][0])
+    edited["rtt_ms"] = 77
+    fields["json"] = [json.dumps(edited)]
+    html = client.post("/explainers/tcp/edit", data=fields, headers=HX).text
+    assert re.search(r'name="rtt_ms" value="77"', html)
+    assert '<details class="json-advanced" open' in html
+    fields = drawn_form(page)  # the JSON as drawn: the fields are what counts
+    fields["rtt_ms"] = ["33"]
+    html = client.post("/explainers/tcp/edit", data=fields, headers=HX).text
+    assert re.search(r'name="rtt_ms" value="33"', html)
+
+
+def test_errors_name_the_visible_label_in_the_pages_language(client: TestClient) -> None:
+    """The issue beside a field starts with that field's label, translated (速率 for rate)."""
+    bad = {**CWND_FORM, "link.rate_mbps": "0"}
+    for lang, label in (("en", "rate: "), ("zh-CN", "速率：")):
+        html = client.post(f"/explainers/cwnd/edit?lang={lang}", data=bad, headers=HX).text
+        m = re.search(r'<span class="field-error" id="err-link-rate_mbps">([^<]*)</span>', html)
+        assert m and m.group(1).startswith(label), (lang, m and m.group(1))
+    net = {
+        "script.count": "1",
+        "script.0.t_ms": "0",
+        "script.0.endpoint": "client",
+        "script.0.call": "connect",
+        "network.count": "1",
+        "network.0.kind": "drop",
+        "network.0.from": "client",
+        "network.0.nth": "0",
+    }
+    html = client.post("/explainers/tcp/edit?lang=en", data=net, headers=HX).text
+    m = re.search(r'id="err-network-0-nth">([^<]*)<', html)  # loc network.0.drop.nth
+    assert m and m.group(1).startswith("its segment number: "), html[:2000]
+
+
+def test_network_event_rows_add_switch_kind_and_remove(client: TestClient) -> None:
+    """TCP network events are rows: add one, switch drop → delay (count goes, ms comes), remove."""
+    base = {
+        "script.count": "1",
+        "script.0.t_ms": "0",
+        "script.0.endpoint": "client",
+        "script.0.call": "connect",
+        "network.count": "0",
+    }
+    html = client.post(
+        "/explainers/tcp/edit", data={**base, "action": "add:network:-1"}, headers=HX
+    ).text
+    assert 'id="network-row-0"' in html and 'name="network.0.count"' in html
+    assert 'name="network.0.ms"' not in html
+    delay = {**base, "network.count": "1", "network.0.kind": "delay", "network.0.from": "server"}
+    delay |= {"network.0.nth": "2", "network.0.count": "3"}
+    html = client.post("/explainers/tcp/edit", data=delay, headers=HX).text
+    assert 'name="network.0.ms"' in html and 'name="network.0.count"' not in html
+    html = client.post(
+        "/explainers/tcp/edit", data={**delay, "action": "remove:network:0"}, headers=HX
+    ).text
+    assert 'id="network-row-0"' not in html
+
+
+def test_a_checkbox_left_at_its_default_sends_nothing_and_unchecked_sends_false(
+    client: TestClient,
+) -> None:
+    """enable_chunked_prefill (default on): the box's hidden "false" alone turns it off."""
+    page = client.get("/explainers/scheduler/edit?preset=head-of-line").text
+    box = re.search(r'<input type="checkbox" name="config.enable_chunked_prefill"[^>]*>', page)
+    assert box and "checked" not in box.group(0)
+    fields = drawn_form(page)
+    assert fields["config.enable_chunked_prefill"] == ["false"]
+    r = client.post("/explainers/scheduler/edit", data={**fields, "action": "run"}, headers=HX)
+    raw = decode_params(parse_qs(urlparse(r.headers["HX-Redirect"]).query)["p"][0])
+    assert raw["config"]["enable_chunked_prefill"] is False
+    assert "enable_prefix_caching" not in raw["config"]  # left at its default: not sent
+    fields["config.enable_chunked_prefill"] = ["false", "true"]
+    r = client.post("/explainers/scheduler/edit", data={**fields, "action": "validate"}, headers=HX)
+    assert 'name="config.enable_chunked_prefill" value="true" checked' in r.text
+
+
+def test_token_ids_are_edited_as_runs_of_ids(client: TestClient) -> None:
+    """prefix-caching's prompt_token_ids show as runs (the shared system prompt is one run)."""
+    page = client.get("/explainers/scheduler/edit?preset=prefix-caching").text
+    fields = drawn_form(page)
+    assert fields["requests.4.prompt_token_ids"] == ["5000-6043"]
+    fields["requests.4.prompt_token_ids"] = ["5000-5009, 7"]
+    r = client.post("/explainers/scheduler/edit", data={**fields, "action": "run"}, headers=HX)
+    raw = decode_params(parse_qs(urlparse(r.headers["HX-Redirect"]).query)["p"][0])
+    assert raw["requests"][4]["prompt_token_ids"] == [*range(5000, 5010), 7]
+
+
+def test_fork_keeps_the_share_title(client: TestClient) -> None:
+    """Fork → editor → Run opens the copy with the saved title in its share form."""
+    body = {"explainer": "skb", "params": {"ops": [{"op": "alloc_skb", "size": 256}]}}
+    r = client.post("/api/v1/scenarios", json={**body, "title": "Lab 3 & friends"})
+    sid = r.json()["id"]
+    page = client.get(f"/s/{sid}/fork")
+    assert page.status_code == 200 and 'name="title" value="Lab 3 &amp; friends"' in page.text
+    fields = drawn_form(page.text)
+    r = client.post("/explainers/skb/edit", data={**fields, "action": "run"}, headers=HX)
+    assert parse_qs(urlparse(r.headers["HX-Redirect"]).query)["title"] == ["Lab 3 & friends"]
+    player = client.get(r.headers["HX-Redirect"]).text
+    assert 'id="share-title" maxlength="200" value="Lab 3 &amp; friends"' in player
