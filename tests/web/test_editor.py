@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
 from fastapi.testclient import TestClient
+
+from app.main import create_app
+from app.settings import Settings
+from app.web.sources import decode_params
 
 HX = {"HX-Request": "true"}
 
@@ -108,3 +118,226 @@ def test_cwnd_editor_adds_and_removes_flows_and_runs(client: TestClient) -> None
     r = client.post("/explainers/cwnd/edit", data={**CWND_FORM, "action": "run"}, headers=HX)
     page = client.get(r.headers["HX-Redirect"])
     assert page.status_code == 200 and 'id="cwnd-chart"' in page.text
+
+
+def test_run_of_a_long_run_navigates_to_its_progress_page(tmp_path: Path) -> None:
+    """A run that becomes a job is not answered with the job page (htmx would swap it into the
+    form): Run redirects to the scenario's page, which is the job's progress page (202)."""
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'job.db'}", job_threshold_s=0.0)
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+        ops = [{"op": "alloc_skb", "size": 512}, {"op": "skb_put", "len": 11}]
+        r = client.post("/explainers/skb/edit", data=form(ops, action="run"), headers=HX)
+        assert r.status_code == 200 and r.text == ""
+        target = r.headers["HX-Redirect"]
+        assert target.startswith("/explainers/skb/custom?p=")
+        page = client.get(target)
+        assert page.status_code in (200, 202)
+        if page.status_code == 202:
+            assert 'id="job-progress"' in page.text and "/static/js/job.js" in page.text
+
+
+class _FormFields(HTMLParser):
+    """What a browser would post from the editor form as drawn: inputs (checkboxes only when
+    checked), each select's selected option, the JSON textarea."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pairs: list[tuple[str, str]] = []
+        self.select: str | None = None
+        self.first: tuple[str, str] | None = None
+        self.chosen = False
+        self.textarea: str | None = None
+        self.text = ""
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = {k: v or "" for k, v in attrs}
+        if tag == "input" and "name" in a:
+            if a.get("type") == "checkbox" and "checked" not in a:
+                return
+            self.pairs.append((a["name"], a.get("value", "")))
+        elif tag == "select":
+            self.select, self.first, self.chosen = a["name"], None, False
+        elif tag == "option" and self.select is not None:
+            if self.first is None:
+                self.first = (self.select, a.get("value", ""))
+            if "selected" in a and not self.chosen:
+                self.pairs.append((self.select, a.get("value", "")))
+                self.chosen = True
+        elif tag == "textarea":
+            self.textarea, self.text = a["name"], ""
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "select" and self.select is not None:
+            if not self.chosen and self.first is not None:
+                self.pairs.append(self.first)
+            self.select = None
+        elif tag == "textarea" and self.textarea is not None:
+            self.pairs.append((self.textarea, self.text))
+            self.textarea = None
+
+    def handle_data(self, data: str) -> None:
+        if self.textarea is not None:
+            self.text += data
+
+
+def drawn_form(html: str) -> dict[str, list[str]]:
+    parser = _FormFields()
+    parser.feed(
+        html[
+            html.index('<form id="editor"') : html.index("</form>", html.index('<form id="editor"'))
+        ]
+    )
+    out: dict[str, list[str]] = {}
+    for name, value in parser.pairs:
+        out.setdefault(name, []).append(value)
+    return out
+
+
+def test_every_preset_opens_as_a_form_and_round_trips(client: TestClient) -> None:
+    """Each preset of each explainer opens Edit as a form (not the bare JSON box) and posting
+    the form as drawn runs the very params of the preset: the same parse, so the same trace
+    (the run's content address is the same)."""
+    site = client.app.state.site  # type: ignore[attr-defined]
+    for plugin in site.plugins:
+        for preset in plugin.sim.presets:
+            where = f"{plugin.name}/{preset.slug}"
+            html = client.get(f"/explainers/{plugin.name}/edit?preset={preset.slug}").text
+            assert 'name="_form"' in html and '<details class="json-advanced"' in html, where
+            fields = drawn_form(html)
+            assert len(fields) > 1, where
+            r = client.post(
+                f"/explainers/{plugin.name}/edit",
+                data={**fields, "action": "run"},
+                headers=HX,
+            )
+            target = r.headers.get("HX-Redirect", "")
+            assert target.startswith(f"/explainers/{plugin.name}/custom?p="), (where, r.text[:400])
+            token = parse_qs(urlparse(target).query)["p"][0]
+            rebuilt = plugin.sim.parse(decode_params(token))
+            original = plugin.sim.parse(dict(preset.params))
+            assert rebuilt == original, where
+            assert site.runs.key(plugin.sim, rebuilt) == site.runs.key(plugin.sim, original)
+
+
+def test_a_json_error_shows_once_in_the_pages_language(client: TestClient) -> None:
+    """Broken JSON is reported once, beside the box, in the page's words (never the json
+    module's "Expecting value"), in the JSON-only editor and under the form alike."""
+    broken = '{"script": [}'
+    for lang, words in (("en", "That is not valid JSON"), ("zh-CN", "这不是合法的 JSON")):
+        html = client.post(
+            f"/explainers/tcp/edit?lang={lang}", data={"json": broken}, headers=HX
+        ).text
+        assert html.count(words) == 1, lang
+        assert "Expecting" not in html and 'id="err-json"' in html
+        assert 'aria-describedby="err-json"' in html
+    page = client.get("/explainers/tcp/edit?preset=handshake&lang=zh-CN").text
+    fields = drawn_form(page)
+    fields["json"] = ['{"script": [1,]}']
+    html = client.post("/explainers/tcp/edit?lang=zh-CN", data=fields, headers=HX).text
+    assert html.count("这不是合法的 JSON") == 1 and "Expecting" not in html
+
+
+def test_json_edited_under_the_form_wins_and_reopens_as_the_form(client: TestClient) -> None:
+    """Changing the advanced JSON (the form's own fields unchanged) applies the JSON: the form
+    comes back drawn from it, the JSON box still open."""
+    page = client.get("/explainers/tcp/edit?preset=handshake").text
+    fields = drawn_form(page)
+    edited = json.loads(fields["json"][0])
+    edited["rtt_ms"] = 77
+    fields["json"] = [json.dumps(edited)]
+    html = client.post("/explainers/tcp/edit", data=fields, headers=HX).text
+    assert re.search(r'name="rtt_ms" value="77"', html)
+    assert '<details class="json-advanced" open' in html
+    fields = drawn_form(page)  # the JSON as drawn: the fields are what counts
+    fields["rtt_ms"] = ["33"]
+    html = client.post("/explainers/tcp/edit", data=fields, headers=HX).text
+    assert re.search(r'name="rtt_ms" value="33"', html)
+
+
+def test_errors_name_the_visible_label_in_the_pages_language(client: TestClient) -> None:
+    """The issue beside a field starts with that field's label, translated (速率 for rate)."""
+    bad = {**CWND_FORM, "link.rate_mbps": "0"}
+    for lang, label in (("en", "rate: "), ("zh-CN", "速率：")):
+        html = client.post(f"/explainers/cwnd/edit?lang={lang}", data=bad, headers=HX).text
+        m = re.search(r'<span class="field-error" id="err-link-rate_mbps">([^<]*)</span>', html)
+        assert m and m.group(1).startswith(label), (lang, m and m.group(1))
+    net = {
+        "script.count": "1",
+        "script.0.t_ms": "0",
+        "script.0.endpoint": "client",
+        "script.0.call": "connect",
+        "network.count": "1",
+        "network.0.kind": "drop",
+        "network.0.from": "client",
+        "network.0.nth": "0",
+    }
+    html = client.post("/explainers/tcp/edit?lang=en", data=net, headers=HX).text
+    m = re.search(r'id="err-network-0-nth">([^<]*)<', html)  # loc network.0.drop.nth
+    assert m and m.group(1).startswith("its segment number: "), html[:2000]
+
+
+def test_network_event_rows_add_switch_kind_and_remove(client: TestClient) -> None:
+    """TCP network events are rows: add one, switch drop → delay (count goes, ms comes), remove."""
+    base = {
+        "script.count": "1",
+        "script.0.t_ms": "0",
+        "script.0.endpoint": "client",
+        "script.0.call": "connect",
+        "network.count": "0",
+    }
+    html = client.post(
+        "/explainers/tcp/edit", data={**base, "action": "add:network:-1"}, headers=HX
+    ).text
+    assert 'id="network-row-0"' in html and 'name="network.0.count"' in html
+    assert 'name="network.0.ms"' not in html
+    delay = {**base, "network.count": "1", "network.0.kind": "delay", "network.0.from": "server"}
+    delay |= {"network.0.nth": "2", "network.0.count": "3"}
+    html = client.post("/explainers/tcp/edit", data=delay, headers=HX).text
+    assert 'name="network.0.ms"' in html and 'name="network.0.count"' not in html
+    html = client.post(
+        "/explainers/tcp/edit", data={**delay, "action": "remove:network:0"}, headers=HX
+    ).text
+    assert 'id="network-row-0"' not in html
+
+
+def test_a_checkbox_left_at_its_default_sends_nothing_and_unchecked_sends_false(
+    client: TestClient,
+) -> None:
+    """enable_chunked_prefill (default on): the box's hidden "false" alone turns it off."""
+    page = client.get("/explainers/scheduler/edit?preset=head-of-line").text
+    box = re.search(r'<input type="checkbox" name="config.enable_chunked_prefill"[^>]*>', page)
+    assert box and "checked" not in box.group(0)
+    fields = drawn_form(page)
+    assert fields["config.enable_chunked_prefill"] == ["false"]
+    r = client.post("/explainers/scheduler/edit", data={**fields, "action": "run"}, headers=HX)
+    raw = decode_params(parse_qs(urlparse(r.headers["HX-Redirect"]).query)["p"][0])
+    assert raw["config"]["enable_chunked_prefill"] is False
+    assert "enable_prefix_caching" not in raw["config"]  # left at its default: not sent
+    fields["config.enable_chunked_prefill"] = ["false", "true"]
+    r = client.post("/explainers/scheduler/edit", data={**fields, "action": "validate"}, headers=HX)
+    assert 'name="config.enable_chunked_prefill" value="true" checked' in r.text
+
+
+def test_token_ids_are_edited_as_runs_of_ids(client: TestClient) -> None:
+    """prefix-caching's prompt_token_ids show as runs (the shared system prompt is one run)."""
+    page = client.get("/explainers/scheduler/edit?preset=prefix-caching").text
+    fields = drawn_form(page)
+    assert fields["requests.4.prompt_token_ids"] == ["5000-6043"]
+    fields["requests.4.prompt_token_ids"] = ["5000-5009, 7"]
+    r = client.post("/explainers/scheduler/edit", data={**fields, "action": "run"}, headers=HX)
+    raw = decode_params(parse_qs(urlparse(r.headers["HX-Redirect"]).query)["p"][0])
+    assert raw["requests"][4]["prompt_token_ids"] == [*range(5000, 5010), 7]
+
+
+def test_fork_keeps_the_share_title(client: TestClient) -> None:
+    """Fork → editor → Run opens the copy with the saved title in its share form."""
+    body = {"explainer": "skb", "params": {"ops": [{"op": "alloc_skb", "size": 256}]}}
+    r = client.post("/api/v1/scenarios", json={**body, "title": "Lab 3 & friends"})
+    sid = r.json()["id"]
+    page = client.get(f"/s/{sid}/fork")
+    assert page.status_code == 200 and 'name="title" value="Lab 3 &amp; friends"' in page.text
+    fields = drawn_form(page.text)
+    r = client.post("/explainers/skb/edit", data={**fields, "action": "run"}, headers=HX)
+    assert parse_qs(urlparse(r.headers["HX-Redirect"]).query)["title"] == ["Lab 3 & friends"]
+    player = client.get(r.headers["HX-Redirect"]).text
+    assert 'id="share-title" maxlength="200" value="Lab 3 &amp; friends"' in player

@@ -247,16 +247,20 @@ def test_tcp_steps_link_to_tcp_and_congestion_control(client: TestClient) -> Non
     assert "/explainers/tcp" not in hrefs
 
 
-def test_every_preset_fits_the_form_and_booleans_fall_back_to_json(client: TestClient) -> None:
-    """Preset params all fit the editor's form; params with a boolean open the JSON editor."""
+def test_every_preset_fits_the_form_and_booleans_are_checkboxes(client: TestClient) -> None:
+    """Preset params all fit the editor's form; a boolean is a checkbox (tso off: unchecked);
+    a boolean given as text opens the JSON editor."""
     for p in EXPLAINER.presets:
         assert EDITOR.fits(dict(p.params)), p.slug
         assert client.get(f"/explainers/path/edit?preset={p.slug}").status_code == 200
     raw = {"path": "tx", "device": "nic", "packets": 1, "payload_bytes": 3000, "tso": False}
-    assert not EDITOR.fits(raw)
-    page = client.get(f"/explainers/path/edit?p={encode_params(raw)}")
-    assert page.status_code == 200
-    assert 'name="json"' in page.text and '"tso": false' in html.unescape(page.text)
+    assert EDITOR.fits(raw)
+    page = client.get(f"/explainers/path/edit?p={encode_params(raw)}").text
+    box = re.search(r'<input type="checkbox" name="tso"[^>]*>', page)
+    assert box and "checked" not in box.group(0)
+    assert not EDITOR.fits({**raw, "tso": "no"})
+    page = client.get(f"/explainers/path/edit?p={encode_params({**raw, 'tso': 'no'})}").text
+    assert 'name="_form"' not in page and '"tso": "no"' in html.unescape(page)
 
 
 def test_form_post_of_a_preset_validates(client: TestClient) -> None:

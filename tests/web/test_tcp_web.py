@@ -238,37 +238,42 @@ def test_lost_segment_is_drawn_broken() -> None:
 
 
 def test_editor_form_or_json_for_every_preset(client: TestClient) -> None:
-    """Presets without network events or flags open the form; the others (drops, keepalive,
-    nonblock) open the JSON editor rather than losing what the form cannot hold."""
+    """Every preset opens the form (network events are rows, the flags checkboxes); params the
+    form cannot carry (a list where a number goes) open the JSON editor instead."""
     for p in TcpExplainer.presets:
         raw = dict(p.params)
-        flags = any(isinstance(v, bool) for e in raw["script"] for v in e.values())
-        expect_form = not raw.get("network") and not flags
-        assert EDITOR.fits(raw) is expect_form, p.slug
+        assert EDITOR.fits(raw), p.slug
         dumped = TcpExplainer().dump(TcpExplainer().parse(raw))
-        assert EDITOR.fits(dumped) is expect_form, p.slug
+        assert EDITOR.fits(dumped), p.slug
+    odd = {"script": [{"t_ms": [0], "endpoint": "client", "call": "connect"}]}
+    assert not EDITOR.fits(odd)
     r = client.get("/explainers/tcp/edit")
     assert r.status_code == 200
     assert re.search(r'name="script\.0\.call"', r.text)
 
 
-def test_form_round_trip_keeps_every_preset_that_fits() -> None:
-    """For each preset the form edits, posting its fields back rebuilds the same params
-    (nothing the script needs is dropped by the form)."""
+def test_form_round_trip_keeps_every_preset() -> None:
+    """For each preset, posting its fields back rebuilds the same params (nothing the script
+    or the network events need is dropped by the form)."""
     ex = TcpExplainer()
     for p in ex.presets:
         raw = ex.dump(ex.parse(dict(p.params)))
-        if not EDITOR.fits(raw):
-            continue
+        assert EDITOR.fits(raw), p.slug
         form: dict[str, str] = {"script.count": str(len(raw["script"]))}
         for i, item in enumerate(raw["script"]):
             for k, v in item.items():
-                form[f"script.{i}.{k}"] = str(v)
+                form[f"script.{i}.{k}"] = str(v).lower() if isinstance(v, bool) else str(v)
+        form["network.count"] = str(len(raw["network"]))
+        for i, event in enumerate(raw["network"]):
+            ((kind, body),) = event.items()
+            form[f"network.{i}.kind"] = kind
+            for k, v in body.items():
+                form[f"network.{i}.{k}"] = str(v)
         for k in ("until_ms", "rtt_ms", "mss", "rcvbuf", "client_iss", "server_iss"):
             if k in raw:
                 form[k] = str(raw[k])
         for k, v in raw.get("sysctl", {}).items():
-            form[f"sysctl.{k}"] = str(v)
+            form[f"sysctl.{k}"] = str(v).lower() if isinstance(v, bool) else str(v)
         rebuilt, problems = form_to_raw(EDITOR, form, "")
         assert problems == []
         assert ex.parse(rebuilt) == ex.parse(raw), p.slug

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.sim.core import ParamError, msg
 from app.store import repo
+from app.store.repo import TITLE_MAX
 from app.web import i18n
 from app.web.deps import StepQuery, Visitor
-from app.web.editor import editor_context, form_to_raw, issues_by_name
+from app.web.editor import editor_context, form_to_raw, issues_by_name, json_chosen
 from app.web.player import FRAME_CHUNK_MAX, reader_glossary, render_frames, render_player
+from app.web.runs import Busy, JobStarted, RateLimited
 from app.web.security import same_site_form
 from app.web.sources import (
     MAX_TOKEN,
@@ -148,10 +151,12 @@ def edit_page(
     site: SiteDep,
     preset: str | None = Query(None, max_length=80),
     p: str | None = Query(None, max_length=MAX_TOKEN),
+    title: str | None = Query(None, max_length=TITLE_MAX),
 ) -> Response:
     source = from_token(site, name, p) if p else from_preset(site, name, preset)
     ctx = editor_context(source.plugin.web.editor, source.raw, issues={})
     ctx["explainer"] = source.explainer
+    ctx["title"] = (title or "").strip()
     return render(request, "pages/editor.html", ctx)
 
 
@@ -160,6 +165,7 @@ async def edit_submit(request: Request, site: SiteDep, plugin: PluginDep) -> Res
     same_site_form(request)
     form = await request.form()
     action = str(form.get("action", "validate"))
+    title = str(form.get("title", "")).strip()[:TITLE_MAX]  # a forked scenario's share title
     raw, form_issues = form_to_raw(plugin.web.editor, form, action)
     issues: dict[str, list[str]] = {}
     valid = False
@@ -171,10 +177,18 @@ async def edit_submit(request: Request, site: SiteDep, plugin: PluginDep) -> Res
             issues = issues_by_name(exc)
     is_htmx = request.headers.get("HX-Request") == "true"
     if action == "run" and valid:
-        # Simulate now, while the editor shows its busy indicator; the player then opens from
-        # the run cache instead of leaving the old page frozen during a long run.
-        site.run(plugin, raw)
+        # A short run is simulated now, while the editor shows its busy indicator, so the
+        # player opens from the run cache. A long one goes on as a job (or cannot start yet):
+        # either way the browser navigates to the scenario's own page, which shows the job's
+        # progress (or why it cannot run) as a whole page and opens the walkthrough when done;
+        # that page is never swapped into the form.
+        try:
+            site.run(plugin, raw)
+        except (JobStarted, Busy, RateLimited):
+            pass
         target = f"/explainers/{plugin.name}/custom?p={encode_params(raw)}"
+        if title:
+            target += "&" + urlencode({"title": title})
         if is_htmx:
             return Response(status_code=200, headers={"HX-Redirect": target})
         return RedirectResponse(target, status_code=303)
@@ -183,10 +197,12 @@ async def edit_submit(request: Request, site: SiteDep, plugin: PluginDep) -> Res
         raw,
         issues=issues,
         form_issues=form_issues,
-        checked=action in ("validate", "run"),
+        checked=action in ("validate", "run", "json"),
         valid=valid,
+        json_open=json_chosen(form, action),
     )
     ctx["explainer"] = plugin.sim
+    ctx["title"] = title
     status = 422 if ((issues or form_issues) and not is_htmx and action == "run") else 200
     template = "partials/editor_form.html" if is_htmx else "pages/editor.html"
     return render(request, template, ctx, status_code=status)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
@@ -183,6 +184,9 @@ def fork(scenario_id: str, source: ScenarioSource) -> Response:
         f"/explainers/{source.plugin.name}/edit?p={encode_params(source.raw)}"
         f"&forked_from={scenario_id}"
     )
+    title = source.scenario.title if source.scenario is not None else None
+    if title:  # the copy keeps its share title (the editor passes it on to the player)
+        target += "&" + urlencode({"title": title})
     return RedirectResponse(target, status_code=303)
 
 

@@ -6,13 +6,24 @@ from __future__ import annotations
 from app.sim.core import msg
 from app.sim.path.engine import PathState
 from app.sim.path.explainer import PathExplainer
-from app.sim.path.params import DEVICES, DROPS, HOOKS, NEIGH, PATHS, PSH, RX_MODES, SCENARIOS
+from app.sim.path.params import (
+    DEVICES,
+    DROPS,
+    HOOKS,
+    MAX_FLOWS,
+    MAX_PACKETS,
+    MAX_PAYLOAD,
+    MSS,
+    NEIGH,
+    PATHS,
+    PSH,
+    RX_MODES,
+    SCENARIOS,
+    PathParams,
+)
 from app.web.editor import EditorSpec, FieldSpec, Group
 from app.web.explainers.path.picture import picture
 from app.web.plugin import Thumbnail, WebView
-
-# same_bucket, tso and fast_path are booleans, which the form has no input for: params that
-# set them open in the JSON editor.
 
 EDITOR = EditorSpec(
     groups=(
@@ -22,8 +33,15 @@ EDITOR = EditorSpec(
             fields=(
                 FieldSpec(key="path", label=msg("path"), kind="choice", choices=PATHS),
                 FieldSpec(key="device", label=msg("device"), kind="choice", choices=DEVICES),
-                FieldSpec(key="packets", label=msg("packets"), kind="int"),
-                FieldSpec(key="payload_bytes", label=msg("payload"), kind="int", unit="bytes"),
+                FieldSpec(key="packets", label=msg("packets"), kind="int", min=1, max=MAX_PACKETS),
+                FieldSpec(
+                    key="payload_bytes",
+                    label=msg("payload"),
+                    kind="int",
+                    unit=msg("bytes"),
+                    min=1,
+                    max=MAX_PAYLOAD,
+                ),
                 FieldSpec(key="scenario", label=msg("scenario"), kind="choice", choices=SCENARIOS),
                 FieldSpec(key="drop", label=msg("drop"), kind="choice", choices=DROPS),
                 FieldSpec(key="hook", label=msg("dropping hook"), kind="choice", choices=HOOKS),
@@ -34,11 +52,40 @@ EDITOR = EditorSpec(
             legend=msg("Scenario details (leave empty for the defaults)"),
             fields=(
                 FieldSpec(key="psh", label=msg("PSH on"), kind="choice", choices=PSH),
-                FieldSpec(key="flows", label=msg("GRO burst flows"), kind="int"),
-                FieldSpec(key="last_bytes", label=msg("last segment"), kind="int", unit="bytes"),
+                FieldSpec(
+                    key="flows", label=msg("GRO burst flows"), kind="int", min=1, max=MAX_FLOWS
+                ),
+                FieldSpec(
+                    key="last_bytes",
+                    label=msg("last segment"),
+                    kind="int",
+                    unit=msg("bytes"),
+                    min=0,
+                    max=MSS,
+                ),
                 FieldSpec(key="rx_mode", label=msg("igb RX mode"), kind="choice", choices=RX_MODES),
                 FieldSpec(key="neigh", label=msg("neighbour"), kind="choice", choices=NEIGH),
-                FieldSpec(key="qdisc_queued", label=msg("already in qdisc"), kind="int"),
+                FieldSpec(
+                    key="qdisc_queued", label=msg("already in qdisc"), kind="int", min=0, max=63
+                ),
+                FieldSpec(
+                    key="same_bucket",
+                    label=msg("GRO burst: every flow in the same gro_hash bucket"),
+                    kind="bool",
+                    default=PathParams().same_bucket,
+                ),
+                FieldSpec(
+                    key="tso",
+                    label=msg("TSO (the NIC segments one large skb)"),
+                    kind="bool",
+                    default=PathParams().tso,
+                ),
+                FieldSpec(
+                    key="fast_path",
+                    label=msg("TCP header prediction succeeds (fast path)"),
+                    kind="bool",
+                    default=PathParams().fast_path,
+                ),
             ),
         ),
     )

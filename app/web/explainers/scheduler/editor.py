@@ -1,29 +1,28 @@
-"""The scenario editor: vLLM's config names as a group, the workload as rows.
-
-Booleans (``enable_chunked_prefill``, ``enable_prefix_caching``, ``scheduler_reserve_full_isl``)
-are left to the JSON editor: ``parse`` takes only JSON ``true``/``false`` and the form posts
-text. So the form is offered only when it can carry the scenario whole: config keys it has
-fields for (booleans only at their defaults), requests with only the row fields below, and no
-latency block. Anything else (``prompt_token_ids``, ``output_token_ids``, a custom latency
-model) opens the JSON editor.
-"""
+"""The scenario editor: vLLM's config names as a group, the latency model as a group, the
+workload as rows of requests. Every parameter ``parse`` takes has a field: booleans are
+checkboxes (a box left at vLLM's default sends nothing), token-id lists are runs of ids
+(``1000-1099, 7``), so every preset opens as a form; JSON stays an advanced option."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
-
 from app.sim.core import msg
-from app.sim.serving.params import SchedulerConfig
+from app.sim.serving.params import (
+    MAX_ARRIVAL_STEP,
+    MAX_ARRIVAL_TIME_S,
+    MAX_BUDGET,
+    MAX_GPU_BLOCKS,
+    MAX_MODEL_LEN,
+    MAX_PRIORITY,
+    MAX_REQUESTS,
+    MAX_TOKEN_ID,
+    MAX_TOKENS_PER_REQUEST,
+    SchedulerConfig,
+)
 from app.web.editor import EditorSpec, FieldSpec, Group, Rows
 
 MAX_FORM_ROWS = 200
-_BOOL_DEFAULTS = {
-    "enable_chunked_prefill": SchedulerConfig().enable_chunked_prefill,
-    "enable_prefix_caching": SchedulerConfig().enable_prefix_caching,
-    "scheduler_reserve_full_isl": SchedulerConfig().scheduler_reserve_full_isl,
-}
+_D = SchedulerConfig()
+_TOKENS = msg("tokens")
 
 CONFIG = Group(
     key="config",
@@ -33,31 +32,107 @@ CONFIG = Group(
             key="max_num_batched_tokens",
             label=msg("max_num_batched_tokens"),
             kind="int",
-            unit="tokens per step",
+            unit=msg("tokens per step"),
+            min=1,
+            max=MAX_BUDGET,
         ),
         FieldSpec(
-            key="max_num_seqs", label=msg("max_num_seqs"), kind="int", unit="running requests"
+            key="max_num_seqs",
+            label=msg("max_num_seqs"),
+            kind="int",
+            unit=msg("running requests"),
+            min=1,
+            max=MAX_REQUESTS,
         ),
-        FieldSpec(key="block_size", label=msg("block_size"), kind="int", unit="tokens"),
+        FieldSpec(
+            key="block_size", label=msg("block_size"), kind="int", unit=_TOKENS, min=1, max=1024
+        ),
         FieldSpec(
             key="num_gpu_blocks",
             label=msg("num_gpu_blocks"),
             kind="int",
-            unit="blocks, incl. the null block",
+            unit=msg("blocks, incl. the null block"),
+            min=2,
+            max=MAX_GPU_BLOCKS,
         ),
         FieldSpec(
             key="long_prefill_token_threshold",
             label=msg("long_prefill_token_threshold"),
             kind="int",
-            unit="tokens, 0 = off",
+            unit=msg("tokens, 0 = off"),
+            min=0,
+            max=MAX_MODEL_LEN,
         ),
         FieldSpec(key="policy", label=msg("policy"), kind="choice", choices=("fcfs", "priority")),
-        FieldSpec(key="watermark", label=msg("watermark"), unit="fraction 0–1"),
-        FieldSpec(key="max_model_len", label=msg("max_model_len"), kind="int", unit="tokens"),
-        FieldSpec(key="eos_token_id", label=msg("eos_token_id"), kind="int"),
+        FieldSpec(
+            key="watermark", label=msg("watermark"), unit=msg("fraction 0–1"), min=0, max=0.999
+        ),
+        FieldSpec(
+            key="max_model_len",
+            label=msg("max_model_len"),
+            kind="int",
+            unit=_TOKENS,
+            min=2,
+            max=MAX_MODEL_LEN,
+        ),
+        FieldSpec(
+            key="eos_token_id", label=msg("eos_token_id"), kind="int", min=0, max=MAX_TOKEN_ID
+        ),
         FieldSpec(
             key="batching", label=msg("batching"), kind="choice", choices=("continuous", "static")
         ),
+        FieldSpec(
+            key="enable_chunked_prefill",
+            label=msg("enable_chunked_prefill"),
+            kind="bool",
+            default=_D.enable_chunked_prefill,
+        ),
+        FieldSpec(
+            key="enable_prefix_caching",
+            label=msg("enable_prefix_caching"),
+            kind="bool",
+            default=_D.enable_prefix_caching,
+        ),
+        FieldSpec(
+            key="scheduler_reserve_full_isl",
+            label=msg("scheduler_reserve_full_isl"),
+            kind="bool",
+            default=_D.scheduler_reserve_full_isl,
+        ),
+    ),
+)
+
+_MS = "ms"
+LATENCY = Group(
+    key="latency",
+    legend=msg("Latency model (leave empty for an 8B model on one H100)"),
+    fields=(
+        FieldSpec(key="mode", label=msg("mode"), kind="choice", choices=("roofline", "linear")),
+        FieldSpec(
+            key="model_params_billion",
+            label=msg("model_params_billion"),
+            unit=msg("billion"),
+            min=0,
+            max=1e5,
+        ),
+        FieldSpec(key="bytes_per_param", label=msg("bytes_per_param"), min=0, max=64),
+        FieldSpec(key="gpu_tflops", label=msg("gpu_tflops"), unit="TFLOP/s", min=0, max=1e7),
+        FieldSpec(
+            key="gpu_bandwidth_gbps", label=msg("gpu_bandwidth_gbps"), unit="GB/s", min=0, max=1e7
+        ),
+        FieldSpec(key="mfu", label=msg("mfu"), unit=msg("fraction 0–1"), min=0, max=1),
+        FieldSpec(
+            key="kv_bytes_per_token",
+            label=msg("kv_bytes_per_token"),
+            kind="int",
+            unit=msg("bytes"),
+            min=0,
+            max=2**30,
+        ),
+        FieldSpec(key="step_overhead_ms", label=msg("step_overhead_ms"), unit=_MS, min=0, max=1e6),
+        FieldSpec(key="base_ms", label=msg("base_ms"), unit=_MS, min=0, max=1e6),
+        FieldSpec(key="prefill_token_ms", label=msg("prefill_token_ms"), unit=_MS, min=0, max=1e6),
+        FieldSpec(key="decode_token_ms", label=msg("decode_token_ms"), unit=_MS, min=0, max=1e6),
     ),
 )
 
@@ -67,50 +142,60 @@ REQUESTS = Rows(
     item=msg("request"),
     fields=(
         FieldSpec(key="id", label=msg("id"), kind="text"),
-        FieldSpec(key="prompt_tokens", label=msg("prompt_tokens"), kind="int"),
-        FieldSpec(key="max_tokens", label=msg("max_tokens"), kind="int"),
-        FieldSpec(key="arrival_step", label=msg("arrival_step"), kind="int", unit="optional"),
-        FieldSpec(key="arrival_time", label=msg("arrival_time"), unit="s, optional"),
-        FieldSpec(key="priority", label=msg("priority"), kind="int", unit="lower runs first"),
+        FieldSpec(
+            key="prompt_tokens", label=msg("prompt_tokens"), kind="int", min=1, max=MAX_MODEL_LEN
+        ),
+        FieldSpec(
+            key="prompt_token_ids",
+            label=msg("prompt_token_ids"),
+            kind="ids",
+            unit=msg("instead of prompt_tokens; shared ids share cached blocks"),
+        ),
+        FieldSpec(
+            key="max_tokens",
+            label=msg("max_tokens"),
+            kind="int",
+            min=1,
+            max=MAX_TOKENS_PER_REQUEST,
+        ),
+        FieldSpec(
+            key="arrival_step",
+            label=msg("arrival_step"),
+            kind="int",
+            unit=msg("optional"),
+            min=0,
+            max=MAX_ARRIVAL_STEP,
+        ),
+        FieldSpec(
+            key="arrival_time",
+            label=msg("arrival_time"),
+            unit=msg("s, optional"),
+            min=0,
+            max=MAX_ARRIVAL_TIME_S,
+        ),
+        FieldSpec(
+            key="priority",
+            label=msg("priority"),
+            kind="int",
+            unit=msg("lower runs first"),
+            min=-MAX_PRIORITY,
+            max=MAX_PRIORITY,
+        ),
+        FieldSpec(key="output_token_ids", label=msg("output_token_ids"), kind="ids"),
+        FieldSpec(key="stop_token_ids", label=msg("stop_token_ids"), kind="ids"),
+        FieldSpec(
+            key="eos_position",
+            label=msg("eos_position"),
+            kind="int",
+            unit=msg("optional"),
+            min=1,
+            max=MAX_TOKENS_PER_REQUEST,
+        ),
+        FieldSpec(key="ignore_eos", label=msg("ignore_eos"), kind="bool"),
     ),
     new_row={"id": "new", "prompt_tokens": 64, "max_tokens": 16},
     max_rows=MAX_FORM_ROWS,
     reorder=True,
 )
 
-
-def _scalar(v: Any) -> bool:
-    return v is None or (isinstance(v, (int, float, str)) and not isinstance(v, bool))
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SchedulerEditorSpec(EditorSpec):
-    def fits(self, raw: Any) -> bool:
-        """True only when the form can carry ``raw`` without losing anything."""
-        if not isinstance(raw, Mapping) or not set(raw) <= {"config", "requests"}:
-            return False
-        config = raw.get("config", {})
-        requests = raw.get("requests", [])
-        if not isinstance(config, Mapping) or not isinstance(requests, list):
-            return False
-        fields = {f.key: f for f in CONFIG.fields if isinstance(f, FieldSpec)}
-        for key, value in config.items():
-            if key in _BOOL_DEFAULTS:
-                if value is not _BOOL_DEFAULTS[key]:
-                    return False
-            elif key not in fields or not _scalar(value):
-                return False
-            elif fields[key].kind == "choice" and value not in fields[key].choices:
-                return False
-        if len(requests) > MAX_FORM_ROWS:
-            return False
-        row_keys = {f.key for f in REQUESTS.fields}
-        for item in requests:
-            if not isinstance(item, Mapping) or not set(item) <= row_keys:
-                return False
-            if not all(_scalar(v) for v in item.values()):
-                return False
-        return True
-
-
-EDITOR = SchedulerEditorSpec(groups=(CONFIG,), rows=(REQUESTS,))
+EDITOR = EditorSpec(groups=(CONFIG, LATENCY), rows=(REQUESTS,))

@@ -24,7 +24,7 @@ EDITOR = EditorSpec(
             ),
             kind_field="op",
             fields_by_kind={
-                name: ("skb", *spec.required, *spec.optional) for name, spec in SPECS.items()
+                name: ("skb", *spec.required, *spec.optional, "via") for name, spec in SPECS.items()
             },
             new_row={"op": "skb_put", "len": 100},
             max_rows=MAX_OPS,
