@@ -279,3 +279,16 @@ def test_step_card_and_compare_page_in_chinese(client: TestClient) -> None:
     assert "请从 reno, cubic, bbr 中选择 2 或 3 个不同的算法" in bad
     rate = client.get("/explainers/cwnd/compare?rate_mbps=0", headers=ZH).text
     assert "你给的是" in rate and "you gave" not in rate
+
+
+def test_step_svg_export_has_the_chart_and_the_card_styles(client: TestClient) -> None:
+    """The step as SVG carries the cwnd chart (drawn server-side: plotly.js only runs in the
+    page), its cursor at the step, the step's card, and the view's own stylesheet."""
+    r = client.get("/export/svg?explainer=cwnd&preset=reno-sawtooth&step=19")
+    assert r.status_code == 200
+    svg = r.text
+    assert 'class="cwnd-thumb"' in svg and "<polyline" in svg
+    assert 'id="cwnd-moment"' in svg
+    assert ".cwnd-moment {" in svg  # static/explainers/cwnd/cwnd.css, inlined
+    player = client.get("/explainers/cwnd/presets/reno-sawtooth?step=19").text
+    assert 'class="cwnd-thumb"' not in player  # the page draws its charts with plotly.js

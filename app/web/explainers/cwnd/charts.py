@@ -23,8 +23,10 @@ from typing import Any
 
 from app.sim.core import Message, msg
 
-# plotly.js "basic" (scatter, bar, pie on cartesian axes) from npm, about a quarter of the full one
-PLOTLY_JS = "/vendor/plotly.js-basic-dist-min/plotly-basic.min.js"
+# plotly.js "basic" (scatter, bar, pie on cartesian axes) from npm, about a quarter of the full
+# one; the package keeps its one file at its root, so the view declares the package folder itself
+PLOTLY_PACKAGE = "plotly.js-basic-dist-min"
+PLOTLY_JS = f"/vendor/{PLOTLY_PACKAGE}/plotly-basic.min.js"
 BUCKETS = 500  # x columns per chart; each keeps at most min, max and a gap marker
 MAX_POINTS = 3 * BUCKETS  # the most points any trace sends to the page
 FIGURE_HEIGHT = 720

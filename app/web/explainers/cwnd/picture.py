@@ -147,26 +147,10 @@ def picture(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
     return "".join(parts)
 
 
-# The step's chart first, then this step's card and fields, then the rest of the run (the
-# player puts static HTML above the stage): chart and card share the picture box on one screen.
-LAYOUT = """<style>
-.stage-wrap:has(> .cwnd-after){display:flex;flex-direction:column}
-.stage-wrap:has(> .cwnd-after) > #stage{order:1}
-.stage-wrap:has(> .cwnd-after) > #fields{order:2}
-.stage-wrap > .cwnd-after{order:3}
-.moment-slot{visibility:hidden}
-body.embed .cwnd-moment{font-size:0.75rem;padding:0.1rem 0.6rem}
-body.embed .cwnd-moment .moment-head,body.embed .cwnd-moment .moment-detail{margin:0.15rem 0}
-body.embed .cwnd-moment .pill-row{display:inline-flex;margin:0.15rem 1.2rem 0.15rem 0}
-body.embed .cwnd-moment .pill-label{min-width:0}
-body.embed .cwnd-moment .pill:not(.on){display:none}
-body.embed .cwnd-moment .moment-slot{display:inline}
-</style>"""
-
-
 def static(trace: Trace[Any, Any]) -> str:
+    # static/explainers/cwnd/cwnd.css puts the chart first, then the step's card and fields,
+    # then .cwnd-after (the rest of the run): chart and card share the picture box
     html = [
-        LAYOUT,
         '<div class="chart" data-cursor="1">',
         cwnd_figure(trace.series, div_id="cwnd-chart"),
         "</div>",

@@ -87,3 +87,10 @@ def thumbnail(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
         )
     parts.append("</svg>")
     return "".join(parts) + picture(trace, frame)
+
+
+def still(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
+    """The step as a file (the "this step as SVG" export): the player draws its charts once per
+    trace with plotly.js in the page, which a standalone file cannot run, so the file gets the
+    cwnd chart drawn here, its cursor at the step, above the step's card."""
+    return f'<div class="cwnd-still">{thumbnail(trace, frame)}</div>'
