@@ -292,3 +292,56 @@ def test_step_svg_export_has_the_chart_and_the_card_styles(client: TestClient) -
     assert ".cwnd-moment {" in svg  # static/explainers/cwnd/cwnd.css, inlined
     player = client.get("/explainers/cwnd/presets/reno-sawtooth?step=19").text
     assert 'class="cwnd-thumb"' not in player  # the page draws its charts with plotly.js
+
+
+def _quoted(message: Any, out: dict[str, Any]) -> dict[str, Any]:
+    """Every value a narration quotes, nested messages included (the first of each name)."""
+    for key, value in message.params.items():
+        if hasattr(value, "params"):
+            _quoted(value, out)
+        else:
+            out.setdefault(key, value)
+    return out
+
+
+def test_step_card_readouts_equal_the_narration_numbers() -> None:
+    """For every step of every preset the card beside the chart reads the step's own numbers,
+    the ones its narration quotes (cwnd, CA state, BBR's mode, bandwidth and min_rtt), not the
+    10 ms sample after it: slow-start step 5 reads cwnd 160 beside "80 → 160"."""
+    from app.explainers import builtin
+    from app.web.explainers.cwnd.picture import picture
+
+    plugin = next(p for p in builtin() if p.name == "cwnd")
+    checked = 0
+    for preset in plugin.sim.presets:
+        trace = plugin.sim.run(plugin.sim.parse(dict(preset.params)))
+        for frame in trace.frames:
+            html, state = picture(trace, frame), frame.state
+            said = _quoted(frame.narration, {})
+            where = (preset.slug, frame.index, frame.op)
+            cwnd = re.search(r'data-cwnd="([^"]*)"', html)
+            assert cwnd is not None, where
+            assert f"cwnd {cwnd.group(1)} segments" in html, where
+            assert cwnd.group(1) == str(state.get("cwnd")), where
+            if "cwnd" in said:
+                assert cwnd.group(1) == str(said["cwnd"]), (where, said["cwnd"])
+                checked += 1
+            on = re.findall(r'<li class="pill on" aria-current="true">([^<]*)</li>', html)
+            assert on and on[0] == state.get("ca_state"), (where, on)
+            if frame.op == "bbr_mode":
+                assert on[1] == said["new"], (where, on)
+                model = re.search(r"max bw ([\d.]+) Mbit/s · min_rtt ([\d.]+) ms", html)
+                assert model is not None, where
+                bw, rtt = frame.state["bw_mbps"], frame.state["min_rtt_ms"]  # type: ignore[typeddict-item]
+                assert model.groups() == (f"{bw:.1f}", f"{rtt:.2f}"), where
+                if "min_rtt" in said:
+                    assert model.group(2) == said["min_rtt"], where
+    assert checked > 100  # steps whose narration quotes a cwnd
+
+
+def test_slow_start_step_5_reads_the_events_cwnd(client: TestClient) -> None:
+    """The walkthrough's step 5 says cwnd grew 80 → 160; the card says 160 (its 10 ms sample
+    already read 176)."""
+    html = client.get("/explainers/cwnd/presets/slow-start?step=5").text
+    card = html[html.index('id="cwnd-moment"') :]
+    assert "80 → 160" in html and "cwnd 160 segments" in card[:600]

@@ -4,9 +4,8 @@ stays light) above the step's card."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from app.sim.core import Frame, Trace, msg
+from app.sim.congestion.run import CwndState, CwndTrace
+from app.sim.core import Frame, msg
 from app.web.explainers.cwnd.charts import decimate
 from app.web.explainers.cwnd.picture import _t, picture
 
@@ -23,10 +22,10 @@ STYLE = "".join(
 )
 
 
-def thumbnail(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
+def thumbnail(trace: CwndTrace, frame: Frame[CwndState]) -> str:
     """Every flow's cwnd over the run (decimated to the chart's columns), the cursor at the
     step's time, then the step's card."""
-    flows = trace.series.get("flows", ())
+    flows = trace.series["flows"]
     t_now = float(frame.time if frame.time is not None else frame.state.get("t", 0.0))
     lines: list[tuple[int, list[float], list[float | None]]] = []
     t0, t1, top = 0.0, 1e-9, 1.0
@@ -80,16 +79,16 @@ def thumbnail(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
     )
     cwnd = frame.state.get("cwnd")
     if isinstance(cwnd, int | float):
-        flow = int(frame.state.get("flow") or 0) % len(LIGHT)
+        colour = int(frame.state.get("flow") or 0) % len(LIGHT)
         parts.append(
-            f'<circle class="f{flow}" cx="{x:.1f}" cy="{py(float(cwnd)):.1f}" r="6" '
+            f'<circle class="f{colour}" cx="{x:.1f}" cy="{py(float(cwnd)):.1f}" r="6" '
             'style="stroke: var(--bg); stroke-width: 2"/>'
         )
     parts.append("</svg>")
     return "".join(parts) + picture(trace, frame)
 
 
-def still(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
+def still(trace: CwndTrace, frame: Frame[CwndState]) -> str:
     """The step as a file (the "this step as SVG" export): the player draws its charts once per
     trace with plotly.js in the page, which a standalone file cannot run, so the file gets the
     cwnd chart drawn here, its cursor at the step, above the step's card."""
