@@ -345,3 +345,28 @@ def test_slow_start_step_5_reads_the_events_cwnd(client: TestClient) -> None:
     html = client.get("/explainers/cwnd/presets/slow-start?step=5").text
     card = html[html.index('id="cwnd-moment"') :]
     assert "80 → 160" in html and "cwnd 160 segments" in card[:600]
+
+
+def test_bunched_steps_zoom_the_chart(client: TestClient) -> None:
+    """BBR's walkthrough has 16 of its 20 steps in its first second of 25: those steps share one
+    zoom window (less than a second wide), the PROBE_RTT pairs at 10 s and 20 s get their own,
+    and the figure samples each window finer, still under the point cap."""
+    from app.web.explainers.cwnd.charts import decimate_zoomed, zoom_windows
+
+    html = client.get("/explainers/cwnd/presets/bbr-cycle?step=5").text
+    found = re.search(r'class="chart" data-cursor="1" data-zoom="([^"]+)"', html)
+    assert found is not None
+    zoom = json.loads(found.group(1).replace("&#34;", '"').replace("&quot;", '"'))
+    windows, steps = zoom["windows"], zoom["steps"]
+    assert zoom["full"] == [0.0, 25.0] and len(steps) == 20
+    first = windows[steps[5]]
+    assert steps[:16] == [steps[5]] * 16 and first[0] == 0.0 and first[1] < 1.0
+    assert [w[0] <= 10.04 <= w[1] for w in windows].count(True) == 1
+    assert steps[16] == steps[17] != steps[5] and steps[18] == steps[19] != steps[16]
+    # steps spread over the whole run (Reno's sawtooth) keep the whole run's axis
+    assert zoom_windows([0.0, 10.0, 20.0, 30.0, 40.0], 0.0, 40.0) == ([], [-1] * 5)
+    t = [i / 100 for i in range(2500)]
+    xs, ys = decimate_zoomed(t, t, t0=0.0, t1=25.0, windows=[tuple(w) for w in windows])
+    assert len(xs) <= MAX_POINTS and xs == sorted(xs)
+    inside = [x for x in xs if first[0] <= x <= first[1]]
+    assert len(inside) >= 80  # every 10 ms sample of the stretch, not 2 per 50 ms column

@@ -6,6 +6,7 @@ each step's card shows the TCP congestion-avoidance state and BBR mode at that i
 
 from __future__ import annotations
 
+import json
 from bisect import bisect_left
 from collections.abc import Mapping
 from html import escape
@@ -17,7 +18,7 @@ from app.sim.congestion.run import CwndState, CwndTrace
 from app.sim.core import Frame, Message, msg
 from app.sim.core.i18n import Param, join
 from app.web import i18n
-from app.web.explainers.cwnd.charts import cwnd_figure, fairness_figure
+from app.web.explainers.cwnd.charts import cwnd_figure, fairness_figure, x_span, zoom_windows
 
 
 def _t(message: Message | str) -> str:
@@ -169,9 +170,14 @@ def picture(trace: CwndTrace, frame: Frame[CwndState]) -> str:
 def static(trace: CwndTrace) -> str:
     # static/explainers/cwnd/cwnd.css puts the chart first, then the step's card and fields,
     # then .cwnd-after (the rest of the run): chart and card share the picture box
+    # steps bunched in time zoom the chart to their stretch (static/explainers/cwnd/chart-cursor.js)
+    times = [f.time if f.time is not None else 0.0 for f in trace.frames]
+    t0, t1 = x_span(trace.series)
+    windows, steps = zoom_windows(times, t0, t1)
+    zoom = json.dumps({"full": [t0, t1], "windows": windows, "steps": steps}, separators=(",", ":"))
     html = [
-        '<div class="chart" data-cursor="1">',
-        cwnd_figure(trace.series, div_id="cwnd-chart"),
+        f'<div class="chart" data-cursor="1" data-zoom="{escape(zoom)}">',
+        cwnd_figure(trace.series, div_id="cwnd-chart", windows=windows),
         "</div>",
         '<div class="cwnd-after">',
     ]
