@@ -27,8 +27,16 @@ from app.web.runs import cross_site, current_client
 from app.web.site import Site
 from app.web.staticcache import StaticFront
 
-# plotly.js-basic-dist-min keeps its one file at the package root.
-VENDOR_DIST = ("htmx.org/dist", "idiomorph/dist", "plotly.js-basic-dist-min", "reveal.js/dist")
+# npm packages every page may load (their dist folders); an explainer's own packages come from
+# its view's declaration (``WebView.packages``), see :func:`vendor_folders`.
+VENDOR_DIST = ("htmx.org/dist", "idiomorph/dist", "reveal.js/dist")
+
+
+def vendor_folders(plugins: Iterable[Plugin]) -> tuple[str, ...]:
+    """The node_modules folders served at /vendor/<folder>: the generic ones, then each view's
+    declared packages (once each, in declaration order)."""
+    declared = (package for plugin in plugins for package in plugin.web.packages)
+    return tuple(dict.fromkeys((*VENDOR_DIST, *declared)))
 
 
 def from_another_site(headers: Iterable[tuple[bytes, bytes]]) -> bool:
@@ -124,7 +132,7 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
     app.state.site = Site(settings, plugins, app.state.engine)
     app.state.pngs = PngRenderer(settings.chromium)
     errors.install(app)
-    # Frame stores and plotly.js compress well.
+    # Frame stores and chart libraries compress well.
     app.add_middleware(GZipMiddleware, minimum_size=2048, compresslevel=6)
     app.add_middleware(HeadAsGet)
     app.add_middleware(ClientTag)
@@ -138,7 +146,8 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
             app.include_router(plugin.web.router)
     app.mount("/static", StaticFiles(directory=str(settings.root / "static")), name="static")
     # Front-end packages come from npm into node_modules; only their dist folders are served.
-    for package in VENDOR_DIST:
+    vendor = vendor_folders(app.state.site.plugins)
+    for package in vendor:
         app.mount(
             f"/vendor/{package}",
             StaticFiles(directory=str(settings.node_modules / package), check_dir=False),
@@ -153,7 +162,7 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
     # In front of routing, sessions and languages: static files and npm packages from memory
     # (read and gzipped once), and rendered pages another visitor already asked for.
     mounts = {"/static/": settings.root / "static"}
-    mounts.update({f"/vendor/{p}/": settings.node_modules / p for p in VENDOR_DIST})
+    mounts.update({f"/vendor/{p}/": settings.node_modules / p for p in vendor})
     app.add_middleware(
         PageFront,
         cache=app.state.site.pages,

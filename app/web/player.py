@@ -214,6 +214,7 @@ def player_context(
         "ended_label": result_label(plugin, ended) if ended else "",
         "static_html": Markup(plugin.web.static(trace)) if plugin.web.static else Markup(""),
         "view_scripts": plugin.web.scripts,
+        "view_styles": plugin.web.styles,
     }
 
 

@@ -2,8 +2,8 @@
 
 An explainer's web package (``app/web/explainers/<name>/``) exports one :class:`WebView`: how a
 frame is drawn (``picture``), what is drawn once per trace (``static``, e.g. charts), the scripts
-those need, its editor declaration (:class:`~app.web.editor.EditorSpec`; ``None`` gives the JSON
-editor), optional extra routes, the toolbar :class:`Action` s it offers and the
+those need, its stylesheets and npm packages those need, its editor declaration
+(:class:`~app.web.editor.EditorSpec`; ``None`` gives the JSON editor), optional extra routes, the toolbar :class:`Action` s it offers and the
 :class:`Thumbnail` of a key step its home-page card shows. ``app/explainers.py``
 pairs it with the simulation half in a :class:`Plugin`. Generic code reads only these
 declarations and never names an explainer.
@@ -59,6 +59,15 @@ class WebView(Generic[S, X]):
     router: APIRouter | None = None  # extra routes (mounted as they are declared)
     actions: tuple[Action, ...] = ()
     thumbnail: Thumbnail[S, X] | None = None  # the home page's picture of a key step
+    # /static stylesheets the view's pictures need: every page showing the explainer (player,
+    # embed, offline and PNG export, the home page's card) links them after the site's app.css
+    styles: tuple[str, ...] = ()
+    # npm packages its scripts load, as folders under node_modules (e.g. "some-lib/dist"): the
+    # app serves each at /vendor/<folder>, so a script is "/vendor/some-lib/dist/some-lib.js"
+    packages: tuple[str, ...] = ()
+    # what a standalone export of one step shows (the SVG file): (trace, frame) -> SVG/HTML;
+    # None: ``picture``. For views whose step needs what ``static`` draws once (a chart).
+    still: Callable[[Trace[S, X], Frame[S]], str] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

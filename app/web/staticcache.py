@@ -1,6 +1,7 @@
-"""Static files and npm packages, answered from memory: plotly.js is over a megabyte, and reading
-and gzipping it again for each of 300 students was most of a small server's CPU (31 ms a
-request, measured with ``bench/load.py --scenario cost``; from memory it is a fraction of one).
+"""Static files and npm packages, answered from memory: a chart library an explainer declares
+(``WebView.packages``) can be over a megabyte, and reading and gzipping it again for each of 300
+students was most of a small server's CPU (31 ms a request, measured with
+``bench/load.py --scenario cost``; from memory it is a fraction of one).
 
 :class:`StaticFront` (pure ASGI) sits in front of the app's routing, sessions and language
 middleware. The first GET of a file under one of its ``mounts`` reads it once and keeps its

@@ -72,3 +72,24 @@ def test_dark_theme_recolours_the_charts(live_server, page) -> None:
     assert colours[5] not in ("rgb(255, 255, 255)", "rgba(0, 0, 0, 0)")
     page.select_option("#theme-picker", "light")
     page.wait_for_function(f"({bg})() === {light!r}")
+
+
+def test_card_reads_the_steps_numbers_and_bunched_steps_zoom(live_server, page) -> None:
+    """BBR's walkthrough: the card reads the step's cwnd (as its fields say), the chart zooms to
+    the first second where 16 of its 20 steps are, and to 10 s for the PROBE_RTT pair."""
+    page.goto(f"{live_server.url}/explainers/cwnd/presets/bbr-cycle?step=8")
+    page.wait_for_function(
+        "window.Plotly && document.getElementById('cwnd-chart')._fullLayout"
+        " && !document.querySelector('.plotly-drawing')"
+    )
+    head = page.get_attribute("#stage .moment-head", "data-cwnd")
+    assert head == "203" and "cwnd 203 segments" in page.inner_text("#stage .moment-head")
+    x_range = "() => document.getElementById('cwnd-chart')._fullLayout.xaxis.range.slice()"
+    page.wait_for_function(f"({x_range})()[1] < 1")
+    page.keyboard.press("End")  # step 19, PROBE_RTT → PROBE_BW at 20.5 s
+    page.wait_for_function(f"({x_range})()[0] > 19 && ({x_range})()[1] < 21.5")
+    placed = page.evaluate(
+        """() => { const el = document.getElementById('cwnd-chart');
+             const line = el.querySelector('.cursor-line'); return line.style.display; }"""
+    )
+    assert placed == "block"

@@ -186,17 +186,44 @@ def test_toy_png_export(client: TestClient) -> None:
     assert r.status_code == 200 and r.content[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.parametrize("plugin", PLUGINS, ids=IDS)
+def test_declared_styles_and_packages_are_served_and_linked(
+    client: TestClient, plugin: Plugin
+) -> None:
+    """A view's stylesheets are linked by every page showing it (player, embed, home) and
+    served; its scripts, from /static or from a declared npm package's /vendor folder, load."""
+    name, slug = plugin.name, plugin.sim.default_preset
+    pages = [
+        client.get(f"/explainers/{name}/presets/{slug}").text,
+        client.get(f"/embed/{name}/presets/{slug}").text,
+        client.get("/").text,
+    ]
+    for href in plugin.web.styles:
+        assert all(f'<link rel="stylesheet" href="{href}">' in page for page in pages), href
+        assert client.get(href).status_code == 200, href
+    for package in plugin.web.packages:
+        assert (REPO / "node_modules" / package).is_dir(), package
+    for src in plugin.web.scripts:
+        if src.startswith("/vendor/"):
+            assert any(src.startswith(f"/vendor/{p}/") for p in plugin.web.packages), (
+                f"{src}: declare its npm package in WebView.packages"
+            )
+        assert client.get(src).status_code == 200, src
+
+
 GENERIC = [
     *sorted((REPO / "app" / "web").glob("*.py")),
     *sorted((REPO / "app" / "web" / "routes").glob("*.py")),
     *sorted(p for p in (REPO / "templates").rglob("*.html") if "explainers" not in p.parts),
     *sorted((REPO / "static" / "js").glob("*.js")),
+    *sorted((REPO / "static" / "css").glob("*.css")),
 ]
 
 
 def test_generic_code_names_no_explainer() -> None:
-    """Player, editor, share, embed, export, sessions, API and templates never name an
-    explainer (nor its package or algorithms): explainer code lives in its own package."""
+    """Player, editor, share, embed, export, sessions, API, templates and the site's stylesheets
+    never name an explainer (nor its package or algorithms): explainer code, styles included,
+    lives in its own package (a view declares its stylesheets in ``WebView.styles``)."""
     names = {p.name for p in PLUGINS} | {
         type(p.sim).__module__.split(".")[2] for p in PLUGINS if p.name != "toy"
     }

@@ -11,16 +11,10 @@ from app.explainers import builtin
 from tests.contract.trace_digest import DIGESTS, canonical, digest
 
 RECORDED: dict[str, dict[str, str]] = json.loads(DIGESTS.read_text(encoding="utf-8"))
-CASES = [
-    (plugin.sim, preset)
-    for plugin in builtin()
-    for preset in plugin.sim.presets
-]
+CASES = [(plugin.sim, preset) for plugin in builtin() for preset in plugin.sim.presets]
 
 
-@pytest.mark.parametrize(
-    ("sim", "preset"), CASES, ids=[f"{s.name}-{p.slug}" for s, p in CASES]
-)
+@pytest.mark.parametrize(("sim", "preset"), CASES, ids=[f"{s.name}-{p.slug}" for s, p in CASES])
 def test_preset_trace_unchanged(sim, preset) -> None:  # type: ignore[no-untyped-def]
     recorded = RECORDED.get(sim.name, {})
     if recorded.get("sim_version") != sim.sim_version:

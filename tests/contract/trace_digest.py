@@ -29,7 +29,10 @@ DIGESTS = Path(__file__).with_name("trace_digests.json")
 
 def canonical(value: Any) -> Any:
     if isinstance(value, Message):
-        return {"$msg": value.id, "params": {k: canonical(v) for k, v in sorted(value.params.items())}}
+        return {
+            "$msg": value.id,
+            "params": {k: canonical(v) for k, v in sorted(value.params.items())},
+        }
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: canonical(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, enum.Enum):

@@ -279,3 +279,94 @@ def test_step_card_and_compare_page_in_chinese(client: TestClient) -> None:
     assert "请从 reno, cubic, bbr 中选择 2 或 3 个不同的算法" in bad
     rate = client.get("/explainers/cwnd/compare?rate_mbps=0", headers=ZH).text
     assert "你给的是" in rate and "you gave" not in rate
+
+
+def test_step_svg_export_has_the_chart_and_the_card_styles(client: TestClient) -> None:
+    """The step as SVG carries the cwnd chart (drawn server-side: plotly.js only runs in the
+    page), its cursor at the step, the step's card, and the view's own stylesheet."""
+    r = client.get("/export/svg?explainer=cwnd&preset=reno-sawtooth&step=19")
+    assert r.status_code == 200
+    svg = r.text
+    assert 'class="cwnd-thumb"' in svg and "<polyline" in svg
+    assert 'id="cwnd-moment"' in svg
+    assert ".cwnd-moment {" in svg  # static/explainers/cwnd/cwnd.css, inlined
+    player = client.get("/explainers/cwnd/presets/reno-sawtooth?step=19").text
+    assert 'class="cwnd-thumb"' not in player  # the page draws its charts with plotly.js
+
+
+def _quoted(message: Any, out: dict[str, Any]) -> dict[str, Any]:
+    """Every value a narration quotes, nested messages included (the first of each name)."""
+    for key, value in message.params.items():
+        if hasattr(value, "params"):
+            _quoted(value, out)
+        else:
+            out.setdefault(key, value)
+    return out
+
+
+def test_step_card_readouts_equal_the_narration_numbers() -> None:
+    """For every step of every preset the card beside the chart reads the step's own numbers,
+    the ones its narration quotes (cwnd, CA state, BBR's mode, bandwidth and min_rtt), not the
+    10 ms sample after it: slow-start step 5 reads cwnd 160 beside "80 → 160"."""
+    from app.explainers import builtin
+    from app.web.explainers.cwnd.picture import picture
+
+    plugin = next(p for p in builtin() if p.name == "cwnd")
+    checked = 0
+    for preset in plugin.sim.presets:
+        trace = plugin.sim.run(plugin.sim.parse(dict(preset.params)))
+        for frame in trace.frames:
+            html, state = picture(trace, frame), frame.state
+            said = _quoted(frame.narration, {})
+            where = (preset.slug, frame.index, frame.op)
+            cwnd = re.search(r'data-cwnd="([^"]*)"', html)
+            assert cwnd is not None, where
+            assert f"cwnd {cwnd.group(1)} segments" in html, where
+            assert cwnd.group(1) == str(state.get("cwnd")), where
+            if "cwnd" in said:
+                assert cwnd.group(1) == str(said["cwnd"]), (where, said["cwnd"])
+                checked += 1
+            on = re.findall(r'<li class="pill on" aria-current="true">([^<]*)</li>', html)
+            assert on and on[0] == state.get("ca_state"), (where, on)
+            if frame.op == "bbr_mode":
+                assert on[1] == said["new"], (where, on)
+                model = re.search(r"max bw ([\d.]+) Mbit/s · min_rtt ([\d.]+) ms", html)
+                assert model is not None, where
+                bw, rtt = frame.state["bw_mbps"], frame.state["min_rtt_ms"]  # type: ignore[typeddict-item]
+                assert model.groups() == (f"{bw:.1f}", f"{rtt:.2f}"), where
+                if "min_rtt" in said:
+                    assert model.group(2) == said["min_rtt"], where
+    assert checked > 100  # steps whose narration quotes a cwnd
+
+
+def test_slow_start_step_5_reads_the_events_cwnd(client: TestClient) -> None:
+    """The walkthrough's step 5 says cwnd grew 80 → 160; the card says 160 (its 10 ms sample
+    already read 176)."""
+    html = client.get("/explainers/cwnd/presets/slow-start?step=5").text
+    card = html[html.index('id="cwnd-moment"') :]
+    assert "80 → 160" in html and "cwnd 160 segments" in card[:600]
+
+
+def test_bunched_steps_zoom_the_chart(client: TestClient) -> None:
+    """BBR's walkthrough has 16 of its 20 steps in its first second of 25: those steps share one
+    zoom window (less than a second wide), the PROBE_RTT pairs at 10 s and 20 s get their own,
+    and the figure samples each window finer, still under the point cap."""
+    from app.web.explainers.cwnd.charts import decimate_zoomed, zoom_windows
+
+    html = client.get("/explainers/cwnd/presets/bbr-cycle?step=5").text
+    found = re.search(r'class="chart" data-cursor="1" data-zoom="([^"]+)"', html)
+    assert found is not None
+    zoom = json.loads(found.group(1).replace("&#34;", '"').replace("&quot;", '"'))
+    windows, steps = zoom["windows"], zoom["steps"]
+    assert zoom["full"] == [0.0, 25.0] and len(steps) == 20
+    first = windows[steps[5]]
+    assert steps[:16] == [steps[5]] * 16 and first[0] == 0.0 and first[1] < 1.0
+    assert [w[0] <= 10.04 <= w[1] for w in windows].count(True) == 1
+    assert steps[16] == steps[17] != steps[5] and steps[18] == steps[19] != steps[16]
+    # steps spread over the whole run (Reno's sawtooth) keep the whole run's axis
+    assert zoom_windows([0.0, 10.0, 20.0, 30.0, 40.0], 0.0, 40.0) == ([], [-1] * 5)
+    t = [i / 100 for i in range(2500)]
+    xs, ys = decimate_zoomed(t, t, t0=0.0, t1=25.0, windows=[tuple(w) for w in windows])
+    assert len(xs) <= MAX_POINTS and xs == sorted(xs)
+    inside = [x for x in xs if first[0] <= x <= first[1]]
+    assert len(inside) >= 80  # every 10 ms sample of the stretch, not 2 per 50 ms column

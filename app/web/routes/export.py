@@ -22,6 +22,7 @@ from app.web.exporting import (
     PngRenderer,
     PngUnavailable,
     app_css,
+    local_asset,
     offline_document,
     picture_size,
     png_css,
@@ -48,11 +49,23 @@ def _attachment(name: str) -> dict[str, str]:
     return {"Content-Disposition": f'attachment; filename="{name}"'}
 
 
-def frame_picture(source: Source, trace: Trace[Any, Any], step: int | None) -> tuple[int, str]:
+def frame_picture(
+    source: Source, trace: Trace[Any, Any], step: int | None, *, still: bool = False
+) -> tuple[int, str]:
+    """The step's index and picture; ``still``: the view's picture for a file of one step (a
+    view whose step needs what it draws once per trace, such as a chart, declares one)."""
     if not trace.frames:
         raise ParamError.single(("step",), msg("this scenario has no steps to export"))
     index = clamp_step(step, len(trace.frames))
-    return index, source.plugin.web.picture(trace, trace.frames[index])
+    web = source.plugin.web
+    draw = (web.still or web.picture) if still else web.picture
+    return index, draw(trace, trace.frames[index])
+
+
+def view_css(request: Request, styles: tuple[str, ...]) -> list[str]:
+    """The text of a view's declared stylesheets (those the app serves)."""
+    files = (local_asset(request, url) for url in styles)
+    return [f.read_text(encoding="utf-8") for f in files if f is not None]
 
 
 @router.get("/svg")
@@ -66,8 +79,9 @@ def export_svg(
     """This step's picture as a standalone SVG file (stylesheet inside)."""
 
     def produce() -> Response:
-        index, picture = frame_picture(source, run_source(site, source), step)
-        svg = standalone_svg(picture, css=app_css(request), theme=theme)
+        index, picture = frame_picture(source, run_source(site, source), step, still=True)
+        css = "\n".join([app_css(request), *view_css(request, source.plugin.web.styles)])
+        svg = standalone_svg(picture, css=css, theme=theme)
         name = _filename(source, f"-step{index}.svg")
         return Response(svg, media_type="image/svg+xml", headers=_attachment(name))
 

@@ -68,7 +68,13 @@ def home(request: Request, site: SiteDep, visitor: Visitor) -> Response:
                     for p in repo.recent_progress(db=db, session_id=visitor, limit=4)
                     if p.step > 0
                 ]
-        response = render(request, "pages/home.html", {"cards": cards, "recent": recent})
+        # every card draws its explainer's picture: link every view's stylesheets
+        styles = tuple(dict.fromkeys(s for plugin in site.plugins for s in plugin.web.styles))
+        response = render(
+            request,
+            "pages/home.html",
+            {"cards": cards, "recent": recent, "view_styles": styles},
+        )
         if not complete:  # a run still going: not kept, the next visit draws the thumbnail
             response.headers["Cache-Control"] = "no-cache"
         return response

@@ -1,6 +1,9 @@
 // The time cursor shared by every chart marked data-cursor. It is a thin HTML line laid over
 // each plot and positioned from the x-axis scale, so moving it costs nothing (a Plotly relayout
 // per step would redraw every trace). A click on a chart jumps the stepper to that time.
+// Steps bunched in time zoom the chart to their stretch: the chart's box carries data-zoom
+// (app/web/explainers/cwnd/charts.py zoom_windows: the windows and, per step, which one), and
+// the x range changes (one relayout) only when a step is in another window than the last.
 (function () {
   "use strict";
   let times = null;
@@ -40,6 +43,31 @@
     line.style.display = inside ? "block" : "none";
     line.dataset.t = String(t);
   }
+  function zoomOf(el) {
+    const box = el.closest(".chart[data-zoom]");
+    if (!box) return null;
+    if (!box._zoom) {
+      try { box._zoom = JSON.parse(box.dataset.zoom); } catch (e) { box._zoom = { steps: [] }; }
+    }
+    return box._zoom;
+  }
+  function zoom(n) {
+    if (!window.Plotly || n === null || isNaN(n)) return;
+    for (const el of charts()) {
+      const z = zoomOf(el);
+      if (!z || !el._fullLayout) continue;
+      const k = typeof z.steps[n] === "number" ? z.steps[n] : -1;
+      const key = String(k);
+      if (el.dataset.zoomed === key) continue;  // same window as the last step: keep any user zoom
+      el.dataset.zoomed = key;
+      const range = k >= 0 && z.windows[k] ? z.windows[k] : z.full;
+      if (range) window.Plotly.relayout(el, { "xaxis.range": range.slice() });
+    }
+  }
+  function show(n) {
+    zoom(n);
+    move(frameTime(n));
+  }
   function move(t) {
     if (t === null || t === undefined || isNaN(t)) return;
     current = t;
@@ -58,6 +86,7 @@
         el.setAttribute("aria-busy", "true");
         Promise.resolve(window.Plotly.Plots.resize(el)).finally(() => el.removeAttribute("aria-busy"));
       }
+      delete el.dataset.zoomed;  // (re)drawn at the whole run's range
       if (el.dataset.wired) continue;
       el.dataset.wired = "1";
       if (!el.on) continue;
@@ -69,11 +98,11 @@
       el.on("plotly_afterplot", () => { if (current !== null) place(el, current); });
     }
     const root = document.getElementById("player");
-    if (root) move(frameTime(parseInt(root.dataset.step || "0", 10)));
+    if (root) show(parseInt(root.dataset.step || "0", 10));
   }
-  document.addEventListener("stepscope:step", (ev) => move(frameTime(ev.detail.step)));
+  document.addEventListener("stepscope:step", (ev) => show(ev.detail.step));
   document.addEventListener("stepscope:charts-ready", wire);
-  window.StepscopeCursor = { move, wire };
+  window.StepscopeCursor = { move, wire, zoom };
   if (document.readyState === "complete") wire();
   else window.addEventListener("load", wire);
 })();

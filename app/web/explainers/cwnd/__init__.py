@@ -6,10 +6,10 @@ from __future__ import annotations
 from app.sim.congestion.params import AQMS, CC_NAMES, CONNECTS, MAX_FLOWS
 from app.sim.core import msg
 from app.web.editor import EditorSpec, FieldSpec, Group, OneOf, Rows
-from app.web.explainers.cwnd.charts import PLOTLY_JS
+from app.web.explainers.cwnd.charts import PLOTLY_JS, PLOTLY_PACKAGE
 from app.web.explainers.cwnd.compare import router
 from app.web.explainers.cwnd.picture import picture, static
-from app.web.explainers.cwnd.thumbnail import thumbnail
+from app.web.explainers.cwnd.thumbnail import still, thumbnail
 from app.web.plugin import Action, Thumbnail, WebView
 
 EDITOR = EditorSpec(
@@ -89,6 +89,9 @@ VIEW = WebView(
         "/static/explainers/cwnd/charts.js",
         "/static/explainers/cwnd/chart-cursor.js",
     ),
+    styles=("/static/explainers/cwnd/cwnd.css",),
+    packages=(PLOTLY_PACKAGE,),
+    still=still,  # the step as a file: a chart drawn server-side (plotly.js needs the page)
     editor=EDITOR,
     router=router,
     actions=(Action(key="compare", label=msg("Compare"), path="compare"),),

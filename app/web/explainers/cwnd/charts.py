@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
@@ -23,8 +24,10 @@ from typing import Any
 
 from app.sim.core import Message, msg
 
-# plotly.js "basic" (scatter, bar, pie on cartesian axes) from npm, about a quarter of the full one
-PLOTLY_JS = "/vendor/plotly.js-basic-dist-min/plotly-basic.min.js"
+# plotly.js "basic" (scatter, bar, pie on cartesian axes) from npm, about a quarter of the full
+# one; the package keeps its one file at its root, so the view declares the package folder itself
+PLOTLY_PACKAGE = "plotly.js-basic-dist-min"
+PLOTLY_JS = f"/vendor/{PLOTLY_PACKAGE}/plotly-basic.min.js"
 BUCKETS = 500  # x columns per chart; each keeps at most min, max and a gap marker
 MAX_POINTS = 3 * BUCKETS  # the most points any trace sends to the page
 FIGURE_HEIGHT = 720
@@ -147,6 +150,67 @@ def decimate(
     return out_x, out_y
 
 
+# Steps bunched in time get an x-range of their own: a run of steps (no gap between two of them
+# over a tenth of the run) spanning at most a quarter of the run is zoomed to when stepping.
+ZOOM_GAP = 0.10
+ZOOM_SHARE = 0.25
+
+
+def zoom_windows(
+    times: Sequence[float], t0: float, t1: float
+) -> tuple[list[tuple[float, float]], list[int]]:
+    """The x-ranges to zoom to and, per step, which one (-1: the whole run).
+
+    BBR's walkthrough has 15 of its 20 steps in the first 0.6 s of 25: on the whole run's axis
+    they sit on one spot, so stepping through them zooms to their stretch (with a margin).
+    """
+    span = t1 - t0
+    groups: list[list[int]] = []
+    for i, t in enumerate(times):
+        if groups and t - times[groups[-1][-1]] <= span * ZOOM_GAP:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    windows: list[tuple[float, float]] = []
+    steps = [-1] * len(times)
+    for group in groups:
+        lo, hi = times[group[0]], times[group[-1]]
+        if span <= 0 or len(group) < 2 or hi - lo > span * ZOOM_SHARE:
+            continue
+        pad = max((hi - lo) * 0.1, span / 100)
+        windows.append((round(max(t0, lo - pad), 4), round(min(t1, hi + pad), 4)))
+        for i in group:
+            steps[i] = len(windows) - 1
+    return windows, steps
+
+
+def decimate_zoomed(
+    t: Sequence[float],
+    y: Sequence[Any],
+    *,
+    t0: float,
+    t1: float,
+    windows: Sequence[tuple[float, float]] = (),
+) -> tuple[list[float], list[float | None]]:
+    """:func:`decimate`, with the zoom windows at a resolution of their own: the columns are
+    shared out (half for the whole run, half between the windows), so a zoomed chart shows its
+    stretch in as many columns as the whole run gets, and no trace exceeds ``MAX_POINTS``."""
+    if not windows:
+        return decimate(t, y, t0=t0, t1=t1)
+    n = min(len(t), len(y))
+    xs, ys = decimate(t[:n], y[:n], t0=t0, t1=t1, buckets=BUCKETS // 2)
+    points = [
+        (x, v) for x, v in zip(xs, ys, strict=True) if not any(a <= x <= b for a, b in windows)
+    ]
+    share = max(1, BUCKETS // 2 // len(windows))
+    for a, b in windows:
+        lo, hi = bisect_left(t, a, 0, n), bisect_right(t, b, 0, n)
+        fx, fy = decimate(t[lo:hi], y[lo:hi], t0=a, t1=b, buckets=share)
+        points += zip(fx, fy, strict=True)
+    points.sort(key=lambda p: p[0])
+    return [p[0] for p in points], [p[1] for p in points]
+
+
 def _lines(cc: str, *, overlay: bool, paced: bool) -> list[Line]:
     lines = [
         Line(key="cwnd", label=msg("cwnd"), row="cwnd", width=2, unit="seg"),
@@ -182,7 +246,7 @@ def _lines(cc: str, *, overlay: bool, paced: bool) -> list[Line]:
     return lines
 
 
-def _x_span(series: Mapping[str, Any]) -> tuple[float, float]:
+def x_span(series: Mapping[str, Any]) -> tuple[float, float]:
     ts: list[float] = []
     for flow in series.get("flows", ()):
         t = flow.get("t") or []
@@ -298,12 +362,14 @@ def cwnd_figure_json(
     title: str = "",
     show_overlay: bool = True,
     y_ranges: Mapping[str, Sequence[float]] | None = None,
+    windows: Sequence[tuple[float, float]] = (),
 ) -> dict[str, Any]:
     """cwnd (+ ssthresh, CUBIC targets, events), queue, RTT and pacing/delivery rate over one
-    time axis, as a Plotly figure dict."""
+    time axis, as a Plotly figure dict (``windows``: x-ranges the page zooms to, sampled
+    finer; see :func:`zoom_windows`)."""
     flows: Sequence[Mapping[str, Any]] = series.get("flows", ())
     any_bbr = any(f.get("cc") == "bbr" for f in flows)
-    t0, t1 = _x_span(series)
+    t0, t1 = x_span(series)
     data: list[dict[str, Any]] = []
     for i, flow in enumerate(flows):
         cc = str(flow.get("cc", ""))
@@ -312,7 +378,7 @@ def cwnd_figure_json(
         for line in _lines(cc, overlay=show_overlay, paced=cc == "bbr" or not any_bbr):
             if line.key not in flow:
                 continue
-            xs, ys = decimate(t, flow[line.key], t0=t0, t1=t1)
+            xs, ys = decimate_zoomed(t, flow[line.key], t0=t0, t1=t1, windows=windows)
             if not any(v is not None for v in ys):
                 continue
             colour = (
@@ -342,7 +408,9 @@ def cwnd_figure_json(
             )
     queue = series.get("queue", {})
     if queue.get("t"):
-        xs, ys = decimate(queue.get("t", []), queue.get("packets", []), t0=t0, t1=t1)
+        xs, ys = decimate_zoomed(
+            queue.get("t", []), queue.get("packets", []), t0=t0, t1=t1, windows=windows
+        )
         data.append(
             {
                 "type": "scatter",
@@ -475,9 +543,12 @@ def cwnd_figure(
     title: str = "",
     show_overlay: bool = True,
     y_ranges: Mapping[str, Sequence[float]] | None = None,
+    windows: Sequence[tuple[float, float]] = (),
 ) -> str:
     """The cwnd chart's placeholder and figure JSON (see :func:`cwnd_figure_json`)."""
-    fig = cwnd_figure_json(series, title=title, show_overlay=show_overlay, y_ranges=y_ranges)
+    fig = cwnd_figure_json(
+        series, title=title, show_overlay=show_overlay, y_ranges=y_ranges, windows=windows
+    )
     label = str(msg("{title} chart", title=title)) if title else str(msg("Chart"))
     return _embed(
         fig,

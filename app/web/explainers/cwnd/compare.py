@@ -9,7 +9,8 @@ from fastapi.responses import HTMLResponse, Response
 from markupsafe import Markup
 
 from app.sim.congestion.params import CC_NAMES as ALGOS
-from app.sim.core import ParamError, ParamIssue, Trace, msg
+from app.sim.congestion.run import CwndTrace
+from app.sim.core import ParamError, ParamIssue, msg
 from app.sim.core.validate import excerpt
 from app.web.errors import wants_json
 from app.web.explainers.cwnd.charts import cwnd_figure, shared_ranges
@@ -88,7 +89,7 @@ def _run(
     rtt_ms: float,
     buffer_bdp: float,
     duration_s: float,
-) -> Trace[Any, Any]:
+) -> CwndTrace:
     raw = {
         "link": {"rate_mbps": rate_mbps, "rtt_ms": rtt_ms, "buffer_bdp": buffer_bdp},
         "flows": [{"cc": cc, "start_s": 0}],
@@ -106,8 +107,6 @@ def _run(
     return trace
 
 
-def _panel(
-    i: int, cc: str, trace: Trace[Any, Any], ranges: dict[str, list[float]]
-) -> dict[str, Any]:
+def _panel(i: int, cc: str, trace: CwndTrace, ranges: dict[str, list[float]]) -> dict[str, Any]:
     chart = cwnd_figure(trace.series, div_id=f"compare-{i}", title=cc.upper(), y_ranges=ranges)
     return {"cc": cc, "chart": Markup(chart), "summary": Markup(summary_table(trace.summary))}

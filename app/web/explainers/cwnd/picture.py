@@ -6,6 +6,7 @@ each step's card shows the TCP congestion-avoidance state and BBR mode at that i
 
 from __future__ import annotations
 
+import json
 from bisect import bisect_left
 from collections.abc import Mapping
 from html import escape
@@ -13,10 +14,11 @@ from typing import Any
 
 from app.sim.congestion.bbr import MODE_NAMES as BBR_MODES
 from app.sim.congestion.flow import CA_NAMES as CA_STATES
-from app.sim.core import Frame, Message, Trace, msg
+from app.sim.congestion.run import CwndState, CwndTrace
+from app.sim.core import Frame, Message, msg
 from app.sim.core.i18n import Param, join
 from app.web import i18n
-from app.web.explainers.cwnd.charts import cwnd_figure, fairness_figure
+from app.web.explainers.cwnd.charts import cwnd_figure, fairness_figure, x_span, zoom_windows
 
 
 def _t(message: Message | str) -> str:
@@ -25,13 +27,29 @@ def _t(message: Message | str) -> str:
 
 
 def _at(flow: Mapping[str, Any], key: str, t: float) -> Any:
+    """A sampled series at ``t``: the first sample at or after it (every ``sample_ms``)."""
     times = flow.get("t") or []
     values = flow.get(key) or []
     if not times or not values:
         return None
-    # the first sample at or after the event, so the card shows the state the event produced
     i = max(0, min(len(values) - 1, bisect_left(times, t - 1e-9)))
     return values[i]
+
+
+# The step's own numbers, where the event recorded them: the narration quotes these, while the
+# sampled series (every 10 ms by default) may already show a later value.
+Moment = Mapping[str, object]
+
+
+def _now(moment: Moment, flow: Mapping[str, Any], key: str, t: float) -> Any:
+    """``key`` at this step: the event's own value, else the sampled series at ``t``."""
+    value = moment.get(key)
+    return value if value is not None else _at(flow, key, t)
+
+
+def _mode(moment: Moment, flow: Mapping[str, Any], t: float) -> Any:
+    """BBR's mode at this step: the one a mode change enters, else the sampled mode."""
+    return moment.get("to") if moment.get("event") == "bbr_mode" else _at(flow, "bbr_mode", t)
 
 
 def _pills(label: Message, options: tuple[str, ...], current: Any) -> str:
@@ -71,20 +89,22 @@ def _cubic_driver(flow: Mapping[str, Any], t: float) -> str:
     )
 
 
-def _bbr_model(flow: Mapping[str, Any], t: float) -> str:
-    """BBR's model at ``t``: bottleneck bandwidth, min_rtt and the pacing gain it applies."""
-    bw, rtt, gain = _at(flow, "bw_mbps", t), _at(flow, "min_rtt_ms", t), _at(flow, "pacing_gain", t)
+def _bbr_model(moment: Moment, flow: Mapping[str, Any], t: float) -> str:
+    """BBR's model at ``t``: bottleneck bandwidth, min_rtt and the pacing gain it applies (as
+    the narration words them: bandwidth to 0.1 Mbit/s, min_rtt to 0.01 ms)."""
+    bw, rtt = _now(moment, flow, "bw_mbps", t), _now(moment, flow, "min_rtt_ms", t)
+    gain = _at(flow, "pacing_gain", t)
     bits: list[Message | str] = []
     if isinstance(bw, (int, float)):
         bits.append(msg("max bw {bw} Mbit/s", bw=f"{bw:.1f}"))
     if isinstance(rtt, (int, float)):
-        bits.append(msg("min_rtt {rtt} ms", rtt=f"{rtt:.1f}"))
+        bits.append(msg("min_rtt {rtt} ms", rtt=f"{rtt:.2f}"))
     if isinstance(gain, (int, float)):
         bits.append(msg("pacing gain {gain}", gain=f"{gain:.2f}"))
     return f'<p class="moment-detail">{_t(join(" · ", bits))}</p>' if bits else ""
 
 
-def _options(trace: Trace[Any, Any], idx: int, flow: Mapping[str, Any], t: float) -> str:
+def _options(trace: CwndTrace, moment: Moment, idx: int, flow: Mapping[str, Any], t: float) -> str:
     """The flow's receive window against what is in flight, and its ECN marks, if it has them."""
     flows = trace.summary.get("flows", ())
     info = flows[idx] if idx < len(flows) else {}
@@ -95,7 +115,7 @@ def _options(trace: Trace[Any, Any], idx: int, flow: Mapping[str, Any], t: float
             msg(
                 "receive window {rwnd} segments · in flight {inflight}",
                 rwnd=rwnd,
-                inflight=str(_at(flow, "inflight", t)),
+                inflight=str(_now(moment, flow, "inflight", t)),
             )
         )
     if info.get("ecn"):
@@ -111,9 +131,10 @@ def _slot(html: str, shown: bool) -> str:
     return html if shown else f'<div class="moment-slot" aria-hidden="true">{html}</div>'
 
 
-def picture(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
+def picture(trace: CwndTrace, frame: Frame[CwndState]) -> str:
     state = frame.state
-    flows = trace.series.get("flows", ())
+    moment: Moment = state
+    flows = trace.series["flows"]
     kinds = {str(f.get("cc", "")) for f in flows}
     idx = state.get("flow")
     t = float(frame.time if frame.time is not None else state.get("t", 0.0))
@@ -121,54 +142,42 @@ def picture(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
     if isinstance(idx, int) and 0 <= idx < len(flows):
         flow = flows[idx]
         cc = str(flow.get("cc", ""))
-        head = msg(
-            "flow {index} ({cc}) · cwnd {cwnd} segments",
-            index=idx,
-            cc=cc,
-            cwnd=str(_at(flow, "cwnd", t)),
+        cwnd = _now(moment, flow, "cwnd", t)
+        head = msg("flow {index} ({cc}) · cwnd {cwnd} segments", index=idx, cc=cc, cwnd=str(cwnd))
+        parts.append(
+            f'<p class="moment-head" data-cwnd="{escape(str(cwnd))}"><b>t = {t:.3f} s</b> · '
+            f"{_t(head)}</p>"
         )
-        parts.append(f'<p class="moment-head"><b>t = {t:.3f} s</b> · {_t(head)}</p>')
-        parts.append(_pills(msg("CA state"), CA_STATES, _at(flow, "ca_state", t)))
+        parts.append(_pills(msg("CA state"), CA_STATES, _now(moment, flow, "ca_state", t)))
         if "bbr" in kinds:
-            model = _bbr_model(flow, t) if cc == "bbr" else ""
+            model = _bbr_model(moment, flow, t) if cc == "bbr" else ""
             if not model:
-                model = _bbr_model({"t": [t], "bw_mbps": [0.0], "min_rtt_ms": [0.0]}, t)
-            bbr = _pills(msg("BBR mode"), BBR_MODES, _at(flow, "bbr_mode", t)) + model
+                model = _bbr_model({}, {"t": [t], "bw_mbps": [0.0], "min_rtt_ms": [0.0]}, t)
+            bbr = _pills(msg("BBR mode"), BBR_MODES, _mode(moment, flow, t)) + model
             parts.append(_slot(bbr, cc == "bbr"))
         if "cubic" in kinds:
             driver = _cubic_driver(flow, t) if cc == "cubic" else ""
             if not driver:
                 driver = _cubic_driver({"t": [t], "w_cubic": [0.0], "w_est": [0.0]}, t)
             parts.append(_slot(driver, cc == "cubic"))
-        parts.append(_options(trace, idx, flow, t))
+        parts.append(_options(trace, moment, idx, flow, t))
     else:
         parts.append(f'<p class="moment-head"><b>t = {t:.3f} s</b></p>')
     parts.append("</div>")
     return "".join(parts)
 
 
-# The step's chart first, then this step's card and fields, then the rest of the run (the
-# player puts static HTML above the stage): chart and card share the picture box on one screen.
-LAYOUT = """<style>
-.stage-wrap:has(> .cwnd-after){display:flex;flex-direction:column}
-.stage-wrap:has(> .cwnd-after) > #stage{order:1}
-.stage-wrap:has(> .cwnd-after) > #fields{order:2}
-.stage-wrap > .cwnd-after{order:3}
-.moment-slot{visibility:hidden}
-body.embed .cwnd-moment{font-size:0.75rem;padding:0.1rem 0.6rem}
-body.embed .cwnd-moment .moment-head,body.embed .cwnd-moment .moment-detail{margin:0.15rem 0}
-body.embed .cwnd-moment .pill-row{display:inline-flex;margin:0.15rem 1.2rem 0.15rem 0}
-body.embed .cwnd-moment .pill-label{min-width:0}
-body.embed .cwnd-moment .pill:not(.on){display:none}
-body.embed .cwnd-moment .moment-slot{display:inline}
-</style>"""
-
-
-def static(trace: Trace[Any, Any]) -> str:
+def static(trace: CwndTrace) -> str:
+    # static/explainers/cwnd/cwnd.css puts the chart first, then the step's card and fields,
+    # then .cwnd-after (the rest of the run): chart and card share the picture box
+    # steps bunched in time zoom the chart to their stretch (static/explainers/cwnd/chart-cursor.js)
+    times = [f.time if f.time is not None else 0.0 for f in trace.frames]
+    t0, t1 = x_span(trace.series)
+    windows, steps = zoom_windows(times, t0, t1)
+    zoom = json.dumps({"full": [t0, t1], "windows": windows, "steps": steps}, separators=(",", ":"))
     html = [
-        LAYOUT,
-        '<div class="chart" data-cursor="1">',
-        cwnd_figure(trace.series, div_id="cwnd-chart"),
+        f'<div class="chart" data-cursor="1" data-zoom="{escape(zoom)}">',
+        cwnd_figure(trace.series, div_id="cwnd-chart", windows=windows),
         "</div>",
         '<div class="cwnd-after">',
     ]

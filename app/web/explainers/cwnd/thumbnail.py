@@ -4,10 +4,11 @@ stays light) above the step's card."""
 
 from __future__ import annotations
 
-from typing import Any
+from bisect import bisect_left, bisect_right
 
-from app.sim.core import Frame, Trace, msg
-from app.web.explainers.cwnd.charts import decimate
+from app.sim.congestion.run import CwndState, CwndTrace
+from app.sim.core import Frame, msg
+from app.web.explainers.cwnd.charts import decimate, zoom_windows
 from app.web.explainers.cwnd.picture import _t, picture
 
 W, H = 936, 330  # the SVG's box; the home page zooms it to the card
@@ -23,10 +24,11 @@ STYLE = "".join(
 )
 
 
-def thumbnail(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
+def thumbnail(trace: CwndTrace, frame: Frame[CwndState], *, zoom: bool = False) -> str:
     """Every flow's cwnd over the run (decimated to the chart's columns), the cursor at the
-    step's time, then the step's card."""
-    flows = trace.series.get("flows", ())
+    step's time, then the step's card; ``zoom``: over the stretch the player zooms to at this
+    step (see :func:`~app.web.explainers.cwnd.charts.zoom_windows`)."""
+    flows = trace.series["flows"]
     t_now = float(frame.time if frame.time is not None else frame.state.get("t", 0.0))
     lines: list[tuple[int, list[float], list[float | None]]] = []
     t0, t1, top = 0.0, 1e-9, 1.0
@@ -34,8 +36,15 @@ def thumbnail(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
         ts = flow.get("t") or []
         if ts:
             t1 = max(t1, float(ts[-1]))
+    if zoom:
+        times = [f.time if f.time is not None else 0.0 for f in trace.frames]
+        windows, steps = zoom_windows(times, t0, t1)
+        if steps[frame.index] >= 0:
+            t0, t1 = windows[steps[frame.index]]
     for i, flow in enumerate(flows):
-        xs, ys = decimate(flow.get("t") or [], flow.get("cwnd") or [], t0=t0, t1=t1, buckets=200)
+        ts, cw = flow.get("t") or [], flow.get("cwnd") or []
+        lo, hi = bisect_left(ts, t0), bisect_right(ts, t1)
+        xs, ys = decimate(ts[lo:hi], cw[lo:hi], t0=t0, t1=t1, buckets=200)
         top = max([top, *(y for y in ys if y is not None)])
         lines.append((i, xs, ys))
 
@@ -59,6 +68,9 @@ def thumbnail(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
         'fill="currentColor">0</text>',
         f'<text x="{W - PAD_R}" y="{H - 4}" font-size="13" text-anchor="end" '
         f'fill="currentColor">{t1:g} s</text>',
+        f'<text x="{PAD_L}" y="{H - 4}" font-size="13" fill="currentColor">{t0:g} s</text>'
+        if t0 > 0
+        else "",
     ]
     for i, xs, ys in lines:
         runs: list[list[str]] = [[]]
@@ -80,10 +92,17 @@ def thumbnail(trace: Trace[Any, Any], frame: Frame[Any]) -> str:
     )
     cwnd = frame.state.get("cwnd")
     if isinstance(cwnd, int | float):
-        flow = int(frame.state.get("flow") or 0) % len(LIGHT)
+        colour = int(frame.state.get("flow") or 0) % len(LIGHT)
         parts.append(
-            f'<circle class="f{flow}" cx="{x:.1f}" cy="{py(float(cwnd)):.1f}" r="6" '
+            f'<circle class="f{colour}" cx="{x:.1f}" cy="{py(float(cwnd)):.1f}" r="6" '
             'style="stroke: var(--bg); stroke-width: 2"/>'
         )
     parts.append("</svg>")
     return "".join(parts) + picture(trace, frame)
+
+
+def still(trace: CwndTrace, frame: Frame[CwndState]) -> str:
+    """The step as a file (the "this step as SVG" export): the player draws its charts once per
+    trace with plotly.js in the page, which a standalone file cannot run, so the file gets the
+    cwnd chart drawn here, its cursor at the step, above the step's card."""
+    return f'<div class="cwnd-still">{thumbnail(trace, frame, zoom=True)}</div>'
