@@ -5,7 +5,8 @@ whose Chinese translation is different: the word went past the catalog (a hard-c
 label rendered once at import, a template without ``_()``). Visible text is what a reader sees
 or hears: text nodes (frame ``<template>``s included, they are shown when stepped), SVG text and
 the ``title``, ``aria-label``, ``alt`` and ``placeholder`` attributes; ``<script>``, ``<style>``,
-``<code>``/``<kbd>``/``<samp>`` (identifiers) and ``<textarea>`` (the scenario's JSON) are not.
+``<code>``/``<kbd>``/``<samp>`` and ``translate="no"`` (identifiers), ``lang="en"`` (English on
+purpose) and ``<textarea>`` (the scenario's JSON) are not.
 """
 
 from __future__ import annotations
@@ -69,7 +70,13 @@ class _Visible(HTMLParser):
             return
         self.stack.append(tag)
         # an element marked lang="en" is English on purpose (the glossary's English terms)
-        if tag in SKIP or (dict(attrs).get("lang") or "").startswith("en"):
+        # and translate="no" marks identifiers (a frame's field names)
+        marked = dict(attrs)
+        if (
+            tag in SKIP
+            or (marked.get("lang") or "").startswith("en")
+            or marked.get("translate") == "no"
+        ):
             self.skipping += 1
             self.stack[-1] = "!" + tag
 
