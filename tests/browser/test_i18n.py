@@ -53,3 +53,54 @@ def test_play_button_words_follow_the_language(live_server, page) -> None:
     assert page.get_attribute("#btn-play", "aria-label") == "暂停"
     page.click("#btn-play")
     assert page.get_attribute("#btn-play", "aria-label") == "播放"
+
+
+# --- Chinese legends take the room they need ------------------------------------------------
+
+OVERLAPS = """() => {
+  const out = [];
+  const box = (e) => e.getBoundingClientRect();
+  const hit = (a, b) => a.left < b.right - 0.5 && b.left < a.right - 0.5
+                        && a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5;
+  for (const svg of document.querySelectorAll('svg')) {
+    if (!svg.getClientRects().length) continue;
+    const items = Array.from(svg.querySelectorAll('.legend-item')).map(box);
+    const titles = Array.from(svg.querySelectorAll('text.title')).map(box);
+    const frame = box(svg);
+    items.forEach((a, i) => {
+      if (a.right > frame.right + 0.5 || a.left < frame.left - 0.5)
+        out.push(`${svg.id || svg.getAttribute('aria-label')}: item ${i} outside the picture`);
+      items.slice(i + 1).forEach((b, j) => {
+        if (hit(a, b)) out.push(`${svg.id || svg.getAttribute('aria-label')}: items ${i} and ${i + j + 1}`);
+      });
+      titles.forEach((t) => {
+        if (hit(a, t)) out.push(`${svg.id || svg.getAttribute('aria-label')}: item ${i} on the title`);
+      });
+    });
+  }
+  return out;
+}"""
+COUNT = "() => document.querySelectorAll('svg .legend-item').length"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/explainers/scheduler/presets/continuous-batching?step=3",
+        "/explainers/scheduler/presets/preemption-fcfs?step=34",
+        "/explainers/scheduler/presets/prefix-caching?step=2",
+        "/explainers/scheduler/presets/chunked-prefill?step=5",
+        "/explainers/scheduler/compare?preset=continuous-batching&vary=batching",
+        "/explainers/scheduler/compare?preset=preemption-fcfs&vary=policy",
+    ],
+)
+@pytest.mark.parametrize("lang", ["zh-CN", "en"])
+def test_legend_items_never_overlap(live_server, page, url: str, lang: str) -> None:
+    """The scheduler picture's legends (KV cache, token budget, timeline) and the Compare page's
+    chart legends, in Chinese and English: no legend item overlaps another or its chart's title,
+    and none runs past the picture's edge."""
+    page.goto(f"{live_server.url}{url}&lang={lang}")
+    page.wait_for_selector("svg .legend-item")
+    page.evaluate("document.fonts.ready")
+    assert page.evaluate(COUNT) >= 4
+    assert page.evaluate(OVERLAPS) == []

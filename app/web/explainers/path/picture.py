@@ -34,6 +34,7 @@ from app.web.explainers.path.geometry import (
     GAP,
     HDR_STRIP,
     LANES_BOTTOM,
+    LAYER_NAMES,
     STATUS_ROW,
     WIDTH,
     attr,
@@ -42,7 +43,7 @@ from app.web.explainers.path.geometry import (
 from app.web.explainers.path.lanes import hook_marks, lane_heads, lanes, trail
 from app.web.explainers.path.layout import LAYOUTS, layout
 from app.web.explainers.path.skb_beside import header_offsets
-from app.web.explainers.path.stack import call_stack, context_badge
+from app.web.explainers.path.stack import CONTEXT_LABEL, call_stack, context_badge
 from app.web.explainers.path.status import links_row, napi_strip
 from app.web.explainers.path.style import STYLE
 
@@ -91,10 +92,18 @@ def picture(trace: PathTrace, frame: Frame[PathState]) -> str:
         skb_attrs = ""
     total = y + max(lay.skb_height, 50)
     hook = state["hook"]
-    title = f"{frame.index}: {state['function']} ({state['layer']}, {state['context']})"
+    layer = LAYER_NAMES.get(state["layer"])
+    context = CONTEXT_LABEL.get(state["context"])
+    title = msg(
+        "{n}: {function} ({layer}, {context})",
+        n=frame.index,
+        function=state["function"],
+        layer=layer if layer else state["layer"],
+        context=context if context else state["context"],
+    )
     return (
         f'<svg id="path-svg" class="path-svg" viewBox="0 0 {WIDTH} {total:g}" role="group" '
-        f'aria-label="{attr(title)}" xmlns="http://www.w3.org/2000/svg" data-step="{frame.index}" '
+        f'aria-label="{attr(str(title))}" xmlns="http://www.w3.org/2000/svg" data-step="{frame.index}" '
         f'data-function="{attr(state["function"])}" data-lane="{attr(lane_of(state))}" '
         f'data-layer="{attr(state["layer"])}" data-context="{attr(state["context"])}" '
         f'data-hook="{attr(hook or "")}" data-fits-screen=""{skb_attrs}>'

@@ -14,7 +14,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 from markupsafe import Markup
 
-from app.sim.core import ParamError, ParamIssue
+from app.sim.core import Message, ParamError, ParamIssue, msg
 from app.sim.serving.explainer import SchedulerTrace
 from app.web.errors import wants_json
 from app.web.explainers.scheduler.timeline import LAYOUT, charts, gantt, summary_rows
@@ -30,6 +30,13 @@ VARY = {
     "chunked_prefill": ("enable_chunked_prefill", (True, False)),
     "prefix_caching": ("enable_prefix_caching", (True, False)),
     "policy": ("policy", ("fcfs", "priority")),
+}
+# What the "Change" menu says for each choice (the setting's vLLM name stays in the label).
+VARY_LABELS: dict[str, Message] = {
+    "batching": msg("batching (continuous ↔ static)"),
+    "chunked_prefill": msg("chunked prefill on ↔ off"),
+    "prefix_caching": msg("prefix caching on ↔ off"),
+    "policy": msg("policy (fcfs ↔ priority)"),
 }
 DEFAULTS: dict[str, Any] = {
     "batching": "continuous",
@@ -70,10 +77,17 @@ def compare(
         issues = []
         if preset not in presets:
             issues.append(
-                ParamIssue(loc=("query", "preset"), msg=f"choose one of {', '.join(presets)}")
+                ParamIssue(
+                    loc=("query", "preset"),
+                    msg=msg("choose one of {names}", names=", ".join(presets)),
+                )
             )
         if vary not in VARY:
-            issues.append(ParamIssue(loc=("query", "vary"), msg=f"choose one of {', '.join(VARY)}"))
+            issues.append(
+                ParamIssue(
+                    loc=("query", "vary"), msg=msg("choose one of {names}", names=", ".join(VARY))
+                )
+            )
         if issues:
             raise ParamError(issues)
         raw = copy.deepcopy(dict(presets[preset].params))
@@ -104,6 +118,7 @@ def _ctx(presets: Any, form: Any, panels: Any, rows: Any, issues: Any) -> dict[s
         "form": form,
         "presets": list(presets.values()),
         "vary_options": list(VARY),
+        "vary_labels": {k: str(v) for k, v in VARY_LABELS.items()},
         "issues": issues,
         "layout": Markup(LAYOUT),
     }
@@ -115,7 +130,13 @@ def _run(site: Site, plugin: Plugin, raw: dict[str, Any], label: str) -> Schedul
         _, trace = site.run(plugin, raw)
     except ParamError as exc:
         raise ParamError(
-            [ParamIssue(loc=("query", "vary"), msg=f"{label}: {issue.msg}") for issue in exc.issues]
+            [
+                ParamIssue(
+                    loc=("query", "vary"),
+                    msg=Message("{label}: {issue}", {"label": label, "issue": issue.message}),
+                )
+                for issue in exc.issues
+            ]
         ) from exc
     return trace
 

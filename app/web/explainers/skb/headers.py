@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app.sim.core import Frame
+from app.sim.core import Frame, Message, msg
 from app.sim.skbuff.ops import Op
 from app.sim.skbuff.state import RegionView, SkbSnapshot, SkbState
 
@@ -49,6 +49,27 @@ VIA_LAYER = (
     ("udp", "UDP"),
     ("icmp", "ICMP"),
 )
+
+
+# Region names that are words, not protocol names: shown in the reader's language when drawn
+# (pieces keep the simulation's label, which the per-trace layout cache shares across readers).
+WORDS: dict[str, Message] = {
+    "payload": msg("payload"),
+    "pulled header": msg("pulled header"),
+    "headers": msg("headers"),
+    "frame": msg("frame"),
+    "trailer": msg("trailer"),
+    "data": msg("data"),
+    "paged data": msg("paged data"),
+    "from frags": msg("from frags"),
+    "pulled": msg("pulled"),
+}
+
+
+def shown(label: str) -> str:
+    """A piece's label as the reader reads it ("payload" → "负载" on a Chinese page)."""
+    word = WORDS.get(label)
+    return str(word) if word else label
 
 
 def pretty(label: str) -> str:

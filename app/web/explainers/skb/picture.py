@@ -22,6 +22,7 @@ from html import escape
 from app.sim.core import Frame, msg
 from app.sim.skbuff.skb import SHINFO
 from app.sim.skbuff.state import BufferView, SkbSnapshot, SkbState, SkbTrace
+from app.web.explainers.skb.headers import shown
 from app.web.explainers.skb.layout import ASCENT, Axis, text_box, text_width
 from app.web.explainers.skb.scene import (
     BAR_H,
@@ -122,7 +123,7 @@ def picture(trace: SkbTrace, frame: Frame[SkbState]) -> str:
     legend, legend_h = _legend(y)
     out.append(legend)
     y += legend_h + 6
-    title = escape(f"sk_buff step {frame.index}: {frame.op}", quote=True)
+    title = escape(str(msg("sk_buff step {n}: {op}", n=frame.index, op=frame.op)), quote=True)
     # The primary skb's byte axis (offset:x knots), for pictures that draw over this one.
     axis = next(
         (
@@ -158,10 +159,11 @@ def _lane(
     cls = "lane glide" + (" primary" if is_primary else "") + (" gone" if gone else "")
     lines = [
         str(msg("users {n}", n=skb.get("users", 1))),
-        str(msg("fclone {kind}", kind=skb.get("fclone") or "none")),
+        str(msg("fclone {kind}", kind=skb.get("fclone") or msg("none"))),
     ]
     if gone:
-        lines.insert(0, f"({status})")
+        word = STATUS_WORD.get(status)
+        lines.insert(0, f"({word if word else status})")
     parts = [
         f'<g id="lane-{_attr(name)}" class="{cls}" style="transform: translate(0px, {y:.1f}px)" '
         f'data-skb="{_attr(name)}" data-status="{_attr(status)}">',
@@ -249,7 +251,7 @@ def _bar(bar: BarLayout, info: BufferView | None, lanes: Sequence[LaneLayout], y
         x0, x1 = axis.x(p.start), axis.x(p.end)
         pid = f"bar-{_attr(buf)}-r{p.start}"
         state = "in" if inside else "out"
-        hint = msg("{label}: bytes {start}–{end}", label=p.label, start=p.start, end=p.end)
+        hint = msg("{label}: bytes {start}–{end}", label=shown(p.label), start=p.start, end=p.end)
         parts.append(
             f'<rect id="{pid}" class="seg {p.kind} {state}{" lit" if lit else ""}" '
             f'data-start="{p.start}" data-end="{p.end}" data-label="{_attr(p.label)}" '
@@ -414,6 +416,15 @@ def legend_swatch(cls: str, x: float, ty: float) -> str:
     if cls.endswith(" out"):
         box += f'<rect class="seg hatch" x="{x}" y="{ty + 2}" width="14" height="14"/>'
     return box
+
+
+# How an sk_buff that is gone says so under its name.
+STATUS_WORD = {
+    "freed": msg("freed"),
+    "consumed": msg("consumed"),
+    "dropped": msg("dropped"),
+    "in_frag_list": msg("in frag_list"),
+}
 
 
 def _legend(y: float) -> tuple[str, float]:

@@ -19,7 +19,7 @@ from typing import Literal
 from app.sim.core import Frame, msg
 from app.sim.skbuff.skb import SHINFO
 from app.sim.skbuff.state import RegionView, SkbSnapshot, SkbState, SkbTrace
-from app.web.explainers.skb.headers import Piece, Span, header_spans, pieces
+from app.web.explainers.skb.headers import Piece, Span, header_spans, pieces, shown
 from app.web.explainers.skb.layout import (
     ASCENT,
     Axis,
@@ -334,7 +334,7 @@ def _place_below(
     for p in whole:
         if (p.start, p.end) in inside:
             continue
-        text = str(msg("{label} {n} B", label=p.label, n=p.end - p.start))
+        text = str(msg("{label} {n} B", label=shown(p.label), n=p.end - p.start))
         items.append(((axis.x(p.start) + axis.x(p.end)) / 2, text, "region-label"))
     offsets: dict[tuple[str, int], list[str]] = {}
     live = [o for o in owners if o.get("status", "live") == "live"]
@@ -419,7 +419,8 @@ def layout(trace: SkbTrace, frame: Frame[SkbState], geo: Geometry) -> Scene:
         for p in whole:
             x0, x1 = axis.x(p.start), axis.x(p.end)
             bright = all(i for q, i in split if p.start <= q.start and q.end <= p.end)
-            for text in (str(msg("{label} {n} B", label=p.label, n=p.end - p.start)), p.label):
+            name = shown(p.label)
+            for text in (str(msg("{label} {n} B", label=name, n=p.end - p.start)), name):
                 box = text_box((x0 + x1) / 2, BAR_H / 2 + 4.5, text, FS, "middle")
                 if text_width(text, FS) + 10 <= x1 - x0 and in_bar.clear(box):
                     in_bar.add(box)

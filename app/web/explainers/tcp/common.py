@@ -1,9 +1,16 @@
 """What the TCP picture's parts share: the canvas width, each endpoint's colour and word, the
-kernel names of the RFC states, the timers' RFC words, and text helpers."""
+kernel names of the RFC states, the timers' RFC words, and text helpers.
+
+Words are catalog messages rendered when a picture is drawn (in the reader's language); the
+tables below map the simulation's identifiers (``client``, ``delayed_ack``, ``delack``) to them.
+"""
 
 from __future__ import annotations
 
+import unicodedata
 from html import escape
+
+from app.sim.core import Message, msg
 
 WIDTH = 960
 
@@ -18,6 +25,59 @@ INK = {"client": "#ffffff", "server": "#1b1f24"}  # text on a filled badge of th
 
 
 LETTER = {"client": "C", "server": "S"}
+
+
+# What the picture calls each endpoint.
+ENDPOINT_WORD: dict[str, Message] = {"client": msg("client"), "server": msg("server")}
+
+
+def who(ep: str) -> str:
+    """An endpoint's name in the reader's language."""
+    word = ENDPOINT_WORD.get(ep)
+    return str(word) if word else ep
+
+
+# Events of a state change that are words, not calls or segment names (which stay as they are).
+EVENT_WORD: dict[str, Message] = {
+    "timer": msg("timer"),
+    "RST received": msg("RST received"),
+    "retransmission timeout": msg("retransmission timeout"),
+    "keepalive timeout": msg("keepalive timeout"),
+    "ACK of FIN": msg("ACK of FIN"),
+    "SYN (simultaneous open)": msg("SYN (simultaneous open)"),
+    "close() with SO_LINGER 0": msg("close() with SO_LINGER 0"),
+    "close() with unread data": msg("close() with unread data"),
+    "clone": msg("clone"),
+}
+
+
+def event_word(event: str) -> str:
+    word = EVENT_WORD.get(event)
+    return str(word) if word else event
+
+
+# A segment's kind in words (the plain kinds syn, synack, ack, fin, data, rst are the flags'
+# own names and stay as they are).
+KIND_WORD: dict[str, Message] = {
+    "retransmit": msg("retransmit"),
+    "delayed_ack": msg("delayed ack"),
+    "dupack": msg("dupack"),
+    "challenge_ack": msg("challenge ack"),
+    "keepalive": msg("keepalive"),
+    "probe": msg("window probe"),
+    "synack_cookie": msg("SYN+ACK with a cookie"),
+    "window_update": msg("window update"),
+}
+
+
+def kind_word(kind: str) -> str:
+    word = KIND_WORD.get(kind)
+    return str(word) if word else kind.replace("_", " ")
+
+
+def text_w(text: str, narrow: float = 7.2, wide: float = 13.0) -> float:
+    """Estimated width of ``text``: a CJK (wide) character takes ``wide`` units."""
+    return sum(wide if unicodedata.east_asian_width(c) in "WF" else narrow for c in text)
 
 
 KERNEL = {
@@ -64,12 +124,17 @@ def fit(text: str, n: int) -> str:
 
 
 # RFC words for the kernel's timers (the RFC view never names a Linux object)
-TIMER_RFC = {
-    "retransmit": "retransmission",
-    "synack": "SYN-ACK retransmission",
-    "probe0": "persist",
-    "delack": "delayed ACK",
-    "keepalive": "keepalive",
-    "fin_wait2": "FIN-WAIT-2",
-    "timewait": "2MSL",
+TIMER_RFC: dict[str, Message] = {
+    "retransmit": msg("retransmission"),
+    "synack": msg("SYN-ACK retransmission"),
+    "probe0": msg("persist"),
+    "delack": msg("delayed ACK"),
+    "keepalive": msg("keepalive"),
+    "fin_wait2": msg("FIN-WAIT-2"),
+    "timewait": msg("2MSL"),
 }
+
+
+def timer_rfc(name: str) -> str:
+    word = TIMER_RFC.get(name)
+    return str(word) if word else name

@@ -11,7 +11,19 @@ from collections.abc import Sequence
 
 from app.sim.core import msg
 from app.sim.tcp.state import TcpState, TransitionState
-from app.web.explainers.tcp.common import COLOUR, ENDPOINTS, INK, KERNEL, LETTER, attr, dash, esc
+from app.web.explainers.tcp.common import (
+    COLOUR,
+    ENDPOINTS,
+    INK,
+    KERNEL,
+    LETTER,
+    attr,
+    dash,
+    esc,
+    event_word,
+    text_w,
+    who,
+)
 
 NODE_W = 132
 
@@ -253,13 +265,13 @@ def _arrow(
         f'<path id="tcp-taken-{i}" class="taken taken-{ep}" d="{path}" '
         f'marker-end="url(#tcp-head-{ep})" data-from="{a}" data-to="{b}" data-endpoint="{ep}"/>'
     )
-    text1 = f"{event}" + (f" {extra}" if extra else "")
+    text1 = event_word(event) + (f" {extra}" if extra else "")
     text2 = f"{function}()"
-    w = max(len(text1), len(text2)) * 7.0 + 12
+    w = max(text_w(text1, 7.0), text_w(text2, 7.0)) + 12
     x, y, cover = _place(lx, ly, w, 32, avoid)
     if cover > 0:
         # no clear spot for two lines: the event alone (the caption names the function too)
-        w1 = len(text1) * 7.0 + 12
+        w1 = text_w(text1, 7.0) + 12
         x1, y1, cover1 = _place(lx, ly, w1, 18, avoid)
         if cover1 < cover:
             avoid.append((x1 - w1 / 2 - 4, y1 - 12, x1 + w1 / 2 + 4, y1 + 12))
@@ -320,12 +332,12 @@ def draw_diagram(st: TcpState, prev: TcpState, focus: str | None) -> str:
                 objs[key].append(ep)
     for key in NODES:
         out.append(_node(key, KERNEL[key], dash(key), objs.get(key, []), kernel=True))
-    tw_sub = "timewait sock"
+    tw_sub = "timewait_sock"
     for ep in ENDPOINTS:
         for o in eps[ep]["linux"]:
             if o["object"] == "timewait_sock" and o["tw_substate"]:
                 tw_sub = "tw_sub " + o["tw_substate"].removeprefix("TCP_")
-    out.append(_node("REQ", "TCP_NEW_SYN_RECV", "request sock", objs.get("REQ", []), kernel=True))
+    out.append(_node("REQ", "TCP_NEW_SYN_RECV", "request_sock", objs.get("REQ", []), kernel=True))
     out.append(_node("TW", "TCP_TIME_WAIT", tw_sub, objs.get("TW", []), kernel=True))
     arrows, labels = [], []
     avoid = _node_boxes(linux=True)
@@ -371,7 +383,7 @@ def _legend() -> str:
             f'<circle cx="{x}" cy="38" r="8" style="fill: {COLOUR[ep]}"/>'
             f'<text x="{x}" y="42" text-anchor="middle" '
             f'style="fill: {INK[ep]}; font-weight: 700">{LETTER[ep]}</text>'
-            f'<text x="{x + 12}" y="42">{ep}</text>'
+            f'<text x="{x + 12}" y="42">{esc(who(ep))}</text>'
         )
     parts.append("</g>")
     return "".join(parts)
@@ -387,10 +399,10 @@ def _caption(st: TcpState, prev: TcpState) -> str:
                 str(
                     msg(
                         "{endpoint}: {old} → {new} on {event}, by {function}()",
-                        endpoint=ep,
+                        endpoint=who(ep),
                         old=dash(_rfc_ends(t)[0]),
                         new=dash(_rfc_ends(t)[1]),
-                        event=t["event"],
+                        event=event_word(t["event"]),
                         function=t["function"],
                     )
                 )
@@ -400,11 +412,11 @@ def _caption(st: TcpState, prev: TcpState) -> str:
             str(
                 msg(
                     "{endpoint} {object}: {old} → {new} on {event}, by {function}()",
-                    endpoint=t["endpoint"],
+                    endpoint=who(t["endpoint"]),
                     object=t["object"],
                     old=t["from_state"],
                     new=t["to_state"],
-                    event=t["event"],
+                    event=event_word(t["event"]),
                     function=t["function"],
                 )
             )

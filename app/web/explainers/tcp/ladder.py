@@ -14,12 +14,15 @@ from app.sim.tcp.state import SegmentState, TcpState
 from app.web.explainers.tcp.common import (
     COLOUR,
     ENDPOINTS,
-    TIMER_RFC,
     WIDTH,
     attr,
     dash,
     esc,
     fmt_ms,
+    kind_word,
+    text_w,
+    timer_rfc,
+    who,
 )
 
 LAD_X0 = 452
@@ -115,7 +118,7 @@ def draw_ladder(
         x = LANE[ep]
         out.append(
             f'<circle cx="{x - 30}" cy="16" r="6" style="fill: {COLOUR[ep]}"/>'
-            f'<text class="title" x="{x - 20}" y="21">{ep}</text>'
+            f'<text class="title" x="{x - 20}" y="21">{esc(who(ep))}</text>'
             f'<line class="timeline" x1="{x}" y1="{LAD_TOP - 14}" x2="{x}" '
             f'y2="{LAD_TOP + WINDOW * ROW + 40}"/>'
         )
@@ -132,12 +135,13 @@ def draw_ladder(
         out.append(_seg(seg, row, st, idx, now_i, sid in current))
         last_row = row
     now_y = LAD_TOP + (last_row + 1) * ROW + 6
+    now = str(msg("now {t}", t=fmt_ms(st["t_ms"])))
     out.append(
         f'<g id="tcp-now" class="glide" style="transform: translate(0px, {now_y}px)">'
         f'<line x1="{LAD_X0}" y1="0" x2="{WIDTH}" y2="0" style="stroke: var(--line); '
         'stroke-dasharray: 3 3"/>'
         f'<text class="muted" x="{LANE["client"] - 8}" y="14" text-anchor="end">'
-        f"now {esc(fmt_ms(st['t_ms']))}</text>"
+        f"{esc(now)}</text>"
     )
     for ep in ENDPOINTS:
         out.append(_now_box(ep, st))
@@ -189,13 +193,13 @@ def _seg(seg: SegmentState, row: int, st: TcpState, idx: TraceIndex, now_i: int,
         parts.append(f'<line x1="{x1}" y1="0" x2="{x2}" y2="{dy}" marker-end="{head}"/>')
     label = _seg_label(seg)
     lx = (x1 + x2) / 2
-    w = len(label) * 7.2 + 8
+    w = text_w(label) + 8
     parts.append(
         f'<rect class="lbl-bg" x="{lx - w / 2:.1f}" y="-2" width="{w:.1f}" height="15"/>'
         f'<text class="lbl mono" x="{lx:.1f}" y="9" text-anchor="middle">{esc(label)}</text>'
     )
     note = {"lost": str(msg("lost")), "flight": str(msg("in flight"))}.get(state, "")
-    kind = seg["kind"].replace("_", " ")
+    kind = kind_word(seg["kind"])
     side = f"{fmt_ms(seg['sent_ms'])}"
     parts.append(
         f'<text class="muted" x="{x1 + (-8 if src == "client" else 8)}" y="4" '
@@ -243,8 +247,8 @@ def _now_box(ep: str, st: TcpState) -> str:
             f'height="20" rx="4"/><text x="{bx + 6:.1f}" y="56">{esc(text)}</text></g>'
         )
     elif call is not None and call["endpoint"] == ep and call["result"] == "blocked":
-        text = f"{call['call']}() blocks"
-        bx = anchor_x if ep == "server" else anchor_x - len(text) * 7
+        text = str(msg("{call}() blocks", call=call["call"]))
+        bx = anchor_x if ep == "server" else anchor_x - text_w(text, 7.0)
         parts.append(f'<text class="muted" x="{bx:.1f}" y="56">{esc(text)}</text>')
     return "".join(parts)
 
@@ -268,8 +272,16 @@ def _timer_bars(st: TcpState, idx: TraceIndex, window: list[int], now_i: int, no
                     f'<rect id="tcp-timer-{ep}-{o["id"]}-{attr(tm["name"])}" class="timer" '
                     f'x="{x - 2.5:.1f}" y="{y0:.1f}" width="5" height="{h:.1f}" rx="2" '
                     f'style="fill: {COLOUR[ep]}; opacity: 0.75"><title>'
-                    f"{esc(TIMER_RFC.get(tm['name'], tm['name']))} timer fires at "
-                    f"{esc(fmt_ms(tm['deadline_ms']))}</title></rect>"
+                    + esc(
+                        str(
+                            msg(
+                                "{timer} timer fires at {t}",
+                                timer=timer_rfc(tm["name"]),
+                                t=fmt_ms(tm["deadline_ms"]),
+                            )
+                        )
+                    )
+                    + "</title></rect>"
                 )
                 k += 1
     return "".join(out)

@@ -7,23 +7,27 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from app.sim.core import msg
+from app.sim.core import Message, msg
 from app.sim.tcp.state import EndpointState, TcpState
 from app.web.explainers.tcp.common import (
     COLOUR,
     KERNEL,
     LINE,
     PANEL_Y,
-    TIMER_RFC,
     WIDTH,
     attr,
     dash,
     esc,
     fit,
     fmt_ms,
+    kind_word,
+    text_w,
+    timer_rfc,
+    who,
 )
 
-_VARS: tuple[tuple[str, str], ...] = (
+# The RFC 9293 variables and the ss(8) columns keep their own names; the rest are words.
+_VARS: tuple[tuple[str, str | Message], ...] = (
     ("iss", "ISS"),
     ("irs", "IRS"),
     ("snd_una", "SND.UNA"),
@@ -33,19 +37,22 @@ _VARS: tuple[tuple[str, str], ...] = (
     ("rcv_wnd", "RCV.WND"),
     ("cwnd", "cwnd"),
     ("send_queue", "Send-Q"),
-    ("unsent", "unsent"),
+    ("unsent", msg("unsent")),
     ("recv_queue", "Recv-Q"),
     ("rto_ms", "RTO ms"),
 )
 
 
-_LISTEN_VARS: tuple[tuple[str, str], ...] = (("accept_queue", "accept q"), ("syn_queue", "SYN q"))
+_LISTEN_VARS: tuple[tuple[str, str | Message], ...] = (
+    ("accept_queue", msg("accept q")),
+    ("syn_queue", msg("SYN q")),
+)
 
 
 PANEL_W = 300
 
 
-def _vars_for(e: EndpointState) -> list[tuple[str, str]]:
+def _vars_for(e: EndpointState) -> list[tuple[str, str | Message]]:
     out = list(_VARS)
     if e["accept_queue"] or e["syn_queue"] or any(o["object"] == "listener" for o in e["linux"]):
         out += _LISTEN_VARS
@@ -54,8 +61,13 @@ def _vars_for(e: EndpointState) -> list[tuple[str, str]]:
 
 def _timers(e: EndpointState, rfc: bool) -> list[str]:
     return [
-        f"{TIMER_RFC.get(tm['name'], tm['name']) if rfc else tm['name']} at "
-        f"{fmt_ms(tm['deadline_ms'])}"
+        str(
+            msg(
+                "{timer} at {t}",
+                timer=timer_rfc(tm["name"]) if rfc else tm["name"],
+                t=fmt_ms(tm["deadline_ms"]),
+            )
+        )
         for o in e["linux"]
         for tm in o["timers"]
     ]
@@ -70,9 +82,9 @@ def draw_panel(
         f'{PANEL_Y}px)">',
         "",  # the boxes (one per view), once their heights are known
         f'<circle cx="14" cy="16" r="6" style="fill: {COLOUR[ep]}"/>',
-        f'<text class="title" x="26" y="21">{ep}</text>',
+        f'<text class="title" x="26" y="21">{esc(who(ep))}</text>',
     ]
-    sx = 32 + len(ep) * 8.2
+    sx = 32 + text_w(who(ep), 8.2, 15.0)
     changed = e["rfc"] != pe["rfc"]
     out.append(_value(sx, 21, dash(e["rfc"]), changed, "tcp-rfc-only", bold=True))
     kern = KERNEL.get(e["rfc"], "")
@@ -87,7 +99,7 @@ def draw_panel(
         val: Any = e[key]  # type: ignore[literal-required]
         old: Any = pe[key]  # type: ignore[literal-required]
         shown = "—" if val is None else (f"{val:g}" if isinstance(val, float) else str(val))
-        out.append(f'<text class="muted" x="{xx}" y="{y}">{esc(label)}</text>')
+        out.append(f'<text class="muted" x="{xx}" y="{y}">{esc(str(label))}</text>')
         out.append(_value(xx + 62, y, shown, val != old, "mono"))
         if col == 1:
             y += LINE
@@ -105,7 +117,9 @@ def draw_panel(
         if call["errno"]:
             errno = f"{call['call']} → {call['errno']}"
         elif call["result"] != "blocked":
-            status.append(f"{call['call']}() returned {call['result']}")
+            status.append(
+                str(msg("{call}() returned {result}", call=call["call"], result=call["result"]))
+            )
     boxes: list[str] = []
     heights: list[float] = []
     for view, rfc in (("tcp-rfc-only", True), ("tcp-linux-only", False)):
@@ -188,23 +202,26 @@ def draw_wire(st: TcpState) -> tuple[str, int]:
     else:
         arrived = st["delivered"] is not None and st["segment"] is None
         title = (
-            str(msg("Arrived at {dst}", dst=seg["dst"]))
+            str(msg("Arrived at {dst}", dst=who(seg["dst"])))
             if arrived
-            else str(msg("{src} sends", src=seg["src"]))
+            else str(msg("{src} sends", src=who(seg["src"])))
         )
+        src, dst = who(seg["src"]), who(seg["dst"])
+        route = msg("#{nth} from {src} → {dst}", nth=seg["nth"], src=src, dst=dst)
+        no_ack = msg("{ack} (no ACK flag)", ack=seg["ack"])
         lines += [
-            ("segment", f"#{seg['nth']} from {seg['src']} → {seg['dst']}"),
-            ("flags", " ".join(seg["flags"]) or "none"),
+            (str(msg("segment")), str(route)),
+            (str(msg("flags")), " ".join(seg["flags"]) or str(msg("none"))),
             ("seq", str(seg["seq"])),
-            ("ack", str(seg["ack"]) if "ACK" in seg["flags"] else f"{seg['ack']} (no ACK flag)"),
-            ("len", f"{seg['len']} bytes"),
-            ("window", str(seg["window"])),
-            ("kind", seg["kind"].replace("_", " ")),
+            ("ack", str(seg["ack"]) if "ACK" in seg["flags"] else str(no_ack)),
+            ("len", str(msg("{n} bytes", n=seg["len"]))),
+            (str(msg("window")), str(seg["window"])),
+            (str(msg("kind")), kind_word(seg["kind"])),
         ]
         if seg["lost"]:
-            lines.append(("fate", str(msg("lost in the network"))))
+            lines.append((str(msg("fate")), str(msg("lost in the network"))))
         elif seg["arrive_ms"] is not None:
-            lines.append(("arrives", fmt_ms(seg["arrive_ms"])))
+            lines.append((str(msg("arrives")), fmt_ms(seg["arrive_ms"])))
         if seg["kind"] == "data" or (seg["len"] and seg["kind"] not in ("retransmit",)):
             links.append(("/explainers/path", str(msg("How it travels the stack →"))))
             links.append(("/explainers/skb", str(msg("Its sk_buff →"))))
