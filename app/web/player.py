@@ -156,6 +156,10 @@ def scrubber_marks(frames: tuple[Frame[Any], ...], count: int) -> list[dict[str,
     return out
 
 
+# A sentence ends at ". " (a full stop and a space: "tcp.c" and "1.5" go on) or at "。".
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*")
+
+
 def transcript(frames: tuple[Frame[Any], ...]) -> list[dict[str, Any]]:
     """Every step as one line (time, kind, the first sentence of its narration): the event list
     beside the player, the page's text transcript for screen readers and a printable handout."""
@@ -163,7 +167,7 @@ def transcript(frames: tuple[Frame[Any], ...]) -> list[dict[str, Any]]:
     gettext = i18n.gettext_for()
     for f in frames:
         text = f.narration.render(gettext)
-        first = re.split(r"(?<=[.。])\s*", text, maxsplit=1)[0]
+        first = _SENTENCE_END.split(text, maxsplit=1)[0]
         if len(first) > 160:
             first = first[:159] + "…"
         out.append({"index": f.index, "time": f.time, "kind": f.mark or f.op, "text": first})

@@ -82,6 +82,31 @@
     }
   }
 
+  // On a phone a picture wider than the screen is drawn to the width (--pic-zoom, set on the
+  // player, scales the stage's children), unless the reader pressed the zoom button: then it is drawn at full
+  // size and the box scrolls sideways, keeping the step's focus in view.
+  const phone = window.matchMedia ? window.matchMedia("(max-width: 700px)") : null;
+  function fitPicture() {
+    const st = parts.stage;
+    if (!st) return;
+    root.style.removeProperty("--pic-zoom");
+    root.classList.remove("pic-fitted", "pic-fit");
+    if (!phone || !phone.matches || root.classList.contains("zoomed") || root.dataset.embed === "1") return;
+    const room = st.clientWidth;
+    if (!room || st.scrollWidth <= room + 2) return;
+    // first let the SVG pictures scale to the width, then zoom whatever is still wider
+    root.classList.add("pic-fit", "pic-fitted");
+    const natural = st.scrollWidth;
+    if (natural > room + 2) root.style.setProperty("--pic-zoom", (room / natural).toFixed(4));
+  }
+  function toggleZoom() {
+    const on = root.classList.toggle("zoomed");
+    const btn = $("btn-zoom");
+    if (btn) btn.setAttribute("aria-pressed", on ? "true" : "false");
+    fitPicture();
+    keepInView();
+  }
+
   function render(n) {
     const tpl = $("frame-" + n);
     if (!tpl) {
@@ -96,6 +121,7 @@
       const src = tpl.content.querySelector('[data-part="' + name + '"]');
       if (src) morph(el, src.innerHTML);
     }
+    fitPicture();
     fitSide();
     keepInView(); // before "rendered": its listeners see the stage where it will stay
     document.dispatchEvent(new CustomEvent("stepscope:rendered", { detail: { step: n, count } }));
@@ -204,6 +230,7 @@
   clickTo("btn-next", () => { pause(); goto(step + 1); });
   clickTo("btn-last", () => { pause(); goto(count - 1); });
   clickTo("btn-play", toggle);
+  clickTo("btn-zoom", toggleZoom);
   clickTo("btn-help", () => { const d = $("keymap"); if (d && d.showModal) d.showModal(); });
   const speedSel = $("speed");
   if (speedSel) speedSel.addEventListener("change", () => { if (timer) { pause(); play(); } });
@@ -216,6 +243,7 @@
     m.addEventListener("click", () => { pause(); goto(parseInt(m.dataset.step, 10)); });
   });
 
+  const STEP_KEYS = { ArrowRight: 1, ArrowLeft: -1, PageDown: 1, PageUp: -1 };
   // Keys: a handler may decline (return false) so an embedding page can take the key instead.
   function onKey(ev) {
     if (ev.defaultPrevented || ev.altKey || ev.ctrlKey || ev.metaKey) return;
@@ -225,13 +253,22 @@
       document.querySelectorAll("details.action-menu[open]").forEach((d) => { d.open = false; });
       return;
     }
+    // A clicker (or →) on the walkthrough picker still steps: a closed <select> would take
+    // the arrow and open the next walkthrough at step 0.
+    if (tag === "select" && t.hasAttribute("data-navigate") && STEP_KEYS[ev.key] !== undefined) {
+      ev.preventDefault();
+      t.blur();
+      pause();
+      goto(step + STEP_KEYS[ev.key]);
+      return;
+    }
     const isRange = tag === "input" && t.type === "range";
     if (isRange && (ev.key === " " || ev.key === "Spacebar")) { ev.preventDefault(); toggle(); return; }
     if (tag === "input" || tag === "textarea" || tag === "select" || (t && t.isContentEditable)) return;
     let handled = true;
     switch (ev.key) {
-      case "ArrowRight": pause(); goto(step + 1); break;
-      case "ArrowLeft": pause(); goto(step - 1); break;
+      case "ArrowRight": case "PageDown": pause(); goto(step + 1); break; // PageDown: a clicker
+      case "ArrowLeft": case "PageUp": pause(); goto(step - 1); break;
       case "Home": pause(); goto(0); break;
       case "End": pause(); goto(count - 1); break;
       case " ": case "Spacebar": toggle(); break;
@@ -276,6 +313,21 @@
     goto(isNaN(n) ? 0 : n, null);
   });
 
+  // The fields table folds where the picture needs the room (a phone, the projector theme, an
+  // embed) and opens again on a big screen, unless the reader opened or closed it themselves.
+  const fold = document.getElementById("fields-fold");
+  let foldChosen = false;
+  if (fold) {
+    const sum = fold.querySelector("summary");
+    if (sum) sum.addEventListener("click", () => { foldChosen = true; });
+  }
+  function foldSecondary() {
+    if (!fold || foldChosen) return;
+    const cramped = (phone && phone.matches) || root.dataset.embed === "1"
+      || document.documentElement.dataset.theme === "projector";
+    fold.open = !cramped;
+  }
+
   // One step on one screen (static/css/app.css): the picture box and the side column take at
   // most the height left under the page head once the controls have their row (--fit-h). On a
   // narrow screen the picture box leaves room for the controls and the start of the narration.
@@ -288,6 +340,7 @@
     const gap = parseFloat(getComputedStyle(body).rowGap) || 0;
     const vh = window.innerHeight;
     if (!vh || !body.getClientRects().length) return; // not shown yet (a hidden iframe)
+    foldSecondary();
     const narrow = window.matchMedia("(max-width: 900px)").matches && root.dataset.embed !== "1";
     let h;
     if (narrow) {
@@ -296,17 +349,20 @@
       const words = parts.side && parts.side.querySelector(".narration");
       const rem = parseFloat(getComputedStyle(document.documentElement).fontSize) || 16;
       const lead = col && words ? words.getBoundingClientRect().top - col.getBoundingClientRect().top : 4 * rem;
-      h = vh - ctlH - 2 * gap - lead - 3 * rem;
+      const top = body.getBoundingClientRect().top + window.scrollY;
+      // at scroll 0: the page head, the picture box, the controls and ~6 lines of narration
+      h = vh - top - ctlH - 2 * gap - lead - 8 * rem;
     } else {
       const top = body.getBoundingClientRect().top + window.scrollY;
       const main = body.closest("main");
       const pad = main ? parseFloat(getComputedStyle(main).paddingBottom) || 0 : 0;
       h = vh - top - ctlH - gap - Math.min(pad, 12);
     }
-    h = Math.max(Math.floor(h), Math.min(320, vh));
+    h = Math.max(Math.floor(h), Math.min(narrow ? 200 : 320, vh));
     root.style.setProperty("--fit-h", h + "px");
     root.classList.add("fit");
     if (intro && intro.open && introCrowds()) intro.open = false;
+    fitPicture();
     fitSide();
     document.dispatchEvent(new CustomEvent("stepscope:fit", { detail: { height: h } }));
   }

@@ -27,6 +27,19 @@
         location.href = url.toString();
       });
     });
+    // A glossary term's definition (drawn under it on focus or tap, app.css) stays inside the
+    // screen: it shifts left by as much as it would run past the right edge.
+    document.addEventListener("focusin", function (ev) {
+      const term = ev.target;
+      if (!term || !term.matches || !term.matches("abbr.term")) return;
+      const rem = parseFloat(getComputedStyle(root).fontSize) || 16;
+      const width = Math.min(22 * rem, 0.8 * window.innerWidth);
+      const left = term.getBoundingClientRect().left;
+      const room = document.documentElement.clientWidth - 8;
+      let shift = Math.min(0, room - (left + width));
+      if (left + shift < 8) shift = 8 - left;
+      term.style.setProperty("--tip-shift", Math.round(shift) + "px");
+    });
     document.querySelectorAll("select[data-navigate]").forEach(function (select) {
       select.addEventListener("change", function () {
         if (select.value) location.href = select.value;

@@ -220,3 +220,123 @@ def test_step_list_follows_the_player_and_jumps(live_server, page) -> None:
         "#transcript li", "ls => ls.filter(l => !l.hidden).map(l => l.dataset.kind)"
     )
     assert shown and set(shown) == {kind}
+
+
+PLAY_BOX = (
+    "(() => { const b = document.getElementById('btn-play').getBoundingClientRect();"
+    " return [Math.round(b.left), Math.round(b.top)]; })()"
+)
+
+
+@pytest.mark.parametrize(
+    ("explainer", "slug"),
+    [("tcp", "handshake"), ("skb", "tcp-transmit"), ("scheduler", "chunked-prefill")],
+)
+def test_controls_stay_put_from_step_to_step(live_server, browser, explainer, slug) -> None:
+    """On a laptop and on a phone ▶ is at the same place on every step, however long the step's
+    narration or tall its picture, so repeated clicks land on it."""
+    for viewport in ({"width": 1440, "height": 900}, {"width": 390, "height": 844}):
+        ctx = browser.new_context(viewport=viewport, reduced_motion="reduce", bypass_csp=True)
+        pg = ctx.new_page()
+        pg.goto(f"{live_server.url}/explainers/{explainer}/presets/{slug}")
+        count = int(pg.evaluate("window.Stepscope.count"))
+        spots = {}
+        for n in range(count):
+            pg.evaluate(f"window.Stepscope.goto({n})")
+            spots.setdefault(tuple(pg.evaluate(PLAY_BOX)), []).append(n)
+        ctx.close()
+        assert len(spots) == 1, (viewport, spots)
+
+
+PHONE_PROBE = """(() => {
+  const box = (el) => { const b = el.getBoundingClientRect(); return {t: b.top, b: b.bottom, l: b.left, r: b.right}; };
+  const st = document.getElementById('stage');
+  const words = document.querySelector('#side .narration');
+  return {stage: box(st), over: st.scrollWidth - st.clientWidth, controls: box(document.querySelector('.controls')),
+          words: box(words), wordsEnd: words.getBoundingClientRect().top + Math.min(words.scrollHeight, 120),
+          page: document.documentElement.scrollWidth - document.documentElement.clientWidth};
+})()"""
+
+
+@pytest.mark.parametrize(
+    ("explainer", "slug", "wide"),
+    [
+        ("tcp", "handshake", True),
+        ("skb", "tcp-transmit", True),
+        ("path", "forward", True),
+        ("scheduler", "chunked-prefill", False),
+    ],
+)
+def test_phone_shows_a_step_on_one_screen(live_server, browser, explainer, slug, wide) -> None:
+    """At 390×844 (page unscrolled) the picture is drawn to the screen's width (nothing cropped
+    sideways), the controls come right under it and the narration right under them, all within
+    the screen; a picture wider than the screen (``wide``) gets the zoom button, which draws it
+    at full size (the box scrolls) and back."""
+    ctx = browser.new_context(
+        viewport={"width": 390, "height": 844},
+        is_mobile=True,
+        reduced_motion="reduce",
+        bypass_csp=True,
+    )
+    pg = ctx.new_page()
+    pg.goto(f"{live_server.url}/explainers/{explainer}/presets/{slug}?step=3")
+    got = pg.evaluate(PHONE_PROBE)
+    assert got["page"] <= 1, got
+    assert got["over"] <= 2, got
+    assert got["stage"]["t"] < got["controls"]["t"] < got["words"]["t"], got
+    assert got["stage"]["r"] <= 390 and got["stage"]["l"] >= 0, got
+    assert got["controls"]["b"] <= 844 and got["wordsEnd"] <= 844, got
+    zoom = pg.locator("#btn-zoom")
+    assert zoom.is_visible() == wide
+    if not wide:
+        ctx.close()
+        return
+    zoom.click()
+    assert zoom.get_attribute("aria-pressed") == "true"
+    assert pg.evaluate(PHONE_PROBE)["over"] > 100  # full size: the picture box scrolls sideways
+    zoom.click()
+    assert pg.evaluate(PHONE_PROBE)["over"] <= 2
+    ctx.close()
+
+
+def test_glossary_definition_stays_on_a_phone_screen(live_server, browser) -> None:
+    """A term near the right edge shows its definition (on focus or tap) inside the screen."""
+    ctx = browser.new_context(viewport={"width": 390, "height": 844}, bypass_csp=True)
+    pg = ctx.new_page()
+    pg.goto(f"{live_server.url}/explainers/cwnd/presets/slow-start?step=3")
+    terms = pg.locator("#side abbr.term")
+    assert terms.count() > 0
+    rightmost = max(range(terms.count()), key=lambda i: terms.nth(i).bounding_box()["x"])
+    terms.nth(rightmost).focus()
+    tip = pg.evaluate(
+        """(() => { const t = document.activeElement; const b = t.getBoundingClientRect();
+        const cs = getComputedStyle(t, '::after');
+        const left = b.left + parseFloat(cs.left); return [left, left + parseFloat(cs.width)]; })()"""
+    )
+    ctx.close()
+    assert tip[0] >= 0 and tip[1] <= 390, tip
+
+
+def test_plotly_mode_bar_leaves_chart_titles_alone_on_a_phone(live_server, browser) -> None:
+    ctx = browser.new_context(viewport={"width": 390, "height": 844}, bypass_csp=True)
+    pg = ctx.new_page()
+    pg.goto(f"{live_server.url}/explainers/cwnd/presets/slow-start")
+    pg.wait_for_selector(".js-plotly-plot .modebar-container", state="attached")
+    pg.hover(".js-plotly-plot")
+    shown = pg.eval_on_selector_all(
+        ".js-plotly-plot .modebar-container", "els => els.filter(e => e.checkVisibility()).length"
+    )
+    ctx.close()
+    assert shown == 0
+
+
+def test_arrow_on_the_walkthrough_picker_steps_instead_of_switching(live_server, page) -> None:
+    """After the walkthrough drop-down was used (it keeps the focus), → and a clicker's PageDown
+    step the walkthrough; they do not pick the next walkthrough."""
+    page.goto(f"{live_server.url}/explainers/tcp/presets/handshake")
+    page.focus("select[data-navigate]")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("PageDown")
+    page.wait_for_function("document.getElementById('step-no').textContent === '2'")
+    assert "/presets/handshake" in page.url
+    assert page.input_value("select[data-navigate]").endswith("/presets/handshake")
