@@ -36,6 +36,7 @@ MSG_MAX = 200  # characters of one message (a message may quote the bad input)
 LOC_PART_MAX = 60  # characters of one loc part (a loc may be a key the client made up)
 LOC_MAX = 12  # parts of one loc
 ISSUES_MAX = 50  # issues in one answer
+SHOWN_ID_MAX = 64  # characters of an unknown id quoted back (ids are 16)
 
 
 def clamp_text(text: str, limit: int = MSG_MAX) -> str:
@@ -170,14 +171,17 @@ def install(app: FastAPI) -> None:
     async def _no_scenario(request: Request, exc: ScenarioNotFound) -> Response:
         if wants_json(request):
             return JSONResponse(
-                {"detail": f"No shared scenario has the id {exc.scenario_id[:64]!r}."},
+                {
+                    "detail": f"No shared scenario has the id "
+                    f"{clamp_text(exc.scenario_id, SHOWN_ID_MAX)!r}."
+                },
                 status_code=404,
             )
         return render(
             request,
             "pages/not_found_scenario.html",
             {
-                "scenario_id": exc.scenario_id,
+                "scenario_id": clamp_text(exc.scenario_id, SHOWN_ID_MAX),  # a link may be huge
                 "looks_like_id": repo.is_scenario_id(exc.scenario_id),
                 "embed": request.url.path.startswith("/embed/"),
             },

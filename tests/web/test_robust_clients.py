@@ -21,6 +21,7 @@ from app.main import create_app
 from app.settings import Settings
 from app.store import repo
 from app.store.models import VisitorSession
+from app.web.pagewarm import PageWarmer
 from app.web.security import forwarded_client, proxy_networks
 from app.web.sessions import PROBE_COOKIE
 
@@ -325,3 +326,71 @@ def test_form_fields_with_undecodable_bytes_are_not_a_500(client: TestClient) ->
             headers={"content-type": "application/x-www-form-urlencoded"},
         )
         assert r.status_code == 422, (value[:10], r.text[:200])
+
+
+# --- 5. hosts, echoed ids, npm files ----------------------------------------------------------
+
+
+def test_pages_are_warmed_once_not_per_host() -> None:
+    """A worker renders its pages for the first host it is addressed by; a Host header with
+    another port (or name) starts no second warm-up (each was 11 s of CPU)."""
+    warmer = PageWarmer([], ["en"])
+    hosts = ["127.0.0.1:8000", "127.0.0.1:8001", "127.0.0.1:9", "localhost:8000"]
+    for host in hosts:
+        warmer.see(lambda *a: None, {"headers": [(b"host", host.encode())]}, None)  # type: ignore[arg-type]
+    wait_for(lambda: warmer.done_for(hosts[0]) is True, 10)
+    assert [warmer.done_for(h) for h in hosts[1:]] == [None, None, None]
+
+
+def test_unknown_scenario_id_is_not_echoed_whole(client: TestClient) -> None:
+    """/s/<60 KB id> is a 404 that quotes a short excerpt of the id, on the page and in JSON."""
+    long_id = "x" * 60_000
+    page = client.get(f"/s/{long_id}")
+    assert page.status_code == 404 and "x" * 100 not in page.text and "x" * 40 in page.text
+    assert len(page.text) < 20_000
+    api = client.get(f"/s/{long_id}", headers={"accept": "application/json"})
+    assert api.status_code == 404 and len(api.text) < 300
+
+
+USED_VENDOR_FILES = [
+    "/vendor/htmx.org/dist/htmx.min.js",
+    "/vendor/idiomorph/dist/idiomorph.min.js",
+    "/vendor/plotly.js-basic-dist-min/plotly-basic.min.js",
+    "/vendor/reveal.js/dist/reveal.js",
+    "/vendor/reveal.js/dist/reveal.css",
+    "/vendor/reveal.js/dist/theme/white.css",
+    "/vendor/reveal.js/dist/plugin/notes.js",
+    "/vendor/swagger-ui-dist/swagger-ui-bundle.js",
+    "/vendor/swagger-ui-dist/swagger-ui.css",
+]
+
+
+def test_vendor_serves_only_the_dist_files_the_app_uses(client: TestClient) -> None:
+    """npm packages' metadata and everything else they ship is a 404 under /vendor/, whether
+    the in-memory front or a mount would have answered; the files pages use are served."""
+    node_modules = Settings().node_modules
+    if not (node_modules / "htmx.org" / "package.json").is_file():
+        pytest.skip("npm packages not installed")
+    for url in USED_VENDOR_FILES:
+        assert client.get(url).status_code == 200, url
+        assert client.head(url).status_code == 200, url
+    refused = [
+        "/vendor/plotly.js-basic-dist-min/package.json",
+        "/vendor/plotly.js-basic-dist-min/README.md",
+        "/vendor/swagger-ui-dist/package.json",
+        "/vendor/swagger-ui-dist/index.html",
+        "/vendor/swagger-ui-dist/oauth2-redirect.html",
+        "/vendor/swagger-ui-dist/swagger-ui-bundle.js.map",
+        "/vendor/htmx.org/dist/htmx.js",
+        "/vendor/htmx.org/dist/htmx.esm.d.ts",
+        "/vendor/reveal.js/dist/reveal.d.ts",
+        "/vendor/htmx.org/dist/%2e%2e/package.json",
+        "/vendor/reveal.js/dist/%2e%2e/package.json",
+        "/vendor/reveal.js/dist/theme/%2e%2e/%2e%2e/package.json",
+        "/vendor/idiomorph/package.json",
+    ]
+    assert (node_modules / "swagger-ui-dist" / "index.html").is_file()  # shipped, not served
+    for url in refused:
+        r = client.get(url)
+        assert r.status_code == 404, url
+        assert b'"version"' not in r.content
