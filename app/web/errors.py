@@ -8,6 +8,7 @@ page's language.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -152,7 +153,10 @@ def install(app: FastAPI) -> None:
         shows a progress bar that reloads into the walkthrough when the run is done."""
         job = exc.job
         # The client answered with the job's id may cancel it; nobody else (app.web.jobowners)
-        await run_in_threadpool(owners_of(request.app).add, job.key, client_of(request))
+        try:
+            await run_in_threadpool(owners_of(request.app).add, job.key, client_of(request))
+        except Exception:  # noqa: BLE001 - a store that is down: the job is answered, not 500
+            logging.getLogger("stepscope").warning("could not record the owner of a job")
         status_url = f"/api/v1/jobs/{job.key}"
         headers = {"Location": status_url, "Cache-Control": "no-store", "Retry-After": "1"}
         if wants_json(request):
@@ -235,8 +239,6 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> Response:  # pragma: no cover
-        import logging
-
         logging.getLogger("stepscope").exception("unhandled error")
         if wants_json(request):
             return JSONResponse({"detail": "internal error"}, status_code=500)

@@ -51,6 +51,7 @@ VENDOR_FILES: dict[str, tuple[str, ...]] = {
         "dist/reveal.js",
         "dist/theme/*.css",
         "dist/plugin/*.js",
+        "dist/plugin/highlight/*.css",
     ),
     "swagger-ui-dist": ("swagger-ui.css", "swagger-ui-bundle.js"),  # /docs
 }

@@ -42,10 +42,10 @@ def make_client(tmp_path: Path) -> Iterator[Callable[..., TestClient]]:
     opened: list[TestClient] = []
 
     def make(*, peer: tuple[str, int] = VISITOR, app: Any = None, **overrides: Any) -> TestClient:
-        if app is None:
-            settings = Settings(database_url=f"sqlite:///{tmp_path / 'robust.db'}", **overrides)
-            app = create_app(settings)
-        client = TestClient(app, raise_server_exceptions=False, client=peer)
+        if app is not None:  # another client of a running app (its lifespan is started)
+            return TestClient(app, raise_server_exceptions=False, client=peer)
+        settings = Settings(database_url=f"sqlite:///{tmp_path / 'robust.db'}", **overrides)
+        client = TestClient(create_app(settings), raise_server_exceptions=False, client=peer)
         client.__enter__()
         opened.append(client)
         return client
