@@ -200,6 +200,26 @@ def test_only_the_jobs_clients_may_cancel_it(tmp_path: Path) -> None:
         wait_for(ended)
 
 
+def test_a_client_sharing_a_run_cannot_cancel_it_for_the_other(
+    make_client: Callable[..., TestClient],
+) -> None:
+    """A second client that asks for the same params joins the same job (same id) and may
+    DELETE it, but that only drops its own interest: the run goes on for the first client."""
+    first = make_client(job_threshold_s=0.5, job_idle_s=60)
+    second = make_client(peer=("203.0.113.42", 1), app=first.app)
+    started = first.post("/api/v1/explainers/cwnd/run", json=cwnd(8))
+    joined = second.post("/api/v1/explainers/cwnd/run", json=cwnd(8))
+    assert started.status_code == joined.status_code == 202
+    job = started.json()["job"]
+    assert joined.json()["job"] == job
+    assert second.delete(f"/api/v1/jobs/{job}").status_code == 204
+    runs = first.app.state.site.runs  # type: ignore[attr-defined]
+    running = runs.peek(job)
+    assert running.state == "running" and runs._cancel[running.slot] == 0
+    runs.cancel(job)  # the test's own clean-up
+    wait_for(lambda: runs.peek(job).state == "cancelled")
+
+
 def test_a_finished_job_is_still_shared_by_content(make_client: Callable[..., TestClient]) -> None:
     """Ids stay content addresses: once a job is done, anyone asking for the same params gets
     the stored trace at once (200), and its result under the same id."""
