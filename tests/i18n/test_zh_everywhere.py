@@ -97,8 +97,9 @@ def test_every_page_type_in_chinese(zh: TestClient) -> None:
 
 
 @pytest.mark.xfail(
-    reason="editor units (FieldSpec.unit) and the scheduler, TCP and path parse errors are plain "
-    "strings, not catalog messages: the editor's owner converts them (issue 21)",
+    reason="editor units (FieldSpec.unit, e.g. MSS (bytes)) and choice labels are plain strings, "
+    "not catalog messages, and TCP's per-field parse errors too: the editor's owner converts them "
+    "(issue 21)",
     strict=False,
 )
 def test_editors_in_chinese(zh: TestClient) -> None:
