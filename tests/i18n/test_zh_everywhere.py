@@ -81,7 +81,9 @@ def _page_urls(client: TestClient) -> dict[str, tuple[str, tuple[int, ...]]]:
         urls[f"{name} player"] = (f"/explainers/{name}/presets/{slug}?step=1", (200,))
         urls[f"{name} embed"] = (f"/embed/{name}/presets/{slug}", (200,))
         for action in plugin.web.actions:
-            urls[f"{name} {action.key}"] = (f"/explainers/{name}/{action.path}", (200,))
+            # the congestion-control compare page: a few seconds of a slower link (same words)
+            query = f"?duration_s={CWND_SECONDS}&rate_mbps=20" if name == "cwnd" else ""
+            urls[f"{name} {action.key}"] = (f"/explainers/{name}/{action.path}{query}", (200,))
     return urls
 
 
