@@ -32,7 +32,7 @@ SHOWN_ATTRS = ("title", "aria-label", "alt", "placeholder")
 # every other element starts a new one.
 INLINE = {
     "a", "abbr", "b", "cite", "dfn", "em", "i", "mark", "q", "s", "small", "span", "strong",
-    "sub", "sup", "time", "u", "tspan", "label",
+    "sub", "sup", "time", "u", "tspan", "label", "code", "kbd", "samp",
 }  # fmt: skip
 PLACEHOLDER = re.compile(r"\{[^{}]*\}|%\(\w+\)[sd]|<[^>]+>")
 LETTERS = re.compile(r"[A-Za-z]")
