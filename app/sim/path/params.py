@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
+from app.sim.core import msg
 from app.sim.core.errors import ParamError, ParamIssue
 
 PATHS = ("tx", "rx", "forward")
@@ -90,7 +91,9 @@ def _short(v: Any) -> str:
 def parse(raw: Any) -> PathParams:
     """Validate raw JSON-shaped params; raise ParamError naming every bad field."""
     if not isinstance(raw, dict):
-        raise ParamError.single((), 'params must be an object like {"path": "rx"}')
+        raise ParamError.single(
+            (), msg("params must be an object like {example}.", example='{"path": "rx"}')
+        )
     issues: list[ParamIssue] = []
     values: dict[str, Any] = {}
     for key in raw:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from app.sim.core import msg
 from app.sim.core.errors import ParamError, ParamIssue
 
 ENDPOINTS = ("client", "server")
@@ -112,7 +113,7 @@ def parse(raw: Any) -> TcpParams:
         issues.append(ParamIssue(loc=loc, msg=text))
 
     if not isinstance(raw, dict):
-        raise ParamError.single((), "expected an object with a script")
+        raise ParamError.single((), msg("expected an object with a script"))
     known = {"script", "network", "until_ms", "rtt_ms", "mss", "rcvbuf", "client_iss"}
     known |= {"server_iss", "sysctl"}
     for k in raw:
