@@ -1,7 +1,7 @@
 """The packet's sk_buff along a path, kept by the sk_buff explainer's own machine.
 
 Geometry (head, data, tail, end, len, data_len, truesize, users, dataref, frags) comes from
-:class:`app.sim.skbuff.model.SkbMachine`, driven only through ``apply(Op)`` and ``values``/
+:class:`app.sim.skbuff.machine.SkbMachine`, driven only through ``apply(Op)`` and ``values``/
 ``snapshot_skb``. This module adds, locally, what that machine does not model:
 
 * header offsets (``mac_header``, ``network_header``, ``transport_header``, from head, as the
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
-from app.sim.skbuff.model import SkbMachine
+from app.sim.skbuff.machine import SkbMachine
 from app.sim.skbuff.ops import Op
 
 MAX_SKB_FRAGS = 17
