@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Generic
 
 from fastapi import APIRouter
@@ -68,6 +69,9 @@ class WebView(Generic[S, X]):
     # what a standalone export of one step shows (the SVG file): (trace, frame) -> SVG/HTML;
     # None: ``picture``. For views whose step needs what ``static`` draws once (a chart).
     still: Callable[[Trace[S, X], Frame[S]], str] | None = None
+    # the explainer's own gettext catalog: a folder of <locale>/LC_MESSAGES/messages.po (.mo),
+    # consulted for ids the site's catalog (app/locale) lacks; see app.web.i18n.add_catalog
+    locale: Path | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
