@@ -23,7 +23,6 @@ from app.sim.core import Explainer, Frame, Message, Trace
 from app.web.editor import EditorSpec
 
 AnyTrace = Trace[Any, Any]
-AnyFrame = Frame[Any]
 
 # An explainer's frame-state and series types: its view is a ``WebView[State, Series]`` whose
 # functions receive ``Trace[State, Series]``, checked by mypy against its ``Explainer[P, S, X]``.
