@@ -59,6 +59,9 @@ class WebView(Generic[S, X]):
     router: APIRouter | None = None  # extra routes (mounted as they are declared)
     actions: tuple[Action, ...] = ()
     thumbnail: Thumbnail[S, X] | None = None  # the home page's picture of a key step
+    # When a drawn step may be exported (PNG): a JS predicate, e.g. "() => ...", true once
+    # whatever the view's scripts draw after load (charts) is on the page; None: at load.
+    export_ready: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -17,8 +17,10 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from app.sim.core import ParamError, Trace, msg
+from app.web import i18n
 from app.web.deps import StepQuery, Theme
 from app.web.exporting import (
+    OfflineTooLarge,
     PngRenderer,
     PngUnavailable,
     app_css,
@@ -78,7 +80,8 @@ def export_svg(
     "/png",
     responses={
         200: {"content": {"image/png": {}}},
-        503: {"description": "No Chromium on this server, or too many PNGs waiting"},
+        429: {"description": "Too many long runs or exports from this client in a minute"},
+        503: {"description": "No Chromium on this server, too many PNGs waiting, or too slow"},
     },
 )
 async def export_png(
@@ -104,6 +107,8 @@ async def export_png(
     )
     data = pngs.cached(key)
     if data is None:
+        # drawing a PNG is a long run of its own: it counts against the client's quota
+        await run_in_threadpool(site.runs.charge_client)
         html = await run_in_threadpool(
             offline_document,
             request,
@@ -113,11 +118,17 @@ async def export_png(
             theme=theme,
             controls="none",
             extra_css=png_css(picture),
+            one_step=True,
         )
         try:
-            data = await pngs.render_async(html, scale=scale, width=picture_size(picture)[0])
+            data = await pngs.render_async(
+                html,
+                scale=scale,
+                width=picture_size(picture)[0],
+                ready=source.plugin.web.export_ready,
+            )
         except PngUnavailable as exc:
-            return JSONResponse({"detail": str(exc)}, status_code=503)
+            return JSONResponse({"detail": i18n.render(exc.message)}, status_code=503)
         pngs.store(key, data)
     headers = {
         **_attachment(_filename(source, f"-step{index}.png")),
@@ -145,7 +156,14 @@ def export_json(request: Request, site: SiteDep, source: QuerySource) -> Respons
     return site.pages.respond(request, produce)
 
 
-@router.get("/html", response_class=HTMLResponse)
+@router.get(
+    "/html",
+    response_class=HTMLResponse,
+    responses={
+        413: {"description": "The offline file would be over its size limit (named)"},
+        429: {"description": "Too many long runs or exports from this client in a minute"},
+    },
+)
 def export_html(
     request: Request,
     site: SiteDep,
@@ -157,7 +175,12 @@ def export_html(
     from a USB stick, with no server and no network."""
 
     def produce() -> Response:
-        html = offline_document(request, source, run_source(site, source), step=step, theme=theme)
+        trace = run_source(site, source)
+        site.runs.charge_client()  # a long run of its own: counts against the client's quota
+        try:
+            html = offline_document(request, source, trace, step=step, theme=theme)
+        except OfflineTooLarge as exc:
+            return JSONResponse({"detail": i18n.render(exc.message)}, status_code=413)
         return HTMLResponse(html, headers=_attachment(_filename(source, ".html")))
 
     return site.pages.respond(request, produce)
