@@ -11,6 +11,7 @@ import re
 import signal
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -92,8 +93,11 @@ PNG_CACHE_SIZE = 64
 FRAME_PAD = 8  # px of background around the picture in a PNG
 PNG_TIMEOUT_S = 30.0  # a Chromium still drawing after this is killed (answered 503)
 # The offline HTML file at most (every frame's picture inside): above, 413 naming the limit. A
-# 5,000-step TCP walkthrough was 299 MB and took a 4 GB process to build.
+# 5,000-step walkthrough was 299 MB and took a 4 GB process to build.
 MAX_OFFLINE_BYTES = 50_000_000
+# Bytes of offline HTML built per second (207 MB took 17.8 s): a file estimated over a second's
+# worth is a long run of its own and counts against the client's quota.
+OFFLINE_BYTES_PER_SECOND = 12_000_000
 
 # The box a PNG shows: everything drawn in the picture area, not only the area's own box. Regions
 # that scroll on the page (a wide timeline, a table) are opened up first so all they hold shows;
@@ -419,10 +423,12 @@ def offline_document(
     controls: str = "full",
     extra_css: str = "",
     one_step: bool = False,
+    charge: Callable[[], None] | None = None,
 ) -> str:
     """The whole player for ``source`` as one self-contained HTML document (``one_step``: with
     only that step's picture, for a PNG). Over :data:`MAX_OFFLINE_BYTES`: :class:`OfflineTooLarge`,
-    before drawing every step when its estimate is already over."""
+    before drawing every step when its estimate is already over. ``charge`` is called (it may
+    refuse) before a file estimated to take over a second is built."""
     if one_step:
         ctx = player_context(source, trace, step=step, glossary=reader_glossary(request))
         ctx["frames"] = [ctx["current"]] if ctx["current"] is not None else []
@@ -430,6 +436,8 @@ def offline_document(
         estimate = offline_bytes(source, trace)
         if estimate > MAX_OFFLINE_BYTES:
             raise OfflineTooLarge(estimate)
+        if charge is not None and estimate > OFFLINE_BYTES_PER_SECOND:
+            charge()
         # offline: every frame inside, nothing to fetch
         ctx = player_context(
             source, trace, step=step, all_frames=True, glossary=reader_glossary(request)

@@ -332,15 +332,21 @@ def test_offline_html_over_its_limit_is_refused_naming_the_limit(
 def test_exports_count_against_the_clients_long_run_quota(
     settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Each drawn PNG and each offline file counts as one long run of the client's quota
-    (APP_EXPENSIVE_RUNS_PER_MINUTE): past it, 429 with Retry-After; a PNG already drawn is free."""
+    """Each drawn PNG and each offline file that takes over a second to build counts as one long
+    run of the client's quota (APP_EXPENSIVE_RUNS_PER_MINUTE): past it, 429 with Retry-After; a
+    PNG already drawn is free, and so is a small offline file."""
+    from app.web import exporting
+
     limited = settings.model_copy(update={"expensive_runs_per_minute": 3})
     with TestClient(create_app(limited)) as client:
         _capture_pngs(client, monkeypatch)
         base = "/export/png?explainer=skb&preset=rx-frame&scale=1&step="
         assert [client.get(base + str(s)).status_code for s in (0, 1)] == [200, 200]
         assert client.get(base + "0").status_code == 200  # drawn already: not charged
-        assert client.get("/export/html?explainer=skb&preset=panic").status_code == 200
+        small = "/export/html?explainer=skb&preset=panic&step="
+        assert [client.get(small + str(s)).status_code for s in (0, 1, 2, 3)] == [200] * 4
+        monkeypatch.setattr(exporting, "OFFLINE_BYTES_PER_SECOND", 1000)  # every file is long
+        assert client.get(small + "4").status_code == 200
         over = client.get(base + "2")
         assert over.status_code == 429 and int(over.headers["retry-after"]) > 0
         assert client.get("/export/html?explainer=skb&preset=rx-frame").status_code == 429

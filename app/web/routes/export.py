@@ -176,9 +176,11 @@ def export_html(
 
     def produce() -> Response:
         trace = run_source(site, source)
-        site.runs.charge_client()  # a long run of its own: counts against the client's quota
         try:
-            html = offline_document(request, source, trace, step=step, theme=theme)
+            # a file that takes over a second to build counts against the client's quota
+            html = offline_document(
+                request, source, trace, step=step, theme=theme, charge=site.runs.charge_client
+            )
         except OfflineTooLarge as exc:
             return JSONResponse({"detail": i18n.render(exc.message)}, status_code=413)
         return HTMLResponse(html, headers=_attachment(_filename(source, ".html")))
