@@ -42,6 +42,7 @@ class PathExplainer(Explainer[PathParams, PathState, None]):
         # measured (bench/cost_calibration.py): the walk is cheap, its frames (~560 pickled
         # bytes each, at most one per cost unit) are most of a run's time
         work_per_second=100_000.0,
+        seconds_per_byte=1.6e-7,
     )
     result_kinds: ClassVar[tuple[ResultKind, ...]] = (
         ResultKind(key="ok", label=msg("ok"), tone="ok"),

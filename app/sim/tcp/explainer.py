@@ -62,7 +62,7 @@ class TcpExplainer(Explainer[TcpParams, TcpState, None]):
         max_work=20_000,
         unit=msg("simulated events"),
         # measured (bench/cost_calibration.py): with the frames counted apart (expected_bytes)
-        work_per_second=40_000,
+        work_per_second=80_000,
     )
     result_kinds: ClassVar[tuple[ResultKind, ...]] = (
         ResultKind(key="ok", label=msg("ok"), tone="ok"),
