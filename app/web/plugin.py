@@ -71,6 +71,9 @@ class WebView(Generic[S, X]):
     # the explainer's own gettext catalog: a folder of <locale>/LC_MESSAGES/messages.po (.mo),
     # consulted for ids the site's catalog (app/locale) lacks; see app.web.i18n.add_catalog
     locale: Path | None = None
+    # When a drawn step may be exported (PNG): a JS predicate, e.g. "() => ...", true once
+    # whatever the view's scripts draw after load (charts) is on the page; None: at load.
+    export_ready: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
