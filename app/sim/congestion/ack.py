@@ -14,8 +14,9 @@
 6. ``tcp_set_xmit_timer`` (the loss probe in Open, else ``tcp_rearm_rto``) and
    ``tcp_xmit_recovery`` (transmit: :meth:`~app.sim.congestion.sender.Sender.push`).
 
-The common case (in-order progress in state Open, no SACK) has its own method,
-:meth:`AckProcessing.ack_fast`, with the same steps inlined. The engine never asks which
+The common case (in-order progress in state Open, no SACK) is handled at the top of
+:meth:`AckProcessing.on_ack`, with the same steps inlined; the rest goes to
+:meth:`AckProcessing.ack_slow`. The engine never asks which
 algorithm a flow runs: it calls the flow's ops table
 (:class:`~app.sim.congestion.reno.CongestionOps`) where tcp_input.c calls ``icsk->icsk_ca_ops``,
 and tests ``cong_control is not None`` where the kernel does.
@@ -43,19 +44,90 @@ class AckProcessing(Recovery):
     """``tcp_ack`` and the delivery-rate sample."""
 
     def on_ack(self, f: Flow, now: float, ack_no: int, sacked: int, pkt: Pkt) -> None:
-        """tcp_ack for one ACK: scoreboard, RTT, loss marking, CA state, cwnd, transmit."""
+        """tcp_ack for one ACK: scoreboard, RTT, loss marking, CA state, cwnd, transmit.
+
+        The common case is handled here, in one place: in-order progress in state Open.
+        Nothing can be newly lost (a drop blocks the cumulative ACK and would show up as
+        SACKs), so tcp_ack's steps reduce to the RTT sample, cong_control or cong_avoid, the
+        timer and transmit, inlined for speed. Everything else goes to :meth:`ack_slow`."""
         if pkt[3] >= f.round_next:  # a segment sent after the round began: the round ends
             lossrec.round_end(f, now)
         if (
-            not sacked
-            and ack_no > f.snd_una
-            and not f.sacked_out
-            and not f.holes
-            and f.ca_state == CA_OPEN
-            and not f.undetected
+            sacked
+            or ack_no <= f.snd_una
+            or f.sacked_out
+            or f.holes
+            or f.ca_state != CA_OPEN
+            or f.undetected
         ):
-            self.ack_fast(f, now, ack_no, pkt)
+            self.ack_slow(f, now, ack_no, sacked, pkt)
             return
+        cong_control = f.cong_control
+        # (icsk_retransmits is already 0 in Open: the first ACK to move snd_una after an
+        # RTO clears it, in the Loss state, before Loss can end)
+        prior_in_flight = f.snd_nxt - f.snd_una + f.retrans_out
+        delivered = ack_no - f.snd_una
+        f.snd_una = ack_no
+        f.delivered += delivered
+        # tcp_ack_update_rtt: snd_una advanced, so there is always a sample: the segment's
+        # own, or for a retransmission the timestamp echo (as in ack_update_rtt)
+        sent = pkt[1]
+        rtt_us = int((now - sent) * 1e6) if not pkt[2] else tsecr_rtt_us(now, sent)
+        rto = rtt_estimator_fast(f, rtt_us, ack_no)
+        if rtt_us < f.min_rtt_us:
+            f.min_rtt_us = rtt_us
+        f.last_rtt_us = rtt_us
+        if sent > f.rack_xmit:
+            f.rack_xmit = sent
+        if cong_control is not None:  # tcp_cong_control: the rate sample and bbr_main
+            self.rate_sample(f, now, delivered, 0, pkt, rtt_us, prior_in_flight)
+            cong_control(f, f.rs, now)
+            nxt = f.snd_nxt
+            if nxt == ack_no:
+                f.rto_deadline = f.tlp_deadline = 0.0
+            else:
+                f.rto_deadline = now + rto
+                # schedule_loss_probe in Open, inlined: pto_s capped at the RTO, plus the
+                # pacing delay
+                pto = (((f.srtt_us >> 2) + 999) // 1000 + (200 if nxt - ack_no == 1 else 2)) / 1000
+                if 0 < rto < pto:
+                    pto = rto
+                d = now + pto
+                if f.paced and f.wstamp > now:
+                    d += f.wstamp - now
+                f.tlp_deadline = d
+                qa = f.rto_timer.queued_at  # set_timer, inlined
+                if qa is None or d < qa:
+                    f.rto_timer.queued_at = d
+                    heapq.heappush(self.heap, (d, 0, next(self.seq), EV_RTO, f.index))
+            self.push(f, now)
+            return
+        f.ca.acked_and_cong_avoid(f, delivered, rtt_us, now)
+        nxt = f.snd_nxt
+        if nxt == ack_no:
+            f.rto_deadline = f.tlp_deadline = 0.0
+            self.push(f, now)
+            return
+        f.rto_deadline = now + rto
+        room = f.cwnd - (nxt - ack_no)
+        if f.rwnd:
+            room = rwnd.window_room(f, room, now)
+        if room > 0:
+            self.send_new(f, room, now)
+            nxt = f.snd_nxt
+        # tcp_set_xmit_timer / tcp_schedule_loss_probe (state Open): the timer becomes
+        # the loss probe, 2·srtt in whole jiffies + 2 ms (+ 200 ms with one segment out),
+        # never later than the RTO (``pto_s``, inlined for speed)
+        pto = (((f.srtt_us >> 2) + 999) // 1000 + (2 if nxt - ack_no > 1 else 200)) / 1000
+        f.tlp_deadline = d = now + (pto if pto < rto else rto)
+        qa = f.rto_timer.queued_at  # set_timer, inlined
+        if qa is None or d < qa:
+            f.rto_timer.queued_at = d
+            heapq.heappush(self.heap, (d, 0, next(self.seq), EV_RTO, f.index))
+
+    def ack_slow(self, f: Flow, now: float, ack_no: int, sacked: int, pkt: Pkt) -> None:
+        """tcp_ack's steps one by one, for every ACK the common case in :meth:`on_ack` does not
+        cover (SACKs, losses, a CA state other than Open, ECE)."""
         ece = False
         if sacked >= ecn.ECE_BIT:  # tcp_ecn_rcv_ecn_echo: FLAG_ECE
             sacked -= ecn.ECE_BIT
@@ -175,60 +247,6 @@ class AckProcessing(Recovery):
         elif f.reo_wait > 0:
             lossrec.arm_reo(self, f, now)  # ICSK_TIME_REO_TIMEOUT
         f.reo_wait = -1.0
-
-    def ack_fast(self, f: Flow, now: float, ack_no: int, pkt: Pkt) -> None:
-        """The common case, in one place: in-order progress in state Open. Nothing can be newly
-        lost (a drop blocks the cumulative ACK and would show up as SACKs), so the steps of
-        :meth:`on_ack` reduce to the RTT sample, cong_control or cong_avoid, the timer and
-        transmit."""
-        cong_control = f.cong_control
-        # (icsk_retransmits is already 0 in Open: the first ACK to move snd_una after an
-        # RTO clears it, in the Loss state, before Loss can end)
-        prior_in_flight = f.snd_nxt - f.snd_una + f.retrans_out
-        delivered = ack_no - f.snd_una
-        f.snd_una = ack_no
-        f.delivered += delivered
-        # tcp_ack_update_rtt: snd_una advanced, so there is always a sample: the segment's
-        # own, or for a retransmission the timestamp echo (as in ack_update_rtt)
-        rtt_us = int((now - pkt[1]) * 1e6) if not pkt[2] else tsecr_rtt_us(now, pkt[1])
-        rto = rtt_estimator_fast(f, rtt_us, ack_no)
-        if rtt_us < f.min_rtt_us:
-            f.min_rtt_us = rtt_us
-        f.last_rtt_us = rtt_us
-        if pkt[1] > f.rack_xmit:
-            f.rack_xmit = pkt[1]
-        if cong_control is not None:  # tcp_cong_control: the rate sample and bbr_main
-            self.rate_sample(f, now, delivered, 0, pkt, rtt_us, prior_in_flight)
-            cong_control(f, f.rs, now)
-            if f.snd_nxt == ack_no:
-                f.rto_deadline = f.tlp_deadline = 0.0
-            else:
-                f.rto_deadline = now + rto
-                self.schedule_loss_probe(f, now, rto)
-            self.push(f, now)
-            return
-        f.ca.acked_and_cong_avoid(f, delivered, rtt_us, now)
-        nxt = f.snd_nxt
-        if nxt == ack_no:
-            f.rto_deadline = f.tlp_deadline = 0.0
-            self.push(f, now)
-            return
-        f.rto_deadline = now + rto
-        room = f.cwnd - (nxt - ack_no)
-        if f.rwnd:
-            room = rwnd.window_room(f, room, now)
-        if room > 0:
-            self.send_new(f, room, now)
-            nxt = f.snd_nxt
-        # tcp_set_xmit_timer / tcp_schedule_loss_probe (state Open): the timer becomes
-        # the loss probe, 2·srtt in whole jiffies + 2 ms (+ 200 ms with one segment out),
-        # never later than the RTO (``pto_s``, inlined for speed)
-        pto = (((f.srtt_us >> 2) + 999) // 1000 + (2 if nxt - ack_no > 1 else 200)) / 1000
-        f.tlp_deadline = d = now + (pto if pto < rto else rto)
-        qa = f.rto_timer.queued_at  # set_timer, inlined
-        if qa is None or d < qa:
-            f.rto_timer.queued_at = d
-            heapq.heappush(self.heap, (d, 0, next(self.seq), EV_RTO, f.index))
 
     def rate_sample(
         self,

@@ -286,19 +286,45 @@ class Bbr(CongestionOps):
 
         The guards around some calls are the callees' own first checks, hoisted.
         """
-        self.dm_us = int(tp.delivered_mstamp * 1e6)
-        self._update_bw(tp, rs, now)
-        self._update_ack_aggregation(tp, rs)
-        if self.mode == PROBE_BW and self._is_next_cycle_phase(tp, rs, now):
+        dm = self.dm_us = int(tp.delivered_mstamp * 1e6)
+        # bbr_update_model: bbr_update_bw, then bbr_update_ack_aggregation (which returns at
+        # once without a valid sample)
+        self.round_start = 0
+        if rs.delivered >= 0 and rs.interval_us > 0:
+            self._update_bw(tp, rs, now)
+            if rs.acked_sacked > 0:
+                self._update_ack_aggregation(tp, rs)
+        # bbr_update_cycle_phase: with gain 1 the phase ends after one min_rtt
+        if self.mode == PROBE_BW and (
+            dm - self.cycle_mstamp > self.min_rtt_us
+            if self.pacing_gain == BBR_UNIT
+            else self._is_next_cycle_phase(tp, rs, now)
+        ):
             self._advance_cycle_phase(tp)
         if self.round_start and not self.full_bw_reached:
             self._check_full_bw_reached(rs)
         if self.mode == DRAIN or (self.mode == STARTUP and self.full_bw_reached):
             self._check_drain(tp, now)
         self._update_min_rtt(tp, rs, now)
-        self._update_gains()
+        # bbr_update_gains
+        mode = self.mode
+        if mode == PROBE_BW:
+            self.pacing_gain = BBR_UNIT if self.lt_use_bw else BBR_PACING_GAIN[self.cycle_idx]
+            self.cwnd_gain = BBR_CWND_GAIN
+        elif mode == STARTUP:
+            self.pacing_gain = self.cwnd_gain = BBR_HIGH_GAIN
+        elif mode == DRAIN:
+            self.pacing_gain = BBR_DRAIN_GAIN
+            self.cwnd_gain = BBR_HIGH_GAIN
+        else:
+            self.pacing_gain = self.cwnd_gain = BBR_UNIT
         bw = self.lt_bw if self.lt_use_bw else self.bw.v[0]
-        self._set_pacing_rate(tp, bw, self.pacing_gain)
+        # bbr_set_pacing_rate
+        rate = self._rate_bytes_per_sec(tp, bw, self.pacing_gain)
+        if not self.has_seen_rtt and tp.srtt_us:
+            self._init_pacing_rate_from_rtt(tp)
+        if rate != tp.pacing_rate and (self.full_bw_reached or rate > tp.pacing_rate):
+            self._set_rate(tp, rate)
         self._set_cwnd(tp, rs, rs.acked_sacked, bw, self.cwnd_gain)
 
     # -- model --------------------------------------------------------------------------
@@ -324,13 +350,6 @@ class Bbr(CongestionOps):
             rtt_us = 1000
         bw = tp.cwnd * BW_UNIT // rtt_us
         self._set_rate(tp, self._rate_bytes_per_sec(tp, bw, BBR_HIGH_GAIN))
-
-    def _set_pacing_rate(self, tp: Flow, bw: int, gain: int) -> None:
-        rate = self._rate_bytes_per_sec(tp, bw, gain)
-        if not self.has_seen_rtt and tp.srtt_us:
-            self._init_pacing_rate_from_rtt(tp)
-        if rate != tp.pacing_rate and (self.full_bw_reached or rate > tp.pacing_rate):
-            self._set_rate(tp, rate)
 
     def _set_rate(self, tp: Flow, rate: int) -> None:
         tp.pacing_rate = rate
@@ -375,16 +394,6 @@ class Bbr(CongestionOps):
             return 0
         return inflight_at_edt - interval_delivered
 
-    def _ack_aggregation_cwnd(self, tp: Flow) -> int:
-        aggr = 0
-        if BBR_EXTRA_ACKED_GAIN and self.full_bw_reached:
-            max_aggr = self._bw() * BBR_EXTRA_ACKED_MAX_US // BW_UNIT
-            e0, e1 = self.extra_acked
-            aggr = (BBR_EXTRA_ACKED_GAIN * (e0 if e0 > e1 else e1)) >> BBR_SCALE
-            if aggr > max_aggr:
-                aggr = max_aggr
-        return aggr
-
     def _set_cwnd_to_recover_or_restore(self, tp: Flow, rs: RateSample, acked: int) -> int | None:
         """Packet conservation for the first round of Recovery; restore cwnd when it ends.
 
@@ -411,15 +420,31 @@ class Bbr(CongestionOps):
     def _set_cwnd(self, tp: Flow, rs: RateSample, acked: int, bw: int, gain: int) -> None:
         """bbr_set_cwnd: slow-start toward target = bdp·gain + aggregation + TSO budget."""
         if acked:
-            cons = self._set_cwnd_to_recover_or_restore(tp, rs, acked)
+            # bbr_set_cwnd_to_recover_or_restore changes nothing without a loss, a state
+            # change or packet conservation
+            if rs.losses or tp.ca_state != self.prev_ca_state or self.packet_conservation:
+                cons = self._set_cwnd_to_recover_or_restore(tp, rs, acked)
+            else:
+                cons = None
             if cons is not None:
                 cwnd = cons
             else:
                 cwnd = tp.cwnd
-                target = self._bdp(bw, gain)
+                # bbr_bdp, bbr_ack_aggregation_cwnd and bbr_quantization_budget, inlined
+                # (every ACK comes here; _bdp and _quantization_budget are the same steps)
+                min_rtt = self.min_rtt_us
+                if min_rtt == U32:
+                    target = TCP_INIT_CWND
+                else:
+                    target = (((bw * min_rtt * gain) >> BBR_SCALE) + BW_UNIT - 1) // BW_UNIT
                 if self.full_bw_reached:
-                    target += self._ack_aggregation_cwnd(tp)
-                target = self._quantization_budget(tp, target)
+                    max_aggr = bw * BBR_EXTRA_ACKED_MAX_US // BW_UNIT
+                    e0, e1 = self.extra_acked
+                    aggr = (BBR_EXTRA_ACKED_GAIN * (e0 if e0 > e1 else e1)) >> BBR_SCALE
+                    target += aggr if aggr < max_aggr else max_aggr
+                target = (target + 3 * self.tso_goal + 1) & ~1
+                if self.mode == PROBE_BW and self.cycle_idx == 0:
+                    target += 2
                 if self.full_bw_reached:
                     cwnd += acked
                     if cwnd > target:
@@ -435,9 +460,8 @@ class Bbr(CongestionOps):
             tp.cwnd = BBR_CWND_MIN_TARGET
 
     def _is_next_cycle_phase(self, tp: Flow, rs: RateSample, now: float) -> bool:
+        """bbr_is_next_cycle_phase for a gain other than 1 (cong_control decides gain 1)."""
         is_full_length = self.dm_us - self.cycle_mstamp > self.min_rtt_us
-        if self.pacing_gain == BBR_UNIT:
-            return is_full_length
         inflight = self._packets_in_net_at_edt(tp, rs.prior_in_flight, now)
         bw = self.bw.v[0]
         if self.pacing_gain > BBR_UNIT:
@@ -578,22 +602,21 @@ class Bbr(CongestionOps):
         self._lt_bw_interval_done(tp, delivered * BW_UNIT // t, now)
 
     def _update_bw(self, tp: Flow, rs: RateSample, now: float) -> None:
-        self.round_start = 0
-        if rs.delivered < 0 or rs.interval_us <= 0:
-            return
+        """bbr_update_bw for a valid sample (cong_control clears round_start and checks)."""
         if rs.prior_delivered >= self.next_rtt_delivered:
             self.next_rtt_delivered = tp.delivered
             self.rtt_cnt += 1
             self.round_start = 1
             self.packet_conservation = 0
-        self._lt_bw_sampling(tp, rs, now)
+        if self.lt_use_bw or self.lt_is_sampling or rs.losses:  # else it returns at once
+            self._lt_bw_sampling(tp, rs, now)
         bw = rs.delivered * BW_UNIT // rs.interval_us
         if not rs.is_app_limited or bw >= self.bw.v[0]:
             self.bw.running_max(BBR_BW_RTTS, self.rtt_cnt, bw)
 
     def _update_ack_aggregation(self, tp: Flow, rs: RateSample) -> None:
-        if rs.acked_sacked <= 0 or rs.delivered < 0 or rs.interval_us <= 0:
-            return
+        """bbr_update_ack_aggregation for a valid sample that (S)ACKed something (cong_control
+        checks)."""
         if self.round_start:
             self.extra_acked_win_rtts = min(0x1F, self.extra_acked_win_rtts + 1)
             if self.extra_acked_win_rtts >= BBR_EXTRA_ACKED_WIN_RTTS:
@@ -604,7 +627,7 @@ class Bbr(CongestionOps):
         epoch_us = dm - self.ack_epoch_mstamp
         if epoch_us < 0:
             epoch_us = 0
-        expected = self._bw() * epoch_us // BW_UNIT
+        expected = (self.lt_bw if self.lt_use_bw else self.bw.v[0]) * epoch_us // BW_UNIT
         if (
             self.ack_epoch_acked <= expected
             or self.ack_epoch_acked + rs.acked_sacked >= BBR_ACK_EPOCH_ACKED_RESET_THRESH
@@ -682,7 +705,7 @@ class Bbr(CongestionOps):
         )
 
     def _update_min_rtt(self, tp: Flow, rs: RateSample, now: float) -> None:
-        j = _jiffies(now)
+        j = int(now * HZ) + JIFFIES_BASE  # _jiffies, inlined
         filter_expired = j > self.min_rtt_stamp + BBR_MIN_RTT_WIN_SEC * HZ
         if rs.rtt_us >= 0 and (
             rs.rtt_us < self.min_rtt_us or (filter_expired and not rs.is_ack_delayed)
@@ -724,16 +747,3 @@ class Bbr(CongestionOps):
                     self._check_probe_rtt_done(tp, now)
         if rs.delivered > 0:
             self.idle_restart = 0
-
-    def _update_gains(self) -> None:
-        mode = self.mode
-        if mode == STARTUP:
-            self.pacing_gain = self.cwnd_gain = BBR_HIGH_GAIN
-        elif mode == DRAIN:
-            self.pacing_gain = BBR_DRAIN_GAIN
-            self.cwnd_gain = BBR_HIGH_GAIN
-        elif mode == PROBE_BW:
-            self.pacing_gain = BBR_UNIT if self.lt_use_bw else BBR_PACING_GAIN[self.cycle_idx]
-            self.cwnd_gain = BBR_CWND_GAIN
-        else:
-            self.pacing_gain = self.cwnd_gain = BBR_UNIT
