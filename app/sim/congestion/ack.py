@@ -113,7 +113,11 @@ class AckProcessing(Recovery):
         if f.rwnd:
             room = rwnd.window_room(f, room, now)
         if room > 0:
-            self.send_new(f, room, now)
+            if self.red is None:  # send_new, inlined: the link, then the receiver
+                f.snd_nxt = nxt + room
+                self.rcv_data(f, self.enqueue_burst(f, nxt, room, now))
+            else:
+                self.send_new(f, room, now)
             nxt = f.snd_nxt
         # tcp_set_xmit_timer / tcp_schedule_loss_probe (state Open): the timer becomes
         # the loss probe, 2·srtt in whole jiffies + 2 ms (+ 200 ms with one segment out),

@@ -19,7 +19,9 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from app.sim.congestion import bbr_lt
 from app.sim.congestion.flow import CA_LOSS, CA_OPEN, CA_RECOVERY, JIFFIES_BASE, RateSample
+from app.sim.congestion.minmax import MinMax
 from app.sim.congestion.reno import CongestionOps
 from app.sim.core.i18n import Message, msg
 from app.sim.core.tcp import HZ, TCP_INFINITE_SSTHRESH, TCP_INIT_CWND
@@ -65,50 +67,6 @@ MAX_TCP_HEADER = 320
 U32 = 0xFFFFFFFF
 
 
-class MinMax:
-    """lib/win_minmax.c: Kathleen Nichols' windowed max with three (time, value) samples."""
-
-    __slots__ = ("t", "v")
-
-    def __init__(self) -> None:
-        self.t = [0, 0, 0]
-        self.v = [0, 0, 0]
-
-    def reset(self, t: int, meas: int) -> int:
-        self.t[:] = (t, t, t)
-        self.v[:] = (meas, meas, meas)
-        return meas
-
-    def get(self) -> int:
-        return self.v[0]
-
-    def running_max(self, win: int, t: int, meas: int) -> int:
-        tt, vv = self.t, self.v
-        if meas >= vv[0] or t - tt[2] > win:  # a new max, or nothing left in the window
-            return self.reset(t, meas)
-        if meas >= vv[1]:
-            tt[1] = tt[2] = t
-            vv[1] = vv[2] = meas
-        elif meas >= vv[2]:
-            tt[2] = t
-            vv[2] = meas
-        # minmax_subwin_update: age the choices as the window slides
-        dt = t - tt[0]
-        if dt > win:
-            tt[0], tt[1], tt[2] = tt[1], tt[2], t
-            vv[0], vv[1], vv[2] = vv[1], vv[2], meas
-            if t - tt[0] > win:
-                tt[0], tt[1], tt[2] = tt[1], tt[2], t
-                vv[0], vv[1], vv[2] = vv[1], vv[2], meas
-        elif tt[1] == tt[0] and dt > win // 4:
-            tt[1] = tt[2] = t
-            vv[1] = vv[2] = meas
-        elif tt[2] == tt[1] and dt > win // 2:
-            tt[2] = t
-            vv[2] = meas
-        return vv[0]
-
-
 def _jiffies(now: float) -> int:
     return int(now * HZ) + JIFFIES_BASE
 
@@ -118,6 +76,15 @@ class Bbr(CongestionOps):
 
     name = "bbr"
     series_keys: ClassVar[tuple[str, ...]] = ("bw_mbps", "pacing_gain", "min_rtt_ms")
+
+    # the long-term sampler's fields (bbr_lt.py sets them)
+    lt_is_sampling: bool
+    lt_rtt_cnt: int
+    lt_use_bw: int
+    lt_bw: int
+    lt_last_delivered: int
+    lt_last_stamp: int
+    lt_last_lost: int
 
     __slots__ = (
         "rng",
@@ -197,7 +164,7 @@ class Bbr(CongestionOps):
         self.full_bw_cnt = 0
         self.cycle_mstamp = 0
         self.cycle_idx = 0
-        self._reset_lt_bw_sampling(tp)
+        bbr_lt.reset(self, tp)
         self.mode = STARTUP
         self.pacing_gain = BBR_HIGH_GAIN
         self.cwnd_gain = BBR_HIGH_GAIN
@@ -262,7 +229,7 @@ class Bbr(CongestionOps):
             self.round_start = 1
             rs = RateSample()
             rs.losses = 1
-            self._lt_bw_sampling(tp, rs, now)
+            bbr_lt.sampling(self, tp, rs, now)
 
     def in_slow_start(self, tp: Flow) -> bool:
         """BBR's slow start is STARTUP (its ssthresh stays "infinite" throughout)."""
@@ -274,7 +241,7 @@ class Bbr(CongestionOps):
         cwnd stays as it is."""
         self.full_bw = 0
         self.full_bw_cnt = 0
-        self._reset_lt_bw_sampling(tp)
+        bbr_lt.reset(self, tp)
         return tp.cwnd
 
     def tso_segs(self, tp: Flow) -> int:
@@ -320,7 +287,7 @@ class Bbr(CongestionOps):
             self.pacing_gain = self.cwnd_gain = BBR_UNIT
         bw = self.lt_bw if self.lt_use_bw else self.bw.v[0]
         # bbr_set_pacing_rate
-        rate = self._rate_bytes_per_sec(tp, bw, self.pacing_gain)
+        rate = self.rate_bytes_per_sec(tp, bw, self.pacing_gain)
         if not self.has_seen_rtt and tp.srtt_us:
             self._init_pacing_rate_from_rtt(tp)
         if rate != tp.pacing_rate and (self.full_bw_reached or rate > tp.pacing_rate):
@@ -335,7 +302,7 @@ class Bbr(CongestionOps):
     def bw_bytes_per_sec(self, tp: Flow) -> float:
         return self._bw() * tp.mss * 1e6 / BW_UNIT
 
-    def _rate_bytes_per_sec(self, tp: Flow, rate: int, gain: int) -> int:
+    def rate_bytes_per_sec(self, tp: Flow, rate: int, gain: int) -> int:
         rate *= tp.mss
         rate *= gain
         rate >>= BBR_SCALE
@@ -349,7 +316,7 @@ class Bbr(CongestionOps):
         else:
             rtt_us = 1000
         bw = tp.cwnd * BW_UNIT // rtt_us
-        self._set_rate(tp, self._rate_bytes_per_sec(tp, bw, BBR_HIGH_GAIN))
+        self._set_rate(tp, self.rate_bytes_per_sec(tp, bw, BBR_HIGH_GAIN))
 
     def _set_rate(self, tp: Flow, rate: int) -> None:
         tp.pacing_rate = rate
@@ -501,7 +468,7 @@ class Bbr(CongestionOps):
             msg("BBR {old} → {new}: {why}", old=MODE_NAMES[old], new=MODE_NAMES[mode], why=why),
         )
 
-    def _reset_probe_bw_mode(self, tp: Flow, now: float, why: Message) -> None:
+    def reset_probe_bw_mode(self, tp: Flow, now: float, why: Message) -> None:
         self.cycle_idx = CYCLE_LEN - 1 - self.rng.randrange(BBR_CYCLE_RAND)
         self._advance_cycle_phase(tp)
         self._set_mode(
@@ -521,85 +488,7 @@ class Bbr(CongestionOps):
         if not self.full_bw_reached:
             self._set_mode(tp, STARTUP, now, why, {})
         else:
-            self._reset_probe_bw_mode(tp, now, why)
-
-    def _reset_lt_bw_sampling_interval(self, tp: Flow) -> None:
-        self.lt_last_stamp = int(tp.delivered_mstamp * 1e3)  # ms
-        self.lt_last_delivered = tp.delivered
-        self.lt_last_lost = tp.lost
-        self.lt_rtt_cnt = 0
-
-    def _reset_lt_bw_sampling(self, tp: Flow) -> None:
-        self.lt_bw = 0
-        self.lt_use_bw = 0
-        self.lt_is_sampling = False
-        self._reset_lt_bw_sampling_interval(tp)
-
-    def _lt_bw_interval_done(self, tp: Flow, bw: int, now: float) -> None:
-        if self.lt_bw:
-            diff = abs(bw - self.lt_bw)
-            if (
-                diff * BBR_UNIT <= BBR_LT_BW_RATIO * self.lt_bw
-                or self._rate_bytes_per_sec(tp, diff, BBR_UNIT) <= BBR_LT_BW_DIFF
-            ):
-                self.lt_bw = (bw + self.lt_bw) >> 1
-                self.lt_use_bw = 1
-                self.pacing_gain = BBR_UNIT
-                self.lt_rtt_cnt = 0
-                tp.event(
-                    "bbr_mode",
-                    now,
-                    {
-                        "from": MODE_NAMES[self.mode],
-                        "to": MODE_NAMES[self.mode],
-                        "lt_bw_mbps": round(self.lt_bw * tp.mss * 8 / BW_UNIT, 3),
-                    },
-                    msg(
-                        "BBR long-term sampler: two lossy intervals delivered the same rate, "
-                        "so it assumes a policer and paces at that rate with gain 1"
-                    ),
-                )
-                return
-        self.lt_bw = bw
-        self._reset_lt_bw_sampling_interval(tp)
-
-    def _lt_bw_sampling(self, tp: Flow, rs: RateSample, now: float) -> None:
-        """bbr_lt_bw_sampling: detect a token-bucket policer from lossy, steady intervals."""
-        if self.lt_use_bw:
-            if self.mode == PROBE_BW and self.round_start:
-                self.lt_rtt_cnt += 1
-                if self.lt_rtt_cnt >= BBR_LT_BW_MAX_RTTS:
-                    self._reset_lt_bw_sampling(tp)
-                    self._reset_probe_bw_mode(
-                        tp, now, msg("48 rounds on the long-term rate are over")
-                    )
-            return
-        if not self.lt_is_sampling:
-            if not rs.losses:
-                return
-            self._reset_lt_bw_sampling_interval(tp)
-            self.lt_is_sampling = True
-        if rs.is_app_limited:
-            self._reset_lt_bw_sampling(tp)
-            return
-        if self.round_start:
-            self.lt_rtt_cnt = (self.lt_rtt_cnt + 1) & 0x7F
-        if self.lt_rtt_cnt < BBR_LT_INTVL_MIN_RTTS:
-            return
-        if self.lt_rtt_cnt > 4 * BBR_LT_INTVL_MIN_RTTS:
-            self._reset_lt_bw_sampling(tp)
-            return
-        if not rs.losses:
-            return
-        lost = tp.lost - self.lt_last_lost
-        delivered = tp.delivered - self.lt_last_delivered
-        if not delivered or (lost << BBR_SCALE) < BBR_LT_LOSS_THRESH * delivered:
-            return
-        t = int(tp.delivered_mstamp * 1e3) - self.lt_last_stamp
-        if t < 1:
-            return
-        t *= 1000
-        self._lt_bw_interval_done(tp, delivered * BW_UNIT // t, now)
+            self.reset_probe_bw_mode(tp, now, why)
 
     def _update_bw(self, tp: Flow, rs: RateSample, now: float) -> None:
         """bbr_update_bw for a valid sample (cong_control clears round_start and checks)."""
@@ -609,7 +498,7 @@ class Bbr(CongestionOps):
             self.round_start = 1
             self.packet_conservation = 0
         if self.lt_use_bw or self.lt_is_sampling or rs.losses:  # else it returns at once
-            self._lt_bw_sampling(tp, rs, now)
+            bbr_lt.sampling(self, tp, rs, now)
         bw = rs.delivered * BW_UNIT // rs.interval_us
         if not rs.is_app_limited or bw >= self.bw.v[0]:
             self.bw.running_max(BBR_BW_RTTS, self.rtt_cnt, bw)
@@ -676,7 +565,7 @@ class Bbr(CongestionOps):
             inflight = self._packets_in_net_at_edt(tp, tp.in_flight(), now)
             bdp = self._inflight(tp, self.bw.v[0], BBR_UNIT)
             if inflight <= bdp:
-                self._reset_probe_bw_mode(
+                self.reset_probe_bw_mode(
                     tp,
                     now,
                     msg(
