@@ -30,12 +30,16 @@ as ``tcp_ack_update_rtt`` takes it (the 52-byte headers carry timestamps).
 from __future__ import annotations
 
 import heapq
+from typing import TYPE_CHECKING
 
 from app.sim.congestion import ecn, rwnd
 from app.sim.congestion import loss as lossrec
 from app.sim.congestion.flow import CA_CWR, CA_LOSS, CA_OPEN, CA_RECOVERY, EV_RTO, Flow, Pkt
 from app.sim.congestion.recovery import RTO_MAX_S, Recovery
 from app.sim.core.tcp import TCP_RTO_MAX_US, TCP_RTO_MIN_US
+
+if TYPE_CHECKING:
+    from app.sim.congestion.reno import CongControl
 
 TCP_TS_HZ = 1000  # include/net/tcp.h: the TCP timestamp clock (TSval) ticks every ms
 
@@ -62,7 +66,6 @@ class AckProcessing(Recovery):
         ):
             self.ack_slow(f, now, ack_no, sacked, pkt)
             return
-        cong_control = f.cong_control
         # (icsk_retransmits is already 0 in Open: the first ACK to move snd_una after an
         # RTO clears it, in the Loss state, before Loss can end)
         prior_in_flight = f.snd_nxt - f.snd_una + f.retrans_out
@@ -72,35 +75,46 @@ class AckProcessing(Recovery):
         # tcp_ack_update_rtt: snd_una advanced, so there is always a sample: the segment's
         # own, or for a retransmission the timestamp echo (as in ack_update_rtt)
         sent = pkt[1]
-        rtt_us = int((now - sent) * 1e6) if not pkt[2] else tsecr_rtt_us(now, sent)
-        rto = rtt_estimator_fast(f, rtt_us, ack_no)
+        m = rtt_us = int((now - sent) * 1e6) if not pkt[2] else tsecr_rtt_us(now, sent)
+        # tcp_rtt_estimator and tcp_set_rto, inlined (Flow.rtt_estimator is the shared
+        # version): srtt ×8, mdev ×4, rttvar floored at 200 ms per RTT
+        srtt = f.srtt_us
+        m -= srtt >> 3
+        srtt += m
+        mdev = f.mdev_us
+        if m < 0:
+            m = -m - (mdev >> 2)
+            if m > 0:
+                m >>= 3
+        else:
+            m -= mdev >> 2
+        mdev += m
+        f.mdev_us = mdev
+        if mdev > f.mdev_max_us:
+            f.mdev_max_us = mdev
+            if mdev > f.rttvar_us:
+                f.rttvar_us = mdev
+        if ack_no > f.rtt_seq:
+            if f.mdev_max_us < f.rttvar_us:
+                f.rttvar_us -= (f.rttvar_us - f.mdev_max_us) >> 2
+            f.rtt_seq = f.snd_nxt
+            f.mdev_max_us = TCP_RTO_MIN_US
+        if srtt < 1:
+            srtt = 1
+        f.srtt_us = srtt
+        rto_us = (srtt >> 3) + f.rttvar_us
+        f.rto_s = rto = -(-rto_us // 1000) / 1000 if rto_us < TCP_RTO_MAX_US else RTO_MAX_S
+        f.backoff = 0
         if rtt_us < f.min_rtt_us:
             f.min_rtt_us = rtt_us
         f.last_rtt_us = rtt_us
         if sent > f.rack_xmit:
             f.rack_xmit = sent
-        if cong_control is not None:  # tcp_cong_control: the rate sample and bbr_main
-            self.rate_sample(f, now, delivered, 0, pkt, rtt_us, prior_in_flight)
-            cong_control(f, f.rs, now)
-            nxt = f.snd_nxt
-            if nxt == ack_no:
-                f.rto_deadline = f.tlp_deadline = 0.0
-            else:
-                f.rto_deadline = now + rto
-                # schedule_loss_probe in Open, inlined: pto_s capped at the RTO, plus the
-                # pacing delay
-                pto = (((f.srtt_us >> 2) + 999) // 1000 + (200 if nxt - ack_no == 1 else 2)) / 1000
-                if 0 < rto < pto:
-                    pto = rto
-                d = now + pto
-                if f.paced and f.wstamp > now:
-                    d += f.wstamp - now
-                f.tlp_deadline = d
-                qa = f.rto_timer.queued_at  # set_timer, inlined
-                if qa is None or d < qa:
-                    f.rto_timer.queued_at = d
-                    heapq.heappush(self.heap, (d, 0, next(self.seq), EV_RTO, f.index))
-            self.push(f, now)
+        cong_control = f.cong_control
+        if cong_control is not None:
+            self.ack_open_cong_control(
+                f, cong_control, now, ack_no, pkt, delivered, rtt_us, rto, prior_in_flight
+            )
             return
         f.ca.acked_and_cong_avoid(f, delivered, rtt_us, now)
         nxt = f.snd_nxt
@@ -122,12 +136,47 @@ class AckProcessing(Recovery):
         # tcp_set_xmit_timer / tcp_schedule_loss_probe (state Open): the timer becomes
         # the loss probe, 2·srtt in whole jiffies + 2 ms (+ 200 ms with one segment out),
         # never later than the RTO (``pto_s``, inlined for speed)
-        pto = (((f.srtt_us >> 2) + 999) // 1000 + (2 if nxt - ack_no > 1 else 200)) / 1000
+        pto = (((srtt >> 2) + 999) // 1000 + (2 if nxt - ack_no > 1 else 200)) / 1000
         f.tlp_deadline = d = now + (pto if pto < rto else rto)
         qa = f.rto_timer.queued_at  # set_timer, inlined
         if qa is None or d < qa:
             f.rto_timer.queued_at = d
             heapq.heappush(self.heap, (d, 0, next(self.seq), EV_RTO, f.index))
+
+    def ack_open_cong_control(
+        self,
+        f: Flow,
+        cong_control: CongControl,
+        now: float,
+        ack_no: int,
+        pkt: Pkt,
+        delivered: int,
+        rtt_us: int,
+        rto: float,
+        prior_in_flight: int,
+    ) -> None:
+        """The rest of :meth:`on_ack`'s common case for an ops table with cong_control (BBR):
+        tcp_rate_gen and cong_control, the loss probe (schedule_loss_probe in Open, inlined:
+        pto_s capped at the RTO, plus the pacing delay), then transmit."""
+        self.rate_sample(f, now, delivered, 0, pkt, rtt_us, prior_in_flight)
+        cong_control(f, f.rs, now)
+        nxt = f.snd_nxt
+        if nxt == ack_no:
+            f.rto_deadline = f.tlp_deadline = 0.0
+        else:
+            f.rto_deadline = now + rto
+            pto = (((f.srtt_us >> 2) + 999) // 1000 + (200 if nxt - ack_no == 1 else 2)) / 1000
+            if 0 < rto < pto:
+                pto = rto
+            d = now + pto
+            if f.paced and f.wstamp > now:
+                d += f.wstamp - now
+            f.tlp_deadline = d
+            qa = f.rto_timer.queued_at  # set_timer, inlined
+            if qa is None or d < qa:
+                f.rto_timer.queued_at = d
+                heapq.heappush(self.heap, (d, 0, next(self.seq), EV_RTO, f.index))
+        self.push(f, now)
 
     def ack_slow(self, f: Flow, now: float, ack_no: int, sacked: int, pkt: Pkt) -> None:
         """tcp_ack's steps one by one, for every ACK the common case in :meth:`on_ack` does not
@@ -291,42 +340,6 @@ class AckProcessing(Recovery):
         else:
             rs.delivered = -1
             rs.interval_us = -1
-
-
-def rtt_estimator_fast(f: Flow, rtt_us: int, ack_no: int) -> float:
-    """tcp_rtt_estimator and tcp_set_rto for an ACK that advanced snd_una to ``ack_no`` in
-    Open (``Flow.rtt_estimator`` is the shared version; this one has its steps inlined for
-    speed): srtt ×8, mdev ×4, rttvar floored at 200 ms per RTT. Clears the backoff and returns
-    the new RTO in seconds."""
-    m = rtt_us
-    srtt = f.srtt_us
-    m -= srtt >> 3
-    srtt += m
-    mdev = f.mdev_us
-    if m < 0:
-        m = -m - (mdev >> 2)
-        if m > 0:
-            m >>= 3
-    else:
-        m -= mdev >> 2
-    mdev += m
-    f.mdev_us = mdev
-    if mdev > f.mdev_max_us:
-        f.mdev_max_us = mdev
-        if mdev > f.rttvar_us:
-            f.rttvar_us = mdev
-    if ack_no > f.rtt_seq:
-        if f.mdev_max_us < f.rttvar_us:
-            f.rttvar_us -= (f.rttvar_us - f.mdev_max_us) >> 2
-        f.rtt_seq = f.snd_nxt
-        f.mdev_max_us = TCP_RTO_MIN_US
-    if srtt < 1:
-        srtt = 1
-    f.srtt_us = srtt
-    rto_us = (srtt >> 3) + f.rttvar_us
-    f.rto_s = rto = -(-rto_us // 1000) / 1000 if rto_us < TCP_RTO_MAX_US else RTO_MAX_S
-    f.backoff = 0
-    return rto
 
 
 def tsecr_rtt_us(now: float, sent: float) -> int:

@@ -258,7 +258,17 @@ class Bbr(CongestionOps):
         # once without a valid sample)
         self.round_start = 0
         if rs.delivered >= 0 and rs.interval_us > 0:
-            self._update_bw(tp, rs, now)
+            # bbr_update_bw: a round ends when a segment sent after it began is delivered
+            if rs.prior_delivered >= self.next_rtt_delivered:
+                self.next_rtt_delivered = tp.delivered
+                self.rtt_cnt += 1
+                self.round_start = 1
+                self.packet_conservation = 0
+            if self.lt_use_bw or self.lt_is_sampling or rs.losses:  # else it returns at once
+                bbr_lt.sampling(self, tp, rs, now)
+            bw = rs.delivered * BW_UNIT // rs.interval_us
+            if not rs.is_app_limited or bw >= self.bw.v[0]:
+                self.bw.running_max(BBR_BW_RTTS, self.rtt_cnt, bw)
             if rs.acked_sacked > 0:
                 self._update_ack_aggregation(tp, rs)
         # bbr_update_cycle_phase: with gain 1 the phase ends after one min_rtt
@@ -272,7 +282,17 @@ class Bbr(CongestionOps):
             self._check_full_bw_reached(rs)
         if self.mode == DRAIN or (self.mode == STARTUP and self.full_bw_reached):
             self._check_drain(tp, now)
-        self._update_min_rtt(tp, rs, now)
+        # bbr_update_min_rtt: the sample and the 10 s filter; PROBE_RTT in _update_probe_rtt
+        j = int(now * HZ) + JIFFIES_BASE
+        filter_expired = j > self.min_rtt_stamp + BBR_MIN_RTT_WIN_SEC * HZ
+        rtt_us = rs.rtt_us
+        if rtt_us >= 0 and (rtt_us < self.min_rtt_us or (filter_expired and not rs.is_ack_delayed)):
+            self.min_rtt_us = rtt_us
+            self.min_rtt_stamp = j
+        if filter_expired or self.mode == PROBE_RTT:
+            self._update_probe_rtt(tp, now, j, filter_expired)
+        if rs.delivered > 0:
+            self.idle_restart = 0
         # bbr_update_gains
         mode = self.mode
         if mode == PROBE_BW:
@@ -490,19 +510,6 @@ class Bbr(CongestionOps):
         else:
             self.reset_probe_bw_mode(tp, now, why)
 
-    def _update_bw(self, tp: Flow, rs: RateSample, now: float) -> None:
-        """bbr_update_bw for a valid sample (cong_control clears round_start and checks)."""
-        if rs.prior_delivered >= self.next_rtt_delivered:
-            self.next_rtt_delivered = tp.delivered
-            self.rtt_cnt += 1
-            self.round_start = 1
-            self.packet_conservation = 0
-        if self.lt_use_bw or self.lt_is_sampling or rs.losses:  # else it returns at once
-            bbr_lt.sampling(self, tp, rs, now)
-        bw = rs.delivered * BW_UNIT // rs.interval_us
-        if not rs.is_app_limited or bw >= self.bw.v[0]:
-            self.bw.running_max(BBR_BW_RTTS, self.rtt_cnt, bw)
-
     def _update_ack_aggregation(self, tp: Flow, rs: RateSample) -> None:
         """bbr_update_ack_aggregation for a valid sample that (S)ACKed something (cong_control
         checks)."""
@@ -593,14 +600,9 @@ class Bbr(CongestionOps):
             ),
         )
 
-    def _update_min_rtt(self, tp: Flow, rs: RateSample, now: float) -> None:
-        j = int(now * HZ) + JIFFIES_BASE  # _jiffies, inlined
-        filter_expired = j > self.min_rtt_stamp + BBR_MIN_RTT_WIN_SEC * HZ
-        if rs.rtt_us >= 0 and (
-            rs.rtt_us < self.min_rtt_us or (filter_expired and not rs.is_ack_delayed)
-        ):
-            self.min_rtt_us = rs.rtt_us
-            self.min_rtt_stamp = j
+    def _update_probe_rtt(self, tp: Flow, now: float, j: int, filter_expired: bool) -> None:
+        """bbr_update_min_rtt's PROBE_RTT part (cong_control keeps the sample): enter it when
+        min_rtt expired, hold cwnd low for 200 ms and a round, then leave."""
         if filter_expired and not self.idle_restart and self.mode != PROBE_RTT:
             old = self.mode
             self.mode = PROBE_RTT  # before bbr_save_cwnd, which then keeps max(prior, cwnd)
@@ -634,5 +636,3 @@ class Bbr(CongestionOps):
                     self.probe_rtt_round_done = 1
                 if self.probe_rtt_round_done:
                     self._check_probe_rtt_done(tp, now)
-        if rs.delivered > 0:
-            self.idle_restart = 0
