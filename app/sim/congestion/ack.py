@@ -68,7 +68,6 @@ class AckProcessing(Recovery):
             return
         # (icsk_retransmits is already 0 in Open: the first ACK to move snd_una after an
         # RTO clears it, in the Loss state, before Loss can end)
-        prior_in_flight = f.snd_nxt - f.snd_una + f.retrans_out
         delivered = ack_no - f.snd_una
         f.snd_una = ack_no
         f.delivered += delivered
@@ -112,6 +111,8 @@ class AckProcessing(Recovery):
             f.rack_xmit = sent
         cong_control = f.cong_control
         if cong_control is not None:
+            # prior_in_flight: packets_out before this ACK (nothing is SACKed or lost here)
+            prior_in_flight = f.snd_nxt - ack_no + delivered + f.retrans_out
             self.ack_open_cong_control(
                 f, cong_control, now, ack_no, pkt, delivered, rtt_us, rto, prior_in_flight
             )

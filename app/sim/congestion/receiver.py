@@ -105,10 +105,11 @@ class Receiver(Link):
                     pending = False
                     continue
             pending = False
-            sacked = len(ooo)
-            if red and f.ecn_demand_cwr:  # tcp_ecn_send: ECE on every ACK until CWR arrives
-                sacked |= ecn.ECE_BIT
-            q.append((r + owd, nxt, sacked, pkt))
+            # tcp_ecn_send: ECE on every ACK until CWR arrives (only RED marks)
+            if red and f.ecn_demand_cwr:
+                q.append((r + owd, nxt, len(ooo) | ecn.ECE_BIT, pkt))
+            else:
+                q.append((r + owd, nxt, len(ooo), pkt))
         f.rcv_nxt = nxt
         f.rcv_pending = pending
         f.rcv_deadline = deadline
