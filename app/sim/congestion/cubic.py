@@ -284,8 +284,8 @@ class Cubic(CongestionOps):
     def acked_and_cong_avoid(self, tp: Flow, acked: int, rtt_us: int, now: float) -> None:
         """cubictcp_acked (delay_min, HyStart) then cubictcp_cong_avoid, in one engine call
         (``rtt_us`` = -1: no sample, so cubictcp_acked does nothing; :meth:`cong_avoid`)."""
+        jiffies = int(now * HZ) + JIFFIES_BASE
         if rtt_us >= 0:
-            jiffies = int(now * HZ) + JIFFIES_BASE
             if not (self.epoch_start and jiffies - self.epoch_start < HZ):
                 delay = rtt_us or 1
                 if self.delay_min == 0 or self.delay_min > delay:
@@ -303,7 +303,7 @@ class Cubic(CongestionOps):
             cwnd = tp.cwnd
         # bictcp_update's early exit, inlined: the curve is re-evaluated at most every HZ/32
         # jiffies while cwnd is unchanged
-        if self.last_cwnd == cwnd and int(now * HZ) + JIFFIES_BASE - self.last_time <= HZ // 32:
+        if self.last_cwnd == cwnd and jiffies - self.last_time <= HZ // 32:
             self.ack_cnt += acked
         else:
             self.update(tp, cwnd, acked, now)
