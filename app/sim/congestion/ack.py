@@ -14,8 +14,9 @@
 6. ``tcp_set_xmit_timer`` (the loss probe in Open, else ``tcp_rearm_rto``) and
    ``tcp_xmit_recovery`` (transmit: :meth:`~app.sim.congestion.sender.Sender.push`).
 
-The common case (in-order progress in state Open, no SACK) has its own method,
-:meth:`AckProcessing.ack_fast`, with the same steps inlined. The engine never asks which
+The common case (in-order progress in state Open, no SACK) is handled at the top of
+:meth:`AckProcessing.on_ack`, with the same steps inlined; the rest goes to
+:meth:`AckProcessing.ack_slow`. The engine never asks which
 algorithm a flow runs: it calls the flow's ops table
 (:class:`~app.sim.congestion.reno.CongestionOps`) where tcp_input.c calls ``icsk->icsk_ca_ops``,
 and tests ``cong_control is not None`` where the kernel does.
@@ -29,12 +30,16 @@ as ``tcp_ack_update_rtt`` takes it (the 52-byte headers carry timestamps).
 from __future__ import annotations
 
 import heapq
+from typing import TYPE_CHECKING
 
 from app.sim.congestion import ecn, rwnd
 from app.sim.congestion import loss as lossrec
 from app.sim.congestion.flow import CA_CWR, CA_LOSS, CA_OPEN, CA_RECOVERY, EV_RTO, Flow, Pkt
 from app.sim.congestion.recovery import RTO_MAX_S, Recovery
 from app.sim.core.tcp import TCP_RTO_MAX_US, TCP_RTO_MIN_US
+
+if TYPE_CHECKING:
+    from app.sim.congestion.reno import CongControl
 
 TCP_TS_HZ = 1000  # include/net/tcp.h: the TCP timestamp clock (TSval) ticks every ms
 
@@ -43,19 +48,140 @@ class AckProcessing(Recovery):
     """``tcp_ack`` and the delivery-rate sample."""
 
     def on_ack(self, f: Flow, now: float, ack_no: int, sacked: int, pkt: Pkt) -> None:
-        """tcp_ack for one ACK: scoreboard, RTT, loss marking, CA state, cwnd, transmit."""
+        """tcp_ack for one ACK: scoreboard, RTT, loss marking, CA state, cwnd, transmit.
+
+        The common case is handled here, in one place: in-order progress in state Open.
+        Nothing can be newly lost (a drop blocks the cumulative ACK and would show up as
+        SACKs), so tcp_ack's steps reduce to the RTT sample, cong_control or cong_avoid, the
+        timer and transmit, inlined for speed. Everything else goes to :meth:`ack_slow`."""
         if pkt[3] >= f.round_next:  # a segment sent after the round began: the round ends
             lossrec.round_end(f, now)
         if (
-            not sacked
-            and ack_no > f.snd_una
-            and not f.sacked_out
-            and not f.holes
-            and f.ca_state == CA_OPEN
-            and not f.undetected
+            sacked
+            or ack_no <= f.snd_una
+            or f.sacked_out
+            or f.holes
+            or f.ca_state != CA_OPEN
+            or f.undetected
         ):
-            self.ack_fast(f, now, ack_no, pkt)
+            self.ack_slow(f, now, ack_no, sacked, pkt)
             return
+        # (icsk_retransmits is already 0 in Open: the first ACK to move snd_una after an
+        # RTO clears it, in the Loss state, before Loss can end)
+        delivered = ack_no - f.snd_una
+        f.snd_una = ack_no
+        f.delivered += delivered
+        # tcp_ack_update_rtt: snd_una advanced, so there is always a sample: the segment's
+        # own, or for a retransmission the timestamp echo (as in ack_update_rtt)
+        sent = pkt[1]
+        m = rtt_us = int((now - sent) * 1e6) if not pkt[2] else tsecr_rtt_us(now, sent)
+        # tcp_rtt_estimator and tcp_set_rto, inlined (Flow.rtt_estimator is the shared
+        # version): srtt ×8, mdev ×4, rttvar floored at 200 ms per RTT
+        srtt = f.srtt_us
+        m -= srtt >> 3
+        srtt += m
+        mdev = f.mdev_us
+        if m < 0:
+            m = -m - (mdev >> 2)
+            if m > 0:
+                m >>= 3
+        else:
+            m -= mdev >> 2
+        mdev += m
+        f.mdev_us = mdev
+        if mdev > f.mdev_max_us:
+            f.mdev_max_us = mdev
+            if mdev > f.rttvar_us:
+                f.rttvar_us = mdev
+        if ack_no > f.rtt_seq:
+            if f.mdev_max_us < f.rttvar_us:
+                f.rttvar_us -= (f.rttvar_us - f.mdev_max_us) >> 2
+            f.rtt_seq = f.snd_nxt
+            f.mdev_max_us = TCP_RTO_MIN_US
+        if srtt < 1:
+            srtt = 1
+        f.srtt_us = srtt
+        rto_us = (srtt >> 3) + f.rttvar_us
+        f.rto_s = rto = -(-rto_us // 1000) / 1000 if rto_us < TCP_RTO_MAX_US else RTO_MAX_S
+        f.backoff = 0
+        if rtt_us < f.min_rtt_us:
+            f.min_rtt_us = rtt_us
+        f.last_rtt_us = rtt_us
+        if sent > f.rack_xmit:
+            f.rack_xmit = sent
+        cong_control = f.cong_control
+        if cong_control is not None:
+            # prior_in_flight: packets_out before this ACK (nothing is SACKed or lost here)
+            prior_in_flight = f.snd_nxt - ack_no + delivered + f.retrans_out
+            self.ack_open_cong_control(
+                f, cong_control, now, ack_no, pkt, delivered, rtt_us, rto, prior_in_flight
+            )
+            return
+        f.ca.acked_and_cong_avoid(f, delivered, rtt_us, now)
+        nxt = f.snd_nxt
+        if nxt == ack_no:
+            f.rto_deadline = f.tlp_deadline = 0.0
+            self.push(f, now)
+            return
+        f.rto_deadline = now + rto
+        room = f.cwnd - (nxt - ack_no)
+        if f.rwnd:
+            room = rwnd.window_room(f, room, now)
+        if room > 0:
+            if self.red is None:  # send_new, inlined: the link, then the receiver
+                f.snd_nxt = nxt + room
+                self.rcv_data(f, self.enqueue_burst(f, nxt, room, now))
+            else:
+                self.send_new(f, room, now)
+            nxt = f.snd_nxt
+        # tcp_set_xmit_timer / tcp_schedule_loss_probe (state Open): the timer becomes
+        # the loss probe, 2·srtt in whole jiffies + 2 ms (+ 200 ms with one segment out),
+        # never later than the RTO (``pto_s``, inlined for speed)
+        pto = (((srtt >> 2) + 999) // 1000 + (2 if nxt - ack_no > 1 else 200)) / 1000
+        f.tlp_deadline = d = now + (pto if pto < rto else rto)
+        qa = f.rto_timer.queued_at  # set_timer, inlined
+        if qa is None or d < qa:
+            f.rto_timer.queued_at = d
+            heapq.heappush(self.heap, (d, 0, next(self.seq), EV_RTO, f.index))
+
+    def ack_open_cong_control(
+        self,
+        f: Flow,
+        cong_control: CongControl,
+        now: float,
+        ack_no: int,
+        pkt: Pkt,
+        delivered: int,
+        rtt_us: int,
+        rto: float,
+        prior_in_flight: int,
+    ) -> None:
+        """The rest of :meth:`on_ack`'s common case for an ops table with cong_control (BBR):
+        tcp_rate_gen and cong_control, the loss probe (schedule_loss_probe in Open, inlined:
+        pto_s capped at the RTO, plus the pacing delay), then transmit."""
+        self.rate_sample(f, now, delivered, 0, pkt, rtt_us, prior_in_flight)
+        cong_control(f, f.rs, now)
+        nxt = f.snd_nxt
+        if nxt == ack_no:
+            f.rto_deadline = f.tlp_deadline = 0.0
+        else:
+            f.rto_deadline = now + rto
+            pto = (((f.srtt_us >> 2) + 999) // 1000 + (200 if nxt - ack_no == 1 else 2)) / 1000
+            if 0 < rto < pto:
+                pto = rto
+            d = now + pto
+            if f.paced and f.wstamp > now:
+                d += f.wstamp - now
+            f.tlp_deadline = d
+            qa = f.rto_timer.queued_at  # set_timer, inlined
+            if qa is None or d < qa:
+                f.rto_timer.queued_at = d
+                heapq.heappush(self.heap, (d, 0, next(self.seq), EV_RTO, f.index))
+        self.push(f, now)
+
+    def ack_slow(self, f: Flow, now: float, ack_no: int, sacked: int, pkt: Pkt) -> None:
+        """tcp_ack's steps one by one, for every ACK the common case in :meth:`on_ack` does not
+        cover (SACKs, losses, a CA state other than Open, ECE)."""
         ece = False
         if sacked >= ecn.ECE_BIT:  # tcp_ecn_rcv_ecn_echo: FLAG_ECE
             sacked -= ecn.ECE_BIT
@@ -176,60 +302,6 @@ class AckProcessing(Recovery):
             lossrec.arm_reo(self, f, now)  # ICSK_TIME_REO_TIMEOUT
         f.reo_wait = -1.0
 
-    def ack_fast(self, f: Flow, now: float, ack_no: int, pkt: Pkt) -> None:
-        """The common case, in one place: in-order progress in state Open. Nothing can be newly
-        lost (a drop blocks the cumulative ACK and would show up as SACKs), so the steps of
-        :meth:`on_ack` reduce to the RTT sample, cong_control or cong_avoid, the timer and
-        transmit."""
-        cong_control = f.cong_control
-        # (icsk_retransmits is already 0 in Open: the first ACK to move snd_una after an
-        # RTO clears it, in the Loss state, before Loss can end)
-        prior_in_flight = f.snd_nxt - f.snd_una + f.retrans_out
-        delivered = ack_no - f.snd_una
-        f.snd_una = ack_no
-        f.delivered += delivered
-        # tcp_ack_update_rtt: snd_una advanced, so there is always a sample: the segment's
-        # own, or for a retransmission the timestamp echo (as in ack_update_rtt)
-        rtt_us = int((now - pkt[1]) * 1e6) if not pkt[2] else tsecr_rtt_us(now, pkt[1])
-        rto = rtt_estimator_fast(f, rtt_us, ack_no)
-        if rtt_us < f.min_rtt_us:
-            f.min_rtt_us = rtt_us
-        f.last_rtt_us = rtt_us
-        if pkt[1] > f.rack_xmit:
-            f.rack_xmit = pkt[1]
-        if cong_control is not None:  # tcp_cong_control: the rate sample and bbr_main
-            self.rate_sample(f, now, delivered, 0, pkt, rtt_us, prior_in_flight)
-            cong_control(f, f.rs, now)
-            if f.snd_nxt == ack_no:
-                f.rto_deadline = f.tlp_deadline = 0.0
-            else:
-                f.rto_deadline = now + rto
-                self.schedule_loss_probe(f, now, rto)
-            self.push(f, now)
-            return
-        f.ca.acked_and_cong_avoid(f, delivered, rtt_us, now)
-        nxt = f.snd_nxt
-        if nxt == ack_no:
-            f.rto_deadline = f.tlp_deadline = 0.0
-            self.push(f, now)
-            return
-        f.rto_deadline = now + rto
-        room = f.cwnd - (nxt - ack_no)
-        if f.rwnd:
-            room = rwnd.window_room(f, room, now)
-        if room > 0:
-            self.send_new(f, room, now)
-            nxt = f.snd_nxt
-        # tcp_set_xmit_timer / tcp_schedule_loss_probe (state Open): the timer becomes
-        # the loss probe, 2·srtt in whole jiffies + 2 ms (+ 200 ms with one segment out),
-        # never later than the RTO (``pto_s``, inlined for speed)
-        pto = (((f.srtt_us >> 2) + 999) // 1000 + (2 if nxt - ack_no > 1 else 200)) / 1000
-        f.tlp_deadline = d = now + (pto if pto < rto else rto)
-        qa = f.rto_timer.queued_at  # set_timer, inlined
-        if qa is None or d < qa:
-            f.rto_timer.queued_at = d
-            heapq.heappush(self.heap, (d, 0, next(self.seq), EV_RTO, f.index))
-
     def rate_sample(
         self,
         f: Flow,
@@ -269,42 +341,6 @@ class AckProcessing(Recovery):
         else:
             rs.delivered = -1
             rs.interval_us = -1
-
-
-def rtt_estimator_fast(f: Flow, rtt_us: int, ack_no: int) -> float:
-    """tcp_rtt_estimator and tcp_set_rto for an ACK that advanced snd_una to ``ack_no`` in
-    Open (``Flow.rtt_estimator`` is the shared version; this one has its steps inlined for
-    speed): srtt ×8, mdev ×4, rttvar floored at 200 ms per RTT. Clears the backoff and returns
-    the new RTO in seconds."""
-    m = rtt_us
-    srtt = f.srtt_us
-    m -= srtt >> 3
-    srtt += m
-    mdev = f.mdev_us
-    if m < 0:
-        m = -m - (mdev >> 2)
-        if m > 0:
-            m >>= 3
-    else:
-        m -= mdev >> 2
-    mdev += m
-    f.mdev_us = mdev
-    if mdev > f.mdev_max_us:
-        f.mdev_max_us = mdev
-        if mdev > f.rttvar_us:
-            f.rttvar_us = mdev
-    if ack_no > f.rtt_seq:
-        if f.mdev_max_us < f.rttvar_us:
-            f.rttvar_us -= (f.rttvar_us - f.mdev_max_us) >> 2
-        f.rtt_seq = f.snd_nxt
-        f.mdev_max_us = TCP_RTO_MIN_US
-    if srtt < 1:
-        srtt = 1
-    f.srtt_us = srtt
-    rto_us = (srtt >> 3) + f.rttvar_us
-    f.rto_s = rto = -(-rto_us // 1000) / 1000 if rto_us < TCP_RTO_MAX_US else RTO_MAX_S
-    f.backoff = 0
-    return rto
 
 
 def tsecr_rtt_us(now: float, sent: float) -> int:

@@ -19,7 +19,9 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from app.sim.congestion import bbr_lt
 from app.sim.congestion.flow import CA_LOSS, CA_OPEN, CA_RECOVERY, JIFFIES_BASE, RateSample
+from app.sim.congestion.minmax import MinMax
 from app.sim.congestion.reno import CongestionOps
 from app.sim.core.i18n import Message, msg
 from app.sim.core.tcp import HZ, TCP_INFINITE_SSTHRESH, TCP_INIT_CWND
@@ -65,50 +67,6 @@ MAX_TCP_HEADER = 320
 U32 = 0xFFFFFFFF
 
 
-class MinMax:
-    """lib/win_minmax.c: Kathleen Nichols' windowed max with three (time, value) samples."""
-
-    __slots__ = ("t", "v")
-
-    def __init__(self) -> None:
-        self.t = [0, 0, 0]
-        self.v = [0, 0, 0]
-
-    def reset(self, t: int, meas: int) -> int:
-        self.t[:] = (t, t, t)
-        self.v[:] = (meas, meas, meas)
-        return meas
-
-    def get(self) -> int:
-        return self.v[0]
-
-    def running_max(self, win: int, t: int, meas: int) -> int:
-        tt, vv = self.t, self.v
-        if meas >= vv[0] or t - tt[2] > win:  # a new max, or nothing left in the window
-            return self.reset(t, meas)
-        if meas >= vv[1]:
-            tt[1] = tt[2] = t
-            vv[1] = vv[2] = meas
-        elif meas >= vv[2]:
-            tt[2] = t
-            vv[2] = meas
-        # minmax_subwin_update: age the choices as the window slides
-        dt = t - tt[0]
-        if dt > win:
-            tt[0], tt[1], tt[2] = tt[1], tt[2], t
-            vv[0], vv[1], vv[2] = vv[1], vv[2], meas
-            if t - tt[0] > win:
-                tt[0], tt[1], tt[2] = tt[1], tt[2], t
-                vv[0], vv[1], vv[2] = vv[1], vv[2], meas
-        elif tt[1] == tt[0] and dt > win // 4:
-            tt[1] = tt[2] = t
-            vv[1] = vv[2] = meas
-        elif tt[2] == tt[1] and dt > win // 2:
-            tt[2] = t
-            vv[2] = meas
-        return vv[0]
-
-
 def _jiffies(now: float) -> int:
     return int(now * HZ) + JIFFIES_BASE
 
@@ -118,6 +76,15 @@ class Bbr(CongestionOps):
 
     name = "bbr"
     series_keys: ClassVar[tuple[str, ...]] = ("bw_mbps", "pacing_gain", "min_rtt_ms")
+
+    # the long-term sampler's fields (bbr_lt.py sets them)
+    lt_is_sampling: bool
+    lt_rtt_cnt: int
+    lt_use_bw: int
+    lt_bw: int
+    lt_last_delivered: int
+    lt_last_stamp: int
+    lt_last_lost: int
 
     __slots__ = (
         "rng",
@@ -197,7 +164,7 @@ class Bbr(CongestionOps):
         self.full_bw_cnt = 0
         self.cycle_mstamp = 0
         self.cycle_idx = 0
-        self._reset_lt_bw_sampling(tp)
+        bbr_lt.reset(self, tp)
         self.mode = STARTUP
         self.pacing_gain = BBR_HIGH_GAIN
         self.cwnd_gain = BBR_HIGH_GAIN
@@ -262,7 +229,7 @@ class Bbr(CongestionOps):
             self.round_start = 1
             rs = RateSample()
             rs.losses = 1
-            self._lt_bw_sampling(tp, rs, now)
+            bbr_lt.sampling(self, tp, rs, now)
 
     def in_slow_start(self, tp: Flow) -> bool:
         """BBR's slow start is STARTUP (its ssthresh stays "infinite" throughout)."""
@@ -274,7 +241,7 @@ class Bbr(CongestionOps):
         cwnd stays as it is."""
         self.full_bw = 0
         self.full_bw_cnt = 0
-        self._reset_lt_bw_sampling(tp)
+        bbr_lt.reset(self, tp)
         return tp.cwnd
 
     def tso_segs(self, tp: Flow) -> int:
@@ -286,19 +253,65 @@ class Bbr(CongestionOps):
 
         The guards around some calls are the callees' own first checks, hoisted.
         """
-        self.dm_us = int(tp.delivered_mstamp * 1e6)
-        self._update_bw(tp, rs, now)
-        self._update_ack_aggregation(tp, rs)
-        if self.mode == PROBE_BW and self._is_next_cycle_phase(tp, rs, now):
+        dm = self.dm_us = int(tp.delivered_mstamp * 1e6)
+        # bbr_update_model: bbr_update_bw, then bbr_update_ack_aggregation (which returns at
+        # once without a valid sample)
+        self.round_start = 0
+        if rs.delivered >= 0 and rs.interval_us > 0:
+            # bbr_update_bw: a round ends when a segment sent after it began is delivered
+            if rs.prior_delivered >= self.next_rtt_delivered:
+                self.next_rtt_delivered = tp.delivered
+                self.rtt_cnt += 1
+                self.round_start = 1
+                self.packet_conservation = 0
+            if self.lt_use_bw or self.lt_is_sampling or rs.losses:  # else it returns at once
+                bbr_lt.sampling(self, tp, rs, now)
+            bw = rs.delivered * BW_UNIT // rs.interval_us
+            if not rs.is_app_limited or bw >= self.bw.v[0]:
+                self.bw.running_max(BBR_BW_RTTS, self.rtt_cnt, bw)
+            if rs.acked_sacked > 0:
+                self._update_ack_aggregation(tp, rs)
+        # bbr_update_cycle_phase: with gain 1 the phase ends after one min_rtt
+        if self.mode == PROBE_BW and (
+            dm - self.cycle_mstamp > self.min_rtt_us
+            if self.pacing_gain == BBR_UNIT
+            else self._is_next_cycle_phase(tp, rs, now)
+        ):
             self._advance_cycle_phase(tp)
         if self.round_start and not self.full_bw_reached:
             self._check_full_bw_reached(rs)
         if self.mode == DRAIN or (self.mode == STARTUP and self.full_bw_reached):
             self._check_drain(tp, now)
-        self._update_min_rtt(tp, rs, now)
-        self._update_gains()
+        # bbr_update_min_rtt: the sample and the 10 s filter; PROBE_RTT in _update_probe_rtt
+        j = int(now * HZ) + JIFFIES_BASE
+        filter_expired = j > self.min_rtt_stamp + BBR_MIN_RTT_WIN_SEC * HZ
+        rtt_us = rs.rtt_us
+        if rtt_us >= 0 and (rtt_us < self.min_rtt_us or (filter_expired and not rs.is_ack_delayed)):
+            self.min_rtt_us = rtt_us
+            self.min_rtt_stamp = j
+        if filter_expired or self.mode == PROBE_RTT:
+            self._update_probe_rtt(tp, now, j, filter_expired)
+        if rs.delivered > 0:
+            self.idle_restart = 0
+        # bbr_update_gains
+        mode = self.mode
+        if mode == PROBE_BW:
+            self.pacing_gain = BBR_UNIT if self.lt_use_bw else BBR_PACING_GAIN[self.cycle_idx]
+            self.cwnd_gain = BBR_CWND_GAIN
+        elif mode == STARTUP:
+            self.pacing_gain = self.cwnd_gain = BBR_HIGH_GAIN
+        elif mode == DRAIN:
+            self.pacing_gain = BBR_DRAIN_GAIN
+            self.cwnd_gain = BBR_HIGH_GAIN
+        else:
+            self.pacing_gain = self.cwnd_gain = BBR_UNIT
         bw = self.lt_bw if self.lt_use_bw else self.bw.v[0]
-        self._set_pacing_rate(tp, bw, self.pacing_gain)
+        # bbr_set_pacing_rate
+        rate = self.rate_bytes_per_sec(tp, bw, self.pacing_gain)
+        if not self.has_seen_rtt and tp.srtt_us:
+            self._init_pacing_rate_from_rtt(tp)
+        if rate != tp.pacing_rate and (self.full_bw_reached or rate > tp.pacing_rate):
+            self._set_rate(tp, rate)
         self._set_cwnd(tp, rs, rs.acked_sacked, bw, self.cwnd_gain)
 
     # -- model --------------------------------------------------------------------------
@@ -309,7 +322,7 @@ class Bbr(CongestionOps):
     def bw_bytes_per_sec(self, tp: Flow) -> float:
         return self._bw() * tp.mss * 1e6 / BW_UNIT
 
-    def _rate_bytes_per_sec(self, tp: Flow, rate: int, gain: int) -> int:
+    def rate_bytes_per_sec(self, tp: Flow, rate: int, gain: int) -> int:
         rate *= tp.mss
         rate *= gain
         rate >>= BBR_SCALE
@@ -323,14 +336,7 @@ class Bbr(CongestionOps):
         else:
             rtt_us = 1000
         bw = tp.cwnd * BW_UNIT // rtt_us
-        self._set_rate(tp, self._rate_bytes_per_sec(tp, bw, BBR_HIGH_GAIN))
-
-    def _set_pacing_rate(self, tp: Flow, bw: int, gain: int) -> None:
-        rate = self._rate_bytes_per_sec(tp, bw, gain)
-        if not self.has_seen_rtt and tp.srtt_us:
-            self._init_pacing_rate_from_rtt(tp)
-        if rate != tp.pacing_rate and (self.full_bw_reached or rate > tp.pacing_rate):
-            self._set_rate(tp, rate)
+        self._set_rate(tp, self.rate_bytes_per_sec(tp, bw, BBR_HIGH_GAIN))
 
     def _set_rate(self, tp: Flow, rate: int) -> None:
         tp.pacing_rate = rate
@@ -375,16 +381,6 @@ class Bbr(CongestionOps):
             return 0
         return inflight_at_edt - interval_delivered
 
-    def _ack_aggregation_cwnd(self, tp: Flow) -> int:
-        aggr = 0
-        if BBR_EXTRA_ACKED_GAIN and self.full_bw_reached:
-            max_aggr = self._bw() * BBR_EXTRA_ACKED_MAX_US // BW_UNIT
-            e0, e1 = self.extra_acked
-            aggr = (BBR_EXTRA_ACKED_GAIN * (e0 if e0 > e1 else e1)) >> BBR_SCALE
-            if aggr > max_aggr:
-                aggr = max_aggr
-        return aggr
-
     def _set_cwnd_to_recover_or_restore(self, tp: Flow, rs: RateSample, acked: int) -> int | None:
         """Packet conservation for the first round of Recovery; restore cwnd when it ends.
 
@@ -411,15 +407,31 @@ class Bbr(CongestionOps):
     def _set_cwnd(self, tp: Flow, rs: RateSample, acked: int, bw: int, gain: int) -> None:
         """bbr_set_cwnd: slow-start toward target = bdp·gain + aggregation + TSO budget."""
         if acked:
-            cons = self._set_cwnd_to_recover_or_restore(tp, rs, acked)
+            # bbr_set_cwnd_to_recover_or_restore changes nothing without a loss, a state
+            # change or packet conservation
+            if rs.losses or tp.ca_state != self.prev_ca_state or self.packet_conservation:
+                cons = self._set_cwnd_to_recover_or_restore(tp, rs, acked)
+            else:
+                cons = None
             if cons is not None:
                 cwnd = cons
             else:
                 cwnd = tp.cwnd
-                target = self._bdp(bw, gain)
+                # bbr_bdp, bbr_ack_aggregation_cwnd and bbr_quantization_budget, inlined
+                # (every ACK comes here; _bdp and _quantization_budget are the same steps)
+                min_rtt = self.min_rtt_us
+                if min_rtt == U32:
+                    target = TCP_INIT_CWND
+                else:
+                    target = (((bw * min_rtt * gain) >> BBR_SCALE) + BW_UNIT - 1) // BW_UNIT
                 if self.full_bw_reached:
-                    target += self._ack_aggregation_cwnd(tp)
-                target = self._quantization_budget(tp, target)
+                    max_aggr = bw * BBR_EXTRA_ACKED_MAX_US // BW_UNIT
+                    e0, e1 = self.extra_acked
+                    aggr = (BBR_EXTRA_ACKED_GAIN * (e0 if e0 > e1 else e1)) >> BBR_SCALE
+                    target += aggr if aggr < max_aggr else max_aggr
+                target = (target + 3 * self.tso_goal + 1) & ~1
+                if self.mode == PROBE_BW and self.cycle_idx == 0:
+                    target += 2
                 if self.full_bw_reached:
                     cwnd += acked
                     if cwnd > target:
@@ -435,9 +447,8 @@ class Bbr(CongestionOps):
             tp.cwnd = BBR_CWND_MIN_TARGET
 
     def _is_next_cycle_phase(self, tp: Flow, rs: RateSample, now: float) -> bool:
+        """bbr_is_next_cycle_phase for a gain other than 1 (cong_control decides gain 1)."""
         is_full_length = self.dm_us - self.cycle_mstamp > self.min_rtt_us
-        if self.pacing_gain == BBR_UNIT:
-            return is_full_length
         inflight = self._packets_in_net_at_edt(tp, rs.prior_in_flight, now)
         bw = self.bw.v[0]
         if self.pacing_gain > BBR_UNIT:
@@ -477,7 +488,7 @@ class Bbr(CongestionOps):
             msg("BBR {old} → {new}: {why}", old=MODE_NAMES[old], new=MODE_NAMES[mode], why=why),
         )
 
-    def _reset_probe_bw_mode(self, tp: Flow, now: float, why: Message) -> None:
+    def reset_probe_bw_mode(self, tp: Flow, now: float, why: Message) -> None:
         self.cycle_idx = CYCLE_LEN - 1 - self.rng.randrange(BBR_CYCLE_RAND)
         self._advance_cycle_phase(tp)
         self._set_mode(
@@ -497,103 +508,11 @@ class Bbr(CongestionOps):
         if not self.full_bw_reached:
             self._set_mode(tp, STARTUP, now, why, {})
         else:
-            self._reset_probe_bw_mode(tp, now, why)
-
-    def _reset_lt_bw_sampling_interval(self, tp: Flow) -> None:
-        self.lt_last_stamp = int(tp.delivered_mstamp * 1e3)  # ms
-        self.lt_last_delivered = tp.delivered
-        self.lt_last_lost = tp.lost
-        self.lt_rtt_cnt = 0
-
-    def _reset_lt_bw_sampling(self, tp: Flow) -> None:
-        self.lt_bw = 0
-        self.lt_use_bw = 0
-        self.lt_is_sampling = False
-        self._reset_lt_bw_sampling_interval(tp)
-
-    def _lt_bw_interval_done(self, tp: Flow, bw: int, now: float) -> None:
-        if self.lt_bw:
-            diff = abs(bw - self.lt_bw)
-            if (
-                diff * BBR_UNIT <= BBR_LT_BW_RATIO * self.lt_bw
-                or self._rate_bytes_per_sec(tp, diff, BBR_UNIT) <= BBR_LT_BW_DIFF
-            ):
-                self.lt_bw = (bw + self.lt_bw) >> 1
-                self.lt_use_bw = 1
-                self.pacing_gain = BBR_UNIT
-                self.lt_rtt_cnt = 0
-                tp.event(
-                    "bbr_mode",
-                    now,
-                    {
-                        "from": MODE_NAMES[self.mode],
-                        "to": MODE_NAMES[self.mode],
-                        "lt_bw_mbps": round(self.lt_bw * tp.mss * 8 / BW_UNIT, 3),
-                    },
-                    msg(
-                        "BBR long-term sampler: two lossy intervals delivered the same rate, "
-                        "so it assumes a policer and paces at that rate with gain 1"
-                    ),
-                )
-                return
-        self.lt_bw = bw
-        self._reset_lt_bw_sampling_interval(tp)
-
-    def _lt_bw_sampling(self, tp: Flow, rs: RateSample, now: float) -> None:
-        """bbr_lt_bw_sampling: detect a token-bucket policer from lossy, steady intervals."""
-        if self.lt_use_bw:
-            if self.mode == PROBE_BW and self.round_start:
-                self.lt_rtt_cnt += 1
-                if self.lt_rtt_cnt >= BBR_LT_BW_MAX_RTTS:
-                    self._reset_lt_bw_sampling(tp)
-                    self._reset_probe_bw_mode(
-                        tp, now, msg("48 rounds on the long-term rate are over")
-                    )
-            return
-        if not self.lt_is_sampling:
-            if not rs.losses:
-                return
-            self._reset_lt_bw_sampling_interval(tp)
-            self.lt_is_sampling = True
-        if rs.is_app_limited:
-            self._reset_lt_bw_sampling(tp)
-            return
-        if self.round_start:
-            self.lt_rtt_cnt = (self.lt_rtt_cnt + 1) & 0x7F
-        if self.lt_rtt_cnt < BBR_LT_INTVL_MIN_RTTS:
-            return
-        if self.lt_rtt_cnt > 4 * BBR_LT_INTVL_MIN_RTTS:
-            self._reset_lt_bw_sampling(tp)
-            return
-        if not rs.losses:
-            return
-        lost = tp.lost - self.lt_last_lost
-        delivered = tp.delivered - self.lt_last_delivered
-        if not delivered or (lost << BBR_SCALE) < BBR_LT_LOSS_THRESH * delivered:
-            return
-        t = int(tp.delivered_mstamp * 1e3) - self.lt_last_stamp
-        if t < 1:
-            return
-        t *= 1000
-        self._lt_bw_interval_done(tp, delivered * BW_UNIT // t, now)
-
-    def _update_bw(self, tp: Flow, rs: RateSample, now: float) -> None:
-        self.round_start = 0
-        if rs.delivered < 0 or rs.interval_us <= 0:
-            return
-        if rs.prior_delivered >= self.next_rtt_delivered:
-            self.next_rtt_delivered = tp.delivered
-            self.rtt_cnt += 1
-            self.round_start = 1
-            self.packet_conservation = 0
-        self._lt_bw_sampling(tp, rs, now)
-        bw = rs.delivered * BW_UNIT // rs.interval_us
-        if not rs.is_app_limited or bw >= self.bw.v[0]:
-            self.bw.running_max(BBR_BW_RTTS, self.rtt_cnt, bw)
+            self.reset_probe_bw_mode(tp, now, why)
 
     def _update_ack_aggregation(self, tp: Flow, rs: RateSample) -> None:
-        if rs.acked_sacked <= 0 or rs.delivered < 0 or rs.interval_us <= 0:
-            return
+        """bbr_update_ack_aggregation for a valid sample that (S)ACKed something (cong_control
+        checks)."""
         if self.round_start:
             self.extra_acked_win_rtts = min(0x1F, self.extra_acked_win_rtts + 1)
             if self.extra_acked_win_rtts >= BBR_EXTRA_ACKED_WIN_RTTS:
@@ -604,7 +523,7 @@ class Bbr(CongestionOps):
         epoch_us = dm - self.ack_epoch_mstamp
         if epoch_us < 0:
             epoch_us = 0
-        expected = self._bw() * epoch_us // BW_UNIT
+        expected = (self.lt_bw if self.lt_use_bw else self.bw.v[0]) * epoch_us // BW_UNIT
         if (
             self.ack_epoch_acked <= expected
             or self.ack_epoch_acked + rs.acked_sacked >= BBR_ACK_EPOCH_ACKED_RESET_THRESH
@@ -653,7 +572,7 @@ class Bbr(CongestionOps):
             inflight = self._packets_in_net_at_edt(tp, tp.in_flight(), now)
             bdp = self._inflight(tp, self.bw.v[0], BBR_UNIT)
             if inflight <= bdp:
-                self._reset_probe_bw_mode(
+                self.reset_probe_bw_mode(
                     tp,
                     now,
                     msg(
@@ -681,14 +600,9 @@ class Bbr(CongestionOps):
             ),
         )
 
-    def _update_min_rtt(self, tp: Flow, rs: RateSample, now: float) -> None:
-        j = _jiffies(now)
-        filter_expired = j > self.min_rtt_stamp + BBR_MIN_RTT_WIN_SEC * HZ
-        if rs.rtt_us >= 0 and (
-            rs.rtt_us < self.min_rtt_us or (filter_expired and not rs.is_ack_delayed)
-        ):
-            self.min_rtt_us = rs.rtt_us
-            self.min_rtt_stamp = j
+    def _update_probe_rtt(self, tp: Flow, now: float, j: int, filter_expired: bool) -> None:
+        """bbr_update_min_rtt's PROBE_RTT part (cong_control keeps the sample): enter it when
+        min_rtt expired, hold cwnd low for 200 ms and a round, then leave."""
         if filter_expired and not self.idle_restart and self.mode != PROBE_RTT:
             old = self.mode
             self.mode = PROBE_RTT  # before bbr_save_cwnd, which then keeps max(prior, cwnd)
@@ -722,18 +636,3 @@ class Bbr(CongestionOps):
                     self.probe_rtt_round_done = 1
                 if self.probe_rtt_round_done:
                     self._check_probe_rtt_done(tp, now)
-        if rs.delivered > 0:
-            self.idle_restart = 0
-
-    def _update_gains(self) -> None:
-        mode = self.mode
-        if mode == STARTUP:
-            self.pacing_gain = self.cwnd_gain = BBR_HIGH_GAIN
-        elif mode == DRAIN:
-            self.pacing_gain = BBR_DRAIN_GAIN
-            self.cwnd_gain = BBR_HIGH_GAIN
-        elif mode == PROBE_BW:
-            self.pacing_gain = BBR_UNIT if self.lt_use_bw else BBR_PACING_GAIN[self.cycle_idx]
-            self.cwnd_gain = BBR_CWND_GAIN
-        else:
-            self.pacing_gain = self.cwnd_gain = BBR_UNIT

@@ -282,18 +282,17 @@ class Cubic(CongestionOps):
             self._hystart_reset(tp, now)
 
     def acked_and_cong_avoid(self, tp: Flow, acked: int, rtt_us: int, now: float) -> None:
-        """cubictcp_acked (delay_min, HyStart) then cubictcp_cong_avoid, in one engine call."""
+        """cubictcp_acked (delay_min, HyStart) then cubictcp_cong_avoid, in one engine call
+        (``rtt_us`` = -1: no sample, so cubictcp_acked does nothing; :meth:`cong_avoid`)."""
         jiffies = int(now * HZ) + JIFFIES_BASE
-        if rtt_us >= 0 and not (self.epoch_start and jiffies - self.epoch_start < HZ):
-            delay = rtt_us or 1
-            if self.delay_min == 0 or self.delay_min > delay:
-                self.delay_min = delay
-            if not self.found and tp.cwnd < tp.ssthresh and tp.cwnd >= HYSTART_LOW_WINDOW:
-                self._hystart_update(tp, delay, now)
-        self.cong_avoid(tp, acked, now)
-
-    def cong_avoid(self, tp: Flow, acked: int, now: float) -> None:
-        """cubictcp_cong_avoid (:324): slow start below ssthresh, then the cubic curve."""
+        if rtt_us >= 0:
+            if not (self.epoch_start and jiffies - self.epoch_start < HZ):
+                delay = rtt_us or 1
+                if self.delay_min == 0 or self.delay_min > delay:
+                    self.delay_min = delay
+                if not self.found and tp.cwnd < tp.ssthresh and tp.cwnd >= HYSTART_LOW_WINDOW:
+                    self._hystart_update(tp, delay, now)
+        # cubictcp_cong_avoid (:324): slow start below ssthresh, then the cubic curve
         if tp.rwnd and not tcp_is_cwnd_limited(tp):  # only a receive window can starve cwnd
             return
         cwnd = tp.cwnd
@@ -304,7 +303,7 @@ class Cubic(CongestionOps):
             cwnd = tp.cwnd
         # bictcp_update's early exit, inlined: the curve is re-evaluated at most every HZ/32
         # jiffies while cwnd is unchanged
-        if self.last_cwnd == cwnd and int(now * HZ) + JIFFIES_BASE - self.last_time <= HZ // 32:
+        if self.last_cwnd == cwnd and jiffies - self.last_time <= HZ // 32:
             self.ack_cnt += acked
         else:
             self.update(tp, cwnd, acked, now)
@@ -319,6 +318,10 @@ class Cubic(CongestionOps):
             cnt -= delta * w
             tp.cwnd += delta
         tp.snd_cwnd_cnt = cnt
+
+    def cong_avoid(self, tp: Flow, acked: int, now: float) -> None:
+        """cubictcp_cong_avoid (:324) alone: :meth:`acked_and_cong_avoid` without a sample."""
+        self.acked_and_cong_avoid(tp, acked, -1, now)
 
     def update(self, tp: Flow, cwnd: int, acked: int, now: float) -> None:
         """bictcp_update (:214): compute ``cnt``, the ACKed segments per +1 of cwnd."""

@@ -54,16 +54,12 @@ class Receiver(Link):
         Receiver state sits in locals while the burst is processed and is written back before
         anything else reads it; ACKs go into ``ackq`` and the queue's head is armed at the end.
         """
-        heap = self.heap
-        counter = self.seq
         owd = f.owd
-        idx = f.index
         ooo = f.ooo
         nxt = f.rcv_nxt
         pending = f.rcv_pending
         deadline = f.rcv_deadline
         q = f.ackq
-        qadd = q.append
         red = ecn_bits >= 0
         now_ack = False
         for r, pkt in segs:
@@ -96,7 +92,7 @@ class Receiver(Link):
                     # on_delack moves it
                     if f.delack_timer.queued_at is None:
                         f.delack_timer.queued_at = deadline
-                        heapq.heappush(heap, (deadline, 0, next(counter), EV_DELACK, idx))
+                        heapq.heappush(self.heap, (deadline, 0, next(self.seq), EV_DELACK, f.index))
                     continue
             elif seq > nxt:
                 ooo.add(seq)  # out of order: SACK it at once, unless SACKs are compressed
@@ -109,16 +105,17 @@ class Receiver(Link):
                     pending = False
                     continue
             pending = False
-            sacked = len(ooo)
-            if red and f.ecn_demand_cwr:  # tcp_ecn_send: ECE on every ACK until CWR arrives
-                sacked |= ecn.ECE_BIT
-            qadd((r + owd, nxt, sacked, pkt))
+            # tcp_ecn_send: ECE on every ACK until CWR arrives (only RED marks)
+            if red and f.ecn_demand_cwr:
+                q.append((r + owd, nxt, len(ooo) | ecn.ECE_BIT, pkt))
+            else:
+                q.append((r + owd, nxt, len(ooo), pkt))
         f.rcv_nxt = nxt
         f.rcv_pending = pending
         f.rcv_deadline = deadline
         if q and not f.ack_armed:
             f.ack_armed = True
-            heapq.heappush(heap, (q[0][0], 0, next(counter), EV_ACK, idx))
+            heapq.heappush(self.heap, (q[0][0], 0, next(self.seq), EV_ACK, f.index))
 
     def send_ack(self, f: Flow, t: float, pkt: Pkt | None) -> None:
         """The receiver sends an ACK at ``t``; it reaches the sender ``owd`` later."""

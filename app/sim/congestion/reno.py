@@ -182,8 +182,13 @@ class Reno(CongestionOps):
         return max(tp.cwnd >> 1, 2)
 
     def cong_avoid(self, tp: Flow, acked: int, now: float) -> None:
-        """tcp_reno_cong_avoid (tcp_cong.c:498). A bulk sender is cwnd-limited unless a
-        receive window holds it back (tcp_is_cwnd_limited, rwnd.py)."""
+        """tcp_reno_cong_avoid: :meth:`acked_and_cong_avoid` (reno has no pkts_acked hook)."""
+        self.acked_and_cong_avoid(tp, acked, -1, now)
+
+    def acked_and_cong_avoid(self, tp: Flow, acked: int, rtt_us: int, now: float) -> None:
+        """tcp_reno_cong_avoid (tcp_cong.c:498), as the engine's one call for an in-order ACK
+        (reno has no pkts_acked hook, so ``rtt_us`` is unused). A bulk sender is cwnd-limited
+        unless a receive window holds it back (tcp_is_cwnd_limited, rwnd.py)."""
         if tp.rwnd and not tcp_is_cwnd_limited(tp):  # only a receive window can starve cwnd
             return
         if tp.cwnd < tp.ssthresh:
@@ -191,9 +196,6 @@ class Reno(CongestionOps):
             if not acked:
                 return
         tcp_cong_avoid_ai(tp, tp.cwnd, acked)
-
-    def acked_and_cong_avoid(self, tp: Flow, acked: int, rtt_us: int, now: float) -> None:
-        self.cong_avoid(tp, acked, now)  # reno has no pkts_acked hook
 
     def rto_note(self, tp: Flow, cwnd: int) -> Message:
         return msg("ssthresh = {ssthresh} = max({cwnd} / 2, 2)", ssthresh=tp.ssthresh, cwnd=cwnd)

@@ -39,6 +39,13 @@ class Sender(Receiver):
 
     def push(self, f: Flow, now: float) -> None:
         """tcp_xmit_retransmit_queue then tcp_write_xmit: send while in_flight < cwnd."""
+        if f.paced and f.wstamp > now and f.pace_timer.queued_at is not None:
+            # tcp_pacing_check with the pacing timer already armed: nothing can leave before
+            # it fires, whatever the window (most ACKs of a paced flow end here). Only an idle
+            # flow (the delivery-rate clock restarts) and a receive window (its accounting)
+            # need the full path.
+            if f.snd_nxt != f.snd_una and not f.rwnd:
+                return
         room = f.cwnd - (f.snd_nxt - f.snd_una - f.sacked_out - len(f.holes) + f.retrans_out)
         if f.rwnd:  # tcp_snd_wnd_test: the receiver's window may bind first
             room = rwnd.window_room(f, room, now)
