@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from app.sim.core.errors import ParamError, ParamIssue
+from app.sim.core.i18n import Message, msg
 
 MAX_REQUESTS = 50_000
 MAX_TOKENS_PER_REQUEST = 1_000_000
@@ -163,20 +164,25 @@ class SchedulerParams:
 # --- validation -------------------------------------------------------------------------------
 
 
-def _kind(v: Any) -> str:
+def _kind(v: Any) -> Message:
+    """What kind of value ``v`` is, for "you gave …" (translated like the sentence around it)."""
     if isinstance(v, bool):
-        return "a boolean"
+        return msg("a boolean")
     if v is None:
-        return "null"
+        return msg("null")
     if isinstance(v, str):
-        return f"the text {v[:20]!r}" + ("…" if len(v) > 20 else "")
+        return msg("the text {value}", value=f"{v[:20]!r}" + ("…" if len(v) > 20 else ""))
     if isinstance(v, (int, float)):
-        return f"{v:g}" if isinstance(v, float) else str(v)
+        return msg("{value}", value=f"{v:g}" if isinstance(v, float) else str(v))
     if isinstance(v, (list, tuple)):
-        return "a list"
+        return msg("a list")
     if isinstance(v, Mapping):
-        return "an object"
-    return type(v).__name__
+        return msg("an object")
+    return msg("{value}", value=type(v).__name__)
+
+
+def _not_object(key: str, v: Any) -> Message:
+    return msg("{key} must be an object; you gave {what}", key=key, what=_kind(v))
 
 
 Loc = tuple[str | int, ...]
@@ -186,15 +192,20 @@ class _Checker:
     def __init__(self) -> None:
         self.issues: list[ParamIssue] = []
 
-    def add(self, loc: Loc, msg: str) -> None:
-        self.issues.append(ParamIssue(loc=loc, msg=msg))
+    def add(self, loc: Loc, text: Message) -> None:
+        self.issues.append(ParamIssue(loc=loc, msg=text))
 
     def unknown(self, raw: Mapping[str, Any], allowed: tuple[str, ...], loc: Loc) -> None:
         for key in raw:
             if key not in allowed:
                 name = str(key)[:30]
                 self.add(
-                    (*loc, str(key)), f"unknown field {name!r}; valid fields: {', '.join(allowed)}"
+                    (*loc, str(key)),
+                    msg(
+                        "unknown field {field}; valid fields: {allowed}",
+                        field=repr(name),
+                        allowed=", ".join(allowed),
+                    ),
                 )
 
     def integer(
@@ -214,13 +225,16 @@ class _Checker:
         if isinstance(v, float) and v.is_integer():
             v = int(v)
         if not isinstance(v, int) or isinstance(v, bool):
-            self.add(here, f"{key} must be a whole number; you gave {_kind(v)}")
+            self.add(
+                here,
+                msg("{key} must be a whole number; you gave {what}", key=key, what=_kind(v)),
+            )
             return default
         if ge is not None and v < ge:
-            self.add(here, f"{key} must be ≥ {ge}; you gave {v}")
+            self.add(here, msg("{key} must be ≥ {limit}; you gave {v}", key=key, limit=ge, v=v))
             return default
         if le is not None and v > le:
-            self.add(here, f"{key} must be ≤ {le}; you gave {v}")
+            self.add(here, msg("{key} must be ≤ {limit}; you gave {v}", key=key, limit=le, v=v))
             return default
         return v
 
@@ -241,19 +255,29 @@ class _Checker:
             return default
         v = raw[key]
         if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
-            self.add(here, f"{key} must be a number; you gave {_kind(v)}")
+            self.add(here, msg("{key} must be a number; you gave {what}", key=key, what=_kind(v)))
             return default
         f = float(v)
+        # The same sentences as app.sim.core.validate.Checker.number (no unit here).
         if ge is not None and f < ge:
-            self.add(here, f"{key} must be ≥ {ge:g}; you gave {f:g}")
+            text = msg(
+                "{key} must be ≥ {limit:g}{unit}; you gave {v:g}", key=key, limit=ge, unit="", v=f
+            )
         elif gt is not None and f <= gt:
-            self.add(here, f"{key} must be > {gt:g}; you gave {f:g}")
+            text = msg(
+                "{key} must be > {limit:g}{unit}; you gave {v:g}", key=key, limit=gt, unit="", v=f
+            )
         elif lt is not None and f >= lt:
-            self.add(here, f"{key} must be < {lt:g}; you gave {f:g}")
+            text = msg(
+                "{key} must be < {limit:g}{unit}; you gave {v:g}", key=key, limit=lt, unit="", v=f
+            )
         elif le is not None and f > le:
-            self.add(here, f"{key} must be ≤ {le:g}; you gave {f:g}")
+            text = msg(
+                "{key} must be ≤ {limit:g}{unit}; you gave {v:g}", key=key, limit=le, unit="", v=f
+            )
         else:
             return f
+        self.add(here, text)
         return default
 
     def boolean(self, raw: Mapping[str, Any], key: str, loc: Loc, default: bool) -> bool:
@@ -261,7 +285,10 @@ class _Checker:
             return default
         v = raw[key]
         if not isinstance(v, bool):
-            self.add((*loc, key), f"{key} must be true or false; you gave {_kind(v)}")
+            self.add(
+                (*loc, key),
+                msg("{key} must be true or false; you gave {what}", key=key, what=_kind(v)),
+            )
             return default
         return v
 
@@ -272,7 +299,15 @@ class _Checker:
             return default
         v = raw[key]
         if v not in options:
-            self.add((*loc, key), f"{key} must be one of {', '.join(options)}; you gave {_kind(v)}")
+            self.add(
+                (*loc, key),
+                msg(
+                    "{field} must be one of {names}; you gave {what}",
+                    field=key,
+                    names=", ".join(options),
+                    what=_kind(v),
+                ),
+            )
             return default
         return str(v)
 
@@ -283,17 +318,26 @@ class _Checker:
             return None
         v = raw[key]
         if not isinstance(v, (list, tuple)):
-            self.add((*loc, key), f"{key} must be a list of token ids; you gave {_kind(v)}")
+            self.add(
+                (*loc, key),
+                msg("{key} must be a list of token ids; you gave {what}", key=key, what=_kind(v)),
+            )
             return None
         if len(v) > max_len:
-            self.add((*loc, key), f"{key} has {len(v)} entries; the limit is {max_len}")
+            self.add(
+                (*loc, key),
+                msg("{key} has {n} entries; the limit is {max}", key=key, n=len(v), max=max_len),
+            )
             return None
         out: list[int] = []
         for j, t in enumerate(v):
             if isinstance(t, float) and t.is_integer():
                 t = int(t)
             if not isinstance(t, int) or isinstance(t, bool) or not 0 <= t <= MAX_TOKEN_ID:
-                self.add((*loc, key, j), f"token ids are whole numbers ≥ 0; you gave {_kind(t)}")
+                self.add(
+                    (*loc, key, j),
+                    msg("token ids are whole numbers ≥ 0; you gave {what}", what=_kind(t)),
+                )
                 return None
             out.append(t)
         return tuple(out)
@@ -305,7 +349,7 @@ def _parse_config(c: _Checker, raw: Any) -> SchedulerConfig:
     if raw is None:
         return d
     if not isinstance(raw, Mapping):
-        c.add(loc, f"config must be an object; you gave {_kind(raw)}")
+        c.add(loc, _not_object("config", raw))
         return d
     c.unknown(raw, _CONFIG_KEYS, loc)
     before = len(c.issues)
@@ -355,34 +399,51 @@ def _check_config(c: _Checker, cfg: SchedulerConfig) -> None:
     if not cfg.enable_chunked_prefill and cfg.max_num_batched_tokens < cfg.max_model_len:
         c.add(
             (*loc, "max_num_batched_tokens"),
-            f"without chunked prefill max_num_batched_tokens ({cfg.max_num_batched_tokens}) "
-            f"must be ≥ max_model_len ({cfg.max_model_len})",
+            msg(
+                "without chunked prefill max_num_batched_tokens ({budget}) must be ≥ "
+                "max_model_len ({mml})",
+                budget=cfg.max_num_batched_tokens,
+                mml=cfg.max_model_len,
+            ),
         )
     if cfg.max_num_batched_tokens < cfg.max_num_seqs:
         c.add(
             (*loc, "max_num_batched_tokens"),
-            f"max_num_batched_tokens ({cfg.max_num_batched_tokens}) must be ≥ max_num_seqs "
-            f"({cfg.max_num_seqs})",
+            msg(
+                "max_num_batched_tokens ({budget}) must be ≥ max_num_seqs ({seqs})",
+                budget=cfg.max_num_batched_tokens,
+                seqs=cfg.max_num_seqs,
+            ),
         )
     if cfg.long_prefill_token_threshold > cfg.max_model_len:
         c.add(
             (*loc, "long_prefill_token_threshold"),
-            f"long_prefill_token_threshold ({cfg.long_prefill_token_threshold}) cannot be "
-            f"greater than max_model_len ({cfg.max_model_len})",
+            msg(
+                "long_prefill_token_threshold ({threshold}) cannot be greater than "
+                "max_model_len ({mml})",
+                threshold=cfg.long_prefill_token_threshold,
+                mml=cfg.max_model_len,
+            ),
         )
     usable = (cfg.num_gpu_blocks - 1) * cfg.block_size
     if usable < cfg.max_model_len:
         c.add(
             (*loc, "num_gpu_blocks"),
-            f"{cfg.num_gpu_blocks - 1} usable blocks of {cfg.block_size} tokens hold {usable} "
-            f"tokens, less than one max_model_len ({cfg.max_model_len}) sequence",
+            msg(
+                "{blocks} usable blocks of {size} tokens hold {usable} tokens, less than one "
+                "max_model_len ({mml}) sequence",
+                blocks=cfg.num_gpu_blocks - 1,
+                size=cfg.block_size,
+                usable=usable,
+                mml=cfg.max_model_len,
+            ),
         )
 
 
 def _parse_request(c: _Checker, raw: Any, i: int, cfg: SchedulerConfig) -> RequestSpec | None:
     loc: Loc = ("requests", i)
     if not isinstance(raw, Mapping):
-        c.add(loc, f"each request must be an object; you gave {_kind(raw)}")
+        c.add(loc, msg("each request must be an object; you gave {what}", what=_kind(raw)))
         return None
     c.unknown(raw, _REQUEST_KEYS, loc)
     before = len(c.issues)
@@ -390,31 +451,45 @@ def _parse_request(c: _Checker, raw: Any, i: int, cfg: SchedulerConfig) -> Reque
     if isinstance(rid, int) and not isinstance(rid, bool):
         rid = str(rid)
     if not isinstance(rid, str) or not rid or len(rid) > 64:
-        c.add((*loc, "id"), f"id must be a text of 1 to 64 characters; you gave {_kind(rid)}")
+        c.add(
+            (*loc, "id"),
+            msg(
+                "id must be a text of 1 to {max} characters; you gave {what}",
+                max=64,
+                what=_kind(rid),
+            ),
+        )
         rid = ""
     ids = c.int_list(raw, "prompt_token_ids", loc, max_len=MAX_MODEL_LEN)
     n_prompt = 0
     if "prompt_tokens" in raw:
         n_prompt = c.integer(raw, "prompt_tokens", loc, 0, ge=1, le=MAX_MODEL_LEN)
         if n_prompt == 0 and len(c.issues) == before:
-            c.add((*loc, "prompt_tokens"), "prompt_tokens must be ≥ 1")
+            c.add((*loc, "prompt_tokens"), msg("prompt_tokens must be ≥ 1"))
     if ids is not None:
         if not ids:
-            c.add((*loc, "prompt_token_ids"), "prompt_token_ids must not be empty")
+            c.add((*loc, "prompt_token_ids"), msg("prompt_token_ids must not be empty"))
         elif "prompt_tokens" in raw and n_prompt and n_prompt != len(ids):
             c.add(
                 (*loc, "prompt_tokens"),
-                f"prompt_tokens ({n_prompt}) differs from the {len(ids)} prompt_token_ids",
+                msg(
+                    "prompt_tokens ({n}) differs from the {ids} prompt_token_ids",
+                    n=n_prompt,
+                    ids=len(ids),
+                ),
             )
         n_prompt = len(ids)
     elif "prompt_tokens" not in raw:
-        c.add((*loc, "prompt_tokens"), "give prompt_tokens (a length) or prompt_token_ids")
+        c.add((*loc, "prompt_tokens"), msg("give prompt_tokens (a length) or prompt_token_ids"))
     if n_prompt >= cfg.max_model_len:
         field = "prompt_token_ids" if ids is not None else "prompt_tokens"
         c.add(
             (*loc, field),
-            f"a prompt of {n_prompt} tokens leaves no room for output within max_model_len "
-            f"({cfg.max_model_len})",
+            msg(
+                "a prompt of {n} tokens leaves no room for output within max_model_len ({mml})",
+                n=n_prompt,
+                mml=cfg.max_model_len,
+            ),
         )
     max_tokens = c.integer(raw, "max_tokens", loc, 16, ge=1, le=MAX_TOKENS_PER_REQUEST)
     arrival_step: int | None = None
@@ -453,7 +528,7 @@ def _parse_latency(c: _Checker, raw: Any) -> LatencyParams:
     if raw is None:
         return d
     if not isinstance(raw, Mapping):
-        c.add(loc, f"latency must be an object; you gave {_kind(raw)}")
+        c.add(loc, _not_object("latency", raw))
         return d
     c.unknown(raw, _LATENCY_KEYS, loc)
     mode = c.choice(raw, "mode", loc, d.mode, ("roofline", "linear"))
@@ -483,7 +558,9 @@ def parse(raw: Any) -> SchedulerParams:
     if isinstance(raw, SchedulerParams):
         return raw
     if not isinstance(raw, Mapping):
-        raise ParamError.single((), f"parameters must be an object; you gave {_kind(raw)}")
+        raise ParamError.single(
+            (), msg("parameters must be an object; you gave {what}", what=_kind(raw))
+        )
     c = _Checker()
     c.unknown(raw, _TOP_KEYS, ())
     cfg = _parse_config(c, raw.get("config"))
@@ -491,11 +568,17 @@ def parse(raw: Any) -> SchedulerParams:
     reqs_raw = raw.get("requests")
     requests: list[RequestSpec] = []
     if not isinstance(reqs_raw, (list, tuple)):
-        c.add(("requests",), f"requests must be a list of requests; you gave {_kind(reqs_raw)}")
+        c.add(
+            ("requests",),
+            msg("requests must be a list of requests; you gave {what}", what=_kind(reqs_raw)),
+        )
     elif not reqs_raw:
-        c.add(("requests",), "requests must hold at least one request")
+        c.add(("requests",), msg("requests must hold at least one request"))
     elif len(reqs_raw) > MAX_REQUESTS:
-        c.add(("requests",), f"{len(reqs_raw)} requests; the limit is {MAX_REQUESTS:,}")
+        c.add(
+            ("requests",),
+            msg("{n} requests; the limit is {max:,}", n=len(reqs_raw), max=MAX_REQUESTS),
+        )
     else:
         seen: dict[str, int] = {}
         for i, r in enumerate(reqs_raw):
@@ -505,7 +588,11 @@ def parse(raw: Any) -> SchedulerParams:
             if spec.id in seen:
                 c.add(
                     ("requests", i, "id"),
-                    f"duplicate id {spec.id[:20]!r} (also request {seen[spec.id]})",
+                    msg(
+                        "duplicate id {id} (also request {other})",
+                        id=repr(spec.id[:20]),
+                        other=seen[spec.id],
+                    ),
                 )
                 continue
             seen[spec.id] = i
