@@ -110,7 +110,7 @@ def _unknown_endpoint(v: object) -> Message:
 
 
 def _takes_no(call: str, key: str) -> Message:
-    """``close takes no bytes``: a field this call does not have (both are identifiers)."""
+    """``close takes no how``: a field this call does not have (both are identifiers)."""
     return msg("{call} takes no {key}", call=call, key=key)
 
 
@@ -297,7 +297,7 @@ def _check_bytes(call: str, nbytes: Any, loc: tuple[str | int, ...], bad: Bad) -
     elif call == "recv" and nbytes is not None and not in_range:
         bad((*loc, "bytes"), msg("expected 1 to {max}", max=MAX_BYTES))
     elif call not in ("send", "recv") and nbytes is not None:
-        bad((*loc, "bytes"), _takes_no(call, "bytes"))
+        bad((*loc, "bytes"), msg("{call} takes no bytes", call=call))
     else:
         return True
     return False
