@@ -98,7 +98,6 @@ def test_every_page_type_in_chinese(zh: TestClient) -> None:
     assert not leaks, _report(leaks)
 
 
-@LEAKS
 def test_editor_errors_in_chinese(zh: TestClient) -> None:
     """An editor's validation errors and hints come back in Chinese for every explainer."""
     leaks = {}
