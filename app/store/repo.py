@@ -325,14 +325,14 @@ def count_hit(*, db: Session, key: str, window_start: int) -> int:
     return int(hits)
 
 
-def has_hit(*, db: Session, key: str, since: int) -> bool:
-    """Whether ``key`` was counted in a window starting at ``since`` or later."""
-    found = db.exec(
-        select(RateLimit.key).where(
+def hits_since(*, db: Session, key: str, since: int) -> int:
+    """Hits of ``key`` counted in windows starting at ``since`` or later."""
+    total = db.exec(
+        select(func.coalesce(func.sum(RateLimit.hits), 0)).where(
             col(RateLimit.key) == key[:80], col(RateLimit.window_start) >= since
         )
-    ).first()
-    return found is not None
+    ).one()
+    return int(total)
 
 
 def address_key(host: str) -> str:

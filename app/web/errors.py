@@ -8,6 +8,7 @@ page's language.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -36,6 +37,7 @@ MSG_MAX = 200  # characters of one message (a message may quote the bad input)
 LOC_PART_MAX = 60  # characters of one loc part (a loc may be a key the client made up)
 LOC_MAX = 12  # parts of one loc
 ISSUES_MAX = 50  # issues in one answer
+SHOWN_ID_MAX = 64  # characters of an unknown id quoted back (ids are 16)
 
 
 def clamp_text(text: str, limit: int = MSG_MAX) -> str:
@@ -151,7 +153,10 @@ def install(app: FastAPI) -> None:
         shows a progress bar that reloads into the walkthrough when the run is done."""
         job = exc.job
         # The client answered with the job's id may cancel it; nobody else (app.web.jobowners)
-        await run_in_threadpool(owners_of(request.app).add, job.key, client_of(request))
+        try:
+            await run_in_threadpool(owners_of(request.app).add, job.key, client_of(request))
+        except Exception:  # noqa: BLE001 - a store that is down: the job is answered, not 500
+            logging.getLogger("stepscope").warning("could not record the owner of a job")
         status_url = f"/api/v1/jobs/{job.key}"
         headers = {"Location": status_url, "Cache-Control": "no-store", "Retry-After": "1"}
         if wants_json(request):
@@ -170,14 +175,17 @@ def install(app: FastAPI) -> None:
     async def _no_scenario(request: Request, exc: ScenarioNotFound) -> Response:
         if wants_json(request):
             return JSONResponse(
-                {"detail": f"No shared scenario has the id {exc.scenario_id[:64]!r}."},
+                {
+                    "detail": f"No shared scenario has the id "
+                    f"{clamp_text(exc.scenario_id, SHOWN_ID_MAX)!r}."
+                },
                 status_code=404,
             )
         return render(
             request,
             "pages/not_found_scenario.html",
             {
-                "scenario_id": exc.scenario_id,
+                "scenario_id": clamp_text(exc.scenario_id, SHOWN_ID_MAX),  # a link may be huge
                 "looks_like_id": repo.is_scenario_id(exc.scenario_id),
                 "embed": request.url.path.startswith("/embed/"),
             },
@@ -231,8 +239,6 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> Response:  # pragma: no cover
-        import logging
-
         logging.getLogger("stepscope").exception("unhandled error")
         if wants_json(request):
             return JSONResponse({"detail": "internal error"}, status_code=500)

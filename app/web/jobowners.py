@@ -6,8 +6,10 @@ checks the owner instead. When a request is answered with a job (202, or the pro
 its client address is recorded as an owner of that job, in the database (``rate_limit`` rows
 keyed by a hash of job and address, kept a day like the quota counters) so every worker and
 replica can tell; ``DELETE /api/v1/jobs/{id}`` from any other client is answered 404, as if
-there were no such job. Reading a job's state or result needs no ownership: it is what anyone
-asking for the same params would get.
+there were no such job. A job several clients asked for (the same params: one run) is not
+cancelled by one of them: its ``DELETE`` only says it no longer asks, and the job ends when
+nobody follows it any more (``job_idle_s``). Reading a job's state or result needs no
+ownership: it is what anyone asking for the same params would get.
 """
 
 from __future__ import annotations
@@ -35,18 +37,27 @@ def owner_key(job: str, client: str) -> str:
     return f"jobowner:{digest}"
 
 
+def count_key(job: str) -> str:
+    return f"jobowners:{job[:40]}"
+
+
 class JobOwners:
     def __init__(self, engine: Any) -> None:
         self.engine = engine
         self.known: Memo[str, bool] = Memo(4096)  # owners this process recorded or found
 
     def add(self, job: str, client: str, now: float | None = None) -> None:
+        """Record ``client`` as an owner of ``job`` (once: the job's owner count grows by one
+        for each different client)."""
         key = owner_key(job, client)
         if self.known.get(key):
             return
         clock = int(now if now is not None else time.time())
+        window = clock - clock % WINDOW_S
         with repo.session_for(self.engine) as db:
-            repo.count_hit(db=db, key=key, window_start=clock - clock % WINDOW_S)
+            if not repo.hits_since(db=db, key=key, since=clock - KEEP_S):
+                repo.count_hit(db=db, key=key, window_start=window)
+                repo.count_hit(db=db, key=count_key(job), window_start=window)
         self.known.put(key, True)
 
     def owns(self, job: str, client: str, now: float | None = None) -> bool:
@@ -55,10 +66,16 @@ class JobOwners:
             return True
         clock = int(now if now is not None else time.time())
         with repo.session_for(self.engine) as db:
-            found = repo.has_hit(db=db, key=key, since=clock - KEEP_S)
+            found = repo.hits_since(db=db, key=key, since=clock - KEEP_S) > 0
         if found:
             self.known.put(key, True)
         return found
+
+    def count(self, job: str, now: float | None = None) -> int:
+        """How many different clients were answered with ``job``."""
+        clock = int(now if now is not None else time.time())
+        with repo.session_for(self.engine) as db:
+            return repo.hits_since(db=db, key=count_key(job), since=clock - KEEP_S)
 
 
 def owners_of(app: Any) -> JobOwners:

@@ -7,8 +7,11 @@ first seconds after a start made the whole run's p99. So once a worker has seen 
 addressed by (its first request, or the configured public base URL), a background thread asks
 the app itself, in process, for the home page, every explainer's page and every preset page in
 every language, one at a time, as a visitor would, and the answers are kept as usual. The host
-is part of a kept page's key (pages may name it), hence the wait for a first request; only the
-first few hosts are warmed, so a stream of made-up Host headers costs nothing.
+is part of a kept page's key (pages may name it), hence the wait for a first request. Only that
+first host is warmed: the whole warm-up is 11 s of CPU, and every other Host header a client
+can make up (the same address with another port passes the trusted-host check) would have
+cost as much again; pages for any other host are rendered when asked for, as usual. Behind a
+proxy, set ``public_base_url``: every request then names that one host.
 
 ``/api/v1/health`` counts this worker's warm-up: a load balancer sends a room only when the
 presets are stored and the pages kept.
@@ -28,7 +31,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 log = logging.getLogger(__name__)
 
-MAX_HOSTS = 4  # hosts warmed per worker
+MAX_HOSTS = 1  # hosts warmed per worker: once, for the first host it is addressed by
 PAGE_TIMEOUT_S = 120.0  # one page's render (it may wait for its preset's run)
 STORED_WAIT_S = 300.0  # how long the warm-up waits for the presets' traces to be stored
 

@@ -156,7 +156,7 @@ def scrubber_marks(frames: tuple[Frame[Any], ...], count: int) -> list[dict[str,
     return out
 
 
-# A sentence ends at ". " (a full stop and a space: "tcp.c" and "1.5" go on) or at "。".
+# A sentence ends at ". " (a full stop and a space: "sock.c" and "1.5" go on) or at "。".
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*")
 
 

@@ -10,6 +10,12 @@ GETs and HEADs are answered from that, after one ``stat`` to notice a changed fi
 are the ones Starlette's ``StaticFiles`` sends (same ``ETag``, ``Last-Modified``), plus an hour of
 caching and ``Vary: Accept-Encoding``; ``If-None-Match`` gets a 304. Anything it is not sure about
 (a missing file, a folder, a ``Range`` request, a path leaving its folder) goes on to the app.
+
+Under ``/vendor/`` (npm packages) only an allow-list is served, whichever layer would answer:
+:data:`VENDOR_FILES` names, per package, the dist files the app uses; a package mounted but
+not named there (declared since) serves only its script, style, font and image files. Anything
+else (``package.json``, READMEs, source maps, type declarations, a package's HTML pages) is a
+404 here, before any mount sees it.
 """
 
 from __future__ import annotations
@@ -23,7 +29,8 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from email.utils import formatdate
-from pathlib import Path
+from fnmatch import fnmatchcase
+from pathlib import Path, PurePosixPath
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -31,6 +38,66 @@ MAX_AGE = 3600
 COMPRESSIBLE = ("text/", "application/javascript", "application/json", "image/svg+xml")
 MAX_FILE = 8 << 20  # larger files are left to the app (streamed from disk)
 Headers = list[tuple[bytes, bytes]]
+
+VENDOR_PREFIX = "/vendor/"
+# npm package → the files under it the app serves (globs; ``*`` stays within one folder).
+VENDOR_FILES: dict[str, tuple[str, ...]] = {
+    "htmx.org": ("dist/htmx.min.js",),
+    "idiomorph": ("dist/idiomorph.min.js",),
+    "plotly.js-basic-dist-min": ("plotly-basic.min.js",),
+    # the example deck, and decks that embed Stepscope (any theme, any plugin)
+    "reveal.js": (
+        "dist/reset.css",
+        "dist/reveal.css",
+        "dist/reveal.js",
+        "dist/theme/*.css",
+        "dist/plugin/*.js",
+        "dist/plugin/highlight/*.css",
+    ),
+    "swagger-ui-dist": ("swagger-ui.css", "swagger-ui-bundle.js"),  # /docs
+}
+# What a mounted package missing from VENDOR_FILES may serve (by file name ending).
+ASSET_SUFFIXES = (
+    ".js",
+    ".mjs",
+    ".css",
+    ".woff",
+    ".woff2",
+    ".ttf",
+    ".otf",
+    ".png",
+    ".svg",
+    ".gif",
+    ".webp",
+)
+
+
+def _glob_matches(pattern: str, parts: tuple[str, ...]) -> bool:
+    want = pattern.split("/")
+    return len(want) == len(parts) and all(map(fnmatchcase, parts, want))
+
+
+def vendor_allowed(path: str, mounted: tuple[str, ...] = ()) -> bool:
+    """Whether ``/vendor/...`` ``path`` is on the allow-list: a file :data:`VENDOR_FILES` names,
+    or a script/style/font/image inside one of the ``mounted`` folders (URL prefixes ending in
+    "/") of a package it does not name."""
+    rest = path[len(VENDOR_PREFIX) :]
+    parts = tuple(rest.split("/"))
+    if any(p in ("", ".", "..") or "\\" in p or "\0" in p for p in parts):
+        return False
+    for package, files in VENDOR_FILES.items():
+        depth = package.count("/") + 1
+        if "/".join(parts[:depth]) == package:
+            return any(_glob_matches(f, parts[depth:]) for f in files)
+    name = PurePosixPath(rest).name.lower()
+    return path.startswith(mounted) and name.endswith(ASSET_SUFFIXES) and ".d." not in name
+
+
+async def not_found(send: Send) -> None:
+    body = b"Not Found"
+    headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", b"9")]
+    await send({"type": "http.response.start", "status": 404, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +144,7 @@ class StaticFront:
             key=lambda kv: -len(kv[0]),
         )
         self.prefixes = tuple(prefix for prefix, _ in self.mounts)
+        self.vendor_mounts = tuple(p for p in self.prefixes if p.startswith(VENDOR_PREFIX))
         self.max_bytes = max_bytes
         self.used = 0
         self._answers: OrderedDict[str, Answer] = OrderedDict()
@@ -164,6 +232,13 @@ class StaticFront:
         raise KeyError(path)  # pragma: no cover - only paths under a mount are kept
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            scope["type"] == "http"
+            and scope["path"].startswith(VENDOR_PREFIX)
+            and not vendor_allowed(scope["path"], self.vendor_mounts)
+        ):
+            await not_found(send)
+            return
         if (
             scope["type"] != "http"
             or scope["method"] not in ("GET", "HEAD")

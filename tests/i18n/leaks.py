@@ -28,6 +28,12 @@ VOID = {
     "track", "wbr",
 }  # fmt: skip
 SHOWN_ATTRS = ("title", "aria-label", "alt", "placeholder")
+# Inline elements continue their line (a narration with glossary <abbr>s is one sentence);
+# every other element starts a new one.
+INLINE = {
+    "a", "abbr", "b", "cite", "dfn", "em", "i", "mark", "q", "s", "small", "span", "strong",
+    "sub", "sup", "time", "u", "tspan", "label", "code", "kbd", "samp",
+}  # fmt: skip
 PLACEHOLDER = re.compile(r"\{[^{}]*\}|%\(\w+\)[sd]|<[^>]+>")
 LETTERS = re.compile(r"[A-Za-z]")
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -51,21 +57,26 @@ IDENTIFIERS = frozenset(
 
 # Terms the Chinese text keeps in English on purpose (kernel and vLLM words): not a leak inside
 # a Chinese sentence, still one standing alone.
-KEPT = frozenset({"IRQ", "softirq", "watermark", "seed", "namespace {ns}"})
+# "client" and "server" are the TCP simulation's endpoint names, which its narration quotes as
+# parameters (translating them there changes the traces); the picture draws them in words.
+KEPT = frozenset({"IRQ", "softirq", "watermark", "seed", "namespace {ns}", "client", "server"})
 
 
 class _Visible(HTMLParser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.parts: list[str] = []
+        self.shown: list[str] = []  # attribute values, each a line of its own
         self.stack: list[str] = []
         self.skipping = 0
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag not in INLINE:
+            self.parts.append("\n")
         if not self.skipping:
             for name, value in attrs:
                 if name in SHOWN_ATTRS and value:
-                    self.parts.append(value)
+                    self.shown.append(value)
         if tag in VOID:
             return
         self.stack.append(tag)
@@ -84,9 +95,11 @@ class _Visible(HTMLParser):
         if not self.skipping:
             for name, value in attrs:
                 if name in SHOWN_ATTRS and value:
-                    self.parts.append(value)
+                    self.shown.append(value)
 
     def handle_endtag(self, tag: str) -> None:
+        if tag not in INLINE:
+            self.parts.append("\n")
         if tag in VOID or (tag not in self.stack and "!" + tag not in self.stack):
             return
         while self.stack:
@@ -97,16 +110,19 @@ class _Visible(HTMLParser):
                 break
 
     def handle_data(self, data: str) -> None:
-        if not self.skipping and data.strip():
-            self.parts.append(data)
+        if not self.skipping:
+            self.parts.append(data.replace("\n", " "))
 
 
 def visible_text(html: str) -> str:
-    """The page's visible words, one text node or shown attribute per line."""
+    """The page's visible words: one line per block of text (inline elements joined) and per
+    shown attribute."""
     parser = _Visible()
     parser.feed(html)
     parser.close()
-    return "\n".join(" ".join(p.split()) for p in parser.parts)
+    text = "".join(parser.parts).split("\n") + parser.shown
+    lines = (" ".join(line.split()) for line in text)
+    return "\n".join(line for line in lines if line)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,9 +133,10 @@ class Entry:
 
 
 # A word is English prose only where it is not part of an identifier or a path: not next to a
-# letter, digit, "_", "/", "." + letter or "-" + letter (``net/core/dev.c``, ``request_sock``).
+# letter, digit, "_", "/", "." + letter or "-" + letter (``net/core/dev.c``, ``request_sock``),
+# nor followed by "=" (``batching=continuous``).
 BEFORE = r"(?<![\w/])(?<!\w\.)(?<!\w-)"
-AFTER = r"(?![\w/])(?!\.\w)(?!-\w)"
+AFTER = r"(?![\w/=])(?!\.\w)(?!-\w)"
 
 
 def _literal(part: str) -> str:
@@ -159,17 +176,25 @@ def entries() -> tuple[Entry, ...]:
     return tuple(out)
 
 
-def _excused(msgid: str, line: str, hit: re.Match[str]) -> bool:
-    """English a Chinese line shows on purpose: a term glossed in brackets (负载（payload）,
-    watermark（水位线）), a kept kernel/vLLM term, or quoted program output ("60708944 bytes")."""
+def _excused(msgid: str, anchor: str, line: str, hit: re.Match[str]) -> bool:
+    """English a Chinese page shows on purpose: a gloss in full-width brackets (负载（payload）,
+    发送队列（write queue）, watermark（水位线）), a kept kernel/vLLM term inside Chinese text, or
+    quoted program output ("60708944 bytes 322 pkt")."""
+    at = line.find(anchor, hit.start())
+    at = at if at >= 0 else hit.start()
+    before, after = line[:at], line[at + len(anchor) :]
+    opened = before.rfind("（")
+    if opened > before.rfind("）") and "）" in after:
+        inside = before[opened + 1 :] + after[: after.index("）")]
+        if not CJK.search(inside) and ("（" not in after or after.index("）") < after.index("（")):
+            return True
+    if before.count('"') % 2 == 1 and '"' in after:
+        return True
     if not CJK.search(line):
         return False
-    before, after = line[: hit.start()], line[hit.end() :]
-    if before.endswith(("（", "(")) and after.startswith(("）", ")")):
-        return True
     if after.startswith("（") and CJK.search(after[:3]):
         return True
-    return msgid in KEPT or before.count('"') % 2 == 1
+    return msgid in KEPT
 
 
 def english_in(html: str) -> list[tuple[str, str]]:
@@ -182,7 +207,8 @@ def english_in(html: str) -> list[tuple[str, str]]:
         for line in text.splitlines():
             if e.anchor in line:
                 hit = next(
-                    (h for h in e.pattern.finditer(line) if not _excused(e.id, line, h)), None
+                    (h for h in e.pattern.finditer(line) if not _excused(e.id, e.anchor, line, h)),
+                    None,
                 )
                 if hit:
                     found.append((e.id, line.strip()[:120]))

@@ -21,6 +21,7 @@ from app.main import create_app
 from app.settings import Settings
 from app.store import repo
 from app.store.models import VisitorSession
+from app.web.pagewarm import PageWarmer
 from app.web.security import forwarded_client, proxy_networks
 from app.web.sessions import PROBE_COOKIE
 
@@ -41,10 +42,10 @@ def make_client(tmp_path: Path) -> Iterator[Callable[..., TestClient]]:
     opened: list[TestClient] = []
 
     def make(*, peer: tuple[str, int] = VISITOR, app: Any = None, **overrides: Any) -> TestClient:
-        if app is None:
-            settings = Settings(database_url=f"sqlite:///{tmp_path / 'robust.db'}", **overrides)
-            app = create_app(settings)
-        client = TestClient(app, raise_server_exceptions=False, client=peer)
+        if app is not None:  # another client of a running app (its lifespan is started)
+            return TestClient(app, raise_server_exceptions=False, client=peer)
+        settings = Settings(database_url=f"sqlite:///{tmp_path / 'robust.db'}", **overrides)
+        client = TestClient(create_app(settings), raise_server_exceptions=False, client=peer)
         client.__enter__()
         opened.append(client)
         return client
@@ -199,6 +200,26 @@ def test_only_the_jobs_clients_may_cancel_it(tmp_path: Path) -> None:
         wait_for(ended)
 
 
+def test_a_client_sharing_a_run_cannot_cancel_it_for_the_other(
+    make_client: Callable[..., TestClient],
+) -> None:
+    """A second client that asks for the same params joins the same job (same id) and may
+    DELETE it, but that only drops its own interest: the run goes on for the first client."""
+    first = make_client(job_threshold_s=0.5, job_idle_s=60)
+    second = make_client(peer=("203.0.113.42", 1), app=first.app)
+    started = first.post("/api/v1/explainers/cwnd/run", json=cwnd(8))
+    joined = second.post("/api/v1/explainers/cwnd/run", json=cwnd(8))
+    assert started.status_code == joined.status_code == 202
+    job = started.json()["job"]
+    assert joined.json()["job"] == job
+    assert second.delete(f"/api/v1/jobs/{job}").status_code == 204
+    runs = first.app.state.site.runs  # type: ignore[attr-defined]
+    running = runs.peek(job)
+    assert running.state == "running" and runs._cancel[running.slot] == 0
+    runs.cancel(job)  # the test's own clean-up
+    wait_for(lambda: runs.peek(job).state == "cancelled")
+
+
 def test_a_finished_job_is_still_shared_by_content(make_client: Callable[..., TestClient]) -> None:
     """Ids stay content addresses: once a job is done, anyone asking for the same params gets
     the stored trace at once (200), and its result under the same id."""
@@ -325,3 +346,71 @@ def test_form_fields_with_undecodable_bytes_are_not_a_500(client: TestClient) ->
             headers={"content-type": "application/x-www-form-urlencoded"},
         )
         assert r.status_code == 422, (value[:10], r.text[:200])
+
+
+# --- 5. hosts, echoed ids, npm files ----------------------------------------------------------
+
+
+def test_pages_are_warmed_once_not_per_host() -> None:
+    """A worker renders its pages for the first host it is addressed by; a Host header with
+    another port (or name) starts no second warm-up (each was 11 s of CPU)."""
+    warmer = PageWarmer([], ["en"])
+    hosts = ["127.0.0.1:8000", "127.0.0.1:8001", "127.0.0.1:9", "localhost:8000"]
+    for host in hosts:
+        warmer.see(lambda *a: None, {"headers": [(b"host", host.encode())]}, None)  # type: ignore[arg-type]
+    wait_for(lambda: warmer.done_for(hosts[0]) is True, 10)
+    assert [warmer.done_for(h) for h in hosts[1:]] == [None, None, None]
+
+
+def test_unknown_scenario_id_is_not_echoed_whole(client: TestClient) -> None:
+    """/s/<60 KB id> is a 404 that quotes a short excerpt of the id, on the page and in JSON."""
+    long_id = "x" * 60_000
+    page = client.get(f"/s/{long_id}")
+    assert page.status_code == 404 and "x" * 100 not in page.text and "x" * 40 in page.text
+    assert len(page.text) < 20_000
+    api = client.get(f"/s/{long_id}", headers={"accept": "application/json"})
+    assert api.status_code == 404 and len(api.text) < 300
+
+
+USED_VENDOR_FILES = [
+    "/vendor/htmx.org/dist/htmx.min.js",
+    "/vendor/idiomorph/dist/idiomorph.min.js",
+    "/vendor/plotly.js-basic-dist-min/plotly-basic.min.js",
+    "/vendor/reveal.js/dist/reveal.js",
+    "/vendor/reveal.js/dist/reveal.css",
+    "/vendor/reveal.js/dist/theme/white.css",
+    "/vendor/reveal.js/dist/plugin/notes.js",
+    "/vendor/swagger-ui-dist/swagger-ui-bundle.js",
+    "/vendor/swagger-ui-dist/swagger-ui.css",
+]
+
+
+def test_vendor_serves_only_the_dist_files_the_app_uses(client: TestClient) -> None:
+    """npm packages' metadata and everything else they ship is a 404 under /vendor/, whether
+    the in-memory front or a mount would have answered; the files pages use are served."""
+    node_modules = Settings().node_modules
+    if not (node_modules / "htmx.org" / "package.json").is_file():
+        pytest.skip("npm packages not installed")
+    for url in USED_VENDOR_FILES:
+        assert client.get(url).status_code == 200, url
+        assert client.head(url).status_code == 200, url
+    refused = [
+        "/vendor/plotly.js-basic-dist-min/package.json",
+        "/vendor/plotly.js-basic-dist-min/README.md",
+        "/vendor/swagger-ui-dist/package.json",
+        "/vendor/swagger-ui-dist/index.html",
+        "/vendor/swagger-ui-dist/oauth2-redirect.html",
+        "/vendor/swagger-ui-dist/swagger-ui-bundle.js.map",
+        "/vendor/htmx.org/dist/htmx.js",
+        "/vendor/htmx.org/dist/htmx.esm.d.ts",
+        "/vendor/reveal.js/dist/reveal.d.ts",
+        "/vendor/htmx.org/dist/%2e%2e/package.json",
+        "/vendor/reveal.js/dist/%2e%2e/package.json",
+        "/vendor/reveal.js/dist/theme/%2e%2e/%2e%2e/package.json",
+        "/vendor/idiomorph/package.json",
+    ]
+    assert (node_modules / "swagger-ui-dist" / "index.html").is_file()  # shipped, not served
+    for url in refused:
+        r = client.get(url)
+        assert r.status_code == 404, url
+        assert b'"version"' not in r.content

@@ -261,6 +261,13 @@ def _session(sid: int) -> dict[int, tuple[int, str]]:
     return found
 
 
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:100]
+    except OSError:
+        return "?"
+
+
 def _get(url: str, timeout: float = 5) -> tuple[int, bytes]:
     try:
         with urllib.request.urlopen(url, timeout=timeout) as r:  # noqa: S310 - loopback
@@ -332,11 +339,13 @@ def test_killed_worker_and_master_leave_no_process_and_the_port_free(tmp_path: P
         with urllib.request.urlopen(request, timeout=30) as r:  # noqa: S310 - loopback
             assert r.status == 202
         procs = _session(server.pid)
+        tree = [(p, *procs[p], _cmdline(p)) for p in procs]
         workers = [p for p, (ppid, _) in procs.items() if ppid == server.pid]
-        sims = [p for p, (ppid, _) in procs.items() if ppid in workers]
-        assert len(sims) >= 4, procs  # two per worker: long runs and small runs
-        busy = [p for p in sims if procs[p][1] == "R"] or sims  # the one running the job
-        worker = next(ppid for p, (ppid, _) in procs.items() if p == busy[0])
+        # below the workers: simulation processes (two per worker: long runs and small runs)
+        sims = [p for p, (ppid, _) in procs.items() if ppid in procs and ppid != server.pid]
+        assert len(sims) >= 2, (server.pid, tree)
+        busy = [p for p in sims if procs[p][1] == "R"] or sims  # the one running the job?
+        worker = procs[busy[0]][0] if procs[busy[0]][0] in workers else workers[0]
         os.kill(worker, signal.SIGKILL)
         time.sleep(1.0)
         os.kill(server.pid, signal.SIGKILL)
@@ -344,7 +353,8 @@ def test_killed_worker_and_master_leave_no_process_and_the_port_free(tmp_path: P
         deadline = time.monotonic() + 30
         while _session(server.pid) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert _session(server.pid) == {}, _session(server.pid)
+        left = _session(server.pid)
+        assert left == {}, [(p, *left[p], _cmdline(p)) for p in left]
 
         again = _serve(port, env, log)  # "Address already in use" if anything kept the port
         sids.append(again.pid)

@@ -92,7 +92,7 @@ def parse(raw: Any) -> PathParams:
     """Validate raw JSON-shaped params; raise ParamError naming every bad field."""
     if not isinstance(raw, dict):
         raise ParamError.single(
-            (), msg("params must be an object like {example}", example='{"path": "rx"}')
+            (), msg("params must be an object like {example}.", example='{"path": "rx"}')
         )
     issues: list[ParamIssue] = []
     values: dict[str, Any] = {}

@@ -25,8 +25,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from app.sim.core import Message, msg
 from app.sim.core.errors import ParamError, ParamIssue
-from app.sim.core.i18n import Message, msg
+from app.sim.core.validate import describe
 
 MAX_REQUESTS = 50_000
 MAX_TOKENS_PER_REQUEST = 1_000_000
@@ -164,25 +165,9 @@ class SchedulerParams:
 # --- validation -------------------------------------------------------------------------------
 
 
-def _kind(v: Any) -> Message:
-    """What kind of value ``v`` is, for "you gave …" (translated like the sentence around it)."""
-    if isinstance(v, bool):
-        return msg("a boolean")
-    if v is None:
-        return msg("null")
-    if isinstance(v, str):
-        return msg("the text {value}", value=f"{v[:20]!r}" + ("…" if len(v) > 20 else ""))
-    if isinstance(v, (int, float)):
-        return msg("{value}", value=f"{v:g}" if isinstance(v, float) else str(v))
-    if isinstance(v, (list, tuple)):
-        return msg("a list")
-    if isinstance(v, Mapping):
-        return msg("an object")
-    return msg("{value}", value=type(v).__name__)
-
-
-def _not_object(key: str, v: Any) -> Message:
-    return msg("{key} must be an object; you gave {what}", key=key, what=_kind(v))
+def _bound(text: str, key: str, limit: float, v: float) -> Message:
+    """A number out of its range: the id (one of validate's) with no unit."""
+    return Message(text, {"key": key, "limit": limit, "unit": "", "v": v})
 
 
 Loc = tuple[str | int, ...]
@@ -227,7 +212,7 @@ class _Checker:
         if not isinstance(v, int) or isinstance(v, bool):
             self.add(
                 here,
-                msg("{key} must be a whole number; you gave {what}", key=key, what=_kind(v)),
+                msg("{key} must be a whole number; you gave {what}", key=key, what=describe(v)),
             )
             return default
         if ge is not None and v < ge:
@@ -255,29 +240,21 @@ class _Checker:
             return default
         v = raw[key]
         if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
-            self.add(here, msg("{key} must be a number; you gave {what}", key=key, what=_kind(v)))
+            self.add(
+                here, msg("{key} must be a number; you gave {what}", key=key, what=describe(v))
+            )
             return default
         f = float(v)
-        # The same sentences as app.sim.core.validate.Checker.number (no unit here).
         if ge is not None and f < ge:
-            text = msg(
-                "{key} must be ≥ {limit:g}{unit}; you gave {v:g}", key=key, limit=ge, unit="", v=f
-            )
+            self.add(here, _bound("{key} must be ≥ {limit:g}{unit}; you gave {v:g}", key, ge, f))
         elif gt is not None and f <= gt:
-            text = msg(
-                "{key} must be > {limit:g}{unit}; you gave {v:g}", key=key, limit=gt, unit="", v=f
-            )
+            self.add(here, _bound("{key} must be > {limit:g}{unit}; you gave {v:g}", key, gt, f))
         elif lt is not None and f >= lt:
-            text = msg(
-                "{key} must be < {limit:g}{unit}; you gave {v:g}", key=key, limit=lt, unit="", v=f
-            )
+            self.add(here, _bound("{key} must be < {limit:g}{unit}; you gave {v:g}", key, lt, f))
         elif le is not None and f > le:
-            text = msg(
-                "{key} must be ≤ {limit:g}{unit}; you gave {v:g}", key=key, limit=le, unit="", v=f
-            )
+            self.add(here, _bound("{key} must be ≤ {limit:g}{unit}; you gave {v:g}", key, le, f))
         else:
             return f
-        self.add(here, text)
         return default
 
     def boolean(self, raw: Mapping[str, Any], key: str, loc: Loc, default: bool) -> bool:
@@ -287,7 +264,7 @@ class _Checker:
         if not isinstance(v, bool):
             self.add(
                 (*loc, key),
-                msg("{key} must be true or false; you gave {what}", key=key, what=_kind(v)),
+                msg("{key} must be true or false; you gave {what}", key=key, what=describe(v)),
             )
             return default
         return v
@@ -302,10 +279,10 @@ class _Checker:
             self.add(
                 (*loc, key),
                 msg(
-                    "{field} must be one of {names}; you gave {what}",
-                    field=key,
-                    names=", ".join(options),
-                    what=_kind(v),
+                    "{key} must be one of {options}; you gave {what}",
+                    key=key,
+                    options=", ".join(options),
+                    what=describe(v),
                 ),
             )
             return default
@@ -320,13 +297,17 @@ class _Checker:
         if not isinstance(v, (list, tuple)):
             self.add(
                 (*loc, key),
-                msg("{key} must be a list of token ids; you gave {what}", key=key, what=_kind(v)),
+                msg(
+                    "{key} must be a list of token ids; you gave {what}", key=key, what=describe(v)
+                ),
             )
             return None
         if len(v) > max_len:
             self.add(
                 (*loc, key),
-                msg("{key} has {n} entries; the limit is {max}", key=key, n=len(v), max=max_len),
+                msg(
+                    "{key} has {n} entries; the limit is {limit}", key=key, n=len(v), limit=max_len
+                ),
             )
             return None
         out: list[int] = []
@@ -336,7 +317,7 @@ class _Checker:
             if not isinstance(t, int) or isinstance(t, bool) or not 0 <= t <= MAX_TOKEN_ID:
                 self.add(
                     (*loc, key, j),
-                    msg("token ids are whole numbers ≥ 0; you gave {what}", what=_kind(t)),
+                    msg("token ids are whole numbers ≥ 0; you gave {what}", what=describe(t)),
                 )
                 return None
             out.append(t)
@@ -349,7 +330,7 @@ def _parse_config(c: _Checker, raw: Any) -> SchedulerConfig:
     if raw is None:
         return d
     if not isinstance(raw, Mapping):
-        c.add(loc, _not_object("config", raw))
+        c.add(loc, msg("config must be an object; you gave {what}", what=describe(raw)))
         return d
     c.unknown(raw, _CONFIG_KEYS, loc)
     before = len(c.issues)
@@ -419,8 +400,8 @@ def _check_config(c: _Checker, cfg: SchedulerConfig) -> None:
         c.add(
             (*loc, "long_prefill_token_threshold"),
             msg(
-                "long_prefill_token_threshold ({threshold}) cannot be greater than "
-                "max_model_len ({mml})",
+                "long_prefill_token_threshold ({threshold}) cannot be greater than max_model_len "
+                "({mml})",
                 threshold=cfg.long_prefill_token_threshold,
                 mml=cfg.max_model_len,
             ),
@@ -430,10 +411,10 @@ def _check_config(c: _Checker, cfg: SchedulerConfig) -> None:
         c.add(
             (*loc, "num_gpu_blocks"),
             msg(
-                "{blocks} usable blocks of {size} tokens hold {usable} tokens, less than one "
+                "{blocks} usable blocks of {bs} tokens hold {usable} tokens, less than one "
                 "max_model_len ({mml}) sequence",
                 blocks=cfg.num_gpu_blocks - 1,
-                size=cfg.block_size,
+                bs=cfg.block_size,
                 usable=usable,
                 mml=cfg.max_model_len,
             ),
@@ -443,7 +424,7 @@ def _check_config(c: _Checker, cfg: SchedulerConfig) -> None:
 def _parse_request(c: _Checker, raw: Any, i: int, cfg: SchedulerConfig) -> RequestSpec | None:
     loc: Loc = ("requests", i)
     if not isinstance(raw, Mapping):
-        c.add(loc, msg("each request must be an object; you gave {what}", what=_kind(raw)))
+        c.add(loc, msg("each request must be an object; you gave {what}", what=describe(raw)))
         return None
     c.unknown(raw, _REQUEST_KEYS, loc)
     before = len(c.issues)
@@ -453,11 +434,7 @@ def _parse_request(c: _Checker, raw: Any, i: int, cfg: SchedulerConfig) -> Reque
     if not isinstance(rid, str) or not rid or len(rid) > 64:
         c.add(
             (*loc, "id"),
-            msg(
-                "id must be a text of 1 to {max} characters; you gave {what}",
-                max=64,
-                what=_kind(rid),
-            ),
+            msg("id must be a text of 1 to 64 characters; you gave {what}", what=describe(rid)),
         )
         rid = ""
     ids = c.int_list(raw, "prompt_token_ids", loc, max_len=MAX_MODEL_LEN)
@@ -473,9 +450,9 @@ def _parse_request(c: _Checker, raw: Any, i: int, cfg: SchedulerConfig) -> Reque
             c.add(
                 (*loc, "prompt_tokens"),
                 msg(
-                    "prompt_tokens ({n}) differs from the {ids} prompt_token_ids",
+                    "prompt_tokens ({n}) differs from the {count} prompt_token_ids",
                     n=n_prompt,
-                    ids=len(ids),
+                    count=len(ids),
                 ),
             )
         n_prompt = len(ids)
@@ -528,7 +505,7 @@ def _parse_latency(c: _Checker, raw: Any) -> LatencyParams:
     if raw is None:
         return d
     if not isinstance(raw, Mapping):
-        c.add(loc, _not_object("latency", raw))
+        c.add(loc, msg("latency must be an object; you gave {what}", what=describe(raw)))
         return d
     c.unknown(raw, _LATENCY_KEYS, loc)
     mode = c.choice(raw, "mode", loc, d.mode, ("roofline", "linear"))
@@ -559,7 +536,7 @@ def parse(raw: Any) -> SchedulerParams:
         return raw
     if not isinstance(raw, Mapping):
         raise ParamError.single(
-            (), msg("parameters must be an object; you gave {what}", what=_kind(raw))
+            (), msg("parameters must be an object; you gave {what}", what=describe(raw))
         )
     c = _Checker()
     c.unknown(raw, _TOP_KEYS, ())
@@ -570,14 +547,18 @@ def parse(raw: Any) -> SchedulerParams:
     if not isinstance(reqs_raw, (list, tuple)):
         c.add(
             ("requests",),
-            msg("requests must be a list of requests; you gave {what}", what=_kind(reqs_raw)),
+            msg("requests must be a list of requests; you gave {what}", what=describe(reqs_raw)),
         )
     elif not reqs_raw:
         c.add(("requests",), msg("requests must hold at least one request"))
     elif len(reqs_raw) > MAX_REQUESTS:
         c.add(
             ("requests",),
-            msg("{n} requests; the limit is {max:,}", n=len(reqs_raw), max=MAX_REQUESTS),
+            msg(
+                "{n} requests; the limit is {limit}",
+                n=len(reqs_raw),
+                limit=f"{MAX_REQUESTS:,}",
+            ),
         )
     else:
         seen: dict[str, int] = {}

@@ -103,10 +103,14 @@ def job_result(key: str, site: SiteDep) -> Response:
 @router.delete("/{key}", status_code=204)
 def cancel_job(key: str, request: Request, site: SiteDep) -> Response:
     """Cancel a running job (its worker is freed at the next progress report). Only a client
-    that was answered with this job may: to any other the job does not exist (404)."""
+    that was answered with this job may: to any other the job does not exist (404). When other
+    clients asked for the same run it goes on for them (until nobody follows it)."""
     runs = site.runs
-    if not owners_of(request.app).owns(_checked(key), client_of(request)):
+    owners = owners_of(request.app)
+    if not owners.owns(_checked(key), client_of(request)):
         raise HTTPException(404, i18n.render(msg("No running job has this id.")))
+    if owners.count(key) > 1:  # others asked for the same run: it goes on for them
+        return Response(status_code=204)
     if not runs.cancel(key):
         shared = runs.shared_job(key, cancel=True)  # its worker cancels it at its next report
         if shared is None or shared.state != "running":

@@ -59,7 +59,6 @@ WORDS: dict[str, Message] = {
     "headers": msg("headers"),
     "frame": msg("frame"),
     "trailer": msg("trailer"),
-    "data": msg("data"),
     "paged data": msg("paged data"),
     "from frags": msg("from frags"),
     "pulled": msg("pulled"),

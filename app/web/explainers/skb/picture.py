@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping, Sequence
 from html import escape
 
-from app.sim.core import Frame, msg
+from app.sim.core import Frame, Message, msg
 from app.sim.skbuff.skb import SHINFO
 from app.sim.skbuff.state import BufferView, SkbSnapshot, SkbState, SkbTrace
 from app.web.explainers.skb.headers import shown
@@ -159,7 +159,7 @@ def _lane(
     cls = "lane glide" + (" primary" if is_primary else "") + (" gone" if gone else "")
     lines = [
         str(msg("users {n}", n=skb.get("users", 1))),
-        str(msg("fclone {kind}", kind=skb.get("fclone") or msg("none"))),
+        str(msg("fclone {kind}", kind=_fclone(skb.get("fclone")))),
     ]
     if gone:
         word = STATUS_WORD.get(status)
@@ -416,6 +416,11 @@ def legend_swatch(cls: str, x: float, ty: float) -> str:
     if cls.endswith(" out"):
         box += f'<rect class="seg hatch" x="{x}" y="{ty + 2}" width="14" height="14"/>'
     return box
+
+
+def _fclone(kind: object) -> str | Message:
+    """The fclone kind as the simulation names it (orig, clone, unavailable); "none" in words."""
+    return msg("none") if kind in (None, "", "none") else str(kind)
 
 
 # How an sk_buff that is gone says so under its name.

@@ -47,7 +47,6 @@ EVENT_WORD: dict[str, Message] = {
     "SYN (simultaneous open)": msg("SYN (simultaneous open)"),
     "close() with SO_LINGER 0": msg("close() with SO_LINGER 0"),
     "close() with unread data": msg("close() with unread data"),
-    "clone": msg("clone"),
 }
 
 
@@ -59,11 +58,11 @@ def event_word(event: str) -> str:
 # A segment's kind in words (the plain kinds syn, synack, ack, fin, data, rst are the flags'
 # own names and stay as they are).
 KIND_WORD: dict[str, Message] = {
-    "retransmit": msg("retransmit"),
+    "retransmit": msg("retransmission"),
     "delayed_ack": msg("delayed ack"),
     "dupack": msg("dupack"),
     "challenge_ack": msg("challenge ack"),
-    "keepalive": msg("keepalive"),
+    "keepalive": msg("keepalive probe"),
     "probe": msg("window probe"),
     "synack_cookie": msg("SYN+ACK with a cookie"),
     "window_update": msg("window update"),
@@ -129,7 +128,7 @@ TIMER_RFC: dict[str, Message] = {
     "synack": msg("SYN-ACK retransmission"),
     "probe0": msg("persist"),
     "delack": msg("delayed ACK"),
-    "keepalive": msg("keepalive"),
+    "keepalive": msg("keep-alive"),
     "fin_wait2": msg("FIN-WAIT-2"),
     "timewait": msg("2MSL"),
 }
