@@ -264,7 +264,7 @@ def udp_skbs(payload: int, mtu: int) -> list[tuple[int, int]]:
 
 def alloc_truesize(alloclen: int, small_head: int) -> tuple[int, str]:
     """(truesize, where) of alloc_skb(alloclen) for a given small-head cache size."""
-    from app.sim.skbuff.model import kmalloc_size_roundup
+    from app.sim.skbuff.alloc import kmalloc_size_roundup
 
     obj = head_align(alloclen)
     if obj <= small_head:

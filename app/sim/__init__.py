@@ -1,1 +1,2 @@
-"""Pure, deterministic simulations (stdlib only). See app/sim/registry.py for the explainer list."""
+"""Pure, deterministic simulations (stdlib only), one package per explainer; the contract they
+implement is in :mod:`app.sim.core`. ``app/explainers.py`` pairs each with its web view."""

@@ -1,4 +1,6 @@
-"""Tables. Saved scenarios keep params and sim_version, never traces: traces are re-run."""
+"""Tables. A saved scenario keeps its params and sim_version, not its trace (opening it runs the
+params again); finished runs are kept apart in the ``trace`` table (:class:`StoredTrace`), a
+cache any worker may fill and read."""
 
 from __future__ import annotations
 

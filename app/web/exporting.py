@@ -6,9 +6,12 @@ local scripts and stylesheets are inlined."""
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import signal
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,7 +24,8 @@ from fastapi.staticfiles import StaticFiles
 from markupsafe import Markup
 from starlette.routing import Mount
 
-from app.sim.core import Trace
+from app.sim.core import Message, Trace, msg
+from app.sim.core.cost import megabytes
 from app.web.player import player_context, reader_glossary
 from app.web.runs import Busy
 from app.web.sources import Source
@@ -81,16 +85,23 @@ CHROMIUM_ARGS = [
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
-    # WebGL charts (Plotly's scattergl) draw in software on a server without a GPU
+    # WebGL charts draw in software on a server without a GPU
     "--use-angle=swiftshader",
     "--enable-unsafe-swiftshader",
 ]
 PNG_CACHE_SIZE = 64
 FRAME_PAD = 8  # px of background around the picture in a PNG
+PNG_TIMEOUT_S = 30.0  # a Chromium still drawing after this is killed (answered 503)
+# The offline HTML file at most (every frame's picture inside): above, 413 naming the limit. A
+# 5,000-step walkthrough was 299 MB and took a 4 GB process to build.
+MAX_OFFLINE_BYTES = 50_000_000
+# Bytes of offline HTML built per second (207 MB took 17.8 s): a file estimated over a second's
+# worth is a long run of its own and counts against the client's quota.
+OFFLINE_BYTES_PER_SECOND = 12_000_000
 
 # The box a PNG shows: everything drawn in the picture area, not only the area's own box. Regions
 # that scroll on the page (a wide timeline, a table) are opened up first so all they hold shows;
-# an SVG (a picture, a Plotly chart with its title and legend) counts as its own box, since it
+# an SVG (a picture, a chart with its title and legend) counts as its own box, since it
 # clips what it holds; so does any element that hides its overflow.
 FRAME_JS = """(pad) => {
   const wrap = document.querySelector('.stage-wrap');
@@ -135,7 +146,73 @@ FRAME_JS = """(pad) => {
 
 
 class PngUnavailable(Exception):
-    pass
+    def __init__(self, message: str | Message) -> None:
+        super().__init__(str(message))
+        self.message = message
+
+
+class OfflineTooLarge(Exception):
+    """The offline HTML of a scenario would be over :data:`MAX_OFFLINE_BYTES`."""
+
+    def __init__(self, size: float) -> None:
+        self.message = msg(
+            "this walkthrough's offline file would be about {size} MB; the limit is {limit} MB: "
+            "export a shorter run, or single steps as SVG or PNG",
+            size=megabytes(size),
+            limit=megabytes(MAX_OFFLINE_BYTES),
+        )
+        super().__init__(str(self.message))
+
+
+def _proc_children() -> dict[int, list[int]]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rfind(")") + 2 :].split()[1])
+        children.setdefault(ppid, []).append(int(entry.name))
+    return children
+
+
+def _descendants(root: int, children: dict[int, list[int]]) -> set[int]:
+    out: set[int] = set()
+    todo = [root]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            if child not in out:
+                out.add(child)
+                todo.append(child)
+    return out
+
+
+def browser_pids() -> set[int]:
+    """The Chromium browser processes this process started (through Playwright's driver)."""
+    found = set()
+    for pid in _descendants(os.getpid(), _proc_children()):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"--remote-debugging-pipe" in cmdline:
+            found.add(pid)
+    return found
+
+
+def kill_browsers(pids: set[int]) -> None:
+    """SIGKILL these browsers and every process under them (renderers, GPU, zygotes)."""
+    children = _proc_children()
+    victims = set(pids)
+    for pid in pids:
+        victims |= _descendants(pid, children)
+    for pid in victims:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            continue
 
 
 def png_css(picture: str) -> str:
@@ -156,8 +233,11 @@ def png_css(picture: str) -> str:
 class PngRenderer:
     """Draws PNGs in the configured Chromium, one at a time, and keeps the last few."""
 
-    def __init__(self, chromium: Path, max_waiting: int = 8) -> None:
+    def __init__(
+        self, chromium: Path, max_waiting: int = 8, timeout_s: float = PNG_TIMEOUT_S
+    ) -> None:
         self.chromium = chromium
+        self.timeout_s = timeout_s
         self._lock = threading.Lock()  # one Chromium at a time: a small server has few cores
         self._cache: OrderedDict[tuple[Any, ...], bytes] = OrderedDict()
         # PNGs are drawn on one thread of their own; requests wait for them without holding a
@@ -166,14 +246,16 @@ class PngRenderer:
         self.max_waiting = max_waiting
         self._waiting = 0
 
-    async def render_async(self, html: str, *, scale: int, width: float) -> bytes:
+    async def render_async(
+        self, html: str, *, scale: int, width: float, ready: str | None = None
+    ) -> bytes:
         if self._waiting >= self.max_waiting:
             raise Busy(10)
         self._waiting += 1
         try:
             if self._thread is None:
                 self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="png")
-            future = self._thread.submit(self.render, html, scale=scale, width=width)
+            future = self._thread.submit(self.render, html, scale=scale, width=width, ready=ready)
             return await asyncio.wrap_future(future)
         finally:
             self._waiting -= 1
@@ -191,61 +273,82 @@ class PngRenderer:
         while len(self._cache) > PNG_CACHE_SIZE:
             self._cache.popitem(last=False)
 
-    def render(self, html: str, *, scale: int, width: float) -> bytes:
-        """Screenshot the picture area of ``html`` in headless Chromium."""
+    def render(self, html: str, *, scale: int, width: float, ready: str | None = None) -> bytes:
+        """Screenshot the picture area of ``html`` in headless Chromium, once ``ready`` (the
+        shown view's JS predicate, :attr:`WebView.export_ready`) holds. A Chromium still at it
+        after ``timeout_s`` is killed (:class:`PngUnavailable`)."""
         if not self.chromium.exists():
             raise PngUnavailable(
                 f"PNG export needs Chromium at {self.chromium} (Debian: apt-get install chromium)"
             )
-        return self._draw(html, scale=scale, width=width)
+        with self._lock:
+            before = browser_pids()
+            timed_out = threading.Event()
 
-    def _draw(self, html: str, *, scale: int, width: float) -> bytes:
+            def kill() -> None:
+                timed_out.set()
+                kill_browsers(browser_pids() - before)
+
+            timer = threading.Timer(self.timeout_s, kill)
+            timer.daemon = True
+            timer.start()
+            try:
+                return self._draw(html, scale=scale, width=width, ready=ready)
+            except PngUnavailable:
+                if timed_out.is_set():
+                    raise PngUnavailable(
+                        msg(
+                            "Chromium took over {s} s to draw this PNG and was stopped",
+                            s=f"{self.timeout_s:g}",
+                        )
+                    ) from None
+                raise
+            finally:
+                timer.cancel()
+
+    def _draw(self, html: str, *, scale: int, width: float, ready: str | None) -> bytes:
         try:
             from playwright.sync_api import Error as PlaywrightError
             from playwright.sync_api import TimeoutError as PlaywrightTimeout
             from playwright.sync_api import sync_playwright
         except ImportError as exc:  # pragma: no cover - a dependency of the project
             raise PngUnavailable("PNG export needs the playwright package") from exc
-        with self._lock:
-            try:
-                with sync_playwright() as pw:
-                    browser = pw.chromium.launch(
-                        executable_path=str(self.chromium), headless=True, args=CHROMIUM_ARGS
+        try:
+            with sync_playwright() as pw:
+                browser = pw.chromium.launch(
+                    executable_path=str(self.chromium), headless=True, args=CHROMIUM_ARGS
+                )
+                try:
+                    page = browser.new_page(
+                        viewport={"width": int(width) + 40, "height": 800},
+                        device_scale_factor=scale,
                     )
-                    try:
-                        page = browser.new_page(
-                            viewport={"width": int(width) + 40, "height": 800},
-                            device_scale_factor=scale,
-                        )
-                        page.route(
-                            "**/*", lambda route: route.abort()
-                        )  # the document is self-contained
-                        page.set_content(html, wait_until="load")
-                        # Plotly charts draw after load; give them a moment to appear
+                    page.route(
+                        "**/*", lambda route: route.abort()
+                    )  # the document is self-contained
+                    page.set_default_timeout(self.timeout_s * 1000)
+                    page.set_content(html, wait_until="load")
+                    # what the view's scripts draw after load (charts): its own condition
+                    if ready:
                         try:
-                            page.wait_for_function(
-                                "() => !document.querySelector('.plotly-pending, .plotly-drawing') &&"
-                                " [...document.querySelectorAll('.js-plotly-plot')]"
-                                ".every(el => el.querySelector('.main-svg'))",
-                                timeout=10_000,
-                            )
+                            page.wait_for_function(ready, timeout=min(10_000, self.timeout_s * 500))
                         except PlaywrightTimeout:
                             pass  # draw what is there rather than nothing
+                    clip = page.evaluate(FRAME_JS, FRAME_PAD)
+                    if clip is None:
+                        return page.screenshot(type="png", full_page=True)
+                    # wide enough that nothing wraps or hides at the right edge
+                    needed = int(clip["x"] + clip["width"]) + 1
+                    if needed > int(width) + 40:
+                        page.set_viewport_size({"width": needed, "height": 800})
                         clip = page.evaluate(FRAME_JS, FRAME_PAD)
-                        if clip is None:
-                            return page.screenshot(type="png", full_page=True)
-                        # wide enough that nothing wraps or hides at the right edge
-                        needed = int(clip["x"] + clip["width"]) + 1
-                        if needed > int(width) + 40:
-                            page.set_viewport_size({"width": needed, "height": 800})
-                            clip = page.evaluate(FRAME_JS, FRAME_PAD)
-                        return page.screenshot(
-                            type="png", clip=clip, full_page=True, animations="disabled"
-                        )
-                    finally:
-                        browser.close()
-            except PlaywrightError as exc:
-                raise PngUnavailable(f"Chromium could not draw the PNG: {exc}") from exc
+                    return page.screenshot(
+                        type="png", clip=clip, full_page=True, animations="disabled"
+                    )
+                finally:
+                    browser.close()
+        except PlaywrightError as exc:
+            raise PngUnavailable(f"Chromium could not draw the PNG: {exc}") from exc
 
 
 def _script_text(text: str) -> str:
@@ -256,8 +359,8 @@ def _script_text(text: str) -> str:
 def local_asset(request: Request, url: str) -> Path | None:
     """The file the app serves at a /static/... or /vendor/... URL, if it serves one.
 
-    Looks through the app's own static mounts (and plain routes answering a file, such as
-    plotly.js from its wheel), so whatever a view asks for is found the way the server finds it.
+    Looks through the app's own static mounts (and plain routes answering a file, such as a
+    script served from a wheel), so whatever a view asks for is found the way the server finds it.
     """
     if not url.startswith(("/static/", "/vendor/")):
         return None
@@ -298,6 +401,18 @@ def inline_assets(request: Request, html: str) -> str:
     return _LOCAL_STYLE.sub(style, _LOCAL_SCRIPT.sub(script, html))
 
 
+def offline_bytes(source: Source, trace: Trace[Any, Any], samples: int = 5) -> int:
+    """About the bytes of the offline HTML of ``trace``: its steps × the mean size of a few
+    steps' pictures (spread over the run), plus their words and the scripts (~1.5 MB)."""
+    count = len(trace.frames)
+    if not count:
+        return 0
+    picks = sorted({round(i * (count - 1) / max(1, samples - 1)) for i in range(samples)})
+    drawn = [len(source.plugin.web.picture(trace, trace.frames[i])) for i in picks]
+    per_step = sum(drawn) / len(drawn) + 1_500  # narration, notes, the transcript line
+    return int(count * per_step) + 1_500_000
+
+
 def offline_document(
     request: Request,
     source: Source,
@@ -307,12 +422,26 @@ def offline_document(
     theme: str,
     controls: str = "full",
     extra_css: str = "",
+    one_step: bool = False,
+    charge: Callable[[], None] | None = None,
 ) -> str:
-    """The whole player for ``source`` as one self-contained HTML document."""
-    # offline: every frame inside, nothing to fetch
-    ctx = player_context(
-        source, trace, step=step, all_frames=True, glossary=reader_glossary(request)
-    )
+    """The whole player for ``source`` as one self-contained HTML document (``one_step``: with
+    only that step's picture, for a PNG). Over :data:`MAX_OFFLINE_BYTES`: :class:`OfflineTooLarge`,
+    before drawing every step when its estimate is already over. ``charge`` is called (it may
+    refuse) before a file estimated to take over a second is built."""
+    if one_step:
+        ctx = player_context(source, trace, step=step, glossary=reader_glossary(request))
+        ctx["frames"] = [ctx["current"]] if ctx["current"] is not None else []
+    else:
+        estimate = offline_bytes(source, trace)
+        if estimate > MAX_OFFLINE_BYTES:
+            raise OfflineTooLarge(estimate)
+        if charge is not None and estimate > OFFLINE_BYTES_PER_SECOND:
+            charge()
+        # offline: every frame inside, nothing to fetch
+        ctx = player_context(
+            source, trace, step=step, all_frames=True, glossary=reader_glossary(request)
+        )
     ctx.update(embed=True, controls=controls, autoplay=False, theme=theme, offline=True)
     online = str(request.base_url).rstrip("/") + source.page_path
     page = render(
@@ -326,4 +455,7 @@ def offline_document(
             "extra_css": Markup(extra_css),
         },
     )
-    return inline_assets(request, bytes(page.body).decode("utf-8"))
+    html = inline_assets(request, bytes(page.body).decode("utf-8"))
+    if len(html) > MAX_OFFLINE_BYTES:  # the hard cap, whatever the estimate said
+        raise OfflineTooLarge(len(html))
+    return html

@@ -130,6 +130,9 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
     app.state.settings = settings
     app.state.engine = make_engine(settings.database_url)
     app.state.site = Site(settings, plugins, app.state.engine)
+    for plugin in app.state.site.plugins:  # an explainer's own words, after the site's catalog
+        if plugin.web.locale is not None:
+            i18n.add_catalog(plugin.web.locale)
     app.state.pngs = PngRenderer(settings.chromium)
     errors.install(app)
     # Frame stores and chart libraries compress well.

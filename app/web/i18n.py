@@ -12,7 +12,10 @@ The choice is kept in ``scope["state"]["lang"]`` and in a context variable, so a
 error handlers and the templates all find the request's translator with :func:`current`.
 Catalogs are standard gettext: ``app/locale/<locale>/LC_MESSAGES/messages.po``, compiled to
 ``.mo`` by ``scripts/_bootstrap.sh`` (``pybabel compile -d app/locale``); a checkout without the
-compiled file compiles the ``.po`` in memory instead.
+compiled file compiles the ``.po`` in memory instead. An explainer may ship its own catalog
+(``WebView.locale``: a folder of ``<locale>/LC_MESSAGES/messages.po``), registered with
+:func:`add_catalog`: the site's catalog answers first and each plugin catalog is its fallback,
+so a new explainer's words need no edit of the shared files.
 """
 
 from __future__ import annotations
@@ -153,13 +156,35 @@ class LanguageMiddleware:
 # --- catalogs ------------------------------------------------------------------------------
 
 
+# Plugin catalogs (folders like LOCALE_DIR), consulted after the site's own, in this order.
+_plugin_catalogs: list[Path] = []
+
+
+def add_catalog(folder: Path) -> None:
+    """Use ``folder/<locale>/LC_MESSAGES/messages.(mo|po)`` for ids the site's catalog lacks
+    (an explainer's own words). Adding a folder twice is harmless."""
+    folder = Path(folder).resolve()
+    if folder not in _plugin_catalogs:
+        _plugin_catalogs.append(folder)
+        translations.cache_clear()
+
+
 @cache
 def translations(lang: str) -> gettext_module.NullTranslations:
-    """The compiled catalog of ``lang`` (English: the ids themselves, through its catalog)."""
+    """The compiled catalog of ``lang`` (English: the ids themselves, through its catalog),
+    falling back to each registered plugin catalog for ids it does not have."""
     folder = LANGUAGES.get(lang)
     if folder is None:
         return gettext_module.NullTranslations()
-    base = LOCALE_DIR / folder / "LC_MESSAGES"
+    catalog = _load(LOCALE_DIR / folder / "LC_MESSAGES")
+    for extra in _plugin_catalogs:
+        catalog.add_fallback(_load(extra / folder / "LC_MESSAGES"))
+    return catalog
+
+
+def _load(base: Path) -> gettext_module.NullTranslations:
+    """The catalog in ``base``: its .mo when it is as new as the .po, else the .po compiled in
+    memory; an empty catalog when there is neither."""
     mo, po = base / f"{DOMAIN}.mo", base / f"{DOMAIN}.po"
     if mo.is_file() and (not po.is_file() or mo.stat().st_mtime >= po.stat().st_mtime):
         with mo.open("rb") as fp:

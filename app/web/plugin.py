@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Generic
 
 from fastapi import APIRouter
@@ -22,7 +23,6 @@ from app.sim.core import Explainer, Frame, Message, Trace
 from app.web.editor import EditorSpec
 
 AnyTrace = Trace[Any, Any]
-AnyFrame = Frame[Any]
 
 # An explainer's frame-state and series types: its view is a ``WebView[State, Series]`` whose
 # functions receive ``Trace[State, Series]``, checked by mypy against its ``Explainer[P, S, X]``.
@@ -68,6 +68,12 @@ class WebView(Generic[S, X]):
     # what a standalone export of one step shows (the SVG file): (trace, frame) -> SVG/HTML;
     # None: ``picture``. For views whose step needs what ``static`` draws once (a chart).
     still: Callable[[Trace[S, X], Frame[S]], str] | None = None
+    # the explainer's own gettext catalog: a folder of <locale>/LC_MESSAGES/messages.po (.mo),
+    # consulted for ids the site's catalog (app/locale) lacks; see app.web.i18n.add_catalog
+    locale: Path | None = None
+    # When a drawn step may be exported (PNG): a JS predicate, e.g. "() => ...", true once
+    # whatever the view's scripts draw after load (charts) is on the page; None: at load.
+    export_ready: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -48,6 +48,7 @@ from sqlalchemy import Engine
 
 from app.settings import Settings
 from app.sim.core import Cancelled, Explainer, Frame, Trace, msg
+from app.sim.core.cost import MAX_TRACE_BYTES, TraceTooLarge
 from app.store import repo
 from app.store.eviction import TraceEviction
 from app.store.models import SharedJob
@@ -125,7 +126,7 @@ def _simulate(explainer: Explainer[Any], params: Any, slot: int) -> bytes:
         progress[slot] = done / total if total > 0 else 0.0
 
     trace = explainer.run(params, report)
-    return encode_trace(trace)
+    return encode_trace(trace, limit=MAX_TRACE_BYTES)
 
 
 def _stored() -> Future[bytes]:
@@ -142,8 +143,13 @@ MEMORY_PER_PICKLED_BYTE = 8
 WARM_CLAIM_S = 600  # a worker's claim to warm a preset at start-up holds this long
 
 
-def encode_trace(trace: AnyTrace) -> bytes:
-    return zlib.compress(pickle.dumps(trace, protocol=pickle.HIGHEST_PROTOCOL), 1)
+def encode_trace(trace: AnyTrace, limit: int | None = None) -> bytes:
+    """The trace pickled and compressed; over ``limit`` pickled bytes, :class:`TraceTooLarge`
+    (the hard cap on what a run produces, whatever its prediction said)."""
+    raw = pickle.dumps(trace, protocol=pickle.HIGHEST_PROTOCOL)
+    if limit is not None and len(raw) > limit:
+        raise TraceTooLarge(len(raw), limit)
+    return zlib.compress(raw, 1)
 
 
 def decode_trace(data: bytes) -> AnyTrace:
@@ -356,7 +362,11 @@ class RunService:
         self, explainer: Explainer[Any], params: Any, key: str, *, charge: bool = True
     ) -> Job:
         """Start a run, or join the same run already under way (``charge``: count it against
-        the client's quota of long runs)."""
+        the client's quota of long runs). A run whose trace is predicted over
+        ``MAX_TRACE_BYTES`` is refused before it starts (:class:`TraceTooLarge`, a 422)."""
+        size = explainer.expected_bytes(params)
+        if size > MAX_TRACE_BYTES:
+            raise TraceTooLarge(size, MAX_TRACE_BYTES)
         expected = explainer.expected_seconds(params)
         if expected > 1.0 and charge and key not in self.free_keys:
             with self._lock:
@@ -617,6 +627,12 @@ class RunService:
         if job is not None:
             job.touch()
         return job
+
+    def charge_client(self) -> None:
+        """Count one long run (an export that draws every step or starts a browser) against
+        this request's client: :class:`RateLimited` past the quota, :class:`CrossSite` when
+        another site's page asked."""
+        self._admit_expensive()
 
     def _admit_expensive(self) -> None:
         """May the client of this request start a run expected to take over a second? Not when

@@ -11,7 +11,8 @@ import httpx
 import pytest
 
 from app.explainers import builtin
-from app.web.exporting import picture_size, png_css
+from app.web.exporting import FRAME_PAD, picture_size, png_css
+from app.web.sources import encode_params
 
 PLUGINS = builtin()
 
@@ -91,12 +92,8 @@ def test_png_frames_the_whole_picture_area(live_server, browser, plugin) -> None
         # the PNG renderer's layout: the offline document with the picture-area-only style
         html = html.replace("</head>", f"<style>{png_css(picture)}</style></head>", 1)
         page.set_content(html, wait_until="load")  # self-contained: scripts and styles inside
-        page.wait_for_function(
-            "() => !document.querySelector('.plotly-pending, .plotly-drawing') &&"
-            " [...document.querySelectorAll('.js-plotly-plot')]"
-            ".every(el => el.querySelector('.main-svg'))",
-            timeout=30_000,
-        )
+        if plugin.web.export_ready:  # the view's own condition (its charts drawn)
+            page.wait_for_function(plugin.web.export_ready, timeout=30_000)
         page.wait_for_timeout(200)
         extent = page.evaluate(EXTENT)
         blank = ctx.new_page()
@@ -133,3 +130,20 @@ def test_png_link_shows_progress_then_saves_the_file(live_server, page) -> None:
     page.wait_for_function("document.querySelector('#export-progress').hidden")
     assert link.get_attribute("aria-busy") is None
     assert "ready" in (page.text_content("#export-status") or "")
+
+
+def test_png_of_one_step_of_a_long_walk(live_server) -> None:
+    """A step of a 2,240-step walk (32 packets over veth) is drawn from a page of that one step:
+    the answer is that step's picture, at its size (the whole player took 302 s of CPU and 503)."""
+    raw = {"path": "rx", "device": "veth", "packets": 32}
+    plugin = next(p for p in PLUGINS if p.name == "path")
+    trace = plugin.sim.run(plugin.sim.parse(raw))
+    step = 1500
+    assert len(trace.frames) > step
+    query = f"explainer=path&p={encode_params(raw)}&step={step}&scale=1"
+    r = httpx.get(f"{live_server.url}/export/png?{query}", timeout=120)
+    assert r.status_code == 200 and r.headers["content-type"] == "image/png", r.text[:300]
+    assert f"-step{step}.png" in r.headers["content-disposition"]
+    w, h = picture_size(plugin.web.picture(trace, trace.frames[step]))
+    width, height = png_size(r.content)
+    assert width >= round(w) + 2 * FRAME_PAD and height >= round(h) + 2 * FRAME_PAD - 1

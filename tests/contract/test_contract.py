@@ -20,7 +20,7 @@ from app.main import create_app
 from app.settings import Settings
 from app.sim.core import Cancelled
 from app.web.plugin import Plugin
-from tests.contract.toy import LESSON, TOY
+from tests.contract.toy import LESSON, LESSON_ZH, TOY
 
 REPO = Settings().root
 PLUGINS: tuple[Plugin, ...] = (*builtin(), TOY)
@@ -35,6 +35,7 @@ def toy_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
         (root / part).symlink_to(REPO / part)
     shutil.copytree(REPO / "content", root / "content")
     (root / "content" / "toy-count.md").write_text(LESSON, encoding="utf-8")
+    (root / "content" / "zh-CN" / "toy-count.md").write_text(LESSON_ZH, encoding="utf-8")
     return root
 
 
@@ -178,6 +179,21 @@ def test_toy_shows_its_own_words_badges_and_links(client: TestClient) -> None:
     assert "The counter passes two." in html
     assert 'id="action-again"' in html and "/explainers/toy/presets/count" in html
     assert 'id="toy-bar"' in html
+
+
+def test_toy_speaks_chinese_from_its_own_catalog_and_lesson(client: TestClient) -> None:
+    """In zh-CN the toy's words come from its own catalog (tests/contract/locale, a fallback
+    after the site's catalog, which it never edits) and its lesson from content/zh-CN/."""
+    html = client.get("/explainers/toy/presets/count?step=5&lang=zh-CN").text
+    assert "计数器现在是 5。" in html and "The counter is 5." not in html
+    assert "玩具计数器" in html and "再数一遍" in html  # title, action label
+    assert "到达" in html  # the result badge, a message with a parameter
+    step2 = client.get("/explainers/toy/presets/count?step=2&lang=zh-CN").text
+    assert "计数器经过二。" in step2
+    english = client.get("/explainers/toy/presets/count?step=5&lang=en").text
+    assert "The counter is 5." in english and "计数器" not in english
+    editor = client.get("/explainers/toy/edit?preset=count&lang=zh-CN").text
+    assert "上限" in editor  # an editor label
 
 
 def test_toy_png_export(client: TestClient) -> None:

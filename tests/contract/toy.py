@@ -1,8 +1,11 @@
 """A toy explainer defined only here: a counter that climbs to a limit. It exists to prove that
-the explainer contract needs no edit of generic code (player, editor, share, embed, export, API)."""
+the explainer contract needs no edit of generic code (player, editor, share, embed, export, API)
+nor of the shared catalogs: its Chinese words ship in its own catalog (``locale/``) and its
+Chinese lesson (``LESSON_ZH``) goes to ``content/zh-CN/``, as docs/adding-an-explainer.md says."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, TypedDict
 
 from app.sim.core import (
@@ -48,7 +51,7 @@ class ToyParams:
         return hash((self.start, self.limit))
 
 
-class ToyExplainer(Explainer[ToyParams]):
+class ToyExplainer(Explainer[ToyParams, CounterState, None]):
     name = "toy"
     title = msg("Toy counter")
     summary = msg("Counts from start to limit, one step at a time.")
@@ -130,26 +133,29 @@ def picture(trace: ToyTrace, frame: Frame[CounterState]) -> str:
     )
 
 
-TOY = Plugin(
-    sim=ToyExplainer(),
-    web=WebView(
-        picture=picture,
-        editor=EditorSpec(
-            groups=(
-                Group(
-                    key=None,
-                    legend=msg("Counter"),
-                    fields=(
-                        FieldSpec(key="start", label=msg("start"), kind="int"),
-                        FieldSpec(key="limit", label=msg("limit"), kind="int"),
-                    ),
+# a WebView[CounterState, None]: mypy checks picture (and static, thumbnail draw) against the
+# trace ToyExplainer.run returns
+VIEW: WebView[CounterState, None] = WebView(
+    picture=picture,
+    editor=EditorSpec(
+        groups=(
+            Group(
+                key=None,
+                legend=msg("Counter"),
+                fields=(
+                    FieldSpec(key="start", label=msg("start"), kind="int"),
+                    FieldSpec(key="limit", label=msg("limit"), kind="int"),
                 ),
-            )
-        ),
-        actions=(Action(key="again", label=msg("Count again"), path="presets/count"),),
-        thumbnail=Thumbnail(preset="count", step=3),
+            ),
+        )
     ),
+    actions=(Action(key="again", label=msg("Count again"), path="presets/count"),),
+    thumbnail=Thumbnail(preset="count", step=3),
+    # its own words in Chinese: tests/contract/locale/zh_CN/LC_MESSAGES/messages.po
+    locale=Path(__file__).resolve().parent / "locale",
 )
+
+TOY = Plugin(sim=ToyExplainer(), web=VIEW)
 
 LESSON = """---
 title: Count to five
@@ -161,4 +167,16 @@ A toy lesson.
 
 ## Step 2
 The counter passes two.
+"""
+
+LESSON_ZH = """---
+title: 数到五
+explainer: toy
+preset: count
+summary: 一个计数器，用来检验约定。
+---
+玩具课程。
+
+## Step 2
+计数器经过二。
 """

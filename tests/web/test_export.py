@@ -248,3 +248,134 @@ def test_query_errors_are_located_in_the_query(client: TestClient) -> None:
     r = client.get("/export/json?explainer=nope", headers={"accept": "application/json"})
     assert r.status_code == 422
     assert r.json()["detail"][0]["loc"] == ["query", "explainer"]
+
+
+# --- bounded exports (issue 24) and the view's own "export ready" condition (issue 20) ---------
+
+
+def _capture_pngs(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """Stand in for Chromium: record each document (and the ready condition) a PNG would draw."""
+    seen: list[tuple[str, str]] = []
+
+    async def render_async(html: str, *, scale: int, width: float, ready: str | None) -> bytes:
+        seen.append((html, ready or ""))
+        return b"\x89PNG\r\n\x1a\n" + len(seen).to_bytes(4, "big")
+
+    monkeypatch.setattr(client.app.state.pngs, "render_async", render_async)  # type: ignore[attr-defined]
+    return seen
+
+
+@pytest.mark.parametrize("name", EXPLAINERS)
+def test_png_draws_only_the_requested_step(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """The document Chromium gets for a PNG holds that one step's picture, not the player's
+    every frame (a 32-packet path PNG loaded all 2,240 and took 302 s of CPU)."""
+    seen = _capture_pngs(client, monkeypatch)
+    preset = SIMS[name].default_preset
+    count = client.get(f"/export/json?explainer={name}&preset={preset}").json()["count"]
+    step = min(3, count - 1)
+    r = client.get(f"/export/png?explainer={name}&preset={preset}&step={step}&scale=1")
+    assert r.status_code == 200, r.text
+    html, _ = seen[-1]
+    assert re.findall(r'<template id="frame-(\d+)"', html) == [str(step)]
+    assert page_stage(client, f"/explainers/{name}?preset={preset}&step={step}", step) in html
+
+
+def test_png_waits_for_the_shown_views_own_ready_condition(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Export waits for what the view declares (WebView.export_ready), and generic export code
+    names no chart library."""
+    seen = _capture_pngs(client, monkeypatch)
+    views = {p.name: p.web for p in builtin()}
+    for name in EXPLAINERS:
+        preset = SIMS[name].default_preset
+        assert client.get(f"/export/png?explainer={name}&preset={preset}&step=0").status_code == 200
+        assert seen[-1][1] == (views[name].export_ready or "")
+    assert any(v.export_ready for v in views.values()), "a charting view declares its condition"
+    generic = (Path(__file__).parents[2] / "app" / "web" / "exporting.py").read_text().lower()
+    assert "plotly" not in generic
+
+
+def test_offline_html_over_its_limit_is_refused_naming_the_limit(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An offline file predicted over the limit is refused (413) before every step is drawn;
+    one that turns out over it is refused too (the hard cap)."""
+    from app.web import exporting, player
+
+    monkeypatch.setattr(exporting, "MAX_OFFLINE_BYTES", 1_000_000)
+    drawn_all: list[bool] = []
+    real = player.player_context
+
+    def spy(*args: object, **kw: object) -> object:
+        drawn_all.append(bool(kw.get("all_frames")))
+        return real(*args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(exporting, "player_context", spy)
+    r = client.get(
+        "/export/html?explainer=skb&preset=rx-frame", headers={"accept": "application/json"}
+    )
+    assert r.status_code == 413 and "1 MB" in r.json()["detail"]
+    assert drawn_all == [], "refused on the estimate, before drawing every step"
+    monkeypatch.setattr(exporting, "offline_bytes", lambda *a, **k: 0)
+    monkeypatch.setattr(exporting, "MAX_OFFLINE_BYTES", 20_000)
+    r = client.get(
+        "/export/html?explainer=skb&preset=tcp-transmit", headers={"accept": "application/json"}
+    )
+    assert r.status_code == 413 and "the limit is 0.02 MB" in r.json()["detail"]
+    monkeypatch.setattr(exporting, "MAX_OFFLINE_BYTES", 50_000_000)
+    assert client.get("/export/html?explainer=skb&preset=panic").status_code == 200
+
+
+def test_exports_count_against_the_clients_long_run_quota(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each drawn PNG and each offline file that takes over a second to build counts as one long
+    run of the client's quota (APP_EXPENSIVE_RUNS_PER_MINUTE): past it, 429 with Retry-After; a
+    PNG already drawn is free, and so is a small offline file."""
+    from app.web import exporting
+
+    limited = settings.model_copy(update={"expensive_runs_per_minute": 3})
+    with TestClient(create_app(limited)) as client:
+        _capture_pngs(client, monkeypatch)
+        base = "/export/png?explainer=skb&preset=rx-frame&scale=1&step="
+        assert [client.get(base + str(s)).status_code for s in (0, 1)] == [200, 200]
+        assert client.get(base + "0").status_code == 200  # drawn already: not charged
+        small = "/export/html?explainer=skb&preset=panic&step="
+        assert [client.get(small + str(s)).status_code for s in (0, 1, 2, 3)] == [200] * 4
+        monkeypatch.setattr(exporting, "OFFLINE_BYTES_PER_SECOND", 1000)  # every file is long
+        assert client.get(small + "4").status_code == 200
+        over = client.get(base + "2")
+        assert over.status_code == 429 and int(over.headers["retry-after"]) > 0
+        assert client.get("/export/html?explainer=skb&preset=rx-frame").status_code == 429
+
+
+def test_a_chromium_past_its_timeout_is_killed_and_answered_503(settings: Settings) -> None:
+    """A page that never finishes loading (a script that never returns) does not hold the PNG
+    queue: Chromium is killed after the renderer's timeout, and nothing of it is left."""
+    from app.web.exporting import PngRenderer, PngUnavailable, browser_pids
+
+    renderer = PngRenderer(settings.chromium, timeout_s=3)
+    before = browser_pids()
+    with pytest.raises(PngUnavailable) as caught:
+        renderer.render("<body><script>for (;;) {}</script></body>", scale=1, width=200)
+    assert "3 s" in str(caught.value)
+    assert browser_pids() - before == set()
+    # and the renderer still draws afterwards (given time: the machine may be busy)
+    renderer.timeout_s = 60
+    assert renderer.render("<body>ok</body>", scale=1, width=200)[:4] == b"\x89PNG"
+
+
+def test_the_png_is_taken_once_the_ready_condition_holds(settings: Settings) -> None:
+    """What a view's scripts draw after load is in the PNG when it declares it as ready."""
+    from app.web.exporting import PngRenderer
+
+    html = (
+        "<body style='margin:0;background:#fff'><script>setTimeout(() => {"
+        " document.body.style.background = '#0000ff'; window.drawn = true; }, 400)</script></body>"
+    )
+    renderer = PngRenderer(settings.chromium)
+    data = renderer.render(html, scale=1, width=50, ready="() => window.drawn === true")
+    assert png_pixels(data, limit=1)[2][0][:3] == bytes.fromhex("0000ff")

@@ -25,7 +25,8 @@ class CwndExplainer(Explainer[CwndParams]):
     presets = PRESETS
     default_preset = DEFAULT_PRESET
     # About 500 k packet events per second of one core (bench/cwnd_speed.py).
-    limits = Limits(max_work=MAX_PACKET_EVENTS, unit=msg("packet events"), work_per_second=500_000)
+    # measured (bench/cost_calibration.py), with the series it produces counted apart
+    limits = Limits(max_work=MAX_PACKET_EVENTS, unit=msg("packet events"), work_per_second=600_000)
 
     def parse(self, raw: Any) -> CwndParams:
         return parse(raw)
@@ -35,6 +36,11 @@ class CwndExplainer(Explainer[CwndParams]):
 
     def cost(self, params: CwndParams) -> float:
         return params.estimated_events
+
+    def expected_bytes(self, params: CwndParams) -> float:
+        """The sampled series (~90 pickled bytes per flow and sample) and the step frames."""
+        samples = params.duration_s * 1000 / params.sample_ms * len(params.flows)
+        return samples * 90 + 100_000
 
     def run(self, params: CwndParams, progress: Progress | None = None) -> CwndTrace:
         return run(params, progress)

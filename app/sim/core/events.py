@@ -44,9 +44,6 @@ class EventQueue:
     def push(self, time: float, kind: int, arg: Any = None, priority: int = 0) -> None:
         heapq.heappush(self.heap, (time, priority, next(self.seq), kind, arg))
 
-    def next_time(self) -> float | None:
-        return self.heap[0][0] if self.heap else None
-
     def pop(self) -> tuple[float, int, Any]:
         time, _prio, _seq, kind, arg = heapq.heappop(self.heap)
         self.now = time

@@ -28,6 +28,7 @@ from typing import Any, ClassVar, Generic, Literal
 
 from typing_extensions import TypeVar
 
+from app.sim.core.cost import SECONDS_PER_BYTE
 from app.sim.core.errors import ParamError
 from app.sim.core.i18n import Message
 from app.sim.core.sources import SourceProject
@@ -78,6 +79,9 @@ class Limits:
     unit: Message  # e.g. "simulated packet events"
     # Roughly how much work one CPU core does per second; turns a cost into expected seconds.
     work_per_second: float
+    # Seconds one core takes per byte of trace produced (building each frame's state, pickling
+    # and compressing it): measured per explainer with bench/cost_calibration.py.
+    seconds_per_byte: float = SECONDS_PER_BYTE
 
 
 class Explainer(ABC, Generic[P, S, X]):
@@ -146,5 +150,14 @@ class Explainer(ABC, Generic[P, S, X]):
         found = next((k for k in self.result_kinds if k.key == key), None)
         return found or ResultKind(key=key, label=Message("{result}"), tone="warn")
 
+    def expected_bytes(self, params: P) -> float:
+        """About the bytes of the run's trace, pickled: what it produces (frames × each
+        frame's state), besides what it simulates. Each explainer estimates its own."""
+        return 0.0
+
     def expected_seconds(self, params: P) -> float:
-        return self.cost(params) / self.limits.work_per_second
+        """The run's time on one core: its simulated work plus building its trace."""
+        return (
+            self.cost(params) / self.limits.work_per_second
+            + self.expected_bytes(params) * self.limits.seconds_per_byte
+        )

@@ -39,7 +39,10 @@ class PathExplainer(Explainer[PathParams, PathState, None]):
     limits: ClassVar[Limits] = Limits(
         max_work=P.MAX_WORK,
         unit=msg("frames"),
-        work_per_second=15_000.0,  # measured: ~17k cost units/s on one core
+        # measured (bench/cost_calibration.py): the walk is cheap, its frames (~560 pickled
+        # bytes each, at most one per cost unit) are most of a run's time
+        work_per_second=100_000.0,
+        seconds_per_byte=1.6e-7,
     )
     result_kinds: ClassVar[tuple[ResultKind, ...]] = (
         ResultKind(key="ok", label=msg("ok"), tone="ok"),
@@ -53,6 +56,9 @@ class PathExplainer(Explainer[PathParams, PathState, None]):
 
     def dump(self, params: PathParams) -> dict[str, JSONValue]:
         return P.dump(params)
+
+    def expected_bytes(self, params: PathParams) -> float:
+        return P.cost(params) * 560  # cost is an upper bound on the frames
 
     def cost(self, params: PathParams) -> float:
         return P.cost(params)

@@ -1,11 +1,13 @@
 """The packet's sk_buff along a path, kept by the sk_buff explainer's own machine.
 
 Geometry (head, data, tail, end, len, data_len, truesize, users, dataref, frags) comes from
-:class:`app.sim.skbuff.model.SkbMachine`, driven only through ``apply(Op)`` and ``values``/
-``snapshot_skb``. This module adds, locally, what that machine does not model:
+:class:`app.sim.skbuff.machine.SkbMachine`, driven only through ``apply(Op)`` and ``values``/
+``snapshot_skb``. This module adds, locally:
 
 * header offsets (``mac_header``, ``network_header``, ``transport_header``, from head, as the
-  kernel stores them) and ``gso_size``/``gso_segs``;
+  kernel stores them) and ``gso_size``/``gso_segs``, set where a walk's stage sets them (the
+  machine has these fields too, through its own header and TSO ops, which narrate; a walk
+  sets them silently, as one line of a larger stage);
 * ``napi_build_skb`` on a 2048-byte half page (igb's default): geometrically it is
   ``alloc_skb(1728)`` (SKB_WITH_OVERHEAD(2048) = 1728, truesize SKB_TRUESIZE(1728) = 2304), so
   that op is used and the allocation is relabelled;
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
-from app.sim.skbuff.model import SkbMachine
+from app.sim.skbuff.machine import SkbMachine
 from app.sim.skbuff.ops import Op
 
 MAX_SKB_FRAGS = 17

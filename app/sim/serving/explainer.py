@@ -81,6 +81,9 @@ class SchedulerExplainer(Explainer[SchedulerParams, StepState, SchedulerSeries])
         max_work=MAX_WORK_TOKENS,
         unit=msg("tokens to process"),
         work_per_second=5_000_000.0,
+        # measured (bench/cost_calibration.py): its frames are quicker to build than the kernel
+        # explainers' (mostly lists of ids)
+        seconds_per_byte=5e-8,
     )
     result_kinds = (
         ResultKind(key="ok", label=msg("ok"), tone="ok"),
@@ -108,6 +111,19 @@ class SchedulerExplainer(Explainer[SchedulerParams, StepState, SchedulerSeries])
 
     def cost(self, params: SchedulerParams) -> float:
         return float(cost_tokens(params))
+
+    def expected_bytes(self, params: SchedulerParams) -> float:
+        """At most ``MAX_FRAMES`` frames, each the running requests (~180 pickled bytes each),
+        the waiting ones' ids (~9) and the KV blocks in use (~6; the cache is stored sparsely)."""
+        c = params.config
+        n = len(params.requests)
+        blocks = min(c.num_gpu_blocks, -(-self.cost(params) // c.block_size))
+        per_frame = 1000 + 180 * min(n, c.max_num_seqs) + 9 * n + 6 * blocks
+        return (MAX_FRAMES + 1) * per_frame
+
+    def expected_seconds(self, params: SchedulerParams) -> float:
+        # the block pool is built whole: ~0.2 s per million GPU blocks
+        return super().expected_seconds(params) + params.config.num_gpu_blocks * 2e-7
 
     def run(self, params: SchedulerParams, progress: Progress | None = None) -> SchedulerTrace:
         res = simulate(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.sim.core import LINUX_6_4, Explainer, Limits, Progress, ResultKind, msg
-from app.sim.skbuff.ops import MAX_OPS, SkbParams
+from app.sim.skbuff.ops import CREATORS, DERIVE_PREFIX, MAX_OPS, SkbParams
 from app.sim.skbuff.params import dump, parse
 from app.sim.skbuff.run import SIM_VERSION, api_frames, run
 from app.sim.skbuff.scenarios import DEFAULT_PRESET, PRESETS
@@ -26,7 +26,9 @@ class SkbExplainer(Explainer[SkbParams, SkbState, None]):
     source = LINUX_6_4
     presets = PRESETS
     default_preset = DEFAULT_PRESET
-    limits = Limits(max_work=MAX_OPS, unit=msg("kernel calls"), work_per_second=20_000)
+    # measured (bench/cost_calibration.py): a frame of one skb is ~850 pickled bytes, each more
+    # skb alive adds its own; building the frames is most of a run's time
+    limits = Limits(max_work=MAX_OPS, unit=msg("kernel calls"), work_per_second=100_000)
     result_kinds = (
         ResultKind(key="ok", label=msg("ok"), tone="ok"),
         ResultKind(key="null", label=msg("returns NULL"), tone="warn"),
@@ -44,6 +46,15 @@ class SkbExplainer(Explainer[SkbParams, SkbState, None]):
 
     def cost(self, params: SkbParams) -> float:
         return len(params.ops)
+
+    def expected_bytes(self, params: SkbParams) -> float:
+        """One frame per call; a frame shows every skb alive (at most those made so far)."""
+        alive, total = 0, 0.0
+        for op in params.ops:
+            if op.op in CREATORS or op.op in DERIVE_PREFIX:
+                alive += 1
+            total += 850 + 450 * max(0, alive - 1)
+        return total
 
     def run(self, params: SkbParams, progress: Progress | None = None) -> SkbTrace:
         return run(params, progress)

@@ -11,10 +11,9 @@ and the ``skb_headroom``/``skb_tailroom``/``skb_headlen`` queries.
 from __future__ import annotations
 
 from app.sim.core import msg
-from app.sim.core.i18n import join
 from app.sim.skbuff.free import release
 from app.sim.skbuff.ops import Op
-from app.sim.skbuff.share import condense, expand, room_to_pull, shared_bug
+from app.sim.skbuff.share import condense, eat_paged, expand, room_to_pull, shared_bug
 from app.sim.skbuff.skb import Frag, Skb, Step, Text, World, make_step, write_region
 
 U16 = 0xFFFF
@@ -430,53 +429,6 @@ def skb_set_network_header(w: World, op: Op) -> Step:
 
 def skb_set_transport_header(w: World, op: Op) -> Step:
     return _header_op(w, op, "transport", op.offset or 0)
-
-
-def eat_paged(w: World, s: Skb, delta: int) -> Text:
-    """__pskb_pull_tail's bookkeeping after the copy: drop or advance the frags (and then
-    frag_list skbs) that held the first ``delta`` paged bytes."""
-    b = w.buf(s)
-    left = delta
-    keep: list[Frag] = []
-    dropped = 0
-    for f in b.frags:
-        if left >= f.size:
-            left -= f.size
-            w.pages[f.page] -= 1
-            dropped += 1
-        else:
-            if left:
-                f.offset += left
-                f.size -= left
-                left = 0
-            keep.append(f)
-    b.frags = keep
-    released: list[str] = []
-    for m in list(b.frag_list):
-        if left <= 0:
-            break
-        ms = w.skbs[m]
-        if left >= ms.len:
-            left -= ms.len
-            b.frag_list.remove(m)
-            release(w, ms, "consumed")
-            released.append(m)
-        else:
-            take = min(left, ms.len - ms.data_len)
-            ms.data += take
-            ms.len -= take
-            left -= take
-            if left:
-                eat_paged(w, ms, left)
-                ms.len -= left
-                ms.data_len -= left
-                left = 0
-    parts = [msg("{dropped} frag(s) fully copied are released", dropped=dropped)]
-    if keep and delta:
-        parts.append(msg("the next frag now starts after the copied bytes"))
-    if released:
-        parts.append(msg("frag_list skb(s) {join} are consumed", join=", ".join(released)))
-    return join(msg("; "), parts)
 
 
 def pskb_may_pull(w: World, op: Op) -> Step:

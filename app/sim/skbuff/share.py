@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from app.sim.core import Message, msg
+from app.sim.core.i18n import join
 from app.sim.skbuff.alloc import HeadAlloc, head_align, kmalloc_reserve, new_buffer, new_skb
 from app.sim.skbuff.free import drop_data_ref, release
 from app.sim.skbuff.ops import Op
@@ -399,20 +400,63 @@ def room_to_pull(
     return res
 
 
+def eat_paged(w: World, s: Skb, delta: int) -> Text:
+    """__pskb_pull_tail's bookkeeping after the copy: drop or advance the frags (and then
+    frag_list skbs) that held the first ``delta`` paged bytes."""
+    b = w.buf(s)
+    left = delta
+    keep: list[Frag] = []
+    dropped = 0
+    for f in b.frags:
+        if left >= f.size:
+            left -= f.size
+            w.pages[f.page] -= 1
+            dropped += 1
+        else:
+            if left:
+                f.offset += left
+                f.size -= left
+                left = 0
+            keep.append(f)
+    b.frags = keep
+    released: list[str] = []
+    for m in list(b.frag_list):
+        if left <= 0:
+            break
+        ms = w.skbs[m]
+        if left >= ms.len:
+            left -= ms.len
+            b.frag_list.remove(m)
+            release(w, ms, "consumed")
+            released.append(m)
+        else:
+            take = min(left, ms.len - ms.data_len)
+            ms.data += take
+            ms.len -= take
+            left -= take
+            if left:
+                eat_paged(w, ms, left)
+                ms.len -= left
+                ms.data_len -= left
+                left = 0
+    parts = [msg("{dropped} frag(s) fully copied are released", dropped=dropped)]
+    if keep and delta:
+        parts.append(msg("the next frag now starts after the copied bytes"))
+    if released:
+        parts.append(msg("frag_list skb(s) {join} are consumed", join=", ".join(released)))
+    return join(msg("; "), parts)
+
+
 def pull_tail(w: World, s: Skb, delta: int) -> Text:
     """__pskb_pull_tail's copy, once the head has room and is private: move ``delta`` paged
-    bytes (all of them, in every caller modelled here) behind the linear data."""
+    bytes (all of them, in every caller modelled here) behind the linear data; the frags and
+    frag_list skbs that held them go as :func:`eat_paged` says."""
     b = w.buf(s)
     t0 = s.tail
     write_region(b, s.tail, s.tail + delta, "from frags", "payload")
     nfr = len(b.frags)
-    for f in b.frags:
-        w.pages[f.page] -= 1
-    b.frags = []
     members = list(b.frag_list)
-    for m in members:
-        release(w, w.skbs[m], "consumed")
-    b.frag_list = []
+    eat_paged(w, s, delta)
     s.tail += delta
     s.data_len = 0
     gone = msg("{nfr} frag page reference(s)", nfr=nfr)

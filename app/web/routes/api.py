@@ -7,6 +7,7 @@ import threading
 from typing import Any
 
 from fastapi import APIRouter, Body, Request, Response
+from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from app.sim.core import Trace
@@ -62,6 +63,11 @@ def trace_json(plugin: Plugin, trace: Trace[Any, Any]) -> dict[str, Any]:
     return body
 
 
+def trace_response(plugin: Plugin, trace: Trace[Any, Any]) -> Response:
+    """:func:`trace_json` encoded (call it off the event loop: it may be megabytes)."""
+    return JSONResponse(trace_json(plugin, trace))
+
+
 def add_run_route(router: APIRouter, site: Site) -> None:
     """``POST /api/v1/explainers/{name}/run``, documented with each explainer's default preset
     as an example (so the docs show every explainer's params without naming one here)."""
@@ -85,7 +91,7 @@ def add_run_route(router: APIRouter, site: Site) -> None:
         site: SiteDep,
         plugin: PluginDep,
         params: Any = Body(..., openapi_examples=examples),
-    ) -> dict[str, Any]:
+    ) -> Response:
         """Run a scenario: validate the params exactly as the pages do, then return the trace.
         A run expected to take more than a second or so answers 202 with a job URL instead; a
         short run is cancelled if the client disconnects before it ends."""
@@ -98,7 +104,8 @@ def add_run_route(router: APIRouter, site: Site) -> None:
             if job.expected_s > site.settings.job_threshold_s:
                 raise JobStarted(job)
             trace = await wait_watching(request, runs, job, plugin)
-        return trace_json(plugin, trace)
+        # megabytes of JSON for a large trace: built in a worker thread, not on the event loop
+        return await run_in_threadpool(trace_response, plugin, trace)
 
 
 async def wait_watching(

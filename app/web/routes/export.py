@@ -17,8 +17,10 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from app.sim.core import ParamError, Trace, msg
+from app.web import i18n
 from app.web.deps import StepQuery, Theme
 from app.web.exporting import (
+    OfflineTooLarge,
     PngRenderer,
     PngUnavailable,
     app_css,
@@ -92,7 +94,8 @@ def export_svg(
     "/png",
     responses={
         200: {"content": {"image/png": {}}},
-        503: {"description": "No Chromium on this server, or too many PNGs waiting"},
+        429: {"description": "Too many long runs or exports from this client in a minute"},
+        503: {"description": "No Chromium on this server, too many PNGs waiting, or too slow"},
     },
 )
 async def export_png(
@@ -118,6 +121,8 @@ async def export_png(
     )
     data = pngs.cached(key)
     if data is None:
+        # drawing a PNG is a long run of its own: it counts against the client's quota
+        await run_in_threadpool(site.runs.charge_client)
         html = await run_in_threadpool(
             offline_document,
             request,
@@ -127,11 +132,17 @@ async def export_png(
             theme=theme,
             controls="none",
             extra_css=png_css(picture),
+            one_step=True,
         )
         try:
-            data = await pngs.render_async(html, scale=scale, width=picture_size(picture)[0])
+            data = await pngs.render_async(
+                html,
+                scale=scale,
+                width=picture_size(picture)[0],
+                ready=source.plugin.web.export_ready,
+            )
         except PngUnavailable as exc:
-            return JSONResponse({"detail": str(exc)}, status_code=503)
+            return JSONResponse({"detail": i18n.render(exc.message)}, status_code=503)
         pngs.store(key, data)
     headers = {
         **_attachment(_filename(source, f"-step{index}.png")),
@@ -159,7 +170,14 @@ def export_json(request: Request, site: SiteDep, source: QuerySource) -> Respons
     return site.pages.respond(request, produce)
 
 
-@router.get("/html", response_class=HTMLResponse)
+@router.get(
+    "/html",
+    response_class=HTMLResponse,
+    responses={
+        413: {"description": "The offline file would be over its size limit (named)"},
+        429: {"description": "Too many long runs or exports from this client in a minute"},
+    },
+)
 def export_html(
     request: Request,
     site: SiteDep,
@@ -171,7 +189,14 @@ def export_html(
     from a USB stick, with no server and no network."""
 
     def produce() -> Response:
-        html = offline_document(request, source, run_source(site, source), step=step, theme=theme)
+        trace = run_source(site, source)
+        try:
+            # a file that takes over a second to build counts against the client's quota
+            html = offline_document(
+                request, source, trace, step=step, theme=theme, charge=site.runs.charge_client
+            )
+        except OfflineTooLarge as exc:
+            return JSONResponse({"detail": i18n.render(exc.message)}, status_code=413)
         return HTMLResponse(html, headers=_attachment(_filename(source, ".html")))
 
     return site.pages.respond(request, produce)

@@ -97,4 +97,5 @@ VIEW = WebView(
     actions=(Action(key="compare", label=msg("Compare"), path="compare"),),
     # mid-run, a loss halves the window: one tooth of the sawtooth
     thumbnail=Thumbnail(preset="reno-sawtooth", step=19, draw=thumbnail),
+    export_ready="() => !document.querySelector('.plotly-pending, .plotly-drawing') && [...document.querySelectorAll('.js-plotly-plot')].every(el => el.querySelector('.main-svg'))",  # noqa: E501 - Plotly has drawn every chart
 )

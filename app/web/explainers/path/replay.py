@@ -2,7 +2,7 @@
 
 A path frame carries its skb's geometry (``SkbView``) but not the page frags, the frag_list or
 the kernel calls that produced them. The walk is pure and deterministic, so this module runs it
-once more with an :class:`~app.sim.skbuff.model.SkbMachine` that records every op it is given
+once more with an :class:`~app.sim.skbuff.machine.SkbMachine` that records every op it is given
 (and the frame the op happened before) and keeps a full sk_buff-explainer snapshot at every
 frame. From that record, for any frame:
 
@@ -27,8 +27,9 @@ from app.sim.path.explainer import PathTrace
 from app.sim.path.params import PathParams
 from app.sim.path.skb import PathSkbs, SkbView
 from app.sim.skbuff import SkbExplainer
-from app.sim.skbuff.model import DATAREF_MASK, SkbMachine, Step
+from app.sim.skbuff.machine import SkbMachine
 from app.sim.skbuff.ops import MAX_OPS, MAX_SKBS, Op
+from app.sim.skbuff.skb import DATAREF_MASK, Step
 from app.web.memo import Memo
 
 SKB = SkbExplainer()

@@ -13,7 +13,7 @@ from typing import Any
 from app.sim.core import Frame, Message, msg
 from app.sim.path.engine import PathState
 from app.sim.path.skb import SkbView
-from app.sim.skbuff.model import SHINFO
+from app.sim.skbuff.skb import SHINFO
 from app.sim.skbuff.state import SkbState, SkbTrace
 from app.web.explainers.path.frags import frag_list_members, frags_summary
 from app.web.explainers.path.geometry import HDR_STRIP, LEGEND_ROW, WIDTH
