@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-from app.sim.core import msg
 from app.sim.core.errors import ParamError, ParamIssue
+from app.sim.core.i18n import Message, msg
 
 PATHS = ("tx", "rx", "forward")
 DEVICES = ("nic", "loopback", "veth")
@@ -98,14 +98,19 @@ def parse(raw: Any) -> PathParams:
     values: dict[str, Any] = {}
     for key in raw:
         if key not in FIELD_NAMES:
-            issues.append(ParamIssue(loc=(str(key)[:40],), msg="unknown field"))
+            issues.append(ParamIssue(loc=(str(key)[:40],), msg=msg("unknown field")))
     for name, choices in _CHOICES.items():
         if name in raw:
             v = raw[name]
             if not isinstance(v, str) or v not in choices:
                 issues.append(
                     ParamIssue(
-                        loc=(name,), msg=f"must be one of {', '.join(choices)}; got {_short(v)}"
+                        loc=(name,),
+                        msg=msg(
+                            "must be one of {names}; got {value}",
+                            names=", ".join(choices),
+                            value=_short(v),
+                        ),
                     )
                 )
             else:
@@ -114,23 +119,27 @@ def parse(raw: Any) -> PathParams:
         if name in raw:
             v = raw[name]
             if isinstance(v, bool) or not isinstance(v, int):
-                issues.append(ParamIssue(loc=(name,), msg="must be a whole number"))
+                issues.append(ParamIssue(loc=(name,), msg=msg("must be a whole number")))
             elif not lo <= v <= hi:
-                issues.append(ParamIssue(loc=(name,), msg=f"must be between {lo} and {hi}"))
+                issues.append(
+                    ParamIssue(loc=(name,), msg=msg("must be between {lo} and {hi}", lo=lo, hi=hi))
+                )
             else:
                 values[name] = v
     for name in _BOOLS:
         if name in raw:
             v = raw[name]
             if not isinstance(v, bool):
-                issues.append(ParamIssue(loc=(name,), msg="must be true or false"))
+                issues.append(ParamIssue(loc=(name,), msg=msg("must be true or false")))
             else:
                 values[name] = v
     if "hook" in raw:
         v = raw["hook"]
         if v is not None and (not isinstance(v, str) or v not in HOOKS):
             issues.append(
-                ParamIssue(loc=("hook",), msg=f"must be one of {', '.join(HOOKS)} or null")
+                ParamIssue(
+                    loc=("hook",), msg=msg("must be one of {names} or null", names=", ".join(HOOKS))
+                )
             )
         else:
             values["hook"] = v
@@ -144,7 +153,11 @@ def parse(raw: Any) -> PathParams:
     if work > MAX_WORK:
         raise ParamError.single(
             ("packets",),
-            f"this run would make about {int(work)} frames; the limit is {int(MAX_WORK)}",
+            msg(
+                "this run would make about {n} frames; the limit is {limit}",
+                n=int(work),
+                limit=int(MAX_WORK),
+            ),
         )
     return p
 
@@ -159,31 +172,38 @@ def _combination_issues(p: PathParams, raw: dict[str, Any]) -> list[ParamIssue]:
     ]
 
 
-Issues = list[tuple[str, str]]  # (field, sentence)
+Issues = list[tuple[str, Message]]  # (field, sentence)
 
 
 def _where_issues(p: PathParams, raw: dict[str, Any]) -> Issues:
     """The path, device and scenario that go together."""
     out: Issues = []
     if p.path == "forward" and p.device != "nic":
-        out.append(("device", "forwarding is modelled between two NICs; use device nic"))
-    needs = {
-        "gro_burst": ("rx", "nic", "gro_burst needs path rx and device nic"),
+        out.append(("device", msg("forwarding is modelled between two NICs; use device nic")))
+    needs: dict[str, tuple[str, str, Message]] = {
+        "gro_burst": ("rx", "nic", msg("gro_burst needs path rx and device nic")),
         "bridge_nat": (
             "tx",
             "veth",
-            "bridge_nat needs path tx and device veth (the container's side)",
+            msg("bridge_nat needs path tx and device veth (the container's side)"),
         ),
-        "vxlan": ("tx", "nic", "vxlan needs path tx and device nic"),
+        "vxlan": ("tx", "nic", msg("vxlan needs path tx and device nic")),
     }
     need = needs.get(p.scenario)
     if need is not None and (p.path, p.device) != need[:2]:
         out.append(("scenario", need[2]))
     if p.scenario in ("bridge_nat", "vxlan"):
         if p.packets != 1:
-            out.append(("packets", f"{p.scenario} follows one packet; use packets 1"))
+            out.append(
+                (
+                    "packets",
+                    msg("{scenario} follows one packet; use packets 1", scenario=p.scenario),
+                )
+            )
         if p.drop != "none":
-            out.append(("drop", f"{p.scenario} has no drop variant; use drop none"))
+            out.append(
+                ("drop", msg("{scenario} has no drop variant; use drop none", scenario=p.scenario))
+            )
     del raw
     return out
 
@@ -194,18 +214,21 @@ def _size_issues(p: PathParams, raw: dict[str, Any]) -> Issues:
     nic = p.device == "nic"
     if nic and p.path in ("rx", "forward") and p.payload_bytes > MSS:
         out.append(
-            ("payload_bytes", f"a received frame carries at most {MSS} bytes of TCP payload")
+            (
+                "payload_bytes",
+                msg("a received frame carries at most {mss} bytes of TCP payload", mss=MSS),
+            )
         )
     if p.scenario == "vxlan" and p.payload_bytes > MSS - 50:
-        out.append(("payload_bytes", f"inside VXLAN the inner MSS is {MSS - 50}"))
+        out.append(("payload_bytes", msg("inside VXLAN the inner MSS is {mss}", mss=MSS - 50)))
     if not p.tso and (p.path, p.device, p.scenario) != ("tx", "nic", "plain"):
-        out.append(("tso", "tso false is modelled for path tx on device nic only"))
+        out.append(("tso", msg("tso false is modelled for path tx on device nic only")))
     if p.path == "rx" and nic and p.scenario == "plain" and p.packets > 64:
-        out.append(("packets", "use scenario gro_burst for more than 64 packets"))
+        out.append(("packets", msg("use scenario gro_burst for more than {n} packets", n=64)))
     if not nic and p.packets > 64:
-        out.append(("packets", "loopback and veth walks follow at most 64 packets"))
+        out.append(("packets", msg("loopback and veth walks follow at most {n} packets", n=64)))
     if p.path in ("tx", "forward") and nic and p.packets > 8:
-        out.append(("packets", "transmit and forward walks follow at most 8 packets"))
+        out.append(("packets", msg("transmit and forward walks follow at most {n} packets", n=8)))
     del raw
     return out
 
@@ -223,16 +246,20 @@ def _drop_issues(p: PathParams, raw: dict[str, Any]) -> Issues:
         "backlog_full": p.device in ("loopback", "veth"),
     }
     if not drop_ok[p.drop]:
-        out.append(("drop", f"drop {p.drop} does not happen on this path and device"))
+        out.append(
+            ("drop", msg("drop {drop} does not happen on this path and device", drop=p.drop))
+        )
     if p.drop == "netfilter":
         # Over loopback and veth one walk is both the sender's TX and the receiver's RX.
         hooks = PATH_HOOKS["tx"] + PATH_HOOKS["rx"] if p.device != "nic" else PATH_HOOKS[p.path]
         if p.hook is None:
-            out.append(("hook", f"name the hook that drops: one of {', '.join(hooks)}"))
+            out.append(
+                ("hook", msg("name the hook that drops: one of {hooks}", hooks=", ".join(hooks)))
+            )
         elif p.hook not in hooks:
-            out.append(("hook", f"this path passes only {', '.join(hooks)}"))
+            out.append(("hook", msg("this path passes only {hooks}", hooks=", ".join(hooks))))
     elif p.hook is not None and "hook" in raw:
-        out.append(("hook", "hook is only used with drop netfilter"))
+        out.append(("hook", msg("hook is only used with drop netfilter")))
     return out
 
 
@@ -242,9 +269,9 @@ def _burst_issues(p: PathParams, raw: dict[str, Any]) -> Issues:
     if p.scenario != "gro_burst":
         for name in ("flows", "same_bucket", "psh", "last_bytes"):
             if name in raw and raw[name] != getattr(PathParams(), name):
-                out.append((name, "only used with scenario gro_burst"))
+                out.append((name, msg("only used with scenario gro_burst")))
     if p.flows > p.packets:
-        out.append(("flows", "there must be at least one packet per flow"))
+        out.append(("flows", msg("there must be at least one packet per flow")))
     return out
 
 

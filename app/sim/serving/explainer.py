@@ -97,8 +97,12 @@ class SchedulerExplainer(Explainer[SchedulerParams, StepState, SchedulerSeries])
         if work > self.limits.max_work:
             raise ParamError.single(
                 ("requests",),
-                f"this workload is {work:,.0f} tokens to process; the limit is "
-                f"{self.limits.max_work:,.0f}: use fewer or shorter requests",
+                msg(
+                    "this workload is {work:,.0f} tokens to process; the limit is "
+                    "{limit:,.0f}: use fewer or shorter requests",
+                    work=work,
+                    limit=self.limits.max_work,
+                ),
             )
         return p
 

@@ -76,7 +76,11 @@ class TcpExplainer(Explainer[TcpParams, TcpState, None]):
         if c > self.limits.max_work:
             raise ParamError.single(
                 ("script",),
-                f"this run would cost about {int(c)} events (limit {int(self.limits.max_work)})",
+                msg(
+                    "this run would cost about {n} events (limit {limit})",
+                    n=int(c),
+                    limit=int(self.limits.max_work),
+                ),
             )
         return p
 

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from app.sim.core import msg
 from app.sim.core.errors import ParamError, ParamIssue
+from app.sim.core.i18n import Message, msg
 
 ENDPOINTS = ("client", "server")
 CALLS = ("listen", "connect", "accept", "send", "recv", "shutdown", "close", "abort")
@@ -101,7 +101,20 @@ def _short(v: object) -> str:
     return s if len(s) <= 24 else s[:21] + "..."
 
 
-Bad = Callable[[tuple[str | int, ...], str], None]
+def _int_range(lo: int, hi: int) -> Message:
+    return msg("expected an integer {lo} to {hi}", lo=lo, hi=hi)
+
+
+def _unknown_endpoint(v: object) -> Message:
+    return msg("unknown endpoint {value} (client or server)", value=_short(v))
+
+
+def _takes_no(call: str, key: str) -> Message:
+    """``close takes no how``: a field this call does not have (both are identifiers)."""
+    return msg("{call} takes no {key}", call=call, key=key)
+
+
+Bad = Callable[[tuple[str | int, ...], Message], None]
 """Records one problem at a location (``parse`` collects them all)."""
 
 
@@ -109,7 +122,7 @@ def parse(raw: Any) -> TcpParams:
     """Validate ``raw``; raise ``ParamError`` listing every problem."""
     issues: list[ParamIssue] = []
 
-    def bad(loc: tuple[str | int, ...], text: str) -> None:
+    def bad(loc: tuple[str | int, ...], text: Message) -> None:
         issues.append(ParamIssue(loc=loc, msg=text))
 
     if not isinstance(raw, dict):
@@ -118,32 +131,38 @@ def parse(raw: Any) -> TcpParams:
     known |= {"server_iss", "sysctl"}
     for k in raw:
         if k not in known:
-            bad((str(k),), "unknown field")
-    calls = _parse_list(raw.get("script"), "script", "calls", _parse_call, bad)
-    events = _parse_list(raw.get("network", []), "network", "network events", _parse_net, bad)
+            bad((str(k),), msg("unknown field"))
+    calls = _parse_list(
+        raw.get("script"), "script", msg("expected a list of calls"), _parse_call, bad
+    )
+    events = _parse_list(
+        raw.get("network", []), "network", msg("expected a list of network events"), _parse_net, bad
+    )
     until = raw.get("until_ms", 200_000.0)
     if not _num(until) or until <= 0:
-        bad(("until_ms",), "expected a positive number of milliseconds")
+        bad(("until_ms",), msg("expected a positive number of milliseconds"))
         until = 1.0
     elif until > MAX_UNTIL_MS:
-        bad(("until_ms",), "over 1 hour (3600000 ms)")
+        bad(("until_ms",), msg("over 1 hour ({ms} ms)", ms=int(MAX_UNTIL_MS)))
     rtt = raw.get("rtt_ms", 20.0)
     if not _num(rtt) or not 0.01 <= rtt <= 10_000:
-        bad(("rtt_ms",), "expected 0.01 to 10000 ms")
+        bad(("rtt_ms",), msg("expected {lo:g} to {hi:g} ms", lo=0.01, hi=10_000))
         rtt = 20.0
     mss = raw.get("mss", 1000)
     if not _int(mss) or not 64 <= mss <= 65483:
-        bad(("mss",), "expected an integer 64 to 65483")
+        bad(("mss",), _int_range(64, 65483))
         mss = 1000
     rcvbuf = raw.get("rcvbuf", 65535)
     if not _int(rcvbuf) or not 0 < rcvbuf <= 65535:
-        bad(("rcvbuf",), "expected an integer 1 to 65535 (no window scaling)")
+        bad(
+            ("rcvbuf",), msg("expected an integer {lo} to {hi} (no window scaling)", lo=1, hi=65535)
+        )
         rcvbuf = 65535
     isss: dict[str, int] = {}
     for key, default in (("client_iss", 1000), ("server_iss", 5000)):
         v = raw.get(key, default)
         if not _int(v) or not 0 <= v < 2**31:
-            bad((key,), "expected an integer 0 to 2147483647")
+            bad((key,), _int_range(0, 2**31 - 1))
             v = default
         isss[key] = v
     sysctl = _parse_sysctl(raw.get("sysctl", {}), bad)
@@ -165,16 +184,16 @@ def parse(raw: Any) -> TcpParams:
 def _parse_list(
     items: object,
     key: str,
-    what: str,
+    expected: Message,
     parse_one: Callable[[object, tuple[str | int, ...], Bad], T | None],
     bad: Bad,
 ) -> list[T]:
     """The valid items of the list ``raw[key]`` (at most ``MAX_EVENTS``)."""
     if not isinstance(items, list):
-        bad((key,), f"expected a list of {what}")
+        bad((key,), expected)
         return []
     if len(items) > MAX_EVENTS:
-        bad((key,), f"more than {MAX_EVENTS} events ({len(items)})")
+        bad((key,), msg("more than {max} events ({n})", max=MAX_EVENTS, n=len(items)))
         return []
     out: list[T] = []
     for i, e in enumerate(items):
@@ -196,50 +215,50 @@ _FLAG_CALLS = {"nonblock": ("connect",), "keepalive": ("connect", "accept")}
 
 def _parse_call(e: object, loc: tuple[str | int, ...], bad: Bad) -> Call | None:
     if not isinstance(e, dict):
-        bad(loc, "expected an object")
+        bad(loc, msg("expected an object"))
         return None
     d: dict[str, Any] = e
     ok = True
     for k in d:
         if k not in _CALL_FIELDS:
-            bad((*loc, str(k)), "unknown field")
+            bad((*loc, str(k)), msg("unknown field"))
             ok = False
     t: Any = d.get("t_ms")
     ok &= _check_time(t, loc, bad)
     ep: Any = d.get("endpoint")
     if ep not in ENDPOINTS:
-        bad((*loc, "endpoint"), f"unknown endpoint {_short(ep)} (client or server)")
+        bad((*loc, "endpoint"), _unknown_endpoint(ep))
         ok = False
     call: Any = d.get("call")
     if call not in CALLS:
-        bad((*loc, "call"), f"unknown call {_short(call)}")
+        bad((*loc, "call"), msg("unknown call {value}", value=_short(call)))
         return None
     ok &= _check_bytes(call, d.get("bytes"), loc, bad)
     how: Any = d.get("how")
     if call == "shutdown" and how not in HOWS:
-        bad((*loc, "how"), "expected SHUT_RD, SHUT_WR or SHUT_RDWR")
+        bad((*loc, "how"), msg("expected {a}, {b} or {c}", a=HOWS[0], b=HOWS[1], c=HOWS[2]))
         ok = False
     elif call != "shutdown" and how is not None:
-        bad((*loc, "how"), f"{call} takes no how")
+        bad((*loc, "how"), _takes_no(call, "how"))
         ok = False
     for key in _LISTEN_FIELDS:
         if key not in d:
             continue
         if call != "listen":
-            bad((*loc, key), f"only listen takes {key}")
+            bad((*loc, key), msg("only listen takes {key}", key=key))
             ok = False
         elif not _int(d[key]) or not 0 <= d[key] <= 4096:
-            bad((*loc, key), "expected an integer 0 to 4096")
+            bad((*loc, key), _int_range(0, 4096))
             ok = False
     flags: dict[str, bool] = {}
     for key, calls_ok in _FLAG_CALLS.items():
         v: Any = d.get(key, False)
         if not isinstance(v, bool):
-            bad((*loc, key), "expected true or false")
+            bad((*loc, key), msg("expected true or false"))
             ok = False
             v = False
         elif v and call not in calls_ok:
-            bad((*loc, key), f"{call} takes no {key}")
+            bad((*loc, key), _takes_no(call, key))
             ok = False
         flags[key] = v
     if not ok:
@@ -260,11 +279,11 @@ def _parse_call(e: object, loc: tuple[str | int, ...], bad: Bad) -> Call | None:
 
 def _check_time(t: Any, loc: tuple[str | int, ...], bad: Bad) -> bool:
     if not _num(t):
-        bad((*loc, "t_ms"), "expected a number of milliseconds")
+        bad((*loc, "t_ms"), msg("expected a number of milliseconds"))
     elif t < 0:
-        bad((*loc, "t_ms"), "negative time")
+        bad((*loc, "t_ms"), msg("negative time"))
     elif t > MAX_UNTIL_MS:
-        bad((*loc, "t_ms"), "after 1 hour")
+        bad((*loc, "t_ms"), msg("after 1 hour"))
     else:
         return True
     return False
@@ -274,11 +293,11 @@ def _check_bytes(call: str, nbytes: Any, loc: tuple[str | int, ...], bad: Bad) -
     """send needs a byte count, recv may have one (at most), other calls take none."""
     in_range = _int(nbytes) and 1 <= nbytes <= MAX_BYTES
     if call == "send" and not in_range:
-        bad((*loc, "bytes"), f"send needs bytes, 1 to {MAX_BYTES}")
+        bad((*loc, "bytes"), msg("send needs bytes, 1 to {max}", max=MAX_BYTES))
     elif call == "recv" and nbytes is not None and not in_range:
-        bad((*loc, "bytes"), f"expected 1 to {MAX_BYTES}")
+        bad((*loc, "bytes"), msg("expected 1 to {max}", max=MAX_BYTES))
     elif call not in ("send", "recv") and nbytes is not None:
-        bad((*loc, "bytes"), f"{call} takes no bytes")
+        bad((*loc, "bytes"), msg("{call} takes no bytes", call=call))
     else:
         return True
     return False
@@ -286,14 +305,14 @@ def _check_bytes(call: str, nbytes: Any, loc: tuple[str | int, ...], bad: Bad) -
 
 def _parse_net(e: object, loc: tuple[str | int, ...], bad: Bad) -> NetEvent | None:
     if not isinstance(e, dict) or len(e) != 1:
-        bad(loc, "expected one of drop, delay, duplicate, reorder")
+        bad(loc, msg("expected one of {kinds}", kinds=", ".join(NET_KINDS)))
         return None
     kind, body = next(iter(e.items()))
     if kind not in NET_KINDS:
-        bad((*loc, str(kind)), f"unknown network event {_short(kind)}")
+        bad((*loc, str(kind)), msg("unknown network event {value}", value=_short(kind)))
         return None
     if not isinstance(body, dict):
-        bad((*loc, kind), "expected an object with from and nth")
+        bad((*loc, kind), msg("expected an object with from and nth"))
         return None
     b: dict[str, Any] = body
     ok = True
@@ -301,23 +320,23 @@ def _parse_net(e: object, loc: tuple[str | int, ...], bad: Bad) -> NetEvent | No
     allowed |= {"ms"} if kind == "delay" else set()
     for k in b:
         if k not in allowed:
-            bad((*loc, kind, str(k)), "unknown field")
+            bad((*loc, kind, str(k)), msg("unknown field"))
             ok = False
     src: Any = b.get("from")
     if src not in ENDPOINTS:
-        bad((*loc, kind, "from"), f"unknown endpoint {_short(src)} (client or server)")
+        bad((*loc, kind, "from"), _unknown_endpoint(src))
         ok = False
     nth: Any = b.get("nth")
     if not _int(nth) or not 1 <= nth <= 1_000_000:
-        bad((*loc, kind, "nth"), "expected a segment number from 1")
+        bad((*loc, kind, "nth"), msg("expected a segment number from 1"))
         ok = False
     count: Any = b.get("count", 1)
     if not _int(count) or not 1 <= count <= 1_000_000:
-        bad((*loc, kind, "count"), "expected a count from 1")
+        bad((*loc, kind, "count"), msg("expected a count from 1"))
         ok = False
     ms: Any = b.get("ms", 0.0)
     if kind == "delay" and (not _num(ms) or not 0 < ms <= MAX_UNTIL_MS):
-        bad((*loc, kind, "ms"), "delay needs ms, above 0 and at most 1 hour")
+        bad((*loc, kind, "ms"), msg("delay needs ms, above 0 and at most 1 hour"))
         ok = False
     if not ok:
         return None
@@ -326,7 +345,7 @@ def _parse_net(e: object, loc: tuple[str | int, ...], bad: Bad) -> NetEvent | No
 
 def _parse_sysctl(raw: object, bad: Bad) -> Sysctls:
     if not isinstance(raw, dict):
-        bad(("sysctl",), "expected an object")
+        bad(("sysctl",), msg("expected an object"))
         return Sysctls()
     values: dict[str, Any] = {}
     for k, v in raw.items():
@@ -334,22 +353,22 @@ def _parse_sysctl(raw: object, bad: Bad) -> Sysctls:
         if k in _INT_LIMITS:
             lo, hi = _INT_LIMITS[k]
             if not _int(v) or not lo <= v <= hi:
-                bad(loc, f"expected an integer {lo} to {hi}")
+                bad(loc, _int_range(lo, hi))
                 continue
             values[k] = v
         elif k in _FLOAT_LIMITS:
             flo, fhi = _FLOAT_LIMITS[k]
             if not _num(v) or not flo <= v <= fhi:
-                bad(loc, f"expected {flo:g} to {fhi:g} seconds")
+                bad(loc, msg("expected {lo:g} to {hi:g} seconds", lo=flo, hi=fhi))
                 continue
             values[k] = float(v)
         elif k == "tcp_abort_on_overflow":
             if not isinstance(v, bool):
-                bad(loc, "expected true or false")
+                bad(loc, msg("expected true or false"))
                 continue
             values[k] = v
         else:
-            bad(loc, "unknown sysctl")
+            bad(loc, msg("unknown sysctl"))
     return Sysctls(**values)
 
 
