@@ -346,7 +346,7 @@
     });
   });
   // The lesson intro starts open at step 0 on a big screen when it fits beside the step's own
-  // words (folded on a phone, or where it would push the narration or note out of view), and
+  // words (folded on a phone, or where even the shrunk words would not fit beside it), and
   // folds again once the reader steps on, unless they opened it themselves.
   let intro = document.querySelector(".lesson-intro[open]");
   if (intro && window.matchMedia && window.matchMedia("(max-width: 700px)").matches) intro.open = false;
@@ -418,11 +418,13 @@
     h = Math.max(Math.floor(h), Math.min(narrow ? 200 : 320, vh));
     root.style.setProperty("--fit-h", h + "px");
     root.classList.add("fit");
-    if (intro && intro.open && introCrowds()) intro.open = false;
     fitPicture();
     bigType();
     showFocus();
     fitSide();
+    // the lesson intro stays open at step 0 unless the step's words cannot fit beside it even
+    // with their notes folded and their type at its floor
+    if (intro && intro.open && introCrowds()) { intro.open = false; fitSide(); }
     document.dispatchEvent(new CustomEvent("stepscope:fit", { detail: { height: h } }));
   }
   fit();
