@@ -124,6 +124,7 @@
     const was = root.classList.contains("pic-zoomed");
     root.classList.remove("pic-zoomed");
     root.style.removeProperty("--pic-w");
+    delete root.dataset.picZoom;
     if (!st || !bigPicture() || (phone && phone.matches && root.dataset.embed !== "1")) return;
     const svg = st.querySelector(":scope > svg");
     if (!svg) return;
@@ -132,6 +133,7 @@
     const z = Math.min(TYPE_FLOOR / min, 4);
     root.style.setProperty("--pic-w", Math.ceil(svg.getBoundingClientRect().width * z * 100) / 100 + "px");
     root.classList.add("pic-zoomed");
+    root.dataset.picZoom = z.toFixed(3); // how much bigger than drawn to fit (tests read it)
     if (!was) root.dispatchEvent(new CustomEvent("stepscope:zoomed", { bubbles: true }));
   }
   // Centre the step's focus in every box that scrolls between it and the picture box.

@@ -133,14 +133,18 @@ PROBE = r"""
     }
     return out;
   }
+  // The 1 px tolerated is 1 px of the picture as drawn to fit: a picture the player draws
+  // bigger (data-pic-zoom) scales it too.
   function labelClashes(wrap, out) {
     const els = labels(wrap);
     const boxes = els.map((e) => box(e.getBoundingClientRect()));
+    const zoom = Math.max(1, parseFloat(document.getElementById("player").dataset.picZoom || "1"));
+    const clash = (a, b) => { const c = cut(a, b); return c.r - c.l > TOL * zoom && c.b - c.t > TOL * zoom; };
     let n = 0;
     for (let i = 0; i < els.length; i++) {
       for (let j = i + 1; j < els.length; j++) {
         if (els[i].contains(els[j]) || els[j].contains(els[i])) continue;
-        if (overlaps(boxes[i], boxes[j])) {
+        if (clash(boxes[i], boxes[j])) {
           if (n++ < 3) {
             out.push("labels overlap: \"" + els[i].textContent.trim().slice(0, 40) + "\" " + fmt(boxes[i]) +
               " and \"" + els[j].textContent.trim().slice(0, 40) + "\" " + fmt(boxes[j]));
