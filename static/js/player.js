@@ -126,6 +126,7 @@
     root.style.removeProperty("--pic-w");
     delete root.dataset.picZoom;
     if (!st || !bigPicture() || (phone && phone.matches && root.dataset.embed !== "1")) return;
+    if (document.body.classList.contains("offline")) return; // the offline file keeps its page
     const svg = st.querySelector(":scope > svg");
     if (!svg) return;
     const min = smallestText(st);
