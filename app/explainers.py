@@ -14,10 +14,20 @@ from app.web.plugin import Plugin
 
 
 def builtin() -> tuple[Plugin, ...]:
-    return (
-        Plugin(sim=SkbExplainer(), web=skb.VIEW),
-        Plugin(sim=CwndExplainer(), web=cwnd.VIEW),
-        Plugin(sim=TcpExplainer(), web=tcp.VIEW),
-        Plugin(sim=PathExplainer(), web=path.VIEW),
-        Plugin(sim=SchedulerExplainer(), web=scheduler.VIEW),
+    """Every explainer, in the suggested course order (``Plugin.course_order``): the packet,
+    its paths through the kernel, TCP, congestion control, then LLM serving's scheduler."""
+    plugins = (
+        Plugin(sim=SkbExplainer(), web=skb.VIEW, course_order=10, first_walkthrough="tcp-transmit"),
+        Plugin(sim=CwndExplainer(), web=cwnd.VIEW, course_order=40, first_walkthrough="slow-start"),
+        Plugin(sim=TcpExplainer(), web=tcp.VIEW, course_order=30, first_walkthrough="handshake"),
+        Plugin(
+            sim=PathExplainer(), web=path.VIEW, course_order=20, first_walkthrough="send-segment"
+        ),
+        Plugin(
+            sim=SchedulerExplainer(),
+            web=scheduler.VIEW,
+            course_order=50,
+            first_walkthrough="continuous-batching",
+        ),
     )
+    return tuple(sorted(plugins, key=lambda p: p.course_order))

@@ -220,7 +220,7 @@ def png_css(picture: str) -> str:
     the picture's own width, with nothing mid-transition."""
     w, _ = picture_size(picture)
     return (
-        ".offline-head, .side, #fields, .controls, .frame-store, .embed-credit, .run-summary,"
+        ".offline-head, .side, .fields-fold, .controls, .frame-store, .embed-credit, .run-summary,"
         " .lesson-intro { display: none !important; }"
         " body, main { margin: 0 !important; padding: 0 !important; background: var(--bg); }"
         f" main {{ padding: {FRAME_PAD}px !important; }}"

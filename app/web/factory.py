@@ -22,7 +22,7 @@ from app.web.jsonguard import refuse_unsafe_json
 from app.web.pagecache import PageFront
 from app.web.pagewarm import PageWarm, PageWarmer
 from app.web.plugin import Plugin
-from app.web.routes import api, jobs, pages
+from app.web.routes import api, handout, jobs, pages
 from app.web.runs import cross_site, current_client
 from app.web.site import Site
 from app.web.staticcache import StaticFront
@@ -144,6 +144,7 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
     app.include_router(api.router_for(app.state.site))
     app.include_router(jobs.router)
     app.include_router(pages.router)
+    app.include_router(handout.router)
     for plugin in app.state.site.plugins:
         if plugin.web.router is not None:
             app.include_router(plugin.web.router)

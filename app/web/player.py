@@ -17,7 +17,7 @@ from app.web import i18n
 from app.web.content import Lesson
 from app.web.glossary import Glossary, glossary_for
 from app.web.plugin import Plugin
-from app.web.sources import Source
+from app.web.sources import Source, matching_preset
 from app.web.templating import render
 
 # A page carries at most this many rendered frames; the player fetches others when needed, so a
@@ -208,6 +208,9 @@ def player_context(
         "marks": marks,
         "transcript": transcript(trace.frames),
         "preset": source.preset,
+        # the walkthrough picker's choice: a shared or custom scenario that is a preset unchanged
+        # shows that walkthrough, not "Custom scenario"
+        "picker_preset": source.preset or matching_preset(plugin, source.raw),
         "lesson": source.lesson,
         "scenario": source.scenario,
         "title": source.title,

@@ -82,7 +82,20 @@ class Plugin:
 
     sim: Explainer[Any]
     web: WebView
+    # Where the explainer sits in the suggested course on the home page (lower comes first:
+    # packets in the kernel, their paths, TCP, congestion control, serving, deployment) and the
+    # slug of the walkthrough a newcomer should start it with ("" = its first preset).
+    course_order: int = 100
+    first_walkthrough: str = ""
 
     @property
     def name(self) -> str:
         return self.sim.name
+
+    @property
+    def start_preset(self) -> str:
+        """The slug of the walkthrough to start this explainer with."""
+        slugs = [p.slug for p in self.sim.presets]
+        if self.first_walkthrough in slugs:
+            return self.first_walkthrough
+        return slugs[0] if slugs else ""

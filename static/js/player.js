@@ -99,6 +99,64 @@
     const natural = st.scrollWidth;
     if (natural > room + 2) root.style.setProperty("--pic-zoom", (room / natural).toFixed(4));
   }
+  // On a projector (the projector theme) and in an embed the picture is the thing: it is
+  // drawn big enough that its smallest text is TYPE_FLOOR px on screen, and the picture box
+  // scrolls to the region the step is about (the element the picture marks data-focus).
+  const TYPE_FLOOR = 16;
+  function smallestText(st) {
+    let min = Infinity;
+    for (const t of st.querySelectorAll("svg text")) {
+      if (!t.textContent || !t.textContent.trim()) continue;
+      const r = t.getBoundingClientRect();
+      if (!r.width || !r.height) continue;
+      const m = t.getScreenCTM();
+      if (!m) continue;
+      const px = parseFloat(getComputedStyle(t).fontSize) * Math.hypot(m.a, m.b);
+      if (px > 0 && px < min) min = px;
+    }
+    return min;
+  }
+  function bigPicture() {
+    return root.dataset.embed === "1" || document.documentElement.dataset.theme === "projector";
+  }
+  function bigType() {
+    const st = parts.stage;
+    const was = root.classList.contains("pic-zoomed");
+    root.classList.remove("pic-zoomed");
+    root.style.removeProperty("--pic-w");
+    delete root.dataset.picZoom;
+    if (!st || !bigPicture() || (phone && phone.matches && root.dataset.embed !== "1")) return;
+    if (document.body.classList.contains("offline")) return; // the offline file keeps its page
+    const svg = st.querySelector(":scope > svg");
+    if (!svg) return;
+    const min = smallestText(st);
+    if (!isFinite(min) || min >= TYPE_FLOOR - 0.05) return;
+    const z = Math.min(TYPE_FLOOR / min, 4);
+    root.style.setProperty("--pic-w", Math.ceil(svg.getBoundingClientRect().width * z * 100) / 100 + "px");
+    root.classList.add("pic-zoomed");
+    root.dataset.picZoom = z.toFixed(3); // how much bigger than drawn to fit (tests read it)
+    if (!was) root.dispatchEvent(new CustomEvent("stepscope:zoomed", { bubbles: true }));
+  }
+  // Centre the step's focus in every box that scrolls between it and the picture box.
+  function showFocus() {
+    const st = parts.stage;
+    if (!st || !root.classList.contains("pic-zoomed")) return;
+    const wrap = st.closest(".stage-wrap");
+    const target = st.querySelector("[data-focus]");
+    const boxes = [];
+    for (let el = st; el; el = el.parentElement) {
+      boxes.push(el);
+      if (el === wrap) break;
+    }
+    for (const box of boxes) {
+      if (!target) { box.scrollLeft = 0; box.scrollTop = 0; continue; }
+      const t = target.getBoundingClientRect();
+      const b = box.getBoundingClientRect();
+      if (box.scrollWidth > box.clientWidth + 1) box.scrollLeft += (t.left + t.right) / 2 - (b.left + b.right) / 2;
+      if (box.scrollHeight > box.clientHeight + 1) box.scrollTop += (t.top + t.bottom) / 2 - (b.top + b.bottom) / 2;
+    }
+  }
+
   function toggleZoom() {
     const on = root.classList.toggle("zoomed");
     const btn = $("btn-zoom");
@@ -122,8 +180,10 @@
       if (src) morph(el, src.innerHTML);
     }
     fitPicture();
+    bigType();
     fitSide();
     keepInView(); // before "rendered": its listeners see the stage where it will stay
+    showFocus();
     document.dispatchEvent(new CustomEvent("stepscope:rendered", { detail: { step: n, count } }));
     prefetch();
   }
@@ -289,7 +349,7 @@
     });
   });
   // The lesson intro starts open at step 0 on a big screen when it fits beside the step's own
-  // words (folded on a phone, or where it would push the narration or note out of view), and
+  // words (folded on a phone, or where even the shrunk words would not fit beside it), and
   // folds again once the reader steps on, unless they opened it themselves.
   let intro = document.querySelector(".lesson-intro[open]");
   if (intro && window.matchMedia && window.matchMedia("(max-width: 700px)").matches) intro.open = false;
@@ -361,9 +421,13 @@
     h = Math.max(Math.floor(h), Math.min(narrow ? 200 : 320, vh));
     root.style.setProperty("--fit-h", h + "px");
     root.classList.add("fit");
-    if (intro && intro.open && introCrowds()) intro.open = false;
     fitPicture();
+    bigType();
+    showFocus();
     fitSide();
+    // the lesson intro stays open at step 0 unless the step's words cannot fit beside it even
+    // with their notes folded and their type at its floor
+    if (intro && intro.open && introCrowds()) { intro.open = false; fitSide(); }
     document.dispatchEvent(new CustomEvent("stepscope:fit", { detail: { height: h } }));
   }
   fit();

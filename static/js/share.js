@@ -228,4 +228,7 @@
     report();
   });
   first = !window.Stepscope; // player.js already announced the load step before this ran
+  // A link that opens a step (?step=N, e.g. from the step list or a lecturer's slide) is a
+  // place the reader reached: "continue where you left off" offers it.
+  if (!first && step > 0 && new URL(window.location.href).searchParams.has("step")) report();
 })();

@@ -43,3 +43,33 @@ def test_no_serious_or_critical_axe_violations(live_server, page, url: str, lang
         }"""
     )
     assert result == [], "\n".join(result)
+
+
+STRUCTURE_RULES = ["heading-order", "page-has-heading-one", "empty-table-header", "landmark-unique"]
+STRUCTURE_PAGES = [
+    "/explainers/skb/presets/rx-frame?step=3",
+    "/explainers/cwnd/presets/slow-start?step=2",
+    "/explainers/scheduler",
+    "/explainers/scheduler/compare",
+    "/embed/skb/presets/rx-frame?controls=min",
+    "/embed/cwnd/presets/slow-start",
+    "/explainers/tcp/presets/handshake/handout",
+]
+
+
+@pytest.mark.parametrize("url", STRUCTURE_PAGES)
+def test_headings_tables_and_regions_are_well_formed(live_server, page, url: str) -> None:
+    """axe's structure rules: headings go down one level at a time from one h1 (embeds too),
+    no table header is empty, and no two regions share a label (the Compare page's two
+    timelines name their configuration)."""
+    page.goto(f"{live_server.url}{url}")
+    page.wait_for_load_state("networkidle")
+    page.add_script_tag(path=str(AXE))
+    result = page.evaluate(
+        """async (rules) => {
+            const r = await axe.run(document, {runOnly: {type: 'rule', values: rules}});
+            return r.violations.map(v => v.id + ': ' + v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(' | '));
+        }""",
+        STRUCTURE_RULES,
+    )
+    assert result == [], "\n".join(result)

@@ -215,6 +215,24 @@ def test_progress_is_remembered_for_continue(live_server, browser) -> None:
         ctx.close()
 
 
+def test_a_step_link_visit_is_remembered_for_continue(live_server, browser) -> None:
+    """Opening a walkthrough at ``?step=N`` (no stepping) counts as reaching step N: the home
+    page's "continue where you left off" lists it."""
+    ctx = browser.new_context(bypass_csp=True)
+    page = ctx.new_page()
+    try:
+        page.goto(f"{live_server.url}/explainers/tcp/presets/time-wait?step=4")
+        page.wait_for_function(
+            "document.getElementById('player').dataset.progressSaved === '4'", timeout=5000
+        )
+        page.goto(f"{live_server.url}/")
+        link = page.locator(".continue a", has_text="")
+        hrefs = link.evaluate_all("els => els.map(e => e.getAttribute('href'))")
+        assert "/explainers/tcp/presets/time-wait?step=4" in hrefs, hrefs
+    finally:
+        ctx.close()
+
+
 @pytest.mark.parametrize("name", list(SIMS))
 def test_offline_export_runs_from_file_with_the_keyboard(
     live_server, page, tmp_path: Path, name: str

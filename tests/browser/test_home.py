@@ -90,3 +90,25 @@ def test_thumbnail_is_inert_named_by_narration_and_opens_that_step(live_server, 
     page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)  # on the picture
     page.wait_for_url(re.compile(r"/explainers/tcp/presets/.*step="))
     assert page.get_attribute("#player", "data-step") == str(step)
+
+
+def test_home_page_suggests_a_course_and_a_first_walkthrough(live_server, page) -> None:
+    """ "Start here": the explainers in the course order their plugins declare (sk_buff, packet
+    paths, TCP, congestion control, scheduler), each linked to the walkthrough its plugin names
+    first, which its card marks too; the links open those walkthroughs."""
+    plugins = sorted(builtin(), key=lambda p: p.course_order)
+    assert [p.name for p in plugins] == ["skb", "path", "tcp", "cwnd", "scheduler"]
+    page.goto(f"{live_server.url}/")
+    items = page.eval_on_selector_all(
+        "#course-list li",
+        "ls => ls.map(l => [l.dataset.explainer, l.querySelector('a').getAttribute('href')])",
+    )
+    assert items == [[p.name, f"/explainers/{p.name}/presets/{p.start_preset}"] for p in plugins], (
+        items
+    )
+    for p in plugins:
+        marked = page.locator(f"#explainer-{p.name} li:has(.start-here) a").get_attribute("href")
+        assert marked == f"/explainers/{p.name}/presets/{p.start_preset}"
+    page.click("#course-list li:first-child a")
+    page.wait_for_selector("#player")
+    assert page.url.endswith(f"/presets/{plugins[0].start_preset}")

@@ -16,7 +16,8 @@ the way the theme picker does (the ``data-theme`` attribute), sizes with the vie
 
 "Fits one screen" (1440×900 and the embed): the step's picture (``#stage``), narration and "what
 to notice" note lie wholly inside the viewport at scroll 0 and inside their scroll boxes (a
-picture box may scroll or scale its content). On the phone the narration starts within one
+picture box may scroll or scale its content; a picture the player draws big, in an embed or the
+projector theme, need only show the element it marks ``data-focus``). On the phone the narration starts within one
 screen height of the picture's top. At every size the controls take at most 10 % of the screen
 height, overlap neither the picture box nor the narration column, nothing is painted over them
 or over the picture, narration and note (elementFromPoint), and the page is never wider than
@@ -132,14 +133,18 @@ PROBE = r"""
     }
     return out;
   }
+  // The 1 px tolerated is 1 px of the picture as drawn to fit: a picture the player draws
+  // bigger (data-pic-zoom) scales it too.
   function labelClashes(wrap, out) {
     const els = labels(wrap);
     const boxes = els.map((e) => box(e.getBoundingClientRect()));
+    const zoom = Math.max(1, parseFloat(document.getElementById("player").dataset.picZoom || "1"));
+    const clash = (a, b) => { const c = cut(a, b); return c.r - c.l > TOL * zoom && c.b - c.t > TOL * zoom; };
     let n = 0;
     for (let i = 0; i < els.length; i++) {
       for (let j = i + 1; j < els.length; j++) {
         if (els[i].contains(els[j]) || els[j].contains(els[i])) continue;
-        if (overlaps(boxes[i], boxes[j])) {
+        if (clash(boxes[i], boxes[j])) {
           if (n++ < 3) {
             out.push("labels overlap: \"" + els[i].textContent.trim().slice(0, 40) + "\" " + fmt(boxes[i]) +
               " and \"" + els[j].textContent.trim().slice(0, 40) + "\" " + fmt(boxes[j]));
@@ -155,6 +160,16 @@ PROBE = r"""
     const own = box(el.getBoundingClientRect());
     const seen = cut(clipped(el), v);
     return { own, seen, whole: area(seen) >= area(own) - TOL * ((own.r - own.l) + (own.b - own.t)) - 1 };
+  }
+
+  // A focus bigger than the picture box it is shown in fills the box in that direction (and
+  // is whole in the other).
+  function fills(seen, own, view) {
+    const wide = own.r - own.l > view.r - view.l + TOL;
+    const tall = own.b - own.t > view.b - view.t + TOL;
+    const okX = wide ? seen.r - seen.l >= view.r - view.l - 2 : seen.r - seen.l >= own.r - own.l - 2;
+    const okY = tall ? seen.b - seen.t >= view.b - view.t - 2 : seen.b - seen.t >= own.b - own.t - 2;
+    return (wide || tall) && okX && okY;
   }
 
   // Picture text drawn smaller than ``floor`` px (its font size through the SVG's scaling).
@@ -199,12 +214,17 @@ PROBE = r"""
       onTop(ctl, ctl, "controls", 6, 2, out);
       if (c.b - c.t > 0.1 * v.b) out.push("controls take " + Math.round(c.b - c.t) + " px of " + v.b);
     }
-    const targets = [["picture", stage], ["narration", narration], ["note", note]];
+    // A picture the player drew big (projector, embed: class pic-zoomed) scrolls in its box to
+    // the step's focus: then the focus, not the whole picture, must be in view.
+    const zoomed = document.getElementById("player").classList.contains("pic-zoomed");
+    const shown = zoomed ? stage.querySelector("[data-focus]") : stage;
+    const targets = [["picture", shown], ["narration", narration], ["note", note]];
     for (const [name, el] of targets) {
       if (!el || !visible(el)) continue;
-      onTop(el, name === "picture" ? wrap : side, name, 2, 2, out);
+      onTop(el, name === "picture" ? wrap : side, name, zoomed && name === "picture" ? 1 : 2, zoomed && name === "picture" ? 1 : 2, out);
       if (mode === "fit") {
         const { own, seen, whole } = inView(el, v);
+        if (!whole && zoomed && name === "picture" && fills(seen, own, cut(clipped(wrap), v))) continue;
         if (!whole) {
           out.push(name + " " + fmt(own) + " is not all in view (visible " + fmt(seen) + ", screen " + v.r + "x" + v.b + ")");
         }

@@ -340,3 +340,21 @@ def test_arrow_on_the_walkthrough_picker_steps_instead_of_switching(live_server,
     page.wait_for_function("document.getElementById('step-no').textContent === '2'")
     assert "/presets/handshake" in page.url
     assert page.input_value("select[data-navigate]").endswith("/presets/handshake")
+
+
+@pytest.mark.parametrize("explainer", ["skb", "tcp", "cwnd", "scheduler", "path"])
+def test_lesson_intro_is_open_at_step_zero_and_steps_count_alike(
+    live_server, browser, explainer
+) -> None:
+    """At step 0 on a laptop the lesson's "About this walkthrough" is open (it folds once the
+    reader steps on), and the step list is numbered like the counter: "step 0 / N" beside
+    "All steps (0–N)"."""
+    ctx = browser.new_context(viewport={"width": 1440, "height": 900}, bypass_csp=True)
+    pg = ctx.new_page()
+    pg.goto(f"{live_server.url}/explainers/{explainer}")
+    assert pg.evaluate("document.querySelector('.lesson-intro').open") is True
+    last = pg.inner_text("#counter").split("/")[-1].strip()
+    assert pg.inner_text("#transcript-box > summary") == f"All steps (0–{last})"
+    pg.keyboard.press("ArrowRight")
+    pg.wait_for_function("!document.querySelector('.lesson-intro').open")
+    ctx.close()

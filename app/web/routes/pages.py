@@ -43,7 +43,7 @@ def home(request: Request, site: SiteDep, visitor: Visitor) -> Response:
     def produce() -> Response:
         cards = []
         complete = True
-        for plugin in site.plugins:
+        for plugin in sorted(site.plugins, key=lambda p: p.course_order):
             presets = []
             for p in plugin.sim.presets:
                 lesson = site.content.lesson(p.lesson)
@@ -54,6 +54,7 @@ def home(request: Request, site: SiteDep, visitor: Visitor) -> Response:
             cards.append(
                 {
                     "explainer": plugin.sim,
+                    "start": plugin.start_preset,
                     "actions": plugin.web.actions,
                     "presets": presets,
                     "notes": notes,

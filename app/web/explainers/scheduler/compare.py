@@ -145,7 +145,9 @@ def _panel(trace: SchedulerTrace, label: str, i: int, span: int) -> dict[str, An
     """One config's timeline and charts, on a step axis shared with the other config."""
     return {
         "label": label,
-        "gantt": Markup(gantt(trace, prefix=f"cmp{i}-gantt", cursor=False, span=span)),
+        "gantt": Markup(
+            gantt(trace, prefix=f"cmp{i}-gantt", cursor=False, span=span, config=label)
+        ),
         "charts": Markup(charts(trace, prefix=f"cmp{i}", cursor=False, span=span)),
         "summary": summary_rows(trace.summary),
     }

@@ -136,9 +136,15 @@ def _gantt_legend(prefix: str, y: float) -> tuple[list[str], float]:
 
 
 def gantt(
-    trace: SchedulerTrace, *, prefix: str = "gantt", cursor: bool = True, span: int = 0
+    trace: SchedulerTrace,
+    *,
+    prefix: str = "gantt",
+    cursor: bool = True,
+    span: int = 0,
+    config: str = "",
 ) -> str:
-    """``span``: draw on an axis of that many steps (≥ the run's), to line up two runs."""
+    """``span``: draw on an axis of that many steps (≥ the run's), to line up two runs;
+    ``config`` names the run in the region's label (two timelines on one page differ)."""
     series = trace.series
     n_steps = max(len(series["step"]), span)
     results = series["requests"]
@@ -197,7 +203,11 @@ def gantt(
         )
     return (
         '<div class="sched-scroll" tabindex="0" role="region" aria-label="'
-        + attr(msg("Timeline of every request"))
+        + attr(
+            msg("Timeline of every request ({config})", config=config)
+            if config
+            else msg("Timeline of every request")
+        )
         + '">'
         + svg
         + "</div>"
