@@ -45,13 +45,16 @@ class FieldSpec:
     """One input: the params key it fills, its label and how its text becomes a value.
 
     ``min``/``max`` bound a number input (the simulation still validates); ``default`` is a
-    checkbox's value when the key is absent (a checkbox left at it sends nothing)."""
+    checkbox's value when the key is absent (a checkbox left at it sends nothing). A choice's
+    option shows its value (an identifier: ``listen``, ``cubic``) unless ``labels`` gives it
+    words the reader's language can translate (``client`` → 客户端); the value sent stays."""
 
     key: str
     label: Message
     kind: Kind = "number"
     choices: tuple[str, ...] = ()
-    unit: Message | str = ""
+    labels: Mapping[str, Message] = field(default_factory=dict)
+    unit: Message | None = None
     min: float | None = None
     max: float | None = None
     default: bool = False
@@ -397,13 +400,44 @@ class _Placer:
                 found.append(labelled(label, text) if label else text)
         return found
 
-    def leftover(self) -> list[str]:
-        return [
-            f"{name}: {m}" if name else m
-            for name, msgs in self.issues.items()
-            if name not in self.placed
-            for m in msgs
-        ]
+    def leftover(self, spec: EditorSpec | None) -> list[str]:
+        """Issues of fields not drawn (the JSON editor alone is shown), each named by its
+        field's label where the spec has one, else by its params path."""
+        found: list[str] = []
+        for name, msgs in self.issues.items():
+            if name in self.placed:
+                continue
+            label = _label_of(spec, name) if name else None
+            for m in msgs:
+                found.append(labelled(label or name, m) if name else m)
+        return found
+
+
+def _label_of(spec: EditorSpec | None, name: str) -> Message | None:
+    """The visible label of the field a dotted params path names ("packets", "link.rtt_ms",
+    "script.3.bytes" → "call 3: bytes"), or None when the form has no such field."""
+    if spec is None:
+        return None
+    parts = name.split(".")
+    for group in spec.groups:
+        inner = parts if group.key is None else parts[1:] if parts[0] == group.key else None
+        if inner is not None and len(inner) == 1:
+            f = _by_key(group.fields).get(inner[0])
+            if f is not None:
+                return f.label
+        if group.key is not None and parts == [group.key]:
+            return group.legend
+    for rows in spec.rows:
+        if parts[0] != rows.key:
+            continue
+        if len(parts) == 1:
+            return rows.legend
+        if not _INDEX.fullmatch(parts[1]):
+            return None
+        row = msg("{item} {n}", item=rows.item, n=int(parts[1]))
+        f = _by_key(rows.fields).get(parts[-1]) if len(parts) > 2 else None
+        return msg("{label}: {problem}", label=row, problem=f.label) if f else row
+    return None
 
 
 def labelled(label: Message | str, text: str) -> str:
@@ -439,7 +473,7 @@ def editor_context(
         "json_digest": digest(json_text),
         "json_error": json_error,
         "json_open": json_open or bool(json_error),
-        "form_issues": placer.leftover(),
+        "form_issues": placer.leftover(spec),
         "has_issues": bool(issues) or bool(form_issues),
         "checked": checked,
         "valid": valid,
@@ -517,7 +551,7 @@ def _field(f: FieldSpec, name: str, value: Any, found: list[str]) -> dict[str, A
         "name": name,
         "label": f.label,
         "kind": f.kind,
-        "choices": f.choices,
+        "choices": [(c, f.labels.get(c, c)) for c in f.choices],
         "unit": f.unit,
         "min": f.min,
         "max": f.max,

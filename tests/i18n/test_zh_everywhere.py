@@ -30,8 +30,6 @@ PLUGINS = {p.sim.name: p for p in builtin()}
 # Congestion-control presets simulate up to a minute of a fast link: the steps of the first
 # seconds carry the same picture and field words.
 CWND_SECONDS = 4
-# What the first run found (issue 21); each is removed as its words go through the catalogs.
-LEAKS = pytest.mark.xfail(reason="English still on Chinese pages (issue 21)", strict=True)
 
 
 @pytest.fixture(scope="module")
@@ -98,12 +96,6 @@ def test_every_page_type_in_chinese(zh: TestClient) -> None:
     assert not leaks, _report(leaks)
 
 
-@pytest.mark.xfail(
-    reason="editor units (FieldSpec.unit, e.g. MSS (bytes)) and choice labels are plain strings, "
-    "not catalog messages, and TCP's per-field parse errors too: the editor's owner converts them "
-    "(issue 21)",
-    strict=False,
-)
 def test_editors_in_chinese(zh: TestClient) -> None:
     """Every explainer's editor, and its validation errors and hints, read in Chinese."""
     leaks = {}

@@ -276,6 +276,42 @@ def test_errors_name_the_visible_label_in_the_pages_language(client: TestClient)
     assert m and m.group(1).startswith("its segment number: "), html[:2000]
 
 
+def test_issues_of_fields_the_form_cannot_draw_name_their_label(client: TestClient) -> None:
+    """Params the form cannot carry (a checkbox given "no") open as JSON only; their issues
+    still start with the field's label in the page's language, not the raw JSON key; a key
+    the form has no field for keeps its name."""
+    bad = json.dumps({"path": "tx", "packets": 0, "tso": "no"})
+    for lang, packets, tso in (
+        ("en", "packets: ", "TSO (the NIC segments one large skb): "),
+        ("zh-CN", "报文数：", "TSO（由网卡把一个大 skb 分段）："),
+    ):
+        html = client.post(f"/explainers/path/edit?lang={lang}", data={"json": bad}, headers=HX)
+        issues = re.findall(r"<li>([^<]*)</li>", html.text.split('class="form-issues"')[1])
+        assert any(i.startswith(packets) for i in issues), (lang, issues)
+        assert any(i.startswith(tso) for i in issues), (lang, issues)
+    html = client.post(
+        "/explainers/tcp/edit?lang=en", data={"json": '{"script": "x"}'}, headers=HX
+    ).text
+    assert "Script: socket calls: " in html
+    html = client.post(
+        "/explainers/path/edit?lang=en", data={"json": '{"no_such": 1}'}, headers=HX
+    ).text
+    assert "no_such: " in html
+
+
+def test_choices_and_units_read_in_the_pages_language(client: TestClient) -> None:
+    """A choice's option shows its words translated while its value stays the params' own; a
+    unit sits in the language's brackets; identifiers (syscall names) stay as they are."""
+    en = client.get("/explainers/tcp/edit?preset=handshake&lang=en").text
+    zh = client.get("/explainers/tcp/edit?preset=handshake&lang=zh-CN").text
+    assert re.search(r'<option value="client"[^>]*>client</option>', en)
+    assert re.search(r'<option value="client"[^>]*>客户端</option>', zh)
+    assert re.search(r'<option value="listen"[^>]*>listen</option>', zh)
+    assert '<span class="unit">(ms)</span>' in en and '<span class="unit">（ms）</span>' in zh
+    zh = client.get("/explainers/scheduler/edit?preset=continuous-batching&lang=zh-CN").text
+    assert re.search(r'<option value="priority"[^>]*>priority（优先级）</option>', zh)
+
+
 def test_network_event_rows_add_switch_kind_and_remove(client: TestClient) -> None:
     """TCP network events are rows: add one, switch drop → delay (count goes, ms comes), remove."""
     base = {

@@ -18,35 +18,43 @@ EDITOR = EditorSpec(
             key="link",
             legend=msg("Bottleneck link"),
             fields=(
-                FieldSpec(key="rate_mbps", label=msg("rate"), unit="Mbit/s"),
-                FieldSpec(key="rtt_ms", label=msg("base RTT"), unit="ms"),
+                FieldSpec(key="rate_mbps", label=msg("rate"), unit=msg("Mbit/s")),
+                FieldSpec(key="rtt_ms", label=msg("base RTT"), unit=msg("ms")),
                 OneOf(
                     name="buffer",
                     label=msg("buffer"),
                     keys=("buffer_packets", "buffer_bytes", "buffer_bdp"),
                 ),
-                FieldSpec(key="loss_rate", label=msg("random loss"), unit="0–0.5", min=0, max=0.5),
+                FieldSpec(
+                    key="loss_rate", label=msg("random loss"), unit=msg("0–0.5"), min=0, max=0.5
+                ),
                 FieldSpec(key="aqm", label=msg("queue discipline"), kind="choice", choices=AQMS),
                 FieldSpec(key="red_min_packets", label=msg("RED min"), unit=msg("packets"), min=0),
                 FieldSpec(key="red_max_packets", label=msg("RED max"), unit=msg("packets"), min=0),
-                FieldSpec(key="red_max_p", label=msg("RED max_p"), unit="0–1", min=0, max=1),
+                FieldSpec(key="red_max_p", label=msg("RED max_p"), unit=msg("0–1"), min=0, max=1),
             ),
         ),
         Group(
             key=None,
             legend=msg("Run"),
             fields=(
-                FieldSpec(key="duration_s", label=msg("duration"), unit="s", min=0),
+                FieldSpec(key="duration_s", label=msg("duration"), unit=msg("s"), min=0),
                 FieldSpec(key="mss", label=msg("MSS"), kind="int", unit=msg("bytes")),
                 FieldSpec(key="seed", label=msg("seed"), kind="int", min=0),
-                FieldSpec(key="sample_ms", label=msg("sample every"), unit="ms"),
+                FieldSpec(key="sample_ms", label=msg("sample every"), unit=msg("ms")),
                 FieldSpec(
                     key="comp_sack_nr",
                     label=msg("SACK compression (0 = off)"),
                     kind="int",
-                    unit="tcp_comp_sack_nr",
+                    unit=msg("tcp_comp_sack_nr"),
                 ),
-                FieldSpec(key="connect", label=msg("start with"), kind="choice", choices=CONNECTS),
+                FieldSpec(
+                    key="connect",
+                    label=msg("start with"),
+                    kind="choice",
+                    choices=CONNECTS,
+                    labels={"handshake": msg("handshake"), "established": msg("established")},
+                ),
             ),
         ),
     ),
@@ -57,7 +65,7 @@ EDITOR = EditorSpec(
             item=msg("flow"),
             fields=(
                 FieldSpec(key="cc", label=msg("cc"), kind="choice", choices=CC_NAMES),
-                FieldSpec(key="start_s", label=msg("start"), unit="s", min=0),
+                FieldSpec(key="start_s", label=msg("start"), unit=msg("s"), min=0),
                 FieldSpec(key="rtt_ms", label=msg("own RTT"), unit=msg("ms, optional")),
                 FieldSpec(
                     key="tcp_ecn",

@@ -25,14 +25,31 @@ from app.web.editor import EditorSpec, FieldSpec, Group
 from app.web.explainers.path.picture import picture
 from app.web.plugin import Thumbnail, WebView
 
+# Choices that are words, not kernel names (tx, veth, loopback, no_route, LOCAL_IN stay as
+# they are: the Chinese pages keep them too)
+_NONE = msg("none")
+_WORDS = {
+    "forward": msg("forward"),
+    "plain": msg("plain"),
+    "none": _NONE,
+    "checksum": msg("checksum"),
+    "last": msg("last"),
+    "every": msg("every"),
+    "cached": msg("cached"),
+}
+
 EDITOR = EditorSpec(
     groups=(
         Group(
             key=None,
             legend=msg("The walk"),
             fields=(
-                FieldSpec(key="path", label=msg("path"), kind="choice", choices=PATHS),
-                FieldSpec(key="device", label=msg("device"), kind="choice", choices=DEVICES),
+                FieldSpec(
+                    key="path", label=msg("path"), kind="choice", choices=PATHS, labels=_WORDS
+                ),
+                FieldSpec(
+                    key="device", label=msg("device"), kind="choice", choices=DEVICES, labels=_WORDS
+                ),
                 FieldSpec(key="packets", label=msg("packets"), kind="int", min=1, max=MAX_PACKETS),
                 FieldSpec(
                     key="payload_bytes",
@@ -42,8 +59,16 @@ EDITOR = EditorSpec(
                     min=1,
                     max=MAX_PAYLOAD,
                 ),
-                FieldSpec(key="scenario", label=msg("scenario"), kind="choice", choices=SCENARIOS),
-                FieldSpec(key="drop", label=msg("drop"), kind="choice", choices=DROPS),
+                FieldSpec(
+                    key="scenario",
+                    label=msg("scenario"),
+                    kind="choice",
+                    choices=SCENARIOS,
+                    labels=_WORDS,
+                ),
+                FieldSpec(
+                    key="drop", label=msg("drop"), kind="choice", choices=DROPS, labels=_WORDS
+                ),
                 FieldSpec(key="hook", label=msg("dropping hook"), kind="choice", choices=HOOKS),
             ),
         ),
@@ -51,7 +76,9 @@ EDITOR = EditorSpec(
             key=None,
             legend=msg("Scenario details (leave empty for the defaults)"),
             fields=(
-                FieldSpec(key="psh", label=msg("PSH on"), kind="choice", choices=PSH),
+                FieldSpec(
+                    key="psh", label=msg("PSH on"), kind="choice", choices=PSH, labels=_WORDS
+                ),
                 FieldSpec(
                     key="flows", label=msg("GRO burst flows"), kind="int", min=1, max=MAX_FLOWS
                 ),
@@ -64,7 +91,9 @@ EDITOR = EditorSpec(
                     max=MSS,
                 ),
                 FieldSpec(key="rx_mode", label=msg("igb RX mode"), kind="choice", choices=RX_MODES),
-                FieldSpec(key="neigh", label=msg("neighbour"), kind="choice", choices=NEIGH),
+                FieldSpec(
+                    key="neigh", label=msg("neighbour"), kind="choice", choices=NEIGH, labels=_WORDS
+                ),
                 FieldSpec(
                     key="qdisc_queued", label=msg("already in qdisc"), kind="int", min=0, max=63
                 ),

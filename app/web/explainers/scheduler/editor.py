@@ -63,7 +63,13 @@ CONFIG = Group(
             min=0,
             max=MAX_MODEL_LEN,
         ),
-        FieldSpec(key="policy", label=msg("policy"), kind="choice", choices=("fcfs", "priority")),
+        FieldSpec(
+            key="policy",
+            label=msg("policy"),
+            kind="choice",
+            choices=("fcfs", "priority"),
+            labels={"priority": msg("priority")},
+        ),
         FieldSpec(
             key="watermark", label=msg("watermark"), unit=msg("fraction 0–1"), min=0, max=0.999
         ),
@@ -79,7 +85,10 @@ CONFIG = Group(
             key="eos_token_id", label=msg("eos_token_id"), kind="int", min=0, max=MAX_TOKEN_ID
         ),
         FieldSpec(
-            key="batching", label=msg("batching"), kind="choice", choices=("continuous", "static")
+            key="batching",
+            label=msg("batching"),
+            kind="choice",
+            choices=("continuous", "static"),
         ),
         FieldSpec(
             key="enable_chunked_prefill",
@@ -102,12 +111,17 @@ CONFIG = Group(
     ),
 )
 
-_MS = "ms"
+_MS = msg("ms")
 LATENCY = Group(
     key="latency",
     legend=msg("Latency model (leave empty for an 8B model on one H100)"),
     fields=(
-        FieldSpec(key="mode", label=msg("mode"), kind="choice", choices=("roofline", "linear")),
+        FieldSpec(
+            key="mode",
+            label=msg("mode"),
+            kind="choice",
+            choices=("roofline", "linear"),
+        ),
         FieldSpec(
             key="model_params_billion",
             label=msg("model_params_billion"),
@@ -116,9 +130,13 @@ LATENCY = Group(
             max=1e5,
         ),
         FieldSpec(key="bytes_per_param", label=msg("bytes_per_param"), min=0, max=64),
-        FieldSpec(key="gpu_tflops", label=msg("gpu_tflops"), unit="TFLOP/s", min=0, max=1e7),
+        FieldSpec(key="gpu_tflops", label=msg("gpu_tflops"), unit=msg("TFLOP/s"), min=0, max=1e7),
         FieldSpec(
-            key="gpu_bandwidth_gbps", label=msg("gpu_bandwidth_gbps"), unit="GB/s", min=0, max=1e7
+            key="gpu_bandwidth_gbps",
+            label=msg("gpu_bandwidth_gbps"),
+            unit=msg("GB/s"),
+            min=0,
+            max=1e7,
         ),
         FieldSpec(key="mfu", label=msg("mfu"), unit=msg("fraction 0–1"), min=0, max=1),
         FieldSpec(

@@ -28,9 +28,17 @@ _BY_EVENT: dict[str, tuple[str, ...]] = {
     "duplicate": ("from", "nth"),
     "reorder": ("from", "nth"),
 }
-_MS = "ms"
-_S = "s"
+_MS = msg("ms")
+_S = msg("s")
 _BYTES = msg("bytes")
+# The choices in words; the syscall and SHUT_* names are the kernel's, and "delay" stays as it
+# is (the site shows it as a value elsewhere, e.g. HyStart's delay method)
+_WHO = {"client": msg("client"), "server": msg("server")}
+_EVENTS = {
+    "drop": msg("drop"),
+    "duplicate": msg("duplicate"),
+    "reorder": msg("reorder"),
+}
 _SYSCTL_FIELDS = (
     FieldSpec(key="tcp_syn_retries", label=msg("tcp_syn_retries"), kind="int", min=1, max=127),
     FieldSpec(
@@ -47,7 +55,7 @@ _SYSCTL_FIELDS = (
         key="tcp_keepalive_probes", label=msg("tcp_keepalive_probes"), kind="int", min=1, max=127
     ),
     FieldSpec(
-        key="tcp_syncookies", label=msg("tcp_syncookies"), kind="int", unit="0–2", min=0, max=2
+        key="tcp_syncookies", label=msg("tcp_syncookies"), kind="int", unit=msg("0–2"), min=0, max=2
     ),
     FieldSpec(key="tcp_abort_on_overflow", label=msg("tcp_abort_on_overflow"), kind="bool"),
 )
@@ -90,7 +98,13 @@ EDITOR = EditorSpec(
             item=msg("call"),
             fields=(
                 FieldSpec(key="t_ms", label=msg("at"), unit=_MS, min=0, max=3_600_000),
-                FieldSpec(key="endpoint", label=msg("endpoint"), kind="choice", choices=ENDPOINTS),
+                FieldSpec(
+                    key="endpoint",
+                    label=msg("endpoint"),
+                    kind="choice",
+                    choices=ENDPOINTS,
+                    labels=_WHO,
+                ),
                 FieldSpec(key="call", label=msg("call"), kind="choice", choices=CALLS),
                 FieldSpec(key="bytes", label=msg("bytes"), kind="int", min=1, max=MAX_BYTES),
                 FieldSpec(key="how", label=msg("how"), kind="choice", choices=HOWS),
@@ -110,8 +124,12 @@ EDITOR = EditorSpec(
             legend=msg("Network events: what the network does to one segment"),
             item=msg("network event"),
             fields=(
-                FieldSpec(key="kind", label=msg("event"), kind="choice", choices=NET_KINDS),
-                FieldSpec(key="from", label=msg("sent by"), kind="choice", choices=ENDPOINTS),
+                FieldSpec(
+                    key="kind", label=msg("event"), kind="choice", choices=NET_KINDS, labels=_EVENTS
+                ),
+                FieldSpec(
+                    key="from", label=msg("sent by"), kind="choice", choices=ENDPOINTS, labels=_WHO
+                ),
                 FieldSpec(
                     key="nth", label=msg("its segment number"), kind="int", min=1, max=1_000_000
                 ),
