@@ -46,7 +46,7 @@ class FieldSpec:
 
     ``min``/``max`` bound a number input (the simulation still validates); ``default`` is a
     checkbox's value when the key is absent (a checkbox left at it sends nothing). A choice's
-    option shows its value (an identifier: ``listen``, ``cubic``) unless ``labels`` gives it
+    option shows its value (an identifier such as a call or an algorithm name) unless ``labels`` gives it
     words the reader's language can translate (``client`` → 客户端); the value sent stays."""
 
     key: str

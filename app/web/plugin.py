@@ -83,7 +83,7 @@ class Plugin:
     sim: Explainer[Any]
     web: WebView
     # Where the explainer sits in the suggested course on the home page (lower comes first:
-    # packets in the kernel, their paths, TCP, congestion control, serving, deployment) and the
+    # from the packet's own structure up to whole deployments) and the
     # slug of the walkthrough a newcomer should start it with ("" = its first preset).
     course_order: int = 100
     first_walkthrough: str = ""

@@ -52,6 +52,12 @@
       el.focus();
       if (typeof saved.start === "number" && el.setSelectionRange && el.value === saved.value) {
         try { el.setSelectionRange(saved.start, saved.end); } catch (e) { /* not a text field */ }
+      } else if (saved.type === "number" && el.type === "number") {
+        // a number field has no selection API, and focus() leaves its caret at the start: set
+        // the value again, which puts the caret at the end, where typing goes on
+        const v = el.value;
+        el.value = "";
+        el.value = v;
       }
     }
     saved = null;

@@ -56,13 +56,15 @@ def test_hook_lights_when_the_step_reaches_it(live_server, page) -> None:
 
 
 def test_phone_scrolls_the_picture_not_the_page(live_server, browser) -> None:
-    """At 390×844 the page never scrolls sideways; the picture scrolls inside its own box (at
-    most 72% of the screen high) with the lit function in view."""
+    """At 390×844 the page never scrolls sideways; zoomed to full size (the zoom button), the
+    picture scrolls inside its own box (at most 72% of the screen high) with the lit function
+    in view."""
     context = browser.new_context(viewport={"width": 390, "height": 844}, bypass_csp=True)
     try:
         pg = context.new_page()
         pg.goto(f"{live_server.url}/explainers/path/presets/receive-segment?step=44")
         pg.wait_for_selector("#path-svg")
+        pg.click("#btn-zoom")
         pg.keyboard.press("ArrowRight")
         pg.wait_for_function("document.querySelector('#path-svg')?.dataset.step === '45'")
         pg.wait_for_timeout(400)
@@ -149,13 +151,14 @@ async (count) => {{
 def test_lane_names_stay_in_view_when_the_swimlane_scrolls_on_a_phone(
     live_server, browser, slug: str, count: int
 ) -> None:
-    """At 390×844 the swimlane scrolls sideways inside the stage; on every step, once it is
-    scrolled to the current function, all eight lane names are still on screen, inside the
-    stage and not covered (lanes.js moves the name column with the scroll)."""
+    """At 390×844, zoomed to full size, the swimlane scrolls sideways inside the stage; on
+    every step, once it is scrolled to the current function, all eight lane names are still on
+    screen, inside the stage and not covered (lanes.js moves the name column with the scroll)."""
     context = browser.new_context(viewport={"width": 390, "height": 844}, bypass_csp=True)
     try:
         page = context.new_page()
         _open_at_step_0(page, f"{live_server.url}/explainers/path/presets/{slug}?step=0")
+        page.click("#btn-zoom")
         scrolled = 0
         for n, at in enumerate(page.evaluate(LANE_WALK_JS, count)):
             assert at["focus"][1] > at["stage"][0] and at["focus"][0] < at["stage"][1], (n, at)

@@ -194,10 +194,15 @@ def test_editor_keeps_focus_and_caret_across_updates(live_server, page) -> None:
     field.click()
     field.press("End")
     field.type("0")
+    # wait for the swap itself (a message from the first render may already be on the page)
+    page.evaluate(
+        "window.__settled = false;"
+        " document.addEventListener('htmx:afterSettle', () => { window.__settled = true; })"
+    )
     field.dispatch_event("change")
     page.wait_for_function(
-        "document.activeElement && document.activeElement.name === 'ops.0.size'"
-        " && document.querySelector('.ok-msg, .err-msg')"
+        "window.__settled && document.activeElement"
+        " && document.activeElement.name === 'ops.0.size'"
     )
     page.keyboard.type("1")
     value = page.input_value("input[name='ops.0.size']")

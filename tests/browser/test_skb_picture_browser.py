@@ -110,11 +110,15 @@ def test_pointer_labels_keep_4_5_to_1_in_each_theme(
 def test_on_a_phone_the_picture_scrolls_in_its_box_and_keeps_data_in_view(
     live_server: Any, page: Any
 ) -> None:
-    """At 390×844 the page never scrolls sideways; the picture keeps readable type, scrolls
-    inside the stage, and the acting skb's data pointer stays in view as it moves."""
+    """At 390×844 the page never scrolls sideways. The picture first fits the width; the zoom
+    button draws it at full size (readable type), it then scrolls inside the stage, and the
+    acting skb's data pointer stays in view as it moves."""
     page.set_viewport_size({"width": 390, "height": 844})
     _go(page, f"{live_server.url}/explainers/skb/presets/rx-frame?step=2")
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    fitted = page.evaluate("() => document.querySelector('#stage svg').getBoundingClientRect().width")
+    assert fitted <= 390
+    page.click("#btn-zoom")
     assert page.evaluate(
         "() => { const s = document.getElementById('stage'); return s.scrollWidth > s.clientWidth; }"
     )
