@@ -120,7 +120,7 @@ class ProcWatch:
     def sample(self, t: float) -> None:
         if proc_stat(self.master) is None:
             return
-        live = children(self.master)
+        live = {p for p in children(self.master) if "resource_tracker" not in cmdline(p)}
         self.worker_deaths += [(t, p) for p in self.workers - live]
         sims = {c for w in live for c in children(w)}
         self.sim_exits += len(self.sims - sims)
@@ -196,6 +196,7 @@ class Adversary:
     largest: dict[str, Any] | None
     keepalive: dict[str, Any] | None
     walkthrough: str
+    steps: int
     vendor: list[str]
     predictor: Predictor
     stats: L.Stats = field(default_factory=L.Stats)
@@ -377,7 +378,8 @@ async def a_progress(adv: Adversary, c: L.Client, rnd: random.Random, xff: str) 
         if adv.left() <= 0:
             return
         c.cookies = {"stepscope_ok": "1"}
-        body = json.dumps({"walkthrough": adv.walkthrough, "step": step + 1}).encode()
+        at = 1 + step % max(1, adv.steps - 1)
+        body = json.dumps({"walkthrough": adv.walkthrough, "step": at}).encode()
         await send(
             adv,
             "adv:progress",
@@ -461,7 +463,7 @@ async def a_paths(adv: Adversary, c: L.Client, rnd: random.Random, xff: str) -> 
             adv.findings[f"/vendor/{pkg}/package.json served"] += 1
 
 
-ACTIONS: dict[str, tuple[Action, float]] = {  # name: (action, weight)
+ACTIONS: dict[str, tuple[Action, int]] = {  # name: (action, weight)
     "scheduler": (a_sched, 3),
     "keepalive": (a_keepalive, 2),
     "cwnd-largest": (a_cwnd, 1),
@@ -478,14 +480,21 @@ ACTIONS: dict[str, tuple[Action, float]] = {  # name: (action, weight)
 async def adversary(adv: Adversary, i: int, seed: int) -> None:
     rnd = random.Random(seed * 1000 + i)
     xff = f"10.0.{i // 250}.{i % 250 + 1}"  # the address a proxy on this host would append
+    # The first round sends each kind once, starting at a different one per client (so a short
+    # run still sends every kind); then each round sends every kind as often as its weight, in
+    # an order of the client's seed.
     names = list(ACTIONS)
-    weights = [ACTIONS[n][1] for n in names]
+    order = names[3 * i % len(names) :] + names[: 3 * i % len(names)]
     async with L.new_client(adv.base, adv.timeout, 2) as c:
         c.cookies["stepscope_ok"] = "1"
         while adv.left() > 0:
-            action = ACTIONS[rnd.choices(names, weights)[0]][0]
-            await action(adv, c, rnd, xff)
-            await asyncio.sleep(rnd.uniform(0.2, 1.0))
+            for name in order:
+                if adv.left() <= 0:
+                    break
+                await ACTIONS[name][0](adv, c, rnd, xff)
+                await asyncio.sleep(rnd.uniform(0.2, 1.0))
+            order = [name for name, (_, weight) in ACTIONS.items() for _ in range(weight)]
+            rnd.shuffle(order)
 
 
 # --- setup, report, main -------------------------------------------------------------------
@@ -516,6 +525,7 @@ async def prepare(base: str, args: argparse.Namespace, predictor: Predictor) -> 
         largest=largest,
         keepalive=keepalive,
         walkthrough=L.Player(page.text).walkthrough,
+        steps=L.Player(page.text).count,
         vendor=vendor or ["htmx.org"],
         predictor=predictor,
     )
