@@ -622,7 +622,10 @@ def report_runs(adv: Adversary) -> None:
         "as 50 ms: a request's own round trip)"
     )
     per_min = max(adv.accepted.values(), default=0)
-    print(f"   long runs accepted from one client address in one minute (all hops): max {per_min}")
+    print(
+        "   long runs accepted from one client address in one minute (all hops): "
+        f"max {per_min} (the quota: 6 by default)"
+    )
     for what, n in sorted(adv.findings.items()):
         print(f"   FINDING {what}: {n}")
 
