@@ -1,0 +1,710 @@
+"""Soak: the mixed load plus an adversarial client, for issue 24's "Done when".
+
+    .venv/bin/python bench/soak.py                         # 10 minutes, 2 workers, 100 + 6 clients
+    .venv/bin/python bench/soak.py --duration 60 --connections 30 --adversaries 3
+
+It starts the app as ``bench/load.py`` does (migrate, uvicorn ``--workers``, a temporary SQLite
+file, a free loopback port; ``--no-proxy-headers`` as ``scripts/serve``, with
+``APP_TRUSTED_PROXIES=["127.0.0.1"]``: a reverse proxy on this host, so each simulated client is
+told apart by the right-most ``X-Forwarded-For`` hop it sends), waits until it is ready, then
+runs for ``--duration`` s: ``bench/load.py --scenario mixed`` (``--connections`` clients,
+``--large`` of them sending the largest cwnd run) and ``--adversaries`` clients, each with its
+own seed, that send what issue 24 found: the 90-byte scheduler body and larger ``max_tokens``,
+TCP keepalive scripts, the largest cwnd runs, PNG and offline-HTML exports of big scenarios
+(path over veth with 32 packets, a long keepalive trace), jobs started and abandoned, DELETEs
+of other clients' jobs, spoofed forwarding hops, progress POSTs with only the consent cookie,
+integers like 10**400 and lone surrogates in params, ``/s/<60 KB id>`` and
+``/vendor/<pkg>/package.json``.
+
+Prints: app worker deaths (worker pids sampled every second) and processes left in the
+server's session that are no longer its descendants; every status per request kind, any 500 or
+answer outside the documented codes; cheap-request p50/p95/p99 (target p99 ≤ 500 ms); server
+RSS every 10 s and whether it stays within 20 % after the first minute; and each run's measured
+time against its prediction (``expected_s`` of a 202, else the explainer's own
+``expected_seconds``), flagging those over 2×. Bounded: loopback only, at most 300 clients,
+every request and phase has a hard time limit. Asserts nothing: it prints figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import json
+import os
+import random
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import load as L  # noqa: E402
+
+MAX_CLIENTS = 300
+DOCUMENTED = frozenset(
+    {200, 201, 202, 204, 304, 400, 401, 403, 404, 405, 409, 410, 413, 422, 429, 503}
+)
+CHEAP = ("page", "step:frames", "step:progress", "adv:progress")
+CHEAP_P99_MS = 500.0
+OVER = 2.0  # a run measured over this many times its prediction is flagged
+BIG = 10**400
+SURROGATE = "\ud800"
+SCHED_90 = (
+    b'{"config":{"num_gpu_blocks":1000000},"requests":[{"id":"a","prompt_tokens":1,'
+    b'"max_tokens":300}]}'
+)
+PATH_BIG = {"path": "tx", "device": "veth", "packets": 32, "payload_bytes": 1448}
+
+
+def token(raw: Any) -> str:
+    """A ``p=`` token, as app.web.sources.encode_params makes it."""
+    data = json.dumps(raw, separators=(",", ":"), sort_keys=True).encode()
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+# --- what the server does ------------------------------------------------------------------
+
+
+def proc_stat(pid: int) -> list[str] | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def children(pid: int) -> set[int]:
+    out: set[int] = set()
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            out |= {int(c) for c in (task / "children").read_text().split()}
+    except OSError:
+        pass
+    return out
+
+
+def session_members(sid: int) -> set[int]:
+    """Every process whose session is ``sid`` (the server is started in a session of its own)."""
+    out = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            fields = proc_stat(int(entry.name))
+            if fields is not None and len(fields) > 3 and fields[3] == str(sid):
+                out.add(int(entry.name))
+    return out
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:100]
+    except OSError:
+        return "?"
+
+
+@dataclass
+class ProcWatch:
+    """App workers (the master's children) and simulation processes (theirs) over time."""
+
+    master: int
+    workers: set[int] = field(default_factory=set)
+    sims: set[int] = field(default_factory=set)
+    worker_deaths: list[tuple[float, int]] = field(default_factory=list)
+    sim_exits: int = 0
+    orphans: dict[int, str] = field(default_factory=dict)
+    counts: list[tuple[float, int, int]] = field(default_factory=list)
+
+    def sample(self, t: float) -> None:
+        if proc_stat(self.master) is None:
+            return
+        live = {p for p in children(self.master) if "resource_tracker" not in cmdline(p)}
+        self.worker_deaths += [(t, p) for p in self.workers - live]
+        sims = {c for w in live for c in children(w)}
+        self.sim_exits += len(self.sims - sims)
+        self.workers, self.sims = live, sims
+        self.counts.append((t, len(live), len(sims)))
+        for p in session_members(self.master) - set(L.tree_pids(self.master)):
+            self.orphans.setdefault(p, cmdline(p))
+
+    async def run(self, t0: float, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            self.sample(time.perf_counter() - t0)
+            await asyncio.sleep(1.0)
+
+    def report(self) -> None:
+        ws = [n for _, n, _ in self.counts]
+        ss = [n for _, _, n in self.counts]
+        print("\n== processes (sampled every second)")
+        if not ws:
+            print("   not measured (--url)")
+            return
+        print(
+            f"   app workers: {min(ws)}-{max(ws)} alive; worker deaths: {len(self.worker_deaths)}"
+            + "".join(f" (pid {p} at {t:.0f} s)" for t, p in self.worker_deaths[:8])
+            + " (target: 0)"
+        )
+        print(
+            f"   simulation processes: {min(ss)}-{max(ss)} alive; {self.sim_exits} exited and "
+            "were replaced (a run over its limit may end its process)"
+        )
+        print(
+            f"   processes of the server's session that are not descendants of its master: "
+            f"{len(self.orphans)}"
+            + "".join(f"\n     pid {p}: {c}" for p, c in list(self.orphans.items())[:8])
+        )
+
+
+# --- runs and their predictions ----------------------------------------------------------
+
+
+class Predictor:
+    """The explainers' own ``expected_seconds`` (the same code the server costs a run with),
+    for runs answered at once (a 202 carries its ``expected_s``)."""
+
+    def __init__(self) -> None:
+        sys.path.insert(0, str(L.ROOT))
+        from app import explainers
+
+        self.sims = {p.name: p.sim for p in explainers.builtin()}
+
+    def expected(self, name: str, raw: Any) -> float | None:
+        sim = self.sims.get(name)
+        if sim is None:
+            return None
+        try:
+            return float(sim.expected_seconds(sim.parse(raw)))
+        except Exception:  # noqa: BLE001 - invalid params: no prediction
+            return None
+
+
+@dataclass
+class RunRecord:
+    kind: str
+    expected_s: float | None
+    measured_s: float
+    outcome: str  # "200", "job done", "job failed: ...", ...
+
+
+@dataclass
+class Adversary:
+    base: str
+    stop_at: float
+    timeout: float
+    largest: dict[str, Any] | None
+    keepalive: dict[str, Any] | None
+    walkthrough: str
+    steps: int
+    vendor: list[str]
+    predictor: Predictor
+    stats: L.Stats = field(default_factory=L.Stats)
+    runs: list[RunRecord] = field(default_factory=list)
+    jobs: list[tuple[str, str]] = field(default_factory=list)  # (status URL, owner address)
+    findings: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    accepted: dict[tuple[str, int], int] = field(default_factory=lambda: defaultdict(int))
+
+    def left(self) -> float:
+        return self.stop_at - time.perf_counter()
+
+
+async def send(
+    adv: Adversary,
+    kind: str,
+    c: L.Client,
+    method: str,
+    url: str,
+    body: bytes | None = None,
+    ctype: str = "application/json",
+    headers: dict[str, str] | None = None,
+) -> L.Response | None:
+    """One request with a raw body (load.Client only sends JSON it encodes itself)."""
+    lines = [f"{method} {url} HTTP/1.1", f"Host: {c.netloc}", "User-Agent: stepscope-soak/1"]
+    lines.append("Accept-Encoding: gzip")
+    if c.cookies:
+        lines.append("Cookie: " + "; ".join(f"{k}={v}" for k, v in c.cookies.items()))
+    if body is not None:
+        lines += [f"Content-Type: {ctype}", f"Content-Length: {len(body)}"]
+    elif method in ("POST", "DELETE"):
+        lines.append("Content-Length: 0")
+    lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
+    raw = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b"")
+    t0 = time.perf_counter()
+    try:
+        async with c._slots:
+            r = await asyncio.wait_for(c._exchange(raw), c.timeout)
+    except asyncio.CancelledError:
+        adv.stats.unfinished[kind] += 1
+        raise
+    except Exception as exc:  # noqa: BLE001 - timeouts, dropped connections: counted
+        adv.stats.record(kind, time.perf_counter() - t0, None, type(exc).__name__)
+        return None
+    took = time.perf_counter() - t0
+    adv.stats.record(kind, took, r.status_code)
+    adv.stats.note_slow(took, t0, kind, f"{method} {url[:70]} → {r.status_code}")
+    return r
+
+
+async def run_and_follow(
+    adv: Adversary,
+    c: L.Client,
+    kind: str,
+    explainer: str,
+    raw: Any,
+    xff: str,
+    *,
+    abandon: bool = False,
+) -> None:
+    """POST a run; a 200 is measured against the explainer's prediction, a 202 is followed
+    (polled every 0.5 s, as job.js does) to its end, or abandoned."""
+    body = json.dumps(raw).encode()
+    hdr = {"X-Forwarded-For": xff}
+    t0 = time.perf_counter()
+    r = await send(adv, kind, c, "POST", f"/api/v1/explainers/{explainer}/run", body, headers=hdr)
+    took = time.perf_counter() - t0
+    if r is None:
+        return
+    if r.status_code == 200:
+        adv.runs.append(RunRecord(kind, adv.predictor.expected(explainer, raw), took, "200"))
+        return
+    if r.status_code != 202:
+        return
+    adv.accepted[(xff.rsplit(",", 1)[-1].strip(), int(time.perf_counter() // 60))] += 1
+    data = r.json()
+    status_url = str(data.get("status_url") or r.headers.get("location", ""))
+    expected = float(data.get("expected_s", "nan"))
+    if abandon:
+        adv.jobs.append((status_url, xff.rsplit(",", 1)[-1].strip()))
+        return
+    deadline = t0 + min(max(60.0, 10 * expected), 300.0)
+    outcome = "still running at 10× its prediction (or 300 s)"
+    try:
+        while time.perf_counter() < deadline:
+            await asyncio.sleep(0.5)
+            s = await send(adv, "adv:job-poll", c, "GET", status_url, headers=hdr)
+            if s is None or s.status_code == 404:  # not visible from this worker yet
+                continue
+            state = str(s.json().get("state", "?")) if s.status_code == 200 else str(s.status_code)
+            if state != "running":
+                error = f": {s.json().get('error')}" if "error" in s.text else ""
+                outcome = f"job {state}{error}"
+                break
+    except asyncio.CancelledError:  # the soak ended while this job ran: it is counted so far
+        outcome = "still running when the soak ended"
+        adv.runs.append(RunRecord(kind, expected, time.perf_counter() - t0, outcome))
+        raise
+    adv.runs.append(RunRecord(kind, expected, time.perf_counter() - t0, outcome))
+
+
+# --- the adversarial requests ------------------------------------------------------------
+
+Action = Callable[[Adversary, L.Client, random.Random, str], Awaitable[None]]
+
+
+async def a_sched(adv: Adversary, c: L.Client, rnd: random.Random, xff: str) -> None:
+    if rnd.random() < 0.3:  # the exact 90-byte body (stored after its first run)
+        t0 = time.perf_counter()
+        r = await send(adv, "adv:sched-90", c, "POST", "/api/v1/explainers/scheduler/run", SCHED_90)
+        if r is not None and r.status_code == 200:
+            raw = json.loads(SCHED_90)
+            pred = adv.predictor.expected("scheduler", raw)
+            adv.runs.append(RunRecord("adv:sched-90", pred, time.perf_counter() - t0, "200"))
+        return
+    mt = rnd.choice((300, 1_000, 3_000, 10_000, 100_000, 1_000_000))
+    raw = {
+        "config": {"num_gpu_blocks": 1_000_000},
+        "requests": [{"id": f"a{rnd.randrange(10**9)}", "prompt_tokens": 1, "max_tokens": mt}],
+    }
+    await run_and_follow(adv, c, "adv:sched-big", "scheduler", raw, xff)
+
+
+async def a_keepalive(adv: Adversary, c: L.Client, rnd: random.Random, xff: str) -> None:
+    if adv.keepalive is None:
+        return
+    raw = {**adv.keepalive, "until_ms": rnd.randrange(1_000_000, 3_600_000)}
+    await run_and_follow(adv, c, "adv:keepalive", "tcp", raw, xff)
+
+
+async def a_cwnd(adv: Adversary, c: L.Client, rnd: random.Random, xff: str) -> None:
+    if adv.largest is not None:
+        raw = {**adv.largest, "seed": rnd.randrange(10**6, 10**9)}
+        await run_and_follow(adv, c, "adv:cwnd-largest", "cwnd", raw, xff)
+
+
+async def a_export(adv: Adversary, c: L.Client, rnd: random.Random, xff: str) -> None:
+    hdr = {"X-Forwarded-For": xff}
+    raw: dict[str, Any] = {**PATH_BIG, "payload_bytes": rnd.randrange(1000, 1449)}
+    name = "path"
+    if adv.keepalive is not None and rnd.random() < 0.4:
+        raw, name = {**adv.keepalive, "until_ms": rnd.randrange(1_000_000, 3_600_000)}, "tcp"
+    q = {"explainer": name, "p": token(raw)}
+    what = rnd.choice(("png", "html"))
+    if what == "png":
+        q["step"] = str(rnd.randrange(0, 400))
+    url = f"/export/{what}?{urlencode(q)}"
+    r = await send(adv, f"adv:export-{what}", c, "GET", url, headers=hdr)
+    if r is not None and r.status_code == 200 and len(r.content) > 50_000_000:
+        adv.findings[f"an {what} export over 50 MB"] += 1
+
+
+async def a_abandon(adv: Adversary, c: L.Client, rnd: random.Random, xff: str) -> None:
+    if adv.largest is not None:
+        raw = {**adv.largest, "seed": rnd.randrange(10**6, 10**9)}
+        await run_and_follow(adv, c, "adv:abandoned", "cwnd", raw, xff, abandon=True)
+
+
+async def a_delete(adv: Adversary, c: L.Client, rnd: random.Random, xff: str) -> None:
+    """DELETE another client's job (as another address): the answer must not be 204."""
+    others = [(u, o) for u, o in adv.jobs if o != xff.rsplit(",", 1)[-1].strip()]
+    if not others:
+        return
+    url, _ = rnd.choice(others)
+    r = await send(adv, "adv:delete-other", c, "DELETE", url, headers={"X-Forwarded-For": xff})
+    if r is not None and r.status_code == 204:
+        adv.findings["DELETE of another client's job answered 204"] += 1
+
+
+async def a_spoof(adv: Adversary, c: L.Client, rnd: random.Random, xff: str) -> None:
+    """Long runs with a new left-most X-Forwarded-For hop each time (the right-most, the
+    address the proxy saw, stays): the per-client quota must still hold."""
+    spoofed = f"198.51.100.{rnd.randrange(1, 255)}, {xff}"
+    if adv.largest is not None:
+        raw = {**adv.largest, "seed": rnd.randrange(10**6, 10**9)}
+        await run_and_follow(adv, c, "adv:spoofed-xff", "cwnd", raw, spoofed, abandon=True)
+
+
+async def a_progress(adv: Adversary, c: L.Client, rnd: random.Random, xff: str) -> None:
+    """POST /api/v1/progress with only the consent cookie, 20 in a row (each a new session)."""
+    body = json.dumps({"walkthrough": adv.walkthrough, "step": 1}).encode()
+    for step in range(20):
+        if adv.left() <= 0:
+            return
+        c.cookies = {"stepscope_ok": "1"}
+        at = 1 + step % max(1, adv.steps - 1)
+        body = json.dumps({"walkthrough": adv.walkthrough, "step": at}).encode()
+        await send(
+            adv,
+            "adv:progress",
+            c,
+            "POST",
+            "/api/v1/progress",
+            body,
+            headers={"X-Forwarded-For": xff},
+        )
+
+
+def bad_bodies(adv: Adversary) -> list[tuple[str, str, bytes]]:
+    """(explainer, what, body) with 10**400 or a lone surrogate somewhere."""
+    sched = {"config": {"num_gpu_blocks": 1000}, "requests": [{"id": "a", "prompt_tokens": 1}]}
+    out = [
+        (
+            "scheduler",
+            "int max_tokens",
+            json.dumps(
+                {**sched, "requests": [{"id": "a", "prompt_tokens": 1, "max_tokens": BIG}]}
+            ).encode(),
+        ),
+        (
+            "scheduler",
+            "surrogate id",
+            json.dumps({**sched, "requests": [{"id": SURROGATE, "prompt_tokens": 1}]}).encode(),
+        ),
+        ("scheduler", "surrogate key", json.dumps({**sched, SURROGATE: 1}).encode()),
+        (
+            "scheduler",
+            "raw surrogate bytes",
+            b'{"config":{},"requests":[{"id":"\xed\xa0\x80","prompt_tokens":1}]}',
+        ),
+    ]
+    if adv.largest is not None:
+        out.append(
+            ("cwnd", "int duration_s", json.dumps({**adv.largest, "duration_s": BIG}).encode())
+        )
+        link = {**adv.largest["link"], "rate_mbps": BIG}
+        out.append(("cwnd", "int rate_mbps", json.dumps({**adv.largest, "link": link}).encode()))
+    if adv.keepalive is not None:
+        out.append(("tcp", "int until_ms", json.dumps({**adv.keepalive, "until_ms": BIG}).encode()))
+        out.append(("tcp", "surrogate key", json.dumps({**adv.keepalive, SURROGATE: 1}).encode()))
+    return out
+
+
+async def a_params(adv: Adversary, c: L.Client, rnd: random.Random, xff: str) -> None:
+    """10**400 and lone surrogates: in a JSON body, in a p= link, in a form field."""
+    name, _, body = rnd.choice(bad_bodies(adv))
+    hdr = {"X-Forwarded-For": xff}
+    await send(adv, "adv:bad-json", c, "POST", f"/api/v1/explainers/{name}/run", body, headers=hdr)
+    try:
+        p = base64.urlsafe_b64encode(body).decode().rstrip("=")
+    except ValueError:
+        return
+    link = rnd.choice((f"/explainers/{name}/custom?p={p}", f"/export/json?explainer={name}&p={p}"))
+    await send(adv, "adv:bad-link", c, "GET", link, headers=hdr)
+    form = f"action=validate&title=%ED%A0%80&{quote(SURROGATE, errors='surrogatepass')}=1"
+    form_hdr = {**hdr, "Origin": adv.base, "Sec-Fetch-Site": "same-origin"}
+    await send(
+        adv,
+        "adv:bad-form",
+        c,
+        "POST",
+        f"/explainers/{name}/edit",
+        form.encode(),
+        "application/x-www-form-urlencoded",
+        form_hdr,
+    )
+
+
+async def a_paths(adv: Adversary, c: L.Client, rnd: random.Random, xff: str) -> None:
+    """A 60 KB shared-scenario id (its 404 must not echo it) and a vendored package.json."""
+    big_id = "".join(rnd.choice("abcdefghjkmnpqrstuvwxyz23456789") for _ in range(60_000))
+    r = await send(adv, "adv:huge-id", c, "GET", f"/s/{big_id}", headers={"X-Forwarded-For": xff})
+    if r is not None and big_id[:2000] in r.text:
+        adv.findings["/s/<60 KB id> echoes the id"] += 1
+    for pkg in adv.vendor[:3]:
+        r = await send(adv, "adv:vendor-pkg", c, "GET", f"/vendor/{pkg}/package.json")
+        if r is not None and r.status_code == 200:
+            adv.findings[f"/vendor/{pkg}/package.json served"] += 1
+
+
+ACTIONS: dict[str, tuple[Action, int]] = {  # name: (action, weight)
+    "scheduler": (a_sched, 3),
+    "keepalive": (a_keepalive, 2),
+    "cwnd-largest": (a_cwnd, 1),
+    "export": (a_export, 1),
+    "abandon": (a_abandon, 1),
+    "delete-other": (a_delete, 2),
+    "spoof": (a_spoof, 1),
+    "progress": (a_progress, 2),
+    "bad-params": (a_params, 3),
+    "odd-paths": (a_paths, 1),
+}
+
+
+async def adversary(adv: Adversary, i: int, seed: int) -> None:
+    rnd = random.Random(seed * 1000 + i)
+    xff = f"10.0.{i // 250}.{i % 250 + 1}"  # the address a proxy on this host would append
+    # The first round sends each kind once, starting at a different one per client (so a short
+    # run still sends every kind); then each round sends every kind as often as its weight, in
+    # an order of the client's seed.
+    names = list(ACTIONS)
+    order = names[3 * i % len(names) :] + names[: 3 * i % len(names)]
+    async with L.new_client(adv.base, adv.timeout, 2) as c:
+        c.cookies["stepscope_ok"] = "1"
+        while adv.left() > 0:
+            for name in order:
+                if adv.left() <= 0:
+                    break
+                await ACTIONS[name][0](adv, c, rnd, xff)
+                await asyncio.sleep(rnd.uniform(0.2, 1.0))
+            order = [name for name, (_, weight) in ACTIONS.items() for _ in range(weight)]
+            rnd.shuffle(order)
+
+
+# --- setup, report, main -------------------------------------------------------------------
+
+
+async def prepare(base: str, args: argparse.Namespace, predictor: Predictor) -> Adversary:
+    info = await L.explainer_info(base)
+    largest = await L.largest_cwnd_run(base) if "cwnd" in info else None
+    keepalive = None
+    if "tcp" in info:
+        ka = next((p for p in info["tcp"]["presets"] if p["slug"] == "keepalive"), None)
+        if ka is not None:  # probes every second on a link that answers them, for an hour
+            keepalive = {**ka["params"], "network": []}
+            keepalive["sysctl"] = {
+                "tcp_keepalive_time_s": 1,
+                "tcp_keepalive_intvl_s": 1,
+                "tcp_keepalive_probes": 127,
+            }
+    async with L.new_client(base, 60) as c:
+        page = await c.get(info["skb"]["presets"][0]["url"])
+    vendor = sorted(
+        {a.split("/")[2] for a in L.ASSET_RE.findall(page.text) if a.startswith("/vendor/")}
+    )
+    return Adversary(
+        base=base,
+        stop_at=time.perf_counter() + args.duration,
+        timeout=args.timeout,
+        largest=largest,
+        keepalive=keepalive,
+        walkthrough=L.Player(page.text).walkthrough,
+        steps=L.Player(page.text).count,
+        vendor=vendor or ["htmx.org"],
+        predictor=predictor,
+    )
+
+
+def report_statuses(stats: list[L.Stats]) -> None:
+    print("\n== answers by request kind (status: count; 0 = no answer: timeout or dropped)")
+    bad: dict[str, int] = defaultdict(int)
+    for s in stats:
+        for kind in sorted(s.statuses):
+            codes = dict(sorted(s.statuses[kind].items()))
+            print(f"   {kind:<20} {codes}")
+            for code, n in codes.items():
+                if code == 500 or code not in DOCUMENTED:
+                    bad[f"{kind} → {code}"] += n
+    print(
+        f"   500s: {sum(n for k, n in bad.items() if k.endswith('→ 500'))} (target: 0); answers "
+        "outside 200/201/202/204/304/400/401/403/404/405/409/410/413/422/429/503: "
+        + (", ".join(f"{k}: {n}" for k, n in sorted(bad.items())) or "none")
+    )
+
+
+def report_cheap(stats: list[L.Stats]) -> None:
+    print("\n== cheap requests (target: p99 ≤ 500 ms)")
+    every: list[float] = []
+    for kind in CHEAP:
+        xs = sorted(x for s in stats for x in s.latencies.get(kind, []))
+        every += xs
+        if xs:
+            print(
+                f"   {kind:<16} n {len(xs):>6}  p50 {L.pct(xs, 50):6.0f}  p95 {L.pct(xs, 95):6.0f}"
+                f"  p99 {L.pct(xs, 99):6.0f} ms"
+            )
+    every.sort()
+    if every:
+        p99 = L.pct(every, 99)
+        verdict = "met" if p99 <= CHEAP_P99_MS else "NOT met"
+        print(
+            f"   all cheap: n {len(every)}, p50 {L.pct(every, 50):.0f}, p95 {L.pct(every, 95):.0f}, "
+            f"p99 {p99:.0f} ms ({verdict})"
+        )
+
+
+def report_rss(samples: list[L.Sample]) -> None:
+    print("\n== server RSS (all its processes), MB every 10 s")
+    if not samples:
+        print("   not measured (--url)")
+        return
+    tens = [s for s in samples if int(s[0]) % 10 == 0]
+    seen: dict[int, float] = {}
+    for t, mb, _ in tens:
+        seen.setdefault(int(t), mb)
+    print("   " + ", ".join(f"{t}s {mb:.0f}" for t, mb in sorted(seen.items())))
+    after = [mb for t, mb, _ in samples if t >= L.WARM_UP_S]
+    if len(after) >= 2:
+        low, top = min(after), max(after)
+        spread = 100 * (top - low) / low
+        verdict = "flat" if spread <= 20 else "NOT flat"
+        print(
+            f"   after the first {L.WARM_UP_S:.0f} s: {low:.0f}-{top:.0f} MB, within {spread:.0f} % "
+            f"({verdict}; target 20 %)"
+        )
+    else:
+        print(f"   the run is shorter than {L.WARM_UP_S:.0f} s: flatness not judged")
+
+
+def report_runs(adv: Adversary) -> None:
+    print(
+        f"\n== runs: measured vs predicted (flagged over {OVER:g}×; a 200 is timed from the "
+        "request, a job from its 202 to the poll that saw it end: ±0.5 s)"
+    )
+    by_kind: dict[str, list[RunRecord]] = defaultdict(list)
+    for r in adv.runs:
+        by_kind[r.kind].append(r)
+    flagged = 0
+    for kind, rs in sorted(by_kind.items()):
+        ratios = sorted(
+            r.measured_s / max(r.expected_s, 0.05) for r in rs if r.expected_s is not None
+        )
+        outcomes: dict[str, int] = defaultdict(int)
+        for r in rs:
+            outcomes[r.outcome[:60]] += 1
+        worst = max(rs, key=lambda r: r.measured_s)
+        print(
+            f"   {kind:<18} n {len(rs):>4}; measured/predicted p50 "
+            f"{(ratios[(len(ratios) - 1) // 2] if ratios else float('nan')):.2f}, max "
+            f"{(ratios[-1] if ratios else float('nan')):.2f}; slowest {worst.measured_s:.2f} s "
+            f"(predicted {worst.expected_s if worst.expected_s is not None else float('nan'):.2f} s); "
+            f"{dict(outcomes)}"
+        )
+        for r in rs:
+            if r.expected_s is not None and r.measured_s > OVER * max(r.expected_s, 0.05):
+                flagged += 1
+    print(
+        f"   runs over {OVER:g}× their prediction: {flagged} of "
+        f"{sum(1 for r in adv.runs if r.expected_s is not None)} (predictions under 50 ms count "
+        "as 50 ms: a request's own round trip)"
+    )
+    per_min = max(adv.accepted.values(), default=0)
+    print(
+        "   long runs accepted from one client address in one minute (all hops): "
+        f"max {per_min} (the quota: 6 by default)"
+    )
+    for what, n in sorted(adv.findings.items()):
+        print(f"   FINDING {what}: {n}")
+
+
+async def soak(args: argparse.Namespace, base: str, server: L.Server | None) -> None:
+    predictor = Predictor()
+    adv = await prepare(base, args, predictor)
+    info = await L.explainer_info(base)
+    t0 = time.perf_counter()
+    samples: list[L.Sample] = []
+    stop = asyncio.Event()
+    watch = ProcWatch(server.proc.pid) if server and server.proc else None
+    bg = [asyncio.create_task(L.sample_rss(server, samples, t0))]
+    if watch is not None:
+        bg.append(asyncio.create_task(watch.run(t0, stop)))
+    print(f"\nadversaries: {args.adversaries} clients for {args.duration:g} s (seed {args.seed})")
+    advs = [asyncio.create_task(adversary(adv, i, args.seed)) for i in range(args.adversaries)]
+    mixed = asyncio.create_task(L.mixed(base, args, info, server))
+    await asyncio.wait(advs, timeout=args.duration + 60)
+    adv.stats.ended = time.perf_counter()
+    for t in advs:
+        t.cancel()
+    await asyncio.gather(*advs, return_exceptions=True)
+    stats = await asyncio.wait_for(mixed, timeout=args.duration + 180)
+    stop.set()
+    for t in bg:
+        t.cancel()
+    await asyncio.gather(*bg, return_exceptions=True)
+    stats.report("mixed (alongside the adversaries)")
+    adv.stats.report("adversaries")
+    if watch is not None:
+        watch.sample(time.perf_counter() - t0)
+        watch.report()
+    report_statuses([stats, adv.stats])
+    report_cheap([stats, adv.stats])
+    report_rss(samples)
+    report_runs(adv)
+    if server is not None:
+        print("\n   " + server.log_summary())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--url", help="a running server (loopback only); else one is started")
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--duration", type=float, default=600.0, help="s (600)")
+    ap.add_argument("--connections", type=int, default=100, help="mixed load clients (100)")
+    ap.add_argument("--large", type=int, default=8, help="mixed clients sending the largest run")
+    ap.add_argument("--adversaries", type=int, default=6, help="adversarial clients (6)")
+    ap.add_argument("--seed", type=int, default=24)
+    ap.add_argument("--timeout", type=float, default=60.0, help="per request, s")
+    args = ap.parse_args()
+    args.connections = min(args.connections, MAX_CLIENTS)
+    args.adversaries = min(args.adversaries, MAX_CLIENTS - args.connections)
+    args.large = min(args.large, args.connections)
+    random.seed(args.seed)
+    server = None
+    if args.url:
+        L.check_loopback(args.url)
+        base = args.url.rstrip("/")
+    else:
+        server = L.Server(args.workers, ["--no-proxy-headers"])
+        server.env["APP_TRUSTED_PROXIES"] = '["127.0.0.1"]'  # a reverse proxy on this host
+        print(f"starting the app on {server.url} with {args.workers} workers (SQLite, WAL)")
+        server.start()
+        base = server.url
+        print(f"ready {server.wait_ready():.1f} s after it answered")
+    try:
+        asyncio.run(soak(args, base, server))
+    finally:
+        if server:
+            server.stop()
+
+
+if __name__ == "__main__":
+    main()
