@@ -37,10 +37,9 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from app.sim.congestion.flow import CA_CWR, CA_DISORDER, CA_OPEN, CA_RECOVERY, Flow, ss_or_none
+from app.sim.congestion.flow import CA_CWR, CA_DISORDER, CA_RECOVERY, Flow, ss_or_none
 from app.sim.congestion.red import DROP, MARK, Red
 from app.sim.core.i18n import msg
-from app.sim.core.tcp import TCP_INFINITE_SSTHRESH
 
 if TYPE_CHECKING:
     from app.sim.congestion.receiver import Receiver
@@ -191,10 +190,7 @@ def enter_cwr(eng: Recovery, f: Flow, now: float) -> None:
 def end_cwr(f: Flow, now: float, eng: Recovery) -> None:
     """tcp_end_cwnd_reduction (tcp_input.c:2651), then state Open: cwnd = ssthresh, unless
     the ops table has cong_control (BBR keeps its own cwnd)."""
-    before = f.cwnd
-    if f.cong_control is None and f.ssthresh < TCP_INFINITE_SSTHRESH:
-        f.cwnd = f.ssthresh
-    eng.set_ca_state(f, CA_OPEN, now)
+    before = eng.end_cwnd_reduction(f, now)
     f.event(
         "cwr_exit",
         now,

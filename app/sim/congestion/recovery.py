@@ -119,14 +119,19 @@ class Recovery(Sender):
             self.ca_state_machine(f, now)
         return newly_lost
 
+    def end_cwnd_reduction(self, f: Flow, now: float) -> int:
+        """tcp_end_cwnd_reduction, then state Open: cwnd = ssthresh, unless cong_control keeps
+        its own cwnd (BBR). Returns the cwnd before, for the event."""
+        before = f.cwnd
+        if f.cong_control is None and f.ssthresh < TCP_INFINITE_SSTHRESH:
+            f.cwnd = f.ssthresh
+        self.set_ca_state(f, CA_OPEN, now)
+        return before
+
     def ca_state_machine(self, f: Flow, now: float) -> None:
         state = f.ca_state
         if state == CA_RECOVERY and f.snd_una >= f.high_seq:
-            # tcp_end_cwnd_reduction: cwnd = ssthresh, unless cong_control keeps its own cwnd
-            before = f.cwnd
-            if f.cong_control is None and f.ssthresh < TCP_INFINITE_SSTHRESH:
-                f.cwnd = f.ssthresh
-            self.set_ca_state(f, CA_OPEN, now)
+            before = self.end_cwnd_reduction(f, now)
             f.event(
                 "recovery_exit",
                 now,
