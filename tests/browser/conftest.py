@@ -53,7 +53,13 @@ class LiveServer:
 @pytest.fixture(scope="session")
 def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     db = tmp_path_factory.mktemp("live") / "live.db"
-    with LiveServer(create_app(Settings(database_url=f"sqlite:///{db}"))) as server:
+    # One server serves every browser test of a pytest worker, all from 127.0.0.1: the per-client
+    # quotas (tested on their own apps in tests/web) would otherwise refuse a test for what the
+    # tests before it ran in the same minute (a long-walk PNG got 429 on CI).
+    settings = Settings(
+        database_url=f"sqlite:///{db}", expensive_runs_per_minute=1000, sessions_per_client=100_000
+    )
+    with LiveServer(create_app(settings)) as server:
         yield server
 
 

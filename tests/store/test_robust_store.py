@@ -101,6 +101,11 @@ def test_an_undecodable_stored_trace_is_run_again_and_replaced(
     again = client.post("/api/v1/explainers/skb/run", json=SKB)
     assert again.status_code == 200, again.text
     assert again.json() == fresh.json()
+    # The answer can leave before the run's done-callback has written the store (a Future wakes
+    # its waiters first, then runs its callbacks): wait for the row, up to 10 s.
+    deadline = time.monotonic() + 10
+    while _stored(engine, key) is None and time.monotonic() < deadline:
+        time.sleep(0.02)
     replaced = decode_trace(_stored(engine, key) or b"")
     assert replaced.explainer == "skb" and len(replaced.frames) == len(sim.run(params).frames)
 
