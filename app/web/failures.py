@@ -27,6 +27,7 @@ from app.sim.core import msg
 from app.store import health
 from app.web import i18n
 from app.web.errors import response_language, wants_json
+from app.web.jsonguard import params_location
 from app.web.security import security_headers
 from app.web.simproc import SimLimitExceeded, SimProcessDied
 
@@ -62,7 +63,7 @@ def _service_unavailable(request: Request, text: str, retry_after: int) -> Respo
 def install(app: FastAPI) -> None:
     @app.exception_handler(SimLimitExceeded)
     async def _over_limit(request: Request, exc: SimLimitExceeded) -> Response:
-        where = "body" if request.method in ("POST", "PUT", "PATCH") else "query"
+        where = params_location(request)
         lang = response_language(request)
         token = i18n.use(lang)
         try:
