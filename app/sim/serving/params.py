@@ -37,6 +37,23 @@ MAX_TOKEN_ID = 2**31 - 1
 MAX_ARRIVAL_STEP = 10_000_000
 MAX_ARRIVAL_TIME_S = 1e7
 MAX_PRIORITY = 2**31
+MAX_BLOCK_SIZE = 1024
+MAX_KV_BYTES_PER_TOKEN = 2**30
+# The latency model's numbers: (lowest, highest); the lowest is excluded for LATENCY_POSITIVE
+LATENCY_RANGES: dict[str, tuple[float, float]] = {
+    "model_params_billion": (0, 1e5),
+    "bytes_per_param": (0, 64),
+    "gpu_tflops": (0, 1e7),
+    "gpu_bandwidth_gbps": (0, 1e7),
+    "mfu": (0, 1),
+    "step_overhead_ms": (0, 1e6),
+    "base_ms": (0, 1e6),
+    "prefill_token_ms": (0, 1e6),
+    "decode_token_ms": (0, 1e6),
+}
+LATENCY_POSITIVE = frozenset(
+    ("model_params_billion", "bytes_per_param", "gpu_tflops", "gpu_bandwidth_gbps", "mfu")
+)
 
 Policy = Literal["fcfs", "priority"]
 Batching = Literal["continuous", "static"]
@@ -288,7 +305,7 @@ def _parse_config(c: _Checker, raw: Any) -> SchedulerConfig:
             raw, "max_num_batched_tokens", loc, d.max_num_batched_tokens, ge=1, le=MAX_BUDGET
         ),
         max_num_seqs=c.integer(raw, "max_num_seqs", loc, d.max_num_seqs, ge=1, le=MAX_REQUESTS),
-        block_size=c.integer(raw, "block_size", loc, d.block_size, ge=1, le=1024),
+        block_size=c.integer(raw, "block_size", loc, d.block_size, ge=1, le=MAX_BLOCK_SIZE),
         num_gpu_blocks=c.integer(
             raw, "num_gpu_blocks", loc, d.num_gpu_blocks, ge=2, le=MAX_GPU_BLOCKS
         ),
@@ -460,32 +477,28 @@ def _parse_latency(c: _Checker, raw: Any) -> LatencyParams:
         return d
     c.unknown(raw, _LATENCY_KEYS, loc)
     mode = c.choice(raw, "mode", loc, d.mode, ("roofline", "linear"))
+
+    def real(key: str) -> float:
+        lo, hi = LATENCY_RANGES[key]
+        default: float = getattr(d, key)
+        if key in LATENCY_POSITIVE:
+            return c.number_or_default(raw, key, loc, default, gt=lo, le=hi)
+        return c.number_or_default(raw, key, loc, default, ge=lo, le=hi)
+
     return LatencyParams(
         mode="linear" if mode == "linear" else "roofline",
-        model_params_billion=c.number_or_default(
-            raw, "model_params_billion", loc, d.model_params_billion, gt=0, le=1e5
-        ),
-        bytes_per_param=c.number_or_default(
-            raw, "bytes_per_param", loc, d.bytes_per_param, gt=0, le=64
-        ),
-        gpu_tflops=c.number_or_default(raw, "gpu_tflops", loc, d.gpu_tflops, gt=0, le=1e7),
-        gpu_bandwidth_gbps=c.number_or_default(
-            raw, "gpu_bandwidth_gbps", loc, d.gpu_bandwidth_gbps, gt=0, le=1e7
-        ),
-        mfu=c.number_or_default(raw, "mfu", loc, d.mfu, gt=0, le=1),
+        model_params_billion=real("model_params_billion"),
+        bytes_per_param=real("bytes_per_param"),
+        gpu_tflops=real("gpu_tflops"),
+        gpu_bandwidth_gbps=real("gpu_bandwidth_gbps"),
+        mfu=real("mfu"),
         kv_bytes_per_token=c.integer(
-            raw, "kv_bytes_per_token", loc, d.kv_bytes_per_token, ge=0, le=2**30
+            raw, "kv_bytes_per_token", loc, d.kv_bytes_per_token, ge=0, le=MAX_KV_BYTES_PER_TOKEN
         ),
-        step_overhead_ms=c.number_or_default(
-            raw, "step_overhead_ms", loc, d.step_overhead_ms, ge=0, le=1e6
-        ),
-        base_ms=c.number_or_default(raw, "base_ms", loc, d.base_ms, ge=0, le=1e6),
-        prefill_token_ms=c.number_or_default(
-            raw, "prefill_token_ms", loc, d.prefill_token_ms, ge=0, le=1e6
-        ),
-        decode_token_ms=c.number_or_default(
-            raw, "decode_token_ms", loc, d.decode_token_ms, ge=0, le=1e6
-        ),
+        step_overhead_ms=real("step_overhead_ms"),
+        base_ms=real("base_ms"),
+        prefill_token_ms=real("prefill_token_ms"),
+        decode_token_ms=real("decode_token_ms"),
     )
 
 

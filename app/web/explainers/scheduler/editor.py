@@ -5,12 +5,15 @@ checkboxes (a box left at vLLM's default sends nothing), token-id lists are runs
 
 from __future__ import annotations
 
-from app.sim.core import msg
+from app.sim.core import Message, msg
 from app.sim.serving.params import (
+    LATENCY_RANGES,
     MAX_ARRIVAL_STEP,
     MAX_ARRIVAL_TIME_S,
+    MAX_BLOCK_SIZE,
     MAX_BUDGET,
     MAX_GPU_BLOCKS,
+    MAX_KV_BYTES_PER_TOKEN,
     MAX_MODEL_LEN,
     MAX_PRIORITY,
     MAX_REQUESTS,
@@ -45,7 +48,12 @@ CONFIG = Group(
             max=MAX_REQUESTS,
         ),
         FieldSpec(
-            key="block_size", label=msg("block_size"), kind="int", unit=_TOKENS, min=1, max=1024
+            key="block_size",
+            label=msg("block_size"),
+            kind="int",
+            unit=_TOKENS,
+            min=1,
+            max=MAX_BLOCK_SIZE,
         ),
         FieldSpec(
             key="num_gpu_blocks",
@@ -112,6 +120,14 @@ CONFIG = Group(
 )
 
 _MS = msg("ms")
+
+
+def _latency(key: str, label: Message, unit: Message | None = None) -> FieldSpec:
+    """A latency-model number's input, its range the one ``parse`` checks."""
+    lo, hi = LATENCY_RANGES[key]
+    return FieldSpec(key=key, label=label, unit=unit, min=lo, max=hi)
+
+
 LATENCY = Group(
     key="latency",
     legend=msg("Latency model (leave empty for an 8B model on one H100)"),
@@ -122,35 +138,23 @@ LATENCY = Group(
             kind="choice",
             choices=("roofline", "linear"),
         ),
-        FieldSpec(
-            key="model_params_billion",
-            label=msg("model_params_billion"),
-            unit=msg("billion"),
-            min=0,
-            max=1e5,
-        ),
-        FieldSpec(key="bytes_per_param", label=msg("bytes_per_param"), min=0, max=64),
-        FieldSpec(key="gpu_tflops", label=msg("gpu_tflops"), unit=msg("TFLOP/s"), min=0, max=1e7),
-        FieldSpec(
-            key="gpu_bandwidth_gbps",
-            label=msg("gpu_bandwidth_gbps"),
-            unit=msg("GB/s"),
-            min=0,
-            max=1e7,
-        ),
-        FieldSpec(key="mfu", label=msg("mfu"), unit=msg("fraction 0–1"), min=0, max=1),
+        _latency("model_params_billion", msg("model_params_billion"), msg("billion")),
+        _latency("bytes_per_param", msg("bytes_per_param")),
+        _latency("gpu_tflops", msg("gpu_tflops"), msg("TFLOP/s")),
+        _latency("gpu_bandwidth_gbps", msg("gpu_bandwidth_gbps"), msg("GB/s")),
+        _latency("mfu", msg("mfu"), msg("fraction 0–1")),
         FieldSpec(
             key="kv_bytes_per_token",
             label=msg("kv_bytes_per_token"),
             kind="int",
             unit=msg("bytes"),
             min=0,
-            max=2**30,
+            max=MAX_KV_BYTES_PER_TOKEN,
         ),
-        FieldSpec(key="step_overhead_ms", label=msg("step_overhead_ms"), unit=_MS, min=0, max=1e6),
-        FieldSpec(key="base_ms", label=msg("base_ms"), unit=_MS, min=0, max=1e6),
-        FieldSpec(key="prefill_token_ms", label=msg("prefill_token_ms"), unit=_MS, min=0, max=1e6),
-        FieldSpec(key="decode_token_ms", label=msg("decode_token_ms"), unit=_MS, min=0, max=1e6),
+        _latency("step_overhead_ms", msg("step_overhead_ms"), _MS),
+        _latency("base_ms", msg("base_ms"), _MS),
+        _latency("prefill_token_ms", msg("prefill_token_ms"), _MS),
+        _latency("decode_token_ms", msg("decode_token_ms"), _MS),
     ),
 )
 
