@@ -223,10 +223,6 @@ def gettext_for(lang: str | None = None) -> Callable[[str], str]:
     return translations(lang or current()).gettext
 
 
-def ngettext_for(lang: str | None = None) -> Callable[[str, str, int], str]:
-    return translations(lang or current()).ngettext
-
-
 def render(message: Message | str, lang: str | None = None) -> str:
     """A message (or a plain string, unchanged) in ``lang`` / the request's language."""
     if isinstance(message, Message):

@@ -11,6 +11,14 @@ from typing import Any, TypeVar
 
 from app.sim.core.errors import ParamError, ParamIssue
 from app.sim.core.i18n import Message, msg
+from app.sim.core.tcp import (
+    TCP_FIN_TIMEOUT_S,
+    TCP_KEEPALIVE_INTVL_S,
+    TCP_KEEPALIVE_PROBES,
+    TCP_KEEPALIVE_TIME_S,
+    TCP_SYN_RETRIES,
+    TCP_SYNACK_RETRIES,
+)
 
 ENDPOINTS = ("client", "server")
 CALLS = ("listen", "connect", "accept", "send", "recv", "shutdown", "close", "abort")
@@ -59,12 +67,12 @@ class NetEvent:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Sysctls:
-    tcp_syn_retries: int = 6
-    tcp_synack_retries: int = 5
-    tcp_fin_timeout_s: float = 60.0
-    tcp_keepalive_time_s: float = 7200.0
-    tcp_keepalive_intvl_s: float = 75.0
-    tcp_keepalive_probes: int = 9
+    tcp_syn_retries: int = TCP_SYN_RETRIES
+    tcp_synack_retries: int = TCP_SYNACK_RETRIES
+    tcp_fin_timeout_s: float = TCP_FIN_TIMEOUT_S
+    tcp_keepalive_time_s: float = TCP_KEEPALIVE_TIME_S
+    tcp_keepalive_intvl_s: float = TCP_KEEPALIVE_INTVL_S
+    tcp_keepalive_probes: int = TCP_KEEPALIVE_PROBES
     tcp_syncookies: int = 1
     tcp_abort_on_overflow: bool = False
 
