@@ -23,7 +23,7 @@ from app.sim.tcp.params import (
     SYSCTL_INT_LIMITS,
 )
 from app.sim.tcp.state import TcpState
-from app.web.editor import EditorSpec, FieldSpec, Group, Rows
+from app.web.editor import EditorSpec, FieldSpec, Group, Rows, number, whole
 from app.web.explainers.tcp.picture import picture
 from app.web.plugin import Thumbnail, WebView
 
@@ -61,9 +61,9 @@ def _sysctl(key: str, label: Message, unit: Message | None = None) -> FieldSpec:
     """A sysctl's input, its range the one ``parse`` checks."""
     if key in SYSCTL_INT_LIMITS:
         lo, hi = SYSCTL_INT_LIMITS[key]
-        return FieldSpec(key=key, label=label, kind="int", unit=unit, min=lo, max=hi)
+        return whole(key, label, lo, hi, unit=unit)
     flo, fhi = SYSCTL_FLOAT_LIMITS[key]
-    return FieldSpec(key=key, label=label, unit=unit or _S, min=flo, max=fhi)
+    return number(key, label, flo, fhi, unit=unit or _S)
 
 
 _SYSCTL_FIELDS = (
@@ -83,38 +83,12 @@ EDITOR = EditorSpec(
             key=None,
             legend=msg("Run"),
             fields=(
-                FieldSpec(
-                    key="until_ms", label=msg("run until"), unit=_MS, min=0, max=MAX_UNTIL_MS
-                ),
-                FieldSpec(
-                    key="rtt_ms",
-                    label=msg("RTT"),
-                    unit=_MS,
-                    min=RTT_MS_RANGE[0],
-                    max=RTT_MS_RANGE[1],
-                ),
-                FieldSpec(
-                    key="mss",
-                    label=msg("MSS"),
-                    kind="int",
-                    unit=_BYTES,
-                    min=MSS_RANGE[0],
-                    max=MSS_RANGE[1],
-                ),
-                FieldSpec(
-                    key="rcvbuf",
-                    label=msg("receive buffer"),
-                    kind="int",
-                    unit=_BYTES,
-                    min=1,
-                    max=MAX_RCVBUF,
-                ),
-                FieldSpec(
-                    key="client_iss", label=msg("client ISS"), kind="int", min=0, max=MAX_ISS
-                ),
-                FieldSpec(
-                    key="server_iss", label=msg("server ISS"), kind="int", min=0, max=MAX_ISS
-                ),
+                number("until_ms", msg("run until"), 0, MAX_UNTIL_MS, unit=_MS),
+                number("rtt_ms", msg("RTT"), RTT_MS_RANGE[0], RTT_MS_RANGE[1], unit=_MS),
+                whole("mss", msg("MSS"), MSS_RANGE[0], MSS_RANGE[1], unit=_BYTES),
+                whole("rcvbuf", msg("receive buffer"), 1, MAX_RCVBUF, unit=_BYTES),
+                whole("client_iss", msg("client ISS"), 0, MAX_ISS),
+                whole("server_iss", msg("server ISS"), 0, MAX_ISS),
             ),
         ),
         Group(
@@ -129,7 +103,7 @@ EDITOR = EditorSpec(
             legend=msg("Script: socket calls"),
             item=msg("call"),
             fields=(
-                FieldSpec(key="t_ms", label=msg("at"), unit=_MS, min=0, max=MAX_UNTIL_MS),
+                number("t_ms", msg("at"), 0, MAX_UNTIL_MS, unit=_MS),
                 FieldSpec(
                     key="endpoint",
                     label=msg("endpoint"),
@@ -138,21 +112,11 @@ EDITOR = EditorSpec(
                     labels=_WHO,
                 ),
                 FieldSpec(key="call", label=msg("call"), kind="choice", choices=CALLS),
-                FieldSpec(key="bytes", label=msg("bytes"), kind="int", min=1, max=MAX_BYTES),
+                whole("bytes", msg("bytes"), 1, MAX_BYTES),
                 FieldSpec(key="how", label=msg("how"), kind="choice", choices=HOWS),
-                FieldSpec(
-                    key="backlog", label=msg("backlog"), kind="int", min=0, max=MAX_LISTEN_QUEUE
-                ),
-                FieldSpec(
-                    key="queued",
-                    label=msg("already queued"),
-                    kind="int",
-                    min=0,
-                    max=MAX_LISTEN_QUEUE,
-                ),
-                FieldSpec(
-                    key="half_open", label=msg("half-open"), kind="int", min=0, max=MAX_LISTEN_QUEUE
-                ),
+                whole("backlog", msg("backlog"), 0, MAX_LISTEN_QUEUE),
+                whole("queued", msg("already queued"), 0, MAX_LISTEN_QUEUE),
+                whole("half_open", msg("half-open"), 0, MAX_LISTEN_QUEUE),
                 FieldSpec(key="nonblock", label=msg("O_NONBLOCK"), kind="bool"),
                 FieldSpec(key="keepalive", label=msg("SO_KEEPALIVE"), kind="bool"),
             ),
@@ -172,13 +136,9 @@ EDITOR = EditorSpec(
                 FieldSpec(
                     key="from", label=msg("sent by"), kind="choice", choices=ENDPOINTS, labels=_WHO
                 ),
-                FieldSpec(
-                    key="nth", label=msg("its segment number"), kind="int", min=1, max=MAX_NTH
-                ),
-                FieldSpec(
-                    key="count", label=msg("segments in a row"), kind="int", min=1, max=MAX_NTH
-                ),
-                FieldSpec(key="ms", label=msg("extra delay"), unit=_MS, min=0, max=MAX_UNTIL_MS),
+                whole("nth", msg("its segment number"), 1, MAX_NTH),
+                whole("count", msg("segments in a row"), 1, MAX_NTH),
+                number("ms", msg("extra delay"), 0, MAX_UNTIL_MS, unit=_MS),
             ),
             new_row={"drop": {"from": "client", "nth": 1}},
             max_rows=MAX_EVENTS,
