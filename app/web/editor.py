@@ -60,6 +60,30 @@ class FieldSpec:
     default: bool = False
 
 
+def whole(
+    key: str,
+    label: Message,
+    lo: float | None = None,
+    hi: float | None = None,
+    *,
+    unit: Message | None = None,
+) -> FieldSpec:
+    """A whole-number input, ``lo`` to ``hi`` (each optional)."""
+    return FieldSpec(key=key, label=label, kind="int", unit=unit, min=lo, max=hi)
+
+
+def number(
+    key: str,
+    label: Message,
+    lo: float | None = None,
+    hi: float | None = None,
+    *,
+    unit: Message | None = None,
+) -> FieldSpec:
+    """A number input, ``lo`` to ``hi`` (each optional)."""
+    return FieldSpec(key=key, label=label, unit=unit, min=lo, max=hi)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OneOf:
     """One value stored under whichever of ``keys`` the user picks (exactly one is sent)."""

@@ -23,6 +23,7 @@ from app.sim.core.validate import scrub
 from app.store import repo
 from app.web import i18n
 from app.web.jobowners import client_of, owners_of
+from app.web.jsonguard import params_location
 from app.web.runs import Busy, CrossSite, JobStarted, RateLimited
 from app.web.sources import ScenarioNotFound
 
@@ -99,8 +100,7 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(ParamError)
     async def _param_error(request: Request, exc: ParamError) -> Response:
-        # Parameters of a GET come from the query string; of a POST, from the body.
-        where = "body" if request.method in ("POST", "PUT", "PATCH") else "query"
+        where = params_location(request)
         lang = response_language(request)
         token = i18n.use(lang)
         try:

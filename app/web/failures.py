@@ -21,12 +21,14 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from app.sim.core import msg
 from app.store import health
 from app.web import i18n
+from app.web.asgi import HttpMiddleware
 from app.web.errors import response_language, wants_json
+from app.web.jsonguard import params_location
 from app.web.security import security_headers
 from app.web.simproc import SimLimitExceeded, SimProcessDied
 
@@ -62,7 +64,7 @@ def _service_unavailable(request: Request, text: str, retry_after: int) -> Respo
 def install(app: FastAPI) -> None:
     @app.exception_handler(SimLimitExceeded)
     async def _over_limit(request: Request, exc: SimLimitExceeded) -> Response:
-        where = "body" if request.method in ("POST", "PUT", "PATCH") else "query"
+        where = params_location(request)
         lang = response_language(request)
         token = i18n.use(lang)
         try:
@@ -89,17 +91,11 @@ def install(app: FastAPI) -> None:
     app.add_middleware(StoreDownGuard)
 
 
-class StoreDownGuard:
+class StoreDownGuard(HttpMiddleware):
     """Pure ASGI, outermost: a store error raised before the response started (in middleware,
     where the exception handlers do not reach) becomes a 503 with ``Retry-After``."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = False
 
         async def watch(message: Message) -> None:

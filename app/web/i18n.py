@@ -30,11 +30,12 @@ from http.cookies import SimpleCookie
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode
 
-from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as AsgiMessage
+from starlette.types import Receive, Scope, Send
 
 from app.sim.core import Message
 from app.sim.core.i18n import reader_gettext
+from app.web.asgi import HttpMiddleware
 
 LOCALE_DIR = Path(__file__).resolve().parent.parent / "locale"
 DOMAIN = "messages"
@@ -117,16 +118,10 @@ def parse_cookies(header: str) -> dict[str, str]:
     return {k: m.value for k, m in jar.items()}
 
 
-class LanguageMiddleware:
+class LanguageMiddleware(HttpMiddleware):
     """Resolve the language once per HTTP request; remember an explicit ``?lang=``."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         choice = choose(
             scope.get("query_string", b"").decode("latin-1"),
@@ -221,10 +216,6 @@ def language_of(scope_or_request: object) -> str:
 def gettext_for(lang: str | None = None) -> Callable[[str], str]:
     """``gettext`` of ``lang`` (default: the current request's language)."""
     return translations(lang or current()).gettext
-
-
-def ngettext_for(lang: str | None = None) -> Callable[[str, str, int], str]:
-    return translations(lang or current()).ngettext
 
 
 def render(message: Message | str, lang: str | None = None) -> str:

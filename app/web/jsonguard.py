@@ -19,6 +19,12 @@ from app.sim.core.validate import unsafe_json_issues
 BODY_METHODS = frozenset(("POST", "PUT", "PATCH"))
 
 
+def params_location(request: Request) -> str:
+    """Where a request's parameters came from, as an error's ``loc`` starts: ``body`` for a
+    POST (PUT, PATCH), ``query`` for a GET."""
+    return "body" if request.method in BODY_METHODS else "query"
+
+
 def is_json(content_type: str) -> bool:
     kind = content_type.split(";", 1)[0].strip().lower()
     return kind == "application/json" or (

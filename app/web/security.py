@@ -25,6 +25,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.settings import Settings
+from app.web.asgi import HttpMiddleware
 
 EMBED_PREFIX = "/embed/"
 _BASE_CSP = (
@@ -58,17 +59,11 @@ def security_headers(path: str) -> list[tuple[bytes, bytes]]:
     ]
 
 
-class SecurityHeaders:
+class SecurityHeaders(HttpMiddleware):
     """Add :func:`security_headers` to each response. The policy is decided here alone: a CSP or
     X-Frame-Options an inner layer set is replaced; other headers the app set are kept."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         extra = security_headers(scope.get("path", ""))
 
         async def send_with_headers(message: Message) -> None:
@@ -114,7 +109,7 @@ async def send_too_large(scope: Scope, send: Send, limit: int) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-class BodyLimit:
+class BodyLimit(HttpMiddleware):
     """Refuse request bodies over ``limit`` bytes with 413 before the app sees any of it.
 
     The body (at most ``limit`` bytes) is read first and handed on whole, so the app never
@@ -122,13 +117,10 @@ class BodyLimit:
     """
 
     def __init__(self, app: ASGIApp, limit: int) -> None:
-        self.app = app
+        super().__init__(app)
         self.limit = limit
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         for name, value in scope.get("headers", []):
             if name == b"content-length":
                 try:

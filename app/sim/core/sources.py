@@ -25,6 +25,10 @@ class SourceProject:
     def label(self) -> str:
         return f"{self.name} {self.version.removeprefix('v')}"
 
+    def ref(self, function: str, path: str, line: int) -> SourceRef:
+        """A citation of ``function``, defined at ``path``:``line`` in this project."""
+        return SourceRef(function=function, path=path, line=line, project=self)
+
 
 LINUX_6_4 = SourceProject(
     key="linux",

@@ -20,14 +20,13 @@ request's stop ids), with ``eos_position`` (1-based) forcing EOS at that output 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from app.sim.core import Message, msg
-from app.sim.core.errors import ParamError, ParamIssue
-from app.sim.core.validate import describe
+from app.sim.core import msg
+from app.sim.core.errors import ParamError
+from app.sim.core.validate import Checker, describe
 
 MAX_REQUESTS = 50_000
 MAX_TOKENS_PER_REQUEST = 1_000_000
@@ -38,6 +37,23 @@ MAX_TOKEN_ID = 2**31 - 1
 MAX_ARRIVAL_STEP = 10_000_000
 MAX_ARRIVAL_TIME_S = 1e7
 MAX_PRIORITY = 2**31
+MAX_BLOCK_SIZE = 1024
+MAX_KV_BYTES_PER_TOKEN = 2**30
+# The latency model's numbers: (lowest, highest); the lowest is excluded for LATENCY_POSITIVE
+LATENCY_RANGES: dict[str, tuple[float, float]] = {
+    "model_params_billion": (0, 1e5),
+    "bytes_per_param": (0, 64),
+    "gpu_tflops": (0, 1e7),
+    "gpu_bandwidth_gbps": (0, 1e7),
+    "mfu": (0, 1),
+    "step_overhead_ms": (0, 1e6),
+    "base_ms": (0, 1e6),
+    "prefill_token_ms": (0, 1e6),
+    "decode_token_ms": (0, 1e6),
+}
+LATENCY_POSITIVE = frozenset(
+    ("model_params_billion", "bytes_per_param", "gpu_tflops", "gpu_bandwidth_gbps", "mfu")
+)
 
 Policy = Literal["fcfs", "priority"]
 Batching = Literal["continuous", "static"]
@@ -165,33 +181,12 @@ class SchedulerParams:
 # --- validation -------------------------------------------------------------------------------
 
 
-def _bound(text: str, key: str, limit: float, v: float) -> Message:
-    """A number out of its range: the id (one of validate's) with no unit."""
-    return Message(text, {"key": key, "limit": limit, "unit": "", "v": v})
-
-
 Loc = tuple[str | int, ...]
 
 
-class _Checker:
-    def __init__(self) -> None:
-        self.issues: list[ParamIssue] = []
-
-    def add(self, loc: Loc, text: Message) -> None:
-        self.issues.append(ParamIssue(loc=loc, msg=text))
-
-    def unknown(self, raw: Mapping[str, Any], allowed: tuple[str, ...], loc: Loc) -> None:
-        for key in raw:
-            if key not in allowed:
-                name = str(key)[:30]
-                self.add(
-                    (*loc, str(key)),
-                    msg(
-                        "unknown field {field}; valid fields: {allowed}",
-                        field=repr(name),
-                        allowed=", ".join(allowed),
-                    ),
-                )
+class _Checker(Checker):
+    """validate's Checker, where a value out of its range stands in as its default (so no
+    later check reasons from it), plus the scheduler's own kinds of field."""
 
     def integer(
         self,
@@ -203,27 +198,11 @@ class _Checker:
         ge: int | None = None,
         le: int | None = None,
     ) -> int:
-        here = (*loc, key)
-        if key not in raw:
-            return default
-        v = raw[key]
-        if isinstance(v, float) and v.is_integer():
-            v = int(v)
-        if not isinstance(v, int) or isinstance(v, bool):
-            self.add(
-                here,
-                msg("{key} must be a whole number; you gave {what}", key=key, what=describe(v)),
-            )
-            return default
-        if ge is not None and v < ge:
-            self.add(here, msg("{key} must be ≥ {limit}; you gave {v}", key=key, limit=ge, v=v))
-            return default
-        if le is not None and v > le:
-            self.add(here, msg("{key} must be ≤ {limit}; you gave {v}", key=key, limit=le, v=v))
-            return default
-        return v
+        before = len(self.issues)
+        v = super().integer(raw, key, loc, default=default, ge=ge, le=le)
+        return v if len(self.issues) == before else default
 
-    def number(
+    def number_or_default(
         self,
         raw: Mapping[str, Any],
         key: str,
@@ -235,27 +214,14 @@ class _Checker:
         lt: float | None = None,
         le: float | None = None,
     ) -> float:
-        here = (*loc, key)
-        if key not in raw:
-            return default
-        v = raw[key]
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
-            self.add(
-                here, msg("{key} must be a number; you gave {what}", key=key, what=describe(v))
-            )
-            return default
-        f = float(v)
-        if ge is not None and f < ge:
-            self.add(here, _bound("{key} must be ≥ {limit:g}{unit}; you gave {v:g}", key, ge, f))
-        elif gt is not None and f <= gt:
-            self.add(here, _bound("{key} must be > {limit:g}{unit}; you gave {v:g}", key, gt, f))
-        elif lt is not None and f >= lt:
-            self.add(here, _bound("{key} must be < {limit:g}{unit}; you gave {v:g}", key, lt, f))
-        elif le is not None and f > le:
-            self.add(here, _bound("{key} must be ≤ {limit:g}{unit}; you gave {v:g}", key, le, f))
-        else:
-            return f
-        return default
+        """validate's ``number``, but a null is refused (``required`` for a key given as null)
+        and a value out of its range stands in as ``default``."""
+        before = len(self.issues)
+        given_null = key in raw and raw[key] is None
+        v = self.number(
+            raw, key, loc, default=default, required=given_null, gt=gt, ge=ge, le=le, lt=lt
+        )
+        return default if v is None or len(self.issues) != before else v
 
     def boolean(self, raw: Mapping[str, Any], key: str, loc: Loc, default: bool) -> bool:
         if key not in raw:
@@ -339,7 +305,7 @@ def _parse_config(c: _Checker, raw: Any) -> SchedulerConfig:
             raw, "max_num_batched_tokens", loc, d.max_num_batched_tokens, ge=1, le=MAX_BUDGET
         ),
         max_num_seqs=c.integer(raw, "max_num_seqs", loc, d.max_num_seqs, ge=1, le=MAX_REQUESTS),
-        block_size=c.integer(raw, "block_size", loc, d.block_size, ge=1, le=1024),
+        block_size=c.integer(raw, "block_size", loc, d.block_size, ge=1, le=MAX_BLOCK_SIZE),
         num_gpu_blocks=c.integer(
             raw, "num_gpu_blocks", loc, d.num_gpu_blocks, ge=2, le=MAX_GPU_BLOCKS
         ),
@@ -358,7 +324,7 @@ def _parse_config(c: _Checker, raw: Any) -> SchedulerConfig:
         policy="priority"
         if c.choice(raw, "policy", loc, d.policy, ("fcfs", "priority")) == "priority"
         else "fcfs",
-        watermark=c.number(raw, "watermark", loc, d.watermark, ge=0.0, lt=1.0),
+        watermark=c.number_or_default(raw, "watermark", loc, d.watermark, ge=0.0, lt=1.0),
         max_model_len=c.integer(raw, "max_model_len", loc, d.max_model_len, ge=2, le=MAX_MODEL_LEN),
         scheduler_reserve_full_isl=c.boolean(
             raw, "scheduler_reserve_full_isl", loc, d.scheduler_reserve_full_isl
@@ -474,7 +440,9 @@ def _parse_request(c: _Checker, raw: Any, i: int, cfg: SchedulerConfig) -> Reque
         arrival_step = c.integer(raw, "arrival_step", loc, 0, ge=0, le=MAX_ARRIVAL_STEP)
     arrival_time: float | None = None
     if raw.get("arrival_time") is not None:
-        arrival_time = c.number(raw, "arrival_time", loc, 0.0, ge=0.0, le=MAX_ARRIVAL_TIME_S)
+        arrival_time = c.number_or_default(
+            raw, "arrival_time", loc, 0.0, ge=0.0, le=MAX_ARRIVAL_TIME_S
+        )
     priority = c.integer(raw, "priority", loc, 0, ge=-MAX_PRIORITY, le=MAX_PRIORITY)
     outs = c.int_list(raw, "output_token_ids", loc, max_len=MAX_TOKENS_PER_REQUEST) or ()
     stops = c.int_list(raw, "stop_token_ids", loc, max_len=1024) or ()
@@ -509,24 +477,28 @@ def _parse_latency(c: _Checker, raw: Any) -> LatencyParams:
         return d
     c.unknown(raw, _LATENCY_KEYS, loc)
     mode = c.choice(raw, "mode", loc, d.mode, ("roofline", "linear"))
+
+    def real(key: str) -> float:
+        lo, hi = LATENCY_RANGES[key]
+        default: float = getattr(d, key)
+        if key in LATENCY_POSITIVE:
+            return c.number_or_default(raw, key, loc, default, gt=lo, le=hi)
+        return c.number_or_default(raw, key, loc, default, ge=lo, le=hi)
+
     return LatencyParams(
         mode="linear" if mode == "linear" else "roofline",
-        model_params_billion=c.number(
-            raw, "model_params_billion", loc, d.model_params_billion, gt=0, le=1e5
-        ),
-        bytes_per_param=c.number(raw, "bytes_per_param", loc, d.bytes_per_param, gt=0, le=64),
-        gpu_tflops=c.number(raw, "gpu_tflops", loc, d.gpu_tflops, gt=0, le=1e7),
-        gpu_bandwidth_gbps=c.number(
-            raw, "gpu_bandwidth_gbps", loc, d.gpu_bandwidth_gbps, gt=0, le=1e7
-        ),
-        mfu=c.number(raw, "mfu", loc, d.mfu, gt=0, le=1),
+        model_params_billion=real("model_params_billion"),
+        bytes_per_param=real("bytes_per_param"),
+        gpu_tflops=real("gpu_tflops"),
+        gpu_bandwidth_gbps=real("gpu_bandwidth_gbps"),
+        mfu=real("mfu"),
         kv_bytes_per_token=c.integer(
-            raw, "kv_bytes_per_token", loc, d.kv_bytes_per_token, ge=0, le=2**30
+            raw, "kv_bytes_per_token", loc, d.kv_bytes_per_token, ge=0, le=MAX_KV_BYTES_PER_TOKEN
         ),
-        step_overhead_ms=c.number(raw, "step_overhead_ms", loc, d.step_overhead_ms, ge=0, le=1e6),
-        base_ms=c.number(raw, "base_ms", loc, d.base_ms, ge=0, le=1e6),
-        prefill_token_ms=c.number(raw, "prefill_token_ms", loc, d.prefill_token_ms, ge=0, le=1e6),
-        decode_token_ms=c.number(raw, "decode_token_ms", loc, d.decode_token_ms, ge=0, le=1e6),
+        step_overhead_ms=real("step_overhead_ms"),
+        base_ms=real("base_ms"),
+        prefill_token_ms=real("prefill_token_ms"),
+        decode_token_ms=real("decode_token_ms"),
     )
 
 

@@ -17,8 +17,7 @@ _SINGLE = "vllm/v1/core/single_type_kv_cache_manager.py"
 _QUEUE = "vllm/v1/core/sched/request_queue.py"
 
 
-def _ref(function: str, path: str, line: int) -> SourceRef:
-    return SourceRef(function=function, path=path, line=line, project=VLLM_0_33)
+_ref = VLLM_0_33.ref
 
 
 SCHEDULE = _ref("Scheduler.schedule", _SCHED, 699)

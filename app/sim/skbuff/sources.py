@@ -5,10 +5,9 @@ protocol and driver files that call them)."""
 from __future__ import annotations
 
 from app.sim.core import SourceRef
+from app.sim.core.sources import LINUX_6_4
 
-
-def _src(function: str, path: str, line: int) -> SourceRef:
-    return SourceRef(function=function, path=path, line=line)
+_src = LINUX_6_4.ref
 
 
 SKBUFF_H = "include/linux/skbuff.h"

@@ -11,14 +11,29 @@ from typing import Any, TypeVar
 
 from app.sim.core.errors import ParamError, ParamIssue
 from app.sim.core.i18n import Message, msg
+from app.sim.core.tcp import (
+    TCP_FIN_TIMEOUT_S,
+    TCP_KEEPALIVE_INTVL_S,
+    TCP_KEEPALIVE_PROBES,
+    TCP_KEEPALIVE_TIME_S,
+    TCP_SYN_RETRIES,
+    TCP_SYNACK_RETRIES,
+)
 
 ENDPOINTS = ("client", "server")
 CALLS = ("listen", "connect", "accept", "send", "recv", "shutdown", "close", "abort")
 HOWS = ("SHUT_RD", "SHUT_WR", "SHUT_RDWR")
 NET_KINDS = ("drop", "delay", "duplicate", "reorder")
 MAX_EVENTS = 1000
-MAX_UNTIL_MS = 3_600_000.0
+MAX_UNTIL_MS = 3_600_000  # ms: one hour
 MAX_BYTES = 10_000_000
+# Ranges parse checks (the editor's inputs take the same ones)
+RTT_MS_RANGE: tuple[float, float] = (0.01, 10_000)
+MSS_RANGE = (64, 65483)
+MAX_RCVBUF = 65535  # no window scaling
+MAX_ISS = 2**31 - 1
+MAX_LISTEN_QUEUE = 4096  # listen's backlog, queued and half_open
+MAX_NTH = 1_000_000  # a network event's segment number and drop count
 T = TypeVar("T")
 
 
@@ -52,12 +67,12 @@ class NetEvent:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Sysctls:
-    tcp_syn_retries: int = 6
-    tcp_synack_retries: int = 5
-    tcp_fin_timeout_s: float = 60.0
-    tcp_keepalive_time_s: float = 7200.0
-    tcp_keepalive_intvl_s: float = 75.0
-    tcp_keepalive_probes: int = 9
+    tcp_syn_retries: int = TCP_SYN_RETRIES
+    tcp_synack_retries: int = TCP_SYNACK_RETRIES
+    tcp_fin_timeout_s: float = TCP_FIN_TIMEOUT_S
+    tcp_keepalive_time_s: float = TCP_KEEPALIVE_TIME_S
+    tcp_keepalive_intvl_s: float = TCP_KEEPALIVE_INTVL_S
+    tcp_keepalive_probes: int = TCP_KEEPALIVE_PROBES
     tcp_syncookies: int = 1
     tcp_abort_on_overflow: bool = False
 
@@ -75,16 +90,16 @@ class TcpParams:
     sysctl: Sysctls = field(default_factory=Sysctls)
 
 
-_INT_LIMITS: dict[str, tuple[int, int]] = {
+SYSCTL_INT_LIMITS: dict[str, tuple[int, int]] = {
     "tcp_syn_retries": (1, 127),
     "tcp_synack_retries": (1, 255),
     "tcp_keepalive_probes": (1, 127),
     "tcp_syncookies": (0, 2),
 }
-_FLOAT_LIMITS: dict[str, tuple[float, float]] = {
-    "tcp_fin_timeout_s": (1.0, 120.0),
-    "tcp_keepalive_time_s": (1.0, 32767.0),
-    "tcp_keepalive_intvl_s": (1.0, 32767.0),
+SYSCTL_FLOAT_LIMITS: dict[str, tuple[float, float]] = {
+    "tcp_fin_timeout_s": (1, 120),
+    "tcp_keepalive_time_s": (1, 32767),
+    "tcp_keepalive_intvl_s": (1, 32767),
 }
 
 
@@ -145,24 +160,26 @@ def parse(raw: Any) -> TcpParams:
     elif until > MAX_UNTIL_MS:
         bad(("until_ms",), msg("over 1 hour ({ms} ms)", ms=int(MAX_UNTIL_MS)))
     rtt = raw.get("rtt_ms", 20.0)
-    if not _num(rtt) or not 0.01 <= rtt <= 10_000:
-        bad(("rtt_ms",), msg("expected {lo:g} to {hi:g} ms", lo=0.01, hi=10_000))
+    lo_rtt, hi_rtt = RTT_MS_RANGE
+    if not _num(rtt) or not lo_rtt <= rtt <= hi_rtt:
+        bad(("rtt_ms",), msg("expected {lo:g} to {hi:g} ms", lo=lo_rtt, hi=hi_rtt))
         rtt = 20.0
     mss = raw.get("mss", 1000)
-    if not _int(mss) or not 64 <= mss <= 65483:
-        bad(("mss",), _int_range(64, 65483))
+    if not _int(mss) or not MSS_RANGE[0] <= mss <= MSS_RANGE[1]:
+        bad(("mss",), _int_range(*MSS_RANGE))
         mss = 1000
-    rcvbuf = raw.get("rcvbuf", 65535)
-    if not _int(rcvbuf) or not 0 < rcvbuf <= 65535:
+    rcvbuf = raw.get("rcvbuf", MAX_RCVBUF)
+    if not _int(rcvbuf) or not 0 < rcvbuf <= MAX_RCVBUF:
         bad(
-            ("rcvbuf",), msg("expected an integer {lo} to {hi} (no window scaling)", lo=1, hi=65535)
+            ("rcvbuf",),
+            msg("expected an integer {lo} to {hi} (no window scaling)", lo=1, hi=MAX_RCVBUF),
         )
-        rcvbuf = 65535
+        rcvbuf = MAX_RCVBUF
     isss: dict[str, int] = {}
     for key, default in (("client_iss", 1000), ("server_iss", 5000)):
         v = raw.get(key, default)
-        if not _int(v) or not 0 <= v < 2**31:
-            bad((key,), _int_range(0, 2**31 - 1))
+        if not _int(v) or not 0 <= v <= MAX_ISS:
+            bad((key,), _int_range(0, MAX_ISS))
             v = default
         isss[key] = v
     sysctl = _parse_sysctl(raw.get("sysctl", {}), bad)
@@ -209,7 +226,7 @@ _CALL_FIELDS = frozenset(
         *("backlog", "queued", "half_open", "nonblock", "keepalive"),
     )
 )
-_LISTEN_FIELDS = ("backlog", "queued", "half_open")  # each an integer 0 to 4096
+_LISTEN_FIELDS = ("backlog", "queued", "half_open")  # each an integer 0 to MAX_LISTEN_QUEUE
 _FLAG_CALLS = {"nonblock": ("connect",), "keepalive": ("connect", "accept")}
 
 
@@ -247,8 +264,8 @@ def _parse_call(e: object, loc: tuple[str | int, ...], bad: Bad) -> Call | None:
         if call != "listen":
             bad((*loc, key), msg("only listen takes {key}", key=key))
             ok = False
-        elif not _int(d[key]) or not 0 <= d[key] <= 4096:
-            bad((*loc, key), _int_range(0, 4096))
+        elif not _int(d[key]) or not 0 <= d[key] <= MAX_LISTEN_QUEUE:
+            bad((*loc, key), _int_range(0, MAX_LISTEN_QUEUE))
             ok = False
     flags: dict[str, bool] = {}
     for key, calls_ok in _FLAG_CALLS.items():
@@ -327,11 +344,11 @@ def _parse_net(e: object, loc: tuple[str | int, ...], bad: Bad) -> NetEvent | No
         bad((*loc, kind, "from"), _unknown_endpoint(src))
         ok = False
     nth: Any = b.get("nth")
-    if not _int(nth) or not 1 <= nth <= 1_000_000:
+    if not _int(nth) or not 1 <= nth <= MAX_NTH:
         bad((*loc, kind, "nth"), msg("expected a segment number from 1"))
         ok = False
     count: Any = b.get("count", 1)
-    if not _int(count) or not 1 <= count <= 1_000_000:
+    if not _int(count) or not 1 <= count <= MAX_NTH:
         bad((*loc, kind, "count"), msg("expected a count from 1"))
         ok = False
     ms: Any = b.get("ms", 0.0)
@@ -350,14 +367,14 @@ def _parse_sysctl(raw: object, bad: Bad) -> Sysctls:
     values: dict[str, Any] = {}
     for k, v in raw.items():
         loc: tuple[str | int, ...] = ("sysctl", str(k))
-        if k in _INT_LIMITS:
-            lo, hi = _INT_LIMITS[k]
+        if k in SYSCTL_INT_LIMITS:
+            lo, hi = SYSCTL_INT_LIMITS[k]
             if not _int(v) or not lo <= v <= hi:
                 bad(loc, _int_range(lo, hi))
                 continue
             values[k] = v
-        elif k in _FLOAT_LIMITS:
-            flo, fhi = _FLOAT_LIMITS[k]
+        elif k in SYSCTL_FLOAT_LIMITS:
+            flo, fhi = SYSCTL_FLOAT_LIMITS[k]
             if not _num(v) or not flo <= v <= fhi:
                 bad(loc, msg("expected {lo:g} to {hi:g} seconds", lo=flo, hi=fhi))
                 continue

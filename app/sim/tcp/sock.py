@@ -20,7 +20,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from app.sim.core.events import Timer
-from app.sim.core.tcp import TCP_INIT_CWND, RttEstimator
+from app.sim.core.tcp import (
+    TCP_DELACK_MAX_S,
+    TCP_DELACK_MIN_S,
+    TCP_INIT_CWND,
+    TCP_RTO_MAX_US,
+    TCP_RTO_MIN_US,
+    TCP_TIMEOUT_INIT_S,
+    TCP_TIMEWAIT_LEN_S,
+    RttEstimator,
+)
 from app.sim.tcp.params import Call
 from app.sim.tcp.state import SegmentState, TimerState
 
@@ -28,13 +37,14 @@ if TYPE_CHECKING:
     from app.sim.tcp.driver import Sim
 
 # --- constants (include/net/tcp.h, CONFIG_HZ=1000), in ms --------------------------------------
-RTO_INIT = 1000.0  # TCP_TIMEOUT_INIT
-RTO_MIN = 200.0  # TCP_RTO_MIN
-RTO_MAX = 120_000.0  # TCP_RTO_MAX
+# (the values shared with the other TCP models are app.sim.core.tcp's, converted)
+RTO_INIT = TCP_TIMEOUT_INIT_S * 1000  # TCP_TIMEOUT_INIT: 1000 ms
+RTO_MIN = TCP_RTO_MIN_US / 1000  # TCP_RTO_MIN: 200 ms
+RTO_MAX = TCP_RTO_MAX_US / 1000  # TCP_RTO_MAX: 120 s
 RTO_FALLBACK = 3000.0  # TCP_TIMEOUT_FALLBACK
-TIMEWAIT_LEN = 60_000.0  # TCP_TIMEWAIT_LEN
-ATO_MIN = 40.0  # TCP_ATO_MIN = TCP_DELACK_MIN
-DELACK_MAX = 200.0  # TCP_DELACK_MAX
+TIMEWAIT_LEN = TCP_TIMEWAIT_LEN_S * 1000  # TCP_TIMEWAIT_LEN: 60 s
+ATO_MIN = TCP_DELACK_MIN_S * 1000  # TCP_ATO_MIN = TCP_DELACK_MIN: 40 ms
+DELACK_MAX = TCP_DELACK_MAX_S * 1000  # TCP_DELACK_MAX: 200 ms
 MAX_QUICKACKS = 16  # TCP_MAX_QUICKACKS
 INVALID_RATELIMIT = 500.0  # net.ipv4.tcp_invalid_ratelimit
 TW_ISN_GAP = 65535 + 2  # tcp_timewait_state_process: isn = tw_snd_nxt + 65535 + 2

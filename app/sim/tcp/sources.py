@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from app.sim.core.sources import LINUX_6_4, SourceRef
 
-
-def _r(function: str, path: str, line: int) -> SourceRef:
-    return SourceRef(function=function, path=path, line=line, project=LINUX_6_4)
+_r = LINUX_6_4.ref
 
 
 _TCP = "net/ipv4/tcp.c"

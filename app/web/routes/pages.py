@@ -17,12 +17,14 @@ from app.web.editor import editor_context, form_to_raw, issues_by_name, json_cho
 from app.web.player import FRAME_CHUNK_MAX, reader_glossary, render_frames, render_player
 from app.web.runs import Busy, JobStarted, RateLimited
 from app.web.security import same_site_form
+from app.web.site import Site
 from app.web.sources import (
     MAX_TOKEN,
     CustomSource,
     PluginDep,
     PresetSource,
     SiteDep,
+    Source,
     encode_params,
     from_preset,
     from_token,
@@ -101,17 +103,18 @@ def note_page(stem: str, request: Request, site: SiteDep) -> Response:
 def preset_page(
     request: Request, site: SiteDep, source: PresetSource, step: StepQuery = None
 ) -> Response:
-    return site.pages.respond(
-        request,
-        lambda: render_player(request, source, run_source(site, source), step=step),
-        walkthrough=source.walkthrough_key,
-    )
+    return _player_page(request, site, source, step)
 
 
 @router.get("/explainers/{name}/custom", response_class=HTMLResponse)
 def custom_page(
     request: Request, site: SiteDep, source: CustomSource, step: StepQuery = None
 ) -> Response:
+    return _player_page(request, site, source, step)
+
+
+def _player_page(request: Request, site: Site, source: Source, step: int | None) -> Response:
+    """The player on ``source``'s trace at ``step``, through the page cache."""
     return site.pages.respond(
         request,
         lambda: render_player(request, source, run_source(site, source), step=step),

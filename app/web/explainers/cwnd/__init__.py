@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from app.sim.congestion.params import AQMS, CC_NAMES, CONNECTS, MAX_FLOWS
 from app.sim.core import msg
-from app.web.editor import EditorSpec, FieldSpec, Group, OneOf, Rows
+from app.web.editor import EditorSpec, FieldSpec, Group, OneOf, Rows, number, whole
 from app.web.explainers.cwnd.charts import PLOTLY_JS, PLOTLY_PACKAGE
 from app.web.explainers.cwnd.compare import router
 from app.web.explainers.cwnd.picture import picture, static
@@ -18,35 +18,30 @@ EDITOR = EditorSpec(
             key="link",
             legend=msg("Bottleneck link"),
             fields=(
-                FieldSpec(key="rate_mbps", label=msg("rate"), unit=msg("Mbit/s")),
-                FieldSpec(key="rtt_ms", label=msg("base RTT"), unit=msg("ms")),
+                number("rate_mbps", msg("rate"), unit=msg("Mbit/s")),
+                number("rtt_ms", msg("base RTT"), unit=msg("ms")),
                 OneOf(
                     name="buffer",
                     label=msg("buffer"),
                     keys=("buffer_packets", "buffer_bytes", "buffer_bdp"),
                 ),
-                FieldSpec(
-                    key="loss_rate", label=msg("random loss"), unit=msg("0–0.5"), min=0, max=0.5
-                ),
+                number("loss_rate", msg("random loss"), 0, 0.5, unit=msg("0–0.5")),
                 FieldSpec(key="aqm", label=msg("queue discipline"), kind="choice", choices=AQMS),
-                FieldSpec(key="red_min_packets", label=msg("RED min"), unit=msg("packets"), min=0),
-                FieldSpec(key="red_max_packets", label=msg("RED max"), unit=msg("packets"), min=0),
-                FieldSpec(key="red_max_p", label=msg("RED max_p"), unit=msg("0–1"), min=0, max=1),
+                number("red_min_packets", msg("RED min"), 0, unit=msg("packets")),
+                number("red_max_packets", msg("RED max"), 0, unit=msg("packets")),
+                number("red_max_p", msg("RED max_p"), 0, 1, unit=msg("0–1")),
             ),
         ),
         Group(
             key=None,
             legend=msg("Run"),
             fields=(
-                FieldSpec(key="duration_s", label=msg("duration"), unit=msg("s"), min=0),
-                FieldSpec(key="mss", label=msg("MSS"), kind="int", unit=msg("bytes")),
-                FieldSpec(key="seed", label=msg("seed"), kind="int", min=0),
-                FieldSpec(key="sample_ms", label=msg("sample every"), unit=msg("ms")),
-                FieldSpec(
-                    key="comp_sack_nr",
-                    label=msg("SACK compression (0 = off)"),
-                    kind="int",
-                    unit=msg("tcp_comp_sack_nr"),
+                number("duration_s", msg("duration"), 0, unit=msg("s")),
+                whole("mss", msg("MSS"), unit=msg("bytes")),
+                whole("seed", msg("seed"), 0),
+                number("sample_ms", msg("sample every"), unit=msg("ms")),
+                whole(
+                    "comp_sack_nr", msg("SACK compression (0 = off)"), unit=msg("tcp_comp_sack_nr")
                 ),
                 FieldSpec(
                     key="connect",
@@ -65,22 +60,10 @@ EDITOR = EditorSpec(
             item=msg("flow"),
             fields=(
                 FieldSpec(key="cc", label=msg("cc"), kind="choice", choices=CC_NAMES),
-                FieldSpec(key="start_s", label=msg("start"), unit=msg("s"), min=0),
-                FieldSpec(key="rtt_ms", label=msg("own RTT"), unit=msg("ms, optional")),
-                FieldSpec(
-                    key="tcp_ecn",
-                    label=msg("tcp_ecn"),
-                    kind="int",
-                    unit=msg("0, 1 or 2"),
-                    min=0,
-                    max=2,
-                ),
-                FieldSpec(
-                    key="rwnd_bytes",
-                    label=msg("receive window"),
-                    kind="int",
-                    unit=msg("bytes, optional"),
-                ),
+                number("start_s", msg("start"), 0, unit=msg("s")),
+                number("rtt_ms", msg("own RTT"), unit=msg("ms, optional")),
+                whole("tcp_ecn", msg("tcp_ecn"), 0, 2, unit=msg("0, 1 or 2")),
+                whole("rwnd_bytes", msg("receive window"), unit=msg("bytes, optional")),
             ),
             new_row={"cc": "cubic", "start_s": 0},
             max_rows=MAX_FLOWS,

@@ -7,7 +7,8 @@ from app.sim.core import msg
 from app.sim.serving.narrate import Spend, StepState
 from app.web.explainers.scheduler import labels as lb
 from app.web.explainers.scheduler import style as st
-from app.web.explainers.scheduler.style import PAD, W, attr, fit, text, text_width
+from app.web.explainers.scheduler.style import PAD, W, fit, text, text_width
+from app.web.svgtext import attr
 
 INNER = W - 2 * PAD
 MAX_SEGMENTS = 240  # budget segments drawn one by one; beyond, same-kind neighbours merge

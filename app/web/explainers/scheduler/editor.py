@@ -5,12 +5,15 @@ checkboxes (a box left at vLLM's default sends nothing), token-id lists are runs
 
 from __future__ import annotations
 
-from app.sim.core import msg
+from app.sim.core import Message, msg
 from app.sim.serving.params import (
+    LATENCY_RANGES,
     MAX_ARRIVAL_STEP,
     MAX_ARRIVAL_TIME_S,
+    MAX_BLOCK_SIZE,
     MAX_BUDGET,
     MAX_GPU_BLOCKS,
+    MAX_KV_BYTES_PER_TOKEN,
     MAX_MODEL_LEN,
     MAX_PRIORITY,
     MAX_REQUESTS,
@@ -18,7 +21,7 @@ from app.sim.serving.params import (
     MAX_TOKENS_PER_REQUEST,
     SchedulerConfig,
 )
-from app.web.editor import EditorSpec, FieldSpec, Group, Rows
+from app.web.editor import EditorSpec, FieldSpec, Group, Rows, number, whole
 
 MAX_FORM_ROWS = 200
 _D = SchedulerConfig()
@@ -28,40 +31,28 @@ CONFIG = Group(
     key="config",
     legend=msg("Scheduler config (vLLM names)"),
     fields=(
-        FieldSpec(
-            key="max_num_batched_tokens",
-            label=msg("max_num_batched_tokens"),
-            kind="int",
+        whole(
+            "max_num_batched_tokens",
+            msg("max_num_batched_tokens"),
+            1,
+            MAX_BUDGET,
             unit=msg("tokens per step"),
-            min=1,
-            max=MAX_BUDGET,
         ),
-        FieldSpec(
-            key="max_num_seqs",
-            label=msg("max_num_seqs"),
-            kind="int",
-            unit=msg("running requests"),
-            min=1,
-            max=MAX_REQUESTS,
-        ),
-        FieldSpec(
-            key="block_size", label=msg("block_size"), kind="int", unit=_TOKENS, min=1, max=1024
-        ),
-        FieldSpec(
-            key="num_gpu_blocks",
-            label=msg("num_gpu_blocks"),
-            kind="int",
+        whole("max_num_seqs", msg("max_num_seqs"), 1, MAX_REQUESTS, unit=msg("running requests")),
+        whole("block_size", msg("block_size"), 1, MAX_BLOCK_SIZE, unit=_TOKENS),
+        whole(
+            "num_gpu_blocks",
+            msg("num_gpu_blocks"),
+            2,
+            MAX_GPU_BLOCKS,
             unit=msg("blocks, incl. the null block"),
-            min=2,
-            max=MAX_GPU_BLOCKS,
         ),
-        FieldSpec(
-            key="long_prefill_token_threshold",
-            label=msg("long_prefill_token_threshold"),
-            kind="int",
+        whole(
+            "long_prefill_token_threshold",
+            msg("long_prefill_token_threshold"),
+            0,
+            MAX_MODEL_LEN,
             unit=msg("tokens, 0 = off"),
-            min=0,
-            max=MAX_MODEL_LEN,
         ),
         FieldSpec(
             key="policy",
@@ -70,20 +61,9 @@ CONFIG = Group(
             choices=("fcfs", "priority"),
             labels={"priority": msg("priority")},
         ),
-        FieldSpec(
-            key="watermark", label=msg("watermark"), unit=msg("fraction 0–1"), min=0, max=0.999
-        ),
-        FieldSpec(
-            key="max_model_len",
-            label=msg("max_model_len"),
-            kind="int",
-            unit=_TOKENS,
-            min=2,
-            max=MAX_MODEL_LEN,
-        ),
-        FieldSpec(
-            key="eos_token_id", label=msg("eos_token_id"), kind="int", min=0, max=MAX_TOKEN_ID
-        ),
+        number("watermark", msg("watermark"), 0, 0.999, unit=msg("fraction 0–1")),
+        whole("max_model_len", msg("max_model_len"), 2, MAX_MODEL_LEN, unit=_TOKENS),
+        whole("eos_token_id", msg("eos_token_id"), 0, MAX_TOKEN_ID),
         FieldSpec(
             key="batching",
             label=msg("batching"),
@@ -112,6 +92,14 @@ CONFIG = Group(
 )
 
 _MS = msg("ms")
+
+
+def _latency(key: str, label: Message, unit: Message | None = None) -> FieldSpec:
+    """A latency-model number's input, its range the one ``parse`` checks."""
+    lo, hi = LATENCY_RANGES[key]
+    return number(key, label, lo, hi, unit=unit)
+
+
 LATENCY = Group(
     key="latency",
     legend=msg("Latency model (leave empty for an 8B model on one H100)"),
@@ -122,35 +110,22 @@ LATENCY = Group(
             kind="choice",
             choices=("roofline", "linear"),
         ),
-        FieldSpec(
-            key="model_params_billion",
-            label=msg("model_params_billion"),
-            unit=msg("billion"),
-            min=0,
-            max=1e5,
-        ),
-        FieldSpec(key="bytes_per_param", label=msg("bytes_per_param"), min=0, max=64),
-        FieldSpec(key="gpu_tflops", label=msg("gpu_tflops"), unit=msg("TFLOP/s"), min=0, max=1e7),
-        FieldSpec(
-            key="gpu_bandwidth_gbps",
-            label=msg("gpu_bandwidth_gbps"),
-            unit=msg("GB/s"),
-            min=0,
-            max=1e7,
-        ),
-        FieldSpec(key="mfu", label=msg("mfu"), unit=msg("fraction 0–1"), min=0, max=1),
-        FieldSpec(
-            key="kv_bytes_per_token",
-            label=msg("kv_bytes_per_token"),
-            kind="int",
+        _latency("model_params_billion", msg("model_params_billion"), msg("billion")),
+        _latency("bytes_per_param", msg("bytes_per_param")),
+        _latency("gpu_tflops", msg("gpu_tflops"), msg("TFLOP/s")),
+        _latency("gpu_bandwidth_gbps", msg("gpu_bandwidth_gbps"), msg("GB/s")),
+        _latency("mfu", msg("mfu"), msg("fraction 0–1")),
+        whole(
+            "kv_bytes_per_token",
+            msg("kv_bytes_per_token"),
+            0,
+            MAX_KV_BYTES_PER_TOKEN,
             unit=msg("bytes"),
-            min=0,
-            max=2**30,
         ),
-        FieldSpec(key="step_overhead_ms", label=msg("step_overhead_ms"), unit=_MS, min=0, max=1e6),
-        FieldSpec(key="base_ms", label=msg("base_ms"), unit=_MS, min=0, max=1e6),
-        FieldSpec(key="prefill_token_ms", label=msg("prefill_token_ms"), unit=_MS, min=0, max=1e6),
-        FieldSpec(key="decode_token_ms", label=msg("decode_token_ms"), unit=_MS, min=0, max=1e6),
+        _latency("step_overhead_ms", msg("step_overhead_ms"), _MS),
+        _latency("base_ms", msg("base_ms"), _MS),
+        _latency("prefill_token_ms", msg("prefill_token_ms"), _MS),
+        _latency("decode_token_ms", msg("decode_token_ms"), _MS),
     ),
 )
 
@@ -160,55 +135,22 @@ REQUESTS = Rows(
     item=msg("request"),
     fields=(
         FieldSpec(key="id", label=msg("id"), kind="text"),
-        FieldSpec(
-            key="prompt_tokens", label=msg("prompt_tokens"), kind="int", min=1, max=MAX_MODEL_LEN
-        ),
+        whole("prompt_tokens", msg("prompt_tokens"), 1, MAX_MODEL_LEN),
         FieldSpec(
             key="prompt_token_ids",
             label=msg("prompt_token_ids"),
             kind="ids",
             unit=msg("instead of prompt_tokens; shared ids share cached blocks"),
         ),
-        FieldSpec(
-            key="max_tokens",
-            label=msg("max_tokens"),
-            kind="int",
-            min=1,
-            max=MAX_TOKENS_PER_REQUEST,
-        ),
-        FieldSpec(
-            key="arrival_step",
-            label=msg("arrival_step"),
-            kind="int",
-            unit=msg("optional"),
-            min=0,
-            max=MAX_ARRIVAL_STEP,
-        ),
-        FieldSpec(
-            key="arrival_time",
-            label=msg("arrival_time"),
-            unit=msg("s, optional"),
-            min=0,
-            max=MAX_ARRIVAL_TIME_S,
-        ),
-        FieldSpec(
-            key="priority",
-            label=msg("priority"),
-            kind="int",
-            unit=msg("lower runs first"),
-            min=-MAX_PRIORITY,
-            max=MAX_PRIORITY,
+        whole("max_tokens", msg("max_tokens"), 1, MAX_TOKENS_PER_REQUEST),
+        whole("arrival_step", msg("arrival_step"), 0, MAX_ARRIVAL_STEP, unit=msg("optional")),
+        number("arrival_time", msg("arrival_time"), 0, MAX_ARRIVAL_TIME_S, unit=msg("s, optional")),
+        whole(
+            "priority", msg("priority"), -MAX_PRIORITY, MAX_PRIORITY, unit=msg("lower runs first")
         ),
         FieldSpec(key="output_token_ids", label=msg("output_token_ids"), kind="ids"),
         FieldSpec(key="stop_token_ids", label=msg("stop_token_ids"), kind="ids"),
-        FieldSpec(
-            key="eos_position",
-            label=msg("eos_position"),
-            kind="int",
-            unit=msg("optional"),
-            min=1,
-            max=MAX_TOKENS_PER_REQUEST,
-        ),
+        whole("eos_position", msg("eos_position"), 1, MAX_TOKENS_PER_REQUEST, unit=msg("optional")),
         FieldSpec(key="ignore_eos", label=msg("ignore_eos"), kind="bool"),
     ),
     new_row={"id": "new", "prompt_tokens": 64, "max_tokens": 16},

@@ -16,7 +16,8 @@ from app.sim.serving.narrate import KVView, StepState
 from app.web.explainers.scheduler import derive as dv
 from app.web.explainers.scheduler import style as st
 from app.web.explainers.scheduler.budget import heading
-from app.web.explainers.scheduler.style import PAD, W, attr, text
+from app.web.explainers.scheduler.style import PAD, W, text
+from app.web.svgtext import attr
 
 INNER = W - 2 * PAD
 MAX_CELLS = 1024  # KV blocks drawn; the rest are summed up in a line

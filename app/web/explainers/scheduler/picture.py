@@ -16,7 +16,8 @@ from app.web.explainers.scheduler import budget as bd
 from app.web.explainers.scheduler import kv as kvp
 from app.web.explainers.scheduler import style as st
 from app.web.explainers.scheduler import table as tb
-from app.web.explainers.scheduler.style import W, attr
+from app.web.explainers.scheduler.style import W
+from app.web.svgtext import attr
 
 
 def picture(trace: SchedulerTrace, frame: Frame[StepState]) -> str:

@@ -9,10 +9,10 @@ full em: a legend or a heading in Chinese takes the room it needs, never the Eng
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Callable, Sequence
-from html import escape
 from typing import Any
+
+from app.web.svgtext import advance, attr
 
 W = 960  # the picture's width in SVG units (one unit ≈ one pixel beside the narration at 1440×900)
 PAD = 10
@@ -40,10 +40,6 @@ def owner_colour(i: int) -> tuple[str, str]:
     return OWNER[i % len(OWNER)]
 
 
-def attr(value: Any) -> str:
-    return escape(str(value), quote=True)
-
-
 # Average advance of a Latin character of the sans-serif UI font, in ems (a little generous:
 # an estimate that errs wide leaves a gap, one that errs narrow overlaps).
 LATIN_EM = 0.58
@@ -54,7 +50,7 @@ def text_width(s: str, size: float = 13.0, *, mono: bool = False) -> float:
     """The rendered width of ``s`` at ``size`` px, estimated: wide and full-width characters
     (CJK, full-width punctuation) take one em, others ``LATIN_EM`` (``MONO_EM`` when mono)."""
     narrow = MONO_EM if mono else LATIN_EM
-    return size * sum(1.0 if unicodedata.east_asian_width(c) in "WF" else narrow for c in s)
+    return size * advance(s, narrow, 1.0)
 
 
 def fit(s: str, room: float, size: float = 13.0, *, mono: bool = False) -> str:

@@ -10,7 +10,8 @@ from app.sim.serving.narrate import ReqView, StepState
 from app.web.explainers.scheduler import labels as lb
 from app.web.explainers.scheduler import style as st
 from app.web.explainers.scheduler.budget import blocked_head, heading
-from app.web.explainers.scheduler.style import PAD, W, attr, fit, text
+from app.web.explainers.scheduler.style import PAD, W, fit, text
+from app.web.svgtext import attr
 
 INNER = W - 2 * PAD
 MAX_ROWS = 18  # request-table rows (changed rows are always kept)

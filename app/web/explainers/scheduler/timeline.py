@@ -19,7 +19,8 @@ from app.sim.serving.run import SchedulerSeries
 from app.web.explainers.scheduler import derive as dv
 from app.web.explainers.scheduler import labels as lb
 from app.web.explainers.scheduler import style as st
-from app.web.explainers.scheduler.style import attr, text_width
+from app.web.explainers.scheduler.style import text_width
+from app.web.svgtext import attr
 
 MAX_GANTT_ROWS = 40
 MAX_COLS = 440

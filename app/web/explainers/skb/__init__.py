@@ -5,7 +5,7 @@ from __future__ import annotations
 from app.sim.core import msg
 from app.sim.skbuff.ops import INT_FIELDS, MAX_OPS, SPECS, STR_FIELDS
 from app.sim.skbuff.state import SkbState
-from app.web.editor import EditorSpec, FieldSpec, Rows
+from app.web.editor import EditorSpec, FieldSpec, Rows, whole
 from app.web.explainers.skb.picture import picture
 from app.web.plugin import Thumbnail, WebView
 
@@ -19,7 +19,7 @@ EDITOR = EditorSpec(
             item=msg("op"),
             fields=(
                 FieldSpec(key="op", label=msg("op"), kind="choice", choices=tuple(sorted(SPECS))),
-                *(FieldSpec(key=k, label=msg(k), kind="int") for k in INT_FIELDS),
+                *(whole(k, msg(k)) for k in INT_FIELDS),
                 *(FieldSpec(key=k, label=msg(k), kind="text") for k in _TEXT),
             ),
             kind_field="op",

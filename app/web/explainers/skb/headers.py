@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from app.sim.core import Frame, Message, msg
 from app.sim.skbuff.ops import Op
 from app.sim.skbuff.state import RegionView, SkbSnapshot, SkbState
+from app.web.svgtext import in_words
 
 PRETTY = {
     "eth": "Ethernet",
@@ -67,8 +68,7 @@ WORDS: dict[str, Message] = {
 
 def shown(label: str) -> str:
     """A piece's label as the reader reads it ("payload" → "负载" on a Chinese page)."""
-    word = WORDS.get(label)
-    return str(word) if word else label
+    return in_words(WORDS, label)
 
 
 def pretty(label: str) -> str:

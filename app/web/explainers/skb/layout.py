@@ -10,8 +10,9 @@ the estimate on the safe side of the real glyph boxes (the browser test checks `
 
 from __future__ import annotations
 
-import unicodedata
 from dataclasses import dataclass, field
+
+from app.web.svgtext import advance
 
 GLYPH = 0.62  # em per narrow monospace glyph (DejaVu Sans Mono: 0.602)
 WIDE_GLYPH = 1.02
@@ -22,8 +23,7 @@ GAP = 3.0  # px kept free between two labels
 
 def text_width(text: str, fs: float) -> float:
     """Estimated advance width of ``text`` at ``fs`` px in the picture's monospace font."""
-    ems = sum(WIDE_GLYPH if unicodedata.east_asian_width(c) in "WF" else GLYPH for c in text)
-    return ems * fs
+    return advance(text, GLYPH, WIDE_GLYPH) * fs
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,6 +39,7 @@ from app.web.explainers.skb.scene import (
     row_y,
 )
 from app.web.explainers.skb.style import css
+from app.web.svgtext import attr
 
 # X0 is the byte axis's left edge, which the path explainer lines its own picture up with.
 __all__ = ["X0", "alloc_name", "legend_items", "legend_swatch", "picture"]
@@ -47,10 +48,6 @@ LEFT_W = X0 - 18  # width of the skb box in the left column
 FS_NAME = 14
 PAGE = 4096
 PAGE_W = 150
-
-
-def _attr(value: object) -> str:
-    return escape(str(value), quote=True)
 
 
 def _text(
@@ -165,8 +162,8 @@ def _lane(
         word = STATUS_WORD.get(status)
         lines.insert(0, f"({word if word else status})")
     parts = [
-        f'<g id="lane-{_attr(name)}" class="{cls}" style="transform: translate(0px, {y:.1f}px)" '
-        f'data-skb="{_attr(name)}" data-status="{_attr(status)}">',
+        f'<g id="lane-{attr(name)}" class="{cls}" style="transform: translate(0px, {y:.1f}px)" '
+        f'data-skb="{attr(name)}" data-status="{attr(status)}">',
         f'<rect class="skb-struct" x="4" y="4" width="{LEFT_W}" height="{h - 6:.0f}" rx="4"/>',
         _text(12, 21, _fit(name, LEFT_W - 14, FS_NAME), cls="skb-name bold", fs=FS_NAME),
     ]
@@ -175,14 +172,14 @@ def _lane(
     band_top = 8 + ptr_rows * ROW  # the move band sits under the pointer label rows
     for ptr, gx in lane.ghosts:
         parts.append(
-            f'<line id="ghost-{_attr(name)}-{ptr}" class="ghost ghost-{ptr}" x1="{gx}" y1="6" '
+            f'<line id="ghost-{attr(name)}-{ptr}" class="ghost ghost-{ptr}" x1="{gx}" y1="6" '
             f'x2="{gx}" y2="{h}"/>'
         )
     for k, mv in enumerate(lane.moves):
         my = band_top + row_y(mv.row)
         tip = 1 if mv.x_new > mv.x_old else -1
         parts.append(
-            f'<g id="move-{_attr(name)}-{k}" class="move" data-from="{mv.old}" data-to="{mv.new}" '
+            f'<g id="move-{attr(name)}-{k}" class="move" data-from="{mv.old}" data-to="{mv.new}" '
             f'data-pointers="{" ".join(mv.pointers)}">'
             f'<line x1="{mv.x_old}" y1="{my - 4:.1f}" x2="{mv.x_new - tip * 6:.2f}" y2="{my - 4:.1f}"/>'
             f'<path d="M {mv.x_new} {my - 4:.1f} L {mv.x_new - tip * 7:.2f} {my - 8.5:.1f} '
@@ -206,8 +203,8 @@ def _lane(
                 f'width="{box.x1 - box.x0 + 4:.1f}" height="{box.y1 - box.y0 + 2:.1f}" rx="3"/>'
             )
         parts.append(
-            f'<g id="ptr-{_attr(name)}-{ptr}" class="ptr glide ptr-{ptr}'
-            f'{" moved" if ptr in moved else ""}" data-ptr="{ptr}" data-skb="{_attr(name)}" '
+            f'<g id="ptr-{attr(name)}-{ptr}" class="ptr glide ptr-{ptr}'
+            f'{" moved" if ptr in moved else ""}" data-ptr="{ptr}" data-skb="{attr(name)}" '
             f'data-offset="{off}" style="transform: translate({x}px, 0px)"{focus}>'
             f'<line x1="0" y1="{ly - ASCENT * FS:.1f}" x2="0" y2="{h}"/>'
             f'<path d="M -4.5 {h - 7} L 4.5 {h - 7} L 0 {h} Z"/>'
@@ -233,8 +230,8 @@ def _bar(bar: BarLayout, info: BufferView | None, lanes: Sequence[LaneLayout], y
     cls = "bar glide" + (" freed" if freed else "")
     x_end, x_total = axis.x(end), axis.x(total)
     parts = [
-        f'<g id="bar-{_attr(buf)}" class="{cls}" style="transform: translate(0px, {y:.1f}px)" '
-        f'data-buffer="{_attr(buf)}" data-end="{end}">',
+        f'<g id="bar-{attr(buf)}" class="{cls}" style="transform: translate(0px, {y:.1f}px)" '
+        f'data-buffer="{attr(buf)}" data-end="{end}">',
         _text(12, 18, _fit(buf, LEFT_W - 14, FS_NAME), cls="bold", fs=FS_NAME),
         _text(12, 35, _fit(str(msg("{n} bytes", n=total)), LEFT_W - 14, FS)),
     ]
@@ -244,17 +241,17 @@ def _bar(bar: BarLayout, info: BufferView | None, lanes: Sequence[LaneLayout], y
             f'height="6"/>'
         )
     parts.append(
-        f'<rect id="bar-{_attr(buf)}-free" class="seg free" style="x: {axis.x(0)}px; '
+        f'<rect id="bar-{attr(buf)}-free" class="seg free" style="x: {axis.x(0)}px; '
         f'width: {x_end - axis.x(0):.2f}px" y="0" height="{BAR_H}"/>'
     )
     for p, inside, lit in bar.pieces:
         x0, x1 = axis.x(p.start), axis.x(p.end)
-        pid = f"bar-{_attr(buf)}-r{p.start}"
+        pid = f"bar-{attr(buf)}-r{p.start}"
         state = "in" if inside else "out"
         hint = msg("{label}: bytes {start}–{end}", label=shown(p.label), start=p.start, end=p.end)
         parts.append(
             f'<rect id="{pid}" class="seg {p.kind} {state}{" lit" if lit else ""}" '
-            f'data-start="{p.start}" data-end="{p.end}" data-label="{_attr(p.label)}" '
+            f'data-start="{p.start}" data-end="{p.end}" data-label="{attr(p.label)}" '
             f'style="x: {x0}px; width: {x1 - x0:.2f}px" y="0" height="{BAR_H}">'
             f"<title>{escape(str(hint))}</title></rect>"
         )
@@ -265,7 +262,7 @@ def _bar(bar: BarLayout, info: BufferView | None, lanes: Sequence[LaneLayout], y
             )
     shinfo = msg("struct skb_shared_info, {n} bytes", n=SHINFO)
     parts.append(
-        f'<rect id="bar-{_attr(buf)}-shinfo" class="seg shinfo" style="x: {x_end}px; '
+        f'<rect id="bar-{attr(buf)}-shinfo" class="seg shinfo" style="x: {x_end}px; '
         f'width: {x_total - x_end:.2f}px" y="0" height="{BAR_H}">'
         f"<title>{escape(str(shinfo))}</title></rect>"
     )
@@ -342,7 +339,7 @@ def _caption(buf: str, info: BufferView | None, lanes: Sequence[LaneLayout], y: 
 
 
 def _frags(skb: SkbSnapshot, y: float) -> tuple[str, int]:
-    name = _attr(skb.get("name"))
+    name = attr(skb.get("name"))
     frags = list(skb.get("frags", ()))
     parts = [
         f'<g id="frags-{name}" class="frags glide" style="transform: translate(0px, {y:.1f}px)">'

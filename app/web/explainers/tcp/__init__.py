@@ -3,11 +3,27 @@ picture, the RFC/Linux view switch, and a script editor."""
 
 from __future__ import annotations
 
-from app.sim.core import msg
+from app.sim.core import Message, msg
 from app.sim.tcp import TcpExplainer
-from app.sim.tcp.params import CALLS, ENDPOINTS, HOWS, MAX_BYTES, MAX_EVENTS, NET_KINDS
+from app.sim.tcp.params import (
+    CALLS,
+    ENDPOINTS,
+    HOWS,
+    MAX_BYTES,
+    MAX_EVENTS,
+    MAX_ISS,
+    MAX_LISTEN_QUEUE,
+    MAX_NTH,
+    MAX_RCVBUF,
+    MAX_UNTIL_MS,
+    MSS_RANGE,
+    NET_KINDS,
+    RTT_MS_RANGE,
+    SYSCTL_FLOAT_LIMITS,
+    SYSCTL_INT_LIMITS,
+)
 from app.sim.tcp.state import TcpState
-from app.web.editor import EditorSpec, FieldSpec, Group, Rows
+from app.web.editor import EditorSpec, FieldSpec, Group, Rows, number, whole
 from app.web.explainers.tcp.picture import picture
 from app.web.plugin import Thumbnail, WebView
 
@@ -39,24 +55,25 @@ _EVENTS = {
     "duplicate": msg("duplicate"),
     "reorder": msg("reorder"),
 }
+
+
+def _sysctl(key: str, label: Message, unit: Message | None = None) -> FieldSpec:
+    """A sysctl's input, its range the one ``parse`` checks."""
+    if key in SYSCTL_INT_LIMITS:
+        lo, hi = SYSCTL_INT_LIMITS[key]
+        return whole(key, label, lo, hi, unit=unit)
+    flo, fhi = SYSCTL_FLOAT_LIMITS[key]
+    return number(key, label, flo, fhi, unit=unit or _S)
+
+
 _SYSCTL_FIELDS = (
-    FieldSpec(key="tcp_syn_retries", label=msg("tcp_syn_retries"), kind="int", min=1, max=127),
-    FieldSpec(
-        key="tcp_synack_retries", label=msg("tcp_synack_retries"), kind="int", min=1, max=255
-    ),
-    FieldSpec(key="tcp_fin_timeout_s", label=msg("tcp_fin_timeout"), unit=_S, min=1, max=120),
-    FieldSpec(
-        key="tcp_keepalive_time_s", label=msg("tcp_keepalive_time"), unit=_S, min=1, max=32767
-    ),
-    FieldSpec(
-        key="tcp_keepalive_intvl_s", label=msg("tcp_keepalive_intvl"), unit=_S, min=1, max=32767
-    ),
-    FieldSpec(
-        key="tcp_keepalive_probes", label=msg("tcp_keepalive_probes"), kind="int", min=1, max=127
-    ),
-    FieldSpec(
-        key="tcp_syncookies", label=msg("tcp_syncookies"), kind="int", unit=msg("0–2"), min=0, max=2
-    ),
+    _sysctl("tcp_syn_retries", msg("tcp_syn_retries")),
+    _sysctl("tcp_synack_retries", msg("tcp_synack_retries")),
+    _sysctl("tcp_fin_timeout_s", msg("tcp_fin_timeout")),
+    _sysctl("tcp_keepalive_time_s", msg("tcp_keepalive_time")),
+    _sysctl("tcp_keepalive_intvl_s", msg("tcp_keepalive_intvl")),
+    _sysctl("tcp_keepalive_probes", msg("tcp_keepalive_probes")),
+    _sysctl("tcp_syncookies", msg("tcp_syncookies"), msg("0–2")),
     FieldSpec(key="tcp_abort_on_overflow", label=msg("tcp_abort_on_overflow"), kind="bool"),
 )
 
@@ -66,23 +83,12 @@ EDITOR = EditorSpec(
             key=None,
             legend=msg("Run"),
             fields=(
-                FieldSpec(key="until_ms", label=msg("run until"), unit=_MS, min=0, max=3_600_000),
-                FieldSpec(key="rtt_ms", label=msg("RTT"), unit=_MS, min=0.01, max=10_000),
-                FieldSpec(key="mss", label=msg("MSS"), kind="int", unit=_BYTES, min=64, max=65483),
-                FieldSpec(
-                    key="rcvbuf",
-                    label=msg("receive buffer"),
-                    kind="int",
-                    unit=_BYTES,
-                    min=1,
-                    max=65535,
-                ),
-                FieldSpec(
-                    key="client_iss", label=msg("client ISS"), kind="int", min=0, max=2**31 - 1
-                ),
-                FieldSpec(
-                    key="server_iss", label=msg("server ISS"), kind="int", min=0, max=2**31 - 1
-                ),
+                number("until_ms", msg("run until"), 0, MAX_UNTIL_MS, unit=_MS),
+                number("rtt_ms", msg("RTT"), RTT_MS_RANGE[0], RTT_MS_RANGE[1], unit=_MS),
+                whole("mss", msg("MSS"), MSS_RANGE[0], MSS_RANGE[1], unit=_BYTES),
+                whole("rcvbuf", msg("receive buffer"), 1, MAX_RCVBUF, unit=_BYTES),
+                whole("client_iss", msg("client ISS"), 0, MAX_ISS),
+                whole("server_iss", msg("server ISS"), 0, MAX_ISS),
             ),
         ),
         Group(
@@ -97,7 +103,7 @@ EDITOR = EditorSpec(
             legend=msg("Script: socket calls"),
             item=msg("call"),
             fields=(
-                FieldSpec(key="t_ms", label=msg("at"), unit=_MS, min=0, max=3_600_000),
+                number("t_ms", msg("at"), 0, MAX_UNTIL_MS, unit=_MS),
                 FieldSpec(
                     key="endpoint",
                     label=msg("endpoint"),
@@ -106,11 +112,11 @@ EDITOR = EditorSpec(
                     labels=_WHO,
                 ),
                 FieldSpec(key="call", label=msg("call"), kind="choice", choices=CALLS),
-                FieldSpec(key="bytes", label=msg("bytes"), kind="int", min=1, max=MAX_BYTES),
+                whole("bytes", msg("bytes"), 1, MAX_BYTES),
                 FieldSpec(key="how", label=msg("how"), kind="choice", choices=HOWS),
-                FieldSpec(key="backlog", label=msg("backlog"), kind="int", min=0, max=4096),
-                FieldSpec(key="queued", label=msg("already queued"), kind="int", min=0, max=4096),
-                FieldSpec(key="half_open", label=msg("half-open"), kind="int", min=0, max=4096),
+                whole("backlog", msg("backlog"), 0, MAX_LISTEN_QUEUE),
+                whole("queued", msg("already queued"), 0, MAX_LISTEN_QUEUE),
+                whole("half_open", msg("half-open"), 0, MAX_LISTEN_QUEUE),
                 FieldSpec(key="nonblock", label=msg("O_NONBLOCK"), kind="bool"),
                 FieldSpec(key="keepalive", label=msg("SO_KEEPALIVE"), kind="bool"),
             ),
@@ -130,13 +136,9 @@ EDITOR = EditorSpec(
                 FieldSpec(
                     key="from", label=msg("sent by"), kind="choice", choices=ENDPOINTS, labels=_WHO
                 ),
-                FieldSpec(
-                    key="nth", label=msg("its segment number"), kind="int", min=1, max=1_000_000
-                ),
-                FieldSpec(
-                    key="count", label=msg("segments in a row"), kind="int", min=1, max=1_000_000
-                ),
-                FieldSpec(key="ms", label=msg("extra delay"), unit=_MS, min=0, max=3_600_000),
+                whole("nth", msg("its segment number"), 1, MAX_NTH),
+                whole("count", msg("segments in a row"), 1, MAX_NTH),
+                number("ms", msg("extra delay"), 0, MAX_UNTIL_MS, unit=_MS),
             ),
             new_row={"drop": {"from": "client", "nth": 1}},
             max_rows=MAX_EVENTS,

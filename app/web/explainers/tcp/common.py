@@ -7,10 +7,8 @@ tables below map the simulation's identifiers (``client``, ``delayed_ack``, ``de
 
 from __future__ import annotations
 
-import unicodedata
-from html import escape
-
 from app.sim.core import Message, msg
+from app.web.svgtext import advance, in_words
 
 WIDTH = 960
 
@@ -33,8 +31,7 @@ ENDPOINT_WORD: dict[str, Message] = {"client": msg("client"), "server": msg("ser
 
 def who(ep: str) -> str:
     """An endpoint's name in the reader's language."""
-    word = ENDPOINT_WORD.get(ep)
-    return str(word) if word else ep
+    return in_words(ENDPOINT_WORD, ep)
 
 
 # Events of a state change that are words, not calls or segment names (which stay as they are).
@@ -51,8 +48,7 @@ EVENT_WORD: dict[str, Message] = {
 
 
 def event_word(event: str) -> str:
-    word = EVENT_WORD.get(event)
-    return str(word) if word else event
+    return in_words(EVENT_WORD, event)
 
 
 # A segment's kind in words (the plain kinds syn, synack, ack, fin, data, rst are the flags'
@@ -70,13 +66,12 @@ KIND_WORD: dict[str, Message] = {
 
 
 def kind_word(kind: str) -> str:
-    word = KIND_WORD.get(kind)
-    return str(word) if word else kind.replace("_", " ")
+    return in_words(KIND_WORD, kind, kind.replace("_", " "))
 
 
 def text_w(text: str, narrow: float = 7.2, wide: float = 13.0) -> float:
     """Estimated width of ``text``: a CJK (wide) character takes ``wide`` units."""
-    return sum(wide if unicodedata.east_asian_width(c) in "WF" else narrow for c in text)
+    return advance(text, narrow, wide)
 
 
 KERNEL = {
@@ -98,14 +93,6 @@ PANEL_Y = 444
 
 
 LINE = 15
-
-
-def attr(value: object) -> str:
-    return escape(str(value), quote=True)
-
-
-def esc(value: object) -> str:
-    return escape(str(value), quote=False)
 
 
 def fmt_ms(t: float) -> str:
@@ -135,5 +122,4 @@ TIMER_RFC: dict[str, Message] = {
 
 
 def timer_rfc(name: str) -> str:
-    word = TIMER_RFC.get(name)
-    return str(word) if word else name
+    return in_words(TIMER_RFC, name)

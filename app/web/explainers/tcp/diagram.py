@@ -17,13 +17,12 @@ from app.web.explainers.tcp.common import (
     INK,
     KERNEL,
     LETTER,
-    attr,
     dash,
-    esc,
     event_word,
     text_w,
     who,
 )
+from app.web.svgtext import attr, esc
 
 NODE_W = 132
 

@@ -15,15 +15,14 @@ from app.web.explainers.tcp.common import (
     COLOUR,
     ENDPOINTS,
     WIDTH,
-    attr,
     dash,
-    esc,
     fmt_ms,
     kind_word,
     text_w,
     timer_rfc,
     who,
 )
+from app.web.svgtext import attr, esc
 
 LAD_X0 = 452
 

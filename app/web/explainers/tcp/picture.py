@@ -20,10 +20,11 @@ from __future__ import annotations
 
 from app.sim.core import Frame, Trace, msg
 from app.sim.tcp.state import TcpState
-from app.web.explainers.tcp.common import COLOUR, ENDPOINTS, PANEL_Y, WIDTH, attr
+from app.web.explainers.tcp.common import COLOUR, ENDPOINTS, PANEL_Y, WIDTH
 from app.web.explainers.tcp.diagram import draw_diagram
 from app.web.explainers.tcp.ladder import draw_ladder, index_trace
 from app.web.explainers.tcp.variables import draw_panel, draw_wire
+from app.web.svgtext import attr
 
 
 def picture(trace: Trace[TcpState, None], frame: Frame[TcpState]) -> str:

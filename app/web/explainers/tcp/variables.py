@@ -15,9 +15,7 @@ from app.web.explainers.tcp.common import (
     LINE,
     PANEL_Y,
     WIDTH,
-    attr,
     dash,
-    esc,
     fit,
     fmt_ms,
     kind_word,
@@ -25,6 +23,7 @@ from app.web.explainers.tcp.common import (
     timer_rfc,
     who,
 )
+from app.web.svgtext import attr, esc
 
 # The RFC 9293 variables and the ss(8) columns keep their own names; the rest are words.
 _VARS: tuple[tuple[str, str | Message], ...] = (
