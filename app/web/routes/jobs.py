@@ -14,7 +14,7 @@ from fastapi.responses import JSONResponse, Response
 from app.sim.core import msg
 from app.web import i18n
 from app.web.jobowners import client_of, owners_of
-from app.web.routes.api import trace_json
+from app.web.routes.api import trace_response
 from app.web.sources import SiteDep
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["api"])
@@ -76,8 +76,7 @@ def job_result(key: str, site: SiteDep) -> Response:
     runs = site.runs
     trace = runs.cached(_checked(key))
     if trace is not None:
-        plugin = site.plugin(trace.explainer)
-        return JSONResponse(trace_json(plugin, trace))
+        return trace_response(site.plugin(trace.explainer), trace)
     job = runs.job(key)
     state, progress = (job.state, runs.progress(job)) if job is not None else ("", 0.0)
     if job is None:
@@ -88,7 +87,7 @@ def job_result(key: str, site: SiteDep) -> Response:
         if state == "done":  # stored by its worker just now: read it from the store
             trace = runs.cached(key)
             if trace is not None:
-                return JSONResponse(trace_json(site.plugin(trace.explainer), trace))
+                return trace_response(site.plugin(trace.explainer), trace)
     if state == "running":
         return JSONResponse(
             {"job": key, "state": "running", "progress": round(progress, 4)},
