@@ -15,7 +15,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse, Response
 
 from app.sim.core import msg
-from app.web import i18n
+from app.web import i18n, joberrors
 from app.web.jobowners import client_of, owners_of
 from app.web.routes.api import trace_response
 from app.web.sources import SiteDep
@@ -63,7 +63,7 @@ def job_status(key: str, request: Request, site: SiteDep) -> JSONResponse:
             "result_url": f"/api/v1/jobs/{key}/result",
         }
         if shared.error:
-            body["error"] = shared.error
+            body["error"] = joberrors.render(shared.error)
         return JSONResponse(body, headers=NO_STORE)
     body = {
         "job": key,
@@ -75,7 +75,7 @@ def job_status(key: str, request: Request, site: SiteDep) -> JSONResponse:
         "result_url": f"/api/v1/jobs/{key}/result",
     }
     if job.error:
-        body["error"] = job.error
+        body["error"] = joberrors.render(job.error)
     return JSONResponse(body, headers=NO_STORE)
 
 
