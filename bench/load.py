@@ -385,7 +385,10 @@ class Server:
         subprocess.run([py, "-m", "app.store.migrate"], cwd=ROOT, env=self.env, check=True)
         cmd = [py, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1"]
         cmd += ["--port", str(self.port), "--workers", str(self.workers), "--log-level", "warning"]
-        cmd += ["--no-access-log", "--backlog", "2048", *self.uvicorn_args]  # as scripts/serve
+        # as scripts/serve: uvicorn's own proxy-header handling off (it would believe
+        # X-Forwarded-For from any loopback peer); the app trusts APP_TRUSTED_PROXIES only
+        cmd += ["--no-access-log", "--backlog", "2048", "--no-proxy-headers"]
+        cmd += [a for a in self.uvicorn_args if a != "--no-proxy-headers"]
         self.log_path = Path(self.tmp.name) / "server.log"
         self.log = self.log_path.open("wb")
         self.proc = subprocess.Popen(

@@ -693,7 +693,7 @@ def main() -> None:
         L.check_loopback(args.url)
         base = args.url.rstrip("/")
     else:
-        server = L.Server(args.workers, ["--no-proxy-headers"])
+        server = L.Server(args.workers)  # --no-proxy-headers, as scripts/serve
         server.env["APP_TRUSTED_PROXIES"] = '["127.0.0.1"]'  # a reverse proxy on this host
         print(f"starting the app on {server.url} with {args.workers} workers (SQLite, WAL)")
         server.start()

@@ -1,15 +1,16 @@
-"""Who may cancel a job: the clients it was started or joined for.
+"""Who may follow or cancel a job: the clients it was started or joined for.
 
 A job's id is its trace's content address (the same params asked twice share one run and one
 stored trace), so anyone can compute it from the params; ids stay that way, and cancelling
 checks the owner instead. When a request is answered with a job (202, or the progress page),
 its client address is recorded as an owner of that job, in the database (``rate_limit`` rows
 keyed by a hash of job and address, kept a day like the quota counters) so every worker and
-replica can tell; ``DELETE /api/v1/jobs/{id}`` from any other client is answered 404, as if
-there were no such job. A job several clients asked for (the same params: one run) is not
-cancelled by one of them: its ``DELETE`` only says it no longer asks, and the job ends when
-nobody follows it any more (``job_idle_s``). Reading a job's state or result needs no
-ownership: it is what anyone asking for the same params would get.
+replica can tell; ``GET /api/v1/jobs/{id}`` (its state and progress), its result while it has
+none, and ``DELETE`` from any other client are answered 404, as if there were no such job (nor
+does another client's asking count as interest that keeps it running). A job several clients
+asked for (the same params: one run) is not cancelled by one of them: its ``DELETE`` only says
+it no longer asks, and the job ends when nobody follows it any more (``job_idle_s``). A finished
+job's result needs no ownership: it is what anyone asking for the same params gets at once.
 """
 
 from __future__ import annotations

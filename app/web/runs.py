@@ -52,6 +52,7 @@ from app.sim.core.cost import MAX_TRACE_BYTES, TraceTooLarge
 from app.store import repo
 from app.store.eviction import TraceEviction
 from app.store.models import SharedJob
+from app.web import joberrors
 from app.web.simproc import LanePool, Limits
 
 AnyTrace = Trace[Any, Any]
@@ -600,7 +601,7 @@ class RunService:
         except Cancelled:
             state = "cancelled"
         except Exception as exc:  # noqa: BLE001 - a run that fails must still free its slot
-            state, error = "failed", f"{type(exc).__name__}: {exc}"[:300]
+            state, error = "failed", joberrors.describe(exc)  # shown in each reader's language
         for attempt in range(5 if job.shared else 0):
             try:
                 with repo.session_for(self.engine) as db:

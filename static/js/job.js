@@ -20,6 +20,11 @@
       setTimeout(poll, 2000);
       return;
     }
+    if (!job || !job.state) {  // 404: no such job (any more) for this client
+      status.textContent = (job && typeof job.detail === "string" && job.detail) || t("unreachable");
+      retry.hidden = false;
+      return;
+    }
     const pct = Math.round((job.progress || 0) * 100);
     bar.value = pct;
     bar.textContent = pct + " %";
@@ -30,7 +35,14 @@
       status.textContent = t("job_progress", { pct: pct + " %", s: Math.round(job.elapsed_s || 0) });
       setTimeout(poll, 500);
     } else {
-      status.textContent = job.error ? t("job_state_error", { state: job.state, error: job.error }) : t("job_state", { state: job.state });
+      // The state's word in the page's language; the error comes in it from the server.
+      if (job.state === "failed") {
+        status.textContent = job.error ? t("job_failed", { error: job.error }) : t("job_failed_plain");
+      } else if (job.state === "cancelled") {
+        status.textContent = t("job_cancelled");
+      } else {
+        status.textContent = t("job_state", { state: job.state });
+      }
       retry.hidden = false;
     }
   }

@@ -200,6 +200,43 @@ def test_only_the_jobs_clients_may_cancel_it(tmp_path: Path) -> None:
         wait_for(ended)
 
 
+def test_only_the_jobs_clients_may_read_its_state(tmp_path: Path) -> None:
+    """Another client that computes a running job's id is told there is no such job (404) on
+    its state and on its result, from any worker; the client that started it follows it from
+    any worker, and a client that asks for the same params joins it and may follow it too."""
+    settings = Settings(
+        database_url=f"sqlite:///{tmp_path / 'jobs.db'}",
+        job_threshold_s=0.5,
+        job_idle_s=60,
+    )
+    one, two = create_app(settings), create_app(settings)
+    with (
+        TestClient(one, client=VISITOR) as owner,
+        TestClient(two, client=VISITOR) as owner_elsewhere,
+        TestClient(one, client=("203.0.113.43", 1)) as stranger,
+        TestClient(two, client=("203.0.113.43", 2)) as stranger_elsewhere,
+        TestClient(one, client=("203.0.113.44", 1)) as joiner,
+    ):
+        started = owner.post("/api/v1/explainers/cwnd/run", json=cwnd(9))
+        assert started.status_code == 202
+        job = started.json()["job"]
+        for other in (stranger, stranger_elsewhere):
+            for url in (f"/api/v1/jobs/{job}", f"/api/v1/jobs/{job}/result"):
+                r = other.get(url)
+                assert r.status_code == 404, url
+                assert "state" not in r.json() and "progress" not in r.json()
+        assert owner.get(f"/api/v1/jobs/{job}").json()["state"] == "running"
+        assert owner_elsewhere.get(f"/api/v1/jobs/{job}").json()["state"] == "running"
+        assert owner.get(f"/api/v1/jobs/{job}/result").status_code == 202
+        assert joiner.post("/api/v1/explainers/cwnd/run", json=cwnd(9)).json()["job"] == job
+        assert joiner.get(f"/api/v1/jobs/{job}").json()["state"] == "running"
+        assert owner.delete(f"/api/v1/jobs/{job}").status_code == 204  # drops the owner's ask
+        one.state.site.runs.cancel(job)  # the test's own clean-up
+        wait_for(lambda: owner.get(f"/api/v1/jobs/{job}").json()["state"] == "cancelled")
+        assert stranger.get(f"/api/v1/jobs/{job}/result").status_code == 404
+        assert owner.get(f"/api/v1/jobs/{job}/result").status_code == 410
+
+
 def test_a_client_sharing_a_run_cannot_cancel_it_for_the_other(
     make_client: Callable[..., TestClient],
 ) -> None:

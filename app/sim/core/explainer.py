@@ -10,7 +10,9 @@ An explainer is a subclass of :class:`Explainer` ``[P]`` (``P`` is its frozen pa
   between answering at once and queueing a job.
 * ``run(params, progress) -> Trace`` is pure and deterministic. It calls ``progress(done,
   total)`` now and then (in ``limits.unit``); the callback raises :class:`Cancelled` to stop it.
-* ``public_json(trace)`` is the explainer's documented JSON (``POST /api/v1/explainers/NAME/run``).
+* ``public_json(trace)`` is the explainer's documented JSON (``POST /api/v1/explainers/NAME/run``);
+  ``public_json_parts(trace)`` the same, with any top-level part that is quicker written straight
+  to JSON given as its bytes (:class:`EncodedJSON`): the API answers from it.
 * Declarations: ``presets`` (each with a lesson), ``source`` (the project steps cite),
   ``result_kinds`` (what a frame's ``result`` can be, with its wording) and ``limits``.
 
@@ -45,6 +47,14 @@ JSONValue = Any  # JSON-shaped input before validation: anything json.loads can 
 
 Progress = Callable[[float, float], None]
 """``progress(done, total)`` in the explainer's work unit; may raise :class:`Cancelled`."""
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedJSON:
+    """A part of an API answer already written as JSON (UTF-8 bytes): it goes into the answer
+    as it is, and parses to the value :meth:`Explainer.public_json` gives for that part."""
+
+    data: bytes
 
 
 class Cancelled(Exception):
@@ -142,6 +152,14 @@ class Explainer(ABC, Generic[P, S, X]):
         """The documented JSON body of a trace (without ``sim_version``, added by the API)."""
 
     # --- derived, shared by every explainer -------------------------------------------------
+
+    def public_json_parts(self, trace: Trace[S, X]) -> Mapping[str, JSONValue | EncodedJSON]:
+        """:meth:`public_json`, each top-level part as a value or already written as JSON
+        (:class:`EncodedJSON`; parsed, the same value): what the API encodes and sends. An
+        explainer whose answer is large writes its big parts itself, skipping the Python
+        objects; ``frames`` stays a list (the API renders each narration in the request's
+        language)."""
+        return self.public_json(trace)
 
     def preset(self, slug: str) -> Preset | None:
         return next((p for p in self.presets if p.slug == slug), None)

@@ -28,7 +28,14 @@ from collections import deque
 from typing import Any, TypeAlias, TypedDict
 
 from app.sim.core.errors import ParamError
-from app.sim.core.explainer import Explainer, JSONValue, Limits, Progress, ResultKind
+from app.sim.core.explainer import (
+    EncodedJSON,
+    Explainer,
+    JSONValue,
+    Limits,
+    Progress,
+    ResultKind,
+)
 from app.sim.core.i18n import msg
 from app.sim.core.sources import VLLM_0_33
 from app.sim.core.trace import Frame, Trace
@@ -38,6 +45,7 @@ from app.sim.serving.params import SchedulerParams
 from app.sim.serving.presets import PRESETS
 from app.sim.serving.request import finish_point
 from app.sim.serving.run import MAX_FRAMES, SchedulerSeries, simulate
+from app.sim.serving.stepjson import steps_bytes
 
 SIM_VERSION = "scheduler-2"  # 2: a frame lists only the KV blocks in use or hashed
 SchedulerTrace: TypeAlias = Trace[StepState, SchedulerSeries]
@@ -150,6 +158,15 @@ class SchedulerExplainer(Explainer[SchedulerParams, StepState, SchedulerSeries])
         return {
             "steps": list(steps_json(params, series)),
             "requests": [dict(r) for r in series["requests"]],
+            "summary": dict(trace.summary),
+        }
+
+    def public_json_parts(self, trace: SchedulerTrace) -> dict[str, JSONValue | EncodedJSON]:
+        """:meth:`public_json` with ``steps`` written straight to JSON (app.sim.serving.stepjson:
+        a large run's ``waiting`` lists are most of its answer)."""
+        return {
+            "steps": EncodedJSON(steps_bytes(trace.params, trace.series)),
+            "requests": trace.series["requests"],  # written as they are, not copied
             "summary": dict(trace.summary),
         }
 

@@ -7,12 +7,12 @@ import threading
 from typing import Any
 
 from fastapi import APIRouter, Body, Request, Response
-from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from app.sim.core import Trace
 from app.store import health as store_health
 from app.web import i18n
+from app.web.fastjson import FastJSONResponse
 from app.web.pagewarm import PageWarmer
 from app.web.plugin import Plugin
 from app.web.runs import Job, JobStarted, RunService
@@ -51,7 +51,18 @@ def list_explainers(site: SiteDep) -> dict[str, Any]:
 def trace_json(plugin: Plugin, trace: Trace[Any, Any]) -> dict[str, Any]:
     """The explainer's public JSON for a trace, with the simulation version that made it; each
     frame's ``narration`` in the request's language."""
-    body = {"sim_version": trace.sim_version, **plugin.sim.public_json(trace)}
+    return _localized({"sim_version": trace.sim_version, **plugin.sim.public_json(trace)}, trace)
+
+
+def trace_parts(plugin: Plugin, trace: Trace[Any, Any]) -> dict[str, Any]:
+    """:func:`trace_json` with the parts the explainer writes as JSON itself left as their
+    bytes (``Explainer.public_json_parts``): what the API sends."""
+    parts = plugin.sim.public_json_parts(trace)
+    return _localized({"sim_version": trace.sim_version, **parts}, trace)
+
+
+def _localized(body: dict[str, Any], trace: Trace[Any, Any]) -> dict[str, Any]:
+    """``body`` with each frame's ``narration`` in the request's language."""
     lang = i18n.current()
     frames = body.get("frames")
     if lang != i18n.DEFAULT and isinstance(frames, list):
@@ -64,8 +75,9 @@ def trace_json(plugin: Plugin, trace: Trace[Any, Any]) -> dict[str, Any]:
 
 
 def trace_response(plugin: Plugin, trace: Trace[Any, Any]) -> Response:
-    """:func:`trace_json` encoded (call it off the event loop: it may be megabytes)."""
-    return JSONResponse(trace_json(plugin, trace))
+    """A run's answer, written by orjson (app.web.fastjson); call it off the event loop: it may
+    be megabytes. Every explainer's runs and job results are answered through it."""
+    return FastJSONResponse(trace_parts(plugin, trace))
 
 
 def add_run_route(router: APIRouter, site: Site) -> None:

@@ -1,6 +1,9 @@
 """Long runs as jobs: ``/api/v1/jobs/{id}`` (state and progress), ``…/result`` (the run's JSON
-once done) and ``DELETE`` to cancel. The id is the trace's content address; only the clients
-the job was started or joined for may cancel it (:mod:`app.web.jobowners`)."""
+once done) and ``DELETE`` to cancel. The id is the trace's content address, so anyone can
+compute it: a job's state, its progress and its cancelling are only for the clients the job was
+started or joined for (:mod:`app.web.jobowners`; to any other client there is no such job, 404).
+A finished run's result is content: anyone who asks for its params gets it at once, and under
+its id too."""
 
 from __future__ import annotations
 
@@ -12,9 +15,9 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse, Response
 
 from app.sim.core import msg
-from app.web import i18n
+from app.web import i18n, joberrors
 from app.web.jobowners import client_of, owners_of
-from app.web.routes.api import trace_json
+from app.web.routes.api import trace_response
 from app.web.sources import SiteDep
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["api"])
@@ -28,12 +31,19 @@ def _checked(key: str) -> str:
     return key
 
 
-@router.get("/{key}")
-def job_status(key: str, site: SiteDep) -> JSONResponse:
+def _owned(request: Request, key: str) -> str:
+    """``key`` if this request's client was answered with that job; else 404, as for no job."""
+    if not owners_of(request.app).owns(_checked(key), client_of(request)):
+        raise HTTPException(404, i18n.render(msg("No job has this id.")))
+    return key
+
+
+@router.get("/{key}", responses={404: {"description": "No such job, or not this client's"}})
+def job_status(key: str, request: Request, site: SiteDep) -> JSONResponse:
     """Where a long run is: ``state`` (running, done, cancelled, failed) and ``progress`` (0-1,
-    simulated work done over total)."""
+    simulated work done over total). Only for a client that was answered with this job."""
     runs = site.runs
-    job = runs.job(_checked(key))
+    job = runs.job(_owned(request, key))
     if job is None:
         if runs.cached(key) is not None:  # finished earlier, maybe by another worker
             body: dict[str, Any] = {"job": key, "state": "done", "progress": 1.0}
@@ -53,7 +63,7 @@ def job_status(key: str, site: SiteDep) -> JSONResponse:
             "result_url": f"/api/v1/jobs/{key}/result",
         }
         if shared.error:
-            body["error"] = shared.error
+            body["error"] = joberrors.render(shared.error)
         return JSONResponse(body, headers=NO_STORE)
     body = {
         "job": key,
@@ -65,20 +75,27 @@ def job_status(key: str, site: SiteDep) -> JSONResponse:
         "result_url": f"/api/v1/jobs/{key}/result",
     }
     if job.error:
-        body["error"] = job.error
+        body["error"] = joberrors.render(job.error)
     return JSONResponse(body, headers=NO_STORE)
 
 
-@router.get("/{key}/result")
-def job_result(key: str, site: SiteDep) -> Response:
-    """The run's JSON (as ``POST /api/v1/explainers/{name}/run`` answers) once the job is done;
-    202 while it runs; 410 if it was cancelled."""
+@router.get(
+    "/{key}/result",
+    responses={
+        202: {"description": "Still running"},
+        404: {"description": "No such job, or not this client's"},
+        410: {"description": "The job ended without a result"},
+    },
+)
+def job_result(key: str, request: Request, site: SiteDep) -> Response:
+    """The run's JSON (as ``POST /api/v1/explainers/{name}/run`` answers) once the job is done,
+    to anyone (it is what its params give); while it runs (202) or after it ended without a
+    result (410), only for a client that was answered with this job."""
     runs = site.runs
     trace = runs.cached(_checked(key))
     if trace is not None:
-        plugin = site.plugin(trace.explainer)
-        return JSONResponse(trace_json(plugin, trace))
-    job = runs.job(key)
+        return trace_response(site.plugin(trace.explainer), trace)
+    job = runs.job(_owned(request, key))
     state, progress = (job.state, runs.progress(job)) if job is not None else ("", 0.0)
     if job is None:
         shared = runs.shared_job(key)
@@ -88,7 +105,7 @@ def job_result(key: str, site: SiteDep) -> Response:
         if state == "done":  # stored by its worker just now: read it from the store
             trace = runs.cached(key)
             if trace is not None:
-                return JSONResponse(trace_json(site.plugin(trace.explainer), trace))
+                return trace_response(site.plugin(trace.explainer), trace)
     if state == "running":
         return JSONResponse(
             {"job": key, "state": "running", "progress": round(progress, 4)},

@@ -1,0 +1,177 @@
+"""``steps[]`` of the scheduler's API answer written straight to JSON bytes.
+
+:func:`app.sim.serving.explainer.steps_json` builds the documented steps as Python objects; a
+4,096-request run has 4,761 steps whose ``waiting`` lists hold 9.4 million ids in all (75 of its
+86 MB of JSON), and building those lists took longer than the simulation. This writes the same
+JSON without them: each id is encoded once, and the queues are kept as the bytes of their JSON
+items, changed as the replay changes them — a request admitted from the head of the waiting
+queue moves the queue's start past its id, one arriving appends its id — so each step's
+``waiting`` is one slice of bytes (and the same object again when the step changed nothing).
+Priority scheduling inserts anywhere in the queue: its ``waiting`` is joined again on the steps
+that change it. The output parses to exactly :func:`steps_json`'s value
+(``tests/web/test_api_encoding.py`` checks it for every preset and larger workloads).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections import deque
+from json.encoder import encode_basestring
+
+from app.sim.serving.params import SchedulerParams
+from app.sim.serving.run import SchedulerSeries
+
+COMPACT_AT = 1 << 20  # the queue's bytes drop what was popped once that is over a MB
+HEADROOM = 4096  # bytes made free before the queue's head when a preempted id goes there
+
+
+class _Queue:
+    """A FIFO of JSON items as bytes, each led by a comma: ``,"r5","r6"``."""
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+        self.start = 0
+        self._json: bytes | bytearray | None = b"[]"
+
+    def append(self, item: bytes) -> None:
+        self.buf += item
+        self._json = None
+
+    def appendleft(self, item: bytes) -> None:
+        n = len(item)
+        if self.start < n:  # no room before the head: make some (a preemption seldom comes alone)
+            room = max(n, HEADROOM)
+            self.buf[0:0] = bytes(room)
+            self.start += room
+        self.start -= n
+        self.buf[self.start : self.start + n] = item
+        self._json = None
+
+    def popleft(self, item: bytes) -> None:
+        self.start += len(item)
+        if self.start > COMPACT_AT and self.start * 2 > len(self.buf):
+            del self.buf[: self.start]
+            self.start = 0
+        self._json = None
+
+    def json(self) -> bytes | bytearray:
+        if self._json is None:
+            if self.start >= len(self.buf):
+                self._json = b"[]"
+            else:
+                body = self.buf[self.start :]
+                body[0:1] = b"["
+                body += b"]"
+                self._json = body
+        return self._json
+
+
+def _float(x: float) -> bytes:
+    """A float as ``json.dumps`` writes it (``repr``); not a number or infinite: ``null``."""
+    return repr(float(x)).encode() if math.isfinite(x) else b"null"
+
+
+def _id_list(enc: list[bytes], idx: list[int]) -> bytes:
+    return b"[" + b",".join([enc[i] for i in idx]) + b"]"
+
+
+def _id_map(keys: list[bytes], ones: list[bytes], idx: list[int], values: list[int]) -> bytes:
+    """``{"id": n, …}``; ``keys[i]`` is the id's JSON with its colon, ``ones[i]`` with ``1``
+    (a decode step's tokens: most entries)."""
+    if not idx:
+        return b"{}"
+    items = [ones[i] if v == 1 else keys[i] + b"%d" % v for i, v in zip(idx, values, strict=True)]
+    return b"{" + b",".join(items) + b"}"
+
+
+def steps_bytes(params: SchedulerParams, se: SchedulerSeries) -> bytes:  # noqa: PLR0915
+    """``steps[]`` as JSON bytes: what ``json.dumps(steps_json(params, se))`` parses back to."""
+    ids = se["request_ids"]
+    enc = [encode_basestring(str(i)).encode() for i in ids]
+    led = [b"," + e for e in enc]  # as items of a queue
+    keys = [e + b":" for e in enc]
+    ones = [k + b"1" for k in keys]
+    reqs = params.requests
+    priority = params.config.policy == "priority"
+    hits_shown = params.config.enable_prefix_caching
+    running: list[int] = []
+    running_json = b"[]"
+    fcfs: deque[int] = deque()
+    queue = _Queue()
+    ordered: list[tuple[int, float, str, int]] = []  # priority: (priority, arrival, id, idx)
+    ordered_json: bytes | None = b"[]"
+    arrival_key: dict[int, float] = {}
+    out: list[bytes | bytearray] = [b"["]
+    for s in range(len(se["step"])):
+        for j in range(se["arrive_off"][s], se["arrive_off"][s + 1]):
+            i = se["arrive_req"][j]
+            at = reqs[i].arrival_time
+            arrival_key[i] = se["t_start"][s] if at is None else at
+            if priority:
+                bisect.insort(ordered, (reqs[i].priority, arrival_key[i], ids[i], i))
+                ordered_json = None
+            else:
+                fcfs.append(i)
+                queue.append(led[i])
+        pa, pb = se["preempt_off"][s], se["preempt_off"][s + 1]
+        for j in range(pa, pb):
+            i = se["preempt_req"][j]
+            running.remove(i)
+            if priority:
+                bisect.insort(ordered, (reqs[i].priority, arrival_key[i], ids[i], i))
+                ordered_json = None
+            else:
+                fcfs.appendleft(i)
+                queue.appendleft(led[i])
+        aa, ab = se["admit_off"][s], se["admit_off"][s + 1]
+        for j in range(aa, ab):
+            i = se["admit_req"][j]
+            head = ordered.pop(0)[3] if priority else fcfs.popleft()
+            if head != i:  # pragma: no cover - the scheduler only admits the queue head
+                raise AssertionError("replay diverged from the scheduler")
+            if priority:
+                ordered_json = None
+            else:
+                queue.popleft(led[i])
+            running.append(i)
+        fa, fb = se["finish_off"][s], se["finish_off"][s + 1]
+        finished = se["finish_req"][fa:fb]
+        if finished:
+            done = set(finished)
+            running = [i for i in running if i not in done]
+        if fa != fb or aa != ab or pa != pb:
+            running_json = _id_list(enc, running)
+        waiting: bytes | bytearray
+        if priority:
+            if ordered_json is None:
+                ordered_json = _id_list(enc, [e[3] for e in ordered])
+            waiting = ordered_json
+        else:
+            waiting = queue.json()
+        a, b = se["sched_off"][s], se["sched_off"][s + 1]
+        hits = (
+            _id_map(keys, ones, se["admit_req"][aa:ab], se["admit_hit"][aa:ab])
+            if hits_shown
+            else b"{}"
+        )
+        if s:
+            out.append(b",")
+        out += (
+            b'{"step":%d,"t_start":%s,"t_end":%s,"scheduled":%s,"preempted":%s,"finished":%s,'
+            b'"running":%s,"waiting":'
+            % (
+                se["step"][s],
+                _float(se["t_start"][s]),
+                _float(se["t_end"][s]),
+                _id_map(keys, ones, se["sched_req"][a:b], se["sched_tokens"][a:b]),
+                _id_list(enc, se["preempt_req"][pa:pb]),
+                _id_list(enc, finished),
+                running_json,
+            ),
+            waiting,
+            b',"kv_blocks_used":%d,"kv_usage":%s,"prefix_hit_tokens":%s}'
+            % (se["kv_blocks_used"][s], _float(se["kv_usage"][s]), hits),
+        )
+    out.append(b"]")
+    return b"".join(out)
