@@ -20,12 +20,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from app.sim.core.events import Timer
+from app.sim.core.i18n import Message, msg
 from app.sim.core.tcp import TCP_INIT_CWND, RttEstimator
 from app.sim.tcp.params import Call
 from app.sim.tcp.state import SegmentState, TimerState
 
 if TYPE_CHECKING:
     from app.sim.tcp.driver import Sim
+
+# The endpoints' roles as the narration names them: catalog words, so a Chinese sentence says
+# 客户端/服务端 (the data keys stay the plain ``client``/``server``).
+ROLE_WORDS: dict[str, Message] = {"client": msg("client"), "server": msg("server")}
 
 # --- constants (include/net/tcp.h, CONFIG_HZ=1000), in ms --------------------------------------
 RTO_INIT = 1000.0  # TCP_TIMEOUT_INIT
@@ -341,6 +346,7 @@ class Endpoint:
     def __init__(self, sim: Sim, name: str, peer: str, iss: int) -> None:
         self.sim = sim
         self.name = name
+        self.label = ROLE_WORDS[name]  # the narration's word for this endpoint
         self.peer = peer
         self.iss_base = iss
         self.iss_count = 0
