@@ -12,7 +12,8 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 from markupsafe import Markup, escape
 
-from app.sim.core import Frame, Message, Trace
+from app.sim.core import Frame, Message, Trace, msg
+from app.sim.core.i18n import join
 from app.web import i18n
 from app.web.content import Lesson
 from app.web.glossary import Glossary, glossary_for
@@ -143,16 +144,13 @@ def scrubber_marks(frames: tuple[Frame[Any], ...], count: int) -> list[dict[str,
     out = []
     for bucket in sorted(groups):
         members = groups[bucket]
-        kinds = sorted({str(m.mark) for m in members})
-        out.append(
-            {
-                "index": members[0].index,
-                "mark": members[0].mark,
-                "op": f"{members[0].op} (+{len(members) - 1} more: {', '.join(kinds)})"
-                if len(members) > 1
-                else members[0].op,
-            }
-        )
+        op = members[0].op
+        if len(members) > 1:
+            # the marks are catalog words (the scrubber shows a lone mark as _(mark) too)
+            kinds = join(msg(", "), [Message(k) for k in sorted({str(m.mark) for m in members})])
+            more = msg("{op} (+{n} more: {kinds})", op=op, n=len(members) - 1, kinds=kinds)
+            op = i18n.render(more)
+        out.append({"index": members[0].index, "mark": members[0].mark, "op": op})
     return out
 
 

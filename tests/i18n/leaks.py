@@ -57,9 +57,7 @@ IDENTIFIERS = frozenset(
 
 # Terms the Chinese text keeps in English on purpose (kernel and vLLM words): not a leak inside
 # a Chinese sentence, still one standing alone.
-# "client" and "server" are the TCP simulation's endpoint names, which its narration quotes as
-# parameters (translating them there changes the traces); the picture draws them in words.
-KEPT = frozenset({"IRQ", "softirq", "watermark", "seed", "namespace {ns}", "client", "server"})
+KEPT = frozenset({"IRQ", "softirq", "watermark", "seed", "namespace {ns}"})
 
 
 class _Visible(HTMLParser):

@@ -261,7 +261,15 @@ def test_charts_speak_the_request_language(client: TestClient) -> None:
     assert [t.get("y") for t in fe["data"]] == [t.get("y") for t in fz["data"]]
     hovers = [t["hovertemplate"] for t in fz["data"] if t.get("hovertemplate")]
     assert hovers and all(CJK.search(h) for h in hovers)
-    assert "Jain 公平性指数" in _figure(zh, "fairness-chart")["layout"]["title"]["text"]
+    # units are catalog words too: a cwnd line's hover reads in 段, the bars name 流 N
+    cwnd_zh = next(t for t in fz["data"] if t.get("name") == "cwnd")
+    cwnd_en = next(t for t in fe["data"] if t.get("name") == "cwnd")
+    assert cwnd_zh["hovertemplate"].endswith(" 段<extra></extra>"), cwnd_zh["hovertemplate"]
+    assert cwnd_en["hovertemplate"].endswith(" segments<extra></extra>")
+    fair_zh, fair_en = _figure(zh, "fairness-chart"), _figure(en, "fairness-chart")
+    assert fair_zh["data"][0]["x"] == ["流 0 cubic", "流 1 reno"], fair_zh["data"][0]["x"]
+    assert fair_en["data"][0]["x"] == ["flow 0 cubic", "flow 1 reno"]
+    assert "Jain 公平性指数" in fair_zh["layout"]["title"]["text"]
     assert "有效吞吐 Mbit/s" in zh and "Summary of the whole run" not in zh
 
 

@@ -310,6 +310,13 @@ def test_choices_and_units_read_in_the_pages_language(client: TestClient) -> Non
     assert '<span class="unit">(ms)</span>' in en and '<span class="unit">（ms）</span>' in zh
     zh = client.get("/explainers/scheduler/edit?preset=continuous-batching&lang=zh-CN").text
     assert re.search(r'<option value="priority"[^>]*>priority（优先级）</option>', zh)
+    # every network event kind of a TCP script is a word in Chinese (delay too)
+    zh = client.get("/explainers/tcp/edit?preset=keepalive&lang=zh-CN").text
+    kinds = re.search(r'<select name="network\.0\.kind".*?</select>', zh, re.S)
+    assert kinds
+    options = dict(re.findall(r'<option value="(\w+)"[^>]*>([^<]*)</option>', kinds.group(0)))
+    assert set(options) == {"drop", "delay", "duplicate", "reorder"}, options
+    assert all(re.search(r"[\u4e00-\u9fff]", text) for text in options.values()), options
 
 
 def test_network_event_rows_add_switch_kind_and_remove(client: TestClient) -> None:

@@ -35,6 +35,37 @@ def test_handout_has_the_lesson_every_narration_and_the_marked_pictures(client: 
     assert html.count('<p class="narration">') == len(trace.frames)
 
 
+def test_handout_of_a_walkthrough_without_marks_draws_its_changing_pictures(
+    client: TestClient,
+) -> None:
+    """A walkthrough that marks no step still prints how its picture develops: the steps whose
+    picture changes, bounded and spread over the run (first and last kept), and the page says
+    which steps it drew; every step keeps its narration."""
+    from app.web.routes.handout import MAX_UNMARKED, spread
+
+    plugin = _plugin("tcp")
+    preset = plugin.sim.preset("handshake")
+    assert preset is not None
+    trace = plugin.sim.run(plugin.sim.parse(dict(preset.params)))
+    assert not any(f.mark for f in trace.frames), "the preset marks no step"
+    html = client.get("/explainers/tcp/presets/handshake/handout").text
+    steps = re.findall(r'<li id="handout-step-(\d+)" data-step="\d+" class="([^"]*)"', html)
+    drawn = [int(n) for n, cls in steps if cls == "drawn"]
+    last = len(trace.frames) - 1
+    assert 3 <= len(drawn) <= MAX_UNMARKED, drawn
+    assert drawn[0] == 0 and drawn[-1] == last, drawn
+    assert html.count('<figure class="handout-picture">') == len(drawn)
+    assert html.count('<p class="narration">') == len(trace.frames)
+    assert "marks no step" in html and f"at most {MAX_UNMARKED}" in html
+    # each drawn picture differs from the one before it in the handout
+    pictures = re.findall(r'<figure class="handout-picture">(.*?)</figure>', html, re.S)
+    assert all(a != b for a, b in zip(pictures, pictures[1:], strict=False))
+    zh = client.get("/explainers/tcp/presets/handshake/handout?lang=zh-CN").text
+    assert "marks no step" not in zh and 'id="handout-rule"' in zh
+    assert spread(list(range(100)), 5) == [0, 25, 50, 74, 99]
+    assert spread([3, 4], 12) == [3, 4]
+
+
 def test_handout_of_custom_params_and_a_bad_preset(client: TestClient) -> None:
     plugin = _plugin("tcp")
     preset = plugin.sim.preset("handshake")

@@ -173,5 +173,14 @@ def test_dense_scrubber_marks_are_grouped() -> None:
     assert 0 < len(marks) <= MAX_MARKS
     assert all(frames[m["index"]].mark for m in marks)
     assert any("more" in m["op"] for m in marks)
+    from app.web import i18n
+
+    token = i18n.use("zh-CN")
+    try:
+        zh = scrubber_marks(frames, len(frames))
+    finally:
+        i18n.reset(token)
+    grouped = [m["op"] for m in zh if m["op"] != "loss"]  # a lone mark's op is the frame's own
+    assert grouped and all("more" not in op and "另有" in op for op in grouped), grouped[:2]
     few = scrubber_marks(frames[:20], 20)
     assert [m["index"] for m in few] == [i for i in range(20) if i % 2]

@@ -47,7 +47,7 @@ NEED_RESET = frozenset(("ESTABLISHED", "CLOSE_WAIT", "FIN_WAIT1", "FIN_WAIT2", "
 
 
 def call_listen(sim: Sim, ep: Endpoint, c: Call) -> str:
-    sim.note(msg("{ep} calls listen().", ep=ep.name), "inet_listen")
+    sim.note(msg("{ep} calls listen().", ep=ep.label), "inet_listen")
     if ep.listener is not None:
         return "0"
     if ep.fd is not None:
@@ -75,7 +75,7 @@ def call_listen(sim: Sim, ep: Endpoint, c: Call) -> str:
 
 
 def call_connect(sim: Sim, ep: Endpoint, c: Call) -> str | None:
-    sim.note(msg("{ep} calls connect().", ep=ep.name), "__inet_stream_connect")
+    sim.note(msg("{ep} calls connect().", ep=ep.label), "__inet_stream_connect")
     sk = ep.fd
     if ep.listener is not None and sk is None:
         return "EISCONN"
@@ -124,7 +124,7 @@ def poll_connect(sim: Sim, ep: Endpoint, c: Call) -> str | None:
 
 
 def call_accept(sim: Sim, ep: Endpoint, c: Call) -> str | None:
-    sim.note(msg("{ep} calls accept().", ep=ep.name), "inet_csk_accept")
+    sim.note(msg("{ep} calls accept().", ep=ep.label), "inet_csk_accept")
     lsn = ep.listener
     if lsn is None:
         sim.note(msg("The socket is not listening: EINVAL."))
@@ -164,7 +164,7 @@ def poll_accept(sim: Sim, ep: Endpoint, c: Call) -> str | None:
 def call_send(sim: Sim, ep: Endpoint, c: Call) -> str | None:
     sk = ep.fd
     n = c.bytes or 0
-    sim.note(msg("{ep} calls send({n}).", ep=ep.name, n=n), "tcp_sendmsg_locked")
+    sim.note(msg("{ep} calls send({n}).", ep=ep.label, n=n), "tcp_sendmsg_locked")
     if sk is None:
         sim.note(msg("The socket is not connected: EPIPE (sk_stream_wait_connect)."))
         return "EPIPE"
@@ -185,7 +185,7 @@ def call_send(sim: Sim, ep: Endpoint, c: Call) -> str | None:
 
 
 def call_recv(sim: Sim, ep: Endpoint, c: Call) -> str | None:
-    sim.note(msg("{ep} calls recv().", ep=ep.name), "tcp_recvmsg_locked")
+    sim.note(msg("{ep} calls recv().", ep=ep.label), "tcp_recvmsg_locked")
     if ep.fd is None:
         return "ENOTCONN"
     return poll_recv(sim, ep, c)
@@ -239,7 +239,7 @@ def cleanup_rbuf(sim: Sim, sk: Sock, before: int) -> None:
 def call_shutdown(sim: Sim, ep: Endpoint, c: Call) -> str:
     sk = ep.fd
     how = c.how or "SHUT_WR"
-    sim.note(msg("{ep} calls shutdown({how}).", ep=ep.name, how=how), "inet_shutdown")
+    sim.note(msg("{ep} calls shutdown({how}).", ep=ep.label, how=how), "inet_shutdown")
     if sk is None:
         if ep.listener is not None:
             if how != "SHUT_WR":  # inet_shutdown: a listener disconnects on SHUT_RD
@@ -294,9 +294,9 @@ def call_abort(sim: Sim, ep: Endpoint, c: Call) -> str:
 
 def close(sim: Sim, ep: Endpoint, abort: bool) -> str:
     if abort:
-        sim.note(msg("{ep} sets SO_LINGER to 0 and calls close().", ep=ep.name), "__tcp_close")
+        sim.note(msg("{ep} sets SO_LINGER to 0 and calls close().", ep=ep.label), "__tcp_close")
     else:
-        sim.note(msg("{ep} calls close().", ep=ep.name), "__tcp_close")
+        sim.note(msg("{ep} calls close().", ep=ep.label), "__tcp_close")
     sk = ep.fd
     if sk is None:
         if ep.listener is not None:

@@ -325,7 +325,7 @@ class Sim:
         self.note(
             msg(
                 "{ep} receives {flags} seq={seq} ack={ack} len={n}.",
-                ep=ep.name,
+                ep=ep.label,
                 flags="+".join(seg.flags),
                 seq=seg.seq,
                 ack=seg.ack if seg.has_ack else 0,
@@ -348,7 +348,7 @@ class Sim:
         res = calls.CALLS[c.call](self, ep, c)
         if res is None:  # blocked
             ep.blocked = c
-            self.note(msg("{ep}: {call}() blocks.", ep=ep.name, call=c.call))
+            self.note(msg("{ep}: {call}() blocks.", ep=ep.label, call=c.call))
             self.flush("call", call=self.call_state(ep, c, "blocked"))
             return
         self.flush("call", call=self.call_state(ep, c, res))
@@ -371,7 +371,7 @@ class Sim:
             self.notes.insert(
                 0,
                 (
-                    msg("{ep}: {call}() returns {res}.", ep=ep.name, call=c.call, res=res),
+                    msg("{ep}: {call}() returns {res}.", ep=ep.label, call=c.call, res=res),
                     ref(calls.RETURNS_FROM[c.call]),
                 ),
             )

@@ -22,7 +22,7 @@ from app.sim.tcp.presets import PRESETS
 from app.sim.tcp.sock import Seg
 from app.sim.tcp.state import TcpState
 
-SIM_VERSION = "tcp-1"
+SIM_VERSION = "tcp-2"  # 2: narration names the endpoints by catalog words
 ERRNOS = (
     "ECONNREFUSED",
     "ECONNRESET",

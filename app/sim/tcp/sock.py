@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from app.sim.core.events import Timer
+from app.sim.core.i18n import Message, msg
 from app.sim.core.tcp import (
     TCP_DELACK_MAX_S,
     TCP_DELACK_MIN_S,
@@ -35,6 +36,10 @@ from app.sim.tcp.state import SegmentState, TimerState
 
 if TYPE_CHECKING:
     from app.sim.tcp.driver import Sim
+
+# The endpoints' roles as the narration names them: catalog words, so a Chinese sentence says
+# 客户端/服务端 (the data keys stay the plain ``client``/``server``).
+ROLE_WORDS: dict[str, Message] = {"client": msg("client"), "server": msg("server")}
 
 # --- constants (include/net/tcp.h, CONFIG_HZ=1000), in ms --------------------------------------
 # (the values shared with the other TCP models are app.sim.core.tcp's, converted)
@@ -351,6 +356,7 @@ class Endpoint:
     def __init__(self, sim: Sim, name: str, peer: str, iss: int) -> None:
         self.sim = sim
         self.name = name
+        self.label = ROLE_WORDS[name]  # the narration's word for this endpoint
         self.peer = peer
         self.iss_base = iss
         self.iss_count = 0

@@ -40,7 +40,7 @@ def tcp_reset(sim: Sim, sk: Sock, seg: Seg) -> None:
     sim.note(
         msg(
             "{ep} accepts the RST: {st} becomes TCP_CLOSE; pending error {err}.",
-            ep=sk.ep.name,
+            ep=sk.ep.label,
             st="TCP_" + sk.state,
             err=err,
         ),
@@ -126,7 +126,7 @@ def rcv_listen(sim: Sim, ep: Endpoint, lsn: Listener, seg: Seg, tw_isn: int = 0)
             "tcp_v4_send_synack",
             msg(
                 "{ep} sends SYN+ACK with a cookie as its ISN ({iss}); it keeps no state.",
-                ep=ep.name,
+                ep=ep.label,
                 iss=iss,
             ),
         )
@@ -188,7 +188,7 @@ def rcv_synsent(sim: Sim, sk: Sock, seg: Seg) -> None:
         sim.note(
             msg(
                 "{ep} gets SYN+ACK: IRS {irs}; the connection is ESTABLISHED.",
-                ep=sk.ep.name,
+                ep=sk.ep.label,
                 irs=seg.seq,
             ),
             "tcp_finish_connect",
@@ -211,7 +211,7 @@ def rcv_synsent(sim: Sim, sk: Sock, seg: Seg) -> None:
             msg(
                 "Crossed SYNs (simultaneous open): {ep} moves to SYN_RECV and answers with "
                 "SYN+ACK.",
-                ep=sk.ep.name,
+                ep=sk.ep.label,
             ),
             "tcp_rcv_synsent_state_process",
         )
@@ -226,7 +226,7 @@ def rcv_synsent(sim: Sim, sk: Sock, seg: Seg) -> None:
             "tcp_send_synack",
             msg(
                 "{ep} sends SYN+ACK seq={seq} ack={ack}.",
-                ep=sk.ep.name,
+                ep=sk.ep.label,
                 seq=sk.iss,
                 ack=sk.rcv_nxt,
             ),
@@ -323,7 +323,7 @@ def ack_state_change(sim: Sim, sk: Sock, seg: Seg) -> bool:
         sim.note(
             msg(
                 "{ep}: the handshake's ACK arrives; TCP_SYN_RECV becomes TCP_ESTABLISHED.",
-                ep=sk.ep.name,
+                ep=sk.ep.label,
             ),
             "tcp_child_process" if sk.listener else "tcp_rcv_state_process",
         )
@@ -536,7 +536,7 @@ def accept_data(sim: Sim, sk: Sock, seq: int, n: int, fin: bool) -> None:
         sk.ack_sched = True
         event_data_recv(sim, sk)
         sim.note(
-            msg("{ep} queues {n} bytes; RCV.NXT = {nxt}.", ep=sk.ep.name, n=n, nxt=sk.rcv_nxt),
+            msg("{ep} queues {n} bytes; RCV.NXT = {nxt}.", ep=sk.ep.label, n=n, nxt=sk.rcv_nxt),
             "tcp_data_queue",
         )
     if fin:
@@ -576,7 +576,7 @@ def tcp_fin(sim: Sim, sk: Sock) -> None:
             msg(
                 "{ep} gets the peer's FIN: CLOSE_WAIT; recv() will return 0 once the "
                 "queue is read.",
-                ep=sk.ep.name,
+                ep=sk.ep.label,
             ),
             "tcp_fin",
         )
@@ -607,6 +607,6 @@ def ack_snd_check(sim: Sim, sk: Sock) -> None:
         ato = min(ato, DELACK_MAX)
         sk.arm("delack", sim.now + ato)
         sim.note(
-            msg("{ep} delays its ACK by {t} ms.", ep=sk.ep.name, t=round(ato, 3)),
+            msg("{ep} delays its ACK by {t} ms.", ep=sk.ep.label, t=round(ato, 3)),
             "tcp_send_delayed_ack",
         )

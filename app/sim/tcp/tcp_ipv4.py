@@ -42,7 +42,7 @@ def reply_reset(sim: Sim, ep: Endpoint, seg: Seg, why: Message) -> None:
         0,
         "rst",
         "tcp_v4_send_reset",
-        msg("{ep} answers with a RST.", ep=ep.name),
+        msg("{ep} answers with a RST.", ep=ep.label),
     )
 
 
@@ -60,17 +60,17 @@ def receive(sim: Sim, ep: Endpoint, seg: Seg) -> None:
     elif ep.listener is not None:
         tcp_input.rcv_listen(sim, ep, ep.listener, seg)
     else:
-        sim.note(msg("{ep} has no socket for this segment.", ep=ep.name), "tcp_v4_rcv")
+        sim.note(msg("{ep} has no socket for this segment.", ep=ep.label), "tcp_v4_rcv")
         reply_reset(sim, ep, seg, msg("No socket matches: the kernel answers with a RST."))
 
 
 def send_synack(sim: Sim, req: Req, retrans: bool) -> None:
     text = (
-        msg("{ep} retransmits its SYN+ACK (timeout {n}).", ep=req.ep.name, n=req.num_timeout)
+        msg("{ep} retransmits its SYN+ACK (timeout {n}).", ep=req.ep.label, n=req.num_timeout)
         if retrans
         else msg(
             "{ep} sends SYN+ACK seq={seq} ack={ack}.",
-            ep=req.ep.name,
+            ep=req.ep.label,
             seq=req.iss,
             ack=req.rcv_nxt,
         )
@@ -100,5 +100,5 @@ def tw_ack(sim: Sim, ep: Endpoint, tw: TimeWait, seg: Seg) -> None:
         tw.rcv_wnd,
         "ack",
         "tcp_v4_timewait_ack",
-        msg("{ep} answers from TIME_WAIT with ACK ack={ack}.", ep=ep.name, ack=tw.rcv_nxt),
+        msg("{ep} answers from TIME_WAIT with ACK ack={ack}.", ep=ep.label, ack=tw.rcv_nxt),
     )

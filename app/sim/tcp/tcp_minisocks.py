@@ -96,7 +96,7 @@ def rcv_req(sim: Sim, ep: Endpoint, req: Req, seg: Seg) -> None:
                 sim.p.rcvbuf,
                 "ack",
                 "tcp_check_req",
-                msg("{ep} ACKs an out-of-window segment.", ep=ep.name),
+                msg("{ep} ACKs an out-of-window segment.", ep=ep.label),
             )
         return
     if seg.rst or seg.syn:
@@ -275,7 +275,7 @@ def rcv_timewait(sim: Sim, ep: Endpoint, tw: TimeWait, seg: Seg) -> None:
             tw.rcv_wnd,
             "ack",
             "tcp_v4_timewait_ack",
-            msg("{ep} ACKs the FIN from its timewait sock.", ep=ep.name),
+            msg("{ep} ACKs the FIN from its timewait sock.", ep=ep.label),
         )
         return
     if seg.seq == tw.rcv_nxt and (seg.seq == seg.end_seq or seg.rst):

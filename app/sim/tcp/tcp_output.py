@@ -33,7 +33,7 @@ def active_reset(sim: Sim, sk: Sock) -> None:
         0,
         "rst",
         "tcp_send_active_reset",
-        msg("{ep} sends RST+ACK seq={seq}.", ep=sk.ep.name, seq=sk.snd_nxt),
+        msg("{ep} sends RST+ACK seq={seq}.", ep=sk.ep.label, seq=sk.snd_nxt),
     )
 
 
@@ -53,16 +53,16 @@ def ack_sent(sim: Sim, sk: Sock) -> None:
 def send_ack(sim: Sim, sk: Sock, kind: str, src: str) -> None:
     win = sk.adv_window()
     texts = {
-        "ack": msg("{ep} sends ACK ack={ack} win={win}.", ep=sk.ep.name, ack=sk.rcv_nxt, win=win),
-        "delayed_ack": msg("{ep} sends its delayed ACK ack={ack}.", ep=sk.ep.name, ack=sk.rcv_nxt),
+        "ack": msg("{ep} sends ACK ack={ack} win={win}.", ep=sk.ep.label, ack=sk.rcv_nxt, win=win),
+        "delayed_ack": msg("{ep} sends its delayed ACK ack={ack}.", ep=sk.ep.label, ack=sk.rcv_nxt),
         "challenge_ack": msg(
             "{ep} sends a challenge ACK (RFC 5961) seq={seq} ack={ack}.",
-            ep=sk.ep.name,
+            ep=sk.ep.label,
             seq=sk.snd_nxt,
             ack=sk.rcv_nxt,
         ),
-        "dupack": msg("{ep} sends a duplicate ACK ack={ack}.", ep=sk.ep.name, ack=sk.rcv_nxt),
-        "window_update": msg("{ep} sends a window update, win={win}.", ep=sk.ep.name, win=win),
+        "dupack": msg("{ep} sends a duplicate ACK ack={ack}.", ep=sk.ep.label, ack=sk.rcv_nxt),
+        "window_update": msg("{ep} sends a window update, win={win}.", ep=sk.ep.label, win=win),
     }
     sim.xmit(
         sk.ep,
@@ -86,9 +86,9 @@ def send_syn(sim: Sim, sk: Sock, retrans: bool) -> None:
     ack = sk.rcv_nxt if sk.state == "SYN_RECV" else 0
     kind = "retransmit" if retrans else "syn"
     text = (
-        msg("{ep} retransmits its SYN (attempt {n}).", ep=sk.ep.name, n=sk.retransmits)
+        msg("{ep} retransmits its SYN (attempt {n}).", ep=sk.ep.label, n=sk.retransmits)
         if retrans
-        else msg("{ep} sends SYN seq={seq}.", ep=sk.ep.name, seq=sk.iss)
+        else msg("{ep} sends SYN seq={seq}.", ep=sk.ep.label, seq=sk.iss)
     )
     sim.xmit(
         sk.ep,
@@ -181,11 +181,11 @@ def _send_new(sim: Sim, sk: Sock, n: int, fin: bool) -> None:
     sk.snd_nxt = o.end
     flags = ("FIN", "ACK") if fin else ("ACK",)
     if fin and n:
-        text = msg("{ep} sends {n} bytes with FIN, seq={seq}.", ep=sk.ep.name, n=n, seq=start)
+        text = msg("{ep} sends {n} bytes with FIN, seq={seq}.", ep=sk.ep.label, n=n, seq=start)
     elif fin:
-        text = msg("{ep} sends FIN seq={seq}.", ep=sk.ep.name, seq=start)
+        text = msg("{ep} sends FIN seq={seq}.", ep=sk.ep.label, seq=start)
     else:
-        text = msg("{ep} sends {n} bytes, seq={seq}.", ep=sk.ep.name, n=n, seq=start)
+        text = msg("{ep} sends {n} bytes, seq={seq}.", ep=sk.ep.label, n=n, seq=start)
     sim.xmit(
         sk.ep,
         flags,
@@ -235,15 +235,15 @@ def retransmit(sim: Sim, sk: Sock, o: OutSeg, why: str) -> None:
         sk.adv_window(),
         "retransmit",
         "tcp_retransmit_skb",
-        msg("{ep} retransmits its FIN, seq={seq}.", ep=sk.ep.name, seq=o.seq)
+        msg("{ep} retransmits its FIN, seq={seq}.", ep=sk.ep.label, seq=o.seq)
         if o.fin and not o.length
         else msg(
             "{ep} retransmits seq={seq} ({n} bytes and FIN).",
-            ep=sk.ep.name,
+            ep=sk.ep.label,
             seq=o.seq,
             n=o.length,
         )
         if o.fin
-        else msg("{ep} retransmits seq={seq} ({n} bytes).", ep=sk.ep.name, seq=o.seq, n=o.length),
+        else msg("{ep} retransmits seq={seq} ({n} bytes).", ep=sk.ep.label, seq=o.seq, n=o.length),
     )
     ack_sent(sim, sk)

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 def timer_timewait(sim: Sim, tw: TimeWait) -> None:
     sim.note(
-        msg("{ep}: the timewait sock expires and is freed.", ep=tw.ep.name), "tw_timer_handler"
+        msg("{ep}: the timewait sock expires and is freed.", ep=tw.ep.label), "tw_timer_handler"
     )
     tcp_minisocks.kill_tw(sim, tw.ep, tw, "timer")
 
@@ -78,7 +78,7 @@ def timer_delack(sim: Sim, sk: Sock) -> None:
     else:
         sk.pingpong = False
         sk.ato = ATO_MIN
-    sim.note(msg("{ep}: the delayed-ACK timer fires.", ep=sk.ep.name), "tcp_delack_timer_handler")
+    sim.note(msg("{ep}: the delayed-ACK timer fires.", ep=sk.ep.label), "tcp_delack_timer_handler")
     tcp_output.send_ack(sim, sk, "delayed_ack", "tcp_delack_timer_handler")
 
 
@@ -119,7 +119,7 @@ def timer_retransmit(sim: Sim, sk: Sock) -> None:
         sim.note(
             msg(
                 "{ep} gives up after {n} retransmissions: the connection times out (ETIMEDOUT).",
-                ep=sk.ep.name,
+                ep=sk.ep.label,
                 n=sk.retransmits,
             ),
             "tcp_write_timeout",
@@ -129,7 +129,7 @@ def timer_retransmit(sim: Sim, sk: Sock) -> None:
     sim.note(
         msg(
             "{ep}: the retransmission timer fires after {rto} ms.",
-            ep=sk.ep.name,
+            ep=sk.ep.label,
             rto=round(sk.rto, 3),
         ),
         "tcp_retransmit_timer",
@@ -163,13 +163,13 @@ def timer_probe0(sim: Sim, sk: Sock) -> None:
         max_probes = 8 if alive else 0
     if sk.probes_out >= max_probes:
         sim.note(
-            msg("{ep}: too many unanswered window probes: ETIMEDOUT.", ep=sk.ep.name),
+            msg("{ep}: too many unanswered window probes: ETIMEDOUT.", ep=sk.ep.label),
             "tcp_probe_timer",
         )
         write_err(sim, sk, "probe timeout")
         return
     sim.note(
-        msg("{ep}: the persist timer fires; a zero-window probe goes out.", ep=sk.ep.name),
+        msg("{ep}: the persist timer fires; a zero-window probe goes out.", ep=sk.ep.label),
         "tcp_probe_timer",
     )
     wnd_end = sk.snd_una + sk.snd_wnd
@@ -186,7 +186,7 @@ def timer_probe0(sim: Sim, sk: Sock) -> None:
         "tcp_xmit_probe_skb",
         msg(
             "{ep} sends a window probe seq={seq} (SND.UNA - 1).",
-            ep=sk.ep.name,
+            ep=sk.ep.label,
             seq=sk.snd_una - 1,
         ),
     )
@@ -211,7 +211,7 @@ def timer_keepalive(sim: Sim, sk: Sock) -> None:
             sim.note(
                 msg(
                     "{ep}: {n} keepalive probes went unanswered: RST and ETIMEDOUT.",
-                    ep=sk.ep.name,
+                    ep=sk.ep.label,
                     n=sk.probes_out,
                 ),
                 "tcp_keepalive_timer",
@@ -222,7 +222,7 @@ def timer_keepalive(sim: Sim, sk: Sock) -> None:
         sim.note(
             msg(
                 "{ep}: idle for {s} s; keepalive probe {n}.",
-                ep=sk.ep.name,
+                ep=sk.ep.label,
                 s=round(elapsed / 1000, 3),
                 n=sk.probes_out + 1,
             ),
@@ -235,7 +235,7 @@ def timer_keepalive(sim: Sim, sk: Sock) -> None:
             "tcp_write_wakeup",
             msg(
                 "{ep} sends a keepalive probe seq={seq} (SND.UNA - 1).",
-                ep=sk.ep.name,
+                ep=sk.ep.label,
                 seq=sk.snd_una - 1,
             ),
         )
@@ -246,7 +246,7 @@ def timer_keepalive(sim: Sim, sk: Sock) -> None:
             msg(
                 "{ep}: the keepalive timer fires, but the peer was heard from {s} s ago; it "
                 "is re-armed.",
-                ep=sk.ep.name,
+                ep=sk.ep.label,
                 s=round(elapsed / 1000, 3),
             ),
             "tcp_keepalive_timer",

@@ -18,7 +18,7 @@ import json
 import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from html import escape
 from typing import Any
 
@@ -75,7 +75,8 @@ class Line:
     dash: str = "solid"
     width: float = 1.5
     role: str = ""  # colour role; empty: the flow's colour
-    unit: str = ""
+    unit: Message = field(default_factory=lambda: msg("segments"))  # rendered per request
+    digits: int = 0  # decimals kept in the figure's JSON
 
 
 def _colour(i: int) -> str:
@@ -213,8 +214,8 @@ def decimate_zoomed(
 
 def _lines(cc: str, *, overlay: bool, paced: bool) -> list[Line]:
     lines = [
-        Line(key="cwnd", label=msg("cwnd"), row="cwnd", width=2, unit="seg"),
-        Line(key="ssthresh", label=msg("ssthresh"), row="cwnd", dash="dash", width=1, unit="seg"),
+        Line(key="cwnd", label=msg("cwnd"), row="cwnd", width=2),
+        Line(key="ssthresh", label=msg("ssthresh"), row="cwnd", dash="dash", width=1),
     ]
     if overlay and cc == "cubic":
         lines += [
@@ -225,7 +226,6 @@ def _lines(cc: str, *, overlay: bool, paced: bool) -> list[Line]:
                 dash="dot",
                 width=1,
                 role="overlay",
-                unit="seg",
             ),
             Line(
                 key="w_est",
@@ -234,14 +234,23 @@ def _lines(cc: str, *, overlay: bool, paced: bool) -> list[Line]:
                 dash="dashdot",
                 width=1,
                 role="overlay-est",
-                unit="seg",
             ),
         ]
-    lines.append(Line(key="srtt_ms", label=msg("smoothed RTT"), row="rtt", unit="ms"))
+    ms, mbps = msg("ms"), msg("Mbit/s")
+    lines.append(Line(key="srtt_ms", label=msg("smoothed RTT"), row="rtt", unit=ms, digits=2))
     if paced:
-        lines.append(Line(key="pacing_mbps", label=msg("pacing rate"), row="rate", unit="Mbit/s"))
+        lines.append(
+            Line(key="pacing_mbps", label=msg("pacing rate"), row="rate", unit=mbps, digits=2)
+        )
     lines.append(
-        Line(key="delivery_mbps", label=msg("delivery rate"), row="rate", dash="dot", unit="Mbit/s")
+        Line(
+            key="delivery_mbps",
+            label=msg("delivery rate"),
+            row="rate",
+            dash="dot",
+            unit=mbps,
+            digits=2,
+        )
     )
     return lines
 
@@ -374,6 +383,7 @@ def cwnd_figure_json(
     for i, flow in enumerate(flows):
         cc = str(flow.get("cc", ""))
         who = str(msg("flow {i} {cc}", i=i, cc=cc))
+        secs = str(msg("s"))
         t = flow.get("t") or []
         for line in _lines(cc, overlay=show_overlay, paced=cc == "bbr" or not any_bbr):
             if line.key not in flow:
@@ -387,20 +397,19 @@ def cwnd_figure_json(
                 else _colour(i)
             )
             role = line.role or f"flow{i}"
-            digits = 0 if line.unit == "seg" else 2
             data.append(
                 {
                     "type": "scatter",
                     "mode": "lines",
                     "x": [_round(x, 3) for x in xs],
-                    "y": [_round(v, digits) for v in ys],
+                    "y": [_round(v, line.digits) for v in ys],
                     "yaxis": AXIS_OF[line.row],
                     "name": str(line.label),
                     "legendgroup": f"flow{i}",
                     "legendgrouptitle": {"text": str(msg("flow {i} · {cc}", i=i, cc=cc))},
                     "line": {"color": colour, "width": line.width, "dash": line.dash},
-                    "hovertemplate": f"{who} {line.label!s}<br>%{{x:.3f}} s · %{{y}} {line.unit}"
-                    "<extra></extra>",
+                    "hovertemplate": f"{who} {line.label!s}<br>%{{x:.3f}} {secs} · %{{y}} "
+                    f"{line.unit!s}<extra></extra>",
                     "meta": {"role": role},
                     # measured per sample interval, so noisy: let the pacing line read through
                     "opacity": 0.6 if line.key == "delivery_mbps" else 1,
@@ -425,7 +434,9 @@ def cwnd_figure_json(
                 "fill": "tozeroy",
                 "fillcolor": "rgba(153,153,153,0.25)",
                 "hovertemplate": str(msg("queue"))
-                + "<br>%{x:.3f} s · %{y} "
+                + "<br>%{x:.3f} "
+                + str(msg("s"))
+                + " · %{y} "
                 + str(msg("packets"))
                 + "<extra></extra>",
                 "meta": {"role": "queue"},
@@ -441,7 +452,11 @@ def _cwnd_layout(
     layout = _base_layout(FIGURE_HEIGHT, title)
     domains = _domains()
     layout["xaxis"] = _axis(
-        anchor="y", domain=[0, 1], ticksuffix=" s", range=[t0, t1], ticklabelstandoff=8
+        anchor="y",
+        domain=[0, 1],
+        ticksuffix=" " + str(msg("s")),
+        range=[t0, t1],
+        ticklabelstandoff=8,
     )
     annotations = []
     for key, axis, label in ROWS:
@@ -526,7 +541,9 @@ def _event_traces(
                     "color": colour,
                     "line": {"width": 1.5, "color": colour},
                 },
-                "hovertemplate": f"{label!s}<br>%{{x:.3f}} s · "
+                "hovertemplate": f"{label!s}<br>%{{x:.3f}} "
+                + str(msg("s"))
+                + " · "
                 + str(msg("flow"))
                 + " %{customdata} · cwnd %{y}"
                 "<extra></extra>",
@@ -561,7 +578,11 @@ def cwnd_figure(
 def fairness_figure(summary: Mapping[str, Any], *, div_id: str) -> str:
     """Goodput per flow as bars, with Jain's fairness index in the title (several flows only)."""
     flows = summary.get("flows", ())
-    labels = [f"flow {f.get('index', i)} {f.get('cc', '')}" for i, f in enumerate(flows)]
+    labels = [
+        str(msg("flow {i} {cc}", i=f.get("index", i), cc=str(f.get("cc", ""))))
+        for i, f in enumerate(flows)
+    ]
+    mbps = str(msg("Mbit/s"))
     goodput = [_num(f.get("goodput_mbps")) or 0.0 for f in flows]
     jain = _num(summary.get("jain_fairness"))
     title = str(msg("Goodput per flow (Mbit/s)"))
@@ -570,7 +591,7 @@ def fairness_figure(summary: Mapping[str, Any], *, div_id: str) -> str:
     layout = _base_layout(300, title)
     layout["margin"] = {"l": 56, "r": 12, "t": 44, "b": 40}
     layout["xaxis"] = _axis()
-    layout["yaxis"] = _axis(title={"text": "Mbit/s"}, rangemode="tozero")
+    layout["yaxis"] = _axis(title={"text": mbps}, rangemode="tozero")
     layout["showlegend"] = False
     fig = {
         "data": [
@@ -581,7 +602,7 @@ def fairness_figure(summary: Mapping[str, Any], *, div_id: str) -> str:
                 "marker": {"color": [_colour(i) for i in range(len(flows))]},
                 "text": [f"{g:.1f}" for g in goodput],
                 "textposition": "auto",
-                "hovertemplate": "%{x}<br>%{y:.2f} Mbit/s<extra></extra>",
+                "hovertemplate": "%{x}<br>%{y:.2f} " + mbps + "<extra></extra>",
                 "meta": {"role": "bars", "flows": len(flows)},
             }
         ],

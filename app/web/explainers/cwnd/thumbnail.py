@@ -55,6 +55,7 @@ def thumbnail(trace: CwndTrace, frame: Frame[CwndState], *, zoom: bool = False) 
         return H - PAD_B - v / top * (H - PAD_T - PAD_B)
 
     title = _t(msg("cwnd (segments)"))
+    secs = _t(msg("s"))
     parts = [
         f'<svg class="cwnd-thumb" viewBox="0 0 {W} {H}" width="{W}" height="{H}" '
         'aria-hidden="true" style="color: var(--fg)">',
@@ -67,8 +68,8 @@ def thumbnail(trace: CwndTrace, frame: Frame[CwndState], *, zoom: bool = False) 
         f'<text x="{PAD_L - 6}" y="{H - PAD_B + 4}" font-size="13" text-anchor="end" '
         'fill="currentColor">0</text>',
         f'<text x="{W - PAD_R}" y="{H - 4}" font-size="13" text-anchor="end" '
-        f'fill="currentColor">{t1:g} s</text>',
-        f'<text x="{PAD_L}" y="{H - 4}" font-size="13" fill="currentColor">{t0:g} s</text>'
+        f'fill="currentColor">{t1:g} {secs}</text>',
+        f'<text x="{PAD_L}" y="{H - 4}" font-size="13" fill="currentColor">{t0:g} {secs}</text>'
         if t0 > 0
         else "",
     ]

@@ -47,11 +47,11 @@ _BY_EVENT: dict[str, tuple[str, ...]] = {
 _MS = msg("ms")
 _S = msg("s")
 _BYTES = msg("bytes")
-# The choices in words; the syscall and SHUT_* names are the kernel's, and "delay" stays as it
-# is (the site shows it as a value elsewhere, e.g. HyStart's delay method)
+# The choices in words (the syscall and SHUT_* names are the kernel's)
 _WHO = {"client": msg("client"), "server": msg("server")}
 _EVENTS = {
     "drop": msg("drop"),
+    "delay": msg("delay"),
     "duplicate": msg("duplicate"),
     "reorder": msg("reorder"),
 }
