@@ -1,9 +1,20 @@
-"""The pure ASGI middlewares' shared shape: act on HTTP requests, pass everything else (the
-lifespan messages, websockets) straight through to the app."""
+"""What the pure ASGI middlewares share: reading a few request headers, and acting on HTTP
+requests while everything else (the lifespan messages, websockets) goes straight through to the
+app."""
 
 from __future__ import annotations
 
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+
+def header_values(scope: Scope, *names: bytes) -> dict[bytes, str]:
+    """The value of each of the (lower-case) header ``names`` the request carries, decoded as
+    latin-1 (the last one where a header is repeated)."""
+    found: dict[bytes, str] = {}
+    for name, value in scope["headers"]:
+        if name in names:
+            found[name] = value.decode("latin-1")
+    return found
 
 
 class HttpMiddleware:

@@ -19,6 +19,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Literal
 
 from app.sim.core import Message, ParamError, msg
@@ -60,18 +61,6 @@ class FieldSpec:
     default: bool = False
 
 
-def whole(
-    key: str,
-    label: Message,
-    lo: float | None = None,
-    hi: float | None = None,
-    *,
-    unit: Message | None = None,
-) -> FieldSpec:
-    """A whole-number input, ``lo`` to ``hi`` (each optional)."""
-    return FieldSpec(key=key, label=label, kind="int", unit=unit, min=lo, max=hi)
-
-
 def number(
     key: str,
     label: Message,
@@ -79,9 +68,14 @@ def number(
     hi: float | None = None,
     *,
     unit: Message | None = None,
+    kind: Literal["number", "int"] = "number",
 ) -> FieldSpec:
     """A number input, ``lo`` to ``hi`` (each optional)."""
-    return FieldSpec(key=key, label=label, unit=unit, min=lo, max=hi)
+    return FieldSpec(key=key, label=label, kind=kind, unit=unit, min=lo, max=hi)
+
+
+whole = partial(number, kind="int")
+"""A whole-number input, ``lo`` to ``hi`` (each optional)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -102,11 +102,8 @@ def install(app: FastAPI) -> None:
     async def _param_error(request: Request, exc: ParamError) -> Response:
         where = params_location(request)
         lang = response_language(request)
-        token = i18n.use(lang)
-        try:
+        with i18n.speaking(lang):
             detail = clamp_detail(param_error_detail(exc, (where,), lang))
-        finally:
-            i18n.reset(token)
         headers = {"Content-Language": lang}
         if wants_json(request):
             return JSONResponse({"detail": detail}, status_code=422, headers=headers)

@@ -66,11 +66,7 @@ def install(app: FastAPI) -> None:
     async def _over_limit(request: Request, exc: SimLimitExceeded) -> Response:
         where = params_location(request)
         lang = response_language(request)
-        token = i18n.use(lang)
-        try:
-            text = i18n.render(exc.message)
-        finally:
-            i18n.reset(token)
+        text = i18n.render(exc.message, lang)
         detail = [{"loc": [where], "msg": text, "type": f"sim_limit.{exc.limit}"}]
         headers = {"Content-Language": lang, "Cache-Control": NO_STORE}
         if wants_json(request):

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import gettext as gettext_module
 import io
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cache
@@ -232,6 +233,16 @@ def use(lang: str) -> object:
 
 def reset(token: object) -> None:
     _current.reset(token)  # type: ignore[arg-type]
+
+
+@contextmanager
+def speaking(lang: str) -> Iterator[None]:
+    """``lang`` current for the block (:func:`use`, then :func:`reset`)."""
+    token = use(lang)
+    try:
+        yield
+    finally:
+        reset(token)
 
 
 SWITCH_QUERY_MAX = 2000  # characters of a query the switch links repeat

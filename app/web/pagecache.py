@@ -30,6 +30,7 @@ from fastapi.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.web import i18n
+from app.web.asgi import header_values
 from app.web.deps import visitor_id
 from app.web.templating import language_context
 
@@ -67,12 +68,8 @@ def answer_headers(etag: str, kept: tuple[tuple[str, str], ...]) -> dict[str, st
 
 def page_key(scope: Scope, lang: str) -> Key:
     """What a kept page is filed under: host, path, query, htmx or not, and language."""
-    host = hx = ""
-    for name, value in scope["headers"]:
-        if name == b"host":
-            host = value.decode("latin-1")
-        elif name == b"hx-request":
-            hx = value.decode("latin-1")
+    found = header_values(scope, b"host", b"hx-request")
+    host, hx = found.get(b"host", ""), found.get(b"hx-request", "")
     return (host, scope["path"], scope.get("query_string", b"").decode("latin-1"), hx, lang)
 
 
@@ -314,16 +311,13 @@ class PageFront:
         if scope["type"] != "http" or scope["method"] not in ("GET", "HEAD"):
             await self.app(scope, receive, send)
             return
-        cookie = accept_language = accept_encoding = if_none_match = ""
-        for name, value in scope["headers"]:
-            if name == b"cookie":
-                cookie = value.decode("latin-1")
-            elif name == b"accept-language":
-                accept_language = value.decode("latin-1")
-            elif name == b"accept-encoding":
-                accept_encoding = value.decode("latin-1")
-            elif name == b"if-none-match":
-                if_none_match = value.decode("latin-1")
+        found = header_values(
+            scope, b"cookie", b"accept-language", b"accept-encoding", b"if-none-match"
+        )
+        cookie = found.get(b"cookie", "")
+        accept_language = found.get(b"accept-language", "")
+        accept_encoding = found.get(b"accept-encoding", "")
+        if_none_match = found.get(b"if-none-match", "")
         cookies = i18n.parse_cookies(cookie) if cookie else {}
         query = scope.get("query_string", b"").decode("latin-1")
         choice = i18n.choose(query, cookies, accept_language)

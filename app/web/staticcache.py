@@ -34,6 +34,8 @@ from pathlib import Path, PurePosixPath
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from app.web.asgi import header_values
+
 MAX_AGE = 3600
 COMPRESSIBLE = ("text/", "application/javascript", "application/json", "image/svg+xml")
 MAX_FILE = 8 << 20  # larger files are left to the app (streamed from disk)
@@ -246,14 +248,10 @@ class StaticFront:
         ):
             await self.app(scope, receive, send)
             return
-        accept, if_none_match, ranged = "", "", False
-        for name, value in scope["headers"]:
-            if name == b"accept-encoding":
-                accept = value.decode("latin-1")
-            elif name == b"if-none-match":
-                if_none_match = value.decode("latin-1")
-            elif name == b"range":
-                ranged = True
+        found = header_values(scope, b"accept-encoding", b"if-none-match", b"range")
+        accept = found.get(b"accept-encoding", "")
+        if_none_match = found.get(b"if-none-match", "")
+        ranged = b"range" in found
         answer = None if ranged else self._answer(scope["path"])
         if answer is None:
             await self.app(scope, receive, send)

@@ -26,6 +26,7 @@ from app.sim.skbuff.skb import (
     Text,
     World,
     make_step,
+    null_step,
 )
 
 SMALL_HEAD_CACHE_SIZE = 640  # SKB_SMALL_HEAD_CACHE_SIZE = SKB_HEAD_ALIGN(MAX_TCP_HEADER)
@@ -175,16 +176,14 @@ def _alloc_notes(size: int) -> tuple[Text, ...]:
 def _kmalloc_or_null(w: World, op: Op, size: int) -> HeadAlloc | Step:
     alloc = kmalloc_reserve(size)
     if alloc is None:
-        return make_step(
+        return null_step(
             op,
             op.skb,
-            "null",
             msg(
                 "A {head_align}-byte head is larger than KMALLOC_MAX_SIZE (4 MiB); the allocation fails and {op} returns NULL.",
                 head_align=head_align(size),
                 op=op.op,
             ),
-            mark="null",
         )
     return alloc
 

@@ -27,6 +27,7 @@ from app.sim.skbuff.skb import (
     Text,
     World,
     make_step,
+    null_step,
 )
 from app.sim.skbuff.sources import SOURCES
 
@@ -177,17 +178,15 @@ def skb_fill_page_desc(w: World, op: Op) -> Step:
 
 
 def _gro_too_big(w: World, op: Op, p: Skb, total: int, what: Text) -> Step:
-    return make_step(
+    return null_step(
         op,
         p.name,
-        "null",
         msg(
             "{what} = {total} ≥ 65536: {sources_op_op_function} returns -E2BIG and nothing changes; GRO flushes the held packet up the stack and this segment starts a new one.",
             what=what,
             total=total,
             sources_op_op_function=SOURCES[op.op].function,
         ),
-        mark="null",
     )
 
 
@@ -221,31 +220,27 @@ def _gro_refused(w: World, op: Op, p: Skb, s: Skb, offset: int) -> Step | None:
     sb = w.buf(s)
     headlen = s.len - s.data_len
     if sb.frag_list:
-        return make_step(
+        return null_step(
             op,
             p.name,
-            "null",
             msg(
                 "'{name}' already carries a frag_list; a segment fresh from the driver never does, so this merge is not modelled and nothing changes.",
                 name=s.name,
             ),
-            mark="null",
         )
     # never past the segment's own length (a clone made before a frag was added shares
     # that frag in skb_shared_info but does not count it in its len)
     reach = min(s.len, headlen + (sb.frags[0].size if sb.frags else 0))
     if offset > reach:
-        return make_step(
+        return null_step(
             op,
             p.name,
-            "null",
             msg(
                 "The GRO header offset {offset} is beyond '{name}''s linear part and first frag ({reach} bytes); headers never extend that far, so nothing is merged.",
                 offset=offset,
                 name=s.name,
                 reach=reach,
             ),
-            mark="null",
         )
     seg_len = s.len - offset  # skb_gro_len(): the payload after the parsed headers
     if p.len + seg_len >= GRO_MAX_SIZE:
@@ -509,17 +504,15 @@ def skb_gro_receive_list(w: World, op: Op) -> Step:
             ),
         )
     if off > s.len - s.data_len:
-        return make_step(
+        return null_step(
             op,
             p.name,
-            "null",
             msg(
                 "The GRO header offset {off} is beyond '{name}''s linear part ({s_len_s_data_len} bytes); nothing is merged.",
                 off=off,
                 name=s.name,
                 s_len_s_data_len=s.len - s.data_len,
             ),
-            mark="null",
         )
     b = w.buf(p)
     s.data += off

@@ -14,7 +14,7 @@ from app.sim.core import msg
 from app.sim.skbuff.free import release
 from app.sim.skbuff.ops import Op
 from app.sim.skbuff.share import condense, eat_paged, expand, room_to_pull, shared_bug
-from app.sim.skbuff.skb import Frag, Skb, Step, Text, World, make_step, write_region
+from app.sim.skbuff.skb import Frag, Skb, Step, Text, World, make_step, null_step, write_region
 
 U16 = 0xFFFF
 HEADER_LABELS = frozenset(
@@ -179,16 +179,14 @@ def skb_pull(w: World, op: Op) -> Step:
     s = w.skbs[op.skb]
     n = op.len or 0
     if n > s.len:
-        return make_step(
+        return null_step(
             op,
             s.name,
-            "null",
             msg(
                 "skb_pull({n}) asks for more than len {len}: skb_pull_inline returns NULL and leaves the skb unchanged (no panic). Callers treat this as a truncated packet.",
                 n=n,
                 len=s.len,
             ),
-            mark="null",
         )
     if s.len - n < s.data_len:
         return make_step(
@@ -289,15 +287,13 @@ def pskb_trim(w: World, op: Op) -> Step:
             return shared_bug(w, op, s, msg("___pskb_trim must unclone first"))
         res = expand(w, s, 0, 0)
         if not res.ok:
-            return make_step(
+            return null_step(
                 op,
                 s.name,
-                "null",
                 msg(
                     "___pskb_trim needs a private copy but pskb_expand_head fails with -ENOMEM ({detail}); pskb_trim returns the error and the skb is unchanged.",
                     detail=res.detail,
                 ),
-                mark="null",
             )
         pre = msg(
             "The data was shared, so ___pskb_trim first unclones it: {detail} ",
@@ -447,16 +443,14 @@ def pskb_may_pull(w: World, op: Op) -> Step:
             ),
         )
     if n > s.len:
-        return make_step(
+        return null_step(
             op,
             s.name,
-            "null",
             msg(
                 "pskb_may_pull({n}): the packet has only {len} bytes, so it returns false (pskb_may_pull_reason gives SKB_DROP_REASON_PKT_TOO_SMALL); the caller drops the packet. The skb is unchanged.",
                 n=n,
                 len=s.len,
             ),
-            mark="null",
         )
     delta = n - headlen
     eat = s.tail + delta - s.end

@@ -31,6 +31,7 @@ from app.sim.skbuff.skb import (
     World,
     copy_regions,
     make_step,
+    null_step,
     write_region,
 )
 
@@ -169,14 +170,12 @@ def tcp4_gro_complete(w: World, op: Op) -> Step:
     s = w.skbs[op.skb]
     b = w.buf(s)
     if s.transport_header is None:
-        return make_step(
+        return null_step(
             op,
             s.name,
-            "null",
             msg(
                 "tcp4_gro_complete reads tcp_hdr(skb), but transport_header is unset; in the kernel inet_gro_receive has set it (skb_set_transport_header) by now. Set it first."
             ),
-            mark="null",
         )
     count = max(s.gro_count, 1)
     t0 = b.gso_type
@@ -230,7 +229,7 @@ def skb_segment(w: World, op: Op) -> Step:
     mss = hb.gso_size
 
     def refuse(why: Text) -> Step:
-        return make_step(op, head.name, "null", why, mark="null")
+        return null_step(op, head.name, why)
 
     if mss == 0:
         return refuse(
@@ -321,10 +320,9 @@ def skb_partial_csum_set(w: World, op: Op) -> Step:
     csum_start = s.data + start
     headlen = s.len - s.data_len
     if csum_start >= U16 or csum_end > headlen:
-        return make_step(
+        return null_step(
             op,
             s.name,
-            "null",
             msg(
                 "skb_partial_csum_set({start}, {off}): the 2-byte checksum field would end at {csum_end}, past the {headlen} linear bytes (or csum_start {csum_start} does not fit 16 bits). It prints 'bad partial csum' and returns false; nothing changes.",
                 start=start,
@@ -333,7 +331,6 @@ def skb_partial_csum_set(w: World, op: Op) -> Step:
                 headlen=headlen,
                 csum_start=csum_start,
             ),
-            mark="null",
         )
     s.ip_summed = CHECKSUM_PARTIAL
     s.csum_start = csum_start
@@ -353,14 +350,12 @@ def skb_partial_csum_set(w: World, op: Op) -> Step:
 def tcp_v4_send_check(w: World, op: Op) -> Step:
     s = w.skbs[op.skb]
     if s.transport_header is None:
-        return make_step(
+        return null_step(
             op,
             s.name,
-            "null",
             msg(
                 "tcp_v4_send_check uses skb_transport_header(), which is unset here; __tcp_transmit_skb calls skb_reset_transport_header right after pushing the TCP header."
             ),
-            mark="null",
         )
     s.csum_start = s.transport_header
     s.csum_offset = TCP_CHECK_OFFSET

@@ -29,6 +29,7 @@ from app.sim.skbuff.skb import (
     World,
     copy_regions,
     make_step,
+    null_step,
     write_region,
 )
 
@@ -144,7 +145,7 @@ def _copy_head(w: World, op: Op, size: int, nomem: Message) -> tuple[Skb, Skb, H
     src = w.skbs[op.src or "skb"]
     alloc = kmalloc_reserve(size)
     if alloc is None:
-        return make_step(op, src.name, "null", nomem, mark="null")
+        return null_step(op, src.name, nomem)
     n = new_skb(w, op.skb, alloc, origin=op.op)
     copy_header_fields(n, src)
     copy_gso(w, n, src)
@@ -360,15 +361,13 @@ def pskb_expand_head(w: World, op: Op) -> Step:
         return shared_bug(w, op, s)
     res = expand(w, s, op.nhead or 0, op.ntail or 0)
     if not res.ok:
-        return make_step(
+        return null_step(
             op,
             s.name,
-            "null",
             msg(
                 "pskb_expand_head fails with -ENOMEM ({detail}); the skb is unchanged.",
                 detail=res.detail,
             ),
-            mark="null",
         )
     return make_step(
         op,
@@ -396,7 +395,7 @@ def room_to_pull(
         return shared_bug(w, op, s, msg("__pskb_pull_tail must expand the head"))
     res = expand(w, s, 0, eat + 128 if eat > 0 else 0)
     if not res.ok:
-        return make_step(op, s.name, "null", no_memory(res.detail), mark="null")
+        return null_step(op, s.name, no_memory(res.detail))
     return res
 
 

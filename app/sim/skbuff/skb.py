@@ -216,6 +216,11 @@ def make_step(
     )
 
 
+def null_step(op: Op, primary: str, text: Text) -> Step:
+    """The frame of a call that returns NULL (or false, or an error) and changes nothing."""
+    return make_step(op, primary, "null", text, mark="null")
+
+
 def write_region(b: Buffer, start: int, end: int, label: str, kind: str) -> None:
     """Record bytes [start, end) as written; newer writes cover older ones."""
     if end <= start:
