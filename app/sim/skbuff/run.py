@@ -18,7 +18,7 @@ from app.sim.skbuff.state import (
     SkbTrace,
 )
 
-SIM_VERSION = "skb-2"
+SIM_VERSION = "skb-3"
 
 
 def _message(text: Message | str) -> Message:

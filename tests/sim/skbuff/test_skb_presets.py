@@ -19,7 +19,7 @@ SLUGS = ["tcp-transmit", "rx-frame", "clone-retransmit", "gro-linearize", "rx-he
 def test_registered_explainer() -> None:
     """The "skb" explainer is registered with its title, version and default preset."""
     e = SkbExplainer()
-    assert e is not None and str(e.title) == "sk_buff geometry" and e.sim_version == "skb-2"
+    assert e is not None and str(e.title) == "sk_buff geometry" and e.sim_version == "skb-3"
     assert [p.slug for p in e.presets] == SLUGS and e.default_preset == "tcp-transmit"
 
 
