@@ -170,3 +170,16 @@ def test_api_narration_is_a_string() -> None:
     """The path API gives each step's narration as a string, as every explainer does."""
     out = E.public_json(E.run(E.parse({"path": "rx"})))
     assert all(isinstance(f["narration"], str) for f in out["frames"])  # type: ignore[index,union-attr]
+
+
+def test_field_table_shows_the_destructor_at_every_step() -> None:
+    """The player's field table carries skb->destructor (tcp_wfree from __tcp_transmit_skb,
+    NULL after ip_rcv_core's skb_orphan, sock_rfree after tcp_queue_rcv's skb_set_owner_r)."""
+    seen = []
+    for f in _frames("veth"):
+        if f.state["skb"] is None:
+            continue
+        row = {x.name: x.value for x in f.fields}
+        assert row["destructor"] == (f.state["skb"]["destructor"] or "NULL")
+        seen.append(row["destructor"])
+    assert "tcp_wfree" in seen and "sock_rfree" in seen and "NULL" in seen
