@@ -217,8 +217,9 @@ _ALL: tuple[SourceRef, ...] = (
 
 SOURCES: dict[str, SourceRef] = {ref.function: ref for ref in _ALL}
 
-# tcp_input.c: the v6.4 line of the first function after __tcp_oow_rate_limited is above this
-# (tcp_ack_update_window, the last one before it, is below); 6.4.4 adds 6 lines from there on.
+# tcp_input.c: 6.4.4 adds 6 lines from __tcp_oow_rate_limited on. Its exact line was not
+# checked here; any threshold between the last line cited before it (tcp_clean_rtx_queue, 3238)
+# and the first cited after it (tcp_ack, 3760) maps every cited line the same way.
 TCP_INPUT_SHIFT_FROM = 3600
 SOCK_C_SHIFTED = frozenset({"sk_wait_data", "sock_def_readable"})
 
