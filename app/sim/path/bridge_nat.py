@@ -65,7 +65,10 @@ def veth_to_backlog(w: Walk, clone: str) -> None:
     t.enter("veth_forward_skb", msg("veth_forward_skb: __dev_forward_skb."), layer="driver")
     t.enter(
         "__dev_forward_skb",
-        msg("__dev_forward_skb scrubs the skb for the host namespace."),
+        msg(
+            "__dev_forward_skb scrubs the skb for the host namespace (skb_scrub_packet). "
+            "Scrubbing does not orphan: skb->sk is still the container's socket."
+        ),
         layer="core",
     )
     t.ns = "host"
@@ -222,9 +225,16 @@ def bridge_up_and_forward(w: Walk, clone: str) -> None:
         layer="core",
     )
     s.set_header(clone, "transport", s.data(clone) + IP_HLEN)
+    s.orphan(clone)
     t.enter(
         "ip_rcv",
-        msg("ip_rcv → ip_rcv_core (checks pass), then the IPv4 PRE_ROUTING hook."),
+        msg(
+            "ip_rcv → ip_rcv_core (checks pass, the IPv4 header checksum recomputed), then "
+            "the IPv4 PRE_ROUTING hook. ip_rcv_core's skb_orphan is where the container's "
+            "socket lets go: until here, across veth and the bridge, skb->sk was that "
+            "socket; now tcp_wfree runs and gives the truesize back (ip_forward drops an "
+            "skb that still has skb->sk)."
+        ),
         layer="ip",
     )
     t.leaf(

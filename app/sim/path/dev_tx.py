@@ -189,7 +189,9 @@ def gso_segment(w: Walk, skb: str) -> None:
         msg(
             "tcp_gso_segment pulls the 32-byte TCP header and asks skb_segment for pieces "
             "of {mss} bytes; afterwards it fixes each piece's seq, clears FIN/PSH on all "
-            "but the last, and sets the checksums.",
+            "but the last, and sets the checksums. The destructor is tcp_wfree, so each "
+            "segment gets skb->sk and tcp_wfree too and sk_wmem_alloc is adjusted by the "
+            "truesize difference: the socket still pays for every piece.",
             mss=mss,
         ),
         layer="tcp",
@@ -207,6 +209,9 @@ def gso_segment(w: Walk, skb: str) -> None:
         s.set_header(name, "network", headroom + ETH_HLEN)
         s.set_header(name, "transport", headroom + ETH_HLEN + IP_HLEN)
         s.add_frag(name, size, size)
+        owner = s.owner.get(skb)
+        if owner is not None:  # tcp_gso_segment: copy_destructor (gso_skb's is tcp_wfree)
+            s.set_owner(name, *owner)
         w.sent.append(name)
         t.cur = name
         if k == 0:
@@ -317,19 +322,23 @@ def tx_completion(w: Walk, skb: str) -> None:
     t.stack = ["__do_softirq", "net_rx_action", "__napi_poll", "igb_poll"]
     sent = w.sent or [skb]
     for done in sent:
+        s.orphan(done)  # the destructor runs as the skb is freed
         s.free(done)
     t.cur = sent[-1]
     if sent == [skb]:
         text = msg(
             "Later the NIC reports the descriptors done; igb_poll's igb_clean_tx_irq "
             "unmaps them and frees the clone (napi_consume_skb): dataref falls back to 1. "
-            "The original stays on the write queue until the peer ACKs it."
+            "Its destructor, tcp_wfree, gives its truesize back to sk_wmem_alloc, so TSQ "
+            "lets the socket send more. The original stays on the write queue until the "
+            "peer ACKs it."
         )
     else:
         text = msg(
             "Later the NIC reports the descriptors done; igb_clean_tx_irq unmaps them and "
-            "frees the {n} segments (napi_consume_skb). The original stays on the write "
-            "queue until the peer ACKs it.",
+            "frees the {n} segments (napi_consume_skb); each one's tcp_wfree gives its "
+            "truesize back to sk_wmem_alloc. The original stays on the write queue until "
+            "the peer ACKs it.",
             n=len(sent),
         )
     t.leaf("igb_clean_tx_irq", text, layer="driver")

@@ -82,8 +82,22 @@ class FrameOpts(TypedDict, total=False):
     notes: tuple[Message, ...]
 
 
-TABLE = ("len", "data_len", "headroom", "tailroom", "truesize", "nr_frags", "gso_segs")
+TABLE = (
+    "len",
+    "data_len",
+    "headroom",
+    "tailroom",
+    "truesize",
+    "nr_frags",
+    "gso_segs",
+    "destructor",  # who owns the skb: tcp_wfree (sender), sock_edemux / sock_rfree (receiver)
+)
 BYTES = frozenset({"len", "data_len", "headroom", "tailroom", "truesize"})
+
+
+def _value(v: int | str | None) -> int | str:
+    """A field-table value; an unset pointer (no owner, no destructor) shows as NULL."""
+    return "NULL" if v is None else v
 
 
 class Tracer:
@@ -196,7 +210,7 @@ class Tracer:
             fields = tuple(
                 Field(
                     name=f,
-                    value=view[f],  # type: ignore[literal-required]
+                    value=_value(view[f]),  # type: ignore[literal-required]
                     unit="bytes" if f in BYTES else "",
                     changed=f in changed,
                 )

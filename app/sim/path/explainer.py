@@ -15,7 +15,7 @@ from app.sim.path.params import PathParams
 from app.sim.path.presets import DEFAULT_PRESET, PRESETS
 from app.sim.path.skb import API_FIELDS, PathSkbs
 
-SIM_VERSION = "path-2"
+SIM_VERSION = "path-3"
 
 
 PathTrace = Trace[PathState, None]
@@ -115,11 +115,8 @@ def frame_json(index: int, st: PathState, narration: Message, result: str) -> di
         "changed": list(st["changed"]),
         "result": result,
         "drop_reason": st["drop_reason"],
-        "narration": {
-            "id": narration.id,
-            "params": dict(narration.params),
-            "text": narration.render(),
-        },
+        # one shape in every language: the text (the API renders it in the reader's language)
+        "narration": narration.render(),
     }
 
 

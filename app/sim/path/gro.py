@@ -9,7 +9,7 @@ net/ipv4/tcp_offload.c (``tcp4_gro_receive``, ``tcp_gro_receive``, ``tcp4_gro_co
 
 from __future__ import annotations
 
-from app.sim.core.i18n import msg
+from app.sim.core.i18n import join, msg
 from app.sim.path.engine import HeldView
 from app.sim.path.ip_input import deliver_list
 from app.sim.path.skb import GRO_MAX_SIZE, IP_HLEN
@@ -68,8 +68,10 @@ def gro(w: Walk, seg: Seg) -> None:
         "inet_gro_receive",
         msg(
             "inet_gro_receive checks the IPv4 header (version 4, ihl 5, no fragment, "
-            "checksum), keeps as matches only packets with the same addresses, TTL, TOS "
-            "and DF, moves the GRO offset past 20 bytes and calls the TCP handler."
+            "checksum). A held packet with another protocol or address stops being a "
+            "match (same_flow = 0); one whose TTL, TOS or DF bit differs stays a match but "
+            "gets flush set, so it is completed instead of merged. Then it moves the GRO "
+            "offset past 20 bytes and calls the TCP handler."
         ),
         layer="gro",
     )
@@ -82,20 +84,58 @@ def gro(w: Walk, seg: Seg) -> None:
         layer="gro",
     )
     match = next((h for h in in_bucket if h.seg.flow == seg.flow), None)
-    result = tcp_gro_receive(w, seg, match)
-    t.unwind(len(t.stack) - 2)  # back in dev_gro_receive
+    base = len(t.stack) - 4  # napi_gro_receive's depth
+    result, went = tcp_gro_receive(w, seg, match)
+    # inet_gro_receive and tcp4_gro_receive have returned: back in dev_gro_receive, which
+    # completes a flushed packet (napi_gro_complete) and holds or passes the skb
+    t.unwind(base + 2)
     dev_gro_finish(w, seg, b, match, result)
-    t.unwind(len(t.stack) - 1)  # back in napi_gro_receive
-    if result == "merged":
-        t.enter(
-            "napi_skb_finish",
-            msg(
-                "napi_skb_finish: GRO_MERGED_FREE. Only the sk_buff shell of the merged "
-                "segment is freed; its data now belongs to the held packet."
-            ),
-            layer="gro",
-        )
+    # dev_gro_receive has returned: napi_skb_finish(napi, skb, dev_gro_receive(napi, skb))
+    t.unwind(base + 1)
+    napi_skb_finish(w, seg, match, result, went)
+
+
+def napi_skb_finish(w: Walk, seg: Seg, match: Held | None, result: str, went: str) -> None:
+    """napi_skb_finish (net/core/gro.c): what happens to the skb given dev_gro_receive's
+    result. A merge that stole the skb's head or moved its frags returns GRO_MERGED_FREE (the
+    shell is freed); a merge that chained the whole skb on frag_list returns GRO_MERGED."""
+    t = w.t
+    if result in ("merged", "merged_flush"):
         t.cur = match.seg.skb if match is not None else None
+        if went == "frag_list":
+            text = msg(
+                "napi_skb_finish: GRO_MERGED. skb_gro_receive chained the whole segment skb "
+                "on the held packet's frag_list, so NAPI_GRO_CB(skb)->free stays 0 and "
+                "nothing is freed: the skb lives on inside the GRO packet."
+            )
+        elif w.p.rx_mode == "build_skb":
+            text = msg(
+                "napi_skb_finish: GRO_MERGED_FREE. skb_gro_receive stole the segment's head "
+                "(head_frag: its page became a fragment of the held packet) and set "
+                "NAPI_GRO_CB(skb)->free = NAPI_GRO_FREE_STOLEN_HEAD, so "
+                "napi_skb_free_stolen_head frees only the sk_buff shell (back to the NAPI "
+                "cache). No packet of this flow is left in the bucket."
+            )
+        else:
+            text = msg(
+                "napi_skb_finish: GRO_MERGED_FREE. skb_gro_receive moved the segment's page "
+                "fragments to the held packet and set NAPI_GRO_CB(skb)->free = "
+                "NAPI_GRO_FREE, so the rest of the skb (its small head and the sk_buff) is "
+                "freed."
+            )
+        if result == "merged_flush":
+            text = join(
+                " ",
+                (
+                    text,
+                    msg(
+                        "The held packet it merged into was completed and passed up by "
+                        "dev_gro_receive, so bucket {b} holds nothing of this flow now.",
+                        b=bucket(w, seg.flow),
+                    ),
+                ),
+            )
+        t.enter("napi_skb_finish", text, layer="gro")
     elif result in ("normal", "normal_pp"):
         t.enter(
             "napi_skb_finish",
@@ -104,6 +144,7 @@ def gro(w: Walk, seg: Seg) -> None:
         )
         to_rx_list(w, seg)
     else:
+        t.cur = seg.skb
         t.enter(
             "napi_skb_finish",
             msg("napi_skb_finish: GRO_HELD, nothing to do; the skb waits in its bucket."),
@@ -141,9 +182,10 @@ def checksum_drop(w: Walk, seg: Seg, depth: int) -> None:
     t.unwind(depth)
 
 
-def tcp_gro_receive(w: Walk, seg: Seg, match: Held | None) -> str:
-    """Returns "held", "normal", "merged", "merged_flush", "flush_new" (p flushed, skb held)
-    or "normal_pp" (p flushed, skb normal)."""
+def tcp_gro_receive(w: Walk, seg: Seg, match: Held | None) -> tuple[str, str]:
+    """Returns the result, one of "held", "normal", "merged", "merged_flush", "flush_new" (p
+    flushed, skb held) or "normal_pp" (p flushed, skb normal), and where a merge put the
+    segment ("frags" or "frag_list"; "" when nothing merged)."""
     t, s = w.t, w.s
     t.cur = seg.skb
     if match is None:
@@ -157,7 +199,7 @@ def tcp_gro_receive(w: Walk, seg: Seg, match: Held | None) -> str:
                 layer="gro",
                 mark="flush",
             )
-            return "normal"
+            return "normal", ""
         t.enter(
             "tcp_gro_receive",
             msg(
@@ -167,7 +209,7 @@ def tcp_gro_receive(w: Walk, seg: Seg, match: Held | None) -> str:
             ),
             layer="gro",
         )
-        return "held"
+        return "held", ""
     p = match.seg
     mss = s.gso[p.skb][0]
     too_big = match.length + seg.payload >= GRO_MAX_SIZE
@@ -184,7 +226,7 @@ def tcp_gro_receive(w: Walk, seg: Seg, match: Held | None) -> str:
             layer="gro",
             mark="flush",
         )
-        return "normal_pp" if seg.psh else "flush_new"
+        return "normal_pp" if seg.psh else "flush_new", ""
     t.enter(
         "tcp_gro_receive",
         msg(
@@ -215,7 +257,7 @@ def tcp_gro_receive(w: Walk, seg: Seg, match: Held | None) -> str:
             layer="gro",
             mark="flush",
         )
-        return "normal_pp" if seg.psh else "flush_new"
+        return "normal_pp" if seg.psh else "flush_new", ""
     t.cur = p.skb
     last = s.last.get(p.skb, p.skb)  # NAPI_GRO_CB(p)->last: where frags are added
     went = s.gro_merge(p.skb, seg.skb, HDRS, seg.payload)
@@ -265,8 +307,8 @@ def tcp_gro_receive(w: Walk, seg: Seg, match: Held | None) -> str:
             "gro",
             mark="flush",
         )
-        return "merged_flush"
-    return "merged"
+        return "merged_flush", went
+    return "merged", went
 
 
 def dev_gro_finish(w: Walk, seg: Seg, b: int, match: Held | None, result: str) -> None:

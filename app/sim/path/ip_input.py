@@ -88,9 +88,12 @@ def deliver_list(w: Walk, batch: list[Seg]) -> None:
         t.leaf(
             "ip_rcv_core",
             msg(
-                "ip_rcv_core checks version, ihl and checksum (pskb_may_pull for the "
-                "header), trims link padding to tot_len and sets transport_header = "
-                "network_header + 20. data still points at the IP header."
+                "ip_rcv_core checks version and ihl (pskb_may_pull for the header) and "
+                "always recomputes the IPv4 header checksum with ip_fast_csum: the NIC's "
+                "CHECKSUM_UNNECESSARY covers only TCP's checksum. It trims link padding to "
+                "tot_len, sets transport_header = network_header + 20 and calls skb_orphan, "
+                "which finds no owner: a received frame belongs to no socket yet. data "
+                "still points at the IP header."
             ),
             layer="ip",
         )
@@ -165,11 +168,24 @@ def deliver_one(w: Walk, seg: Seg, dev: str | None = None) -> None:
         ),
         layer="ip",
     )
-    t.leaf(
-        "ip_rcv_core",
-        msg("ip_rcv_core: version 4, ihl 5, checksum (skipped for loopback traffic) ok."),
-        layer="ip",
-    )
+    owner = s.orphan(seg.skb)
+    if owner is not None:
+        text = msg(
+            "ip_rcv_core: version 4, ihl 5, and the IPv4 header checksum recomputed with "
+            "ip_fast_csum: ok. Only the TCP checksum is skipped (CHECKSUM_PARTIAL from the "
+            "sender); the IP header checksum always runs. Then skb_orphan: the skb still "
+            "belonged to the sender's socket, so {destructor} runs now and gives its "
+            "truesize back to that socket's sk_wmem_alloc.",
+            destructor=owner[1],
+        )
+    else:
+        text = msg(
+            "ip_rcv_core: version 4, ihl 5, and the IPv4 header checksum recomputed with "
+            "ip_fast_csum: ok. Only the TCP checksum is skipped (CHECKSUM_PARTIAL from the "
+            "sender); the IP header checksum always runs. skb_orphan finds no owner: "
+            "loopback_xmit already orphaned the skb."
+        )
+    t.leaf("ip_rcv_core", text, layer="ip")
     if not w.hook("PRE_ROUTING", "NF_HOOK"):
         return
     t.enter(
@@ -241,9 +257,14 @@ def route(w: Walk) -> None:
         ),
         layer="ip",
     )
+    if t.cur is not None:
+        w.s.set_owner(t.cur, "receiver", "sock_edemux")
     t.leaf(
         "tcp_v4_early_demux",
-        msg("tcp_v4_early_demux: socket found, skb->sk set, sk_rx_dst reused."),
+        msg(
+            "tcp_v4_early_demux: socket found; skb->sk = the receiving socket with "
+            "destructor sock_edemux (a reference, not a memory charge); sk_rx_dst reused."
+        ),
         layer="tcp",
     )
     t.leave()

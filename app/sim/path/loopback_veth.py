@@ -96,7 +96,9 @@ def local_xmit(w: Walk, skb: str, veth: bool) -> bool:
             msg(
                 "____dev_forward_skb checks the frame fits veth1's MTU, then scrubs it: "
                 "crossing into another namespace clears the route, conntrack, mark and "
-                "timestamp (skb_scrub_packet)."
+                "timestamp (skb_scrub_packet). Scrubbing does not orphan: skb->sk is still "
+                "the sender's socket in ns1, and its sk_wmem_alloc still counts the skb "
+                "until ip_rcv_core in ns2 calls skb_orphan."
             ),
             layer="core",
         )
@@ -113,11 +115,13 @@ def local_xmit(w: Walk, skb: str, veth: bool) -> bool:
         )
         t.leave(2)
     else:
+        s.orphan(skb)
         t.enter(
             "loopback_xmit",
             msg(
-                "loopback_xmit orphans the skb (the sender's socket no longer pays for it) "
-                "and turns the transmitted frame around."
+                "loopback_xmit calls skb_orphan: tcp_wfree runs and gives the truesize back "
+                "to the sender's sk_wmem_alloc, and skb->sk is cleared (the sender's socket "
+                "no longer pays for it). Then it turns the transmitted frame around."
             ),
             layer="driver",
         )

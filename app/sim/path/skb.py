@@ -61,9 +61,14 @@ class SkbView(TypedDict):
     mac_header: int | None
     network_header: int | None
     transport_header: int | None
+    inner_mac_header: int | None  # set by skb_reset_inner_headers (tunnels)
+    inner_network_header: int | None
+    inner_transport_header: int | None
     gso_size: int
     gso_segs: int
     frag_list: int
+    sk: str | None  # skb->sk: which socket owns the skb ("sender", "receiver") or None
+    destructor: str | None  # skb->destructor: what runs when the owner lets go
     alloc: str
     regions: list[Region]
 
@@ -84,6 +89,11 @@ API_FIELDS = (
     "mac_header",
     "network_header",
     "transport_header",
+    "inner_mac_header",
+    "inner_network_header",
+    "inner_transport_header",
+    "sk",
+    "destructor",
 )
 DIFF_FIELDS = (*API_FIELDS, "gso_size", "gso_segs", "frag_list")
 
@@ -105,6 +115,7 @@ class PathSkbs:
         self.last: dict[str, str] = {}  # head skb -> NAPI_GRO_CB(p)->last
         self.last_frags: dict[str, int] = {}  # frags held by that last skb (when not p)
         self.freed: set[str] = set()
+        self.owner: dict[str, tuple[str, str]] = {}  # skb -> (skb->sk, skb->destructor)
 
     # -- plumbing ------------------------------------------------------------------------------
     def apply(self, op: str, skb: str, **kw: Any) -> None:
@@ -113,7 +124,14 @@ class PathSkbs:
             raise ModelError(f"{op} on {skb}: {step.result}")
 
     def _new(self, name: str, alloc: str) -> None:
-        self.hdr[name] = {"mac": None, "network": None, "transport": None}
+        self.hdr[name] = {
+            "mac": None,
+            "network": None,
+            "transport": None,
+            "inner_mac": None,
+            "inner_network": None,
+            "inner_transport": None,
+        }
         self.gso[name] = [0, 0]
         self.extra[name] = [0, 0, 0]
         self.alloc[name] = alloc
@@ -156,9 +174,14 @@ class PathSkbs:
             "mac_header": h["mac"],
             "network_header": h["network"],
             "transport_header": h["transport"],
+            "inner_mac_header": h["inner_mac"],
+            "inner_network_header": h["inner_network"],
+            "inner_transport_header": h["inner_transport"],
             "gso_size": self.gso[name][0],
             "gso_segs": self.gso[name][1],
             "frag_list": self.chained.get(name, 0),
+            "sk": self.owner[name][0] if name in self.owner else None,
+            "destructor": self.owner[name][1] if name in self.owner else None,
             "alloc": self.alloc[name],
             "regions": regions,
         }
@@ -167,6 +190,21 @@ class PathSkbs:
     def set_header(self, name: str, which: str, at: int | None = None) -> None:
         """skb_reset_<which>_header (at = data) or skb_set_<which>_header (at given)."""
         self.hdr[name][which] = self.data(name) if at is None else at
+
+    # -- ownership ---------------------------------------------------------------------------
+    def set_owner(self, name: str, sk: str, destructor: str) -> None:
+        """skb->sk = sk, skb->destructor = destructor (skb_set_owner_w / _r, or open-coded)."""
+        self.owner[name] = (sk, destructor)
+
+    def orphan(self, name: str) -> tuple[str, str] | None:
+        """skb_orphan: runs the destructor and clears skb->sk; returns what it was."""
+        return self.owner.pop(name, None)
+
+    def reset_inner_headers(self, name: str) -> None:
+        """skb_reset_inner_headers: inner_<x>_header = <x>_header for mac, network, transport."""
+        h = self.hdr[name]
+        for which in ("mac", "network", "transport"):
+            h[f"inner_{which}"] = h[which]
 
     def set_gso(self, name: str, size: int, segs: int) -> None:
         self.gso[name] = [size, segs]

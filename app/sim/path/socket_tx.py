@@ -67,7 +67,8 @@ def tcp_send(w: Walk, i: int, payload: int, mss: int) -> str | None:
         msg(
             "tcp_skb_entail puts the skb on sk_write_queue and calls __skb_header_release: "
             "from now on only clones write headers into its headroom. The original stays "
-            "queued until it is acknowledged."
+            "queued until it is acknowledged; its truesize is charged to sk_wmem_queued, "
+            "but skb->sk stays NULL: the socket owns the queue, not this skb."
         ),
         layer="tcp",
     )
@@ -109,11 +110,17 @@ def tcp_send(w: Walk, i: int, payload: int, mss: int) -> str | None:
     )
     s.push(clone, TCP_HLEN, "TCP")
     s.set_header(clone, "transport")
+    s.set_owner(clone, "sender", "tcp_wfree")
     w.here(
         msg(
             "skb_push(32) makes room for the TCP header with the timestamp option and "
-            "transport_header is set there. Ports, seq, ack, flags and window are written; "
-            "the checksum is left to the NIC (CHECKSUM_PARTIAL)."
+            "transport_header is set there. The clone is then charged to the socket, "
+            "skb_set_owner_w's work written out: skb_orphan, skb->sk = sk, skb->destructor "
+            "= tcp_wfree, sk_wmem_alloc += truesize ({ts}). TSQ counts these bytes "
+            "(tcp_small_queue_check); tcp_wfree gives them back when the skb is freed. "
+            "Ports, seq, ack, flags and window are written; the checksum is left to the "
+            "NIC (CHECKSUM_PARTIAL).",
+            ts=s.view(clone)["truesize"],
         ),
         "tcp",
     )

@@ -36,12 +36,13 @@ def tcp_rcv(w: Walk, seg: Seg) -> None:
         )
         w.drop("NO_SOCKET")
         return
+    s.orphan(seg.skb)
     t.enter(
         "tcp_v4_rcv",
         msg(
             "tcp_v4_rcv: pskb_may_pull for the 32-byte header (doff 8), checksum already "
-            "validated, socket taken from skb->sk (early demux), TCP_SKB_CB filled (seq, "
-            "end_seq, flags). The reader is not holding the socket lock, so the segment is "
+            "validated, socket taken from skb->sk (early demux: skb_steal_sock clears "
+            "skb->sk and the destructor), TCP_SKB_CB filled (seq, end_seq, flags). The reader is not holding the socket lock, so the segment is "
             "processed now: tcp_v4_do_rcv. data stays at the TCP header."
         ),
         layer="tcp",
@@ -129,11 +130,14 @@ def tcp_rcv(w: Walk, seg: Seg) -> None:
 def queue_rcv(w: Walk, seg: Seg) -> None:
     t, s = w.t, w.s
     t.counters["receive_queue"] += 1
+    s.set_owner(seg.skb, "receiver", "sock_rfree")
     t.leaf(
         "tcp_queue_rcv",
         msg(
             "tcp_queue_rcv appends the skb to sk_receive_queue (queue length {n}) and "
-            "charges its truesize {ts} to the socket; rcv_nxt advances by {len}. (The "
+            "charges its truesize {ts} to the socket with skb_set_owner_r (skb->sk = the "
+            "receiving socket, destructor sock_rfree, sk_rmem_alloc += truesize); "
+            "rcv_nxt advances by {len}. (The "
             "kernel first tries tcp_try_coalesce into the queue's tail skb; this model "
             "always queues.)",
             n=t.counters["receive_queue"],
@@ -183,6 +187,7 @@ def readers(w: Walk) -> None:
         n = s.length(seg.skb)
         t.counters["receive_queue"] -= 1
         t.counters["delivered_bytes"] += n
+        s.orphan(seg.skb)  # sock_rfree, as the skb is freed
         s.free(seg.skb)
         t.leaf(
             "tcp_recvmsg_locked",

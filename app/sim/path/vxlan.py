@@ -29,7 +29,7 @@ def walk_vxlan(w: Walk) -> None:
         "__dev_queue_xmit",
         msg(
             "__dev_queue_xmit on vxlan0 (noqueue). The skb is a whole inner Ethernet "
-            "frame now; inner offsets are remembered (inner_mac/network/transport)."
+            "frame now; mac_header is reset to its Ethernet header."
         ),
         layer="dev",
     )
@@ -51,14 +51,23 @@ def walk_vxlan(w: Walk) -> None:
         ),
         layer="vxlan",
     )
+    free = s.data(clone)
+    s.reset_inner_headers(clone)
+    inner = s.view(clone)
     s.push(clone, 8, "vxlan")
     t.leaf(
         "vxlan_build_skb",
         msg(
             "vxlan_build_skb: skb_cow_head asks for 52 bytes of headroom (16 link + 16 "
-            "VXLAN/UDP + 20 IP); {h} are free, so no copy. It marks the skb as "
-            "encapsulated and __skb_push(8)es the VXLAN header (VNI).",
-            h=s.data(clone) + 8,
+            "VXLAN/UDP + 20 IP); {h} are free, so no copy. iptunnel_handle_offloads finds "
+            "skb->encapsulation still 0, so skb_reset_inner_headers copies the inner "
+            "frame's offsets (inner_mac_header {m}, inner_network_header {n}, "
+            "inner_transport_header {tr}), encapsulation becomes 1 and gso_type gains "
+            "SKB_GSO_UDP_TUNNEL. Then __skb_push(8) for the VXLAN header (VNI).",
+            h=free,
+            m=inner["inner_mac_header"] or 0,
+            n=inner["inner_network_header"] or 0,
+            tr=inner["inner_transport_header"] or 0,
         ),
         layer="vxlan",
     )

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.sim.core.i18n import Message, msg
+from app.sim.core.i18n import Message, join, msg
 from app.sim.path.engine import Tracer
 from app.sim.path.params import PathParams
 from app.sim.path.skb import (
@@ -37,6 +37,43 @@ GRO_HASH_BUCKETS = 8
 NETDEV_MAX_BACKLOG = 1000
 HDRS = IP_HLEN + TCP_HLEN  # the GRO offset of a TCP/IPv4 segment, from the IP header
 FRAME = ETH_HLEN + HDRS  # 66 bytes of headers on the wire
+
+
+# What nf_hook_slow calls at each IPv4 hook, in priority order (enum nf_ip_hook_priorities in
+# include/uapi/linux/netfilter_ipv4.h; the entries registered by nf_defrag_ipv4, nf_conntrack's
+# ipv4_conntrack_ops, nf_nat's nf_nat_ipv4_ops and the iptable_* tables).
+HOOK_ENTRIES: dict[str, Message] = {
+    "PRE_ROUTING": msg(
+        "defrag (ipv4_conntrack_defrag, −400), the raw table (−300), conntrack "
+        "(ipv4_conntrack_in, −200), the mangle table (−150) and DNAT (the nat table, −100). "
+        "There is no filter table at PRE_ROUTING."
+    ),
+    "LOCAL_IN": msg(
+        "the mangle table (−150), the filter table (0), SNAT (the nat table, 100) and, "
+        "last, conntrack's confirm (ipv4_confirm, INT_MAX), which inserts a new connection "
+        "into the conntrack table."
+    ),
+    "FORWARD": msg(
+        "the mangle table (−150) and the filter table (0); conntrack and NAT register "
+        "nothing at FORWARD."
+    ),
+    "LOCAL_OUT": msg(
+        "defrag (−400), the raw table (−300), conntrack (ipv4_conntrack_local, −200), the "
+        "mangle table (−150), DNAT (the nat table, −100) and the filter table (0)."
+    ),
+    "POST_ROUTING": msg(
+        "the mangle table (−150), SNAT (the nat table, 100) and, last, conntrack's confirm "
+        "(ipv4_confirm, INT_MAX). There is no filter table at POST_ROUTING."
+    ),
+}
+# Which table holds the DROP rule of a netfilter-drop walk: filter where there is one.
+DROP_TABLE: dict[str, Message] = {
+    "PRE_ROUTING": msg("A DROP rule in the raw table returns NF_DROP."),
+    "LOCAL_IN": msg("A DROP rule in the filter table returns NF_DROP."),
+    "FORWARD": msg("A DROP rule in the filter table returns NF_DROP."),
+    "LOCAL_OUT": msg("A DROP rule in the filter table returns NF_DROP."),
+    "POST_ROUTING": msg("A DROP rule in the mangle table returns NF_DROP."),
+}
 
 
 @dataclass(slots=True)
@@ -101,10 +138,17 @@ class Walk:
             )
             t.leaf(
                 "nf_hook_slow",
-                msg(
-                    "nf_hook_slow walks the hook's entries in priority order; the filter "
-                    "table's verdict is NF_DROP, so it frees the packet itself and returns "
-                    "-EPERM. The okfn after the hook never runs."
+                join(
+                    " ",
+                    (
+                        msg("nf_hook_slow walks the hook's entries in priority order:"),
+                        HOOK_ENTRIES[hook],
+                        DROP_TABLE[hook],
+                        msg(
+                            "On NF_DROP nf_hook_slow frees the packet itself and returns "
+                            "-EPERM. The okfn after the hook never runs."
+                        ),
+                    ),
                 ),
                 layer="netfilter",
                 hook=hook,
@@ -114,12 +158,23 @@ class Walk:
             return False
         t.leaf(
             macro,
-            msg(
-                "{macro} runs the {hook} hook: nf_hook_slow calls each registered function "
-                "(conntrack, then the filter and nat chains); with no matching rule every "
-                "verdict is NF_ACCEPT and the packet continues to the okfn.",
-                macro=macro,
-                hook=hook,
+            join(
+                " ",
+                (
+                    msg(
+                        "{macro} runs the {hook} hook: nf_hook_slow calls the functions "
+                        "registered there in priority order (nf_ip_hook_priorities; this "
+                        "is a host with conntrack and iptables' raw, mangle, nat and "
+                        "filter tables loaded):",
+                        macro=macro,
+                        hook=hook,
+                    ),
+                    HOOK_ENTRIES[hook],
+                    msg(
+                        "With no matching rule every verdict is NF_ACCEPT and the packet "
+                        "continues to the okfn."
+                    ),
+                ),
             ),
             layer="netfilter",
             hook=hook,

@@ -153,7 +153,11 @@ SPECS: dict[str, OpSpec] = {
         kind=ACT, required=("mss",), limits=(("mss", 65535, msg("an MSS fits 16 bits")),)
     ),
     "tcp4_gro_complete": OpSpec(kind=ACT),
-    "skb_segment": OpSpec(kind=ACT),
+    "skb_segment": OpSpec(
+        kind=ACT,
+        optional=("len",),
+        limits=(("len", 60, msg("a TCP header is at most 60 bytes (doff 15)")),),
+    ),
     "skb_partial_csum_set": OpSpec(
         kind=ACT,
         required=("start", "offset"),

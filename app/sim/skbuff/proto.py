@@ -26,6 +26,7 @@ from app.sim.skbuff.skb import (
     DATAREF_MASK,
     DATAREF_SHIFT,
     Frag,
+    Skb,
     Step,
     Text,
     World,
@@ -223,6 +224,30 @@ def _segment_frags(
     return i, pos
 
 
+def gso_pull(s: Skb, thlen: int) -> int | Text:
+    """What inet_gso_segment (net/ipv4/af_inet.c) and tcp_gso_segment
+    (net/ipv4/tcp_offload.c) pull before skb_segment: data goes to the end of the TCP header,
+    transport_header + thlen. Returns the bytes pulled, or why the skb cannot be segmented."""
+    if s.network_header is None or s.transport_header is None:
+        return msg(
+            "inet_gso_segment reads the IPv4 header at network_header and tcp_gso_segment the TCP header at transport_header; one of them is unset, so there is nothing to segment by (skb_reset_network_header / skb_set_transport_header first)."
+        )
+    end = s.transport_header + thlen
+    if not (s.network_header <= s.transport_header and s.data <= end):
+        return msg(
+            "data ({data}) is already past the end of the TCP header ({end}): the GSO layers would pull the IP and TCP headers to reach the payload, and here they are behind data.",
+            data=s.data,
+            end=end,
+        )
+    if end > s.tail:
+        return msg(
+            "The IP and TCP headers end at {end}, past the linear area (tail {tail}); tcp_gso_segment's pskb_may_pull would have to pull them in first, which is not modelled.",
+            end=end,
+            tail=s.tail,
+        )
+    return end - s.data
+
+
 def skb_segment(w: World, op: Op) -> Step:
     head = w.skbs[op.skb]
     hb = w.buf(head)
@@ -248,6 +273,11 @@ def skb_segment(w: World, op: Op) -> Step:
         return refuse(
             msg("This skb has a frag_list; segmenting frag_list GSO packets is not modelled.")
         )
+    pulled = gso_pull(head, op.len if op.len is not None else 32)
+    if not isinstance(pulled, int):
+        return refuse(pulled)
+    head.data += pulled  # inet_gso_segment's __skb_pull(ihl), tcp_gso_segment's (thlen)
+    head.len -= pulled
     doffset = head.data - head.mac_header
     headroom = head.mac_header
     d0 = head.data
@@ -257,7 +287,7 @@ def skb_segment(w: World, op: Op) -> Step:
     headlen = head.len - head.data_len
     nseg = -(-(total - doffset) // mss)
     if len(w.skbs) + nseg > MAX_SKBS:
-        head.data, head.len = d0, head.len - doffset
+        head.data, head.len = d0 - pulled, head.len - doffset + pulled
         return refuse(
             msg(
                 "{nseg} segments would exceed the {max_skbs_sim} skbs one scenario may show.",
@@ -302,7 +332,16 @@ def skb_segment(w: World, op: Op) -> Step:
             for m in names
         ),
     )
-    text = msg(
+    pull_text: Text = (
+        msg(
+            "First, as on the way down from __skb_gso_segment, inet_gso_segment pulls the IP header and tcp_gso_segment the {thlen}-byte TCP header: data moves {pulled} bytes to the payload. ",
+            thlen=op.len if op.len is not None else 32,
+            pulled=pulled,
+        )
+        if pulled
+        else ""
+    )
+    text = pull_text + msg(
         "skb_segment (reached from validate_xmit_skb → skb_gso_segment → tcp_gso_segment when the device cannot do TSO) cuts '{name}' into gso_size = {mss}-byte pieces. It pushes data back to the mac header (doffset = {doffset} header bytes), then for each piece allocates a small head (__alloc_skb(hsize + doffset + headroom {headroom})), copies the {doffset} header bytes into it and points frags at the same pages (skb_frag_ref, no payload copy): {shown}. Each segment's truesize counts its own head plus the paged bytes it references. tcp_gso_segment then rewrites every copy's sequence number and checksum, and the caller consume_skb()s the original.",
         name=head.name,
         mss=mss,

@@ -18,7 +18,7 @@ from app.sim.skbuff.state import (
     SkbTrace,
 )
 
-SIM_VERSION = "skb-2"
+SIM_VERSION = "skb-3"
 
 
 def _message(text: Message | str) -> Message:
@@ -110,8 +110,38 @@ ApiField = Literal[
 API_INT_FIELDS: tuple[ApiField, ...] = get_args(ApiField)
 
 
-def _api_skb(s: SkbSnapshot) -> dict[str, int]:
-    return {k: s[k] for k in API_INT_FIELDS}
+# What else the model knows of each skb and the API gives (documented in README.md, "For skb
+# runs"): header offsets from head (None when unset), the owner (skb->sk set or not), cb[]'s
+# layer and fields, the GSO and checksum fields of skb_shared_info / sk_buff, and the drop
+# reason of a freed skb.
+ApiExtra = Literal[
+    "mac_header",
+    "network_header",
+    "transport_header",
+    "sk",
+    "cb",
+    "gso_size",
+    "gso_segs",
+    "gso_type",
+    "ip_summed",
+    "csum_start",
+    "csum_offset",
+    "drop_reason",
+]
+API_EXTRA_FIELDS: tuple[ApiExtra, ...] = get_args(ApiExtra)
+
+
+def _api_skb(s: SkbSnapshot) -> dict[str, Any]:
+    out: dict[str, Any] = {k: s[k] for k in API_INT_FIELDS}
+    for k in API_EXTRA_FIELDS:
+        v = s[k]
+        if k == "cb":
+            out[k] = {"layer": s["cb"]["layer"], "fields": dict(s["cb"]["fields"])}
+        elif isinstance(v, list):
+            out[k] = list(v)
+        else:
+            out[k] = v
+    return out
 
 
 def api_frames(trace: SkbTrace) -> list[dict[str, Any]]:

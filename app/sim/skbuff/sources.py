@@ -12,8 +12,10 @@ _src = LINUX_6_4.ref
 
 SKBUFF_H = "include/linux/skbuff.h"
 SKBUFF_C = "net/core/skbuff.c"
-# Every line below is the definition line of the function in Linux 6.4 (checked against the
-# 6.4.6 tree by tests/sim/skbuff/test_skb_sources.py when the tree is present).
+# Every line below is the definition line of the function in upstream Linux v6.4, the version
+# the source links open (checked against the 6.4.6 tree by tests/sim/skbuff/test_skb_sources.py
+# when the tree is present; net/ipv4/tcp_input.c lines after __tcp_oow_rate_limited are 6.4.4's
+# minus 6, see app/sim/path/sources.py).
 SOURCES: dict[str, SourceRef] = {
     "alloc_skb": _src("alloc_skb", SKBUFF_H, 1285),
     "alloc_skb_fclone": _src("alloc_skb_fclone", SKBUFF_H, 1335),
@@ -70,8 +72,8 @@ CALLERS: dict[str, tuple[str, int]] = {
     "ip_rcv_core": ("net/ipv4/ip_input.c", 456),
     "ip_local_deliver_finish": ("net/ipv4/ip_input.c", 227),
     "tcp_v4_rcv": ("net/ipv4/tcp_ipv4.c", 1976),
-    "tcp_rcv_established": ("net/ipv4/tcp_input.c", 5853),
-    "tcp_data_queue": ("net/ipv4/tcp_input.c", 5015),
+    "tcp_rcv_established": ("net/ipv4/tcp_input.c", 5847),
+    "tcp_data_queue": ("net/ipv4/tcp_input.c", 5009),
     "tcp_sendmsg_locked": ("net/ipv4/tcp.c", 1217),
     "tcp_skb_entail": ("net/ipv4/tcp.c", 659),
     "tcp_recvmsg_locked": ("net/ipv4/tcp.c", 2419),
@@ -97,7 +99,7 @@ CALLERS: dict[str, tuple[str, int]] = {
     "igb_process_skb_fields": ("drivers/net/ethernet/intel/igb/igb_main.c", 8799),
     "__netif_receive_skb_core": ("net/core/dev.c", 5281),
     "ip_rcv": ("net/ipv4/ip_input.c", 560),
-    "tcp_drop_reason": ("net/ipv4/tcp_input.c", 4717),
+    "tcp_drop_reason": ("net/ipv4/tcp_input.c", 4711),
 }
 KNOWN_CALLERS: dict[str, str] = {name: f"{path}:{line}" for name, (path, line) in CALLERS.items()}
 

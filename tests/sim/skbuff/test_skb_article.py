@@ -286,3 +286,30 @@ def test_unknown_drop_reason_refused() -> None:
     with pytest.raises(ParamError) as exc:
         parse({"ops": [A1500, {"op": "kfree_skb", "reason": "TOO_TIRED"}]})
     assert exc.value.issues[0].loc == ("ops", 1, "reason")
+
+
+def test_skb_segment_pulls_ip_and_tcp_headers_as_tcp_gso_segment() -> None:
+    """inet_gso_segment / tcp_gso_segment pull the IP and TCP headers before skb_segment: a GRO
+    packet left at its IP header is cut into 2 × 1514 (doffset 66), not 1462-byte pieces and a
+    stray header-only segment."""
+    t = trace_of(*gro_pair(), {"op": "tcp4_gro_complete"}, {"op": "skb_segment"})
+    assert t.frames[-1].result == "ok"
+    assert "tcp_gso_segment" in t.frames[-1].narration.render()
+    segs = [s["name"] for s in t.frames[-1].state["skbs"] if s["name"].startswith("skb_s")]
+    assert len(segs) == 2
+    for name in segs:
+        assert skb(t, name)["len"] == 1514
+
+
+def test_skb_segment_refuses_without_transport_header() -> None:
+    """tcp_gso_segment reads the TCP header at transport_header: without one it is refused."""
+    ops = [o for o in gro_pair() if o["op"] != "skb_set_transport_header"]
+    ops = [o for o in ops if o["op"] != "skb_gro_receive"]
+    t = trace_of(
+        *ops,
+        {"op": "skb_gro_receive", "from": "seg2", "offset": 52},
+        {"op": "tcp4_gro_complete"},
+        {"op": "skb_segment"},
+    )
+    assert t.frames[-1].result == "null"
+    assert "transport_header" in t.frames[-1].narration.render()

@@ -19,7 +19,7 @@ SLUGS = ["tcp-transmit", "rx-frame", "clone-retransmit", "gro-linearize", "rx-he
 def test_registered_explainer() -> None:
     """The "skb" explainer is registered with its title, version and default preset."""
     e = SkbExplainer()
-    assert e is not None and str(e.title) == "sk_buff geometry" and e.sim_version == "skb-2"
+    assert e is not None and str(e.title) == "sk_buff geometry" and e.sim_version == "skb-3"
     assert [p.slug for p in e.presets] == SLUGS and e.default_preset == "tcp-transmit"
 
 
@@ -82,9 +82,22 @@ def test_api_frames_shape() -> None:
         "nr_frags",
     }
     assert set(frames[0]) == {"index", "op", "result", "skb", "narration", "source"}
-    assert set(frames[0]["skb"]) == keys and all(
-        isinstance(v, int) for v in frames[0]["skb"].values()
-    )
+    extra = {
+        "mac_header",
+        "network_header",
+        "transport_header",
+        "sk",
+        "cb",
+        "gso_size",
+        "gso_segs",
+        "gso_type",
+        "ip_summed",
+        "csum_start",
+        "csum_offset",
+        "drop_reason",
+    }
+    assert set(frames[0]["skb"]) == keys | extra
+    assert all(isinstance(frames[0]["skb"][k], int) for k in keys)
     assert frames[0]["source"] == {
         "function": "tcp_stream_alloc_skb",
         "path": "net/ipv4/tcp.c",
@@ -92,6 +105,38 @@ def test_api_frames_shape() -> None:
     }
     assert set(frames[3]["skbs"]) == {"skb", "clone1"} and frames[3]["skb"]["dataref"] == 2
     json.dumps(frames)
+
+
+def test_api_frames_carry_what_the_model_knows() -> None:
+    """The JSON API gives header offsets, the owner, cb[], GSO and checksum fields and the drop
+    reason as the machine keeps them (tcp_skb_entail's TCP_SKB_CB, tcp_set_skb_tso_segs,
+    __tcp_transmit_skb's headers, kfree_skb_reason's reason)."""
+    t = run(parse(SkbExplainer().preset("tcp-transmit").params))  # type: ignore[union-attr]
+    frames = api_frames(t)
+    for fr, state in zip(frames, t.frames, strict=True):
+        snap = next(x for x in state.state["skbs"] if x["name"] == state.state["primary"])
+        for k in ("mac_header", "network_header", "transport_header", "gso_size", "gso_segs"):
+            assert fr["skb"][k] == snap[k]
+        assert fr["skb"]["sk"] is snap["sk"] and fr["skb"]["ip_summed"] == snap["ip_summed"]
+        assert fr["skb"]["cb"] == {"layer": snap["cb"]["layer"], "fields": snap["cb"]["fields"]}
+        assert fr["skb"]["gso_type"] == snap["gso_type"]
+    assert any(fr["skb"]["cb"]["layer"] for fr in frames)
+    rx = api_frames(run(parse(SkbExplainer().preset("rx-headers").params)))  # type: ignore[union-attr]
+    assert any(fr["skb"]["transport_header"] is not None for fr in rx)
+    assert rx[-1]["skb"]["drop_reason"] is not None
+    dropped = api_frames(
+        run(
+            parse(
+                {
+                    "ops": [
+                        {"op": "alloc_skb", "size": 100},
+                        {"op": "kfree_skb", "reason": "NO_SOCKET"},
+                    ]
+                }
+            )
+        )
+    )
+    assert dropped[-1]["skb"]["drop_reason"] == "NO_SOCKET"
 
 
 @pytest.mark.parametrize("preset", PRESETS, ids=lambda p: p.slug)

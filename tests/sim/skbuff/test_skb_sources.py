@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from app.sim.path.sources import line_in_644
 from app.sim.skbuff.sources import CALLERS, SOURCES
 
 TREE = Path("/work/.mirror/lewisevans2007+linux-6.4/repo")
@@ -43,11 +44,12 @@ def test_cited_line_defines_function(function: str, path: str, line: int) -> Non
     lines = _lines(path)
     if lines is None:
         pytest.skip(f"cannot read {path} from the Linux 6.4 tree")
-    text = lines[line - 1]
+    at = line_in_644(function, path, line)  # the tree holds 6.4.4's code, cited lines are v6.4's
+    text = lines[at - 1]
     assert re.search(rf"(^|[\s*]){re.escape(function)}\(", text), (path, line, text)
     assert not text.startswith(("\t", " ")), (path, line, text)  # a call would be indented
     # A definition reaches its "{" before any ";" (a prototype ends with ";" instead).
-    rest = "\n".join(lines[line - 1 : line + 12])
+    rest = "\n".join(lines[at - 1 : at + 12])
     assert rest.find("{") != -1 and (rest.find(";") == -1 or rest.find("{") < rest.find(";")), (
         path,
         line,
