@@ -86,7 +86,7 @@ def serve(mode: str, port: int) -> None:  # pragma: no cover - runs in the serve
     if mode == "before":
         from fastapi.responses import JSONResponse
 
-        def stdlib_response(plugin: Any, trace: Any) -> Any:
+        def stdlib_response(plugin: Any, trace: Any, *_: Any) -> Any:
             return JSONResponse(api.trace_json(plugin, trace))
 
         api.trace_response = stdlib_response  # type: ignore[assignment]
