@@ -5,6 +5,7 @@ both languages, through the run route and a job's result alike."""
 
 from __future__ import annotations
 
+import gzip
 import json
 from typing import Any
 
@@ -13,7 +14,7 @@ from fastapi.testclient import TestClient
 
 from app import explainers
 from app.sim.core import EncodedJSON, Explainer
-from app.web import i18n
+from app.web import fastjson, i18n
 from app.web.fastjson import FastJSONResponse
 from app.web.plugin import Plugin
 from app.web.routes.api import trace_json, trace_parts
@@ -103,3 +104,35 @@ def test_openapi_documents_the_run_answer_as_json(client: TestClient) -> None:
     spec = client.get("/openapi.json").json()
     ok = spec["paths"]["/api/v1/explainers/{name}/run"]["post"]["responses"]["200"]
     assert "application/json" in ok["content"]
+
+
+def test_a_large_answer_is_gzipped_here_for_a_client_that_accepts_it(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over GZIP_AT bytes, a client accepting gzip gets the answer compressed by the response
+    (at GZIP_LEVEL; the GZip middleware passes it on as it is), one that does not gets it plain;
+    both read the same JSON."""
+    monkeypatch.setattr(fastjson, "GZIP_AT", 1000)
+    plugin = next(p for p in PLUGINS if writes_parts(p))
+    preset = plugin.sim.preset(plugin.sim.default_preset)
+    assert preset is not None
+    url = f"/api/v1/explainers/{plugin.name}/run"
+    zipped = client.post(url, json=preset.params, headers={"Accept-Encoding": "gzip"})
+    plain = client.post(url, json=preset.params, headers={"Accept-Encoding": "identity"})
+    assert zipped.status_code == plain.status_code == 200
+    assert zipped.headers["content-encoding"] == "gzip"
+    assert "accept-encoding" in zipped.headers["vary"].lower()
+    assert "content-encoding" not in plain.headers
+    assert zipped.json() == plain.json()
+    assert int(zipped.headers["content-length"]) < len(plain.content)
+
+
+def test_gzip_only_past_the_size_and_when_accepted() -> None:
+    small = FastJSONResponse({"a": 1}, gzip=True)
+    assert small.body == b'{"a":1}' and "content-encoding" not in small.headers
+    big = {"x": "y" * (fastjson.GZIP_AT + 10)}
+    assert "content-encoding" not in FastJSONResponse(big).headers
+    zipped = FastJSONResponse(big, gzip=True)
+    assert zipped.headers["content-encoding"] == "gzip"
+    assert json.loads(gzip.decompress(zipped.body)) == big
+    assert fastjson.accepts_gzip("br, gzip;q=0.5") and not fastjson.accepts_gzip(None)

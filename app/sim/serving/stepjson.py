@@ -9,7 +9,8 @@ queue moves the queue's start past its id, one arriving appends its id — so ea
 ``waiting`` is one slice of bytes (and the same object again when the step changed nothing).
 Priority scheduling inserts anywhere in the queue: its ``waiting`` is joined again on the steps
 that change it. The output parses to exactly :func:`steps_json`'s value
-(``tests/web/test_api_encoding.py`` checks it for every preset and larger workloads).
+(``tests/sim/serving/test_stepjson.py`` checks it on every preset and on workloads that
+exercise each queue move).
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ def _id_map(keys: list[bytes], ones: list[bytes], idx: list[int], values: list[i
     return b"{" + b",".join(items) + b"}"
 
 
-def steps_bytes(params: SchedulerParams, se: SchedulerSeries) -> bytes:  # noqa: PLR0915
+def steps_bytes(params: SchedulerParams, se: SchedulerSeries) -> bytes:
     """``steps[]`` as JSON bytes: what ``json.dumps(steps_json(params, se))`` parses back to."""
     ids = se["request_ids"]
     enc = [encode_basestring(str(i)).encode() for i in ids]

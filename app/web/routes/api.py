@@ -12,7 +12,7 @@ from starlette.concurrency import run_in_threadpool
 from app.sim.core import Trace
 from app.store import health as store_health
 from app.web import i18n
-from app.web.fastjson import FastJSONResponse
+from app.web.fastjson import FastJSONResponse, accepts_gzip
 from app.web.pagewarm import PageWarmer
 from app.web.plugin import Plugin
 from app.web.runs import Job, JobStarted, RunService
@@ -74,10 +74,11 @@ def _localized(body: dict[str, Any], trace: Trace[Any, Any]) -> dict[str, Any]:
     return body
 
 
-def trace_response(plugin: Plugin, trace: Trace[Any, Any]) -> Response:
-    """A run's answer, written by orjson (app.web.fastjson); call it off the event loop: it may
-    be megabytes. Every explainer's runs and job results are answered through it."""
-    return FastJSONResponse(trace_parts(plugin, trace))
+def trace_response(plugin: Plugin, trace: Trace[Any, Any], gzip: bool = False) -> Response:
+    """A run's answer, written by orjson (app.web.fastjson; ``gzip``: the client accepts it);
+    call it off the event loop: it may be megabytes. Every explainer's runs and job results are
+    answered through it."""
+    return FastJSONResponse(trace_parts(plugin, trace), gzip=gzip)
 
 
 def add_run_route(router: APIRouter, site: Site) -> None:
@@ -117,7 +118,8 @@ def add_run_route(router: APIRouter, site: Site) -> None:
                 raise JobStarted(job)
             trace = await wait_watching(request, runs, job, plugin)
         # megabytes of JSON for a large trace: built in a worker thread, not on the event loop
-        return await run_in_threadpool(trace_response, plugin, trace)
+        gzip = accepts_gzip(request.headers.get("accept-encoding"))
+        return await run_in_threadpool(trace_response, plugin, trace, gzip)
 
 
 async def wait_watching(

@@ -16,6 +16,7 @@ from fastapi.responses import JSONResponse, Response
 
 from app.sim.core import msg
 from app.web import i18n, joberrors
+from app.web.fastjson import accepts_gzip
 from app.web.jobowners import client_of, owners_of
 from app.web.routes.api import trace_response
 from app.web.sources import SiteDep
@@ -92,9 +93,10 @@ def job_result(key: str, request: Request, site: SiteDep) -> Response:
     to anyone (it is what its params give); while it runs (202) or after it ended without a
     result (410), only for a client that was answered with this job."""
     runs = site.runs
+    gzip = accepts_gzip(request.headers.get("accept-encoding"))
     trace = runs.cached(_checked(key))
     if trace is not None:
-        return trace_response(site.plugin(trace.explainer), trace)
+        return trace_response(site.plugin(trace.explainer), trace, gzip)
     job = runs.job(_owned(request, key))
     state, progress = (job.state, runs.progress(job)) if job is not None else ("", 0.0)
     if job is None:
@@ -105,7 +107,7 @@ def job_result(key: str, request: Request, site: SiteDep) -> Response:
         if state == "done":  # stored by its worker just now: read it from the store
             trace = runs.cached(key)
             if trace is not None:
-                return trace_response(site.plugin(trace.explainer), trace)
+                return trace_response(site.plugin(trace.explainer), trace, gzip)
     if state == "running":
         return JSONResponse(
             {"job": key, "state": "running", "progress": round(progress, 4)},
