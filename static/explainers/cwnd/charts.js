@@ -89,7 +89,7 @@
   }
   // The step chart takes what the picture box leaves once the step's card and fields are in
   // it (the card keeps one height for a whole run), down to a floor where the plots still read.
-  function boxHeight(el, current) {
+  function boxHeight(el, current, floor) {
     const box = fitBox(el);
     const wrap = el.closest(".stage-wrap");
     if (!box || !wrap) return 0;
@@ -101,7 +101,7 @@
       if (part && wrap.contains(part)) bottom = Math.max(bottom, part.getBoundingClientRect().bottom);
     }
     const used = bottom - wrap.getBoundingClientRect().top + wrap.scrollTop;
-    return Math.max(220, Math.floor(current + box - used - 4));
+    return Math.max(floor || 220, Math.floor(current + box - used - 4));
   }
 
   // On a narrow screen the legend goes under the plot, and the figure grows to hold it.
@@ -134,6 +134,97 @@
     L.height = L._wideHeight - 120 + 22 * rows;
     L.yaxis = Object.assign({}, L.yaxis); // the plot keeps its own height: the margin grows
     return beside;
+  }
+
+  // On a projector (the projector theme) and in an embed the picture is the thing (as in
+  // static/js/player.js): the step chart's text is drawn at BIG_TYPE px or more, and where its
+  // box is too short for every row at that size the secondary rows (queue, RTT, rates) fold,
+  // leaving the top row (cwnd, ssthresh and the events) with a legend that fits beside it.
+  const BIG_TYPE = 16;
+  const ALL_ROWS_MIN = 560; // px of chart box that hold every row and its legend at BIG_TYPE
+  function bigChart(el) {
+    const player = el.closest(".player");
+    if (!player || !el.closest(".chart[data-cursor]")) return false;
+    return player.dataset.embed === "1" || document.documentElement.dataset.theme === "projector";
+  }
+  function typeset(fig) {
+    const L = fig.layout;
+    const big = (font, size) => Object.assign({}, font, { size: Math.max((font && font.size) || 0, size) });
+    L.font = big(L.font, BIG_TYPE);
+    L.hoverlabel = Object.assign({}, L.hoverlabel, { font: big((L.hoverlabel || {}).font, BIG_TYPE) });
+    if (L.title && L.title.text) L.title = Object.assign({}, L.title, { font: big(L.title.font, BIG_TYPE + 1) });
+    for (const key of Object.keys(L)) {
+      if (/^[xy]axis\d*$/.test(key)) L[key] = Object.assign({}, L[key], { tickfont: big(L[key].tickfont, BIG_TYPE) });
+    }
+    for (const a of L.annotations || []) a.font = big(a.font, BIG_TYPE);
+    if (L.legend) {
+      L.legend = Object.assign({}, L.legend, {
+        font: big(L.legend.font, BIG_TYPE), grouptitlefont: big(L.legend.grouptitlefont, BIG_TYPE), tracegroupgap: 8,
+      });
+    }
+    L.margin = Object.assign({}, L.margin, { l: Math.max((L.margin || {}).l || 0, 64) });
+  }
+  // Keep only the top row of a figure of stacked rows (its traces, axis and title).
+  function foldRows(fig) {
+    const L = fig.layout;
+    const rows = Object.keys(L).filter((k) => /^yaxis\d*$/.test(k) && L[k].domain);
+    if (rows.length < 2) return;
+    const top = rows.reduce((a, b) => (L[b].domain[1] > L[a].domain[1] ? b : a));
+    const ref = "y" + top.slice(5);
+    const head = L[top].domain[1];
+    fig.data = fig.data.filter((t) => (t.yaxis || "y") === ref);
+    for (const k of rows) if (k !== top) delete L[k];
+    L[top] = Object.assign({}, L[top], { domain: [0, 1] });
+    L.xaxis = Object.assign({}, L.xaxis, { anchor: ref });
+    L.annotations = (L.annotations || []).filter((a) => a.y === head).map((a) => Object.assign({}, a, { y: 1 }));
+    L._folded = true;
+  }
+  // How much of the legend Plotly had to put behind a scroll bar (0: all of it shows).
+  function legendHidden(el) {
+    const content = el.querySelector(".legend .scrollbox");
+    const shown = el.querySelector(".legend .bg");
+    if (!content || !shown) return 0;
+    return Math.max(0, content.getBBox().height - shown.getBBox().height);
+  }
+  // Nothing is cut off: a big chart whose legend does not fit beside it first drops the group
+  // titles (each entry then names its flow, when there are several), then grows to hold it
+  // (the picture box scrolls).
+  async function unclipLegend(el, fig) {
+    const L = fig.layout;
+    if (!L._big || !L.legend || L.showlegend === false) return false;
+    let changed = false;
+    if (legendHidden(el) > 1 && !L._compactLegend) {
+      L._compactLegend = true;
+      const flows = new Set(fig.data.filter((t) => /^flow/.test(t.legendgroup || "")).map((t) => t.legendgroup));
+      for (const t of fig.data) {
+        const title = t.legendgrouptitle && t.legendgrouptitle.text;
+        if (flows.size > 1 && title && /^flow/.test(t.legendgroup || "")) t.name = title + " " + t.name;
+        delete t.legendgrouptitle;
+      }
+      L.legend = Object.assign({}, L.legend, { tracegroupgap: 4 });
+      await window.Plotly.react(el, fig.data, L, CONFIG);
+      changed = true;
+    }
+    const hidden = legendHidden(el);
+    if (hidden > 1) {
+      L._minHeight = Math.ceil((L.height || el.clientHeight) + hidden + 4);
+      L.height = L._minHeight;
+      await window.Plotly.relayout(el, { height: L.height });
+      changed = true;
+    }
+    return changed;
+  }
+  // A figure as this chart shows it: parsed from the page, made big (and folded) where the
+  // player draws its picture big.
+  function prepare(el, text) {
+    const fig = JSON.parse(text);
+    if (bigChart(el)) {
+      typeset(fig);
+      const box = fitBox(el);
+      if (box && box < ALL_ROWS_MIN) foldRows(fig);
+      fig.layout._big = true;
+    }
+    return fig;
   }
 
   const figures = new Map(); // element -> its figure (kept to re-theme without re-parsing)
@@ -185,7 +276,8 @@
       const src = document.getElementById(el.dataset.figure);
       if (!src || !el.classList.contains("plotly-pending")) continue;
       let fig;
-      try { fig = JSON.parse(src.textContent); } catch (e) { continue; }
+      try { fig = prepare(el, src.textContent); } catch (e) { continue; }
+      el._figureText = src.textContent;
       el.classList.remove("plotly-pending");
       el.textContent = "";
       el.style.minHeight = "";
@@ -208,6 +300,7 @@
       }
       await window.Plotly.newPlot(el, fig.data, fig.layout, CONFIG);
       await refit(el, fig);
+      await unclipLegend(el, fig);
       await tidyTicks(el, fig);
       el.classList.remove("plotly-drawing");
       delete el.dataset.wired;
@@ -220,15 +313,23 @@
     const th = theme();
     for (const [el, fig] of Array.from(figures)) {
       if (!el.isConnected) { figures.delete(el); continue; }
-      paint(fig, th);
-      await window.Plotly.react(el, fig.data, fig.layout, CONFIG);
+      let shown = fig;
+      if (el._figureText && !!fig.layout._big !== bigChart(el)) {
+        // into or out of the projector theme: the chart's type size (and rows) change too
+        shown = prepare(el, el._figureText);
+        fit(shown, el.clientWidth, el);
+        figures.set(el, shown);
+      }
+      paint(shown, th);
+      await window.Plotly.react(el, shown.data, shown.layout, CONFIG);
+      if (shown !== fig) { await refit(el, shown); await unclipLegend(el, shown); await tidyTicks(el, shown); }
       await nextTask();
     }
     document.dispatchEvent(new CustomEvent("stepscope:charts-ready"));
   });
   // Size a drawn step chart to its box (after drawing, on every change of the player's box).
   async function refit(el, fig) {
-    const want = boxHeight(el, el.clientHeight);
+    const want = boxHeight(el, el.clientHeight, fig.layout._minHeight);
     if (!want) return false;
     const h = Math.min(want, fig.layout._fullHeight || want);
     if (Math.abs(h - (fig.layout.height || 0)) < 2) return false;
@@ -264,7 +365,9 @@
           await window.Plotly.react(el, fig.data, fig.layout, CONFIG);
           moved = true;
         }
-        if ((await refit(el, fig)) || moved) {
+        const resized = await refit(el, fig);
+        const unclipped = await unclipLegend(el, fig);
+        if (resized || unclipped || moved) {
           await tidyTicks(el, fig);
           changed = true;
         }
