@@ -89,7 +89,7 @@
   }
   // The step chart takes what the picture box leaves once the step's card and fields are in
   // it (the card keeps one height for a whole run), down to a floor where the plots still read.
-  function boxHeight(el, current, floor) {
+  function boxHeight(el, current) {
     const box = fitBox(el);
     const wrap = el.closest(".stage-wrap");
     if (!box || !wrap) return 0;
@@ -101,7 +101,7 @@
       if (part && wrap.contains(part)) bottom = Math.max(bottom, part.getBoundingClientRect().bottom);
     }
     const used = bottom - wrap.getBoundingClientRect().top + wrap.scrollTop;
-    return Math.max(floor || 220, Math.floor(current + box - used - 4));
+    return Math.max(220, Math.floor(current + box - used - 4));
   }
 
   // On a narrow screen the legend goes under the plot, and the figure grows to hold it.
@@ -181,37 +181,41 @@
   }
   // How much of the legend Plotly had to put behind a scroll bar (0: all of it shows).
   function legendHidden(el) {
-    const content = el.querySelector(".legend .scrollbox");
-    const shown = el.querySelector(".legend .bg");
-    if (!content || !shown) return 0;
-    return Math.max(0, content.getBBox().height - shown.getBBox().height);
+    let hidden = 0;
+    for (const g of el.querySelectorAll("g.legend, g.legend2")) {
+      const content = g.querySelector(".scrollbox");
+      const shown = g.querySelector(".bg");
+      if (content && shown) hidden = Math.max(hidden, content.getBBox().height - shown.getBBox().height);
+    }
+    return hidden;
   }
-  // Nothing is cut off: a big chart whose legend does not fit beside it first drops the group
-  // titles (each entry then names its flow, when there are several), then grows to hold it
-  // (the picture box scrolls).
+  // Nothing is cut off, and the step's card stays on screen: a big chart whose legend does not
+  // fit beside it first drops the group titles (each entry then names its flow, when there are
+  // several), then folds its secondary rows.
   async function unclipLegend(el, fig) {
     const L = fig.layout;
     if (!L._big || !L.legend || L.showlegend === false) return false;
+    const steps = [
+      () => {
+        const flows = new Set(fig.data.filter((t) => /^flow/.test(t.legendgroup || "")).map((t) => t.legendgroup));
+        for (const t of fig.data) {
+          const title = t.legendgrouptitle && t.legendgrouptitle.text;
+          if (flows.size > 1 && title && /^flow/.test(t.legendgroup || "")) t.name = title + " " + t.name;
+          delete t.legendgrouptitle;
+        }
+        L.legend = Object.assign({}, L.legend, { tracegroupgap: 4 });
+      },
+      () => foldRows(fig),
+    ];
     let changed = false;
-    if (legendHidden(el) > 1 && !L._compactLegend) {
-      L._compactLegend = true;
-      const flows = new Set(fig.data.filter((t) => /^flow/.test(t.legendgroup || "")).map((t) => t.legendgroup));
-      for (const t of fig.data) {
-        const title = t.legendgrouptitle && t.legendgrouptitle.text;
-        if (flows.size > 1 && title && /^flow/.test(t.legendgroup || "")) t.name = title + " " + t.name;
-        delete t.legendgrouptitle;
-      }
-      L.legend = Object.assign({}, L.legend, { tracegroupgap: 4 });
+    while ((L._unclip || 0) < steps.length && legendHidden(el) > 1) {
+      steps[L._unclip || 0]();
+      L._unclip = (L._unclip || 0) + 1;
       await window.Plotly.react(el, fig.data, L, CONFIG);
       changed = true;
     }
-    const hidden = legendHidden(el);
-    if (hidden > 1) {
-      L._minHeight = Math.ceil((L.height || el.clientHeight) + hidden + 4);
-      L.height = L._minHeight;
-      await window.Plotly.relayout(el, { height: L.height });
-      changed = true;
-    }
+    // (Two flows with every event kind still need more than a 960×600 box has: their legend
+    // keeps Plotly's scroll bar rather than push the step's card off the screen.)
     return changed;
   }
   // A figure as this chart shows it: parsed from the page, made big (and folded) where the
@@ -277,7 +281,6 @@
       if (!src || !el.classList.contains("plotly-pending")) continue;
       let fig;
       try { fig = prepare(el, src.textContent); } catch (e) { continue; }
-      el._figureText = src.textContent;
       el.classList.remove("plotly-pending");
       el.textContent = "";
       el.style.minHeight = "";
@@ -311,25 +314,28 @@
   const retheme = working(async function () {
     if (!window.Plotly) return;
     const th = theme();
+    const redraw = new Set();
     for (const [el, fig] of Array.from(figures)) {
       if (!el.isConnected) { figures.delete(el); continue; }
-      let shown = fig;
-      if (el._figureText && !!fig.layout._big !== bigChart(el)) {
-        // into or out of the projector theme: the chart's type size (and rows) change too
-        shown = prepare(el, el._figureText);
-        fit(shown, el.clientWidth, el);
-        figures.set(el, shown);
+      if (!!fig.layout._big !== bigChart(el)) {
+        // into or out of the projector theme: the chart's type size (and rows) change too, so
+        // it is drawn afresh from the page's JSON
+        figures.delete(el);
+        window.Plotly.purge(el);
+        el.classList.add("plotly-pending");
+        redraw.add(el.parentElement);
+        continue;
       }
-      paint(shown, th);
-      await window.Plotly.react(el, shown.data, shown.layout, CONFIG);
-      if (shown !== fig) { await refit(el, shown); await unclipLegend(el, shown); await tidyTicks(el, shown); }
+      paint(fig, th);
+      await window.Plotly.react(el, fig.data, fig.layout, CONFIG);
       await nextTask();
     }
+    for (const box of redraw) await draw(box);
     document.dispatchEvent(new CustomEvent("stepscope:charts-ready"));
   });
   // Size a drawn step chart to its box (after drawing, on every change of the player's box).
   async function refit(el, fig) {
-    const want = boxHeight(el, el.clientHeight, fig.layout._minHeight);
+    const want = boxHeight(el, el.clientHeight);
     if (!want) return false;
     const h = Math.min(want, fig.layout._fullHeight || want);
     if (Math.abs(h - (fig.layout.height || 0)) < 2) return false;
