@@ -235,7 +235,13 @@ PLAY_BOX = (
 
 @pytest.mark.parametrize(
     ("explainer", "slug"),
-    [("tcp", "handshake"), ("skb", "tcp-transmit"), ("scheduler", "chunked-prefill")],
+    [
+        ("tcp", "handshake"),
+        ("skb", "tcp-transmit"),
+        ("scheduler", "chunked-prefill"),
+        ("path", "forward"),
+        ("cwnd", "slow-start"),
+    ],
 )
 def test_controls_stay_put_from_step_to_step(live_server, browser, explainer, slug) -> None:
     """On a laptop and on a phone ▶ is at the same place on every step, however long the step's

@@ -68,3 +68,28 @@ def test_rfc_linux_switch(live_server, page) -> None:
     page.wait_for_function("document.documentElement.dataset.tcpView === 'rfc'")
     assert not page.is_visible("#tcp-lnode-REQ")
     assert page.get_attribute("#stage .vbtn-rfc", "aria-pressed") == "true"
+
+
+FLIGHT = r"""() => {
+  const st = document.getElementById('stage');
+  const said = [...st.querySelectorAll('#tcp-wire text')].map(t => t.textContent)
+    .map(s => /(\d+) segments in flight/.exec(s)).filter(Boolean).map(m => Number(m[1]));
+  const drawn = st.querySelectorAll('g.seg.flight').length;
+  return {said, drawn};
+}"""
+
+
+def test_segments_in_flight_readout_equals_the_arrows_drawn(live_server, page) -> None:
+    """Simultaneous open: whenever the wire panel says "N segments in flight", the ladder draws
+    N segment arrows still in flight, ``g.seg.flight`` (the review found "2 segments in
+    flight" beside one arrow)."""
+    page.goto(f"{live_server.url}/explainers/tcp/presets/simultaneous-open?lang=en")
+    count = int(page.evaluate("window.Stepscope.count"))
+    checked = 0
+    for n in range(count):
+        page.evaluate(f"window.Stepscope.goto({n})")
+        got = page.evaluate(FLIGHT)
+        if got["said"]:
+            checked += 1
+            assert got["said"] == [got["drawn"]], (n, got)
+    assert checked > 0

@@ -136,6 +136,101 @@
     return beside;
   }
 
+  // On a projector (the projector theme) and in an embed the picture is the thing (as in
+  // static/js/player.js): the step chart's text is drawn at BIG_TYPE px or more, and where its
+  // box is too short for every row at that size the secondary rows (queue, RTT, rates) fold,
+  // leaving the top row (cwnd, ssthresh and the events) with a legend that fits beside it.
+  const BIG_TYPE = 16;
+  const ALL_ROWS_MIN = 560; // px of chart box that hold every row and its legend at BIG_TYPE
+  function bigChart(el) {
+    const player = el.closest(".player");
+    if (!player || !el.closest(".chart[data-cursor]")) return false;
+    return player.dataset.embed === "1" || document.documentElement.dataset.theme === "projector";
+  }
+  function typeset(fig) {
+    const L = fig.layout;
+    const big = (font, size) => Object.assign({}, font, { size: Math.max((font && font.size) || 0, size) });
+    L.font = big(L.font, BIG_TYPE);
+    L.hoverlabel = Object.assign({}, L.hoverlabel, { font: big((L.hoverlabel || {}).font, BIG_TYPE) });
+    if (L.title && L.title.text) L.title = Object.assign({}, L.title, { font: big(L.title.font, BIG_TYPE + 1) });
+    for (const key of Object.keys(L)) {
+      if (/^[xy]axis\d*$/.test(key)) L[key] = Object.assign({}, L[key], { tickfont: big(L[key].tickfont, BIG_TYPE) });
+    }
+    for (const a of L.annotations || []) a.font = big(a.font, BIG_TYPE);
+    if (L.legend) {
+      L.legend = Object.assign({}, L.legend, {
+        font: big(L.legend.font, BIG_TYPE), grouptitlefont: big(L.legend.grouptitlefont, BIG_TYPE), tracegroupgap: 8,
+      });
+    }
+    L.margin = Object.assign({}, L.margin, { l: Math.max((L.margin || {}).l || 0, 64) });
+  }
+  // Keep only the top row of a figure of stacked rows (its traces, axis and title).
+  function foldRows(fig) {
+    const L = fig.layout;
+    const rows = Object.keys(L).filter((k) => /^yaxis\d*$/.test(k) && L[k].domain);
+    if (rows.length < 2) return;
+    const top = rows.reduce((a, b) => (L[b].domain[1] > L[a].domain[1] ? b : a));
+    const ref = "y" + top.slice(5);
+    const head = L[top].domain[1];
+    fig.data = fig.data.filter((t) => (t.yaxis || "y") === ref);
+    for (const k of rows) if (k !== top) delete L[k];
+    L[top] = Object.assign({}, L[top], { domain: [0, 1] });
+    L.xaxis = Object.assign({}, L.xaxis, { anchor: ref });
+    L.annotations = (L.annotations || []).filter((a) => a.y === head).map((a) => Object.assign({}, a, { y: 1 }));
+    L._folded = true;
+  }
+  // How much of the legend Plotly had to put behind a scroll bar (0: all of it shows).
+  function legendHidden(el) {
+    let hidden = 0;
+    for (const g of el.querySelectorAll("g.legend, g.legend2")) {
+      const content = g.querySelector(".scrollbox");
+      const shown = g.querySelector(".bg");
+      if (content && shown) hidden = Math.max(hidden, content.getBBox().height - shown.getBBox().height);
+    }
+    return hidden;
+  }
+  // Nothing is cut off, and the step's card stays on screen: a big chart whose legend does not
+  // fit beside it first drops the group titles (each entry then names its flow, when there are
+  // several), then folds its secondary rows.
+  async function unclipLegend(el, fig) {
+    const L = fig.layout;
+    if (!L._big || !L.legend || L.showlegend === false) return false;
+    const steps = [
+      () => {
+        const flows = new Set(fig.data.filter((t) => /^flow/.test(t.legendgroup || "")).map((t) => t.legendgroup));
+        for (const t of fig.data) {
+          const title = t.legendgrouptitle && t.legendgrouptitle.text;
+          if (flows.size > 1 && title && /^flow/.test(t.legendgroup || "")) t.name = title + " " + t.name;
+          delete t.legendgrouptitle;
+        }
+        L.legend = Object.assign({}, L.legend, { tracegroupgap: 4 });
+      },
+      () => foldRows(fig),
+    ];
+    let changed = false;
+    while ((L._unclip || 0) < steps.length && legendHidden(el) > 1) {
+      steps[L._unclip || 0]();
+      L._unclip = (L._unclip || 0) + 1;
+      await window.Plotly.react(el, fig.data, L, CONFIG);
+      changed = true;
+    }
+    // (Two flows with every event kind still need more than a 960×600 box has: their legend
+    // keeps Plotly's scroll bar rather than push the step's card off the screen.)
+    return changed;
+  }
+  // A figure as this chart shows it: parsed from the page, made big (and folded) where the
+  // player draws its picture big.
+  function prepare(el, text) {
+    const fig = JSON.parse(text);
+    if (bigChart(el)) {
+      typeset(fig);
+      const box = fitBox(el);
+      if (box && box < ALL_ROWS_MIN) foldRows(fig);
+      fig.layout._big = true;
+    }
+    return fig;
+  }
+
   const figures = new Map(); // element -> its figure (kept to re-theme without re-parsing)
   // Charts being drawn, recoloured or resized say so (aria-busy) until they are done.
   let busy = 0;
@@ -185,7 +280,7 @@
       const src = document.getElementById(el.dataset.figure);
       if (!src || !el.classList.contains("plotly-pending")) continue;
       let fig;
-      try { fig = JSON.parse(src.textContent); } catch (e) { continue; }
+      try { fig = prepare(el, src.textContent); } catch (e) { continue; }
       el.classList.remove("plotly-pending");
       el.textContent = "";
       el.style.minHeight = "";
@@ -208,6 +303,7 @@
       }
       await window.Plotly.newPlot(el, fig.data, fig.layout, CONFIG);
       await refit(el, fig);
+      await unclipLegend(el, fig);
       await tidyTicks(el, fig);
       el.classList.remove("plotly-drawing");
       delete el.dataset.wired;
@@ -218,12 +314,23 @@
   const retheme = working(async function () {
     if (!window.Plotly) return;
     const th = theme();
+    const redraw = new Set();
     for (const [el, fig] of Array.from(figures)) {
       if (!el.isConnected) { figures.delete(el); continue; }
+      if (!!fig.layout._big !== bigChart(el)) {
+        // into or out of the projector theme: the chart's type size (and rows) change too, so
+        // it is drawn afresh from the page's JSON
+        figures.delete(el);
+        window.Plotly.purge(el);
+        el.classList.add("plotly-pending");
+        redraw.add(el.parentElement);
+        continue;
+      }
       paint(fig, th);
       await window.Plotly.react(el, fig.data, fig.layout, CONFIG);
       await nextTask();
     }
+    for (const box of redraw) await draw(box);
     document.dispatchEvent(new CustomEvent("stepscope:charts-ready"));
   });
   // Size a drawn step chart to its box (after drawing, on every change of the player's box).
@@ -264,7 +371,9 @@
           await window.Plotly.react(el, fig.data, fig.layout, CONFIG);
           moved = true;
         }
-        if ((await refit(el, fig)) || moved) {
+        const resized = await refit(el, fig);
+        const unclipped = await unclipLegend(el, fig);
+        if (resized || unclipped || moved) {
           await tidyTicks(el, fig);
           changed = true;
         }

@@ -44,7 +44,10 @@ def picture(trace: Trace[TcpState, None], frame: Frame[TcpState]) -> str:
         svg, h = draw_panel(ep, eps[ep], prev["endpoints"][ep], st, i)
         body.append(svg)
         heights.append(h)
-    wire, wire_h = draw_wire(st)
+    # a segment queued this step is in flight for the simulation but drawn (and counted here)
+    # from the step that sends it, so the readout equals the arrows on the ladder
+    sent = sum(1 for sid in st["in_flight"] if idx.sent_at.get(sid, frame.index + 1) <= frame.index)
+    wire, wire_h = draw_wire(st, sent)
     body.append(wire)
     height = round(PANEL_Y + max(wire_h, *heights) + 6)
     label = msg(

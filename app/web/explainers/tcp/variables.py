@@ -186,7 +186,9 @@ def _value(x: float, y: float, text: str, changed: bool, cls: str, bold: bool = 
     )
 
 
-def draw_wire(st: TcpState) -> tuple[str, int]:
+def draw_wire(st: TcpState, in_flight: int | None = None) -> tuple[str, int]:
+    """The wire panel: this step's segment, or how many are in flight (``in_flight``: those the
+    ladder draws, i.e. already sent by this step; default: every one the state lists)."""
     x0 = 2 * (PANEL_W + 10)
     w = WIDTH - x0 - 2
     seg = st["segment"] or st["delivered"]
@@ -195,7 +197,7 @@ def draw_wire(st: TcpState) -> tuple[str, int]:
     links: list[tuple[str, str]] = []
     if seg is None:
         title = str(msg("No segment this step"))
-        n = len(st["in_flight"])
+        n = len(st["in_flight"]) if in_flight is None else in_flight
         if n:
             lines.append(("", str(msg("{count} segments in flight", count=n))))
     else:
