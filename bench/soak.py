@@ -605,6 +605,20 @@ def flatness(points: list[tuple[float, float]], after_s: float) -> str:
     return f"{low:.0f}-{top:.0f} MB, within {spread:.0f} % ({verdict}; target 20 %)"
 
 
+def floors(points: list[tuple[float, float]], after_s: float, window_s: float = 60.0) -> str:
+    """The lowest figure of each ``window_s`` from ``after_s`` on: memory between large runs
+    (a run may hold a few hundred MB while it runs; a leak raises the floor)."""
+    low: dict[int, float] = {}
+    for t, mb in points:
+        if t >= after_s:
+            w = int((t - after_s) // window_s)
+            low[w] = min(low.get(w, mb), mb)
+    return ", ".join(
+        f"{after_s + w * window_s:.0f}-{after_s + (w + 1) * window_s:.0f} s {mb:.0f}"
+        for w, mb in sorted(low.items())
+    )
+
+
 def report_pss(points: list[tuple[float, float]]) -> None:
     if not points:
         return
@@ -614,6 +628,7 @@ def report_pss(points: list[tuple[float, float]]) -> None:
         + ", ".join(f"{t:.0f}s {mb:.0f}" for t, mb in points[::every])
     )
     print(f"   PSS after the first {L.WARM_UP_S:.0f} s: {flatness(points, L.WARM_UP_S)}")
+    print(f"   PSS floor of each minute, MB: {floors(points, L.WARM_UP_S)}")
 
 
 def report_rss(samples: list[L.Sample]) -> None:
@@ -629,6 +644,7 @@ def report_rss(samples: list[L.Sample]) -> None:
     print("   " + rss_roles_line(samples))
     points = [(t, mb) for t, mb, _ in samples]
     print(f"   after the first {L.WARM_UP_S:.0f} s: {flatness(points, L.WARM_UP_S)}")
+    print(f"   floor of each minute, MB: {floors(points, L.WARM_UP_S)}")
 
 
 def read_run_log(path: Path, since: float) -> list[dict[str, Any]]:

@@ -25,6 +25,8 @@ callback sees it and raises :class:`~app.sim.core.Cancelled`, which frees the wo
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import contextvars
 import ctypes
 import hashlib
@@ -39,10 +41,11 @@ import time
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field, fields
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Engine
 
@@ -55,6 +58,8 @@ from app.store.models import SharedJob
 from app.web.simproc import LanePool, Limits, Recycle, Usage
 
 AnyTrace = Trace[Any, Any]
+T = TypeVar("T")
+LOOP_STORE_WAIT_S = 0.25  # an event loop waits this long for the store when a run is submitted
 
 # The client (IP) of the request being served, set by middleware; read for per-client limits.
 current_client: contextvars.ContextVar[str] = contextvars.ContextVar("client", default="-")
@@ -101,6 +106,15 @@ class JobStarted(Exception):
     def __init__(self, job: Job) -> None:
         super().__init__(job.key)
         self.job = job
+
+
+def on_event_loop() -> bool:
+    """Whether this thread is running an asyncio event loop (an async request handler)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 # --- the worker side ---------------------------------------------------------------------------
@@ -212,6 +226,7 @@ class Job:
     lane: str = "long"  # long | quick
     handed: float = 0.0  # when a simulation process took it (monotonic; 0: not yet)
     usage: Usage | None = None  # what the run took in its process (when it ended there)
+    sharing: Future[None] | None = None  # its row being written for the other workers
     warm: bool = False  # started ahead of any visitor (see RunService.warm): never idle
     state: str = "running"  # running | done | cancelled | failed
     error: str = ""
@@ -287,6 +302,8 @@ class RunService:
         # Keys of runs nobody is charged for (the presets: a fixed set, each run once per store)
         self.free_keys: set[str] = set()
         self._stop = threading.Event()
+        # database writes a request on the event loop must not wait for (see _off_loop)
+        self._store = ThreadPoolExecutor(max_workers=4, thread_name_prefix="run-store")
         self._watchdog: threading.Thread | None = None
         self.eviction = TraceEviction(
             engine,
@@ -432,7 +449,14 @@ class RunService:
             self._order += 1
             heapq.heappush(self._pending[lane], (expected, self._order, job, explainer, params))
         if expected > self.settings.job_threshold_s:
-            self._share(job)  # before it can finish: its end is written over this row
+            # before it can finish (its end is written over this row); see _finished
+            job.shared = True
+            job.sharing = self._store.submit(self._share, job)
+            if not on_event_loop():
+                job.sharing.result()
+            else:
+                with contextlib.suppress(FutureTimeout):
+                    job.sharing.result(timeout=LOOP_STORE_WAIT_S)
         future.add_done_callback(partial(self._finished, job, explainer))
         self._dispatch(lane)
         return job
@@ -444,7 +468,6 @@ class RunService:
     # not cancel a job whose client is polling elsewhere) and pass cancel requests on.
 
     def _share(self, job: Job) -> None:
-        job.shared = True
         with repo.session_for(self.engine) as db:
             repo.share_job(
                 db=db,
@@ -634,6 +657,9 @@ class RunService:
             state = "cancelled"
         except Exception as exc:  # noqa: BLE001 - a run that fails must still free its slot
             state, error = "failed", f"{type(exc).__name__}: {exc}"[:300]
+        if job.sharing is not None:  # its row is written before its end is
+            with contextlib.suppress(Exception):
+                job.sharing.result(timeout=60)
         for attempt in range(5 if job.shared else 0):
             try:
                 with repo.session_for(self.engine) as db:
@@ -689,10 +715,29 @@ class RunService:
             raise CrossSite()
         limit = self.settings.expensive_runs_per_minute
         key = "runs:" + repo.address_key(current_client.get())
-        with repo.session_for(self.engine) as db:
-            retry_after = repo.take_hit(db=db, key=key, limit=limit, window_s=60, now=time.time())
+        retry_after = self._off_loop(partial(self._take_hit, key, limit))
+        if retry_after is None:  # the store did not answer in time: this worker's requests first
+            raise Busy(2)
         if retry_after:
             raise RateLimited(retry_after, limit)
+
+    def _take_hit(self, key: str, limit: int) -> int:
+        with repo.session_for(self.engine) as db:
+            return repo.take_hit(db=db, key=key, limit=limit, window_s=60, now=time.time())
+
+    def _off_loop(self, fn: Callable[[], T]) -> T | None:
+        """``fn()`` (a database write). Called on an event loop's thread (the run API submits
+        from its handler), it runs on a thread of the service's own and is waited for at most
+        :data:`LOOP_STORE_WAIT_S`; ``None`` if it has not answered by then (it goes on). A
+        write waits up to SQLite's busy timeout (5 s) for another's, and each such wait on the
+        event loop held every request of the worker (soaks saw 40-70 s stalls, a dozen runs
+        submitted behind one long write)."""
+        if not on_event_loop():
+            return fn()
+        try:
+            return self._store.submit(fn).result(timeout=LOOP_STORE_WAIT_S)
+        except FutureTimeout:
+            return None
 
     def _watch(self) -> None:
         """Cancel jobs nobody has asked about for ``job_idle_s`` (their clients left)."""

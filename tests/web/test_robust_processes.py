@@ -3,6 +3,7 @@ hard memory and CPU limits (app.web.simproc); a server killed with SIGKILL can s
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import resource
@@ -26,7 +27,7 @@ from app.main import create_app
 from app.settings import Settings
 from app.sim.core import Frame, ParamError, Progress, SourceRef, Trace, msg
 from app.store.db import init_db, make_engine
-from app.web.runs import RunService
+from app.web.runs import Busy, Job, RunService
 from app.web.simproc import SimLimitExceeded, SimProcessDied
 from tests.contract.toy import CounterState, ToyExplainer
 
@@ -108,9 +109,7 @@ def make_runs(tmp_path: Path) -> Iterator[Callable[..., RunService]]:
     def make(**overrides: Any) -> RunService:
         settings = Settings(
             database_url=f"sqlite:///{tmp_path / 'runs.db'}",
-            sim_quick_workers=0,
-            job_threshold_s=1000,
-            **overrides,
+            **{"sim_quick_workers": 0, "job_threshold_s": 1000, **overrides},
         )
         engine = make_engine(settings.database_url)
         init_db(engine)
@@ -250,6 +249,75 @@ def _proc_state(pid: int) -> str:
         return _proc_status(pid)["State"][0]
     except (OSError, KeyError):
         return "gone"
+
+
+# --- the store on the event loop -------------------------------------------------------------
+
+
+class LongHog(HogExplainer):
+    name = "longhog"  # type: ignore[misc]
+
+    def expected_seconds(self, params: HogParams) -> float:  # type: ignore[override]
+        return 5.0  # a long run: counted against the client's quota, shared as a job
+
+
+LONG_HOG = LongHog()
+
+
+def submit_on_a_loop(runs: RunService, params: HogParams) -> Job:
+    """``runs.submit`` as the run API's async handler calls it: on the event loop's thread."""
+
+    async def handler() -> Job:
+        return runs.submit(LONG_HOG, params, runs.key(LONG_HOG, params))
+
+    return asyncio.run(handler())
+
+
+def test_a_store_that_does_not_answer_holds_no_event_loop(
+    make_runs: Callable[..., RunService], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counting a long run against the client's quota writes to the database, which may wait
+    seconds for another writer; on an event loop a run that cannot be counted at once is
+    answered Busy (503 with Retry-After) and the loop goes on. Off the loop it waits."""
+    runs = make_runs()
+    stuck = threading.Event()
+    take_hit = runs._take_hit
+
+    def slow_take_hit(key: str, limit: int) -> int:
+        stuck.wait(60)
+        return take_hit(key, limit)
+
+    monkeypatch.setattr(runs, "_take_hit", slow_take_hit)
+    with pytest.raises(Busy):
+        submit_on_a_loop(runs, HogParams(tag=1))
+    assert runs.running == 0
+    stuck.set()
+    job = submit_on_a_loop(runs, HogParams(tag=2))  # the store answers: admitted
+    assert job.future.result(timeout=30) is not None
+
+
+def test_a_job_shared_late_ends_after_its_row_is_written(
+    make_runs: Callable[..., RunService], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long run's row for the other workers is written on the service's own thread when the
+    event loop submits it; the loop does not wait for a slow store, and the run's end is
+    written only after its row (else the row would say "running" for ever)."""
+    runs = make_runs(job_threshold_s=1.0)
+    stuck = threading.Event()
+    share = runs._share
+
+    def slow_share(job: Job) -> None:
+        stuck.wait(60)
+        share(job)
+
+    monkeypatch.setattr(runs, "_share", slow_share)
+    job = submit_on_a_loop(runs, HogParams(tag=3))
+    assert job.shared and runs.shared_job(job.key) is None  # not written yet
+    wait_for(lambda: job.usage is not None, 30)  # the run itself is over
+    stuck.set()
+    wait_for(lambda: job.state == "done", 30)
+    row = runs.shared_job(job.key)
+    assert row is not None and row.state == "done"
 
 
 # --- what a simulation process inherits -------------------------------------------------------

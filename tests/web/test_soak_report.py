@@ -88,3 +88,9 @@ def test_flatness_is_judged_after_the_first_minute(soak: ModuleType) -> None:
     points.append((610.0, 1300.0))
     assert soak.flatness(points, 60.0).endswith("within 30 % (NOT flat; target 20 %)")
     assert "not judged" in soak.flatness(points[:2], 60.0)
+
+
+def test_each_minutes_floor(soak: ModuleType) -> None:
+    """The lowest figure of each minute after the first: a large run's peak does not hide it."""
+    points = [(60.0, 900.0), (70.0, 2400.0), (119.0, 950.0), (120.0, 1000.0), (150.0, 980.0)]
+    assert soak.floors(points, 60.0) == "60-120 s 900, 120-180 s 980"
