@@ -43,8 +43,10 @@ class Settings(BaseSettings):
     trace_store_mb: float = 256.0
     sim_queue: int = 8  # runs that may wait for a worker (per kind) before requests get 503
     job_threshold_s: float = 1.5  # runs expected to take longer become jobs with a progress bar
-    job_idle_s: float = 4.0  # a job nobody asks about for this long is cancelled (pages poll
-    # every 0.5 s; an API client that stops asking has left, and its run should not go on)
+    job_idle_s: float = 10.0  # a job nobody asks about for this long is cancelled (pages poll
+    # every 0.5 s; an API client that stops asking has left, and its run should not go on).
+    # Not less: a poll counts when a worker answers it, and a loaded worker answered polls
+    # seconds late (at 4 s the soak's followed long runs were all cancelled under load)
     # Run every preset not stored yet when the app starts (scripts/serve turns it on; tests
     # leave it off), so the first visitors find their traces ready.
     warm_presets: bool = False

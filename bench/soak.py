@@ -33,7 +33,9 @@ import base64
 import json
 import os
 import random
+import shutil
 import sys
+import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
@@ -731,6 +733,10 @@ def report_run_log(path: Path | None, since: float) -> None:
         return
     for line in run_log_lines(read_run_log(path, since)):
         print(line)
+    if path.exists():  # the server's temporary directory goes when it stops
+        kept = Path(tempfile.gettempdir()) / f"stepscope-soak-runs-{os.getpid()}.jsonl"
+        shutil.copyfile(path, kept)
+        print(f"   the run log is kept in {kept}")
 
 
 def rss_roles_line(samples: list[L.Sample]) -> str:
