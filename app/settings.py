@@ -24,6 +24,14 @@ class Settings(BaseSettings):
     sim_workers: int = 1  # simulation processes per app process, for longer runs
     sim_nice: int = 15  # their CPU priority is lowered this much (pages and small runs first)
     sim_quick_workers: int = 1  # processes for small runs only (0: small runs share the above)
+    sim_quick_nice: int = 5  # small runs' processes are lowered less: an app worker still first
+    # A simulation process is replaced by a fresh one after a run that left it holding over this
+    # many MB of its own (not shared with its app worker), or after this many runs (0: never).
+    sim_recycle_mb: float = 256.0
+    sim_recycle_runs: int = 500
+    # Every finished run appends a JSON line here: predicted vs measured CPU and wall seconds,
+    # the process's size (bench/soak.py reads it; None: not written).
+    run_log: Path | None = None
     quick_run_s: float = 0.5  # runs expected to take at most this long are small
     # Hard limits of each simulation process (app.web.simproc): its address space, and the CPU
     # seconds of one run; a run over either fails alone with a 422 naming the limit (0: none).
@@ -35,8 +43,10 @@ class Settings(BaseSettings):
     trace_store_mb: float = 256.0
     sim_queue: int = 8  # runs that may wait for a worker (per kind) before requests get 503
     job_threshold_s: float = 1.5  # runs expected to take longer become jobs with a progress bar
-    job_idle_s: float = 4.0  # a job nobody asks about for this long is cancelled (pages poll
-    # every 0.5 s; an API client that stops asking has left, and its run should not go on)
+    job_idle_s: float = 10.0  # a job nobody asks about for this long is cancelled (pages poll
+    # every 0.5 s; an API client that stops asking has left, and its run should not go on).
+    # Not less: a poll counts when a worker answers it, and a loaded worker answered polls
+    # seconds late (at 4 s the soak's followed long runs were all cancelled under load)
     # Run every preset not stored yet when the app starts (scripts/serve turns it on; tests
     # leave it off), so the first visitors find their traces ready.
     warm_presets: bool = False

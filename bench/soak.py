@@ -33,7 +33,9 @@ import base64
 import json
 import os
 import random
+import shutil
 import sys
+import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
@@ -52,6 +54,7 @@ DOCUMENTED = frozenset(
 CHEAP = ("page", "step:frames", "step:progress", "adv:progress")
 CHEAP_P99_MS = 500.0
 OVER = 2.0  # a run measured over this many times its prediction is flagged
+MIN_PREDICTED_S = 0.05  # predictions under this count as this (a request's own round trip)
 BIG = 10**400
 SURROGATE = "\ud800"
 SCHED_90 = (
@@ -572,6 +575,64 @@ def report_cheap(stats: list[L.Stats]) -> None:
         )
 
 
+def pss_mb(pids: list[int]) -> float:
+    """Proportional set size of ``pids`` together (MB): each page counted once, however many of
+    them map it (a simulation process's resident size counts every page of its app worker's it
+    was forked with; summed resident sizes count those twice)."""
+    kb = 0
+    for pid in pids:
+        try:
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    kb += int(line.split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return kb / 1024
+
+
+async def sample_pss(server: L.Server | None, out: list[tuple[float, float]], t0: float) -> None:
+    while server is not None and server.proc is not None:
+        out.append((time.perf_counter() - t0, pss_mb(L.tree_pids(server.proc.pid))))
+        await asyncio.sleep(5.0)
+
+
+def flatness(points: list[tuple[float, float]], after_s: float) -> str:
+    """ "low-high MB, within N % (flat|NOT flat)" of the points from ``after_s`` on."""
+    later = [mb for t, mb in points if t >= after_s]
+    if len(later) < 2:
+        return f"shorter than {after_s:.0f} s: not judged"
+    low, top = min(later), max(later)
+    spread = 100 * (top - low) / low if low > 0 else float("inf")
+    verdict = "flat" if spread <= 20 else "NOT flat"
+    return f"{low:.0f}-{top:.0f} MB, within {spread:.0f} % ({verdict}; target 20 %)"
+
+
+def floors(points: list[tuple[float, float]], after_s: float, window_s: float = 60.0) -> str:
+    """The lowest figure of each ``window_s`` from ``after_s`` on: memory between large runs
+    (a run may hold a few hundred MB while it runs; a leak raises the floor)."""
+    low: dict[int, float] = {}
+    for t, mb in points:
+        if t >= after_s:
+            w = int((t - after_s) // window_s)
+            low[w] = min(low.get(w, mb), mb)
+    return ", ".join(
+        f"{after_s + w * window_s:.0f}-{after_s + (w + 1) * window_s:.0f} s {mb:.0f}"
+        for w, mb in sorted(low.items())
+    )
+
+
+def report_pss(points: list[tuple[float, float]]) -> None:
+    if not points:
+        return
+    every = max(1, len(points) // 12)
+    print(
+        "   PSS (each shared page counted once), MB: "
+        + ", ".join(f"{t:.0f}s {mb:.0f}" for t, mb in points[::every])
+    )
+    print(f"   PSS after the first {L.WARM_UP_S:.0f} s: {flatness(points, L.WARM_UP_S)}")
+    print(f"   PSS floor of each minute, MB: {floors(points, L.WARM_UP_S)}")
+
+
 def report_rss(samples: list[L.Sample]) -> None:
     print("\n== server RSS (all its processes), MB every 10 s")
     if not samples:
@@ -582,17 +643,111 @@ def report_rss(samples: list[L.Sample]) -> None:
     for t, mb, _ in tens:
         seen.setdefault(int(t), mb)
     print("   " + ", ".join(f"{t}s {mb:.0f}" for t, mb in sorted(seen.items())))
-    after = [mb for t, mb, _ in samples if t >= L.WARM_UP_S]
-    if len(after) >= 2:
-        low, top = min(after), max(after)
-        spread = 100 * (top - low) / low
-        verdict = "flat" if spread <= 20 else "NOT flat"
-        print(
-            f"   after the first {L.WARM_UP_S:.0f} s: {low:.0f}-{top:.0f} MB, within {spread:.0f} % "
-            f"({verdict}; target 20 %)"
+    print("   " + rss_roles_line(samples))
+    points = [(t, mb) for t, mb, _ in samples]
+    print(f"   after the first {L.WARM_UP_S:.0f} s: {flatness(points, L.WARM_UP_S)}")
+    print(f"   floor of each minute, MB: {floors(points, L.WARM_UP_S)}")
+
+
+def read_run_log(path: Path, since: float) -> list[dict[str, Any]]:
+    """The server's run log (``APP_RUN_LOG``: a JSON line per finished run), from ``since``
+    (time.time()) on: the runs of the soak, not the presets run at start-up."""
+    out = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
+    for line in lines:
+        try:
+            rec = json.loads(line)
+        except ValueError:  # a line being written as the server stopped
+            continue
+        if isinstance(rec, dict) and float(rec.get("time", 0)) >= since:
+            out.append(rec)
+    return out
+
+
+def _ratio(measured: float, expected: float) -> float:
+    return measured / max(expected, MIN_PREDICTED_S)
+
+
+def run_log_lines(records: list[dict[str, Any]]) -> list[str]:
+    """What the server's own run log says, per explainer: each run's CPU time in its simulation
+    process against ``expected_seconds`` (the honest test of a prediction: CPU time does not
+    count other processes sharing the CPUs or the wait for a process), and its wall time from
+    the request to the end (queueing and contention included), with the wait for a process.
+    Runs that ended in a process (done, or failed there) have a CPU time; runs cancelled or
+    refused before one took them do not."""
+    lines = []
+    by_name: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for rec in records:
+        by_name[str(rec["explainer"])].append(rec)
+    cpu_over = wall_over = timed = 0
+    for name, recs in sorted(by_name.items()):
+        measured = [r for r in recs if r.get("cpu_s") is not None]
+        cpu = sorted(_ratio(float(r["cpu_s"]), float(r["expected_s"])) for r in measured)
+        wall = sorted(_ratio(float(r["wall_s"]), float(r["expected_s"])) for r in measured)
+        queued = sorted(float(r["queued_s"]) for r in measured)
+        over_c = sum(1 for x in cpu if x > OVER)
+        over_w = sum(1 for x in wall if x > OVER)
+        cpu_over, wall_over, timed = cpu_over + over_c, wall_over + over_w, timed + len(cpu)
+        states: dict[str, int] = defaultdict(int)
+        for r in recs:
+            states[str(r["state"])] += 1
+        if not cpu:
+            lines.append(
+                f"   {name:<10} n {len(recs):>4}; no run ended in a process {dict(states)}"
+            )
+            continue
+        worst = max(measured, key=lambda r: _ratio(float(r["cpu_s"]), float(r["expected_s"])))
+        lines.append(
+            f"   {name:<10} n {len(recs):>4} {dict(states)}; CPU/predicted p50 "
+            f"{cpu[(len(cpu) - 1) // 2]:.2f}, max {cpu[-1]:.2f} ({worst['cpu_s']:.2f} s for "
+            f"{worst['expected_s']:.3g} s), over {OVER:g}×: {over_c}; wall/predicted p50 "
+            f"{wall[(len(wall) - 1) // 2]:.2f}, max {wall[-1]:.2f}, over {OVER:g}×: {over_w}; "
+            f"waited for a process p50 {queued[(len(queued) - 1) // 2]:.2f}, max {queued[-1]:.2f} s"
         )
-    else:
-        print(f"   the run is shorter than {L.WARM_UP_S:.0f} s: flatness not judged")
+    verdict = "met" if cpu_over == 0 else "NOT met"
+    lines.append(
+        f"   runs whose CPU time is over {OVER:g}× their prediction: {cpu_over} of {timed} "
+        f"({verdict}); whose wall time is: {wall_over} of {timed} (predictions under "
+        f"{MIN_PREDICTED_S * 1000:.0f} ms count as {MIN_PREDICTED_S * 1000:.0f} ms)"
+    )
+    sizes = [float(r["private_mb"]) for r in records if r.get("private_mb") is not None]
+    if sizes:
+        pids = {r["pid"] for r in records if r.get("pid") is not None}
+        lines.append(
+            f"   simulation processes after their runs: {min(sizes):.0f}-{max(sizes):.0f} MB "
+            f"of their own (not shared with their app worker); {len(pids)} processes ran them"
+        )
+    return lines
+
+
+def report_run_log(path: Path | None, since: float) -> None:
+    print(
+        "\n== runs as the server measured them (APP_RUN_LOG): CPU time in the simulation "
+        "process and wall time, each against expected_seconds"
+    )
+    if path is None:
+        print("   not measured (--url)")
+        return
+    for line in run_log_lines(read_run_log(path, since)):
+        print(line)
+    if path.exists():  # the server's temporary directory goes when it stops
+        kept = Path(tempfile.gettempdir()) / f"stepscope-soak-runs-{os.getpid()}.jsonl"
+        shutil.copyfile(path, kept)
+        print(f"   the run log is kept in {kept}")
+
+
+def rss_roles_line(samples: list[L.Sample]) -> str:
+    """Each role's resident MB at the end of the first minute, at its peak and at the end."""
+    after = [s for s in samples if s[0] >= L.WARM_UP_S] or samples
+    first, last = after[0][2], after[-1][2]
+    return f"by role at {after[0][0]:.0f} s / peak / end: " + "; ".join(
+        f"{role} {first[role]:.0f} / {max(s[2].get(role, 0.0) for s in after):.0f} / "
+        f"{last[role]:.0f}"
+        for role in first
+    )
 
 
 def report_runs(adv: Adversary) -> None:
@@ -606,7 +761,9 @@ def report_runs(adv: Adversary) -> None:
     flagged = 0
     for kind, rs in sorted(by_kind.items()):
         ratios = sorted(
-            r.measured_s / max(r.expected_s, 0.05) for r in rs if r.expected_s is not None
+            r.measured_s / max(r.expected_s, MIN_PREDICTED_S)
+            for r in rs
+            if r.expected_s is not None
         )
         outcomes: dict[str, int] = defaultdict(int)
         for r in rs:
@@ -620,7 +777,9 @@ def report_runs(adv: Adversary) -> None:
             f"{dict(outcomes)}"
         )
         for r in rs:
-            if r.expected_s is not None and r.measured_s > OVER * max(r.expected_s, 0.05):
+            if r.expected_s is not None and r.measured_s > OVER * max(
+                r.expected_s, MIN_PREDICTED_S
+            ):
                 flagged += 1
     print(
         f"   runs over {OVER:g}× their prediction: {flagged} of "
@@ -636,15 +795,23 @@ def report_runs(adv: Adversary) -> None:
         print(f"   FINDING {what}: {n}")
 
 
+def run_log(server: L.Server | None) -> Path | None:
+    return None if server is None else Path(server.tmp.name) / "runs.jsonl"
+
+
 async def soak(args: argparse.Namespace, base: str, server: L.Server | None) -> None:
     predictor = Predictor()
     adv = await prepare(base, args, predictor)
     info = await L.explainer_info(base)
-    t0 = time.perf_counter()
+    t0, since = time.perf_counter(), time.time()
     samples: list[L.Sample] = []
     stop = asyncio.Event()
     watch = ProcWatch(server.proc.pid) if server and server.proc else None
-    bg = [asyncio.create_task(L.sample_rss(server, samples, t0))]
+    pss: list[tuple[float, float]] = []
+    bg = [
+        asyncio.create_task(L.sample_rss(server, samples, t0)),
+        asyncio.create_task(sample_pss(server, pss, t0)),
+    ]
     if watch is not None:
         bg.append(asyncio.create_task(watch.run(t0, stop)))
     print(f"\nadversaries: {args.adversaries} clients for {args.duration:g} s (seed {args.seed})")
@@ -668,7 +835,9 @@ async def soak(args: argparse.Namespace, base: str, server: L.Server | None) -> 
     report_statuses([stats, adv.stats])
     report_cheap([stats, adv.stats])
     report_rss(samples)
+    report_pss(pss)
     report_runs(adv)
+    report_run_log(run_log(server), since)
     if server is not None:
         print("\n   " + server.log_summary())
 
@@ -695,6 +864,7 @@ def main() -> None:
     else:
         server = L.Server(args.workers)  # --no-proxy-headers, as scripts/serve
         server.env["APP_TRUSTED_PROXIES"] = '["127.0.0.1"]'  # a reverse proxy on this host
+        server.env["APP_RUN_LOG"] = str(run_log(server))
         print(f"starting the app on {server.url} with {args.workers} workers (SQLite, WAL)")
         server.start()
         base = server.url

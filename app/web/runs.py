@@ -25,6 +25,8 @@ callback sees it and raises :class:`~app.sim.core.Cancelled`, which frees the wo
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import contextvars
 import ctypes
 import hashlib
@@ -39,10 +41,11 @@ import time
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field, fields
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Engine
 
@@ -53,9 +56,11 @@ from app.store import repo
 from app.store.eviction import TraceEviction
 from app.store.models import SharedJob
 from app.web import joberrors
-from app.web.simproc import LanePool, Limits
+from app.web.simproc import LanePool, Limits, Recycle, Usage
 
 AnyTrace = Trace[Any, Any]
+T = TypeVar("T")
+LOOP_STORE_WAIT_S = 0.25  # an event loop waits this long for the store when a run is submitted
 
 # The client (IP) of the request being served, set by middleware; read for per-client limits.
 current_client: contextvars.ContextVar[str] = contextvars.ContextVar("client", default="-")
@@ -102,6 +107,15 @@ class JobStarted(Exception):
     def __init__(self, job: Job) -> None:
         super().__init__(job.key)
         self.job = job
+
+
+def on_event_loop() -> bool:
+    """Whether this thread is running an asyncio event loop (an async request handler)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 # --- the worker side ---------------------------------------------------------------------------
@@ -176,6 +190,30 @@ def _whole(obj: object, cls: type) -> bool:
 # --- the server side ---------------------------------------------------------------------------
 
 
+def run_record(job: Job, state: str, now: float) -> dict[str, Any]:
+    """One line of the run log: the prediction, and what the run took. ``cpu_s`` is the
+    simulation process's own CPU time for the run (what ``expected_seconds`` predicts, whatever
+    else shares the CPUs); ``run_s`` its wall time in that process; ``wall_s`` from the request
+    to the end, with ``queued_s`` of it spent waiting for a process; ``private_mb`` the
+    process's own memory after it (see app.web.simproc.private_mb)."""
+    usage = job.usage
+    queued = (job.handed or now) - job.started
+    return {
+        "explainer": job.explainer,
+        "key": job.key,
+        "lane": job.lane,
+        "state": state,
+        "expected_s": round(job.expected_s, 6),
+        "cpu_s": None if usage is None else round(usage.cpu_s, 4),
+        "run_s": None if usage is None else round(usage.wall_s, 4),
+        "wall_s": round(now - job.started, 4),
+        "queued_s": round(max(0.0, queued), 4),
+        "private_mb": None if usage is None else round(usage.private_mb, 1),
+        "pid": None if usage is None else usage.pid,
+        "time": round(time.time(), 3),
+    }
+
+
 @dataclass(eq=False)
 class Job:
     key: str
@@ -187,6 +225,9 @@ class Job:
     seen: float = field(default_factory=time.monotonic)  # last time someone asked about it
     waiters: int = 0
     lane: str = "long"  # long | quick
+    handed: float = 0.0  # when a simulation process took it (monotonic; 0: not yet)
+    usage: Usage | None = None  # what the run took in its process (when it ended there)
+    sharing: Future[None] | None = None  # its row being written for the other workers
     warm: bool = False  # started ahead of any visitor (see RunService.warm): never idle
     state: str = "running"  # running | done | cancelled | failed
     error: str = ""
@@ -239,7 +280,8 @@ class RunService:
         quick = max(0, settings.sim_quick_workers)
         if quick:
             first = self.workers + queue
-            self._lanes["quick"] = (quick, 0, list(range(first, first + quick + queue)))
+            nice = max(0, settings.sim_quick_nice)
+            self._lanes["quick"] = (quick, nice, list(range(first, first + quick + queue)))
         slots = sum(len(free) for _, _, free in self._lanes.values())
         ctx = multiprocessing.get_context("fork")
         self._progress = ctx.Array(ctypes.c_double, slots, lock=False)
@@ -256,10 +298,13 @@ class RunService:
         self._jobs: dict[str, Job] = {}
         self._ended: OrderedDict[str, Job] = OrderedDict()  # finished jobs, for status pages
         self._lock = threading.Lock()
+        self._log_lock = threading.Lock()
         self._cache = TraceCache(settings.trace_cache_mb * 1024 * 1024)
         # Keys of runs nobody is charged for (the presets: a fixed set, each run once per store)
         self.free_keys: set[str] = set()
         self._stop = threading.Event()
+        # database writes a request on the event loop must not wait for (see _off_loop)
+        self._store = ThreadPoolExecutor(max_workers=4, thread_name_prefix="run-store")
         self._watchdog: threading.Thread | None = None
         self.eviction = TraceEviction(
             engine,
@@ -274,11 +319,14 @@ class RunService:
         """Fork the workers now, and start the watchdog. They die with this process, hold none
         of its sockets, and run within memory and CPU limits (see app.web.simproc)."""
         limits = Limits(self.settings.sim_memory_mb, self.settings.sim_cpu_s)
+        recycle = Recycle(self.settings.sim_recycle_mb, self.settings.sim_recycle_runs)
         with self._lock:
             if not self._pools:
                 for lane, (workers, nice, _) in self._lanes.items():
                     initargs = (self._progress, self._cancel, nice)
-                    self._pools[lane] = LanePool(self._ctx, workers, limits, _init_worker, initargs)
+                    self._pools[lane] = LanePool(
+                        self._ctx, workers, limits, _init_worker, initargs, recycle
+                    )
         if self._watchdog is None:
             self._stop.clear()
             self._watchdog = threading.Thread(target=self._watch, name="job-watchdog", daemon=True)
@@ -402,7 +450,14 @@ class RunService:
             self._order += 1
             heapq.heappush(self._pending[lane], (expected, self._order, job, explainer, params))
         if expected > self.settings.job_threshold_s:
-            self._share(job)  # before it can finish: its end is written over this row
+            # before it can finish (its end is written over this row); see _finished
+            job.shared = True
+            job.sharing = self._store.submit(self._share, job)
+            if not on_event_loop():
+                job.sharing.result()
+            else:
+                with contextlib.suppress(FutureTimeout):
+                    job.sharing.result(timeout=LOOP_STORE_WAIT_S)
         future.add_done_callback(partial(self._finished, job, explainer))
         self._dispatch(lane)
         return job
@@ -414,7 +469,6 @@ class RunService:
     # not cancel a job whose client is polling elsewhere) and pass cancel requests on.
 
     def _share(self, job: Job) -> None:
-        job.shared = True
         with repo.session_for(self.engine) as db:
             repo.share_job(
                 db=db,
@@ -497,7 +551,7 @@ class RunService:
         (a run of a few seconds does not wait behind several of the longest), and settle those
         cancelled while they waited."""
         dropped: list[Job] = []
-        handed: list[tuple[Job, Future[bytes]]] = []
+        handed: list[tuple[Job, Future[tuple[bytes, Usage]]]] = []
         with self._lock:
             pending, pool = self._pending[lane], self._pools.get(lane)
             if any(self._cancel[job.slot] for _, _, job, _, _ in pending):
@@ -507,7 +561,8 @@ class RunService:
             while pool is not None and pending and self._busy[lane] < self._lanes[lane][0]:
                 _, _, job, explainer, params = heapq.heappop(pending)
                 self._busy[lane] += 1
-                handed.append((job, pool.submit(_simulate, explainer, params, job.slot)))
+                job.handed = time.monotonic()
+                handed.append((job, pool.submit_measured(_simulate, explainer, params, job.slot)))
         # Outside the lock: a run already over calls back at once, and the callback takes it.
         for job, inner in handed:
             inner.add_done_callback(partial(self._relay, job))
@@ -515,7 +570,7 @@ class RunService:
             if not job.future.done():
                 job.future.set_exception(Cancelled())
 
-    def _relay(self, job: Job, inner: Future[bytes]) -> None:
+    def _relay(self, job: Job, inner: Future[tuple[bytes, Usage]]) -> None:
         """A worker finished ``job``: free the worker for the next run, then settle the job."""
         with self._lock:
             self._busy[job.lane] -= 1
@@ -525,7 +580,8 @@ class RunService:
         elif (exc := inner.exception()) is not None:
             job.future.set_exception(exc)
         else:
-            job.future.set_result(inner.result())
+            data, job.usage = inner.result()
+            job.future.set_result(data)
 
     def wait(
         self, job: Job, explainer: Explainer[Any], poll: Callable[[], bool] | None = None
@@ -602,6 +658,9 @@ class RunService:
             state = "cancelled"
         except Exception as exc:  # noqa: BLE001 - a run that fails must still free its slot
             state, error = "failed", joberrors.describe(exc)  # shown in each reader's language
+        if job.sharing is not None:  # its row is written before its end is
+            with contextlib.suppress(Exception):
+                job.sharing.result(timeout=60)
         for attempt in range(5 if job.shared else 0):
             try:
                 with repo.session_for(self.engine) as db:
@@ -609,6 +668,7 @@ class RunService:
                 break
             except Exception:  # noqa: BLE001 - the slot must be freed even if the store is down
                 time.sleep(0.05 * (attempt + 1))
+        self._log_run(job, state)
         with self._lock:
             if state == "done":
                 # Finished jobs are kept a while for status pages: not their (megabytes of)
@@ -621,6 +681,18 @@ class RunService:
             self._ended[job.key] = job
             while len(self._ended) > 256:
                 self._ended.popitem(last=False)
+
+    def _log_run(self, job: Job, state: str) -> None:
+        """Append the run's figures to ``settings.run_log`` (one JSON line), if set."""
+        path = self.settings.run_log
+        if path is None:
+            return
+        line = run_record(job, state, time.monotonic())
+        try:
+            with self._log_lock, path.open("a", encoding="utf-8") as f:
+                f.write(json.dumps(line, separators=(",", ":")) + "\n")
+        except OSError:  # a log that cannot be written must not fail the run
+            logging.getLogger("stepscope").warning("run log %s not writable", path)
 
     def _join(self, key: str) -> Job | None:
         """The run of ``key`` already under way, as one more client asks for it (under the lock)."""
@@ -644,10 +716,29 @@ class RunService:
             raise CrossSite()
         limit = self.settings.expensive_runs_per_minute
         key = "runs:" + repo.address_key(current_client.get())
-        with repo.session_for(self.engine) as db:
-            retry_after = repo.take_hit(db=db, key=key, limit=limit, window_s=60, now=time.time())
+        retry_after = self._off_loop(partial(self._take_hit, key, limit))
+        if retry_after is None:  # the store did not answer in time: this worker's requests first
+            raise Busy(2)
         if retry_after:
             raise RateLimited(retry_after, limit)
+
+    def _take_hit(self, key: str, limit: int) -> int:
+        with repo.session_for(self.engine) as db:
+            return repo.take_hit(db=db, key=key, limit=limit, window_s=60, now=time.time())
+
+    def _off_loop(self, fn: Callable[[], T]) -> T | None:
+        """``fn()`` (a database write). Called on an event loop's thread (the run API submits
+        from its handler), it runs on a thread of the service's own and is waited for at most
+        :data:`LOOP_STORE_WAIT_S`; ``None`` if it has not answered by then (it goes on). A
+        write waits up to SQLite's busy timeout (5 s) for another's, and each such wait on the
+        event loop held every request of the worker (soaks saw 40-70 s stalls, a dozen runs
+        submitted behind one long write)."""
+        if not on_event_loop():
+            return fn()
+        try:
+            return self._store.submit(fn).result(timeout=LOOP_STORE_WAIT_S)
+        except FutureTimeout:
+            return None
 
     def _watch(self) -> None:
         """Cancel jobs nobody has asked about for ``job_idle_s`` (their clients left)."""

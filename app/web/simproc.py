@@ -42,6 +42,7 @@ import resource
 import signal
 import stat
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -211,6 +212,21 @@ class Limits:
     cpu_s: float  # CPU seconds of one run (0: no limit)
 
 
+@dataclass(frozen=True, slots=True)
+class Recycle:
+    """When a lane's processes are replaced by fresh ones, after a run: one holds more than
+    ``private_mb`` of its own (what a large run left behind: CPython keeps freed small objects
+    in its own arenas, and a fragmented heap cannot be trimmed; and the pages of its worker's
+    heap it was forked with, which it alone holds once the worker has moved on) or has done
+    ``runs`` runs (0: never)."""
+
+    private_mb: float = 0.0
+    runs: int = 0
+
+    def due(self, usage: Usage) -> bool:
+        return (0 < self.private_mb < usage.private_mb) or (0 < self.runs <= usage.runs)
+
+
 _limits = Limits(0, 0.0)
 _running = False  # a run is under way (SIGXCPU fails it)
 
@@ -260,15 +276,52 @@ def init_process(
         then(*args)
 
 
-def limited(fn: Callable[..., T], *args: Any) -> T:
-    """Run ``fn(*args)`` in a simulation process within its limits."""
-    global _running
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """What one run took in its simulation process: its own CPU time (user + system; what its
+    prediction is held to, whatever else shares the CPUs), its wall time in the process, the
+    process's own memory after the run (MB, :func:`private_mb`) and how many runs it has done."""
+
+    cpu_s: float
+    wall_s: float
+    private_mb: float
+    pid: int
+    runs: int
+
+
+_runs_done = 0  # runs this simulation process has done
+
+
+def private_mb() -> float:
+    """The resident memory only this process maps (MB; 0 where /proc is missing): what it
+    allocated itself, and the pages of its app worker's heap it holds alone because the worker
+    has since changed or freed them. Its resident size says less: right after the fork it
+    already counts every page of the worker's, shared and not copied."""
+    total = 0
+    try:
+        with open("/proc/self/smaps_rollup", "rb") as f:
+            for line in f:
+                if line.startswith((b"Private_Clean:", b"Private_Dirty:")):
+                    total += int(line.split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0.0
+    return total / 1024
+
+
+def limited(fn: Callable[..., T], *args: Any) -> tuple[T, Usage]:
+    """Run ``fn(*args)`` in a simulation process within its limits; its result and what it took."""
+    global _running, _runs_done
     cpu = _limits.cpu_s
+    cpu0, wall0 = _cpu_used(), time.monotonic()
     if cpu > 0:
-        _set_cpu_soft(math.ceil(_cpu_used() + cpu))
+        _set_cpu_soft(math.ceil(cpu0 + cpu))
     _running = True
     try:
-        return fn(*args)
+        result = fn(*args)
+        _runs_done += 1
+        cpu_s, wall_s = _cpu_used() - cpu0, time.monotonic() - wall0
+        memory.trim()  # before measuring: what a large run freed goes back to the system
+        return result, Usage(cpu_s, wall_s, private_mb(), os.getpid(), _runs_done)
     except MemoryError:
         raise SimLimitExceeded("memory", _limits.memory_mb) from None
     except _CpuExceeded:
@@ -277,7 +330,7 @@ def limited(fn: Callable[..., T], *args: Any) -> T:
         _running = False
         if cpu > 0:
             _set_cpu_soft(None)
-        memory.trim()  # what a large run freed goes back to the system
+        memory.trim()  # what a large (or failed) run freed goes back to the system
 
 
 # --- forking from one long-lived thread ----------------------------------------------------------
@@ -341,10 +394,13 @@ class LanePool:
         limits: Limits,
         initializer: Callable[..., None] | None = None,
         initargs: tuple[Any, ...] = (),
+        recycle: Recycle | None = None,
     ) -> None:
         self._ctx = ctx
         self.workers = workers
         self.limits = limits
+        self.recycle = recycle or Recycle()
+        self.recycled = 0  # pools forked again because a process grew or had done its runs
         self._init = (initializer, initargs)
         self._lock = threading.Lock()
         self._pool: ProcessPoolExecutor | None = None
@@ -374,7 +430,14 @@ class LanePool:
         return sorted(procs)
 
     def submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
-        outer: Future[T] = Future()
+        """Run ``fn(*args)`` in a simulation process: its result."""
+        plain: Future[T] = Future()
+        self.submit_measured(fn, *args).add_done_callback(partial(_copy_outcome, plain, first=True))
+        return plain
+
+    def submit_measured(self, fn: Callable[..., T], *args: Any) -> Future[tuple[T, Usage]]:
+        """Run ``fn(*args)`` in a simulation process: its result and what it took (:class:`Usage`)."""
+        outer: Future[tuple[T, Usage]] = Future()
         with self._lock:
             if self._closed:
                 raise RuntimeError("cannot schedule new runs after shutdown")
@@ -405,7 +468,20 @@ class LanePool:
         elif exc is not None:
             outer.set_exception(exc)
         else:
-            outer.set_result(inner.result())
+            result = inner.result()
+            if self.recycle.due(result[1]):
+                with self._lock:
+                    self._renew(pool)
+            outer.set_result(result)
+
+    def _renew(self, pool: ProcessPoolExecutor) -> None:
+        """A process of ``pool`` holds over ``recycle.private_mb`` or did ``recycle.runs`` runs
+        (under the lock): fork a new pool, once; the old one's processes finish the runs they
+        hold, then exit (their memory, however fragmented, goes back with them)."""
+        if self._pool is not pool or self._closed:
+            return
+        self._pool = None
+        _SPAWNER.post(partial(self._rebuild, pool, renew=True))
 
     def _broken(self, pool: ProcessPoolExecutor) -> None:
         """``pool`` broke (under the lock): fork a new one, once."""
@@ -415,9 +491,9 @@ class LanePool:
         log.warning("a simulation process died; forking its pool again")
         _SPAWNER.post(partial(self._rebuild, pool))
 
-    def _rebuild(self, old: ProcessPoolExecutor) -> None:
+    def _rebuild(self, old: ProcessPoolExecutor, renew: bool = False) -> None:
         """On the spawner thread: a new pool, then the runs that waited for it."""
-        old.shutdown(wait=False, cancel_futures=True)
+        old.shutdown(wait=False, cancel_futures=not renew)
         while True:
             try:
                 pool = self._build()
@@ -435,13 +511,17 @@ class LanePool:
             if self._closed:
                 pool.shutdown(wait=False, cancel_futures=True)
                 return
-            self._pool, self.replaced = pool, self.replaced + 1
+            self._pool = pool
+            if renew:
+                self.recycled += 1
+            else:
+                self.replaced += 1
             waiting, self._waiting = self._waiting, []
         for fn, args, outer in waiting:
             if outer.cancelled():
                 continue
             try:
-                chained = self.submit(fn, *args)
+                chained = self.submit_measured(fn, *args)
             except RuntimeError as exc:
                 outer.set_exception(exc)
                 continue
@@ -458,7 +538,8 @@ class LanePool:
             pool.shutdown(wait=wait, cancel_futures=cancel_futures)
 
 
-def _copy_outcome(outer: Future[Any], inner: Future[Any]) -> None:
+def _copy_outcome(outer: Future[Any], inner: Future[Any], first: bool = False) -> None:
+    """Settle ``outer`` as ``inner`` ended (``first``: with the first item of its result)."""
     if outer.done():
         return
     if inner.cancelled():
@@ -466,4 +547,4 @@ def _copy_outcome(outer: Future[Any], inner: Future[Any]) -> None:
     elif (exc := inner.exception()) is not None:
         outer.set_exception(exc)
     else:
-        outer.set_result(inner.result())
+        outer.set_result(inner.result()[0] if first else inner.result())

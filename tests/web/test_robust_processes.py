@@ -3,6 +3,7 @@ hard memory and CPU limits (app.web.simproc); a server killed with SIGKILL can s
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import resource
@@ -26,7 +27,7 @@ from app.main import create_app
 from app.settings import Settings
 from app.sim.core import Frame, ParamError, Progress, SourceRef, Trace, msg
 from app.store.db import init_db, make_engine
-from app.web.runs import RunService
+from app.web.runs import Busy, Job, RunService
 from app.web.simproc import SimLimitExceeded, SimProcessDied
 from tests.contract.toy import CounterState, ToyExplainer
 
@@ -42,6 +43,7 @@ class HogParams:
     cpu_s: float = 0.0  # spend this much CPU time
     sleep_s: float = 0.0  # wait this long (reporting progress)
     tag: int = 0  # distinct runs of the same work
+    keep_mb: int = 0  # leave this much allocated in the process after the run
 
 
 class HogExplainer(ToyExplainer):
@@ -54,7 +56,13 @@ class HogExplainer(ToyExplainer):
         return HogParams(**raw)
 
     def dump(self, params: HogParams) -> dict[str, Any]:  # type: ignore[override]
-        return {"mb": params.mb, "cpu_s": params.cpu_s, "sleep_s": params.sleep_s, "t": params.tag}
+        return {
+            "mb": params.mb,
+            "cpu_s": params.cpu_s,
+            "sleep_s": params.sleep_s,
+            "t": params.tag,
+            "keep": params.keep_mb,
+        }
 
     def cost(self, params: HogParams) -> float:  # type: ignore[override]
         return 1.0
@@ -63,6 +71,7 @@ class HogExplainer(ToyExplainer):
         self, params: HogParams, progress: Progress | None = None
     ) -> Trace[CounterState, None]:
         block = bytearray(params.mb * 1024 * 1024)
+        KEPT.append(b"\x01" * (params.keep_mb * 1024 * 1024))  # written: resident, its own
         start = resource.getrusage(resource.RUSAGE_SELF).ru_utime
         spins = 0
         while resource.getrusage(resource.RUSAGE_SELF).ru_utime - start < params.cpu_s:
@@ -90,6 +99,7 @@ class HogExplainer(ToyExplainer):
 
 
 HOG = HogExplainer()
+KEPT: list[bytes] = []  # in a simulation process: what runs left behind
 
 
 @pytest.fixture
@@ -99,9 +109,7 @@ def make_runs(tmp_path: Path) -> Iterator[Callable[..., RunService]]:
     def make(**overrides: Any) -> RunService:
         settings = Settings(
             database_url=f"sqlite:///{tmp_path / 'runs.db'}",
-            sim_quick_workers=0,
-            job_threshold_s=1000,
-            **overrides,
+            **{"sim_quick_workers": 0, "job_threshold_s": 1000, **overrides},
         )
         engine = make_engine(settings.database_url)
         init_db(engine)
@@ -174,6 +182,142 @@ def test_over_the_cpu_limit_the_api_answers_422_naming_it(tmp_path: Path) -> Non
         detail = r.json()["detail"][0]
         assert detail["type"] == "sim_limit.cpu" and "APP_SIM_CPU_S" in detail["msg"]
         assert client.get("/api/v1/health").status_code == 200
+
+
+# --- what a run took, and fresh processes ------------------------------------------------------
+
+
+def test_a_runs_cpu_time_and_its_process_are_logged(
+    make_runs: Callable[..., RunService], tmp_path: Path
+) -> None:
+    """With APP_RUN_LOG set, every finished run appends a line: its prediction, the CPU time
+    it spent in its simulation process (not the wall time: a run that waits spends none), the
+    process's own memory after it and its pid."""
+    log = tmp_path / "runs.jsonl"
+    runs = make_runs(run_log=log)
+    runs.trace(HOG, HogParams(cpu_s=0.4))
+    runs.trace(HOG, HogParams(sleep_s=0.4, keep_mb=64))
+    wait_for(lambda: len(_lines(log)) == 2, 30)  # written as each job settles
+    spin, sleep = _lines(log)
+    (pid,) = sim_pids(runs)
+    assert spin["explainer"] == "hog" and spin["state"] == "done" and spin["pid"] == pid
+    assert spin["expected_s"] == HOG.expected_seconds(HogParams(cpu_s=0.4))
+    assert 0.4 <= spin["cpu_s"] <= spin["run_s"] + 0.05 and spin["wall_s"] >= spin["run_s"]
+    assert sleep["run_s"] >= 0.4 and sleep["cpu_s"] < 0.3
+    assert sleep["private_mb"] >= spin["private_mb"] + 60
+
+
+def test_a_process_that_grew_is_replaced_after_its_run(
+    make_runs: Callable[..., RunService],
+) -> None:
+    """A run that leaves its process holding more than APP_SIM_RECYCLE_MB of its own ends
+    normally; the next run is in a fresh process (the old one's memory went with it)."""
+    runs = make_runs(sim_recycle_mb=96)
+    assert len(runs.trace(HOG, HogParams(keep_mb=8)).frames) == 1
+    (first,) = sim_pids(runs)
+    assert len(runs.trace(HOG, HogParams(keep_mb=8, tag=1)).frames) == 1
+    assert sim_pids(runs) == [first]  # under the limit: the same process
+    assert len(runs.trace(HOG, HogParams(keep_mb=128)).frames) == 1  # its result still comes
+    assert len(runs.trace(HOG, HogParams(tag=2)).frames) == 1
+    assert runs._pools["long"].recycled == 1 and runs._pools["long"].replaced == 0
+    (second,) = sim_pids(runs)
+    assert second != first
+    wait_for(lambda: not Path(f"/proc/{first}").exists() or _proc_state(first) == "Z", 30)
+
+
+def test_a_process_is_replaced_after_its_runs(
+    make_runs: Callable[..., RunService], tmp_path: Path
+) -> None:
+    """After APP_SIM_RECYCLE_RUNS runs a process is replaced; the next runs go to the new one."""
+    log = tmp_path / "runs.jsonl"
+    runs = make_runs(sim_recycle_runs=2, sim_recycle_mb=0, run_log=log)
+    for tag in range(5):
+        assert len(runs.trace(HOG, HogParams(tag=tag)).frames) == 1
+    wait_for(lambda: len(_lines(log)) == 5, 30)  # written as each job settles
+    pids = [line["pid"] for line in _lines(log)]
+    assert pids[0] == pids[1] != pids[2] == pids[3] != pids[4] != pids[0]
+    assert runs._pools["long"].recycled == 2 and runs._pools["long"].replaced == 0
+
+
+def _lines(log: Path) -> list[dict[str, Any]]:
+    text = log.read_text() if log.exists() else ""
+    return [json.loads(line) for line in text.splitlines() if line.endswith("}")]
+
+
+def _proc_state(pid: int) -> str:
+    try:
+        return _proc_status(pid)["State"][0]
+    except (OSError, KeyError):
+        return "gone"
+
+
+# --- the store on the event loop -------------------------------------------------------------
+
+
+class LongHog(HogExplainer):
+    name = "longhog"  # type: ignore[misc]
+
+    def expected_seconds(self, params: HogParams) -> float:  # type: ignore[override]
+        return 5.0  # a long run: counted against the client's quota, shared as a job
+
+
+LONG_HOG = LongHog()
+
+
+def submit_on_a_loop(runs: RunService, params: HogParams) -> Job:
+    """``runs.submit`` as the run API's async handler calls it: on the event loop's thread."""
+
+    async def handler() -> Job:
+        return runs.submit(LONG_HOG, params, runs.key(LONG_HOG, params))
+
+    return asyncio.run(handler())
+
+
+def test_a_store_that_does_not_answer_holds_no_event_loop(
+    make_runs: Callable[..., RunService], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counting a long run against the client's quota writes to the database, which may wait
+    seconds for another writer; on an event loop a run that cannot be counted at once is
+    answered Busy (503 with Retry-After) and the loop goes on. Off the loop it waits."""
+    runs = make_runs()
+    stuck = threading.Event()
+    take_hit = runs._take_hit
+
+    def slow_take_hit(key: str, limit: int) -> int:
+        stuck.wait(60)
+        return take_hit(key, limit)
+
+    monkeypatch.setattr(runs, "_take_hit", slow_take_hit)
+    with pytest.raises(Busy):
+        submit_on_a_loop(runs, HogParams(tag=1))
+    assert runs.running == 0
+    stuck.set()
+    job = submit_on_a_loop(runs, HogParams(tag=2))  # the store answers: admitted
+    assert job.future.result(timeout=30) is not None
+
+
+def test_a_job_shared_late_ends_after_its_row_is_written(
+    make_runs: Callable[..., RunService], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long run's row for the other workers is written on the service's own thread when the
+    event loop submits it; the loop does not wait for a slow store, and the run's end is
+    written only after its row (else the row would say "running" for ever)."""
+    runs = make_runs(job_threshold_s=1.0)
+    stuck = threading.Event()
+    share = runs._share
+
+    def slow_share(job: Job) -> None:
+        stuck.wait(60)
+        share(job)
+
+    monkeypatch.setattr(runs, "_share", slow_share)
+    job = submit_on_a_loop(runs, HogParams(tag=3))
+    assert job.shared and runs.shared_job(job.key) is None  # not written yet
+    wait_for(lambda: job.usage is not None, 30)  # the run itself is over
+    stuck.set()
+    wait_for(lambda: job.state == "done", 30)
+    row = runs.shared_job(job.key)
+    assert row is not None and row.state == "done"
 
 
 # --- what a simulation process inherits -------------------------------------------------------

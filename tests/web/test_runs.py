@@ -23,6 +23,7 @@ from app.settings import Settings
 from app.store.db import init_db, make_engine
 from app.web import runs as runs_module
 from app.web.runs import RunService
+from app.web.simproc import Usage
 from app.web.sources import encode_params
 from tests.browser.conftest import LiveServer
 
@@ -230,9 +231,9 @@ def test_health_is_ready_at_once_without_warm_up(make_client: Callable[..., Test
 class DonePool:
     """A pool whose runs are over before ``submit`` returns (a run faster than a thread switch)."""
 
-    def submit(self, fn: Callable[..., bytes], *args: Any) -> Future[bytes]:
-        done: Future[bytes] = Future()
-        done.set_result(fn(*args))
+    def submit_measured(self, fn: Callable[..., bytes], *args: Any) -> Future[tuple[bytes, Usage]]:
+        done: Future[tuple[bytes, Usage]] = Future()
+        done.set_result((fn(*args), Usage(0.0, 0.0, 0.0, os.getpid(), 1)))
         return done
 
 
@@ -260,14 +261,18 @@ def test_a_run_over_at_once_does_not_lock_the_service(tmp_path: Path) -> None:
         assert not worker.is_alive() and len(result[0].frames) >= 1
 
 
-def test_long_runs_run_at_lower_cpu_priority(make_client: Callable[..., TestClient]) -> None:
-    """The long-run workers are reniced by ``sim_nice`` (the kernel then gives pages and small
-    runs the CPU first); the small-run workers keep the server's priority."""
-    client = make_client(sim_nice=7)
+def test_simulations_run_at_lower_cpu_priority(make_client: Callable[..., TestClient]) -> None:
+    """The long-run workers are reniced by ``sim_nice`` and the small-run workers by
+    ``sim_quick_nice`` (the kernel then gives the app workers' requests the CPU first, and small
+    runs before long ones); the app process keeps its own priority."""
+    client = make_client(sim_nice=7, sim_quick_nice=3)
     runs = client.app.state.site.runs  # type: ignore[attr-defined]
     base = os.nice(0)
     assert runs._pools["long"].submit(os.nice, 0).result(timeout=30) == min(base + 7, 19)
-    assert runs._pools["quick"].submit(os.nice, 0).result(timeout=30) == base
+    assert runs._pools["quick"].submit(os.nice, 0).result(timeout=30) == min(base + 3, 19)
+    assert os.nice(0) == base
+    unchanged = make_client(sim_quick_nice=0).app.state.site.runs  # type: ignore[attr-defined]
+    assert unchanged._pools["quick"].submit(os.nice, 0).result(timeout=30) == base
 
 
 def test_expensive_runs_are_rate_limited_per_client(make_client: Callable[..., TestClient]) -> None:
