@@ -19,7 +19,7 @@ from app.web.explainers.deploy.link import scheduler_link
 
 W = 960
 PAD = 12
-BAR_Y = 44
+BAR_Y = 56
 BAR_H = 44
 INNER = W - 2 * PAD
 
@@ -217,7 +217,7 @@ def picture(trace: DeployTrace, frame: Frame[DeployState]) -> str:
                 f'<circle class="dep-now-mark" cx="{lx - 10}" cy="{y - 4:.1f}" r="4" data-focus="1"/>'
             )
         y += 20
-    y = y0 + 160  # the same height at every step: the picture does not jump
+    y = y0 + 180  # the same height at every step: the picture does not jump
     if frame.result == "refused":
         parts.append(
             text(PAD, y, "✗ " + str(FAILURES.get(s["failure"], msg("vLLM refuses"))), "dep-refused")
