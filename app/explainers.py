@@ -5,17 +5,19 @@ docs/adding-an-explainer.md."""
 from __future__ import annotations
 
 from app.sim.congestion import CwndExplainer
+from app.sim.deploy import DeployExplainer
 from app.sim.path.explainer import PathExplainer
 from app.sim.serving import SchedulerExplainer
 from app.sim.skbuff import SkbExplainer
 from app.sim.tcp import TcpExplainer
-from app.web.explainers import cwnd, path, scheduler, skb, tcp
+from app.web.explainers import cwnd, deploy, path, scheduler, skb, tcp
 from app.web.plugin import Plugin
 
 
 def builtin() -> tuple[Plugin, ...]:
     """Every explainer, in the suggested course order (``Plugin.course_order``): the packet,
-    its paths through the kernel, TCP, congestion control, then LLM serving's scheduler."""
+    its paths through the kernel, TCP, congestion control, then LLM serving's scheduler and
+    the deployment that sizes its KV cache."""
     plugins = (
         Plugin(sim=SkbExplainer(), web=skb.VIEW, course_order=10, first_walkthrough="tcp-transmit"),
         Plugin(sim=CwndExplainer(), web=cwnd.VIEW, course_order=40, first_walkthrough="slow-start"),
@@ -28,6 +30,9 @@ def builtin() -> tuple[Plugin, ...]:
             web=scheduler.VIEW,
             course_order=50,
             first_walkthrough="continuous-batching",
+        ),
+        Plugin(
+            sim=DeployExplainer(), web=deploy.VIEW, course_order=60, first_walkthrough="8b-one-h100"
         ),
     )
     return tuple(sorted(plugins, key=lambda p: p.course_order))
