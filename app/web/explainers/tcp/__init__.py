@@ -9,6 +9,7 @@ from app.sim.tcp.params import CALLS, ENDPOINTS, HOWS, MAX_BYTES, MAX_EVENTS, NE
 from app.sim.tcp.state import TcpState
 from app.web.editor import EditorSpec, FieldSpec, Group, Rows
 from app.web.explainers.tcp.picture import picture
+from app.web.explainers.tcp.quiz import question
 from app.web.plugin import Thumbnail, WebView
 
 _ALWAYS = ("t_ms", "endpoint")
@@ -154,4 +155,5 @@ VIEW: WebView[TcpState, None] = WebView(
     scripts=("/static/explainers/tcp/view.js",),
     editor=EDITOR,
     thumbnail=Thumbnail(preset="handshake", step=6),  # the server answers SYN with SYN+ACK
+    question=question,  # which state comes next
 )
