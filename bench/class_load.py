@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import signal
 import sys
 import time
@@ -98,7 +99,8 @@ class Student:
 async def run(args: argparse.Namespace, base: str) -> None:
     parts = urlsplit(base)
     host, port = parts.hostname or "127.0.0.1", parts.port or 80
-    limits = httpx.Limits(max_connections=64)
+    # idle connections are dropped before uvicorn's keep-alive timeout (5 s) closes them
+    limits = httpx.Limits(max_connections=64, keepalive_expiry=2.0)
     async with httpx.AsyncClient(base_url=base, timeout=30, limits=limits) as http:
         r = await http.post("/api/v1/classes", json={"scenario": args.scenario})
         r.raise_for_status()
@@ -120,6 +122,7 @@ async def run(args: argparse.Namespace, base: str) -> None:
         await asyncio.wait_for(asyncio.gather(*(s.connected.wait() for s in students)), 60)
         print(f"{len(students)} students joined and connected in {time.time() - t0:.1f} s")
 
+        load0, cpu0 = os.getloadavg()[0], time.process_time()
         stop = asyncio.Event()
         others: list[float] = []
         visitors = [
@@ -138,6 +141,10 @@ async def run(args: argparse.Namespace, base: str) -> None:
         stop.set()
         await asyncio.gather(*visitors)
 
+        print(
+            f"machine load average {load0:.1f} → {os.getloadavg()[0]:.1f} (2 CPUs, shared); "
+            f"this load client used {time.process_time() - cpu0:.1f} s of CPU while stepping"
+        )
         delays = [(s.steps[k] - sent[k]) * 1000 for s in students for k in sent if k in s.steps]
         missing = sum(1 for s in students for k in sent if k not in s.steps)
         print(
@@ -232,6 +239,7 @@ def main() -> None:
     ap.add_argument("--interval", type=float, default=1.0, help="seconds between steps")
     ap.add_argument("--question-step", type=int, default=16, help="the step asked about")
     ap.add_argument("--others", type=int, default=5, help="visitors outside the class")
+    ap.add_argument("--database-url", help="e.g. a PostgreSQL URL (default: a temporary SQLite)")
     args = ap.parse_args()
     if not 1 <= args.students <= MAX_STUDENTS:
         ap.error(f"--students is 1 to {MAX_STUDENTS}")
@@ -244,6 +252,8 @@ def main() -> None:
         server = Server(args.workers)
         # one walkthrough is used: it is run on first use instead of warming every preset
         server.env["APP_WARM_PRESETS"] = "0"
+        if args.database_url:
+            server.env["APP_DATABASE_URL"] = args.database_url
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a kill stops the server too
         server.start()
         print(f"server: {args.workers} workers on {server.url}")

@@ -293,3 +293,23 @@ def test_a_step_reaches_students_on_another_instance(settings: Settings, server:
         assert got[1][1] == "step" and got[1][2]["step"] == 9
         assert time.monotonic() - started < 5  # polling / NOTIFY, not the stream's idle re-read
         student.close()
+
+
+def test_quiz_me_asks_before_the_marked_steps(client: TestClient) -> None:
+    """Self-study: a question before each step the lesson marks, its answer shown by a later
+    step; an explainer without questions has none; a name that is no walkthrough is 422."""
+    got = client.get("/api/v1/quiz", params={"scenario": "tcp/handshake"})
+    assert got.status_code == 200
+    questions = got.json()["questions"]
+    assert questions and all(q["step"] < q["answer_step"] for q in questions)
+    first = questions[0]
+    assert first["choices"][first["correct"]] == "SYN_RECEIVED"  # the SYN reaches the server
+    assert first["explanation"]
+    zh = client.get("/api/v1/quiz", params={"scenario": "tcp/handshake", "lang": "zh-CN"})
+    assert (
+        "下一步" in zh.json()["questions"][0]["prompt"]
+        or "状态" in zh.json()["questions"][0]["prompt"]
+    )
+    assert client.get("/api/v1/quiz", params={"scenario": "skb"}).json() == {"questions": []}
+    bad = client.get("/api/v1/quiz", params={"scenario": "nothing/here"})
+    assert bad.status_code == 422 and bad.json()["detail"][0]["loc"] == ["query", "scenario"]

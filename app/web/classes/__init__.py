@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from app.web.classes import api, pages
+from app.web.classes import api, pages, selfstudy
 
 
 def install(app: FastAPI) -> None:
     app.include_router(api.router)
     app.include_router(pages.router)
+    app.include_router(selfstudy.router)
 
 
 def close(app: FastAPI) -> None:

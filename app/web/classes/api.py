@@ -425,15 +425,24 @@ def answer(
 # --- the stream ------------------------------------------------------------------------------
 
 
-def localized(ev: store.Event) -> ServerSentEvent:
+def localized(hub: Hub, ev: store.Event) -> bytes:
+    """The event as SSE bytes in the request's language, encoded once for every student of
+    this process reading it in that language (300 students: one encoding, not 300)."""
+    key = (ev.class_id, ev.seq, i18n.current())
+    found = hub.encoded.get(key)
+    if found is not None:
+        return found
     data = json.loads(ev.data)
-    for key in MESSAGE_KEYS:
-        value = data.get(key)
+    for name in MESSAGE_KEYS:
+        value = data.get(name)
         if isinstance(value, list):
-            data[key] = [i18n.render(quiz.message_from(v)) for v in value]
+            data[name] = [i18n.render(quiz.message_from(v)) for v in value]
         elif isinstance(value, dict):
-            data[key] = i18n.render(quiz.message_from(value))
-    return ServerSentEvent(data=json.dumps(data, ensure_ascii=False), event=ev.kind, id=str(ev.seq))
+            data[name] = i18n.render(quiz.message_from(value))
+    text = json.dumps(data, ensure_ascii=False)
+    encoded = ServerSentEvent(data=text, event=ev.kind, id=str(ev.seq)).encode()
+    hub.encoded.put(key, encoded)
+    return encoded
 
 
 async def _next(queue: asyncio.Queue[store.Event]) -> store.Event | None:
@@ -471,7 +480,7 @@ async def events(
     queue = hub.subscribe(row.id)
     after = _last_id(last_event_id)
 
-    async def stream() -> AsyncIterator[ServerSentEvent]:
+    async def stream() -> AsyncIterator[bytes]:
         last = after
         read = True  # from the store: at the start, after a gap and after a quiet while
         try:
@@ -479,14 +488,14 @@ async def events(
                 if read:
                     for ev in await run_in_threadpool(store.events_after, engine, row.id, last):
                         last = ev.seq
-                        yield localized(ev)
+                        yield localized(hub, ev)
                     last = last or 0
                 got = await _next(queue)
                 read = got is None or got.seq > (last or 0) + 1
                 if got is None or read or got.seq <= (last or 0):
                     continue
                 last = got.seq
-                yield localized(got)
+                yield localized(hub, got)
         finally:
             hub.unsubscribe(row.id, queue)
 

@@ -6,7 +6,7 @@ A step is stored first (:func:`app.web.classes.store.append`), then delivered:
   commit reaches every replica and worker, this one included (one listening connection per
   process, in a thread);
 * on SQLite (one machine), the process that stored the step hands it to its own students at
-  once, and each process polls the class's last event id every ``poll_s`` for steps stored by
+  once, and each process polls the class's last event id every ``poll_s`` (0.1 s) for steps stored by
   its other workers (one indexed read per class with students, not per student).
 
 Each student's stream also catches up from the database whenever it sees a gap in the event
@@ -26,12 +26,13 @@ from starlette.concurrency import run_in_threadpool
 
 from app.web.classes import store
 from app.web.classes.store import Event
+from app.web.memo import Memo
 
 log = logging.getLogger(__name__)
 
 
 class Hub:
-    def __init__(self, engine: Engine, poll_s: float = 0.25) -> None:
+    def __init__(self, engine: Engine, poll_s: float = 0.1) -> None:
         self.engine = engine
         self.poll_s = poll_s
         self.postgres = engine.dialect.name == "postgresql"
@@ -41,6 +42,8 @@ class Hub:
         self._pollers: dict[str, asyncio.Task[None]] = {}
         self._stop = threading.Event()
         self._listener: threading.Thread | None = None
+        # each event's SSE bytes per language, encoded once for all this process's students
+        self.encoded: Memo[tuple[str, int, str], bytes] = Memo(1024)
 
     # --- students ------------------------------------------------------------------------
 
