@@ -67,6 +67,10 @@ def test_start_move_and_refusals(client: TestClient) -> None:
     page = client.get(f"/c/{c['code']}")
     assert page.status_code == 200 and page.headers["cache-control"] == "no-store"
     assert c["lecturer_token"] not in page.text and 'data-step="4"' in page.text
+    embed = client.get(f"/embed/c/{c['code']}")  # a slide deck's embed joins too
+    assert embed.status_code == 200 and 'id="class-bar"' in embed.text
+    assert "frame-ancestors *" in embed.headers["content-security-policy"]
+    assert client.get("/c/NOPE00").status_code == 404
     unknown = client.post("/api/v1/classes", json={"scenario": "no-such/walkthrough"})
     assert unknown.status_code == 422 and unknown.json()["detail"][0]["loc"] == ["body", "scenario"]
     assert client.get("/api/v1/classes/nope").status_code == 404

@@ -14,6 +14,7 @@ from app.store.models import LiveClass
 from app.web import i18n
 from app.web.classes import api, store
 from app.web.classes.scenario import resolve
+from app.web.deps import Controls, Theme
 from app.web.player import render_player
 from app.web.sources import SiteDep, run_source
 
@@ -48,12 +49,38 @@ def _page(
 
 @router.get("/c/{code}", response_class=HTMLResponse, name="class_join")
 def join_page(code: str, request: Request, site: SiteDep) -> HTMLResponse:
+    return _page(request, site, _by_code(request, code), "pages/class_join.html")
+
+
+def _by_code(request: Request, code: str) -> LiveClass:
     row = store.by_code(request.app.state.engine, code[:12])
     if row is None:
         text = msg("No class has the code {code}.", code=repr(code[:12]))
         raise HTTPException(404, i18n.render(text))
-    row = api.load(request, row.id)
-    return _page(request, site, row, "pages/class_join.html")
+    return api.load(request, row.id)
+
+
+@router.get("/embed/c/{code}", response_class=HTMLResponse, name="class_embed")
+def embed_join(
+    code: str,
+    request: Request,
+    site: SiteDep,
+    controls: Controls = "min",
+    theme: Theme = "projector",
+) -> HTMLResponse:
+    """The embed of a slide deck joining the class: it follows the lecturer's step."""
+    row = _by_code(request, code)
+    return _page(
+        request,
+        site,
+        row,
+        "embed/class_join.html",
+        embed=True,
+        controls=controls,
+        theme=theme,
+        autoplay=False,
+        page_url=str(request.url_for("class_join", code=row.code)),
+    )
 
 
 @router.get("/classes/{class_id}/present", response_class=HTMLResponse, name="class_present")
