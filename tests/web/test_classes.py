@@ -156,7 +156,7 @@ def test_state_machine_question_and_steps_without_one(client: TestClient) -> Non
     end = client.get(base).json()["count"] - 1
     none = client.post(f"{base}/questions", json={"step": end}, headers=lect)
     assert none.status_code == 422 and "no question at this step" in none.json()["detail"][0]["msg"]
-    skb = start(client, "skb")
+    skb = start(client, "path")
     asks_none = client.post(
         f"/api/v1/classes/{skb['id']}/questions",
         json={"step": 0},
@@ -164,6 +164,24 @@ def test_state_machine_question_and_steps_without_one(client: TestClient) -> Non
     )
     assert asks_none.status_code == 422
     assert "no question at this step" in asks_none.json()["detail"][0]["msg"]
+
+
+def test_pointer_question_offers_the_other_direction(client: TestClient) -> None:
+    """skb_pull of the 14-byte Ethernet header: data moves from 192 to 206; pushing instead
+    (178) and not moving (192, what skb_put does to data) are the wrong answers."""
+    c = start(client, "skb/rx-frame")
+    q = client.post(
+        f"/api/v1/classes/{c['id']}/questions",
+        json={"step": 2},
+        headers=bearer(c["lecturer_token"]),
+    )
+    assert q.status_code == 201, q.text
+    assert "skb_pull" in q.json()["prompt"] and {"178", "192", "206"} <= set(q.json()["choices"])
+    got = client.get(
+        f"/api/v1/classes/{c['id']}/questions/{q.json()['question_id']}",
+        headers=bearer(c["lecturer_token"]),
+    )
+    assert q.json()["choices"][got.json()["correct"]] == "206"
 
 
 # --- the stream, on a real server ------------------------------------------------------------
@@ -314,6 +332,6 @@ def test_quiz_me_asks_before_the_marked_steps(client: TestClient) -> None:
         "下一步" in zh.json()["questions"][0]["prompt"]
         or "状态" in zh.json()["questions"][0]["prompt"]
     )
-    assert client.get("/api/v1/quiz", params={"scenario": "skb"}).json() == {"questions": []}
+    assert client.get("/api/v1/quiz", params={"scenario": "path"}).json() == {"questions": []}
     bad = client.get("/api/v1/quiz", params={"scenario": "nothing/here"})
     assert bad.status_code == 422 and bad.json()["detail"][0]["loc"] == ["query", "scenario"]
