@@ -53,3 +53,18 @@ def test_the_presenter_moves_the_class(live_server, page) -> None:
         page.wait_for_timeout(100)
     assert httpx.get(api).json()["step"] == 2
     assert page.inner_text("#class-next-narration").strip()  # the next step's narration
+
+
+def test_quiz_me_asks_and_scores(live_server, page) -> None:
+    page.goto(f"{live_server.url}/explainers/tcp/presets/handshake")
+    page.click("#quiz-start")
+    page.wait_for_selector("#quiz-panel .class-choice")
+    prompt = page.inner_text("#quiz-panel .quiz-prompt")
+    assert "Which state" in prompt
+    assert step_no(page) == 4  # the first question's step, just before the SYN arrives
+    page.click("#quiz-panel .class-choice:text-is('SYN_RECEIVED')")
+    page.wait_for_selector("#quiz-panel .class-result")
+    assert page.inner_text("#quiz-panel .class-result").startswith("Right!")
+    assert "1 of 1" in page.inner_text("#quiz-panel .quiz-score")
+    page.click("#quiz-panel .quiz-tools .primary")  # the next question
+    page.wait_for_function("document.getElementById('step-no').textContent.trim() === '6'")
