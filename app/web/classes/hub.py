@@ -3,8 +3,8 @@
 A step is stored first (:func:`app.web.classes.store.append`), then delivered:
 
 * on PostgreSQL, every process LISTENs on one channel; the ``pg_notify`` sent at the step's
-  commit reaches every replica and worker, this one included (one listening connection per
-  process, in a thread);
+  commit reaches every replica and worker (one listening connection per process, in a
+  thread), and the process that stored the step hands it to its own students at once;
 * on SQLite (one machine), the process that stored the step hands it to its own students at
   once, and each process polls the class's last event id every ``poll_s`` (0.1 s) for steps stored by
   its other workers (one indexed read per class with students, not per student).
@@ -78,10 +78,11 @@ class Hub:
     # --- delivery ------------------------------------------------------------------------
 
     def published(self, events: list[Event]) -> None:
-        """Events this process just stored (any thread): hand them to its students now. On
-        PostgreSQL the notification does that, for every process alike."""
+        """Events this process just stored (any thread): hand them to its students now, without
+        waiting for the notification or the poll that brings them to the other processes (the
+        one of the two that comes second is dropped by its event id)."""
         loop = self._loop
-        if self.postgres or loop is None or loop.is_closed():
+        if loop is None or loop.is_closed():
             return
         for ev in events:
             loop.call_soon_threadsafe(self._dispatch, ev)
