@@ -70,6 +70,8 @@ class Settings(BaseSettings):
     share_quota_per_session: int = 100  # saved scenarios per visitor session and hour
     share_quota_per_client: int = 300  # saved scenarios per client IP and hour
     sessions_per_client: int = 600  # new visitor sessions per client IP and hour (then 429)
+    classes_per_client: int = 20  # live classes one client address may have open (then 429)
+    class_idle_s: int = 86_400  # a live class nobody moved for this long has ended
     session_idle_days: int = 90  # anonymous sessions unused this long, with nothing saved, go
 
     @model_validator(mode="after")

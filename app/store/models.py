@@ -88,3 +88,67 @@ class SharedJob(SQLModel, table=True):
     seen_at: float
     cancel: bool = False
     error: str = Field(default="", max_length=300)
+
+
+class LiveClass(SQLModel, table=True):
+    """A live class: students follow the step its lecturer moves to. Only a hash of the
+    lecturer's token is kept; ``student_secret`` signs the tokens students get on joining.
+    ``seq`` is the id of its last event (:class:`ClassEvent`). Times are Unix seconds."""
+
+    __tablename__ = "live_class"
+
+    id: str = Field(primary_key=True, max_length=32)
+    code: str = Field(max_length=12, unique=True)
+    token_hash: str = Field(max_length=64)
+    student_secret: str = Field(max_length=64)
+    explainer: str = Field(max_length=40)
+    params_json: str
+    page_path: str = Field(max_length=400)  # the walkthrough's player page (without ``step``)
+    count: int  # steps of its trace
+    step: int = 0
+    seq: int = 0
+    joined: int = 0
+    client_key: str = Field(max_length=80, index=True)
+    created_at: float
+    active_at: float
+
+
+class ClassEvent(SQLModel, table=True):
+    """One event of a class's stream (``step``, ``question``, ``reveal``), numbered from 1: the
+    number is the SSE event id a reconnecting student resumes after (``Last-Event-ID``)."""
+
+    __tablename__ = "class_event"
+
+    class_id: str = Field(primary_key=True, max_length=32)
+    seq: int = Field(primary_key=True)
+    kind: str = Field(max_length=16)
+    data_json: str
+    at: float
+
+
+class ClassQuestion(SQLModel, table=True):
+    """A multiple-choice question asked at one step; words are stored as message ids and
+    params (JSON) and rendered in each reader's language."""
+
+    __tablename__ = "class_question"
+
+    id: str = Field(primary_key=True, max_length=32)
+    class_id: str = Field(max_length=32, index=True)
+    step: int
+    answer_step: int
+    prompt_json: str
+    choices_json: str
+    explanation_json: str
+    correct: int
+    revealed: bool = False
+    created_at: float
+
+
+class ClassAnswer(SQLModel, table=True):
+    """One student's answer to one question (the primary key makes a second one a conflict)."""
+
+    __tablename__ = "class_answer"
+
+    question_id: str = Field(primary_key=True, max_length=32)
+    student: str = Field(primary_key=True, max_length=32)
+    choice: int

@@ -15,7 +15,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.settings import Settings
 from app.store.db import init_db, make_engine
-from app.web import apidocs, errors, i18n, memory, security, sessions, sharing
+from app.web import apidocs, classes, errors, i18n, memory, security, sessions, sharing
 from app.web.exporting import PngRenderer
 from app.web.i18n import LanguageMiddleware
 from app.web.jsonguard import refuse_unsafe_json
@@ -114,6 +114,7 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
             writer = getattr(app.state, "progress_writer", None)
             if writer is not None:
                 writer.close()
+            classes.close(app)
             app.state.site.runs.stop()
             app.state.pngs.close()
             app.state.engine.dispose()
@@ -143,6 +144,7 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
     sharing.install(app)  # sessions, /s/ links, /embed, /export, /examples
     app.include_router(api.router_for(app.state.site))
     app.include_router(jobs.router)
+    classes.install(app)  # live classes: /api/v1/classes, /c/{code}
     app.include_router(pages.router)
     app.include_router(handout.router)
     for plugin in app.state.site.plugins:

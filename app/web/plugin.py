@@ -21,6 +21,7 @@ from typing_extensions import TypeVar
 
 from app.sim.core import Explainer, Frame, Message, Trace
 from app.web.editor import EditorSpec
+from app.web.quiz import Question
 
 AnyTrace = Trace[Any, Any]
 
@@ -74,6 +75,9 @@ class WebView(Generic[S, X]):
     # When a drawn step may be exported (PNG): a JS predicate, e.g. "() => ...", true once
     # whatever the view's scripts draw after load (charts) is on the page; None: at load.
     export_ready: str | None = None
+    # "What happens next?": the question this view asks at a step of a trace (live classes and
+    # "quiz me"), or None at a step it has none for; see app.web.quiz
+    question: Callable[[Trace[S, X], int], Question | None] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -440,7 +440,7 @@
   new MutationObserver(fit).observe(document.documentElement, { attributes: true, attributeFilter: ["data-theme"] });
 
   window.Stepscope = {
-    goto: (n) => goto(n),
+    goto: (n, history) => goto(n, history),  // history: "push" (default) or "replace"
     next: () => goto(step + 1),
     prev: () => goto(step - 1),
     play, pause,

@@ -230,6 +230,7 @@ def test_declared_styles_and_packages_are_served_and_linked(
 GENERIC = [
     *sorted((REPO / "app" / "web").glob("*.py")),
     *sorted((REPO / "app" / "web" / "routes").glob("*.py")),
+    *sorted((REPO / "app" / "web" / "classes").glob("*.py")),
     *sorted(p for p in (REPO / "templates").rglob("*.html") if "explainers" not in p.parts),
     *sorted((REPO / "static" / "js").glob("*.js")),
     *sorted((REPO / "static" / "css").glob("*.css")),

@@ -9,6 +9,7 @@ from app.web.editor import EditorSpec, FieldSpec, Group, OneOf, Rows, number, wh
 from app.web.explainers.cwnd.charts import PLOTLY_JS, PLOTLY_PACKAGE
 from app.web.explainers.cwnd.compare import router
 from app.web.explainers.cwnd.picture import picture, static
+from app.web.explainers.cwnd.quiz import question
 from app.web.explainers.cwnd.thumbnail import still, thumbnail
 from app.web.plugin import Action, Thumbnail, WebView
 
@@ -88,5 +89,6 @@ VIEW = WebView(
     actions=(Action(key="compare", label=msg("Compare"), path="compare"),),
     # mid-run, a loss halves the window: one tooth of the sawtooth
     thumbnail=Thumbnail(preset="reno-sawtooth", step=19, draw=thumbnail),
+    question=question,  # cwnd / ssthresh after the next loss, recovery exit or round
     export_ready="() => !document.querySelector('.plotly-pending, .plotly-drawing') && [...document.querySelectorAll('.js-plotly-plot')].every(el => el.querySelector('.main-svg'))",  # noqa: E501 - Plotly has drawn every chart
 )

@@ -7,6 +7,7 @@ from app.sim.skbuff.ops import INT_FIELDS, MAX_OPS, SPECS, STR_FIELDS
 from app.sim.skbuff.state import SkbState
 from app.web.editor import EditorSpec, FieldSpec, Rows, whole
 from app.web.explainers.skb.picture import picture
+from app.web.explainers.skb.quiz import question
 from app.web.plugin import Thumbnail, WebView
 
 _TEXT = ("skb", "from", *STR_FIELDS, "via")
@@ -37,4 +38,5 @@ VIEW: WebView[SkbState, None] = WebView(
     editor=EDITOR,
     # eth_type_trans has pulled the Ethernet header; ip_local_deliver_finish pulls the IP one
     thumbnail=Thumbnail(preset="rx-frame", step=4),
+    question=question,  # where data points after the next push / pull / reserve / put
 )

@@ -25,6 +25,7 @@ from app.sim.tcp.params import (
 from app.sim.tcp.state import TcpState
 from app.web.editor import EditorSpec, FieldSpec, Group, Rows, number, whole
 from app.web.explainers.tcp.picture import picture
+from app.web.explainers.tcp.quiz import question
 from app.web.plugin import Thumbnail, WebView
 
 _ALWAYS = ("t_ms", "endpoint")
@@ -156,4 +157,5 @@ VIEW: WebView[TcpState, None] = WebView(
     scripts=("/static/explainers/tcp/view.js",),
     editor=EDITOR,
     thumbnail=Thumbnail(preset="handshake", step=6),  # the server answers SYN with SYN+ACK
+    question=question,  # which state comes next
 )

@@ -1,0 +1,43 @@
+"""What a class is about: a walkthrough (``EXPLAINER/PRESET``, or its page path) or a shared
+scenario's id, resolved to the same :class:`~app.web.sources.Source` every page uses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import HTTPException
+
+from app.sim.core import ParamError, msg
+from app.store import repo
+from app.web.site import Site
+from app.web.sources import ScenarioNotFound, Source, from_preset, from_scenario
+
+
+def _unknown(value: str) -> ParamError:
+    return ParamError.single(
+        ("scenario",),
+        msg(
+            "no walkthrough or shared scenario is called {value}: give a shared scenario's id "
+            "or EXPLAINER/PRESET (e.g. the end of a walkthrough's link)",
+            value=repr(value[:80]),
+        ),
+    )
+
+
+def resolve(site: Site, engine: Any, value: str) -> Source:
+    """The source ``value`` names; 422 naming ``scenario`` when it names none."""
+    text = value.strip()
+    path = text.removeprefix("/")
+    for prefix in ("explainers/", "s/"):
+        path = path.removeprefix(prefix)
+    parts = [p for p in path.split("/") if p and p != "presets"]
+    try:
+        if len(parts) == 2 and site.get(parts[0]) is not None:
+            return from_preset(site, parts[0], parts[1])
+        if len(parts) == 1 and site.get(parts[0]) is not None:
+            return from_preset(site, parts[0])
+        if len(parts) == 1 and repo.is_scenario_id(parts[0]):
+            return from_scenario(site, engine, parts[0])
+    except (HTTPException, ScenarioNotFound):
+        pass
+    raise _unknown(text)

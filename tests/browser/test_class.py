@@ -1,0 +1,70 @@
+"""A live class in the browser: a student's page follows the lecturer's step as it moves, steps
+on its own and comes back with F; the presenter's page moves the class with the player's keys."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+pytestmark = pytest.mark.browser
+
+
+def step_no(page) -> int:
+    return int(page.inner_text("#step-no"))
+
+
+def test_a_student_follows_the_lecturer(live_server, page) -> None:
+    c = httpx.post(f"{live_server.url}/api/v1/classes", json={"scenario": "tcp/handshake"}).json()
+    page.goto(c["join_url"])
+    page.wait_for_function("document.getElementById('class-status').textContent.includes('step 0')")
+    r = httpx.post(
+        f"{live_server.url}/api/v1/classes/{c['id']}/step",
+        json={"step": 6},
+        headers={"Authorization": f"Bearer {c['lecturer_token']}"},
+    )
+    assert r.status_code == 204
+    page.wait_for_function("document.getElementById('step-no').textContent.trim() === '6'")
+    assert page.is_hidden("#class-follow")
+    page.focus("#stage")
+    page.keyboard.press("ArrowRight")
+    assert step_no(page) == 7
+    assert page.is_visible("#class-follow")  # on its own: the way back is offered
+    page.keyboard.press("f")
+    assert step_no(page) == 6 and page.is_hidden("#class-follow")
+
+
+def test_the_presenter_moves_the_class(live_server, page) -> None:
+    c = httpx.post(f"{live_server.url}/api/v1/classes", json={"scenario": "tcp/handshake"}).json()
+    page.goto(live_server.url + "/")  # the token is kept in this browser, as "Start a class" does
+    page.evaluate(
+        "([id, token]) => localStorage.setItem('stepscope.class.lecturer.' + id, token)",
+        [c["id"], c["lecturer_token"]],
+    )
+    page.goto(f"{live_server.url}{c['presenter_url']}")
+    page.wait_for_selector(".class-qr svg")
+    page.focus("#stage")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    api = f"{live_server.url}/api/v1/classes/{c['id']}"
+    page.wait_for_function("document.getElementById('step-no').textContent.trim() === '2'")
+    for _ in range(50):
+        if httpx.get(api).json()["step"] == 2:
+            break
+        page.wait_for_timeout(100)
+    assert httpx.get(api).json()["step"] == 2
+    assert page.inner_text("#class-next-narration").strip()  # the next step's narration
+
+
+def test_quiz_me_asks_and_scores(live_server, page) -> None:
+    page.goto(f"{live_server.url}/explainers/tcp/presets/handshake")
+    page.click("#quiz-start")
+    page.wait_for_selector("#quiz-panel .class-choice")
+    prompt = page.inner_text("#quiz-panel .quiz-prompt")
+    assert "Which state" in prompt
+    assert step_no(page) == 4  # the first question's step, just before the SYN arrives
+    page.click("#quiz-panel .class-choice:text-is('SYN_RECEIVED')")
+    page.wait_for_selector("#quiz-panel .class-result")
+    assert page.inner_text("#quiz-panel .class-result").startswith("Right!")
+    assert "1 of 1" in page.inner_text("#quiz-panel .quiz-score")
+    page.click("#quiz-panel .quiz-tools .primary")  # the next question
+    page.wait_for_function("document.getElementById('step-no').textContent.trim() === '6'")
