@@ -273,7 +273,8 @@ def question_at(site: SiteDep, row: LiveClass, step: int) -> quiz.Question:
         raise ParamError.single(
             ("step",),
             msg(
-                "no question at this step: nothing here has an answer the next steps show; try another step"
+                "no question at this step: nothing here has an answer the next steps show; "
+                "try another step"
             ),
         )
     return found

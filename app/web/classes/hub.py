@@ -6,8 +6,8 @@ A step is stored first (:func:`app.web.classes.store.append`), then delivered:
   commit reaches every replica and worker (one listening connection per process, in a
   thread), and the process that stored the step hands it to its own students at once;
 * on SQLite (one machine), the process that stored the step hands it to its own students at
-  once, and each process polls the class's last event id every ``poll_s`` (0.1 s) for steps stored by
-  its other workers (one indexed read per class with students, not per student).
+  once, and each process polls the class's last event id every ``poll_s`` (0.1 s) for steps
+  stored by its other workers (one indexed read per class with students, not per student).
 
 Each student's stream also catches up from the database whenever it sees a gap in the event
 ids, so a lost notification delays a step but never loses it.

@@ -187,7 +187,8 @@ def append(
             db.add(ClassEvent(class_id=class_id, seq=ev.seq, kind=kind, data_json=ev.data, at=now))
         if engine.dialect.name == "postgresql":
             for ev in events:
-                db.exec(text("SELECT pg_notify(:c, :p)").bindparams(c=CHANNEL, p=ev.payload()))  # type: ignore[call-overload]
+                notify = text("SELECT pg_notify(:c, :p)").bindparams(c=CHANNEL, p=ev.payload())
+                db.exec(notify)  # type: ignore[call-overload]
         db.commit()
         return events
 

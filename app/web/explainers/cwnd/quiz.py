@@ -2,9 +2,10 @@
 have after its next loss, recovery exit or round trip?
 
 The right answer is the trace's; the wrong ones are what the other rules would give from the
-same numbers: Reno's halving (``tcp_reno_ssthresh``: cwnd / 2, at least 2) against CUBIC's
-multiplicative decrease (``bictcp_recalc_ssthresh``: cwnd × 717 / 1024, at least 2), slow
-start's doubling against congestion avoidance's one more segment, and "nothing changes"."""
+same numbers: Reno's halving (``tcp_reno_ssthresh``, tcp_cong.c:517: cwnd / 2, at least 2)
+against CUBIC's multiplicative decrease (``cubictcp_recalc_ssthresh``, tcp_cubic.c:341:
+cwnd × 717 / 1024, at least 2), slow start's doubling against congestion avoidance's one more
+segment, and "nothing changes"."""
 
 from __future__ import annotations
 
