@@ -110,7 +110,8 @@ async def export_png(
     in a short queue of its own and holds no request thread."""
     pngs: PngRenderer = request.app.state.pngs
     trace = await run_in_threadpool(run_source, site, source)
-    index, picture = frame_picture(source, trace, step)
+    # drawing one step of a long walk can take seconds of CPU: never on the event loop
+    index, picture = await run_in_threadpool(frame_picture, source, trace, step)
     key = (
         source.plugin.name,
         trace.sim_version,

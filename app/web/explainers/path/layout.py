@@ -40,7 +40,10 @@ class Layout:
     rep: Replay | None
 
 
-LAYOUTS: Memo[tuple[str, str, str, int], Layout] = Memo(32)
+# Weighed in frames (see replay.CACHE): long walks' layouts are held a few at a time.
+LAYOUTS: Memo[tuple[str, str, str, int], Layout] = Memo(
+    32, weigh=lambda o: len(o.points), budget=4000
+)
 
 
 def _hook_placement(

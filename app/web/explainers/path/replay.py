@@ -34,7 +34,8 @@ from app.web.memo import Memo
 
 SKB = SkbExplainer()
 _FIELDS = ("size", "len", "offset", "truesize", "nhead", "ntail", "label", "seq", "mss", "start")
-CACHE: Memo[tuple[str, str], Replay] = Memo(16)
+# Weighed in frames: a 32-packet veth walk's replay and layout hold ~75 MB (2,240 frames).
+CACHE: Memo[tuple[str, str], Replay] = Memo(16, weigh=lambda r: r.frames, budget=4000)
 
 
 class _RecordingMachine(SkbMachine):
