@@ -30,6 +30,7 @@ as ``tcp_ack_update_rtt`` takes it (the 52-byte headers carry timestamps).
 from __future__ import annotations
 
 import heapq
+from math import trunc
 from typing import TYPE_CHECKING
 
 from app.sim.congestion import ecn, rwnd
@@ -74,7 +75,7 @@ class AckProcessing(Recovery):
         # tcp_ack_update_rtt: snd_una advanced, so there is always a sample: the segment's
         # own, or for a retransmission the timestamp echo (as in ack_update_rtt)
         sent = pkt[1]
-        m = rtt_us = int((now - sent) * 1e6) if not pkt[2] else tsecr_rtt_us(now, sent)
+        m = rtt_us = trunc((now - sent) * 1e6) if not pkt[2] else tsecr_rtt_us(now, sent)
         # tcp_rtt_estimator and tcp_set_rto, inlined (Flow.rtt_estimator is the shared
         # version): srtt ×8, mdev ×4, rttvar floored at 200 ms per RTT
         srtt = f.srtt_us
@@ -173,7 +174,7 @@ class AckProcessing(Recovery):
         rs.delivered = f.delivered - prior_delivered
         snd_us = sent - pkt[5]
         ack_us = now - pkt[4]
-        interval = int((snd_us if snd_us >= ack_us else ack_us) * 1e6)
+        interval = trunc((snd_us if snd_us >= ack_us else ack_us) * 1e6)
         rs.interval_us = interval if interval >= f.min_rtt_us else -1
         cong_control(f, rs, now)
         if nxt == ack_no:
@@ -182,7 +183,7 @@ class AckProcessing(Recovery):
             return
         f.rto_deadline = now + rto
         pto = (((f.srtt_us >> 2) + 999) // 1000 + (200 if nxt - ack_no == 1 else 2)) / 1000
-        if 0 < rto < pto:
+        if pto > rto:  # (the RTO just computed, so > 0)
             pto = rto
         d = now + pto
         wstamp = f.wstamp
@@ -298,7 +299,7 @@ class AckProcessing(Recovery):
         is ACKed; the same sample is rs.rtt_us and pkts_acked's, so BBR's and CUBIC's hooks see
         it too."""
         if not pkt[2]:
-            rtt_us = int((now - pkt[1]) * 1e6)
+            rtt_us = trunc((now - pkt[1]) * 1e6)
         elif una_adv:
             rtt_us = tsecr_rtt_us(now, pkt[1])
         else:
@@ -352,7 +353,7 @@ class AckProcessing(Recovery):
             f.first_tx_mstamp = pkt[1]
             rs.delivered = f.delivered - pkt[3]
             # the longer of the send and the ACK phases; shorter than min_rtt is invalid
-            interval = int(max(pkt[1] - pkt[5], now - pkt[4]) * 1e6)
+            interval = trunc(max(pkt[1] - pkt[5], now - pkt[4]) * 1e6)
             rs.interval_us = interval if interval >= f.min_rtt_us else -1
         else:
             rs.delivered = -1

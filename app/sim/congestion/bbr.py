@@ -17,6 +17,7 @@ lowered (strictly) for 10 s.
 from __future__ import annotations
 
 import random
+from math import trunc
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from app.sim.congestion import bbr_lt
@@ -74,7 +75,7 @@ U32 = 0xFFFFFFFF
 
 
 def _jiffies(now: float) -> int:
-    return int(now * HZ) + JIFFIES_BASE
+    return trunc(now * HZ) + JIFFIES_BASE
 
 
 class Bbr(CongestionOps):
@@ -261,7 +262,7 @@ class Bbr(CongestionOps):
         under its function's name, with the fields read more than once held in locals. The
         guards around some calls are the callees' own first checks, hoisted.
         """
-        dm = self.dm_us = int(tp.delivered_mstamp * 1e6)
+        dm = self.dm_us = trunc(tp.delivered_mstamp * 1e6)
         acked = rs.acked_sacked
         # bbr_update_model → bbr_update_bw: a round ends when a segment sent after it began is
         # delivered; a valid sample feeds the long-term sampler and the max filter
@@ -323,7 +324,7 @@ class Bbr(CongestionOps):
             self._advance_cycle_phase(tp)
         if round_start and not self.full_bw_reached:
             self._check_full_bw_reached(rs)
-        if mode == DRAIN or (mode == STARTUP and self.full_bw_reached):
+        if mode <= DRAIN and (mode == DRAIN or self.full_bw_reached):  # STARTUP or DRAIN
             self._check_drain(tp, now)
             mode = self.mode
         # bbr_update_min_rtt: the sample and the 10 s filter (its jiffies compared as
@@ -417,7 +418,7 @@ class Bbr(CongestionOps):
         return self._quantization_budget(tp, self._bdp(bw, gain))
 
     def _packets_in_net_at_edt(self, tp: Flow, inflight_now: int, now: float) -> int:
-        interval_us = int((tp.wstamp - now) * 1e6) if tp.wstamp > now else 0
+        interval_us = trunc((tp.wstamp - now) * 1e6) if tp.wstamp > now else 0
         interval_delivered = (self._bw() * interval_us) >> BW_SCALE
         inflight_at_edt = inflight_now
         if self.pacing_gain > BBR_UNIT:
