@@ -30,6 +30,7 @@ as ``tcp_ack_update_rtt`` takes it (the 52-byte headers carry timestamps).
 from __future__ import annotations
 
 import heapq
+from math import trunc
 from typing import TYPE_CHECKING
 
 from app.sim.congestion import ecn, rwnd
@@ -74,7 +75,7 @@ class AckProcessing(Recovery):
         # tcp_ack_update_rtt: snd_una advanced, so there is always a sample: the segment's
         # own, or for a retransmission the timestamp echo (as in ack_update_rtt)
         sent = pkt[1]
-        m = rtt_us = int((now - sent) * 1e6) if not pkt[2] else tsecr_rtt_us(now, sent)
+        m = rtt_us = trunc((now - sent) * 1e6) if not pkt[2] else tsecr_rtt_us(now, sent)
         # tcp_rtt_estimator and tcp_set_rto, inlined (Flow.rtt_estimator is the shared
         # version): srtt ×8, mdev ×4, rttvar floored at 200 ms per RTT
         srtt = f.srtt_us
@@ -111,11 +112,7 @@ class AckProcessing(Recovery):
             f.rack_xmit = sent
         cong_control = f.cong_control
         if cong_control is not None:
-            # prior_in_flight: packets_out before this ACK (nothing is SACKed or lost here)
-            prior_in_flight = f.snd_nxt - ack_no + delivered + f.retrans_out
-            self.ack_open_cong_control(
-                f, cong_control, now, ack_no, pkt, delivered, rtt_us, rto, prior_in_flight
-            )
+            self.ack_open_cong_control(f, cong_control, now, ack_no, pkt, delivered, rtt_us, rto)
             return
         f.ca.acked_and_cong_avoid(f, delivered, rtt_us, now)
         nxt = f.snd_nxt
@@ -154,29 +151,55 @@ class AckProcessing(Recovery):
         delivered: int,
         rtt_us: int,
         rto: float,
-        prior_in_flight: int,
     ) -> None:
         """The rest of :meth:`on_ack`'s common case for an ops table with cong_control (BBR):
-        tcp_rate_gen and cong_control, the loss probe (schedule_loss_probe in Open, inlined:
+        tcp_rate_gen (:meth:`rate_sample` for an ACK that delivered ``delivered`` > 0 segments
+        in order, inlined), cong_control, the loss probe (schedule_loss_probe in Open, inlined:
         pto_s capped at the RTO, plus the pacing delay), then transmit."""
-        self.rate_sample(f, now, delivered, 0, pkt, rtt_us, prior_in_flight)
-        cong_control(f, f.rs, now)
-        nxt = f.snd_nxt
+        nxt = f.snd_nxt  # cong_control sends nothing
+        rs = f.rs
+        app_limited = f.app_limited
+        if app_limited and f.delivered > app_limited:
+            f.app_limited = 0
+        f.delivered_mstamp = now
+        rs.acked_sacked = delivered
+        rs.losses = 0
+        # prior_in_flight: packets_out before this ACK (nothing is SACKed or lost here)
+        rs.prior_in_flight = nxt - ack_no + delivered + f.retrans_out
+        rs.rtt_us = rtt_us
+        prior_delivered = pkt[3]
+        rs.prior_delivered = prior_delivered
+        rs.is_app_limited = pkt[6] != 0
+        f.first_tx_mstamp = sent = pkt[1]
+        rs.delivered = f.delivered - prior_delivered
+        snd_us = sent - pkt[5]
+        ack_us = now - pkt[4]
+        interval = trunc((snd_us if snd_us >= ack_us else ack_us) * 1e6)
+        rs.interval_us = interval if interval >= f.min_rtt_us else -1
+        cong_control(f, rs, now)
         if nxt == ack_no:
             f.rto_deadline = f.tlp_deadline = 0.0
-        else:
-            f.rto_deadline = now + rto
-            pto = (((f.srtt_us >> 2) + 999) // 1000 + (200 if nxt - ack_no == 1 else 2)) / 1000
-            if 0 < rto < pto:
-                pto = rto
-            d = now + pto
-            if f.paced and f.wstamp > now:
-                d += f.wstamp - now
-            f.tlp_deadline = d
-            qa = f.rto_timer.queued_at  # set_timer, inlined
-            if qa is None or d < qa:
-                f.rto_timer.queued_at = d
-                heapq.heappush(self.heap, (d, 0, next(self.seq), EV_RTO, f.index))
+            self.push(f, now)
+            return
+        f.rto_deadline = now + rto
+        pto = (((f.srtt_us >> 2) + 999) // 1000 + (200 if nxt - ack_no == 1 else 2)) / 1000
+        if pto > rto:  # (the RTO just computed, so > 0)
+            pto = rto
+        d = now + pto
+        wstamp = f.wstamp
+        paced = f.paced and wstamp > now
+        if paced:
+            d += wstamp - now
+        f.tlp_deadline = d
+        timer = f.rto_timer
+        qa = timer.queued_at  # set_timer, inlined
+        if qa is None or d < qa:
+            timer.queued_at = d
+            heapq.heappush(self.heap, (d, 0, next(self.seq), EV_RTO, f.index))
+        # tcp_pacing_check before transmitting (push's own first test, hoisted): with the
+        # pacing timer armed nothing can leave before it fires
+        if paced and f.pace_timer.queued_at is not None and not f.rwnd:
+            return
         self.push(f, now)
 
     def ack_slow(self, f: Flow, now: float, ack_no: int, sacked: int, pkt: Pkt) -> None:
@@ -276,7 +299,7 @@ class AckProcessing(Recovery):
         is ACKed; the same sample is rs.rtt_us and pkts_acked's, so BBR's and CUBIC's hooks see
         it too."""
         if not pkt[2]:
-            rtt_us = int((now - pkt[1]) * 1e6)
+            rtt_us = trunc((now - pkt[1]) * 1e6)
         elif una_adv:
             rtt_us = tsecr_rtt_us(now, pkt[1])
         else:
@@ -313,7 +336,8 @@ class AckProcessing(Recovery):
         prior_in_flight: int,
     ) -> None:
         """tcp_rate_gen (tcp_rate.c): fill ``f.rs`` for ``cong_control``. Only an ops table
-        with ``cong_control`` reads it, so only those flows pay for it."""
+        with ``cong_control`` reads it, so only those flows pay for it (and only the fields
+        BBR reads are kept: see :class:`~app.sim.congestion.flow.RateSample`)."""
         rs = f.rs
         if f.app_limited and f.delivered > f.app_limited:
             f.app_limited = 0
@@ -323,21 +347,14 @@ class AckProcessing(Recovery):
         rs.losses = lost
         rs.prior_in_flight = prior_in_flight
         rs.rtt_us = rtt_us
-        rs.is_ack_delayed = False  # only runt (sub-MSS) segments are flagged; ours are full
         if delivered > 0:
             rs.prior_delivered = pkt[3]
-            rs.prior_mstamp = pkt[4]
-            rs.is_app_limited = bool(pkt[6])
-            rs.is_retrans = pkt[2]
+            rs.is_app_limited = pkt[6] != 0
             f.first_tx_mstamp = pkt[1]
             rs.delivered = f.delivered - pkt[3]
-            interval = int(max(pkt[1] - pkt[5], now - pkt[4]) * 1e6)
-            if interval < f.min_rtt_us:
-                interval = -1
-            else:
-                f.rate_delivered = rs.delivered
-                f.rate_interval_us = interval
-            rs.interval_us = interval
+            # the longer of the send and the ACK phases; shorter than min_rtt is invalid
+            interval = trunc(max(pkt[1] - pkt[5], now - pkt[4]) * 1e6)
+            rs.interval_us = interval if interval >= f.min_rtt_us else -1
         else:
             rs.delivered = -1
             rs.interval_us = -1

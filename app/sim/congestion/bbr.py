@@ -17,6 +17,7 @@ lowered (strictly) for 10 s.
 from __future__ import annotations
 
 import random
+from math import trunc
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from app.sim.congestion import bbr_lt
@@ -61,6 +62,12 @@ BBR_EXTRA_ACKED_WIN_RTTS = 5
 BBR_ACK_EPOCH_ACKED_RESET_THRESH = 1 << 20
 BBR_EXTRA_ACKED_MAX_US = 100 * 1000
 
+# bbr_rate_bytes_per_sec's factor after the gain: µs per s, less the pacing margin
+BBR_RATE_FACTOR = 1_000_000 // 100 * (100 - BBR_PACING_MARGIN_PERCENT)
+# bbr_update_min_rtt's filter expires when jiffies > min_rtt_stamp + 10 s of jiffies, i.e.
+# when now·HZ ≥ min_rtt_stamp + this (jiffies = int(now·HZ) + JIFFIES_BASE)
+MIN_RTT_EXPIRES_J = BBR_MIN_RTT_WIN_SEC * HZ - JIFFIES_BASE + 1
+
 SK_PACING_SHIFT = 10  # sk_pacing_shift default: ~1 ms of data per TSO burst
 GSO_LEGACY_MAX_SIZE = 65536
 MAX_TCP_HEADER = 320
@@ -68,7 +75,7 @@ U32 = 0xFFFFFFFF
 
 
 def _jiffies(now: float) -> int:
-    return int(now * HZ) + JIFFIES_BASE
+    return trunc(now * HZ) + JIFFIES_BASE
 
 
 class Bbr(CongestionOps):
@@ -249,70 +256,109 @@ class Bbr(CongestionOps):
         return self.tso_goal
 
     def cong_control(self, tp: Flow, rs: RateSample, now: float) -> None:
-        """bbr_main: update the model, then set pacing rate and cwnd.
+        """bbr_main: bbr_update_model, then bbr_set_pacing_rate and bbr_set_cwnd.
 
-        The guards around some calls are the callees' own first checks, hoisted.
+        Every ACK comes here, so the model's steps are inlined in the kernel's order, each
+        under its function's name, with the fields read more than once held in locals. The
+        guards around some calls are the callees' own first checks, hoisted.
         """
-        dm = self.dm_us = int(tp.delivered_mstamp * 1e6)
-        # bbr_update_model: bbr_update_bw, then bbr_update_ack_aggregation (which returns at
-        # once without a valid sample)
-        self.round_start = 0
-        if rs.delivered >= 0 and rs.interval_us > 0:
-            # bbr_update_bw: a round ends when a segment sent after it began is delivered
+        dm = self.dm_us = trunc(tp.delivered_mstamp * 1e6)
+        acked = rs.acked_sacked
+        # bbr_update_model → bbr_update_bw: a round ends when a segment sent after it began is
+        # delivered; a valid sample feeds the long-term sampler and the max filter
+        round_start = 0
+        interval_us = rs.interval_us
+        if rs.delivered >= 0 and interval_us > 0:
             if rs.prior_delivered >= self.next_rtt_delivered:
                 self.next_rtt_delivered = tp.delivered
                 self.rtt_cnt += 1
-                self.round_start = 1
+                round_start = 1
                 self.packet_conservation = 0
+            self.round_start = round_start
             if self.lt_use_bw or self.lt_is_sampling or rs.losses:  # else it returns at once
                 bbr_lt.sampling(self, tp, rs, now)
-            bw = rs.delivered * BW_UNIT // rs.interval_us
-            if not rs.is_app_limited or bw >= self.bw.v[0]:
-                self.bw.running_max(BBR_BW_RTTS, self.rtt_cnt, bw)
-            if rs.acked_sacked > 0:
-                self._update_ack_aggregation(tp, rs)
+            sample = rs.delivered * BW_UNIT // interval_us
+            filt = self.bw
+            # minmax_running_max, unless the sample is app-limited and below the max; a
+            # sample below the third choice in a round that has already left the filter
+            # unchanged leaves it unchanged again (MinMax.quiet)
+            if (not rs.is_app_limited or sample >= filt.v[0]) and (
+                sample >= filt.v[2] or filt.quiet != self.rtt_cnt
+            ):
+                filt.running_max(BBR_BW_RTTS, self.rtt_cnt, sample)
+            bw = self.lt_bw if self.lt_use_bw else filt.v[0]
+            if acked > 0:
+                # bbr_update_ack_aggregation: extra_acked[] is the windowed max (over 5-10
+                # rounds) of data ACKed beyond what bw explains since the epoch began
+                if round_start:
+                    self._ack_aggregation_round()
+                epoch_us = dm - self.ack_epoch_mstamp
+                expected = bw * epoch_us // BW_UNIT if epoch_us > 0 else 0
+                epoch_acked = self.ack_epoch_acked
+                if (
+                    epoch_acked <= expected
+                    or epoch_acked + acked >= BBR_ACK_EPOCH_ACKED_RESET_THRESH
+                ):
+                    epoch_acked = expected = 0  # a new epoch starts at this ACK
+                    self.ack_epoch_mstamp = dm
+                epoch_acked += acked
+                if epoch_acked > 0xFFFFF:
+                    epoch_acked = 0xFFFFF
+                self.ack_epoch_acked = epoch_acked
+                extra = epoch_acked - expected
+                if extra > tp.cwnd:
+                    extra = tp.cwnd
+                win = self.extra_acked
+                if extra > win[self.extra_acked_win_idx]:
+                    win[self.extra_acked_win_idx] = extra if extra < 0xFFFF else 0xFFFF
+        else:
+            self.round_start = 0
+            bw = self.lt_bw if self.lt_use_bw else self.bw.v[0]
         # bbr_update_cycle_phase: with gain 1 the phase ends after one min_rtt
-        if self.mode == PROBE_BW and (
+        mode = self.mode
+        if mode == PROBE_BW and (
             dm - self.cycle_mstamp > self.min_rtt_us
             if self.pacing_gain == BBR_UNIT
             else self._is_next_cycle_phase(tp, rs, now)
         ):
             self._advance_cycle_phase(tp)
-        if self.round_start and not self.full_bw_reached:
+        if round_start and not self.full_bw_reached:
             self._check_full_bw_reached(rs)
-        if self.mode == DRAIN or (self.mode == STARTUP and self.full_bw_reached):
+        if mode <= DRAIN and (mode == DRAIN or self.full_bw_reached):  # STARTUP or DRAIN
             self._check_drain(tp, now)
-        # bbr_update_min_rtt: the sample and the 10 s filter; PROBE_RTT in _update_probe_rtt
-        j = int(now * HZ) + JIFFIES_BASE
-        filter_expired = j > self.min_rtt_stamp + BBR_MIN_RTT_WIN_SEC * HZ
+            mode = self.mode
+        # bbr_update_min_rtt: the sample and the 10 s filter (its jiffies compared as
+        # now·HZ ≥ stamp + window + 1, the same test without int()); PROBE_RTT in
+        # _update_probe_rtt
+        filter_expired = now * HZ >= self.min_rtt_stamp + MIN_RTT_EXPIRES_J
         rtt_us = rs.rtt_us
         if rtt_us >= 0 and (rtt_us < self.min_rtt_us or (filter_expired and not rs.is_ack_delayed)):
             self.min_rtt_us = rtt_us
-            self.min_rtt_stamp = j
-        if filter_expired or self.mode == PROBE_RTT:
-            self._update_probe_rtt(tp, now, j, filter_expired)
-        if rs.delivered > 0:
-            self.idle_restart = 0
+            self.min_rtt_stamp = _jiffies(now)
+        if filter_expired or mode == PROBE_RTT:
+            self._update_probe_rtt(tp, now, filter_expired)
+            mode = self.mode
+        # (bbr->idle_restart = 0 on delivery: only CA_EVENT_TX_START after idle sets it, which
+        # a bulk sender never sees, so it stays 0)
         # bbr_update_gains
-        mode = self.mode
         if mode == PROBE_BW:
-            self.pacing_gain = BBR_UNIT if self.lt_use_bw else BBR_PACING_GAIN[self.cycle_idx]
-            self.cwnd_gain = BBR_CWND_GAIN
+            gain = BBR_UNIT if self.lt_use_bw else BBR_PACING_GAIN[self.cycle_idx]
+            cwnd_gain = BBR_CWND_GAIN
         elif mode == STARTUP:
-            self.pacing_gain = self.cwnd_gain = BBR_HIGH_GAIN
+            gain = cwnd_gain = BBR_HIGH_GAIN
         elif mode == DRAIN:
-            self.pacing_gain = BBR_DRAIN_GAIN
-            self.cwnd_gain = BBR_HIGH_GAIN
+            gain, cwnd_gain = BBR_DRAIN_GAIN, BBR_HIGH_GAIN
         else:
-            self.pacing_gain = self.cwnd_gain = BBR_UNIT
-        bw = self.lt_bw if self.lt_use_bw else self.bw.v[0]
-        # bbr_set_pacing_rate
-        rate = self.rate_bytes_per_sec(tp, bw, self.pacing_gain)
+            gain = cwnd_gain = BBR_UNIT
+        self.pacing_gain = gain
+        self.cwnd_gain = cwnd_gain
+        # bbr_set_pacing_rate (bbr_rate_bytes_per_sec inlined)
+        rate = ((bw * tp.mss * gain >> BBR_SCALE) * BBR_RATE_FACTOR) >> BW_SCALE
         if not self.has_seen_rtt and tp.srtt_us:
             self._init_pacing_rate_from_rtt(tp)
         if rate != tp.pacing_rate and (self.full_bw_reached or rate > tp.pacing_rate):
             self._set_rate(tp, rate)
-        self._set_cwnd(tp, rs, rs.acked_sacked, bw, self.cwnd_gain)
+        self._set_cwnd(tp, rs, acked, bw, cwnd_gain)
 
     # -- model --------------------------------------------------------------------------
 
@@ -326,7 +372,7 @@ class Bbr(CongestionOps):
         rate *= tp.mss
         rate *= gain
         rate >>= BBR_SCALE
-        rate *= 1_000_000 // 100 * (100 - BBR_PACING_MARGIN_PERCENT)
+        rate *= BBR_RATE_FACTOR
         return rate >> BW_SCALE
 
     def _init_pacing_rate_from_rtt(self, tp: Flow) -> None:
@@ -372,7 +418,7 @@ class Bbr(CongestionOps):
         return self._quantization_budget(tp, self._bdp(bw, gain))
 
     def _packets_in_net_at_edt(self, tp: Flow, inflight_now: int, now: float) -> int:
-        interval_us = int((tp.wstamp - now) * 1e6) if tp.wstamp > now else 0
+        interval_us = trunc((tp.wstamp - now) * 1e6) if tp.wstamp > now else 0
         interval_delivered = (self._bw() * interval_us) >> BW_SCALE
         inflight_at_edt = inflight_now
         if self.pacing_gain > BBR_UNIT:
@@ -406,56 +452,65 @@ class Bbr(CongestionOps):
 
     def _set_cwnd(self, tp: Flow, rs: RateSample, acked: int, bw: int, gain: int) -> None:
         """bbr_set_cwnd: slow-start toward target = bdp·gain + aggregation + TSO budget."""
+        cwnd = tp.cwnd
         if acked:
+            cons = None
             # bbr_set_cwnd_to_recover_or_restore changes nothing without a loss, a state
             # change or packet conservation
             if rs.losses or tp.ca_state != self.prev_ca_state or self.packet_conservation:
                 cons = self._set_cwnd_to_recover_or_restore(tp, rs, acked)
-            else:
-                cons = None
+                cwnd = tp.cwnd
             if cons is not None:
                 cwnd = cons
             else:
-                cwnd = tp.cwnd
                 # bbr_bdp, bbr_ack_aggregation_cwnd and bbr_quantization_budget, inlined
-                # (every ACK comes here; _bdp and _quantization_budget are the same steps)
+                # (every ACK comes here; _bdp and _quantization_budget are the same steps);
+                # x >> BW_SCALE is x / BW_UNIT and -(-x >> BW_SCALE) rounds it up
                 min_rtt = self.min_rtt_us
                 if min_rtt == U32:
                     target = TCP_INIT_CWND
                 else:
-                    target = (((bw * min_rtt * gain) >> BBR_SCALE) + BW_UNIT - 1) // BW_UNIT
-                if self.full_bw_reached:
-                    max_aggr = bw * BBR_EXTRA_ACKED_MAX_US // BW_UNIT
+                    target = -(-(bw * min_rtt * gain >> BBR_SCALE) >> BW_SCALE)
+                full_bw_reached = self.full_bw_reached
+                if full_bw_reached:
+                    # bbr_extra_acked_gain is BBR_UNIT (1), so the gain drops out
                     e0, e1 = self.extra_acked
-                    aggr = (BBR_EXTRA_ACKED_GAIN * (e0 if e0 > e1 else e1)) >> BBR_SCALE
+                    aggr = e0 if e0 > e1 else e1
+                    max_aggr = bw * BBR_EXTRA_ACKED_MAX_US >> BW_SCALE
                     target += aggr if aggr < max_aggr else max_aggr
                 target = (target + 3 * self.tso_goal + 1) & ~1
                 if self.mode == PROBE_BW and self.cycle_idx == 0:
                     target += 2
-                if self.full_bw_reached:
+                if full_bw_reached:
                     cwnd += acked
                     if cwnd > target:
                         cwnd = target
                 elif cwnd < target or tp.delivered < TCP_INIT_CWND:
-                    cwnd = cwnd + acked
+                    cwnd += acked
                 if cwnd < BBR_CWND_MIN_TARGET:
                     cwnd = BBR_CWND_MIN_TARGET
-        else:
-            cwnd = tp.cwnd
-        tp.cwnd = cwnd if cwnd < tp.cwnd_clamp else tp.cwnd_clamp
-        if self.mode == PROBE_RTT and tp.cwnd > BBR_CWND_MIN_TARGET:
-            tp.cwnd = BBR_CWND_MIN_TARGET
+        clamp = tp.cwnd_clamp
+        if cwnd > clamp:
+            cwnd = clamp
+        if self.mode == PROBE_RTT and cwnd > BBR_CWND_MIN_TARGET:
+            cwnd = BBR_CWND_MIN_TARGET
+        tp.cwnd = cwnd
 
     def _is_next_cycle_phase(self, tp: Flow, rs: RateSample, now: float) -> bool:
-        """bbr_is_next_cycle_phase for a gain other than 1 (cong_control decides gain 1)."""
+        """bbr_is_next_cycle_phase for a gain other than 1 (cong_control decides gain 1).
+        bbr_packets_in_net_at_edt and bbr_inflight only read, so they are asked only when the
+        phase length does not already decide."""
         is_full_length = self.dm_us - self.cycle_mstamp > self.min_rtt_us
-        inflight = self._packets_in_net_at_edt(tp, rs.prior_in_flight, now)
         bw = self.bw.v[0]
         if self.pacing_gain > BBR_UNIT:
             return is_full_length and (
-                rs.losses > 0 or inflight >= self._inflight(tp, bw, self.pacing_gain)
+                rs.losses > 0
+                or self._packets_in_net_at_edt(tp, rs.prior_in_flight, now)
+                >= self._inflight(tp, bw, self.pacing_gain)
             )
-        return is_full_length or inflight <= self._inflight(tp, bw, BBR_UNIT)
+        return is_full_length or self._packets_in_net_at_edt(
+            tp, rs.prior_in_flight, now
+        ) <= self._inflight(tp, bw, BBR_UNIT)
 
     def _advance_cycle_phase(self, tp: Flow) -> None:
         self.cycle_idx = (self.cycle_idx + 1) & (CYCLE_LEN - 1)
@@ -510,34 +565,14 @@ class Bbr(CongestionOps):
         else:
             self.reset_probe_bw_mode(tp, now, why)
 
-    def _update_ack_aggregation(self, tp: Flow, rs: RateSample) -> None:
-        """bbr_update_ack_aggregation for a valid sample that (S)ACKed something (cong_control
-        checks)."""
-        if self.round_start:
-            self.extra_acked_win_rtts = min(0x1F, self.extra_acked_win_rtts + 1)
-            if self.extra_acked_win_rtts >= BBR_EXTRA_ACKED_WIN_RTTS:
-                self.extra_acked_win_rtts = 0
-                self.extra_acked_win_idx ^= 1
-                self.extra_acked[self.extra_acked_win_idx] = 0
-        dm = self.dm_us
-        epoch_us = dm - self.ack_epoch_mstamp
-        if epoch_us < 0:
-            epoch_us = 0
-        expected = (self.lt_bw if self.lt_use_bw else self.bw.v[0]) * epoch_us // BW_UNIT
-        if (
-            self.ack_epoch_acked <= expected
-            or self.ack_epoch_acked + rs.acked_sacked >= BBR_ACK_EPOCH_ACKED_RESET_THRESH
-        ):
-            self.ack_epoch_acked = 0
-            self.ack_epoch_mstamp = dm
-            expected = 0
-        acked = self.ack_epoch_acked + rs.acked_sacked
-        self.ack_epoch_acked = acked = acked if acked < 0xFFFFF else 0xFFFFF
-        extra = acked - expected
-        if extra > tp.cwnd:
-            extra = tp.cwnd
-        if extra > self.extra_acked[self.extra_acked_win_idx]:
-            self.extra_acked[self.extra_acked_win_idx] = extra if extra < 0xFFFF else 0xFFFF
+    def _ack_aggregation_round(self) -> None:
+        """bbr_update_ack_aggregation at the start of a round: every 5 rounds the other half
+        of extra_acked[] takes over, starting from 0 (cong_control does the rest per ACK)."""
+        self.extra_acked_win_rtts = min(0x1F, self.extra_acked_win_rtts + 1)
+        if self.extra_acked_win_rtts >= BBR_EXTRA_ACKED_WIN_RTTS:
+            self.extra_acked_win_rtts = 0
+            self.extra_acked_win_idx ^= 1
+            self.extra_acked[self.extra_acked_win_idx] = 0
 
     def _check_full_bw_reached(self, rs: RateSample) -> None:
         if self.full_bw_reached or not self.round_start or rs.is_app_limited:
@@ -600,9 +635,10 @@ class Bbr(CongestionOps):
             ),
         )
 
-    def _update_probe_rtt(self, tp: Flow, now: float, j: int, filter_expired: bool) -> None:
+    def _update_probe_rtt(self, tp: Flow, now: float, filter_expired: bool) -> None:
         """bbr_update_min_rtt's PROBE_RTT part (cong_control keeps the sample): enter it when
         min_rtt expired, hold cwnd low for 200 ms and a round, then leave."""
+        j = _jiffies(now)
         if filter_expired and not self.idle_restart and self.mode != PROBE_RTT:
             old = self.mode
             self.mode = PROBE_RTT  # before bbr_save_cwnd, which then keeps max(prior, cwnd)

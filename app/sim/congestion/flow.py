@@ -63,10 +63,13 @@ class Narration(str):
 
 
 class RateSample:
-    """struct rate_sample (include/net/tcp.h), filled by the engine as tcp_rate_gen does."""
+    """struct rate_sample (include/net/tcp.h), filled by the engine as tcp_rate_gen does.
+
+    Only the fields BBR reads are kept (not prior_mstamp or is_retrans). ``is_ack_delayed``
+    stays False: tcp_rate_gen sets it only for an ACK of a runt (sub-MSS) segment, and a bulk
+    sender's segments are full."""
 
     __slots__ = (
-        "prior_mstamp",
         "prior_delivered",
         "delivered",
         "interval_us",
@@ -75,12 +78,10 @@ class RateSample:
         "acked_sacked",
         "prior_in_flight",
         "is_app_limited",
-        "is_retrans",
         "is_ack_delayed",
     )
 
     def __init__(self) -> None:
-        self.prior_mstamp = 0.0
         self.prior_delivered = 0
         self.delivered = -1
         self.interval_us = -1
@@ -89,7 +90,6 @@ class RateSample:
         self.acked_sacked = 0
         self.prior_in_flight = 0
         self.is_app_limited = False
-        self.is_retrans = False
         self.is_ack_delayed = False
 
 
@@ -145,8 +145,6 @@ class Flow(RttEstimator):
         "first_tx_mstamp",
         "app_limited",
         "lost",
-        "rate_delivered",
-        "rate_interval_us",
         # pacing (internal TCP pacing, tcp_output.c)
         "pacing_rate",
         "wstamp",
@@ -301,8 +299,6 @@ class Flow(RttEstimator):
         self.first_tx_mstamp = start
         self.app_limited = 0
         self.lost = 0
-        self.rate_delivered = 0
-        self.rate_interval_us = 0
         self.pacing_rate = 0.0  # bytes per second (sk_pacing_rate)
         self.wstamp = start  # tcp_wstamp_ns, in seconds
         self.pace_timer = Timer(q, EV_PACE, self.index)  # wakes the sender at wstamp

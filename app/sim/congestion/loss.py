@@ -278,6 +278,27 @@ def reo_wait(und: Any, rx: float, reo: float) -> float:
     return reo - (rx - last) if last >= 0 else -1.0
 
 
+def mark_skb_lost(f: Flow, p: tuple[Any, ...]) -> bool:
+    """tcp_mark_skb_lost (tcp_input.c), as tcp_rack_detect_loss calls it for a dropped
+    transmission ``p`` RACK has given up on: a dropped retransmission is lost again (no longer
+    in retrans_out), a segment sent once becomes a hole (lost_out); either waits in ``rtxq``.
+    False when there is nothing to mark: the segment was ACKed since, or is already a hole, or
+    a later retransmission of it is the one outstanding."""
+    seq = p[0]
+    holes = f.holes
+    if p[2]:
+        if holes.get(seq) != p[1]:
+            return False
+        f.retrans_out -= 1
+    elif seq < f.snd_una or seq in holes:
+        return False
+    else:
+        heapq.heappush(f.hole_heap, seq)
+    holes[seq] = None
+    heapq.heappush(f.rtxq, seq)
+    return True
+
+
 def arm_reo(eng: Recovery, f: Flow, now: float) -> None:
     """tcp_rack_mark_lost arms ICSK_TIME_REO_TIMEOUT on the retransmission timer for the
     longest wait left, in whole jiffies plus TCP_TIMEOUT_MIN; it replaces a pending probe."""
@@ -294,25 +315,14 @@ def reo_timeout(eng: Recovery, f: Flow, now: float) -> None:
     f.reo_deadline = 0.0
     und = f.undetected
     rx = f.rack_xmit
-    holes = f.holes
     n = 0
     first = -1
     while und and und[0][1] < rx:  # the window has passed for every segment sent before rx
         p = und.popleft()
-        seq = p[0]
-        if p[2]:
-            if holes.get(seq) == p[1]:
-                holes[seq] = None
-                f.retrans_out -= 1
-                heapq.heappush(f.rtxq, seq)
-                n += 1
-        elif seq >= f.snd_una and seq not in holes:
-            holes[seq] = None
-            heapq.heappush(f.hole_heap, seq)
-            heapq.heappush(f.rtxq, seq)
+        if mark_skb_lost(f, p):
             n += 1
-            if first < 0:
-                first = seq
+            if first < 0 and not p[2]:  # the first segment lost for the first time
+                first = p[0]
     f.lost += n
     if n:
         f.reo_timeouts += 1

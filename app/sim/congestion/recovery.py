@@ -28,8 +28,6 @@ Simplifications, each a deliberate choice (what Linux does differs as said):
 
 from __future__ import annotations
 
-import heapq
-
 from app.sim.congestion import ecn
 from app.sim.congestion import loss as lossrec
 from app.sim.congestion.flow import (
@@ -67,27 +65,14 @@ class Recovery(Sender):
             reo = 0.0
         else:
             reo = f.min_rtt_us / 4e6
-        holes = f.holes
         n = 0
-        while und:
-            p = und[0]
-            x = p[1]
+        while und:  # tcp_rack_detect_loss
+            x = und[0][1]
             if x >= rx or rx - x < reo:
                 if x < rx:  # inside the reorder window: the timer waits for the rest
                     f.reo_wait = lossrec.reo_wait(und, rx, reo)
                 break
-            und.popleft()
-            seq = p[0]
-            if p[2]:  # a dropped retransmission: lost again
-                if holes.get(seq) == x:
-                    holes[seq] = None
-                    f.retrans_out -= 1
-                    heapq.heappush(f.rtxq, seq)
-                    n += 1
-            elif seq >= f.snd_una and seq not in holes:
-                holes[seq] = None
-                heapq.heappush(f.hole_heap, seq)
-                heapq.heappush(f.rtxq, seq)
+            if lossrec.mark_skb_lost(f, und.popleft()):
                 n += 1
         f.lost += n
         return n

@@ -290,7 +290,8 @@ def update_skb_after_send(f: Flow, segs: int, now: float) -> None:
     if rate and f.data_segs_out >= 10:
         len_s = segs * f.mss / rate
         credit = f.wstamp - prior
-        f.wstamp += len_s - min(len_s / 2, credit)
+        half = len_s / 2
+        f.wstamp += len_s - (credit if credit < half else half)
 
 
 def pto_s(f: Flow) -> float:
