@@ -22,7 +22,7 @@ from app.sim.tcp.presets import PRESETS
 from app.sim.tcp.sock import Seg
 from app.sim.tcp.state import TcpState
 
-SIM_VERSION = "tcp-2"  # 2: narration names the endpoints by catalog words
+SIM_VERSION = "tcp-3"  # 2: endpoints named by catalog words; 3: v6.4 lines of tcp_input.c
 ERRNOS = (
     "ECONNREFUSED",
     "ECONNRESET",
