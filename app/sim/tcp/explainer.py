@@ -22,7 +22,7 @@ from app.sim.tcp.presets import PRESETS
 from app.sim.tcp.sock import Seg
 from app.sim.tcp.state import TcpState
 
-SIM_VERSION = "tcp-3"  # 2: endpoints named by catalog words; 3: v6.4 lines of tcp_input.c
+SIM_VERSION = "tcp-4"  # 2: role words; 3: v6.4 lines; 4: SYN_SENT TCP_TIMEOUT_MIN re-arm
 ERRNOS = (
     "ECONNREFUSED",
     "ECONNRESET",

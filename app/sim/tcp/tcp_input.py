@@ -19,6 +19,7 @@ from app.sim.tcp.sock import (
     RTO_INIT,
     RTO_MAX,
     RTO_MIN,
+    TIMEOUT_MIN,
     Endpoint,
     Listener,
     Req,
@@ -164,6 +165,18 @@ def rcv_synsent(sim: Sim, sk: Sock, seg: Seg) -> None:
     """tcp_rcv_synsent_state_process."""
     if seg.has_ack:
         if seg.ack <= sk.iss or seg.ack > sk.snd_nxt:
+            if sk.retransmits == 0:
+                # "Previous FIN/ACK or RST/ACK might be ignored": resend the SYN at once.
+                sk.arm("retransmit", sim.now + TIMEOUT_MIN)
+                sk.rtx_after = TIMEOUT_MIN
+                sim.note(
+                    msg(
+                        "No retransmission yet: the retransmission timer is re-armed to "
+                        "TCP_TIMEOUT_MIN ({t} ms), so the SYN goes again right after this.",
+                        t=TIMEOUT_MIN,
+                    ),
+                    "tcp_rcv_synsent_state_process",
+                )
             if not seg.rst:
                 sim.note(
                     msg("The ACK does not cover our SYN: answer with a RST."),
@@ -426,6 +439,7 @@ def clean_rtx(sim: Sim, sk: Sock, ack: int) -> int:
     sk.cwnd += len(acked) if not any(o.syn for o in acked) else 0
     sk.stop("retransmit")
     if sk.rtx:
+        sk.rtx_after = 0.0
         sk.arm("retransmit", sim.now + sk.rto)
     return len(acked)
 

@@ -104,6 +104,7 @@ def send_syn(sim: Sim, sk: Sock, retrans: bool) -> None:
     if sk.state == "SYN_RECV":
         ack_sent(sim, sk)
     if not sk.timer("retransmit").armed:
+        sk.rtx_after = 0.0
         sk.arm("retransmit", sim.now + sk.rto)
 
 
@@ -200,6 +201,7 @@ def _send_new(sim: Sim, sk: Sock, n: int, fin: bool) -> None:
     ack_sent(sim, sk)
     if not sk.timer("retransmit").armed:
         sk.stop("probe0")
+        sk.rtx_after = 0.0
         sk.arm("retransmit", sim.now + sk.rto)
 
 
