@@ -22,7 +22,7 @@ from app.sim.tcp.presets import PRESETS
 from app.sim.tcp.sock import Seg
 from app.sim.tcp.state import TcpState
 
-SIM_VERSION = "tcp-4"  # 2: role words; 3: v6.4 lines; 4: SYN_SENT TCP_TIMEOUT_MIN re-arm
+SIM_VERSION = "tcp-5"  # 2: role words; 3: v6.4 lines; 4: SYN_SENT re-arm; 5: srtt-capped delack
 ERRNOS = (
     "ECONNREFUSED",
     "ECONNRESET",

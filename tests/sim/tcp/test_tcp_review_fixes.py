@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tcphelp import run_preset, segments
+from tcphelp import OPEN, c, run, run_preset, segments
 
 
 def test_synsent_unacceptable_ack_rearms_timer_to_timeout_min() -> None:
@@ -15,3 +15,21 @@ def test_synsent_unacceptable_ack_rearms_timer_to_timeout_min() -> None:
     tr = run_preset("challenge-ack")
     fns = [f.source.function for f in tr.frames if f.source is not None]
     assert "tcp_rcv_synsent_state_process" in fns
+
+
+def test_delayed_ack_capped_by_srtt() -> None:
+    """tcp_send_delayed_ack: once srtt is known, ato is capped at max(srtt, TCP_DELACK_MIN).
+    100-byte writes every 100 ms on a 20 ms path: every delayed ACK waits 40 ms (srtt 20 ms is
+    below TCP_DELACK_MIN), where an uncapped ato grew to 80, 180 and 200 ms."""
+    script = [*OPEN, *[c(100 * i, "client", "send", bytes=100) for i in range(1, 31)]]
+    tr = run({"script": script, "until_ms": 3500})
+    waits = [
+        round(t["deadline_ms"] - f.state["t_ms"], 3)
+        for f in tr.frames
+        if any(getattr(n, "id", "") == "{ep} delays its ACK by {t} ms." for n in f.notes)
+        for obj in f.state["endpoints"]["server"]["linux"]
+        for t in obj["timers"]
+        if t["name"] == "delack"
+    ]
+    assert len(waits) >= 10
+    assert set(waits) == {40.0}
