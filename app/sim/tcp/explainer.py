@@ -22,7 +22,9 @@ from app.sim.tcp.presets import PRESETS
 from app.sim.tcp.sock import Seg
 from app.sim.tcp.state import TcpState
 
-SIM_VERSION = "tcp-5"  # 2: role words; 3: v6.4 lines; 4: SYN_SENT re-arm; 5: srtt-capped delack
+SIM_VERSION = (
+    "tcp-6"  # 2: role words; 3: v6.4 lines; 4: SYN_SENT re-arm; 5: delack cap; 6: tw takeover
+)
 ERRNOS = (
     "ECONNREFUSED",
     "ECONNRESET",

@@ -317,6 +317,10 @@ def rcv_timewait(sim: Sim, ep: Endpoint, tw: TimeWait, seg: Seg) -> None:
         tcp_ipv4.tw_ack(sim, ep, tw, seg)
 
 
+# who frees a timewait sock, by the reason kill_tw is given (else tcp_timewait_state_process)
+_TW_END_FUNCTION = {"timer": "tw_timer_handler", "connect()": "tcp_v4_connect"}
+
+
 def kill_tw(sim: Sim, ep: Endpoint, tw: TimeWait, why: str) -> None:
     tw.stop_all()
     if ep.ehash is tw:
@@ -331,6 +335,6 @@ def kill_tw(sim: Sim, ep: Endpoint, tw: TimeWait, why: str) -> None:
             "rfc_from": RFC_NAME[tw.substate],
             "rfc_to": "LISTEN" if ep.listener else "CLOSED",
             "event": why,
-            "function": "tcp_timewait_state_process" if why != "timer" else "tw_timer_handler",
+            "function": _TW_END_FUNCTION.get(why, "tcp_timewait_state_process"),
         }
     )

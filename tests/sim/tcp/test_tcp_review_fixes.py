@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tcphelp import OPEN, c, run, run_preset, segments
+from tcphelp import EX, OPEN, c, returns, run, run_preset, segments, transitions
 
 
 def test_synsent_unacceptable_ack_rearms_timer_to_timeout_min() -> None:
@@ -33,3 +33,22 @@ def test_delayed_ack_capped_by_srtt() -> None:
     ]
     assert len(waits) >= 10
     assert set(waits) == {40.0}
+
+
+def test_time_wait_takeover_with_timestamps() -> None:
+    """tcp_twsk_unique (called by __inet_check_established from tcp_v4_connect with no twp):
+    with timestamps (6.4's default) connect() from the bound port takes the 4-tuple over at
+    once with write_seq = tw_snd_nxt + 65535 + 2; without timestamps it fails."""
+    tr = run_preset("time-wait-takeover")
+    assert [r for _, r in returns(tr, "client", "connect")] == ["0", "0"]
+    syns = [s for s in segments(tr, "client") if s["flags"] == ["SYN"]]
+    fin = next(s for s in segments(tr, "client") if "FIN" in s["flags"])
+    assert syns[-1]["sent_ms"] == 30_000.0
+    assert syns[-1]["seq"] == fin["seq"] + 1 + 65537  # tw_snd_nxt is past the FIN
+    ended = [t for t in transitions(tr) if t["object"] == "timewait_sock"]
+    assert ended[-1]["to_state"] == "TCP_CLOSE"
+    assert ended[-1]["function"] == "tcp_v4_connect"
+
+    off = run_preset("time-wait")
+    assert EX.preset("time-wait").params["sysctl"] == {"tcp_timestamps": 0}  # type: ignore[union-attr]
+    assert (30_000.0, "EADDRNOTAVAIL") in returns(off, "client", "connect")
