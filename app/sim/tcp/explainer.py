@@ -22,9 +22,9 @@ from app.sim.tcp.presets import PRESETS
 from app.sim.tcp.sock import Seg
 from app.sim.tcp.state import TcpState
 
-SIM_VERSION = (
-    "tcp-6"  # 2: role words; 3: v6.4 lines; 4: SYN_SENT re-arm; 5: delack cap; 6: tw takeover
-)
+# 2: role words; 3: v6.4 lines; 4: SYN_SENT TCP_TIMEOUT_MIN re-arm; 5: srtt-capped delayed ACK;
+# 6: TIME_WAIT takeover with timestamps; 7: active RST carries the window
+SIM_VERSION = "tcp-7"
 ERRNOS = (
     "ECONNREFUSED",
     "ECONNRESET",

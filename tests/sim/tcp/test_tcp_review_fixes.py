@@ -52,3 +52,13 @@ def test_time_wait_takeover_with_timestamps() -> None:
     off = run_preset("time-wait")
     assert EX.preset("time-wait").params["sysctl"] == {"tcp_timestamps": 0}  # type: ignore[union-attr]
     assert (30_000.0, "EADDRNOTAVAIL") in returns(off, "client", "connect")
+
+
+def test_active_reset_carries_the_window() -> None:
+    """tcp_send_active_reset → __tcp_transmit_skb: a non-SYN segment carries
+    tcp_select_window(), so the abort's RST advertises the same window as the ACK before it."""
+    segs = segments(run_preset("abort"), "client")
+    rst = next(i for i, s in enumerate(segs) if "RST" in s["flags"])
+    before = [s for s in segs[:rst] if "SYN" not in s["flags"]]
+    assert segs[rst]["window"] > 0
+    assert segs[rst]["window"] == before[-1]["window"]
