@@ -137,12 +137,14 @@ def rcv_req(sim: Sim, ep: Endpoint, req: Req, seg: Seg) -> None:
             "endpoint": ep.name,
             "object": "request_sock",
             "object_id": req.id,
+            # the request sock is unhashed and freed (inet_csk_complete_hashdance, reqsk_put);
+            # only the child it was cloned into is in TCP_SYN_RECV
             "from_state": "TCP_NEW_SYN_RECV",
-            "to_state": "TCP_SYN_RECV",
+            "to_state": "TCP_CLOSE",
             "rfc_from": "SYN_RECEIVED",
             "rfc_to": "SYN_RECEIVED",
             "event": "ACK",
-            "function": "tcp_v4_syn_recv_sock",
+            "function": "inet_csk_complete_hashdance",
         }
     )
     sim.note(
