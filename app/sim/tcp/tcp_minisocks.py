@@ -66,7 +66,7 @@ def rcv_req(sim: Sim, ep: Endpoint, req: Req, seg: Seg) -> None:
     """tcp_check_req: the third segment of the handshake meets the request sock."""
     lsn = req.listener
     if ep.listener is not lsn:
-        drop_req(sim, req)
+        drop_req(sim, req, "tcp_v4_rcv")
         tcp_ipv4.receive(sim, ep, seg)
         return
     if seg.syn and not seg.has_ack and not seg.rst and seg.seq == req.irs:
@@ -159,7 +159,8 @@ def rcv_req(sim: Sim, ep: Endpoint, req: Req, seg: Seg) -> None:
     tcp_input.rcv_sync(sim, child, seg)
 
 
-def drop_req(sim: Sim, req: Req) -> None:
+def drop_req(sim: Sim, req: Req, function: str = "tcp_check_req") -> None:
+    """inet_csk_reqsk_queue_drop, from the function that decided it."""
     req.stop_all()
     if req in req.listener.reqs:
         req.listener.reqs.remove(req)
@@ -175,7 +176,7 @@ def drop_req(sim: Sim, req: Req) -> None:
             "rfc_from": "SYN_RECEIVED",
             "rfc_to": "LISTEN" if req.ep.listener else "CLOSED",
             "event": "drop",
-            "function": "reqsk_timer_handler",
+            "function": function,
         }
     )
 

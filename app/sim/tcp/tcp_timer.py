@@ -58,7 +58,7 @@ def timer_synack(sim: Sim, req: Req) -> None:
             ),
             "reqsk_timer_handler",
         )
-        tcp_minisocks.drop_req(sim, req)
+        tcp_minisocks.drop_req(sim, req, "reqsk_timer_handler")
         return
     req.num_timeout += 1
     sim.note(

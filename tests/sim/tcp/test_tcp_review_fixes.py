@@ -62,3 +62,21 @@ def test_active_reset_carries_the_window() -> None:
     before = [s for s in segs[:rst] if "SYN" not in s["flags"]]
     assert segs[rst]["window"] > 0
     assert segs[rst]["window"] == before[-1]["window"]
+
+
+def test_embryonic_reset_is_dropped_by_tcp_check_req() -> None:
+    """tcp_check_req: a RST in the window drops the request sock itself (embryonic reset);
+    reqsk_timer_handler only drops a request whose SYN-ACK retries ran out."""
+    script = [
+        c(0, "server", "listen"),
+        c(0, "client", "connect", nonblock=True),
+        c(5, "client", "close"),
+    ]
+    tr = run({"script": script, "until_ms": 500})
+    assert [s["flags"] for s in segments(tr, "client")][-1] == ["RST"]
+    ends = [
+        t["function"]
+        for t in transitions(tr)
+        if t["object"] == "request_sock" and t["to_state"] == "TCP_CLOSE"
+    ]
+    assert ends == ["tcp_check_req"]
