@@ -19,6 +19,7 @@ from app.sim.tcp.params import Call
 from app.sim.tcp.sock import (
     RTO_INIT,
     TIMEWAIT_LEN,
+    TW_ISN_GAP,
     Endpoint,
     Listener,
     Seg,
@@ -74,6 +75,35 @@ def call_listen(sim: Sim, ep: Endpoint, c: Call) -> str:
     return "0"
 
 
+def take_over_tw(sim: Sim, ep: Endpoint, tw: TimeWait) -> int:
+    """__inet_check_established → tcp_twsk_unique for a connect() from the bound port (no twp):
+    with timestamps the timewait sock saw a TSval (tw_ts_recent_stamp), PAWS guards the new
+    connection, so connect() takes the 4-tuple over at once with write_seq = tw_snd_nxt +
+    65535 + 2 and the timewait sock is freed; without timestamps it fails (EADDRNOTAVAIL).
+    Returns the new ISN, or 0 when the 4-tuple stays taken."""
+    if not sim.p.sysctl.tcp_timestamps:
+        sim.note(
+            msg(
+                "The old connection is still in TIME_WAIT here and used no timestamps: "
+                "tcp_twsk_unique refuses it, connect() fails with EADDRNOTAVAIL."
+            ),
+            "tcp_v4_connect",
+        )
+        return 0
+    isn = (tw.snd_nxt + TW_ISN_GAP) % 2**32 or 1
+    sim.note(
+        msg(
+            "The old connection is in TIME_WAIT, but it used timestamps: tcp_twsk_unique lets "
+            "connect() take over its addresses and ports at once, with ISS = the timewait "
+            "sock's SND.NXT + 65537 = {isn}; the timewait sock is freed.",
+            isn=isn,
+        ),
+        "tcp_v4_connect",
+    )
+    tcp_minisocks.kill_tw(sim, ep, tw, "connect()")
+    return isn
+
+
 def call_connect(sim: Sim, ep: Endpoint, c: Call) -> str | None:
     sim.note(msg("{ep} calls connect().", ep=ep.label), "__inet_stream_connect")
     sk = ep.fd
@@ -85,17 +115,17 @@ def call_connect(sim: Sim, ep: Endpoint, c: Call) -> str | None:
     if sk is not None and (sk.state != "CLOSE" or sk.ever_connected):
         sim.note(msg("The socket is already connected: EISCONN."))
         return "EISCONN"
+    tw_isn = 0
     if isinstance(ep.ehash, TimeWait):
-        sim.note(
-            msg("This 4-tuple is still in TIME_WAIT here: connect() fails with EADDRNOTAVAIL.")
-        )
-        return "EADDRNOTAVAIL"
+        tw_isn = take_over_tw(sim, ep, ep.ehash)
+        if not tw_isn:
+            return "EADDRNOTAVAIL"
     if sk is None:
         sk = Sock(sim, ep)
         ep.fd = sk
     sk.keepalive = c.keepalive
     sk.nonblock = c.nonblock
-    sk.iss = ep.next_iss()
+    sk.iss = tw_isn or ep.next_iss()
     sk.snd_una = sk.iss
     sk.snd_nxt = sk.iss
     sk.write_seq = sk.iss + 1

@@ -22,7 +22,10 @@ from app.sim.tcp.presets import PRESETS
 from app.sim.tcp.sock import Seg
 from app.sim.tcp.state import TcpState
 
-SIM_VERSION = "tcp-2"  # 2: narration names the endpoints by catalog words
+# 2: role words; 3: v6.4 lines; 4: SYN_SENT TCP_TIMEOUT_MIN re-arm; 5: srtt-capped delayed ACK;
+# 6: TIME_WAIT takeover with timestamps; 7: active RST carries the window;
+# 8: the request sock is freed, not moved to TCP_SYN_RECV; 9: who drops a request sock
+SIM_VERSION = "tcp-9"
 ERRNOS = (
     "ECONNREFUSED",
     "ECONNRESET",

@@ -74,6 +74,7 @@ class Sysctls:
     tcp_keepalive_intvl_s: float = TCP_KEEPALIVE_INTVL_S
     tcp_keepalive_probes: int = TCP_KEEPALIVE_PROBES
     tcp_syncookies: int = 1
+    tcp_timestamps: int = 1
     tcp_abort_on_overflow: bool = False
 
 
@@ -95,6 +96,7 @@ SYSCTL_INT_LIMITS: dict[str, tuple[int, int]] = {
     "tcp_synack_retries": (1, 255),
     "tcp_keepalive_probes": (1, 127),
     "tcp_syncookies": (0, 2),
+    "tcp_timestamps": (0, 2),
 }
 SYSCTL_FLOAT_LIMITS: dict[str, tuple[float, float]] = {
     "tcp_fin_timeout_s": (1, 120),

@@ -174,7 +174,7 @@ _RAW: list[tuple[str, Any, dict[str, Any]]] = [
     ),
     (
         "time-wait",
-        msg("TIME_WAIT holds the 4-tuple for 60 seconds"),
+        msg("Without timestamps, TIME_WAIT holds the 4-tuple for 60 seconds"),
         {
             "script": [
                 *_OPEN,
@@ -186,6 +186,22 @@ _RAW: list[tuple[str, Any, dict[str, Any]]] = [
                 _c(61_000, "server", "accept"),
             ],
             "until_ms": 62_000,
+            "sysctl": {"tcp_timestamps": 0},
+        },
+    ),
+    (
+        "time-wait-takeover",
+        msg("With timestamps, connect() takes over a TIME_WAIT 4-tuple"),
+        {
+            "script": [
+                *_OPEN,
+                _c(100, "client", "close"),
+                _c(100, "server", "recv"),
+                _c(150, "server", "close"),
+                _c(30_000, "client", "connect"),
+                _c(30_000, "server", "accept"),
+            ],
+            "until_ms": 31_000,
         },
     ),
     (

@@ -47,6 +47,7 @@ RTO_INIT = TCP_TIMEOUT_INIT_S * 1000  # TCP_TIMEOUT_INIT: 1000 ms
 RTO_MIN = TCP_RTO_MIN_US / 1000  # TCP_RTO_MIN: 200 ms
 RTO_MAX = TCP_RTO_MAX_US / 1000  # TCP_RTO_MAX: 120 s
 RTO_FALLBACK = 3000.0  # TCP_TIMEOUT_FALLBACK
+TIMEOUT_MIN = 2.0  # TCP_TIMEOUT_MIN: 2 jiffies
 TIMEWAIT_LEN = TCP_TIMEWAIT_LEN_S * 1000  # TCP_TIMEWAIT_LEN: 60 s
 ATO_MIN = TCP_DELACK_MIN_S * 1000  # TCP_ATO_MIN = TCP_DELACK_MIN: 40 ms
 DELACK_MAX = TCP_DELACK_MAX_S * 1000  # TCP_DELACK_MAX: 200 ms
@@ -308,6 +309,7 @@ class Sock(Obj):
         self.err: str | None = None
         self.rtt = RttEstimator()
         self.rto = RTO_INIT
+        self.rtx_after = 0.0  # the retransmit timer's interval when it is not the RTO (else 0)
         self.backoff = 0
         self.retransmits = 0
         self.retrans_stamp: float | None = None

@@ -1,8 +1,12 @@
 """Every Linux 6.4 function the TCP explainer cites, in one table.
 
-Each line is the function's definition line in the Linux 6.4 tree (6.4.6 stable; net code as
-6.4.4), checked with ``git show HEAD:<path> | grep -n`` on /work/.mirror/lewisevans2007+linux-6.4;
-``tests/sim/tcp/test_tcp_sources.py`` re-checks them against that tree when it is present.
+Each line is the function's definition line in upstream v6.4, the version the source links
+open on elixir. They were read in the 6.4.4 stable networking code (the 6.4.6 snapshot
+/work/.mirror/lewisevans2007+linux-6.4), whose lines match v6.4 except in net/ipv4/tcp_input.c:
+there every function after ``__tcp_oow_rate_limited`` sits 6 lines lower in 6.4.4 (``tcp_ack``
+3766 vs v6.4's 3760, issue 22). ``line_in_644`` maps a v6.4 citation to 6.4.4 so that
+``tests/sim/tcp/test_tcp_sources.py`` can re-check every line against that tree when it is
+present; ``tests/sim/tcp/test_tcp_cited_lines.py`` keeps the checked table.
 """
 
 from __future__ import annotations
@@ -55,23 +59,23 @@ SOURCES: dict[str, SourceRef] = {
     "tcp_v4_timewait_ack": _r("tcp_v4_timewait_ack", _IPV4, 945),
     # input
     "tcp_v4_rcv": _r("tcp_v4_rcv", _IPV4, 1976),
-    "tcp_rcv_state_process": _r("tcp_rcv_state_process", _IN, 6461),
-    "tcp_rcv_synsent_state_process": _r("tcp_rcv_synsent_state_process", _IN, 6188),
-    "tcp_finish_connect": _r("tcp_finish_connect", _IN, 6070),
-    "tcp_rcv_established": _r("tcp_rcv_established", _IN, 5853),
-    "tcp_validate_incoming": _r("tcp_validate_incoming", _IN, 5712),
-    "tcp_send_challenge_ack": _r("tcp_send_challenge_ack", _IN, 3633),
-    "tcp_send_dupack": _r("tcp_send_dupack", _IN, 4488),
-    "tcp_ack": _r("tcp_ack", _IN, 3766),
+    "tcp_rcv_state_process": _r("tcp_rcv_state_process", _IN, 6455),
+    "tcp_rcv_synsent_state_process": _r("tcp_rcv_synsent_state_process", _IN, 6182),
+    "tcp_finish_connect": _r("tcp_finish_connect", _IN, 6064),
+    "tcp_rcv_established": _r("tcp_rcv_established", _IN, 5847),
+    "tcp_validate_incoming": _r("tcp_validate_incoming", _IN, 5706),
+    "tcp_send_challenge_ack": _r("tcp_send_challenge_ack", _IN, 3627),
+    "tcp_send_dupack": _r("tcp_send_dupack", _IN, 4482),
+    "tcp_ack": _r("tcp_ack", _IN, 3760),
     "tcp_ack_probe": _r("tcp_ack_probe", _IN, 3444),
     "tcp_fastretrans_alert": _r("tcp_fastretrans_alert", _IN, 2953),
-    "tcp_data_queue": _r("tcp_data_queue", _IN, 5015),
+    "tcp_data_queue": _r("tcp_data_queue", _IN, 5009),
     "tcp_event_data_recv": _r("tcp_event_data_recv", _IN, 774),
-    "__tcp_ack_snd_check": _r("__tcp_ack_snd_check", _IN, 5523),
-    "tcp_fin": _r("tcp_fin", _IN, 4365),
-    "tcp_reset": _r("tcp_reset", _IN, 4318),
-    "tcp_conn_request": _r("tcp_conn_request", _IN, 6930),
-    "tcp_syn_flood_action": _r("tcp_syn_flood_action", _IN, 6834),
+    "__tcp_ack_snd_check": _r("__tcp_ack_snd_check", _IN, 5517),
+    "tcp_fin": _r("tcp_fin", _IN, 4359),
+    "tcp_reset": _r("tcp_reset", _IN, 4312),
+    "tcp_conn_request": _r("tcp_conn_request", _IN, 6924),
+    "tcp_syn_flood_action": _r("tcp_syn_flood_action", _IN, 6828),
     "inet_csk_reqsk_queue_hash_add": _r("inet_csk_reqsk_queue_hash_add", _CSK, 1109),
     "tcp_check_req": _r("tcp_check_req", _MINI, 606),
     "tcp_v4_syn_recv_sock": _r("tcp_v4_syn_recv_sock", _IPV4, 1550),
@@ -99,6 +103,18 @@ SOURCES: dict[str, SourceRef] = {
     "reqsk_timer_handler": _r("reqsk_timer_handler", _CSK, 983),
     "tcp_rtx_synack": _r("tcp_rtx_synack", _OUT, 4116),
 }
+
+
+# In 6.4.4, net/ipv4/tcp_input.c is 6 lines longer than v6.4 from __tcp_oow_rate_limited on
+# (v6.4 cites nothing of that file between tcp_ack_probe, 3444, and tcp_send_challenge_ack, 3627).
+TCP_INPUT_SHIFT_FROM = 3600
+
+
+def line_in_644(path: str, line: int) -> int:
+    """Where a v6.4 citation of this table sits in the 6.4.4 stable code."""
+    if path == _IN and line > TCP_INPUT_SHIFT_FROM:
+        return line + 6
+    return line
 
 
 def ref(key: str) -> SourceRef:

@@ -19,6 +19,7 @@ from app.sim.tcp.sock import (
     RTO_INIT,
     RTO_MAX,
     RTO_MIN,
+    TIMEOUT_MIN,
     Endpoint,
     Listener,
     Req,
@@ -164,6 +165,18 @@ def rcv_synsent(sim: Sim, sk: Sock, seg: Seg) -> None:
     """tcp_rcv_synsent_state_process."""
     if seg.has_ack:
         if seg.ack <= sk.iss or seg.ack > sk.snd_nxt:
+            if sk.retransmits == 0:
+                # "Previous FIN/ACK or RST/ACK might be ignored": resend the SYN at once.
+                sk.arm("retransmit", sim.now + TIMEOUT_MIN)
+                sk.rtx_after = TIMEOUT_MIN
+                sim.note(
+                    msg(
+                        "No retransmission yet: the retransmission timer is re-armed to "
+                        "TCP_TIMEOUT_MIN ({t} ms), so the SYN goes again right after this.",
+                        t=TIMEOUT_MIN,
+                    ),
+                    "tcp_rcv_synsent_state_process",
+                )
             if not seg.rst:
                 sim.note(
                     msg("The ACK does not cover our SYN: answer with a RST."),
@@ -426,6 +439,7 @@ def clean_rtx(sim: Sim, sk: Sock, ack: int) -> int:
     sk.cwnd += len(acked) if not any(o.syn for o in acked) else 0
     sk.stop("retransmit")
     if sk.rtx:
+        sk.rtx_after = 0.0
         sk.arm("retransmit", sim.now + sk.rto)
     return len(acked)
 
@@ -594,6 +608,22 @@ def tcp_fin(sim: Sim, sk: Sock) -> None:
     sk.ooo = []
 
 
+def delayed_ack_timeout(sk: Sock) -> float:
+    """tcp_send_delayed_ack: above TCP_DELACK_MIN, ato is bounded by HZ/2 (TCP_DELACK_MAX in
+    pingpong mode) and, once an RTT was measured, by max(srtt, TCP_DELACK_MIN); then by
+    icsk_delack_max (TCP_DELACK_MAX). The model has no ICSK_ACK_PUSHED; with the last bound
+    it changes nothing."""
+    ato = sk.ato or ATO_MIN
+    if ato > ATO_MIN:
+        max_ato = DELACK_MAX if sk.pingpong else 500.0  # HZ / 2
+        srtt_us = sk.rtt.srtt_us >> 3
+        if srtt_us:
+            rtt = max(float(-(-srtt_us // 1000)), ATO_MIN)  # usecs_to_jiffies rounds up
+            max_ato = min(max_ato, rtt)
+        ato = min(ato, max_ato)
+    return min(ato, DELACK_MAX)
+
+
 def ack_snd_check(sim: Sim, sk: Sock) -> None:
     """__tcp_ack_snd_check: ACK now, or arm the delayed-ACK timer."""
     if not sk.ack_sched:
@@ -603,8 +633,7 @@ def ack_snd_check(sim: Sim, sk: Sock) -> None:
         tcp_output.send_ack(sim, sk, "ack", "__tcp_ack_snd_check")
         return
     if not sk.timer("delack").armed:
-        ato = sk.ato or ATO_MIN
-        ato = min(ato, DELACK_MAX)
+        ato = delayed_ack_timeout(sk)
         sk.arm("delack", sim.now + ato)
         sim.note(
             msg("{ep} delays its ACK by {t} ms.", ep=sk.ep.label, t=round(ato, 3)),

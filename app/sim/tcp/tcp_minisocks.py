@@ -66,7 +66,7 @@ def rcv_req(sim: Sim, ep: Endpoint, req: Req, seg: Seg) -> None:
     """tcp_check_req: the third segment of the handshake meets the request sock."""
     lsn = req.listener
     if ep.listener is not lsn:
-        drop_req(sim, req)
+        drop_req(sim, req, "tcp_v4_rcv")
         tcp_ipv4.receive(sim, ep, seg)
         return
     if seg.syn and not seg.has_ack and not seg.rst and seg.seq == req.irs:
@@ -137,12 +137,14 @@ def rcv_req(sim: Sim, ep: Endpoint, req: Req, seg: Seg) -> None:
             "endpoint": ep.name,
             "object": "request_sock",
             "object_id": req.id,
+            # the request sock is unhashed and freed (inet_csk_complete_hashdance, reqsk_put);
+            # only the child it was cloned into is in TCP_SYN_RECV
             "from_state": "TCP_NEW_SYN_RECV",
-            "to_state": "TCP_SYN_RECV",
+            "to_state": "TCP_CLOSE",
             "rfc_from": "SYN_RECEIVED",
             "rfc_to": "SYN_RECEIVED",
             "event": "ACK",
-            "function": "tcp_v4_syn_recv_sock",
+            "function": "inet_csk_complete_hashdance",
         }
     )
     sim.note(
@@ -157,7 +159,8 @@ def rcv_req(sim: Sim, ep: Endpoint, req: Req, seg: Seg) -> None:
     tcp_input.rcv_sync(sim, child, seg)
 
 
-def drop_req(sim: Sim, req: Req) -> None:
+def drop_req(sim: Sim, req: Req, function: str = "tcp_check_req") -> None:
+    """inet_csk_reqsk_queue_drop, from the function that decided it."""
     req.stop_all()
     if req in req.listener.reqs:
         req.listener.reqs.remove(req)
@@ -173,7 +176,7 @@ def drop_req(sim: Sim, req: Req) -> None:
             "rfc_from": "SYN_RECEIVED",
             "rfc_to": "LISTEN" if req.ep.listener else "CLOSED",
             "event": "drop",
-            "function": "reqsk_timer_handler",
+            "function": function,
         }
     )
 
@@ -317,6 +320,10 @@ def rcv_timewait(sim: Sim, ep: Endpoint, tw: TimeWait, seg: Seg) -> None:
         tcp_ipv4.tw_ack(sim, ep, tw, seg)
 
 
+# who frees a timewait sock, by the reason kill_tw is given (else tcp_timewait_state_process)
+_TW_END_FUNCTION = {"timer": "tw_timer_handler", "connect()": "tcp_v4_connect"}
+
+
 def kill_tw(sim: Sim, ep: Endpoint, tw: TimeWait, why: str) -> None:
     tw.stop_all()
     if ep.ehash is tw:
@@ -331,6 +338,6 @@ def kill_tw(sim: Sim, ep: Endpoint, tw: TimeWait, why: str) -> None:
             "rfc_from": RFC_NAME[tw.substate],
             "rfc_to": "LISTEN" if ep.listener else "CLOSED",
             "event": why,
-            "function": "tcp_timewait_state_process" if why != "timer" else "tw_timer_handler",
+            "function": _TW_END_FUNCTION.get(why, "tcp_timewait_state_process"),
         }
     )

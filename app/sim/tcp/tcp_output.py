@@ -23,14 +23,15 @@ if TYPE_CHECKING:
 
 
 def active_reset(sim: Sim, sk: Sock) -> None:
-    """tcp_send_active_reset: RST+ACK at SND.NXT."""
+    """tcp_send_active_reset: RST+ACK at SND.NXT. It goes through __tcp_transmit_skb, which
+    writes tcp_select_window() into every segment but a SYN: the RST advertises the window too."""
     sim.xmit(
         sk.ep,
         ("RST", "ACK"),
         sk.snd_nxt,
         sk.rcv_nxt,
         0,
-        0,
+        sk.adv_window(),
         "rst",
         "tcp_send_active_reset",
         msg("{ep} sends RST+ACK seq={seq}.", ep=sk.ep.label, seq=sk.snd_nxt),
@@ -104,6 +105,7 @@ def send_syn(sim: Sim, sk: Sock, retrans: bool) -> None:
     if sk.state == "SYN_RECV":
         ack_sent(sim, sk)
     if not sk.timer("retransmit").armed:
+        sk.rtx_after = 0.0
         sk.arm("retransmit", sim.now + sk.rto)
 
 
@@ -200,6 +202,7 @@ def _send_new(sim: Sim, sk: Sock, n: int, fin: bool) -> None:
     ack_sent(sim, sk)
     if not sk.timer("retransmit").armed:
         sk.stop("probe0")
+        sk.rtx_after = 0.0
         sk.arm("retransmit", sim.now + sk.rto)
 
 

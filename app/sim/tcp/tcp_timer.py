@@ -58,7 +58,7 @@ def timer_synack(sim: Sim, req: Req) -> None:
             ),
             "reqsk_timer_handler",
         )
-        tcp_minisocks.drop_req(sim, req)
+        tcp_minisocks.drop_req(sim, req, "reqsk_timer_handler")
         return
     req.num_timeout += 1
     sim.note(
@@ -130,7 +130,7 @@ def timer_retransmit(sim: Sim, sk: Sock) -> None:
         msg(
             "{ep}: the retransmission timer fires after {rto} ms.",
             ep=sk.ep.label,
-            rto=round(sk.rto, 3),
+            rto=round(sk.rtx_after or sk.rto, 3),
         ),
         "tcp_retransmit_timer",
     )
@@ -142,6 +142,7 @@ def timer_retransmit(sim: Sim, sk: Sock) -> None:
     head.lost = False
     tcp_output.retransmit(sim, sk, head, "rto")
     sk.backoff += 1
+    sk.rtx_after = 0.0
     sk.rto = min(sk.rto * 2, RTO_MAX)
     sk.arm("retransmit", sim.now + sk.rto)
     sim.note(

@@ -31,6 +31,11 @@ EXPECTED: dict[str, tuple[list[str], list[str]]] = {
     "lost-fin": (OPEN_C + ACTIVE_CLOSE, OPEN_S + PASSIVE_CLOSE + ["LISTEN"]),
     "lost-last-ack": (OPEN_C + ACTIVE_CLOSE, OPEN_S + PASSIVE_CLOSE + ["LISTEN"]),
     "time-wait": (OPEN_C + ACTIVE_CLOSE + OPEN_C[1:], OPEN_S + PASSIVE_CLOSE + OPEN_S[1:]),
+    # tcp_twsk_unique: connect() takes the timewait sock's 4-tuple over, TIME_WAIT -> SYN_SENT
+    "time-wait-takeover": (
+        OPEN_C + ACTIVE_CLOSE[:3] + OPEN_C[1:],
+        OPEN_S + PASSIVE_CLOSE + OPEN_S[1:],
+    ),
     "syn-to-time-wait": (
         OPEN_C + PASSIVE_CLOSE + ["CLOSED", "SYN_SENT", "ESTABLISHED"],
         OPEN_S + ["FIN_WAIT_1", "FIN_WAIT_2", "TIME_WAIT", "SYN_RECEIVED", "ESTABLISHED"],

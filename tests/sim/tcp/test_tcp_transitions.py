@@ -84,14 +84,15 @@ ROWS: list[tuple[str, str, dict[str, Any], str, str, str, str, str]] = [
         "tcp_conn_request",
     ),
     (
-        "request-promoted",
-        "tcp_check_req -> tcp_v4_syn_recv_sock replaces the request sock",
+        "request-freed",
+        "tcp_check_req: the child replaces the request sock, which is freed, not moved to "
+        "TCP_SYN_RECV (inet_csk_complete_hashdance)",
         {"script": _HS},
         "server",
         "request_sock",
         "TCP_NEW_SYN_RECV",
-        "TCP_SYN_RECV",
-        "tcp_v4_syn_recv_sock",
+        "TCP_CLOSE",
+        "inet_csk_complete_hashdance",
     ),
     (
         "child-cloned",

@@ -75,6 +75,7 @@ _SYSCTL_FIELDS = (
     _sysctl("tcp_keepalive_intvl_s", msg("tcp_keepalive_intvl")),
     _sysctl("tcp_keepalive_probes", msg("tcp_keepalive_probes")),
     _sysctl("tcp_syncookies", msg("tcp_syncookies"), msg("0–2")),
+    _sysctl("tcp_timestamps", msg("tcp_timestamps"), msg("0–2")),
     FieldSpec(key="tcp_abort_on_overflow", label=msg("tcp_abort_on_overflow"), kind="bool"),
 )
 
