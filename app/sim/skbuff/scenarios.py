@@ -139,6 +139,27 @@ RX_HEADERS: dict[str, Any] = {
     ]
 }
 
+GSO_SEGS = 3  # one skb carrying three MSS of payload (tcp_sendmsg_locked's size_goal allows it)
+GSO_TRANSMIT: dict[str, Any] = {
+    "ops": [
+        {"op": "tcp_stream_alloc_skb", "size": 0, "via": "tcp_sendmsg_locked"},
+        {"op": "tcp_skb_entail", "seq": WRITE_SEQ, "via": "tcp_sendmsg_locked"},
+        {"op": "skb_fill_page_desc", "size": GSO_SEGS * MSS, "via": "tcp_sendmsg_locked"},
+        {"op": "tcp_set_skb_tso_segs", "mss": MSS},
+        {"op": "skb_clone", "from": "skb", "skb": "clone1", "via": "__tcp_transmit_skb"},
+        {"op": "skb_push", "skb": "clone1", "len": 32, "label": "TCP", "via": "__tcp_transmit_skb"},
+        {"op": "skb_reset_transport_header", "skb": "clone1", "via": "__tcp_transmit_skb"},
+        {"op": "tcp_v4_send_check", "skb": "clone1", "via": "__tcp_transmit_skb"},
+        {"op": "__tcp_transmit_skb", "skb": "clone1"},
+        {"op": "skb_push", "skb": "clone1", "len": 20, "label": "IP", "via": "__ip_queue_xmit"},
+        {"op": "skb_reset_network_header", "skb": "clone1", "via": "__ip_queue_xmit"},
+        {"op": "skb_push", "skb": "clone1", "len": 14, "label": "eth", "via": "neigh_hh_output"},
+        {"op": "skb_reset_mac_header", "skb": "clone1", "via": "__dev_queue_xmit"},
+        {"op": "skb_segment", "skb": "clone1", "via": "validate_xmit_skb"},
+        {"op": "consume_skb", "skb": "clone1", "via": "validate_xmit_skb"},
+    ]
+}
+
 PANIC: dict[str, Any] = {
     "ops": [
         {"op": "alloc_skb", "size": 1500},
@@ -179,6 +200,12 @@ PRESETS: tuple[Preset, ...] = (
         title=msg("Header offsets, cb[] and a drop reason on receive"),
         params=RX_HEADERS,
         lesson="skb-rx-headers",
+    ),
+    Preset(
+        slug="gso-transmit",
+        title=msg("TSO or GSO: one skb, three segments"),
+        params=GSO_TRANSMIT,
+        lesson="skb-gso-transmit",
     ),
     Preset(
         slug="panic",

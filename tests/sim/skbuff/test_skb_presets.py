@@ -13,7 +13,15 @@ from app.sim.skbuff import SkbExplainer, api_frames, parse, run
 from app.sim.skbuff.scenarios import PRESETS
 
 CONTENT = Path(__file__).resolve().parents[3] / "content"
-SLUGS = ["tcp-transmit", "rx-frame", "clone-retransmit", "gro-linearize", "rx-headers", "panic"]
+SLUGS = [
+    "tcp-transmit",
+    "rx-frame",
+    "clone-retransmit",
+    "gro-linearize",
+    "rx-headers",
+    "gso-transmit",
+    "panic",
+]
 
 
 def test_registered_explainer() -> None:
@@ -25,9 +33,9 @@ def test_registered_explainer() -> None:
 
 @pytest.mark.parametrize("preset", PRESETS, ids=lambda p: p.slug)
 def test_preset_runs(preset: Preset) -> None:
-    """Every preset runs in 6-14 frames; only "panic" ends early."""
+    """Every preset runs in 6-16 frames; only "panic" ends early."""
     t = run(parse(preset.params))
-    assert 6 <= len(t.frames) <= 14 or preset.slug == "panic"
+    assert 6 <= len(t.frames) <= 16 or preset.slug == "panic"
     assert (t.ended_early is not None) == (preset.slug == "panic")
     json.dumps([dict(f.state) for f in t.frames])  # JSON-able
     assert all(f.source is not None for f in t.frames)
@@ -55,6 +63,29 @@ def test_rx_frame_pulls_to_payload() -> None:
     assert [f.state["skbs"][0]["data"] for f in pulls] == [192 + 14, 192 + 34, 192 + 66]
     assert "eth_type_trans" in pulls[0].narration
     assert all(f.op != "napi_alloc_skb" for f in t.frames)
+
+
+def test_gso_transmit_segments_share_the_page() -> None:
+    """gso-transmit: tcp_set_skb_tso_segs puts 3 x 1448 in cb[]; __tcp_transmit_skb copies it
+    into the shared skb_shinfo (both skbs see it) and clears cb[]; skb_segment makes three
+    1514-byte skbs whose frags reference the one payload page."""
+    t = run(parse(SkbExplainer().preset("gso-transmit").params))  # type: ignore[union-attr]
+    tso = next(f for f in t.frames if f.op == "tcp_set_skb_tso_segs").state["skbs"][0]
+    assert (tso["cb"]["fields"]["tcp_gso_segs"], tso["gso_size"]) == (3, 0)
+    fill = next(f for f in t.frames if f.op == "__tcp_transmit_skb").state
+    by = {s["name"]: s for s in fill["skbs"]}
+    assert [(by[n]["gso_size"], by[n]["gso_segs"]) for n in ("skb", "clone1")] == [(1448, 3)] * 2
+    assert by["clone1"]["cb"]["layer"] is None and by["skb"]["cb"]["layer"] == "TCP_SKB_CB"
+    assert by["clone1"]["ip_summed"] == "CHECKSUM_PARTIAL" and by["clone1"]["csum_offset"] == 16
+    seg = next(f for f in t.frames if f.op == "skb_segment").state
+    segs = [s for s in seg["skbs"] if s["name"].startswith("clone1_s")]
+    assert [(s["len"], s["data_len"]) for s in segs] == [(1514, 1448)] * 3
+    page = segs[0]["frags"][0]["page"]
+    assert {s["frags"][0]["page"] for s in segs} == {page}
+    assert seg["pages"][page]["refs"] == 1 + 3
+    assert (
+        t.frames[-1].op == "consume_skb" and t.frames[-1].state["skbs"][1]["status"] == "consumed"
+    )
 
 
 def test_panic_preset() -> None:
