@@ -160,6 +160,36 @@ GSO_TRANSMIT: dict[str, Any] = {
     ]
 }
 
+UDP_FRAME = 1242  # Ethernet 14 + IP 20 + UDP 8 + 1200 bytes of datagram
+
+
+def _udp_rx(skb: str) -> list[dict[str, Any]]:
+    """igb_build_skb around one received UDP frame, then eth_type_trans."""
+    return [
+        {"op": "napi_build_skb", "skb": skb, "size": IGB_HALF_PAGE, "via": "igb_build_skb"},
+        {"op": "skb_reserve", "skb": skb, "len": IGB_SKB_PAD, "via": "igb_build_skb"},
+        {"op": "skb_put", "skb": skb, "len": UDP_FRAME, "label": "frame", "via": "igb_build_skb"},
+        {"op": "skb_pull", "skb": skb, "len": 14, "via": "eth_type_trans"},
+    ]
+
+
+DROP_VS_CONSUME: dict[str, Any] = {
+    "ops": [
+        *_udp_rx("skb"),
+        *_udp_rx("seg2"),
+        {
+            "op": "skb_gro_receive_list",
+            "skb": "skb",
+            "from": "seg2",
+            "offset": 28,
+            "via": "udp_gro_receive_segment",
+        },
+        {"op": "skb_clone", "from": "skb", "skb": "clone1"},
+        {"op": "kfree_skb", "skb": "skb", "reason": "NETFILTER_DROP"},
+        {"op": "consume_skb", "skb": "clone1"},
+    ]
+}
+
 PANIC: dict[str, Any] = {
     "ops": [
         {"op": "alloc_skb", "size": 1500},
@@ -206,6 +236,12 @@ PRESETS: tuple[Preset, ...] = (
         title=msg("TSO or GSO: one skb, three segments"),
         params=GSO_TRANSMIT,
         lesson="skb-gso-transmit",
+    ),
+    Preset(
+        slug="drop-vs-consume",
+        title=msg("kfree_skb_reason or consume_skb: who frees the frag_list"),
+        params=DROP_VS_CONSUME,
+        lesson="skb-drop-vs-consume",
     ),
     Preset(
         slug="panic",

@@ -20,6 +20,7 @@ SLUGS = [
     "gro-linearize",
     "rx-headers",
     "gso-transmit",
+    "drop-vs-consume",
     "panic",
 ]
 
@@ -86,6 +87,21 @@ def test_gso_transmit_segments_share_the_page() -> None:
     assert (
         t.frames[-1].op == "consume_skb" and t.frames[-1].state["skbs"][1]["status"] == "consumed"
     )
+
+
+def test_drop_vs_consume_frees_the_chain_on_the_last_reference() -> None:
+    """drop-vs-consume: kfree_skb_reason on the head records NETFILTER_DROP but, with a clone
+    holding dataref, frees neither buf1 nor the frag_list skb; the clone's consume_skb does."""
+    t = run(parse(SkbExplainer().preset("drop-vs-consume").params))  # type: ignore[union-attr]
+    drop = next(f for f in t.frames if f.op == "kfree_skb")
+    by = {s["name"]: s for s in drop.state["skbs"]}
+    assert (by["skb"]["status"], by["skb"]["drop_reason"]) == ("dropped", "NETFILTER_DROP")
+    assert by["seg2"]["status"] == "in_frag_list" and not drop.state["buffers"]["buf1"]["freed"]
+    assert by["clone1"]["frag_list"] == ["seg2"] and by["clone1"]["dataref"] == 1
+    last = t.frames[-1]
+    by = {s["name"]: s for s in last.state["skbs"]}
+    assert last.op == "consume_skb" and by["seg2"]["status"] == "consumed"
+    assert last.state["buffers"]["buf1"]["freed"] and last.state["buffers"]["buf2"]["freed"]
 
 
 def test_panic_preset() -> None:
