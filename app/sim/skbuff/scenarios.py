@@ -190,6 +190,38 @@ DROP_VS_CONSUME: dict[str, Any] = {
     ]
 }
 
+
+def _gro_rx(skb: str, frag_offset: int) -> list[dict[str, Any]]:
+    """igb legacy-rx with the checksum the NIC verified, then the headers GRO records."""
+    rx = _legacy_rx(skb, frag_offset)
+    return [
+        *rx[:3],
+        {"op": "igb_rx_checksum", "skb": skb, "via": "igb_process_skb_fields"},
+        rx[3],
+    ]
+
+
+GRO_FORWARD: dict[str, Any] = {
+    "ops": [
+        *_gro_rx("skb", HDRS),
+        {"op": "skb_reset_network_header", "via": "dev_gro_receive"},
+        {"op": "skb_set_transport_header", "offset": 20},  # inet_gro_receive
+        *_gro_rx("seg2", IGB_HALF_PAGE + HDRS),
+        {
+            "op": "skb_gro_receive",
+            "skb": "skb",
+            "from": "seg2",
+            "offset": HDRS - 14,
+            "via": "tcp_gro_receive",
+        },
+        {"op": "tcp4_gro_complete"},
+        {"op": "skb_push", "len": 14, "label": "eth", "via": "neigh_hh_output"},
+        {"op": "skb_reset_mac_header", "via": "__dev_queue_xmit"},
+        {"op": "skb_segment", "via": "validate_xmit_skb"},
+        {"op": "consume_skb", "via": "validate_xmit_skb"},
+    ]
+}
+
 PANIC: dict[str, Any] = {
     "ops": [
         {"op": "alloc_skb", "size": 1500},
@@ -242,6 +274,12 @@ PRESETS: tuple[Preset, ...] = (
         title=msg("kfree_skb_reason or consume_skb: who frees the frag_list"),
         params=DROP_VS_CONSUME,
         lesson="skb-drop-vs-consume",
+    ),
+    Preset(
+        slug="gro-forward",
+        title=msg("Forwarding a GRO packet: checksum states and skb_segment"),
+        params=GRO_FORWARD,
+        lesson="skb-gro-forward",
     ),
     Preset(
         slug="panic",
