@@ -535,7 +535,7 @@ def skb_gro_receive_list(w: World, op: Op) -> Step:
         else ""
     )
     text = msg(
-        "UDP fraglist GRO (udp_gro_receive_segment, on a device with NETIF_F_GRO_FRAGLIST; in 6.4 TCP never uses it): skb_gro_receive_list checks {len} + {s_len_off} < 65536 and chains '{name}' onto '{name2}''s frag_list (after NAPI_GRO_CB(p)->last).{pulled} '{name2}' grows by the rest of it: len {l0} → {len}, data_len {dl0} → {data_len}, truesize {t0} → {truesize}. '{name}' loses its destructor and now belongs to '{name2}'.",
+        "UDP fraglist GRO (udp_gro_receive_segment, on a device with NETIF_F_GRO_FRAGLIST; in 6.4 TCP never uses it): skb_gro_receive_list checks {l0} + {s_len_off} < 65536 and chains '{name}' onto '{name2}''s frag_list (after NAPI_GRO_CB(p)->last).{pulled} '{name2}' grows by the rest of it: len {l0} → {len}, data_len {dl0} → {data_len}, truesize {t0} → {truesize}. '{name}' loses its destructor and now belongs to '{name2}'.",
         len=p.len,
         s_len_off=s.len + off,
         name=s.name,

@@ -62,6 +62,7 @@ HANDLERS: dict[str, Handler] = {
     "tcp_v4_fill_cb": proto.tcp_v4_fill_cb,
     "tcp_skb_entail": proto.tcp_skb_entail,
     "tcp_set_skb_tso_segs": proto.tcp_set_skb_tso_segs,
+    "__tcp_transmit_skb": proto.tcp_transmit_gso,
     "tcp4_gro_complete": proto.tcp4_gro_complete,
     "skb_segment": proto.skb_segment,
     "skb_partial_csum_set": proto.skb_partial_csum_set,

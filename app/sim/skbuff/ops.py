@@ -152,6 +152,7 @@ SPECS: dict[str, OpSpec] = {
     "tcp_set_skb_tso_segs": OpSpec(
         kind=ACT, required=("mss",), limits=(("mss", 65535, msg("an MSS fits 16 bits")),)
     ),
+    "__tcp_transmit_skb": OpSpec(kind=ACT),
     "tcp4_gro_complete": OpSpec(kind=ACT),
     "skb_segment": OpSpec(
         kind=ACT,

@@ -3,7 +3,8 @@ packet back into segments.
 
 Follows the callers in Linux 6.4: ``ip_rcv_core`` (net/ipv4/ip_input.c:456, IPCB in cb[]),
 ``tcp_v4_fill_cb`` (net/ipv4/tcp_ipv4.c:1950) and ``tcp_skb_entail`` (net/ipv4/tcp.c:659,
-TCP_SKB_CB), ``tcp_set_skb_tso_segs`` (net/ipv4/tcp_output.c:1439), ``tcp4_gro_complete``
+TCP_SKB_CB), ``tcp_set_skb_tso_segs`` (net/ipv4/tcp_output.c:1439) and the GSO fields
+``__tcp_transmit_skb`` (tcp_output.c:1234) copies from it into skb_shinfo, ``tcp4_gro_complete``
 (net/ipv4/tcp_offload.c:332), ``skb_segment`` (net/core/skbuff.c:4355), and the checksum fields
 set by ``skb_partial_csum_set`` (skbuff.c:5298), ``tcp_v4_send_check`` and igb's
 ``igb_rx_checksum``.
@@ -163,6 +164,45 @@ def tcp_set_skb_tso_segs(w: World, op: Op) -> Step:
     text = msg(
         "tcp_set_skb_tso_segs records in TCP_SKB_CB how many wire segments this skb stands for: {how}. tcp_skb_pcount() reads it for cwnd accounting, and __tcp_transmit_skb copies it into skb_shinfo(skb)->gso_segs / gso_size (with gso_type = sk->sk_gso_type) when it sends the clone.",
         how=how,
+    )
+    return make_step(op, s.name, "ok", text)
+
+
+def tcp_transmit_gso(w: World, op: Op) -> Step:
+    """__tcp_transmit_skb's last touches before ip_queue_xmit: gso_type = sk->sk_gso_type,
+    gso_segs = tcp_skb_pcount(), gso_size = tcp_skb_mss(), then memset(skb->cb, 0, ...)."""
+    s = w.skbs[op.skb]
+    if s.cb_layer != "TCP_SKB_CB" or "tcp_gso_segs" not in s.cb:
+        return null_step(
+            op,
+            s.name,
+            msg(
+                "__tcp_transmit_skb copies tcp_skb_pcount() and tcp_skb_mss() from TCP_SKB_CB into skb_shinfo, but '{name}''s cb[] holds no tcp_gso_segs: call tcp_set_skb_tso_segs first (tcp_write_xmit does, through tcp_init_tso_segs).",
+                name=s.name,
+            ),
+        )
+    b = w.buf(s)
+    segs, size = s.cb["tcp_gso_segs"], s.cb.get("tcp_gso_size", 0)
+    b.gso_type = ("SKB_GSO_TCPV4",)
+    b.gso_segs = segs
+    b.gso_size = size
+    s.cb_layer, s.cb = None, {}
+    shared = (
+        msg(
+            " skb_shinfo lives at the end of the head buffer, so '{others}' sees the same values: a clone shares them.",
+            others=", ".join(
+                o.name for o in w.skbs.values() if o is not s and o.buffer == s.buffer
+            ),
+        )
+        if any(o is not s and o.buffer == s.buffer for o in w.skbs.values())
+        else ""
+    )
+    text = msg(
+        "__tcp_transmit_skb fills skb_shinfo for the layers below: gso_type = sk->sk_gso_type (SKB_GSO_TCPV4), gso_segs = tcp_skb_pcount() = {segs}, gso_size = tcp_skb_mss() = {size}. From here on this is one {len}-byte GSO packet that stands for {segs} wire segments. Then it clears cb[] (memset for struct inet_skb_parm): TCP's private fields are gone and the IP layer starts from zeros.{shared}",
+        segs=segs,
+        size=size,
+        len=s.len,
+        shared=shared,
     )
     return make_step(op, s.name, "ok", text)
 

@@ -139,6 +139,89 @@ RX_HEADERS: dict[str, Any] = {
     ]
 }
 
+GSO_SEGS = 3  # one skb carrying three MSS of payload (tcp_sendmsg_locked's size_goal allows it)
+GSO_TRANSMIT: dict[str, Any] = {
+    "ops": [
+        {"op": "tcp_stream_alloc_skb", "size": 0, "via": "tcp_sendmsg_locked"},
+        {"op": "tcp_skb_entail", "seq": WRITE_SEQ, "via": "tcp_sendmsg_locked"},
+        {"op": "skb_fill_page_desc", "size": GSO_SEGS * MSS, "via": "tcp_sendmsg_locked"},
+        {"op": "tcp_set_skb_tso_segs", "mss": MSS},
+        {"op": "skb_clone", "from": "skb", "skb": "clone1", "via": "__tcp_transmit_skb"},
+        {"op": "skb_push", "skb": "clone1", "len": 32, "label": "TCP", "via": "__tcp_transmit_skb"},
+        {"op": "skb_reset_transport_header", "skb": "clone1", "via": "__tcp_transmit_skb"},
+        {"op": "tcp_v4_send_check", "skb": "clone1", "via": "__tcp_transmit_skb"},
+        {"op": "__tcp_transmit_skb", "skb": "clone1"},
+        {"op": "skb_push", "skb": "clone1", "len": 20, "label": "IP", "via": "__ip_queue_xmit"},
+        {"op": "skb_reset_network_header", "skb": "clone1", "via": "__ip_queue_xmit"},
+        {"op": "skb_push", "skb": "clone1", "len": 14, "label": "eth", "via": "neigh_hh_output"},
+        {"op": "skb_reset_mac_header", "skb": "clone1", "via": "__dev_queue_xmit"},
+        {"op": "skb_segment", "skb": "clone1", "via": "validate_xmit_skb"},
+        {"op": "consume_skb", "skb": "clone1", "via": "validate_xmit_skb"},
+    ]
+}
+
+UDP_FRAME = 1242  # Ethernet 14 + IP 20 + UDP 8 + 1200 bytes of datagram
+
+
+def _udp_rx(skb: str) -> list[dict[str, Any]]:
+    """igb_build_skb around one received UDP frame, then eth_type_trans."""
+    return [
+        {"op": "napi_build_skb", "skb": skb, "size": IGB_HALF_PAGE, "via": "igb_build_skb"},
+        {"op": "skb_reserve", "skb": skb, "len": IGB_SKB_PAD, "via": "igb_build_skb"},
+        {"op": "skb_put", "skb": skb, "len": UDP_FRAME, "label": "frame", "via": "igb_build_skb"},
+        {"op": "skb_pull", "skb": skb, "len": 14, "via": "eth_type_trans"},
+    ]
+
+
+DROP_VS_CONSUME: dict[str, Any] = {
+    "ops": [
+        *_udp_rx("skb"),
+        *_udp_rx("seg2"),
+        {
+            "op": "skb_gro_receive_list",
+            "skb": "skb",
+            "from": "seg2",
+            "offset": 28,
+            "via": "udp_gro_receive_segment",
+        },
+        {"op": "skb_clone", "from": "skb", "skb": "clone1"},
+        {"op": "kfree_skb", "skb": "skb", "reason": "NETFILTER_DROP"},
+        {"op": "consume_skb", "skb": "clone1"},
+    ]
+}
+
+
+def _gro_rx(skb: str, frag_offset: int) -> list[dict[str, Any]]:
+    """igb legacy-rx with the checksum the NIC verified, then the headers GRO records."""
+    rx = _legacy_rx(skb, frag_offset)
+    return [
+        *rx[:3],
+        {"op": "igb_rx_checksum", "skb": skb, "via": "igb_process_skb_fields"},
+        rx[3],
+    ]
+
+
+GRO_FORWARD: dict[str, Any] = {
+    "ops": [
+        *_gro_rx("skb", HDRS),
+        {"op": "skb_reset_network_header", "via": "dev_gro_receive"},
+        {"op": "skb_set_transport_header", "offset": 20},  # inet_gro_receive
+        *_gro_rx("seg2", IGB_HALF_PAGE + HDRS),
+        {
+            "op": "skb_gro_receive",
+            "skb": "skb",
+            "from": "seg2",
+            "offset": HDRS - 14,
+            "via": "tcp_gro_receive",
+        },
+        {"op": "tcp4_gro_complete"},
+        {"op": "skb_push", "len": 14, "label": "eth", "via": "neigh_hh_output"},
+        {"op": "skb_reset_mac_header", "via": "__dev_queue_xmit"},
+        {"op": "skb_segment", "via": "validate_xmit_skb"},
+        {"op": "consume_skb", "via": "validate_xmit_skb"},
+    ]
+}
+
 PANIC: dict[str, Any] = {
     "ops": [
         {"op": "alloc_skb", "size": 1500},
@@ -179,6 +262,24 @@ PRESETS: tuple[Preset, ...] = (
         title=msg("Header offsets, cb[] and a drop reason on receive"),
         params=RX_HEADERS,
         lesson="skb-rx-headers",
+    ),
+    Preset(
+        slug="gso-transmit",
+        title=msg("TSO or GSO: one skb, three segments"),
+        params=GSO_TRANSMIT,
+        lesson="skb-gso-transmit",
+    ),
+    Preset(
+        slug="drop-vs-consume",
+        title=msg("kfree_skb_reason or consume_skb: who frees the frag_list"),
+        params=DROP_VS_CONSUME,
+        lesson="skb-drop-vs-consume",
+    ),
+    Preset(
+        slug="gro-forward",
+        title=msg("Forwarding a GRO packet: checksum states and skb_segment"),
+        params=GRO_FORWARD,
+        lesson="skb-gro-forward",
     ),
     Preset(
         slug="panic",

@@ -58,6 +58,7 @@ SOURCES: dict[str, SourceRef] = {
     "tcp_v4_fill_cb": _src("tcp_v4_fill_cb", "net/ipv4/tcp_ipv4.c", 1950),
     "tcp_skb_entail": _src("tcp_skb_entail", "net/ipv4/tcp.c", 659),
     "tcp_set_skb_tso_segs": _src("tcp_set_skb_tso_segs", "net/ipv4/tcp_output.c", 1439),
+    "__tcp_transmit_skb": _src("__tcp_transmit_skb", "net/ipv4/tcp_output.c", 1234),
     "tcp4_gro_complete": _src("tcp4_gro_complete", "net/ipv4/tcp_offload.c", 332),
     "skb_segment": _src("skb_segment", SKBUFF_C, 4355),
     "skb_partial_csum_set": _src("skb_partial_csum_set", SKBUFF_C, 5298),
@@ -100,6 +101,8 @@ CALLERS: dict[str, tuple[str, int]] = {
     "__netif_receive_skb_core": ("net/core/dev.c", 5281),
     "ip_rcv": ("net/ipv4/ip_input.c", 560),
     "tcp_drop_reason": ("net/ipv4/tcp_input.c", 4711),
+    "__dev_queue_xmit": ("net/core/dev.c", 4150),
+    "validate_xmit_skb": ("net/core/dev.c", 3643),
 }
 KNOWN_CALLERS: dict[str, str] = {name: f"{path}:{line}" for name, (path, line) in CALLERS.items()}
 

@@ -63,6 +63,7 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
                     "tcp4_gro_complete",
                     "skb_segment",
                     "tcp_set_skb_tso_segs",
+                    "__tcp_transmit_skb",
                     "skb_partial_csum_set",
                 ]
             )

@@ -13,7 +13,17 @@ from app.sim.skbuff import SkbExplainer, api_frames, parse, run
 from app.sim.skbuff.scenarios import PRESETS
 
 CONTENT = Path(__file__).resolve().parents[3] / "content"
-SLUGS = ["tcp-transmit", "rx-frame", "clone-retransmit", "gro-linearize", "rx-headers", "panic"]
+SLUGS = [
+    "tcp-transmit",
+    "rx-frame",
+    "clone-retransmit",
+    "gro-linearize",
+    "rx-headers",
+    "gso-transmit",
+    "drop-vs-consume",
+    "gro-forward",
+    "panic",
+]
 
 
 def test_registered_explainer() -> None:
@@ -25,9 +35,9 @@ def test_registered_explainer() -> None:
 
 @pytest.mark.parametrize("preset", PRESETS, ids=lambda p: p.slug)
 def test_preset_runs(preset: Preset) -> None:
-    """Every preset runs in 6-14 frames; only "panic" ends early."""
+    """Every preset runs in 6-18 frames; only "panic" ends early."""
     t = run(parse(preset.params))
-    assert 6 <= len(t.frames) <= 14 or preset.slug == "panic"
+    assert 6 <= len(t.frames) <= 18 or preset.slug == "panic"
     assert (t.ended_early is not None) == (preset.slug == "panic")
     json.dumps([dict(f.state) for f in t.frames])  # JSON-able
     assert all(f.source is not None for f in t.frames)
@@ -55,6 +65,59 @@ def test_rx_frame_pulls_to_payload() -> None:
     assert [f.state["skbs"][0]["data"] for f in pulls] == [192 + 14, 192 + 34, 192 + 66]
     assert "eth_type_trans" in pulls[0].narration
     assert all(f.op != "napi_alloc_skb" for f in t.frames)
+
+
+def test_gso_transmit_segments_share_the_page() -> None:
+    """gso-transmit: tcp_set_skb_tso_segs puts 3 x 1448 in cb[]; __tcp_transmit_skb copies it
+    into the shared skb_shinfo (both skbs see it) and clears cb[]; skb_segment makes three
+    1514-byte skbs whose frags reference the one payload page."""
+    t = run(parse(SkbExplainer().preset("gso-transmit").params))  # type: ignore[union-attr]
+    tso = next(f for f in t.frames if f.op == "tcp_set_skb_tso_segs").state["skbs"][0]
+    assert (tso["cb"]["fields"]["tcp_gso_segs"], tso["gso_size"]) == (3, 0)
+    fill = next(f for f in t.frames if f.op == "__tcp_transmit_skb").state
+    by = {s["name"]: s for s in fill["skbs"]}
+    assert [(by[n]["gso_size"], by[n]["gso_segs"]) for n in ("skb", "clone1")] == [(1448, 3)] * 2
+    assert by["clone1"]["cb"]["layer"] is None and by["skb"]["cb"]["layer"] == "TCP_SKB_CB"
+    assert by["clone1"]["ip_summed"] == "CHECKSUM_PARTIAL" and by["clone1"]["csum_offset"] == 16
+    seg = next(f for f in t.frames if f.op == "skb_segment").state
+    segs = [s for s in seg["skbs"] if s["name"].startswith("clone1_s")]
+    assert [(s["len"], s["data_len"]) for s in segs] == [(1514, 1448)] * 3
+    page = segs[0]["frags"][0]["page"]
+    assert {s["frags"][0]["page"] for s in segs} == {page}
+    assert seg["pages"][page]["refs"] == 1 + 3
+    assert (
+        t.frames[-1].op == "consume_skb" and t.frames[-1].state["skbs"][1]["status"] == "consumed"
+    )
+
+
+def test_drop_vs_consume_frees_the_chain_on_the_last_reference() -> None:
+    """drop-vs-consume: kfree_skb_reason on the head records NETFILTER_DROP but, with a clone
+    holding dataref, frees neither buf1 nor the frag_list skb; the clone's consume_skb does."""
+    t = run(parse(SkbExplainer().preset("drop-vs-consume").params))  # type: ignore[union-attr]
+    drop = next(f for f in t.frames if f.op == "kfree_skb")
+    by = {s["name"]: s for s in drop.state["skbs"]}
+    assert (by["skb"]["status"], by["skb"]["drop_reason"]) == ("dropped", "NETFILTER_DROP")
+    assert by["seg2"]["status"] == "in_frag_list" and not drop.state["buffers"]["buf1"]["freed"]
+    assert by["clone1"]["frag_list"] == ["seg2"] and by["clone1"]["dataref"] == 1
+    last = t.frames[-1]
+    by = {s["name"]: s for s in last.state["skbs"]}
+    assert last.op == "consume_skb" and by["seg2"]["status"] == "consumed"
+    assert last.state["buffers"]["buf1"]["freed"] and last.state["buffers"]["buf2"]["freed"]
+
+
+def test_gro_forward_checksum_states() -> None:
+    """gro-forward: igb marks each frame CHECKSUM_UNNECESSARY; tcp4_gro_complete turns the
+    merged skb into a CHECKSUM_PARTIAL GSO packet (2 x 1448) that skb_segment cuts back into
+    two 1514-byte frames, each still CHECKSUM_PARTIAL at the TCP check field."""
+    t = run(parse(SkbExplainer().preset("gro-forward").params))  # type: ignore[union-attr]
+    rx = [f.state for f in t.frames if f.op == "igb_rx_checksum"]
+    assert [s["skbs"][-1]["ip_summed"] for s in rx] == ["CHECKSUM_UNNECESSARY"] * 2
+    done = next(f for f in t.frames if f.op == "tcp4_gro_complete").state["skbs"][0]
+    assert (done["ip_summed"], done["gso_size"], done["gso_segs"]) == ("CHECKSUM_PARTIAL", 1448, 2)
+    assert done["csum_start"] - done["transport_header"] == 0 and done["csum_offset"] == 16
+    seg = next(f for f in t.frames if f.op == "skb_segment").state["skbs"]
+    out = [s for s in seg if s["name"].startswith("skb_s")]
+    assert [(s["len"], s["ip_summed"]) for s in out] == [(1514, "CHECKSUM_PARTIAL")] * 2
 
 
 def test_panic_preset() -> None:
