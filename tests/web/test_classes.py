@@ -156,7 +156,7 @@ def test_state_machine_question_and_steps_without_one(client: TestClient) -> Non
     end = client.get(base).json()["count"] - 1
     none = client.post(f"{base}/questions", json={"step": end}, headers=lect)
     assert none.status_code == 422 and "no question at this step" in none.json()["detail"][0]["msg"]
-    skb = start(client, "path")
+    skb = start(client, "deploy")
     asks_none = client.post(
         f"/api/v1/classes/{skb['id']}/questions",
         json={"step": 0},
@@ -332,6 +332,6 @@ def test_quiz_me_asks_before_the_marked_steps(client: TestClient) -> None:
         "下一步" in zh.json()["questions"][0]["prompt"]
         or "状态" in zh.json()["questions"][0]["prompt"]
     )
-    assert client.get("/api/v1/quiz", params={"scenario": "path"}).json() == {"questions": []}
+    assert client.get("/api/v1/quiz", params={"scenario": "deploy"}).json() == {"questions": []}
     bad = client.get("/api/v1/quiz", params={"scenario": "nothing/here"})
     assert bad.status_code == 422 and bad.json()["detail"][0]["loc"] == ["query", "scenario"]

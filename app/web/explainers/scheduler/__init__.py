@@ -10,6 +10,7 @@ from app.sim.serving.run import SchedulerSeries
 from app.web.explainers.scheduler.compare import router
 from app.web.explainers.scheduler.editor import EDITOR
 from app.web.explainers.scheduler.picture import picture
+from app.web.explainers.scheduler.quiz import question
 from app.web.explainers.scheduler.timeline import static
 from app.web.plugin import Action, Thumbnail, WebView
 
@@ -19,6 +20,7 @@ VIEW: WebView[StepState, SchedulerSeries] = WebView(
     scripts=("/static/explainers/scheduler/cursor.js",),
     editor=EDITOR,
     router=router,
+    question=question,  # which request is admitted / preempted, or free KV blocks next
     actions=(Action(key="compare", label=msg("Compare"), path="compare"),),
     # four requests decode side by side while four wait: continuous batching at work
     thumbnail=Thumbnail(preset="continuous-batching", step=3),
