@@ -44,6 +44,7 @@ def test_path_asks_for_the_next_function_of_the_walk() -> None:
     assert choices[q.correct] == trace.frames[q.answer_step].state["function"]
     assert q.answer_step == step + 1 and choices[q.correct] == functions[step + 1]
     assert "ip_output" in i18n.render(q.prompt)
+    assert "函数" in i18n.render(q.prompt, "zh-CN")  # rendered per reader, translated
     assert set(choices) <= set(functions) and "ip_output" not in choices
     assert path_question(trace, step) == q  # deterministic
     # __tcp_transmit_skb spans two frames: the answer is the function after it, not itself
@@ -70,7 +71,7 @@ def test_scheduler_asks_which_request_is_admitted_or_preempted() -> None:
     admitted = batching.frames[later].state["admitted"]
     choices = _choices(q)
     assert [c for c in choices if c in admitted] == [choices[q.correct]]
-    assert "admit" in i18n.render(q.prompt)
+    assert "admit" in i18n.render(q.prompt) and "接纳" in i18n.render(q.prompt, "zh-CN")
 
 
 def test_scheduler_asks_how_many_blocks_are_free() -> None:
@@ -89,7 +90,7 @@ def test_scheduler_asks_how_many_blocks_are_free() -> None:
     before, after = frames[step].state["kv"]["free"], frames[step + 1].state["kv"]["free"]
     assert choices[q.correct] == str(after) and len(set(choices)) == len(choices) >= 3
     assert str(before) in choices  # "nothing changes" is offered, and wrong
-    assert str(before) in i18n.render(q.prompt)
+    assert str(before) in i18n.render(q.prompt) and "空闲" in i18n.render(q.prompt, "zh-CN")
     # a decode step that allocates and frees nothing and admits nobody has no question
     quiet = next(
         i
