@@ -218,10 +218,11 @@
       // the legend in rows under the time axis, the full width of the box (two flows with
       // every event kind: ten entries do not fit beside a plot the card leaves ~330 px for)
       () => {
-        // a flow's line keeps its first word (cwnd, ssthresh, W(t), W_est): two entries a row
+        // a flow's line keeps its first word (cwnd, ssthresh, W(t), W_est; up to a space or a
+        // full-width bracket in Chinese): two entries a row
         for (const t of fig.data) {
           const m = t.meta || {};
-          if (m.flowTitle && m.line) t.name = m.flowTitle + " " + String(m.line).split(" ")[0];
+          if (m.flowTitle && m.line) t.name = m.flowTitle + " " + String(m.line).split(/[\s\uff08]/)[0];
         }
         L.legend = Object.assign({}, L.legend, {
           orientation: "h", traceorder: "normal", xref: "container", x: 0, xanchor: "left", yref: "container", y: 0, yanchor: "bottom",
