@@ -139,14 +139,16 @@ CHART_DONE = (
 )
 
 
-@pytest.mark.parametrize("slug", ["reno-sawtooth", "cubic-lfn", "bbr-cycle"])
+@pytest.mark.parametrize(
+    "slug", ["reno-sawtooth", "cubic-lfn", "bbr-cycle", "cubic-vs-reno", "bbr-vs-cubic"]
+)
 def test_cwnd_embed_chart_and_card_are_readable_and_uncut(
     live_server: Any, browser: Any, slug: str
 ) -> None:
     """The congestion-control embed in the projector theme: every chart label (ticks, row
     title, legend) and the step card's words render at 16 px or more at 960×600, and the legend
-    shows every entry (no scroll bar hiding some) inside the picture box. (Two flows with every
-    event kind, e.g. bbr-vs-cubic, still need more room than the box has: not pinned here.)"""
+    shows every entry (no scroll bar hiding some) inside the picture box, two flows with every
+    event kind (cubic-vs-reno, bbr-vs-cubic) included: their legend goes in rows under the plot."""
     ctx = browser.new_context(viewport=EMBED, reduced_motion="reduce", bypass_csp=True)
     page = ctx.new_page()
     page.goto(f"{live_server.url}/embed/cwnd/presets/{slug}?theme=projector")

@@ -276,6 +276,7 @@ PHONE_PROBE = """(() => {
         ("skb", "tcp-transmit", True),
         ("path", "forward", True),
         ("scheduler", "chunked-prefill", False),
+        ("cwnd", "bbr-vs-cubic", False),
     ],
 )
 def test_phone_shows_a_step_on_one_screen(live_server, browser, explainer, slug, wide) -> None:

@@ -189,6 +189,12 @@
     }
     return hidden;
   }
+  const MIN_PLOT = 80; // px: the least height a plot row keeps when its legend is under it
+  function plotHeight(el) {
+    const full = el._fullLayout;
+    const keys = full ? Object.keys(full).filter((k) => /^yaxis\d*$/.test(k) && full[k]._length) : [];
+    return keys.length ? Math.min(...keys.map((k) => full[k]._length)) : Infinity;
+  }
   // Nothing is cut off, and the step's card stays on screen: a big chart whose legend does not
   // fit beside it first drops the group titles (each entry then names its flow, when there are
   // several), then folds its secondary rows.
@@ -200,12 +206,30 @@
         const flows = new Set(fig.data.filter((t) => /^flow/.test(t.legendgroup || "")).map((t) => t.legendgroup));
         for (const t of fig.data) {
           const title = t.legendgrouptitle && t.legendgrouptitle.text;
-          if (flows.size > 1 && title && /^flow/.test(t.legendgroup || "")) t.name = title + " " + t.name;
+          if (flows.size > 1 && title && /^flow/.test(t.legendgroup || "")) {
+            t.meta = Object.assign({}, t.meta, { flowTitle: title, line: t.name });
+            t.name = title + " " + t.name;
+          }
           delete t.legendgrouptitle;
         }
         L.legend = Object.assign({}, L.legend, { tracegroupgap: 4 });
       },
       () => foldRows(fig),
+      // the legend in rows under the time axis, the full width of the box (two flows with
+      // every event kind: ten entries do not fit beside a plot the card leaves ~330 px for)
+      () => {
+        // a flow's line keeps its first word (cwnd, ssthresh, W(t), W_est; up to a space or a
+        // full-width bracket in Chinese): two entries a row
+        for (const t of fig.data) {
+          const m = t.meta || {};
+          if (m.flowTitle && m.line) t.name = m.flowTitle + " " + String(m.line).split(/[\s\uff08]/)[0];
+        }
+        L.legend = Object.assign({}, L.legend, {
+          orientation: "h", traceorder: "normal", xref: "container", x: 0, xanchor: "left", yref: "container", y: 0, yanchor: "bottom",
+          tracegroupgap: 0, itemwidth: 30, maxheight: 0.62,
+        });
+        L._legendUnder = true;
+      },
     ];
     let changed = false;
     while ((L._unclip || 0) < steps.length && legendHidden(el) > 1) {
@@ -214,8 +238,14 @@
       await window.Plotly.react(el, fig.data, L, CONFIG);
       changed = true;
     }
-    // (Two flows with every event kind still need more than a 960×600 box has: their legend
-    // keeps Plotly's scroll bar rather than push the step's card off the screen.)
+    // rows of legend under a short box leave the plot too little: the chart grows to keep it
+    const plot = L._legendUnder ? plotHeight(el) : Infinity;
+    if (plot < MIN_PLOT) {
+      L._minHeight = (L.height || el.clientHeight) + MIN_PLOT - plot;
+      L.height = L._minHeight;
+      await window.Plotly.relayout(el, { height: L.height });
+      changed = true;
+    }
     return changed;
   }
   // A figure as this chart shows it: parsed from the page, made big (and folded) where the
@@ -337,7 +367,7 @@
   async function refit(el, fig) {
     const want = boxHeight(el, el.clientHeight);
     if (!want) return false;
-    const h = Math.min(want, fig.layout._fullHeight || want);
+    const h = Math.max(Math.min(want, fig.layout._fullHeight || want), fig.layout._minHeight || 0);
     if (Math.abs(h - (fig.layout.height || 0)) < 2) return false;
     fig.layout.height = h;
     await window.Plotly.relayout(el, { height: h });
