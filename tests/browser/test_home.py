@@ -94,10 +94,10 @@ def test_thumbnail_is_inert_named_by_narration_and_opens_that_step(live_server, 
 
 def test_home_page_suggests_a_course_and_a_first_walkthrough(live_server, page) -> None:
     """ "Start here": the explainers in the course order their plugins declare (sk_buff, packet
-    paths, TCP, congestion control, scheduler), each linked to the walkthrough its plugin names
+    paths, TCP, congestion control, scheduler, deployment), each linked to the walkthrough its plugin names
     first, which its card marks too; the links open those walkthroughs."""
     plugins = sorted(builtin(), key=lambda p: p.course_order)
-    assert [p.name for p in plugins] == ["skb", "path", "tcp", "cwnd", "scheduler"]
+    assert [p.name for p in plugins] == ["skb", "path", "tcp", "cwnd", "scheduler", "deploy"]
     page.goto(f"{live_server.url}/")
     items = page.eval_on_selector_all(
         "#course-list li",

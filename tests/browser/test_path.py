@@ -168,6 +168,8 @@ def test_lane_names_stay_in_view_when_the_swimlane_scrolls_on_a_phone(
                 assert name["left"] >= at["stage"][0] - 0.5, (slug, n, name, at["scrollLeft"])
                 assert name["right"] <= at["stage"][1] + 0.5, (slug, n, name)
                 assert name["shown"], (slug, n, name)
-        assert scrolled > 200  # the walk really took the swimlane sideways
+        # the walk really took the swimlane sideways (gro-burst: 187 px since napi_skb_finish is
+        # drawn one level up, a sibling of dev_gro_receive, as in net/core/gro.c)
+        assert scrolled > 150
     finally:
         context.close()

@@ -16,6 +16,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -270,7 +271,10 @@ def submit_on_a_loop(runs: RunService, params: HogParams) -> Job:
     async def handler() -> Job:
         return runs.submit(LONG_HOG, params, runs.key(LONG_HOG, params))
 
-    return asyncio.run(handler())
+    # On a thread of its own: a worker that ran browser tests before has Playwright's loop
+    # running on the main thread, where asyncio.run refuses to start another.
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, handler()).result()
 
 
 def test_a_store_that_does_not_answer_holds_no_event_loop(
