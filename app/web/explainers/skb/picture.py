@@ -96,7 +96,12 @@ def picture(trace: SkbTrace, frame: Frame[SkbState]) -> str:
             + "</g>"
         )
         y += 40
+    names = {str(s.get("name")) for s in state.get("skbs", ())}
+    segments: list[SkbSnapshot] = []
     for buf, lanes, bar in scene.groups:
+        if all(_is_segment(str(lane.skb.get("name")), names) for lane in lanes):
+            segments += [lane.skb for lane in lanes]
+            continue
         for lane in lanes:
             name = str(lane.skb.get("name"))
             ptr_rows = max(geo.rows.get(("ptr", name), 1), 1)
@@ -116,6 +121,10 @@ def picture(trace: SkbTrace, frame: Frame[SkbState]) -> str:
                 out.append(row)
                 y += height
         y += 8
+    if segments:
+        seg_rows, seg_h = _segments(segments, y)
+        out.append(seg_rows)
+        y += seg_h
     y = max(y, 60)
     legend, legend_h = _legend(y)
     out.append(legend)
@@ -140,6 +149,40 @@ def picture(trace: SkbTrace, frame: Frame[SkbState]) -> str:
         'patternTransform="rotate(45)"><line class="hatch-line" x1="0" y1="0" x2="0" y2="7"/>'
         "</pattern></defs>" + "".join(out) + "</svg>"
     )
+
+
+def _is_segment(name: str, names: set[str]) -> bool:
+    """skb_segment names its new skbs ``<gso skb>_s<k>``."""
+    m = re.fullmatch(r"(.+)_s\d+", name)
+    return m is not None and m.group(1) in names
+
+
+def _segments(skbs: Sequence[SkbSnapshot], y: float) -> tuple[str, float]:
+    """The skbs skb_segment made, one line each (their heads are alike: a copy of the headers
+    and one frag into the GSO skb's page), so that many segments keep the picture readable."""
+    parts = [f'<g id="segments" transform="translate(0 {y:.1f})">']
+    parts.append(_text(12, 14, str(msg("Segments made by skb_segment:")), cls="bold", fs=FS_NAME))
+    for i, skb in enumerate(skbs):
+        frags = list(skb.get("frags") or ())
+        frag = frags[0] if frags else None
+        line = msg(
+            "{name}: head {buffer} with {headlen} header bytes, users {users}; frag page {page} +{offset}, {size} bytes (a page reference, not a copy)",
+            name=str(skb.get("name")),
+            buffer=str(skb.get("buffer")),
+            headlen=int(skb.get("headlen", 0)),
+            users=int(skb.get("users", 0)),
+            page=str(frag.get("page")) if frag else "-",
+            offset=int(frag.get("offset", 0)) if frag else 0,
+            size=int(frag.get("size", 0)) if frag else 0,
+        )
+        name = attr(str(skb.get("name")))
+        parts.append(
+            f'<g id="lane-{name}" class="seg-line">'
+            + _text(12, 14 + (i + 1) * ROW, _fit(str(line), WIDTH - 20, FS))
+            + "</g>"
+        )
+    parts.append("</g>")
+    return "".join(parts), (len(skbs) + 1) * ROW + 12
 
 
 def _lane_height(ptr_rows: int, move_rows: int) -> float:
