@@ -258,9 +258,10 @@ class Bbr(CongestionOps):
     def cong_control(self, tp: Flow, rs: RateSample, now: float) -> None:
         """bbr_main: bbr_update_model, then bbr_set_pacing_rate and bbr_set_cwnd.
 
-        Every ACK comes here, so the model's steps are inlined in the kernel's order, each
-        under its function's name, with the fields read more than once held in locals. The
-        guards around some calls are the callees' own first checks, hoisted.
+        Every ACK comes here, so the model's short steps are inlined in the kernel's order, each
+        under its function's name, with the fields read more than once held in locals; the
+        ACK-aggregation estimate and the gains are methods of their own. The guards around
+        some calls are the callees' own first checks, hoisted.
         """
         dm = self.dm_us = trunc(tp.delivered_mstamp * 1e6)
         acked = rs.acked_sacked
@@ -288,29 +289,7 @@ class Bbr(CongestionOps):
                 filt.running_max(BBR_BW_RTTS, self.rtt_cnt, sample)
             bw = self.lt_bw if self.lt_use_bw else filt.v[0]
             if acked > 0:
-                # bbr_update_ack_aggregation: extra_acked[] is the windowed max (over 5-10
-                # rounds) of data ACKed beyond what bw explains since the epoch began
-                if round_start:
-                    self._ack_aggregation_round()
-                epoch_us = dm - self.ack_epoch_mstamp
-                expected = bw * epoch_us // BW_UNIT if epoch_us > 0 else 0
-                epoch_acked = self.ack_epoch_acked
-                if (
-                    epoch_acked <= expected
-                    or epoch_acked + acked >= BBR_ACK_EPOCH_ACKED_RESET_THRESH
-                ):
-                    epoch_acked = expected = 0  # a new epoch starts at this ACK
-                    self.ack_epoch_mstamp = dm
-                epoch_acked += acked
-                if epoch_acked > 0xFFFFF:
-                    epoch_acked = 0xFFFFF
-                self.ack_epoch_acked = epoch_acked
-                extra = epoch_acked - expected
-                if extra > tp.cwnd:
-                    extra = tp.cwnd
-                win = self.extra_acked
-                if extra > win[self.extra_acked_win_idx]:
-                    win[self.extra_acked_win_idx] = extra if extra < 0xFFFF else 0xFFFF
+                self._update_ack_aggregation(tp, acked, bw, dm, round_start)
         else:
             self.round_start = 0
             bw = self.lt_bw if self.lt_use_bw else self.bw.v[0]
@@ -340,7 +319,41 @@ class Bbr(CongestionOps):
             mode = self.mode
         # (bbr->idle_restart = 0 on delivery: only CA_EVENT_TX_START after idle sets it, which
         # a bulk sender never sees, so it stays 0)
-        # bbr_update_gains
+        gain, cwnd_gain = self._update_gains(mode)
+        # bbr_set_pacing_rate (bbr_rate_bytes_per_sec inlined)
+        rate = ((bw * tp.mss * gain >> BBR_SCALE) * BBR_RATE_FACTOR) >> BW_SCALE
+        if not self.has_seen_rtt and tp.srtt_us:
+            self._init_pacing_rate_from_rtt(tp)
+        if rate != tp.pacing_rate and (self.full_bw_reached or rate > tp.pacing_rate):
+            self._set_rate(tp, rate)
+        self._set_cwnd(tp, rs, acked, bw, cwnd_gain)
+
+    def _update_ack_aggregation(
+        self, tp: Flow, acked: int, bw: int, dm: int, round_start: int
+    ) -> None:
+        """bbr_update_ack_aggregation: extra_acked[] is the windowed max (over 5-10 rounds) of
+        data ACKed beyond what bw explains since the epoch began."""
+        if round_start:
+            self._ack_aggregation_round()
+        epoch_us = dm - self.ack_epoch_mstamp
+        expected = bw * epoch_us // BW_UNIT if epoch_us > 0 else 0
+        epoch_acked = self.ack_epoch_acked
+        if epoch_acked <= expected or epoch_acked + acked >= BBR_ACK_EPOCH_ACKED_RESET_THRESH:
+            epoch_acked = expected = 0  # a new epoch starts at this ACK
+            self.ack_epoch_mstamp = dm
+        epoch_acked += acked
+        if epoch_acked > 0xFFFFF:
+            epoch_acked = 0xFFFFF
+        self.ack_epoch_acked = epoch_acked
+        extra = epoch_acked - expected
+        if extra > tp.cwnd:
+            extra = tp.cwnd
+        win = self.extra_acked
+        if extra > win[self.extra_acked_win_idx]:
+            win[self.extra_acked_win_idx] = extra if extra < 0xFFFF else 0xFFFF
+
+    def _update_gains(self, mode: int) -> tuple[int, int]:
+        """bbr_update_gains: the pacing and cwnd gains of ``mode`` (set, and returned)."""
         if mode == PROBE_BW:
             gain = BBR_UNIT if self.lt_use_bw else BBR_PACING_GAIN[self.cycle_idx]
             cwnd_gain = BBR_CWND_GAIN
@@ -352,13 +365,7 @@ class Bbr(CongestionOps):
             gain = cwnd_gain = BBR_UNIT
         self.pacing_gain = gain
         self.cwnd_gain = cwnd_gain
-        # bbr_set_pacing_rate (bbr_rate_bytes_per_sec inlined)
-        rate = ((bw * tp.mss * gain >> BBR_SCALE) * BBR_RATE_FACTOR) >> BW_SCALE
-        if not self.has_seen_rtt and tp.srtt_us:
-            self._init_pacing_rate_from_rtt(tp)
-        if rate != tp.pacing_rate and (self.full_bw_reached or rate > tp.pacing_rate):
-            self._set_rate(tp, rate)
-        self._set_cwnd(tp, rs, acked, bw, cwnd_gain)
+        return gain, cwnd_gain
 
     # -- model --------------------------------------------------------------------------
 
