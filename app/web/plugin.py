@@ -11,7 +11,7 @@ declarations and never names an explainer.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic
@@ -52,6 +52,24 @@ class Thumbnail(Generic[S, X]):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class RecordingView(Generic[S, X]):
+    """How an explainer shows a user's own recording (``stepscope record``) or capture beside
+    its model: the generic recordings pages (``/r/{id}``) ask the view of the explainer that
+    declares the recording's kind, and never name an explainer.
+
+    ``trace(recording, overrides)`` turns the parsed recording (the JSON of
+    ``GET /api/v1/recordings/{id}``) and the user's overrides (e.g. edited link parameters,
+    JSON-shaped, validated by the view: :class:`~app.sim.core.ParamError` on bad input) into a
+    trace the player steps through with one cursor over machine and model; ``picture`` and
+    ``static`` draw it as :class:`WebView`'s do for a run."""
+
+    kinds: tuple[str, ...]  # "cwnd", "tcp", "path", "capture"
+    trace: Callable[[Mapping[str, Any], Mapping[str, Any]], Trace[S, X]]
+    picture: Callable[[Trace[S, X], Frame[S]], str]
+    static: Callable[[Trace[S, X]], str] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class WebView(Generic[S, X]):
     picture: Callable[[Trace[S, X], Frame[S]], str]  # HTML/SVG for one frame (swapped each step)
     static: Callable[[Trace[S, X]], str] | None = None  # drawn once per trace (charts)
@@ -78,6 +96,8 @@ class WebView(Generic[S, X]):
     # "What happens next?": the question this view asks at a step of a trace (live classes and
     # "quiz me"), or None at a step it has none for; see app.web.quiz
     question: Callable[[Trace[S, X], int], Question | None] | None = None
+    # a user's recordings of the kinds this explainer shows beside its model (see RecordingView)
+    recording: RecordingView[Any, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
