@@ -63,7 +63,7 @@ class RecordingView(Generic[S, X]):
     trace the player steps through with one cursor over machine and model; ``picture`` and
     ``static`` draw it as :class:`WebView`'s do for a run."""
 
-    kinds: tuple[str, ...]  # "cwnd", "tcp", "path", "capture"
+    kinds: tuple[str, ...]  # the recording kinds it shows (docs/recording-format.md)
     trace: Callable[[Mapping[str, Any], Mapping[str, Any]], Trace[S, X]]
     picture: Callable[[Trace[S, X], Frame[S]], str]
     static: Callable[[Trace[S, X]], str] | None = None
