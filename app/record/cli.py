@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import time
@@ -21,7 +22,7 @@ from app.record.recorder import (
     open_tracefs,
     record,
 )
-from app.record.tracefs import Instance, RecordError
+from app.record.tracefs import Instance, RecordError, Tracefs
 
 FORMAT_HELP = """\
 output: one JSON object (UTF-8), schema 1, described in docs/recording-format.md:
@@ -74,7 +75,8 @@ def _parser() -> argparse.ArgumentParser:
                        "remote port")
         k.add_argument("--dst", help="only the flow(s) with this address at either end")
         if kind == "path":
-            k.add_argument("--dev", help="only packets queued on / received by this device")
+            k.add_argument("--dev", type=_devs, help="only packets queued on / received by "
+                           "these devices (comma-separated)")
     demo = kinds.add_parser(
         "demo",
         help="record a transfer between two network namespaces this command creates",
@@ -112,6 +114,12 @@ def _port(v: str) -> int:
     return n
 
 
+def _devs(v: str) -> str:
+    if not all(re.fullmatch(r"[\w.:@-]{1,15}", d) for d in v.split(",")):
+        raise argparse.ArgumentTypeError("device names, comma-separated (at most 15 bytes each)")
+    return v
+
+
 def _positive(v: str) -> float:
     x = float(v)
     if not x > 0:
@@ -135,9 +143,9 @@ class FlowWatch:
     flows: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     _next: float = 0.0
 
-    def poll(self) -> None:
+    def poll(self, force: bool = False) -> None:
         now = time.monotonic()
-        if now < self._next:
+        if now < self._next and not force:
             return
         self._next = now + 1.0
         for f in output.ss_flows(self.port, self.dst):
@@ -168,17 +176,19 @@ def run_record(kind: str, args: argparse.Namespace, cmd: list[str]) -> int:
         return bool(proc) and proc[0].poll() is not None
 
     stopper = Stopper()
+    made: list[Tracefs | Instance] = []
     with stopper.installed():
-        tfs = open_tracefs()
-        inst = Instance(tfs.root, f"stepscope-{os.getpid()}")
         try:
+            tfs = open_tracefs()
+            made.append(tfs)
+            inst = tfs.instance(f"stepscope-{os.getpid()}")
+            made.insert(0, inst)
             got = record(inst, kind, flt, until, stopper, notes, on_ready=start)
             if watch is not None:
-                watch._next = 0.0
-                watch.poll()
+                watch.poll(force=True)
         finally:
-            inst.close()
-            tfs.close()
+            for m in made:  # the instance, then tracefs (if we mounted it)
+                m.close()
             _stop(proc)
     if proc and proc[0].returncode:
         notes.append(f"the command exited with status {proc[0].returncode}")

@@ -30,7 +30,7 @@ from app.record import output
 from app.record.filters import FlowFilter
 from app.record.recorder import Collected, Stopper, open_tracefs, record
 from app.record.tcpcalls import CALLS, RUNNER
-from app.record.tracefs import Instance, RecordError
+from app.record.tracefs import Instance, RecordError, Tracefs
 
 PKG_ROOT = str(Path(app.__file__).resolve().parent.parent)
 MTU = 1500
@@ -133,20 +133,22 @@ def _recording() -> Iterator[tuple[Stopper, Callable[[], Instance]]]:
     """Signal handlers, tracefs and the instance for one demo; removed on the way out."""
     stopper = Stopper()
     made: list[Instance] = []
+    tfs: list[Tracefs] = []
+
+    def new() -> Instance:
+        inst = tfs[0].instance(f"stepscope-{os.getpid()}")
+        made.append(inst)
+        return inst
+
     with stopper.installed():
-        tfs = open_tracefs()
         try:
-
-            def new() -> Instance:
-                inst = Instance(tfs.root, f"stepscope-{os.getpid()}")
-                made.append(inst)
-                return inst
-
+            tfs.append(open_tracefs())
             yield stopper, new
         finally:
             for inst in made:
                 inst.close()
-            tfs.close()
+            for t in tfs:
+                t.close()
 
 
 def _link_cwnd(lab: Lab, args: argparse.Namespace) -> tuple[str, str, str, dict[str, Any], str]:

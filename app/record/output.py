@@ -20,6 +20,9 @@ MAX_BYTES = 5 * 1024 * 1024
 MAX_EVENTS = 200_000
 MAX_FRAMES = 64
 MAX_FIELDS = 64
+MAX_TEXT = 1000
+MAX_COMMAND = 64
+MAX_FLOWS = 64
 
 SYSCTLS = (
     "net.ipv4.tcp_congestion_control",
@@ -172,9 +175,9 @@ def build(
         "sysctls": sysctls,
         "link": link,
         "filter": flt,
-        "command": command,
+        "command": [a[:MAX_TEXT] for a in command[:MAX_COMMAND]] if command else None,
         "duration_ms": duration_ms,
-        "flows": flows or [],
+        "flows": (flows or [])[:MAX_FLOWS],
         "notes": notes or [],
         "events": events,
     }
@@ -209,10 +212,14 @@ def validate(doc: Any) -> list[str]:
     for k in ("link", "filter"):
         if doc.get(k) is not None and not isinstance(doc[k], dict):
             errs.append(f"{k}: not an object or null")
-    if doc.get("command") is not None and not (
-        isinstance(doc["command"], list) and all(isinstance(a, str) for a in doc["command"])
+    cmd = doc.get("command")
+    if cmd is not None and not (
+        isinstance(cmd, list) and len(cmd) <= MAX_COMMAND
+        and all(isinstance(a, str) and len(a) <= MAX_TEXT for a in cmd)
     ):
-        errs.append("command: not a list of strings or null")
+        errs.append(f"command: not a list of at most {MAX_COMMAND} short strings or null")
+    if len(doc["flows"]) > MAX_FLOWS:
+        errs.append(f"flows: more than {MAX_FLOWS}")
     if len(doc["events"]) > MAX_EVENTS:
         errs.append(f"events: more than {MAX_EVENTS}")
     last = 0.0
@@ -236,7 +243,9 @@ def _event_errors(i: int, ev: Any, last: float) -> list[str]:
     if not isinstance(ev.get("event"), str) or ":" not in ev["event"]:
         out.append(f"{where}.event: not a 'system:name' string")
     f = ev.get("fields")
-    if not isinstance(f, dict) or not all(isinstance(v, str) for v in f.values()):
+    if not isinstance(f, dict) or not all(
+        isinstance(v, str) and len(v) <= MAX_TEXT for v in f.values()
+    ):
         out.append(f"{where}.fields: not an object of strings")
     elif len(f) > MAX_FIELDS:
         out.append(f"{where}.fields: more than {MAX_FIELDS}")

@@ -50,6 +50,9 @@ class Tracefs:
             raise RecordError(f"cannot mount tracefs: {res.stderr.strip() or 'no instances/'}")
         return cls(mnt, mounted=mnt)
 
+    def instance(self, name: str) -> Instance:
+        return Instance(self.root, name)
+
     def close(self) -> None:
         if self.mounted is not None:
             subprocess.run(["umount", str(self.mounted)], capture_output=True)
