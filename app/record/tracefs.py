@@ -34,8 +34,8 @@ class Tracefs:
     mounted: Path | None = None  # the private mount point we made, if any
 
     @classmethod
-    def open(cls, candidates: tuple[Path, ...] = CANDIDATES) -> Tracefs:
-        for c in candidates:
+    def open(cls, candidates: tuple[Path, ...] | None = None) -> Tracefs:
+        for c in CANDIDATES if candidates is None else candidates:
             if (c / "instances").is_dir():
                 return cls(c)
         if not _kernel_has_tracefs():
