@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
 import re
 import subprocess
@@ -68,15 +69,25 @@ def _parser() -> argparse.ArgumentParser:
         "path": "the functions each packet goes through (stack traces)",
     }
     for kind, blurb in blurbs.items():
-        k = kinds.add_parser(kind, help=blurb, description=blurb, epilog=FORMAT_HELP,
-                             formatter_class=fmt)
-        _common(k)
+        k = kinds.add_parser(
+            kind,
+            help=blurb,
+            usage=f"stepscope record {kind} [options] [-- CMD ...]",
+            description=f"{blurb}. With -- CMD ..., records while CMD runs and stops when it "
+            "exits; otherwise until --seconds or Ctrl-C.",
+            epilog=FORMAT_HELP,
+            formatter_class=fmt,
+        )
+        _common(k, "until Ctrl-C, or until CMD exits")
+        if kind == "path":  # its events print no address: a device is what tracefs can match
+            k.add_argument("--dev", type=_devs, help="only packets queued on or received by "
+                           "these devices (comma-separated), and the skbs and socket wake-ups "
+                           "that follow them")
+            continue
         k.add_argument("--port", type=_port, help="only the flow(s) with this local or "
                        "remote port")
-        k.add_argument("--dst", help="only the flow(s) with this address at either end")
-        if kind == "path":
-            k.add_argument("--dev", type=_devs, help="only packets queued on / received by "
-                           "these devices (comma-separated)")
+        k.add_argument("--dst", type=_addr, help="only the flow(s) with this address at "
+                       "either end")
     demo = kinds.add_parser(
         "demo",
         help="record a transfer between two network namespaces this command creates",
@@ -86,24 +97,45 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=fmt,
     )
     dk = demo.add_subparsers(dest="demo", required=True)
-    dc = dk.add_parser("cwnd", help="one bulk TCP flow through a bottleneck")
-    _common(dc)
+    dc = dk.add_parser("cwnd", help="one bulk TCP flow through a bottleneck",
+                       description="One bulk TCP flow from one namespace to another through a "
+                       "tbf bottleneck and a delay, recorded like record cwnd.",
+                       epilog=FORMAT_HELP, formatter_class=fmt)
+    _common(dc, "10")
     dc.add_argument("--cc", default="cubic", help="congestion control (default cubic)")
-    dc.add_argument("--rate-mbit", type=_positive, default=20.0, help="bottleneck rate")
-    dc.add_argument("--rtt-ms", type=_nonneg, default=40.0, help="base round-trip time")
+    dc.add_argument("--rate-mbit", type=_positive, default=20.0,
+                    help="bottleneck rate in Mbit/s (default 20)")
+    dc.add_argument("--rtt-ms", type=_nonneg, default=40.0,
+                    help="base round-trip time in ms (default 40)")
     dc.add_argument("--buffer-bdp", type=_positive, default=1.0,
                     help="bottleneck buffer in bandwidth-delay products (default 1)")
-    dt = dk.add_parser("tcp", help="the socket calls of a TCP explainer preset")
-    _common(dt)
+    from app.record.tcpcalls import DEMO_PRESETS
+
+    dt = dk.add_parser("tcp", help="the socket calls of a TCP explainer preset",
+                       description="The socket calls of one of the TCP explainer's presets, on "
+                       "127.0.0.1 in a new namespace, recorded like record tcp. Presets: "
+                       + ", ".join(DEMO_PRESETS) + ".",
+                       epilog=FORMAT_HELP, formatter_class=fmt)
+    _common(dt, "1")
     dt.add_argument("--preset", default="handshake", help="preset name (default handshake)")
-    dp = dk.add_parser("path", help="a few TCP segments across a veth pair")
-    _common(dp)
+    dp = dk.add_parser("path", help="a few TCP segments across a veth pair",
+                       description="Three small TCP segments from one namespace to another "
+                       "over a veth pair, recorded like record path --dev (both ends).",
+                       epilog=FORMAT_HELP, formatter_class=fmt)
+    _common(dp, "when the segments are through, at most 10")
     return ap
 
 
-def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--seconds", type=_positive, help="stop after this many seconds "
-                   "(default: until Ctrl-C or CMD exits; demo: cwnd 10, tcp 1, path 1)")
+def _addr(v: str) -> str:
+    try:
+        return str(ipaddress.ip_address(v))
+    except ValueError as e:
+        raise argparse.ArgumentTypeError("an IPv4 or IPv6 address") from e
+
+
+def _common(p: argparse.ArgumentParser, default: str) -> None:
+    p.add_argument("--seconds", type=_positive, help=f"stop after this many seconds "
+                   f"(default: {default})")
     p.add_argument("--out", default="-", help="output file, - for stdout (default -)")
 
 
@@ -154,10 +186,11 @@ class FlowWatch:
 
 def run_record(kind: str, args: argparse.Namespace, cmd: list[str]) -> int:
     kernel_ok()
-    flt = FlowFilter(args.port, args.dst, getattr(args, "dev", None))
+    flt = FlowFilter(getattr(args, "port", None), getattr(args, "dst", None),
+                     getattr(args, "dev", None))
     deadline = time.monotonic() + args.seconds if args.seconds else None
     proc: list[subprocess.Popen[bytes]] = []
-    watch = FlowWatch(args.port, args.dst) if kind == "cwnd" else None
+    watch = FlowWatch(flt.port, flt.dst) if kind == "cwnd" else None
     notes: list[str] = []
 
     def start() -> None:

@@ -29,25 +29,12 @@ import app
 from app.record import output
 from app.record.filters import FlowFilter
 from app.record.recorder import Collected, Stopper, open_tracefs, record
-from app.record.tcpcalls import CALLS, RUNNER
+from app.record.tcpcalls import CALLS, DEMO_PRESETS, RUNNER
 from app.record.tracefs import Instance, RecordError, Tracefs
 
 PKG_ROOT = str(Path(app.__file__).resolve().parent.parent)
 MTU = 1500
 BURST = 3028  # tbf burst: two full frames
-# The TCP explainer's presets whose socket calls run as they are on a real kernel (their
-# chains are compared with the model's in tests/kernel/test_tcp_kernel.py).
-TCP_PRESETS = (
-    "handshake",
-    "client-close",
-    "server-close",
-    "half-close",
-    "abort",
-    "close-unread",
-    "closed-port",
-)
-
-
 def _sh(*cmd: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     try:
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
@@ -258,8 +245,8 @@ def _argv() -> list[str]:
 
 def preset_script(name: str) -> list[dict[str, Any]]:
     """The socket calls of the TCP explainer's preset ``name`` (one this demo runs)."""
-    if name not in TCP_PRESETS:
-        raise RecordError(f"--preset {name}: the demo runs {', '.join(TCP_PRESETS)}")
+    if name not in DEMO_PRESETS:
+        raise RecordError(f"--preset {name}: the demo runs {', '.join(DEMO_PRESETS)}")
     from app.sim.tcp.presets import PRESETS  # the explainer's own list
 
     for p in PRESETS:

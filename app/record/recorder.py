@@ -148,9 +148,6 @@ def setup_instance(
         names[event.partition(":")[2]] = event
     if kind == "path":
         inst.set_stacktrace()
-        if flt.as_json() is not None and flt.dev is None:
-            notes.append("path events print no addresses: --port/--dst narrow them only by "
-                         "the skbs and softirqs they share with the kept events; use --dev")
     for event in names.values():
         inst.enable(event)
     return names, userspace

@@ -14,6 +14,18 @@ CALLS = frozenset(
     {"listen", "connect", "accept", "send", "recv", "shutdown", "close", "abort"}
 )
 
+# The TCP explainer's presets whose socket calls run as they are on a real kernel (their
+# state chains are compared with the model's in tests/kernel/test_tcp_kernel.py).
+DEMO_PRESETS = (
+    "handshake",
+    "client-close",
+    "server-close",
+    "half-close",
+    "abort",
+    "close-unread",
+    "closed-port",
+)
+
 # The program run inside the namespace: one thread per endpoint, each making its calls in
 # order at (or after) t_ms, like the simulator's script semantics.
 RUNNER = r"""

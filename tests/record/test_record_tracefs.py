@@ -251,13 +251,13 @@ def test_demo_tcp_presets_exist_and_others_are_refused() -> None:
     from app.sim.tcp.presets import PRESETS
 
     slugs = {p.slug for p in PRESETS}
-    assert set(demo.TCP_PRESETS) <= slugs
+    assert set(demo.DEMO_PRESETS) <= slugs
     assert [c["call"] for c in demo.preset_script("handshake")][:3] == [
         "listen", "accept", "connect"]
-    other = sorted(slugs - set(demo.TCP_PRESETS))[0]
+    other = sorted(slugs - set(demo.DEMO_PRESETS))[0]
     with pytest.raises(RecordError) as e:
         demo.preset_script(other)
-    assert all(p in str(e.value) for p in demo.TCP_PRESETS)
+    assert all(p in str(e.value) for p in demo.DEMO_PRESETS)
 
 
 def test_bad_flags_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
