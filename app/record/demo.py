@@ -52,7 +52,13 @@ class Lab:
     tag: str = field(default_factory=lambda: f"stepscope-{os.getpid()}")
     namespaces: list[str] = field(default_factory=list)
     procs: list[subprocess.Popen[str]] = field(default_factory=list)
-    tmp: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="stepscope-demo-")))
+    _tmp: list[Path] = field(default_factory=list)
+
+    def tmp(self) -> Path:
+        """A private temporary directory, made on first use (removed by :meth:`close`)."""
+        if not self._tmp:
+            self._tmp.append(Path(tempfile.mkdtemp(prefix="stepscope-demo-")))
+        return self._tmp[0]
 
     def netns(self, role: str) -> str:
         name = f"{self.tag}-{role}"
@@ -98,7 +104,8 @@ class Lab:
         for ns in reversed(self.namespaces):
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
         self.namespaces.clear()
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        for d in self._tmp:
+            shutil.rmtree(d, ignore_errors=True)
 
 
 def _ifname(role: str) -> str:
@@ -198,7 +205,7 @@ def demo_cwnd(args: argparse.Namespace) -> tuple[dict[str, Any], Collected]:
                          f"{link['buffer_bytes']} B, RTT {link['rtt_ms']:g} ms by {method}")
             lab.spawn(rcv, ["-m", "app.record.flow", "recv", "--bind", rcv_ip, "--port",
                             str(port), "--seconds", repr(seconds + 15)], ready="recv ready")
-            out_json = lab.tmp / "send.json"
+            out_json = lab.tmp() / "send.json"
             sender: list[subprocess.Popen[str]] = []
 
             def start() -> None:
