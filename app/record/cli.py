@@ -209,19 +209,18 @@ def run_record(kind: str, args: argparse.Namespace, cmd: list[str]) -> int:
         return bool(proc) and proc[0].poll() is not None
 
     stopper = Stopper()
-    made: list[Tracefs | Instance] = []
+    made: list[tuple[Tracefs, Instance]] = []
     with stopper.installed():
         try:
             tfs = open_tracefs()
-            made.append(tfs)
-            inst = tfs.instance(f"stepscope-{os.getpid()}")
-            made.insert(0, inst)
-            got = record(inst, kind, flt, until, stopper, notes, on_ready=start)
+            made.append((tfs, tfs.instance(f"stepscope-{os.getpid()}")))
+            got = record(made[0][1], kind, flt, until, stopper, notes, on_ready=start)
             if watch is not None:
                 watch.poll(force=True)
         finally:
-            for m in made:  # the instance, then tracefs (if we mounted it)
-                m.close()
+            for t, inst in made:  # the instance, then tracefs (if we mounted it)
+                t.release(inst)
+                t.close()
             _stop(proc)
     if proc and proc[0].returncode:
         notes.append(f"the command exited with status {proc[0].returncode}")

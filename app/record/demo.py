@@ -139,9 +139,9 @@ def _recording() -> Iterator[tuple[Stopper, Callable[[], Instance]]]:
             tfs.append(open_tracefs())
             yield stopper, new
         finally:
-            for inst in made:
-                inst.close()
             for t in tfs:
+                for inst in made:
+                    t.release(inst)
                 t.close()
 
 

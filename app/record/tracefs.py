@@ -53,6 +53,23 @@ class Tracefs:
     def instance(self, name: str) -> Instance:
         return Instance(self.root, name)
 
+    def release(self, inst: Instance) -> None:
+        """Close ``inst``; if the tracefs it was made in has been unmounted meanwhile (another
+        program mounted it and left), reach the instance through a private mount."""
+        if inst.created and not (self.root / "instances").is_dir():
+            try:
+                other = Tracefs.open(())
+            except RecordError:
+                return
+            inst.root = other.root
+            inst.path = other.root / "instances" / inst.name
+            try:
+                inst.close()
+            finally:
+                other.close()
+            return
+        inst.close()
+
     def close(self) -> None:
         if self.mounted is not None:
             subprocess.run(["umount", str(self.mounted)], capture_output=True)

@@ -173,3 +173,23 @@ def test_sigint_while_recording_cleans_up(tmp_path: Path) -> None:
     helpers = subprocess.run(["pgrep", "-f", f"app.record.(flow|relay).*{doc['filter']['port']}"],
                              capture_output=True, text=True).stdout.split()
     assert helpers == []
+
+
+def test_instance_removed_when_its_mount_went_away() -> None:
+    """Another program unmounts the tracefs the recorder was using: the instance (which lives
+    on in the kernel) is still removed, through a private mount."""
+    _skip()
+    mounts = _our_mounts()
+    first = Tracefs.open(())  # a private mount, as when nothing had tracefs mounted
+    inst = first.instance(f"stepscope-{os.getpid()}-gone")
+    inst.create()
+    assert first.mounted is not None
+    subprocess.run(["umount", str(first.mounted)], check=True)
+    first.release(inst)
+    first.close()
+    check = Tracefs.open(())
+    try:
+        assert not (check.root / "instances" / inst.name).exists()
+    finally:
+        check.close()
+    assert _our_mounts() == mounts
