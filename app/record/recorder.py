@@ -232,8 +232,9 @@ def record(
         progress.done()
     finally:
         os.close(fd)
-    if reader.lost:
-        notes.append(f"the trace buffer overflowed: {reader.lost} events lost")
+    lost = max(reader.lost, inst.lost())
+    if lost:
+        notes.append(f"the trace buffer overflowed: {lost} events lost")
     if truncated[0]:
         notes.append(f"more than {MAX_EVENTS} events: the rest were not kept")
     if keeper.dropped_receiver_probes:
@@ -244,7 +245,7 @@ def record(
     kept.sort(key=lambda te: te[0])
     first = kept[0][0] if kept else 0.0
     events = [{"t_ms": round((ts - first) * 1000, 3), **d} for ts, d in kept]
-    return Collected(events, notes, round(duration, 1), reader.lost)
+    return Collected(events, notes, round(duration, 1), lost)
 
 
 def _read_lines(

@@ -143,6 +143,20 @@ class Instance:
     def pipe(self) -> Path:
         return self.path / "trace_pipe"
 
+    def lost(self) -> int:
+        """Events the ring buffer lost (``overrun`` + ``dropped events`` over the CPUs)."""
+        total = 0
+        for stats in self.path.glob("per_cpu/cpu*/stats"):
+            try:
+                lines = stats.read_text().splitlines()
+            except OSError:
+                continue
+            for line in lines:
+                key, _, value = line.partition(":")
+                if key in ("overrun", "dropped events") and value.split():
+                    total += int(value.split()[0])
+        return total
+
     def disable_all(self) -> None:
         for ev in self.enabled:
             with contextlib.suppress(OSError):

@@ -58,6 +58,7 @@ class FakeRoot:
 
     def __init__(self, root: Path, events: dict[str, str], pipe: str) -> None:
         self.root, self.events, self.pipe = root, events, pipe
+        self.overrun = 0
         self.at_removal: dict[str, str] = {}
         (root / "instances").mkdir(parents=True)
 
@@ -75,6 +76,11 @@ class FakeRoot:
                 (self.path / "options").mkdir()
                 (self.path / "options/stacktrace").write_text("0")
                 (self.path / "trace_pipe").write_text(fake.pipe)
+                for cpu, overrun in ((0, 0), (1, fake.overrun)):
+                    d = self.path / f"per_cpu/cpu{cpu}"
+                    d.mkdir(parents=True)
+                    (d / "stats").write_text(f"entries: 0\noverrun: {overrun}\n"
+                                             "commit overrun: 0\ndropped events: 0\n")
 
         def remove(path: Path) -> None:
             for f in path.glob("events/*/*/enable"):
@@ -127,6 +133,18 @@ def test_record_enables_filters_then_cleans_up(tmp_path: Path) -> None:
     assert fake.at_removal == {"sock:inet_sock_set_state": "0\n", "tcp:tcp_retransmit_skb": "0\n",
                                "tcp:tcp_send_reset": "0\n", "stacktrace": "0"}
     assert leftover_instances(tmp_path) == []
+
+
+def test_lost_events_are_noted(tmp_path: Path) -> None:
+    fake = FakeRoot(tmp_path, TCP_EVENTS, PIPE + "CPU:1 [LOST 4 EVENTS]\n")
+    fake.overrun = 7
+    inst = fake.tracefs().instance("stepscope-4")
+    notes: list[str] = []
+    try:
+        got = record(inst, "tcp", FlowFilter(), lambda: True, Stopper(), notes)
+    finally:
+        inst.close()
+    assert got.lost == 7 and "the trace buffer overflowed: 7 events lost" in notes
 
 
 def _patch_cli(monkeypatch: pytest.MonkeyPatch, fake: FakeRoot) -> None:
