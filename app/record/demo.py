@@ -161,6 +161,10 @@ def _link_cwnd(lab: Lab, args: argparse.Namespace) -> tuple[str, str, str, dict[
         _sh("ip", "-n", ns, "neigh", "replace", ip, "lladdr", lladdr, "dev", dev, "nud",
             "permanent")
     _sh("ip", "netns", "exec", snd, "sysctl", "-qw", "net.ipv4.tcp_no_metrics_save=1")
+    # the namespace's default says what the flow uses (which sets it per socket anyway);
+    # outside the initial namespace only tcp_allowed_congestion_control may be set: best effort
+    _sh("ip", "netns", "exec", snd, "sysctl", "-qw",
+        f"net.ipv4.tcp_congestion_control={args.cc}", check=False)
     rate, rtt = float(args.rate_mbit), float(args.rtt_ms)
     bdp = rate * 1e6 / 8 * rtt / 1000
     limit = max(int(bdp * args.buffer_bdp), 3 * (MTU + 14))
@@ -217,11 +221,17 @@ def demo_cwnd(args: argparse.Namespace) -> tuple[dict[str, Any], Collected]:
             got = record(new_instance(), "cwnd", FlowFilter(port, rcv_ip),
                          lambda: bool(sender) and sender[0].poll() is not None, stopper, notes,
                          on_ready=start)
-            if sender and sender[0].poll() is None:  # stopped by a signal
+            flows: list[dict[str, Any]] = []
+            if sender and sender[0].poll() is None:  # stopped by a signal: ask ss, then stop
+                flows = output.ss_flows(port, rcv_ip, netns=snd)[:1]
                 sender[0].terminate()
                 sender[0].wait(timeout=10)
-            flows = _flows(out_json, snd_ip, rcv_ip, port, args.cc)
+            flows = _flows(out_json, snd_ip, rcv_ip, port, args.cc) or flows
             sysctls = output.read_sysctls(snd)
+            default = sysctls.get("net.ipv4.tcp_congestion_control")
+            if default and default != args.cc:
+                notes.append(f"the flow sets {args.cc} on its socket (TCP_CONGESTION); the "
+                             f"namespace default stays {default}")
     finally:
         lab.close()
     doc = output.build("cwnd", got.events, duration_ms=got.duration_ms, sysctls=sysctls,
