@@ -21,7 +21,7 @@ from app.record.traceparse import TraceEvent, TraceReader
 MAX_EVENTS = 200_000
 
 # (event, essential): a missing essential event fails the run naming it; a missing optional
-# one is skipped with a note in the output (sock:sk_data_ready is new in 6.11, for example).
+# one is skipped with a note in the output (sock:sk_data_ready is recent: older kernels lack it).
 EVENTS: dict[str, list[tuple[str, bool]]] = {
     "cwnd": [("tcp:tcp_probe", True)],
     "tcp": [
