@@ -30,6 +30,8 @@ def _v(value: Any, spec: str = ".0f", none: str = "–") -> str:
     return format(value, spec) if isinstance(value, (int, float)) else none
 
 
+MACHINE, MODEL = msg("machine"), msg("model")
+SIDE_BY_SIDE = msg("Machine and model side by side")
 KIND_HEAD: dict[str, Message] = {
     "tick": msg("both sides at this moment"),
     "machine": msg("the machine reduces its window"),
@@ -66,7 +68,7 @@ def picture(trace: RecordedTrace, frame: Frame[RecordedState]) -> str:
         f'<div class="cwnd-moment recorded-moment" id="cwnd-moment" data-time="{t:.6f}" '
         f'data-kind="{escape(kind)}"><p class="moment-head">{head}</p>'
         '<table class="fields recorded-now"><thead><tr><th></th>'
-        f'<th scope="col">{_t(msg("machine"))}</th><th scope="col">{_t(msg("model"))}</th>'
+        f'<th scope="col">{_t(MACHINE)}</th><th scope="col">{_t(MODEL)}</th>'
         f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
     )
 
@@ -143,10 +145,10 @@ def comparison_table(summary: Mapping[str, Any]) -> str:
     paragraphs = "".join(f"<p class='summary-line'>{_t(n)}</p>" for n in notes)
     return (
         f'<details class="run-summary recorded-compare" open><summary>'
-        f"{_t(msg('Machine and model side by side'))}</summary>{paragraphs}"
+        f"{_t(SIDE_BY_SIDE)}</summary>{paragraphs}"
         '<div class="table-scroll" tabindex="0"><table class="fields summary-table">'
-        f"<thead><tr><th></th><th scope='col'>{_t(msg('machine'))}</th>"
-        f"<th scope='col'>{_t(msg('model'))}</th></tr></thead><tbody>{body}</tbody></table>"
+        f"<thead><tr><th></th><th scope='col'>{_t(MACHINE)}</th>"
+        f"<th scope='col'>{_t(MODEL)}</th></tr></thead><tbody>{body}</tbody></table>"
         "</div></details>"
     )
 

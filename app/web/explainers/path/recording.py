@@ -108,7 +108,8 @@ def static(trace: RecordedPathTrace) -> str:
         kinds=kinds,
     )
     kernel = s.get("kernel")
-    extra = f" {_t(msg('Recorded on Linux {release}.', release=str(kernel)))}" if kernel else ""
+    recorded_on = msg("Recorded on Linux {release}.", release=str(kernel))
+    extra = f" {_t(recorded_on)}" if kernel else ""
     return f'<p class="summary-line rec-path-summary">{_t(line)}{extra}</p>'
 
 
