@@ -40,6 +40,8 @@ from app.sim.congestion.params import (
     MAX_RTT_MS,
     MIN_RATE_MBPS,
     CwndParams,
+    FlowParams,
+    LinkParams,
 )
 from app.sim.congestion.run import SIM_VERSION, CwndTrace
 from app.sim.congestion.sawtooth import Metrics, Reduction, Series, measure
@@ -74,6 +76,7 @@ class RecordedParams:
     flow: int
     mss: int
     estimated: tuple[str, ...]  # link fields estimated from the recording's own series
+    shortened: bool  # the model runs less than the recording: the rest is over its work limit
     model: CwndParams
 
 
@@ -232,6 +235,12 @@ def parse_overrides(recording: Mapping[str, Any], overrides: Mapping[str, Any]) 
     duration = _duration(c, recording, overrides, series)
     if c.issues:
         raise ParamError(c.issues)
+    shortened = False
+    if overrides.get("duration_ms") is None:
+        # the recording's own length: the model runs as much of it as its work limit allows
+        fits = _fitting_duration_ms(link, cc, mss)
+        shortened = fits < duration
+        duration = min(duration, fits)
     model = _model_params(link, cc, duration, mss)
     return RecordedParams(
         rate_mbit=link["rate_mbit"],
@@ -242,6 +251,7 @@ def parse_overrides(recording: Mapping[str, Any], overrides: Mapping[str, Any]) 
         flow=flow,
         mss=mss,
         estimated=tuple(estimated),
+        shortened=shortened,
         model=model,
     )
 
@@ -339,6 +349,23 @@ def _model_params(link: Mapping[str, float], cc: str, duration_ms: float, mss: i
                 ),
             ) from None
         raise ParamError.single(where, issue.message) from None
+
+
+def _fitting_duration_ms(link: Mapping[str, float], cc: str, mss: int) -> float:
+    """The longest run (ms, to 0.1 s) of this link the congestion explainer's work limit
+    allows, counted as it counts (``CwndParams.estimated_events``)."""
+    probe = CwndParams(
+        link=LinkParams(
+            rate_mbps=link["rate_mbit"],
+            rtt_ms=link["rtt_ms"],
+            buffer_bytes=int(link["buffer_bytes"]),
+        ),
+        flows=(FlowParams(cc=cc),),
+        duration_s=1.0,
+        mss=mss,
+    )
+    per_second = max(1, probe.estimated_events)
+    return max(100.0, math.floor(MAX_PACKET_EVENTS / per_second * 10) * 100.0)
 
 
 def _events(raw: Mapping[str, Any]) -> float:
@@ -503,6 +530,7 @@ def _summary(
             "mss": p.mss,
         },
         "duration_ms": p.duration_ms,
+        "shortened": p.shortened,
         "estimated": list(p.estimated),
         "samples": {"machine": len(machine.t), "model": len(model.t)},
         "metrics": {"machine": metrics_json(mine), "model": metrics_json(theirs)},
@@ -660,6 +688,12 @@ def _intro(p: RecordedParams, mine: Metrics, theirs: Metrics) -> Message:
         m_n=len(mine.reductions),
         n=len(theirs.reductions),
     )
+    if p.shortened:
+        text += " " + msg(
+            "The model runs the first {seconds} s only: a longer run of this link would be "
+            "over its work limit.",
+            seconds=f"{p.duration_ms / 1000:g}",
+        )
     if p.estimated:
         text += " " + msg(
             "The recording gave no {fields}: estimated from its own samples; edit them to "

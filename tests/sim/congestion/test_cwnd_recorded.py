@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from app.sim.congestion import parse, run
+from app.sim.congestion.params import MAX_PACKET_EVENTS
 from app.sim.congestion.recorded import MAX_FRAMES, RecordedParams, recorded_trace
 from app.sim.congestion.sawtooth import Reduction, Series, measure, reductions
 from app.sim.core import ParamError
@@ -180,6 +181,23 @@ def test_a_recording_without_link_gets_it_estimated() -> None:
     assert "estimated" in trace.frames[0].narration.render()
     # an override replaces an estimate
     assert recorded_trace(rec, {"rtt_ms": 30}).params.estimated == ("rate_mbit", "buffer_bytes")
+
+
+def test_a_long_fast_recording_runs_as_much_of_the_model_as_the_limit_allows() -> None:
+    """60 s at 1 Gbit/s is over the model's work limit: without a duration of the user's the
+    model runs the part that fits and says so; asked for all of it, the field is named."""
+    rec = {**_recording("cubic", "probe"), "duration_ms": 60_000}
+    rec["link"] = {**LINK, "rate_mbit": 1000, "buffer_bytes": 5_000_000}
+    trace = recorded_trace(rec, {})
+    p = trace.params
+    assert p.shortened and 100 <= p.duration_ms < 60_000
+    assert p.model.estimated_events <= MAX_PACKET_EVENTS
+    assert trace.summary["shortened"] is True
+    assert "first" in trace.frames[0].narration.render()
+    with pytest.raises(ParamError) as err:
+        recorded_trace(rec, {"duration_ms": 60_000})
+    assert [i.loc for i in err.value.issues] == [("duration_ms",)]
+    assert not recorded_trace(_recording("cubic", "probe"), {}).params.shortened
 
 
 @pytest.mark.parametrize(
