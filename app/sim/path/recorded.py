@@ -18,9 +18,9 @@ tells loopback (``lo``, ``loopback_xmit``) and veth (``veth*``, ``veth_xmit``) f
 loopback and veth the walk is one: the sender's transmit runs the receiver's receive.
 
 **Matching.** Each event goes to the walk step that best fits it: first a step in a function
-where the tracepoint sits (:data:`SITES`), then one whose function is in the recorded stack,
-then the one sharing the most functions with it; among equals the earliest after the packet's
-last matched step (walks go forward). Function names are compared without the compiler's
+where the tracepoint sits (:data:`SITES`, the first named first), then one whose function is in
+the recorded stack, then the one sharing the most functions with it; among equals the earliest
+after the packet's last matched step (walks go forward). Function names are compared without the compiler's
 suffixes (``.isra.0``, ``.constprop.0``, ``.part.0``, ``.cold``).
 """
 
@@ -198,10 +198,12 @@ def parse_events(recording: Mapping[str, Any]) -> list[Event]:
                 ("events", i, "fields"),
                 msg("fields must be an object; you gave {what}", what=describe(fields)),
             )
+        if stack is None:
+            stack = []  # recorded without its stack trace: matched by the tracepoint alone
         if not isinstance(stack, list) or not all(isinstance(f, str) for f in stack):
             raise ParamError.single(
                 ("events", i, "stack"),
-                msg("a path event needs its stack: a list of function names, innermost first"),
+                msg("a path event's stack is a list of function names, innermost first"),
             )
         out.append(
             Event(
@@ -305,7 +307,7 @@ def match(event: Event, walk: PathTrace, after: int) -> int:
         st: PathState = frame.state
         stack = set(st["stack"]) | {st["function"]}
         key = (
-            int(st["function"] in sites),
+            len(sites) - sites.index(st["function"]) if st["function"] in sites else 0,
             int(st["function"] in recorded),
             len(stack & recorded),
             int(frame.index >= after),

@@ -119,7 +119,7 @@ def test_bare_names() -> None:
         ({"events": [5]}, ("events", 0)),
         ({"events": [event(0, "net:net_dev_queue", ["a"], skbaddr="1") | {"t_ms": "x"}]},
          ("events", 0, "t_ms")),
-        ({"events": [event(0, "net:net_dev_queue", ["a"]) | {"stack": None}]},
+        ({"events": [event(0, "net:net_dev_queue", ["a"]) | {"stack": "tcp_sendmsg"}]},
          ("events", 0, "stack")),
         ({"events": [event(0, "net:net_dev_queue", ["a"]) | {"fields": []}]},
          ("events", 0, "fields")),
@@ -129,6 +129,18 @@ def test_bad_recordings_name_the_field(rec: dict[str, Any], loc: tuple[str | int
     with pytest.raises(ParamError) as err:
         recorded_trace(rec, {})
     assert [i.loc for i in err.value.issues] == [loc]
+
+
+def test_an_event_without_its_stack_meets_its_tracepoint() -> None:
+    events = [{k: v for k, v in e.items() if k != "stack"} for e in veth_tx()]
+    trace = _trace(events)
+    assert [f.state["model_function"] for f in trace.frames] == [
+        "__dev_queue_xmit",
+        "xmit_one",
+        "__netif_receive_skb_core",
+        "sock_def_readable",
+    ]
+    assert all(f.state["recorded"] == [] and f.state["both"] == [] for f in trace.frames)
 
 
 def test_overrides_are_refused_by_name() -> None:
