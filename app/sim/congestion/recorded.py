@@ -339,13 +339,12 @@ def _model_params(link: Mapping[str, float], cc: str, duration_ms: float, mss: i
         issue = e.issues[0]
         where = _MODEL_LOC.get(issue.loc, ("duration_ms",))
         if issue.loc == ("duration_s",):  # the run is over the model's work limit
-            seconds = duration_ms / 1000 * MAX_PACKET_EVENTS / max(1.0, _events(raw))
             raise ParamError.single(
                 where,
                 msg(
                     "the model would need too long for this link: shorten duration_ms to "
                     "≤ {max_ms} ms or lower rate_mbit",
-                    max_ms=f"{math.floor(seconds * 1000):g}",
+                    max_ms=f"{_fitting_duration_ms(link, cc, mss):g}",
                 ),
             ) from None
         raise ParamError.single(where, issue.message) from None
@@ -366,17 +365,6 @@ def _fitting_duration_ms(link: Mapping[str, float], cc: str, mss: int) -> float:
     )
     per_second = max(1, probe.estimated_events)
     return max(100.0, math.floor(MAX_PACKET_EVENTS / per_second * 10) * 100.0)
-
-
-def _events(raw: Mapping[str, Any]) -> float:
-    link = raw["link"]
-    return (
-        float(link["rate_mbps"])
-        * 1e6
-        * float(raw["duration_s"])
-        / (8 * (int(raw["mss"]) + HEADER_BYTES))
-        * 1.5
-    )
 
 
 _MODEL_LOC: dict[tuple[str | int, ...], tuple[str | int, ...]] = {
