@@ -180,7 +180,7 @@ def estimate_link(s: Series, mss: int) -> dict[str, float]:
     rtts = [v for v in s.srtt if v is not None]
     if not rtts:
         return {}
-    rtt = max(0.1, min(rtts))
+    rtt = min(MAX_RTT_MS, max(0.1, min(rtts)))
     m = measure(s)
     start = s.t.index(m.reductions[0].t) if m.reductions else 0
     wire = mss + HEADER_BYTES
@@ -194,7 +194,7 @@ def estimate_link(s: Series, mss: int) -> dict[str, float]:
     rate = min(MAX_RATE_MBPS, max(MIN_RATE_MBPS, rates[len(rates) // 2]))
     bdp = rate * 1e6 * rtt / 1e3 / (8 * wire)
     peak = m.peak if m.peak is not None else max(s.cwnd)
-    buffer = max(wire, round((peak - bdp) * wire))
+    buffer = min(MAX_BUFFER_PACKETS * wire, max(wire, round((peak - bdp) * wire)))
     return {"rate_mbit": round(rate, 3), "rtt_ms": round(rtt, 3), "buffer_bytes": buffer}
 
 
