@@ -1,0 +1,124 @@
+"""The packetdrill runner on the project's own example scripts: the ones the model passes pass
+line for line; a deliberately wrong expectation fails at that line with its reason; timing,
+tolerance, relative numbering, blocking calls and the run limit behave as packetdrill's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.sim.tcp.packetdrill.parser import parse
+from app.sim.tcp.packetdrill.runner import RunLimitError, run
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "content" / "packetdrill"
+# the one example that shows a known gap of the model (tcp_event_data_sent's ping-pong entry)
+KNOWN_GAP = {"delayed-ack"}
+
+
+def text(name: str) -> str:
+    return (EXAMPLES / f"{name}.pkt").read_text()
+
+
+def line_of(script: str, needle: str) -> int:
+    return next(i for i, ln in enumerate(script.split("\n"), 1) if needle in ln)
+
+
+@pytest.mark.parametrize(
+    "name", sorted(p.stem for p in EXAMPLES.glob("*.pkt") if p.stem not in KNOWN_GAP)
+)
+def test_the_examples_the_model_should_pass_pass(name: str) -> None:
+    res = run(parse(text(name)))
+    bad = [
+        (r.line, r.status, [m.render() for m in r.reasons])
+        for r in res.lines
+        if r.status not in ("match", "comment")
+    ]
+    assert res.verdict.passed, bad
+    assert res.verdict.line is None
+
+
+def test_the_known_gap_fails_where_the_script_says() -> None:
+    """delayed-ack: Linux 6.4 delays this ACK (ping-pong after a quick reply); the model does not."""
+    src = text("delayed-ack")
+    res = run(parse(src))
+    assert not res.verdict.passed
+    assert res.verdict.line == line_of(src, "> . 101:101(0) ack 201")
+    assert "expected" in res.verdict.reason.render()
+
+
+def test_a_wrong_expectation_fails_at_that_line_with_the_reason() -> None:
+    src = text("basic-server").replace("> P. 1:701(700) ack 301", "> P. 1:801(800) ack 301")
+    res = run(parse(src))
+    assert not res.verdict.passed
+    assert res.verdict.line == line_of(src, "1:801(800)")
+    failed = next(r for r in res.lines if r.line == res.verdict.line)
+    assert failed.status == "mismatch"
+    assert {"len"} <= set(failed.diffs)
+    assert failed.got is not None and failed.got["len"] == 700
+    assert failed.source is not None and failed.source.function == "tcp_write_xmit"
+    # the lines before it matched
+    assert all(r.status in ("match", "comment") for r in res.lines if r.line < failed.line)
+
+
+def test_a_wrong_return_value_and_errno_fail() -> None:
+    src = text("rst-challenge-ack").replace("= -1 ECONNRESET", "= -1 EPIPE")
+    res = run(parse(src))
+    assert res.verdict.line == line_of(src, "EPIPE")
+    assert "ECONNRESET" in res.verdict.reason.render()
+
+
+def test_time_outside_tolerance_fails_inside_passes() -> None:
+    """The persist timer's first probe comes 300 ms after the zero window (RTO after a 100 ms
+    RTT sample): expected 5 ms later, it fails with 4000 µs of tolerance and passes with 6000."""
+    src = text("zero-window").replace("+.3 > . 2000:2000(0)", "+.305 > . 2000:2000(0)")
+    res = run(parse(src), tolerance_us=4000)
+    assert res.verdict.line == line_of(src, "+.305")
+    assert "time" in next(r for r in res.lines if r.line == res.verdict.line).diffs
+    assert run(parse(src), tolerance_us=6000).verdict.passed
+
+
+def test_sequence_numbers_are_relative_to_the_local_isn() -> None:
+    """packetdrill maps the local ISN to 0: the model's SYN is seq 0 whatever its ISS."""
+    res = run(parse(text("basic-client")))
+    syn = next(r for r in res.lines if r.got and r.got.get("flags") == "S")
+    assert syn.got is not None and syn.got["seq"] == 0
+
+
+def test_a_blocking_read_returns_when_data_arrives() -> None:
+    """read() with a range blocks until the peer's data comes 100 ms later (tcp_recvmsg)."""
+    src = (
+        text("basic-server")
+        .replace(
+            "   +0 read(4, ..., 1000) = 300",
+            "",
+        )
+        .replace(
+            " +.01 < P. 1:301(300) ack 1 win 65535",
+            "   +0...0.010 read(4, ..., 1000) = 300\n +.01 < P. 1:301(300) ack 1 win 65535",
+        )
+    )
+    res = run(parse(src))
+    assert res.verdict.passed, [(r.line, [m.render() for m in r.reasons]) for r in res.lines]
+    rd = next(r for r in res.lines if r.got and r.got.get("call") == "read")
+    assert rd.got is not None and rd.got["ret"] == 300
+
+
+def test_unsupported_lines_fail_the_verdict_but_not_the_run() -> None:
+    src = text("basic-client") + "\n+0 setsockopt(3, SOL_TCP, TCP_FASTOPEN, [1], 4) = 0\n"
+    res = run(parse(src))
+    assert not res.verdict.passed
+    assert "TCP Fast Open" in res.verdict.reason.render()
+    assert res.lines[-1].status == "unsupported"
+
+
+def test_scripts_past_the_simulated_time_limit_are_refused() -> None:
+    with pytest.raises(RunLimitError) as exc:
+        run(parse("0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n+700 close(3) = 0\n"))
+    assert "600 s" in exc.value.why.render()
+
+
+def test_scripts_past_the_event_limit_are_refused() -> None:
+    with pytest.raises(RunLimitError) as exc:
+        run(parse(text("fast-retransmit")), max_events=3)
+    assert "3 model events" in exc.value.why.render()
