@@ -419,7 +419,7 @@ class _Parser:
             if sep.text == "}":
                 return StructArg(tuple(fields))
             if sep.text != ",":
-                raise self.error(sep, msg("',' or '}}'"))
+                raise self.error(sep, msg("',' or '{c}'", c="}"))
 
 
 def _names(args: tuple[Arg, ...]) -> list[str]:
