@@ -21,7 +21,7 @@ def test_stepping_follows_the_script_lines(live_server, page) -> None:  # type: 
 def test_a_wrong_expectation_shows_a_red_diff(live_server, page) -> None:  # type: ignore[no-untyped-def]
     page.goto(f"{live_server.url}/explainers/tcp/packetdrill?example=basic-client")
     script = page.input_value("#pd-script").replace(
-        "> P. 1001:2001(1000) ack 1", "> P. 1001:1501(500) ack 1"
+        "> P. 1:2001(2000) ack 1", "> P. 1:1501(1500) ack 1"
     )
     page.fill("#pd-script", script)
     page.click(".pd-form button[type=submit]")

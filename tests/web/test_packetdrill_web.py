@@ -80,7 +80,7 @@ def test_page_shows_an_example_stepped_and_its_verdict(client: TestClient) -> No
 
 def test_page_runs_a_pasted_script_and_shows_the_red_diff(client: TestClient) -> None:
     script = (EXAMPLES / "basic-client.pkt").read_text().replace("ack 2001 win", "ack 2001 win")
-    script = script.replace("> P. 1001:2001(1000) ack 1", "> P. 1001:2501(1500) ack 1")
+    script = script.replace("> P. 1:2001(2000) ack 1", "> P. 1:2501(2500) ack 1")
     r = client.post("/explainers/tcp/packetdrill", data={"script": script, "tolerance_us": "4000"})
     assert r.status_code == 200
     assert "Fails at line" in r.text

@@ -122,3 +122,20 @@ def test_scripts_past_the_event_limit_are_refused() -> None:
     with pytest.raises(RunLimitError) as exc:
         run(parse(text("fast-retransmit")), max_events=3)
     assert "3 model events" in exc.value.why.render()
+
+
+def test_a_burst_is_one_gso_packet_or_its_segments() -> None:
+    """packetdrill's tun takes GSO packets: back-to-back segments of one burst may be written
+    as one packet or one by one; a join never spans a time gap or passes the expected end."""
+    src = text("basic-client")
+    split = src.replace(
+        "   +0 > P. 1:2001(2000) ack 1",
+        "   +0 > . 1:1001(1000) ack 1\n   +0 > P. 1001:2001(1000) ack 1",
+    )
+    assert run(parse(src)).verdict.passed
+    assert run(parse(split)).verdict.passed
+    too_long = src.replace("> P. 1:2001(2000) ack 1", "> P. 1:3001(3000) ack 1")
+    res = run(parse(too_long))
+    assert res.verdict.line == line_of(too_long, "1:3001(3000)")
+    got = next(r for r in res.lines if r.line == res.verdict.line).got
+    assert got is not None and got["len"] == 2000

@@ -166,6 +166,9 @@ class _Parser:
         head = self.peek()
         if head is None:
             raise ScriptSyntaxError(tok.line, tok.col, msg("a time with no event after it"))
+        if head.kind == "python":  # +0 %{ assert tcpi_… }%
+            self.i += 1
+            return Unsupported(**pos, construct="%{ python }% block", text=head.text[:60])
         if head.kind == "punct" and head.text in "<>":
             return self.packet(pos["line"], pos["col"], time)
         if head.kind == "word" and (nxt := self.peek(1)) is not None and nxt.text == "(":

@@ -34,6 +34,7 @@ from app.sim.tcp.packetdrill.ast import (
 from app.sim.tcp.packetdrill.peer import PeerSim, RunLimit, Sent
 from app.sim.tcp.packetdrill.settings import knobs
 from app.sim.tcp.params import TcpParams
+from app.sim.tcp.sock import Seg
 
 DEFAULT_TOLERANCE_US = 4000
 MAX_EVENTS = 20_000  # model events (timers, calls, segments) a run may take
@@ -318,8 +319,48 @@ class Runner:
             sim.advance(limit if t is not None else sim.now, inclusive=True)
             res.fail("packet", msg("the model sent no packet by {t} ms", t=round(limit, 3)))
             return
-        sent = sim.outbox.popleft()
+        sent = self.gso(sim.outbox.popleft(), p)
         self.compare(p, sent, res, t)
+
+    def gso(self, first: Sent, p: Packet) -> Sent:
+        """packetdrill's tun device takes GSO packets: a burst the kernel hands down as one
+        TSO skb is one packet there. The model sends MSS-sized segments, so when the script
+        expects more bytes than the first segment holds, the segments that follow it back to
+        back (same instant, contiguous, data only) are joined up to the expected end."""
+        seg = first.seg
+        want_end = p.end + self.local_isn
+        if not seg.length or seg.syn or seg.rst or seg.seq + seg.length >= want_end:
+            return first
+        joined, last = [first], first
+        box = self.sim.outbox
+        while box:
+            nxt = box[0]
+            s = nxt.seg
+            end = last.seg.seq + last.seg.length
+            if s.seq != end or not s.length or s.syn or s.rst or abs(nxt.t_ms - first.t_ms) > 1e-9:
+                break
+            if s.seq + s.length > want_end or last.seg.fin:
+                break
+            joined.append(box.popleft())
+            last = nxt
+        if len(joined) == 1:
+            return first
+        total = sum(x.seg.length for x in joined)
+        merged = Seg(
+            id=seg.id,
+            src=seg.src,
+            dst=seg.dst,
+            flags=last.seg.flags,
+            seq=seg.seq,
+            ack=last.seg.ack,
+            length=total,
+            window=last.seg.window,
+            kind=seg.kind,
+            sent_ms=first.t_ms,
+        )
+        if M.MODEL_HAS_OPTIONS:
+            setattr(merged, "options", M.model_options(last.seg) or ())  # noqa: B010
+        return Sent(merged, first.t_ms, first.source, last.psh)
 
     def compare(self, p: Packet, sent: Sent, res: LineResult, t: float | None) -> None:
         seg = sent.seg

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from app.sim.core.i18n import msg
-from app.sim.tcp.packetdrill.ast import Arg, ListArg, Name, StructArg, Syscall
+from app.sim.tcp.packetdrill.ast import Arg, Elided, ListArg, Name, StructArg, Syscall
 from app.sim.tcp.params import Call
 from app.sim.tcp.sock import Sock
 
@@ -95,7 +95,7 @@ def finish(r: Runner, p: Pending, result: str) -> None:
     if result.startswith("E"):
         errno = result
     elif p.call == "accept":
-        ret = _alloc(r, "conn")
+        ret = _alloc(r, "conn", p.node.ret)
     else:
         ret = int(result)
     fdo = r.fds.get(p.fd)
@@ -104,12 +104,16 @@ def finish(r: Runner, p: Pending, result: str) -> None:
     done(r, p.res, p.node, ret, errno, r.sim.now, p.expect_ms)
 
 
-def _alloc(r: Runner, kind: str) -> int:
+def _alloc(r: Runner, kind: str, script_fd: int) -> int:
+    """A new descriptor. As in packetdrill, the number the script expects names it (script
+    fds are mapped to live ones), so it is not a check; else the lowest free from 3."""
     from app.sim.tcp.packetdrill.runner import Fd
 
-    fd = 3
-    while fd in r.fds:
-        fd += 1
+    fd = script_fd
+    if fd < 0 or fd in r.fds:
+        fd = 3
+        while fd in r.fds:
+            fd += 1
     r.fds[fd] = Fd(kind)
     return fd
 
@@ -123,7 +127,20 @@ def sys_socket(r: Runner, n: Syscall, res: LineResult, t: float) -> None:
     if any(f.kind in ("socket", "conn") for f in r.fds.values()):
         unsupported(res, "a second connection socket (the model has one per endpoint)")
         return
-    done(r, res, n, _alloc(r, "socket"), None, t, r.end_time(n, t))
+    fd = _alloc(r, "socket", n.ret)
+    kind = n.args[1] if len(n.args) > 1 else None
+    r.fds[fd].nonblock = isinstance(kind, Name) and "SOCK_NONBLOCK" in kind.names
+    done(r, res, n, fd, None, t, r.end_time(n, t))
+
+
+def _flags_unsupported(n: Syscall, res: LineResult) -> bool:
+    """send/recv flags the model has no meaning for (MSG_EOR, MSG_PEEK, …): unsupported."""
+    flags = n.args[3] if len(n.args) > 3 else 0
+    if flags == 0 or isinstance(flags, Elided):
+        return False
+    names = ",".join(flags.names) if isinstance(flags, Name) else str(flags)
+    unsupported(res, f"{n.name} flags {names}")
+    return True
 
 
 def sys_bind(r: Runner, n: Syscall, res: LineResult, t: float) -> None:
@@ -160,7 +177,7 @@ def _bytes(n: Syscall) -> int | None:
 def sys_send(r: Runner, n: Syscall, res: LineResult, t: float) -> None:
     fd = _fd(r, n, res)
     size = _bytes(n)
-    if fd is None:
+    if fd is None or _flags_unsupported(n, res):
         return
     if size is None:
         unsupported(res, "a send size the model cannot take (1 to 10,000,000 bytes)")
@@ -170,7 +187,7 @@ def sys_send(r: Runner, n: Syscall, res: LineResult, t: float) -> None:
 
 def sys_recv(r: Runner, n: Syscall, res: LineResult, t: float) -> None:
     fd = _fd(r, n, res)
-    if fd is not None:
+    if fd is not None and not _flags_unsupported(n, res):
         model_call(r, n, res, t, fd, _call(r, "recv", bytes=_bytes(n)))
 
 
