@@ -94,4 +94,4 @@ def test_page_unknown_example_is_422(client: TestClient) -> None:
 def test_page_in_chinese(client: TestClient) -> None:
     r = client.get("/explainers/tcp/packetdrill?example=basic-client&lang=zh-CN")
     assert r.status_code == 200
-    assert "packetdrill" in r.text
+    assert "Stepscope 示例" in r.text

@@ -139,3 +139,15 @@ def test_a_burst_is_one_gso_packet_or_its_segments() -> None:
     assert res.verdict.line == line_of(too_long, "1:3001(3000)")
     got = next(r for r in res.lines if r.line == res.verdict.line).got
     assert got is not None and got["len"] == 2000
+
+
+def test_the_chinese_examples_are_the_same_scripts() -> None:
+    """content/zh-CN/packetdrill: the same lines, only the comments translated, same verdicts."""
+    zh_dir = EXAMPLES.parent / "zh-CN" / "packetdrill"
+    for en in EXAMPLES.glob("*.pkt"):
+        zh = (zh_dir / en.name).read_text()
+        en_lines, zh_lines = en.read_text().split("\n"), zh.split("\n")
+        assert len(en_lines) == len(zh_lines), en.name
+        for a, b in zip(en_lines, zh_lines, strict=True):
+            assert a.split("//")[0] == b.split("//")[0], (en.name, a, b)
+        assert run(parse(zh)).verdict.passed == run(parse(en.read_text())).verdict.passed

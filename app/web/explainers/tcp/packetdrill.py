@@ -61,9 +61,15 @@ class PacketdrillRequest(BaseModel):
     )
 
 
-def example_text(slug: str) -> str | None:
+def example_text(slug: str, lang: str = "en") -> str | None:
+    """An example script; in Chinese, its translation (the same lines, comments translated)
+    from content/zh-CN/packetdrill/ when there is one."""
     if slug not in EXAMPLES:
         return None
+    if lang != "en":
+        local = EXAMPLES_DIR.parent / lang / "packetdrill" / f"{slug}.pkt"
+        if local.is_file():
+            return local.read_text(encoding="utf-8")
     return (EXAMPLES_DIR / f"{slug}.pkt").read_text(encoding="utf-8")
 
 
@@ -182,7 +188,7 @@ def page(
     example: Annotated[str, Query(max_length=40)] = "basic-client",
     tolerance_us: Annotated[int, Query(ge=0, le=MAX_TOLERANCE_US)] = DEFAULT_TOLERANCE_US,
 ) -> Response:
-    text = example_text(example)
+    text = example_text(example, i18n.language_of(request))
     if text is None:
         raise ParamError.single(
             ("query", "example"),
