@@ -14,7 +14,9 @@ from app.sim.tcp.packetdrill.ast import Packet
 from app.sim.tcp.sock import Seg
 
 MODEL_HAS_OPTIONS = "options" in Seg.__slots__
-REMOTE_BASE = 100_000  # the peer's sequence number 0 in the model's (unwrapped) numbers
+REMOTE_BASE = (
+    0  # the peer's sequence number 0 in the model's numbers (the narration quotes the script's)
+)
 _LETTER = {"S": "SYN", "F": "FIN", "R": "RST", "P": "PSH", ".": "ACK"}
 _ORDER = (("FIN", "F"), ("SYN", "S"), ("RST", "R"), ("PSH", "P"), ("ACK", "."))
 

@@ -160,6 +160,8 @@ class Runner:
             until_ms=MAX_SIM_MS,
             mss=max(64, min(mss, MAX_SEND_MSS)),
             sysctl=self.knobs.sysctls,
+            client_iss=0,  # the local ISN is packetdrill's 0, so the narration's numbers are
+            server_iss=0,  # the script's
         )
         self.sim = PeerSim(params, self.local, self.on_frame, max_events)
         self.local_isn = self.sim.ep.iss_base
