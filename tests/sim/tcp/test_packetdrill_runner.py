@@ -151,3 +151,31 @@ def test_the_chinese_examples_are_the_same_scripts() -> None:
         for a, b in zip(en_lines, zh_lines, strict=True):
             assert a.split("//")[0] == b.split("//")[0], (en.name, a, b)
         assert run(parse(zh)).verdict.passed == run(parse(en.read_text())).verdict.passed
+
+
+POLL_SCRIPT = """0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
++0 bind(3, ..., ...) = 0
++0 listen(3, 4) = 0
++0 < S 0:0(0) win 65535 <mss 1000>
++0 > S. 0:0(0) ack 1 <...>
++.01 < . 1:1(0) ack 1 win 65535
++0 accept(3, ..., ...) = 4
++0...0.1 poll([{fd=4, events=POLLIN, revents=POLLIN}], 1, 1000) = 1
++.1 < P. 1:101(100) ack 1 win 65535
++0 > . 1:1(0) ack 101
++0 read(4, ..., 100) = 100
++0 poll([{fd=4, events=POLLIN|POLLOUT, revents=POLLOUT}], 1, 0) = 1
++0...0.05 poll([{fd=4, events=POLLIN, revents=0}], 1, 50) = 0
+"""
+
+
+def test_poll_waits_while_later_lines_run_and_times_out() -> None:
+    """poll() with a timeout waits for the peer's data (tcp_poll: POLLIN), answers at once
+    with timeout 0, and returns 0 when its timeout passes."""
+    res = run(parse(POLL_SCRIPT))
+    assert res.verdict.passed, [(r.line, [m.render() for m in r.reasons]) for r in res.lines]
+    got = {r.line: r.got for r in res.lines}
+    assert got[8] is not None and (got[8]["ret"], got[8]["t_ms"]) == (1, 110.0)
+    assert got[13] is not None and (got[13]["ret"], got[13]["t_ms"]) == (0, 160.0)
+    wrong = POLL_SCRIPT.replace("revents=POLLOUT}], 1, 0) = 1", "revents=POLLIN}], 1, 0) = 1")
+    assert run(parse(wrong)).verdict.line == 12

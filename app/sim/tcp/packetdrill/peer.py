@@ -51,6 +51,7 @@ class PeerSim(Sim):
         self.outbox: deque[Sent] = deque()
         self.events = 0
         self.max_events = max_events
+        self.after_event: Callable[[], None] | None = None  # the runner's check of waiting polls
 
     def xmit(self, *args: Any, **kwargs: Any) -> Seg:
         """The model's send path, up to the wire: the segment goes to the outbox."""
@@ -84,6 +85,8 @@ class PeerSim(Sim):
         tcp_ipv4.receive(self, self.ep, seg)
         self.flush("deliver", delivered=seg)
         self.after_step()
+        if self.after_event is not None:
+            self.after_event()
 
     def next_time(self) -> float | None:
         return self.q.heap[0][0] if self.q.heap else None
@@ -103,6 +106,8 @@ class PeerSim(Sim):
             obj, name = arg
             if obj.timers[name].due(t):
                 self.on_timer(obj, name)
+        if self.after_event is not None:
+            self.after_event()
 
     def advance(self, until_ms: float, inclusive: bool = False) -> None:
         """Run the model's events before ``until_ms`` (or at it, if ``inclusive``)."""

@@ -33,6 +33,7 @@ from app.sim.tcp.packetdrill.ast import (
 )
 from app.sim.tcp.packetdrill.peer import PeerSim, RunLimit, Sent
 from app.sim.tcp.packetdrill.settings import knobs
+from app.sim.tcp.packetdrill.syscalls import PendingPoll, check_poll
 from app.sim.tcp.params import TcpParams
 from app.sim.tcp.sock import Seg
 
@@ -170,7 +171,13 @@ class Runner:
         self.cur: LineResult | None = None
         self.pending: deque[Pending] = deque()
         self.fds: dict[int, Fd] = {}
+        self.polls: list[PendingPoll] = []
+        self.sim.after_event = self.check_polls
         self.last_ms = 0.0
+
+    def check_polls(self) -> None:
+        if self.polls:
+            self.polls = [pp for pp in self.polls if not check_poll(self, pp)]
 
     # --- the model's frames --------------------------------------------------------------------
     def on_frame(self, sim: Sim, f: dict[str, Any]) -> None:
@@ -250,6 +257,7 @@ class Runner:
         )
 
     def event(self, ev: Event, syscall: Any) -> None:
+        self.check_polls()  # a waiting poll's timeout may have passed
         res = LineResult(line=ev.line, kind=_kind(ev))
         self.lines.append(res)
         self.cur = res
@@ -399,14 +407,25 @@ class Runner:
             )
 
     def drain_pending(self) -> None:
-        """After the last line: let blocked calls return within their time, then fail them."""
-        if self.pending:
-            last = max(p.expect_ms for p in self.pending) + self.tol
-            while self.pending and (nt := self.sim.next_time()) is not None and nt <= last:
+        """After the last line: let blocked calls and polls return within their time, then
+        fail the ones still waiting."""
+        if self.pending or self.polls:
+            waits = [p.expect_ms for p in self.pending] + [p.expect_ms for p in self.polls]
+            last = max(waits) + self.tol
+            while (
+                (self.pending or self.polls)
+                and (nt := self.sim.next_time()) is not None
+                and nt <= last
+            ):
                 self.sim.step_one()
+            self.sim.advance(last, inclusive=True)
+            self.check_polls()
         for p in list(self.pending):
             p.res.fail("return", msg("the call never returned (it is still blocked)"))
+        for pp in self.polls:
+            pp.res.fail("return", msg("the call never returned (it is still blocked)"))
         self.pending.clear()
+        self.polls.clear()
 
     def verdict(self) -> Verdict:
         for r in self.lines:

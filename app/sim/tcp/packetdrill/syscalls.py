@@ -6,6 +6,7 @@ bind, setsockopt, getsockopt, fcntl, poll) are answered here from the model's so
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from app.sim.core.i18n import msg
@@ -327,36 +328,54 @@ def revents(r: Runner, fd: int) -> set[str]:
     return out
 
 
+@dataclass(slots=True)
+class PendingPoll:
+    """A poll() still waiting: for an event on its descriptors or its timeout."""
+
+    res: LineResult
+    node: Syscall
+    entries: list[StructArg]
+    deadline: float
+    expect_ms: float
+
+
+def poll_ready(r: Runner, entries: list[StructArg]) -> tuple[int, list[set[str]]]:
+    got: list[set[str]] = []
+    for e in entries:
+        fd = _int(e.get("fd"))
+        ev = e.get("events")
+        asked = set(ev.names) if isinstance(ev, Name) else set()
+        got.append(revents(r, fd if fd is not None else -1) & (asked | {"POLLERR", "POLLHUP"}))
+    return sum(1 for g in got if g), got
+
+
 def sys_poll(r: Runner, n: Syscall, res: LineResult, t: float) -> None:
-    """poll(): answered now; with a timeout and nothing ready, the model runs on until
-    something is or the timeout passes (later script lines wait)."""
+    """poll(): answered now when a descriptor is ready or the timeout is 0; else it waits
+    (while the script's later lines run) for an event or its timeout (-1: none)."""
     fds = n.args[0] if n.args else None
     timeout = _int(n.args[2]) if len(n.args) > 2 else 0
     if not isinstance(fds, ListArg) or not all(isinstance(x, StructArg) for x in fds.items):
         unsupported(res, "poll without a list of {fd, events}")
         return
     entries = [x for x in fds.items if isinstance(x, StructArg)]
+    deadline = t + timeout if timeout is not None and timeout >= 0 else float("inf")
+    pp = PendingPoll(res, n, entries, deadline, r.end_time(n, t))
+    res.expected = expected(n, pp.expect_ms)
+    if not check_poll(r, pp):
+        r.polls.append(pp)
 
-    def ready() -> tuple[int, list[set[str]]]:
-        got: list[set[str]] = []
-        for e in entries:
-            fd = _int(e.get("fd"))
-            ev = e.get("events")
-            asked = set(ev.names) if isinstance(ev, Name) else set()
-            got.append(revents(r, fd if fd is not None else -1) & (asked | {"POLLERR", "POLLHUP"}))
-        return sum(1 for g in got if g), got
 
-    count, got = ready()
-    deadline = t + (timeout if timeout is not None and timeout >= 0 else 600_000)
-    sim = r.sim
-    while count == 0 and timeout != 0 and (nt := sim.next_time()) is not None and nt <= deadline:
-        sim.step_one()
-        count, got = ready()
-    if count == 0 and timeout:
-        sim.advance(deadline, inclusive=True)
-    done(r, res, n, count, None, sim.now, r.end_time(n, t))
+def check_poll(r: Runner, pp: PendingPoll) -> bool:
+    """Finish ``pp`` if a descriptor is ready or its timeout has passed; True if finished."""
+    count, got = poll_ready(r, pp.entries)
+    now = r.sim.now
+    if count == 0 and now < pp.deadline:
+        return False
+    at = now if count else pp.deadline
+    n, res = pp.node, pp.res
+    done(r, res, n, count, None, at, pp.expect_ms)
     res.got = {**(res.got or {}), "revents": ["|".join(sorted(g)) or "0" for g in got]}
-    for e, g in zip(entries, got, strict=True):
+    for e, g in zip(pp.entries, got, strict=True):
         want = e.get("revents")
         wanted = set(want.names) if isinstance(want, Name) else set() if want == 0 else None
         if wanted is not None and wanted != g:
@@ -368,6 +387,7 @@ def sys_poll(r: Runner, n: Syscall, res: LineResult, t: float) -> None:
                     want="|".join(sorted(wanted)) or "0",
                 ),
             )
+    return True
 
 
 Handler = Callable[["Runner", Syscall, "LineResult", float], None]
