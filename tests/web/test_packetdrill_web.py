@@ -95,3 +95,17 @@ def test_page_in_chinese(client: TestClient) -> None:
     r = client.get("/explainers/tcp/packetdrill?example=basic-client&lang=zh-CN")
     assert r.status_code == 200
     assert "Stepscope 示例" in r.text
+
+
+def test_page_runs_a_script_with_unsupported_lines_and_marks_them(client: TestClient) -> None:
+    """The page (unlike the API) runs past unsupported lines and shows them as such."""
+    script = (EXAMPLES / "basic-server.pkt").read_text() + "+0 %{ assert tcpi_snd_cwnd == 10 }%\n"
+    r = client.post("/explainers/tcp/packetdrill", data={"script": script})
+    assert r.status_code == 200
+    assert 'data-status="unsupported"' in r.text
+    assert "not supported: %{ python }% block" in r.text
+
+
+def test_page_over_64_kb_is_413(client: TestClient) -> None:
+    r = client.post("/explainers/tcp/packetdrill", data={"script": "// " + "x" * 70_000})
+    assert r.status_code == 413

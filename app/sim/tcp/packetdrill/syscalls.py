@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from app.sim.core.i18n import msg
+from app.sim.core.i18n import Message, msg
 from app.sim.tcp.packetdrill.ast import Arg, Elided, ListArg, Name, StructArg, Syscall
 from app.sim.tcp.params import Call
 from app.sim.tcp.sock import Sock
@@ -27,7 +27,7 @@ def syscall(r: Runner, n: Syscall, res: LineResult, t: float) -> None:
     HANDLERS[n.name](r, n, res, t)
 
 
-def unsupported(res: LineResult, what: str) -> None:
+def unsupported(res: LineResult, what: str | Message) -> None:
     res.status = "unsupported"
     res.reasons.append(msg("not supported: {what}", what=what))
 
@@ -126,7 +126,7 @@ def _call(r: Runner, call: str, **kw: Any) -> Call:
 # --- handlers ------------------------------------------------------------------------------------
 def sys_socket(r: Runner, n: Syscall, res: LineResult, t: float) -> None:
     if any(f.kind in ("socket", "conn") for f in r.fds.values()):
-        unsupported(res, "a second connection socket (the model has one per endpoint)")
+        unsupported(res, msg("a second connection socket (the model has one per endpoint)"))
         return
     fd = _alloc(r, "socket", n.ret)
     kind = n.args[1] if len(n.args) > 1 else None
@@ -181,7 +181,9 @@ def sys_send(r: Runner, n: Syscall, res: LineResult, t: float) -> None:
     if fd is None or _flags_unsupported(n, res):
         return
     if size is None:
-        unsupported(res, "a send size the model cannot take (1 to 10,000,000 bytes)")
+        unsupported(
+            res, msg("a send size the model cannot take (1 to {max} bytes)", max=10_000_000)
+        )
         return
     model_call(r, n, res, t, fd, _call(r, "send", bytes=size))
 
@@ -263,7 +265,7 @@ def sys_getsockopt(r: Runner, n: Syscall, res: LineResult, t: float) -> None:
     elif opt in fdo.opts:
         value = fdo.opts[opt]
     else:
-        unsupported(res, f"getsockopt {opt} (the model has no value for it)")
+        unsupported(res, msg("getsockopt {opt} (the model has no value for it)", opt=str(opt)))
         return
     done(r, res, n, 0, None, t, r.end_time(n, t))
     res.got = {**(res.got or {}), "value": value}
@@ -355,7 +357,7 @@ def sys_poll(r: Runner, n: Syscall, res: LineResult, t: float) -> None:
     fds = n.args[0] if n.args else None
     timeout = _int(n.args[2]) if len(n.args) > 2 else 0
     if not isinstance(fds, ListArg) or not all(isinstance(x, StructArg) for x in fds.items):
-        unsupported(res, "poll without a list of {fd, events}")
+        unsupported(res, msg("poll without a list of {what}", what="{fd, events}"))
         return
     entries = [x for x in fds.items if isinstance(x, StructArg)]
     deadline = t + timeout if timeout is not None and timeout >= 0 else float("inf")
