@@ -179,3 +179,25 @@ def test_poll_waits_while_later_lines_run_and_times_out() -> None:
     assert got[13] is not None and (got[13]["ret"], got[13]["t_ms"]) == (0, 160.0)
     wrong = POLL_SCRIPT.replace("revents=POLLOUT}], 1, 0) = 1", "revents=POLLIN}], 1, 0) = 1")
     assert run(parse(wrong)).verdict.line == 12
+
+
+def test_option_matching_for_when_the_model_writes_options() -> None:
+    """options_diff as it will run once the model's segments carry options: kinds in order,
+    mss/wscale/sack values exact, TS by presence, <...> anything, none expected means none."""
+    from app.sim.tcp.options import TcpOption as O
+    from app.sim.tcp.packetdrill.runner import options_diff
+
+    syn = (O("mss", (1460,)), O("sackOK"), O("TS", (5, 0)), O("nop"), O("wscale", (7,)))
+    want = (O("mss", (1460,)), O("sackOK"), O("TS", (0, 0)), O("nop"), O("wscale", (7,)))
+    assert options_diff(want, syn, 0) is None
+    assert options_diff(None, syn, 0) is None
+    why = options_diff(want, None, 0)  # the model writes none yet
+    assert why is not None and "no options yet" in why.render()
+    assert options_diff((), None, 0) is None
+    assert options_diff((), syn, 0) is not None
+    wrong = (*want[:4], O("wscale", (8,)))
+    why = options_diff(wrong, syn, 0)
+    assert why is not None and "wscale 8" in why.render()
+    sack = (O("nop"), O("nop"), O("sack", (1001, 2001)))
+    assert options_diff(sack, sack, 0) is None
+    assert options_diff(sack, (O("nop"), O("nop"), O("sack", (1001, 3001))), 0) is not None

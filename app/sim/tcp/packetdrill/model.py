@@ -52,6 +52,9 @@ def inbound_segment(
     window = p.win if p.win is not None else 65535
     if not MODEL_HAS_OPTIONS and "SYN" not in names:
         window <<= wscale  # the model reads raw windows until it scales them itself
+    extra: dict[str, Any] = {}
+    if MODEL_HAS_OPTIONS:  # the model's Seg takes options once it writes them
+        extra["options"] = shift_sack(p.options or (), local_isn)
     seg = Seg(
         id=seg_id,
         src=peer,
@@ -63,10 +66,9 @@ def inbound_segment(
         window=window,
         kind="peer",
         sent_ms=now,
+        **extra,
     )
     seg.arrive_ms = now
-    if MODEL_HAS_OPTIONS and p.options:
-        setattr(seg, "options", shift_sack(p.options, local_isn))  # noqa: B010 (slot added later)
     return seg
 
 

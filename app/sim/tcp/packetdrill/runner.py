@@ -356,6 +356,9 @@ class Runner:
         if len(joined) == 1:
             return first
         total = sum(x.seg.length for x in joined)
+        extra: dict[str, Any] = {}
+        if M.MODEL_HAS_OPTIONS:  # the model's Seg takes options once it writes them
+            extra["options"] = M.model_options(last.seg) or ()
         merged = Seg(
             id=seg.id,
             src=seg.src,
@@ -367,9 +370,8 @@ class Runner:
             window=last.seg.window,
             kind=seg.kind,
             sent_ms=first.t_ms,
+            **extra,
         )
-        if M.MODEL_HAS_OPTIONS:
-            setattr(merged, "options", M.model_options(last.seg) or ())  # noqa: B010
         return Sent(merged, first.t_ms, first.source, last.psh)
 
     def compare(self, p: Packet, sent: Sent, res: LineResult, t: float | None) -> None:
