@@ -4,6 +4,8 @@ its line and column; syntax errors name line and column; unsupported constructs 
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.sim.tcp.options import TcpOption
 from app.sim.tcp.packetdrill.ast import (
@@ -191,3 +193,69 @@ def test_syntax_errors_name_line_and_column(text: str, line: int, col: int) -> N
         parse(text)
     assert (exc.value.line, exc.value.col) == (line, col)
     assert f"line {line}, column {col}" in str(exc.value)
+
+
+_PIECES = [
+    "0 ",
+    "+0 ",
+    "+.1 ",
+    "*",
+    "...",
+    "0.5 ",
+    "< ",
+    "> ",
+    "S",
+    "S.",
+    ".",
+    "P.",
+    "F.",
+    "R",
+    " 0:0(0)",
+    " 1:1001(1000)",
+    " ack 1",
+    " win 257",
+    " <mss 1000,nop,wscale 7>",
+    " <...>",
+    "<sack 1:2>",
+    "socket(..., SOCK_STREAM, IPPROTO_TCP) = 3",
+    "listen(3, 1) = 0",
+    "accept(3, ..., ...) = 4",
+    "connect(3, ..., ...) = 0",
+    "write(4, ..., 100) = 100",
+    "read(4, ..., 100) = 100",
+    "close(4) = 0",
+    "poll([{fd=4, events=POLLIN, revents=0}], 1, 10) = 0",
+    "\n",
+    "//c\n",
+    "/*",
+    "*/",
+    "`sysctl -q net.ipv4.tcp_sack=0`",
+    "%{",
+    "}%",
+    "(",
+    ")",
+    "[",
+    "]",
+    "{",
+    "}",
+    "=",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=30))
+def test_any_text_is_a_script_or_a_syntax_error_never_a_crash(pieces: list[str]) -> None:
+    """Whatever the text, parse gives a Script or a ScriptSyntaxError, and the run a Result or
+    a RunLimitError."""
+    from app.sim.tcp.packetdrill.runner import RunLimitError, run
+
+    try:
+        script = parse("".join(pieces))
+    except ScriptSyntaxError as exc:
+        assert exc.line >= 1 and exc.col >= 1
+        return
+    try:
+        res = run(script)
+    except RunLimitError:
+        return
+    assert len(res.lines) == len(script.events)
