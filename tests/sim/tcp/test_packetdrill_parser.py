@@ -259,3 +259,10 @@ def test_any_text_is_a_script_or_a_syntax_error_never_a_crash(pieces: list[str])
     except RunLimitError:
         return
     assert len(res.lines) == len(script.events)
+
+
+def test_tilde_ranges_for_packets() -> None:
+    """``+0~+.04 > …``: a packet expected anywhere in a time range."""
+    ev = one("+0~+.04 > . 1:1(0) ack 1002")
+    assert isinstance(ev, Packet)
+    assert (ev.time.kind, ev.time.us, ev.time.end_us) == ("rel", 0, 40_000)

@@ -201,3 +201,15 @@ def test_option_matching_for_when_the_model_writes_options() -> None:
     sack = (O("nop"), O("nop"), O("sack", (1001, 2001)))
     assert options_diff(sack, sack, 0) is None
     assert options_diff(sack, (O("nop"), O("nop"), O("sack", (1001, 3001))), 0) is not None
+
+
+def test_a_packet_time_range_accepts_any_time_within_it() -> None:
+    """``+0~+.05 > …``: the delayed ACK of a FIN (40 ms, ping-pong after tcp_fin) anywhere in
+    the range; the next ``+0`` counts from when it was sent."""
+    src = text("close-paths")
+    ranged = src.replace(" +.04 > . 1:1(0) ack 202\n", "   +0~+.05 > . 1:1(0) ack 202\n")
+    assert ranged != src
+    res = run(parse(ranged))
+    assert res.verdict.passed, [(r.line, [m.render() for m in r.reasons]) for r in res.lines]
+    short = src.replace(" +.04 > . 1:1(0) ack 202\n", "   +0~+.02 > . 1:1(0) ack 202\n")
+    assert run(parse(short)).verdict.line == line_of(short, "+0~+.02")

@@ -180,9 +180,9 @@ class _Parser:
         end: int | None = None
         self.skip_comments()
         t = self.peek()
-        if t is not None and t.kind == "ellipsis":
+        if t is not None and (t.kind == "ellipsis" or t.text == "~"):  # a...b, a~b
             self.i += 1
-            end_kind, end = self.one_time(relative_ok=False)
+            end_kind, end = self.one_time()
             if kind == "any" or end_kind == "any":
                 raise self.error(t, msg("a time range with two numbers"))
             if end < us and kind == "abs":
@@ -191,13 +191,13 @@ class _Parser:
                 )
         return EventTime(kind=kind, us=us, end_us=end)
 
-    def one_time(self, relative_ok: bool = True) -> tuple[TimeKind, int]:
+    def one_time(self) -> tuple[TimeKind, int]:
         self.skip_comments()
         tok = self.take()
         if tok.kind == "punct" and tok.text == "*":
             return "any", 0
         kind: TimeKind = "abs"
-        if tok.kind == "punct" and tok.text == "+" and relative_ok:
+        if tok.kind == "punct" and tok.text == "+":
             kind = "rel"
             tok = self.take()
         if tok.kind != "num" or tok.text[:2].lower() == "0x":

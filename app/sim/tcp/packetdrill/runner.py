@@ -292,6 +292,13 @@ class Runner:
         self.last_ms = t
         return t
 
+    def range_end(self, p: Packet, start: float | None) -> float | None:
+        """The last time a packet may be sent: its range's end (``a~b``), else its time."""
+        if start is None or p.time.end_us is None:
+            return start
+        base = start - p.time.us / 1000 if p.time.kind == "rel" else 0.0
+        return base + p.time.end_us / 1000
+
     def end_time(self, ev: Syscall, start: float) -> float:
         tm = ev.time
         if tm.end_us is None:
@@ -321,7 +328,8 @@ class Runner:
 
     def expect_packet(self, p: Packet, res: LineResult, t: float | None) -> None:
         res.expected = M.packet_view(p, t)
-        limit = (t + self.tol) if t is not None else MAX_SIM_MS
+        end = self.range_end(p, t)
+        limit = (end + self.tol) if end is not None else MAX_SIM_MS
         sim = self.sim
         while not sim.outbox and (nt := sim.next_time()) is not None and nt <= limit:
             sim.step_one()
@@ -380,8 +388,8 @@ class Runner:
         res.got = got
         res.source = sent.source
         res.t_ms = got["t_ms"]
-        if t is None:
-            self.last_ms = sent.t_ms
+        if t is None or p.time.end_us is not None:
+            self.last_ms = sent.t_ms  # after * or a~b, the next +t counts from the packet
         want = M.flag_names(p.flags)
         have = M.flag_names(got["flags"])
         if want != have:
@@ -397,7 +405,9 @@ class Runner:
         why = options_diff(p.options, M.model_options(seg), self.local_isn)
         if why is not None:
             res.fail("options", why)
-        if t is not None and abs(sent.t_ms - t) > self.tol + 1e-9:
+        end = self.range_end(p, t)
+        late = end is not None and sent.t_ms > end + self.tol + 1e-9
+        if t is not None and (sent.t_ms < t - self.tol - 1e-9 or late):
             res.fail(
                 "time",
                 msg(
