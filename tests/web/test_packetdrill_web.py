@@ -3,6 +3,7 @@ line and column or line and construct, 422 with the run limit, 413 over 64 KB) a
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from fastapi.testclient import TestClient
@@ -109,3 +110,20 @@ def test_page_runs_a_script_with_unsupported_lines_and_marks_them(client: TestCl
 def test_page_over_64_kb_is_413(client: TestClient) -> None:
     r = client.post("/explainers/tcp/packetdrill", data={"script": "// " + "x" * 70_000})
     assert r.status_code == 413
+
+
+def test_a_pasted_script_has_a_share_link_that_opens_it(client: TestClient) -> None:
+    script = (EXAMPLES / "zero-window.pkt").read_text().replace("+.3 > .", "+.31 > .")
+    r = client.post("/explainers/tcp/packetdrill", data={"script": script})
+    m = re.search(r'id="pd-share" readonly value="([^"]+)"', r.text)
+    assert m is not None
+    url = m.group(1).replace("&amp;", "&")
+    shared = client.get(url[url.index("/explainers") :])
+    assert shared.status_code == 200
+    assert "+.31 &gt; ." in shared.text  # the pasted script, not the example
+    assert "Fails at line" in shared.text
+
+
+def test_a_damaged_share_link_is_422(client: TestClient) -> None:
+    r = client.get("/explainers/tcp/packetdrill?s=not-a-script")
+    assert r.status_code == 422

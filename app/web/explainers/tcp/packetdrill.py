@@ -9,6 +9,9 @@ or one of the examples under ``content/packetdrill/``."""
 
 from __future__ import annotations
 
+import base64
+import binascii
+import zlib
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -35,6 +38,7 @@ from app.web.templating import render
 
 MAX_SCRIPT_BYTES = 64 * 1024
 MAX_TOLERANCE_US = 1_000_000
+MAX_SHARE_CHARS = 8000  # a share link's script, compressed and base64url-encoded, at most
 EXAMPLES_DIR = Path(__file__).resolve().parents[4] / "content" / "packetdrill"
 TEMPLATE = "explainers/tcp/packetdrill.html"
 # The examples in the picker's order, each with its title
@@ -182,12 +186,39 @@ def api_packetdrill(request: Request, body: PacketdrillRequest) -> Response:
         return JSONResponse(result_json(res))
 
 
+def share_code(script: str) -> str | None:
+    """The script as a share link's ``s`` (zlib, base64url), or None when too long for a URL."""
+    code = base64.urlsafe_b64encode(zlib.compress(script.encode("utf-8"), 9)).decode("ascii")
+    code = code.rstrip("=")
+    return code if len(code) <= MAX_SHARE_CHARS else None
+
+
+def shared_script(code: str) -> str:
+    """A share link's script; ParamError (422) when the link is damaged or over 64 KB."""
+    try:
+        raw = base64.urlsafe_b64decode(code + "=" * (-len(code) % 4))
+        z = zlib.decompressobj()
+        data = z.decompress(raw, MAX_SCRIPT_BYTES + 1)
+        if len(data) > MAX_SCRIPT_BYTES or z.unconsumed_tail:
+            raise ValueError("too long")
+        return data.decode("utf-8")
+    except (ValueError, binascii.Error, zlib.error, UnicodeDecodeError):
+        raise ParamError.single(
+            ("query", "s"), msg("this share link is damaged; paste the script instead")
+        ) from None
+
+
 @router.get("/explainers/tcp/packetdrill", response_class=HTMLResponse)
 def page(
     request: Request,
     example: Annotated[str, Query(max_length=40)] = "basic-client",
     tolerance_us: Annotated[int, Query(ge=0, le=MAX_TOLERANCE_US)] = DEFAULT_TOLERANCE_US,
+    s: Annotated[
+        str | None, Query(max_length=MAX_SHARE_CHARS, description="a shared script")
+    ] = None,
 ) -> Response:
+    if s is not None:
+        return _page(request, shared_script(s), tolerance_us, None)
     text = example_text(example, i18n.language_of(request))
     if text is None:
         raise ParamError.single(
@@ -256,8 +287,17 @@ def _render(
         "steps": steps,
         "issues": issues,
         "max_kb": MAX_SCRIPT_BYTES // 1024,
+        "share": _share_url(text, tolerance_us, example) if res is not None else None,
     }
     return render(request, TEMPLATE, ctx, status_code=status)
+
+
+def _share_url(text: str, tolerance_us: int, example: str | None) -> str | None:
+    tol = "" if tolerance_us == DEFAULT_TOLERANCE_US else f"&tolerance_us={tolerance_us}"
+    if example is not None:
+        return f"/explainers/tcp/packetdrill?example={example}{tol}"
+    code = share_code(text)
+    return None if code is None else f"/explainers/tcp/packetdrill?s={code}{tol}"
 
 
 _FIELDS = ("flags", "seq", "len", "ack", "win", "options", "t_ms", "call", "ret", "errno")
