@@ -24,9 +24,10 @@ from app.sim.tcp.params import (
 )
 from app.sim.tcp.state import TcpState
 from app.web.editor import EditorSpec, FieldSpec, Group, Rows, number, whole
+from app.web.explainers.tcp.packetdrill import router as packetdrill_router
 from app.web.explainers.tcp.picture import picture
 from app.web.explainers.tcp.quiz import question
-from app.web.plugin import Thumbnail, WebView
+from app.web.plugin import Action, Thumbnail, WebView
 
 _ALWAYS = ("t_ms", "endpoint")
 _BY_CALL: dict[str, tuple[str, ...]] = {
@@ -159,4 +160,6 @@ VIEW: WebView[TcpState, None] = WebView(
     editor=EDITOR,
     thumbnail=Thumbnail(preset="handshake", step=6),  # the server answers SYN with SYN+ACK
     question=question,  # which state comes next
+    router=packetdrill_router,  # /explainers/tcp/packetdrill and its API
+    actions=(Action(key="packetdrill", label=msg("packetdrill"), path="packetdrill"),),
 )
