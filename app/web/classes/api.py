@@ -26,9 +26,9 @@ from app.store.models import ClassQuestion, LiveClass
 from app.web import i18n, quiz
 from app.web.classes import store
 from app.web.classes.hub import Hub
-from app.web.classes.scenario import resolve
+from app.web.classes.scenario import followed, resolve
 from app.web.quotas import client_key
-from app.web.sources import SiteDep, run_source
+from app.web.sources import SiteDep, Source, run_source
 
 router = APIRouter(tags=["classes"])
 
@@ -264,15 +264,13 @@ class QuestionIn(BaseModel):
     step: Annotated[int, Field(ge=0, le=1_000_000)]
 
 
-def question_at(site: SiteDep, row: LiveClass, step: int) -> quiz.Question:
-    plugin = site.plugin(row.explainer)
-    hook = plugin.web.question
+def question_at(site: SiteDep, source: Source, step: int) -> quiz.Question:
+    hook = source.plugin.web.question
     if hook is None:
         raise ParamError.single(
             ("step",), msg("no question at this step: this explainer asks no questions")
         )
-    _, trace = site.run(plugin, json.loads(row.params_json))
-    found = hook(trace, step)
+    found = hook(run_source(site, source), step)
     if found is None:
         raise ParamError.single(
             ("step",),
@@ -284,13 +282,9 @@ def question_at(site: SiteDep, row: LiveClass, step: int) -> quiz.Question:
     return found
 
 
-def ask_steps(site: SiteDep, engine: Any, row: LiveClass) -> tuple[int, ...]:
-    """The steps the class's lesson marks for a question (its English file's ``ask``: the
+def ask_steps(site: SiteDep, source: Source) -> tuple[int, ...]:
+    """The steps the source's lesson marks for a question (its English file's ``ask``: the
     translation lists the same steps); none without a lesson."""
-    try:
-        source = resolve(site, engine, row.page_path)
-    except ParamError:  # the shared scenario is gone: nothing to mark
-        return ()
     if source.lesson is None:
         return ()
     lesson = site.content.lesson(source.lesson.stem, i18n.DEFAULT) or source.lesson
@@ -302,17 +296,23 @@ def _marked_question(
 ) -> dict[str, Any] | None:
     """The question event of a marked step the class reaches for the first time, stored."""
     engine = request.app.state.engine
-    if step not in ask_steps(site, engine, row) or store.asked_at(engine, row.id, step):
+    try:
+        source = followed(site, engine, row)
+    except ParamError:  # the shared scenario is gone: nothing to ask
+        return None
+    if step not in ask_steps(site, source) or store.asked_at(engine, row.id, step):
         return None
     try:
-        return _open(request, site, row, step)
+        return _open(request, site, row, source, step)
     except ParamError:  # the lesson marks a step without a question (a lesson test catches it)
         return None
 
 
-def _open(request: Request, site: SiteDep, row: LiveClass, step: int) -> dict[str, Any]:
+def _open(
+    request: Request, site: SiteDep, row: LiveClass, source: Source, step: int
+) -> dict[str, Any]:
     """Store the question of ``step`` (422 when there is none): its ``question`` event data."""
-    q = question_at(site, row, step)
+    q = question_at(site, source, step)
     qid = secrets.token_urlsafe(9)
     stored = ClassQuestion(
         id=qid,
@@ -347,7 +347,7 @@ def ask(
     """Ask the class the question of ``step`` (lecturer): students get it at once."""
     row = lecturer(request, class_id, authorization)
     _check_step(row, body.step)
-    data = _open(request, site, row, body.step)
+    data = _open(request, site, row, followed(site, request.app.state.engine, row), body.step)
     _publish(
         request,
         store.append(request.app.state.engine, row.id, [("question", data)], now=time.time()),
