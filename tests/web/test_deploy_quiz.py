@@ -108,6 +108,20 @@ def test_steps_without_a_question() -> None:
     trace = _preset("8b-one-h100")
     asked = [i for i in range(len(trace.frames)) if question(trace, i) is not None]
     ops = _ops(trace)
-    assert [ops[i + 1] for i in asked] == ["page", "blocks"]
+    assert [ops[i + 1] for i in asked] == ["page", "blocks", "concurrency"]
     assert question(trace, len(trace.frames) - 1) is None
     assert question(trace, -1) is None
+
+
+def test_max_concurrency_with_tp_and_max_num_seqs_slips() -> None:
+    trace = _preset("70b-tp4")
+    q = question(trace, _ops(trace).index("concurrency") - 1)
+    assert q is not None
+    choices = [i18n.render(c) for c in q.choices]
+    conc = _field(trace.frames[q.answer_step], "max_concurrency")
+    assert choices[q.correct] == f"{conc:.2f}"
+    pl = plan(trace.params)
+    assert f"{pl.max_concurrency * 4:.2f}" in choices  # each of the 4 GPUs thought separate
+    assert f"{pl.params.max_num_seqs:.2f}" in choices  # the setting, not the memory
+    assert len(set(choices)) == len(choices) == 4
+    assert "max_model_len" in i18n.render(q.prompt, "zh-CN")

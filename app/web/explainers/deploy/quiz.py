@@ -2,7 +2,8 @@
 
 Before the KV page size (at the budget step): how many bytes one block of one layer takes on
 this GPU. Before ``num_gpu_blocks`` (at the bytes-per-block step): how many blocks vLLM makes of
-the KV budget. Before a step where vLLM refuses the deployment: does it start, and if not, why.
+the KV budget. Before the maximum concurrency: how many requests of ``max_model_len`` fit at
+once. Before a step where vLLM refuses the deployment: does it start, and if not, why.
 
 The wrong answers are the usual slips, computed from the same model: forgetting that tensor
 parallelism splits the KV heads (every GPU caching all of them), counting K alone (or, for MLA,
@@ -43,6 +44,8 @@ def question(trace: DeployTrace, step: int) -> Question | None:
             bpb=num(pl.limiting.bytes_per_block),
         )
         return _numeric(nxt, pl.num_gpu_blocks, _block_slips(pl), prompt)
+    if nxt.op == "concurrency":
+        return _concurrency(nxt, pl)
     return None
 
 
@@ -108,6 +111,36 @@ def _numeric(
         prompt=prompt,
         choices=tuple(Message("{value}", {"value": num(v)}) for v in values),
         correct=values.index(right),
+        answer_step=nxt.index,
+        explanation=nxt.narration,
+    )
+
+
+def _concurrency(nxt: Frame[DeployState], pl: Plan) -> Question | None:
+    """How many requests of max_model_len fit at once, as vLLM logs it (two decimals). Slips:
+    the blocks taken for tokens (block_size forgotten), the max_num_seqs setting taken for the
+    memory's answer, each tensor-parallel GPU thought to hold requests of its own."""
+    p, right = pl.params, pl.max_concurrency
+    slips = [right / p.block_size, float(p.max_num_seqs), right * 2]
+    if p.tensor_parallel_size > 1:
+        slips.insert(0, right * p.tensor_parallel_size)
+    fmt = "{:.2f}".format
+    wrong: list[str] = []
+    for v in slips:
+        if v > 0 and fmt(v) != fmt(right) and fmt(v) not in wrong:
+            wrong.append(fmt(v))
+    values = sorted([right, *[float(w) for w in wrong[:MAX_WRONG]]])
+    texts = [fmt(v) for v in values]
+    return Question(
+        prompt=msg(
+            "{blocks} blocks of {bs} tokens: how many requests of max_model_len ({mml} tokens) "
+            "fit at once (vLLM's maximum concurrency)?",
+            blocks=num(pl.num_gpu_blocks),
+            bs=p.block_size,
+            mml=num(p.max_model_len),
+        ),
+        choices=tuple(Message("{value}", {"value": t}) for t in texts),
+        correct=texts.index(fmt(right)),
         answer_step=nxt.index,
         explanation=nxt.narration,
     )
