@@ -163,7 +163,7 @@ WARM_CLAIM_S = 600  # a worker's claim to warm a preset at start-up holds this l
 def _collector_paused() -> Iterator[None]:
     """The cyclic garbage collector off while a trace is pickled or unpickled: both make (or
     walk) hundreds of thousands of objects none of which is garbage, and the collections they
-    set off took as long as the pickling itself (a 4,096-request scheduler run: 0.11 → 0.05 s
+    set off took as long as the pickling itself (the largest run of the API bench: 0.11 → 0.05 s
     to pickle). Ends enabled if it was, whichever thread finishes last."""
     was = gc.isenabled()
     gc.disable()
