@@ -285,6 +285,10 @@ def test_v6_4_lines_of_tcp_input_and_sock() -> None:
     assert lines["tcp_event_data_recv", "net/ipv4/tcp_input.c"] == 774
     assert lines["tcp_clean_rtx_queue", "net/ipv4/tcp_input.c"] == 3238
     assert line_in_644("tcp_ack", "net/ipv4/tcp_input.c", 3760) == 3766
+    # skb_set_owner_w sits before the 11 lines 6.4.4 added at sock_i_ino (2553): not moved
+    assert lines["skb_set_owner_w", "net/core/sock.c"] == 2454
+    assert line_in_644("skb_set_owner_w", "net/core/sock.c", 2454) == 2454
+    assert line_in_644("sk_wait_data", "net/core/sock.c", 2947) == 2958
 
 
 @pytest.mark.parametrize("slug", [p.slug for p in PATH.presets])
