@@ -176,6 +176,22 @@ SPECS: dict[str, OpSpec] = {
     "pskb_copy": OpSpec(kind=DERIVE, optional=("from",)),
     "pskb_expand_head": OpSpec(kind=ACT, optional=("nhead", "ntail")),
     "skb_linearize": OpSpec(kind=ACT),
+    "msg_zerocopy_realloc": OpSpec(
+        kind=ACT,
+        required=("size",),
+        limits=(("size", 1 << 19, msg("one ubuf_info covers at most 512 KiB (byte_limit)")),),
+    ),
+    "skb_zerocopy_iter_stream": OpSpec(
+        kind=ACT,
+        required=("size",),
+        optional=("offset",),
+        limits=(
+            ("size", 65536, msg("one call pins at most 64 KiB here")),
+            ("offset", 4095, msg("the offset into the first user page is below 4096")),
+        ),
+    ),
+    "net_zcopy_put": OpSpec(kind=ACT),
+    "__kfree_skb": OpSpec(kind=ACT),
     "kfree_skb": OpSpec(kind=ACT, optional=("reason",)),
     "consume_skb": OpSpec(kind=ACT),
     "__skb_header_release": OpSpec(kind=ACT),

@@ -222,6 +222,20 @@ GRO_FORWARD: dict[str, Any] = {
     ]
 }
 
+ZEROCOPY_SEND: dict[str, Any] = {
+    "ops": [
+        {"op": "tcp_stream_alloc_skb", "size": 0, "via": "tcp_sendmsg_locked"},
+        {"op": "tcp_skb_entail", "seq": WRITE_SEQ, "via": "tcp_sendmsg_locked"},
+        {"op": "msg_zerocopy_realloc", "size": MSS, "via": "tcp_sendmsg_locked"},
+        {"op": "skb_zerocopy_iter_stream", "size": MSS, "offset": 0, "via": "tcp_sendmsg_locked"},
+        {"op": "skb_clone", "from": "skb", "skb": "clone1", "via": "__tcp_transmit_skb"},
+        *_tx_headers("clone1", "__tcp_transmit_skb", owner=True),
+        {"op": "net_zcopy_put", "via": "tcp_sendmsg_locked"},
+        {"op": "consume_skb", "skb": "clone1", "via": "napi_consume_skb"},
+        {"op": "__kfree_skb", "via": "tcp_clean_rtx_queue"},
+    ]
+}
+
 PANIC: dict[str, Any] = {
     "ops": [
         {"op": "alloc_skb", "size": 1500},
@@ -280,6 +294,12 @@ PRESETS: tuple[Preset, ...] = (
         title=msg("Forwarding a GRO packet: checksum states and skb_segment"),
         params=GRO_FORWARD,
         lesson="skb-gro-forward",
+    ),
+    Preset(
+        slug="zerocopy-send",
+        title=msg("MSG_ZEROCOPY: the user's pages on the wire, and when they are free again"),
+        params=ZEROCOPY_SEND,
+        lesson="skb-zerocopy-send",
     ),
     Preset(
         slug="panic",
