@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.sim.core import msg
-from app.sim.skbuff import alloc, frags, free, linear, proto, share, zerocopy
+from app.sim.skbuff import alloc, defrag, frags, free, linear, proto, share, zerocopy
 from app.sim.skbuff.ops import DERIVE, SPECS, Op
 from app.sim.skbuff.skb import (
     CHECKSUM_NAMES,
@@ -81,6 +81,12 @@ HANDLERS: dict[str, Handler] = {
     "msg_zerocopy_realloc": zerocopy.msg_zerocopy_realloc,
     "skb_zerocopy_iter_stream": zerocopy.skb_zerocopy_iter_stream,
     "net_zcopy_put": zerocopy.net_zcopy_put,
+    # the route (_skb_refdst) and IPv4 reassembly
+    "skb_dst_set_noref": defrag.skb_dst_set_noref,
+    "skb_dst_force": defrag.skb_dst_force,
+    "skb_dst_drop": defrag.skb_dst_drop,
+    "ip_frag_queue": defrag.ip_frag_queue,
+    "ip_frag_reasm": defrag.ip_frag_reasm,
     # freeing
     "__kfree_skb": free.kfree_skb_nocheck,
     "kfree_skb": free.kfree_skb,

@@ -236,6 +236,35 @@ ZEROCOPY_SEND: dict[str, Any] = {
     ]
 }
 
+# A 2000-byte UDP datagram sent over veth with MTU 1500 (the check in content/skb-kernel-check.md):
+# ip_do_fragment sends a 1500-byte fragment (IP 20 + UDP 8 + 1472) from an alloc_skb(1531)
+# head and a 548-byte one (IP 20 + 528) from alloc_skb(579), each with LL_RESERVED_SPACE = 16
+# bytes of headroom; the veth peer receives the sender's skbs themselves.
+FRAG_SIZES = ((1531, 1500), (579, 548))
+
+
+def _fragment(name: str, alloc: int, size: int) -> list[dict[str, Any]]:
+    return [
+        {"op": "alloc_skb", "skb": name, "size": alloc},
+        {"op": "skb_reserve", "skb": name, "len": 16},
+        {"op": "skb_put", "skb": name, "len": size, "label": "IP fragment"},
+        {"op": "skb_reset_network_header", "skb": name, "via": "__netif_receive_skb_core"},
+        {"op": "skb_dst_set_noref", "skb": name, "via": "ip_route_input_slow"},
+    ]
+
+
+IP_DEFRAG: dict[str, Any] = {
+    "ops": [
+        *_fragment("frag1", *FRAG_SIZES[0]),
+        {"op": "ip_frag_queue", "skb": "frag1", "via": "ip_defrag"},
+        *_fragment("frag2", *FRAG_SIZES[1]),
+        {"op": "ip_frag_reasm", "skb": "frag2", "from": "frag1", "via": "ip_frag_queue"},
+        {"op": "skb_pull", "skb": "frag2", "len": 20, "via": "ip_local_deliver_finish"},
+        {"op": "skb_dst_drop", "skb": "frag2", "via": "ipv4_pktinfo_prepare"},
+        {"op": "consume_skb", "skb": "frag2"},
+    ]
+}
+
 PANIC: dict[str, Any] = {
     "ops": [
         {"op": "alloc_skb", "size": 1500},
@@ -300,6 +329,12 @@ PRESETS: tuple[Preset, ...] = (
         title=msg("MSG_ZEROCOPY: the user's pages on the wire, and when they are free again"),
         params=ZEROCOPY_SEND,
         lesson="skb-zerocopy-send",
+    ),
+    Preset(
+        slug="ip-defrag",
+        title=msg("IP reassembly: a borrowed route and a frag_list"),
+        params=IP_DEFRAG,
+        lesson="skb-ip-defrag",
     ),
     Preset(
         slug="panic",

@@ -252,6 +252,7 @@ def copy_header_fields(n: Skb, src: Skb) -> None:
     n.ip_summed = src.ip_summed
     n.csum_start = src.csum_start
     n.csum_offset = src.csum_offset
+    n.dst = src.dst  # skb_dst_copy: a NOREF route stays borrowed, a refcounted one gets dst_clone
 
 
 def copy_gso(w: World, n: Skb, src: Skb) -> None:

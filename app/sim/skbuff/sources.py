@@ -48,6 +48,11 @@ SOURCES: dict[str, SourceRef] = {
     "skb_zerocopy_iter_stream": _src("skb_zerocopy_iter_stream", SKBUFF_C, 1682),
     "net_zcopy_put": _src("net_zcopy_put", SKBUFF_H, 1732),
     "__kfree_skb": _src("__kfree_skb", SKBUFF_C, 1026),
+    "skb_dst_set_noref": _src("skb_dst_set_noref", SKBUFF_H, 1153),
+    "skb_dst_force": _src("skb_dst_force", "include/net/dst.h", 319),
+    "skb_dst_drop": _src("skb_dst_drop", "include/net/dst.h", 279),
+    "ip_frag_queue": _src("ip_frag_queue", "net/ipv4/ip_fragment.c", 275),
+    "ip_frag_reasm": _src("ip_frag_reasm", "net/ipv4/ip_fragment.c", 411),
     "kfree_skb": _src("kfree_skb_reason", SKBUFF_C, 1061),
     "consume_skb": _src("consume_skb", SKBUFF_C, 1238),
     "__skb_header_release": _src("__skb_header_release", SKBUFF_H, 1970),
@@ -107,6 +112,10 @@ CALLERS: dict[str, tuple[str, int]] = {
     "tcp_drop_reason": ("net/ipv4/tcp_input.c", 4711),
     "__dev_queue_xmit": ("net/core/dev.c", 4150),
     "validate_xmit_skb": ("net/core/dev.c", 3643),
+    "ip_route_input_slow": ("net/ipv4/route.c", 2220),
+    "ip_defrag": ("net/ipv4/ip_fragment.c", 483),
+    "ip_frag_queue": ("net/ipv4/ip_fragment.c", 275),
+    "ipv4_pktinfo_prepare": ("net/ipv4/ip_sockglue.c", 1415),
 }
 KNOWN_CALLERS: dict[str, str] = {name: f"{path}:{line}" for name, (path, line) in CALLERS.items()}
 

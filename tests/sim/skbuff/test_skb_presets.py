@@ -23,6 +23,7 @@ SLUGS = [
     "drop-vs-consume",
     "gro-forward",
     "zerocopy-send",
+    "ip-defrag",
     "panic",
 ]
 
