@@ -21,7 +21,7 @@ from __future__ import annotations
 from app.sim.core import msg
 from app.sim.skbuff.ops import MAX_SKBS, Op
 from app.sim.skbuff.share import copy_header_fields
-from app.sim.skbuff.skb import DATAREF_MASK, Skb, Step, Text, World, make_step, null_step
+from app.sim.skbuff.skb import Skb, Step, Text, World, make_step, null_step
 
 IHL = 20  # an IPv4 header without options
 
@@ -186,17 +186,14 @@ def ip_frag_reasm(w: World, op: Op) -> Step:
     s.truesize += fp.truesize
     s.dst = orefdst
     text = msg(
-        "'{name}' completes the datagram, so ip_frag_queue (after pulling its {ihl}-byte header, data {d0} → {d1}) sets its _skb_refdst aside and calls ip_frag_reasm, which makes the skb just received the head, because that is the pointer its callers hold. The queue's head is '{head}', so inet_frag_reasm_prepare puts a clone '{fp}' of '{name}' in its place in the queue ({buf2} dataref → {dref2}), skb_morph turns '{name}' into a clone of '{head}' (it lets go of {buf2} and now describes {buf1}), and the old head sk_buff '{head}' is consumed ({buf1} dataref → {dref1}: the data stays, under '{name}'). inet_frag_reasm_finish pushes the IP header back (data → {data}) and walks the fragments in order: '{fp}' cannot be coalesced (its {fplen} bytes do not fit the head's tailroom, and its head is a kmalloc buffer, not a page fragment, so skb_try_coalesce cannot steal it), so it is linked on the frag_list with its sk cleared: len → {len}, data_len → {data_len}, truesize {t0} + {fpt} = {truesize}. ip_frag_reasm rewrites tot_len = {tot} and the IP checksum, and the route comes back ({dst}).",
+        "'{name}' completes the datagram: ip_frag_queue pulls its {ihl}-byte header (data {d0} → {d1}), sets _skb_refdst aside and calls ip_frag_reasm, which makes the skb just received the head. inet_frag_reasm_prepare puts a clone '{fp}' of it in the queue, skb_morph makes '{name}' describe '{head}''s buffer {buf1}, and the sk_buff '{head}' is consumed. inet_frag_reasm_finish pushes the IP header back (data → {data}) and links '{fp}' on the frag_list (skb_try_coalesce fails: {fplen} bytes exceed the tailroom): len → {len}, data_len → {data_len}, truesize {t0} + {fpt} = {truesize}. The route comes back: {dst}.",
         name=s.name,
         ihl=IHL,
         d0=d0,
         d1=d0 + IHL,
         head=head.name,
         fp=fp.name,
-        buf2=sb.id,
-        dref2=sb.dataref & DATAREF_MASK,
         buf1=hb.id,
-        dref1=hb.dataref & DATAREF_MASK,
         data=s.data,
         fplen=fp.len,
         len=s.len,
@@ -204,7 +201,6 @@ def ip_frag_reasm(w: World, op: Op) -> Step:
         t0=head_t,
         fpt=fp.truesize,
         truesize=s.truesize,
-        tot=s.len - (s.network_header - s.data),
         dst=_dst_words(orefdst),
     )
     return make_step(op, s.name, "ok", text)
@@ -212,7 +208,7 @@ def ip_frag_reasm(w: World, op: Op) -> Step:
 
 def _dst_words(dst: str | None) -> Text:
     if dst == "noref":
-        return msg("still SKB_DST_NOREF: the rest of this receive runs in the same RCU section")
+        return msg("still NOREF, in the same RCU section")
     if dst == "ref":
         return msg("refcounted")
     return msg("none: the skb had no route")
