@@ -15,7 +15,10 @@ SKBUFF_C = "net/core/skbuff.c"
 # Every line below is the definition line of the function in upstream Linux v6.4, the version
 # the source links open (checked against the 6.4.6 tree by tests/sim/skbuff/test_skb_sources.py
 # when the tree is present; net/ipv4/tcp_input.c lines after __tcp_oow_rate_limited are 6.4.4's
-# minus 6, see app/sim/path/sources.py).
+# minus 6, see app/sim/path/sources.py). The zerocopy, route and reassembly lines (issue 22 item
+# 10) were read in the 6.4.4 tree: those in skbuff.c, skbuff.h, dst.h and route.c lie between
+# lines checked equal to v6.4, so no stable change moved them; net/ipv4/ip_fragment.c (275, 411,
+# 483) and net/ipv4/ip_sockglue.c (1415) have no checked neighbour and are 6.4.4's.
 SOURCES: dict[str, SourceRef] = {
     "alloc_skb": _src("alloc_skb", SKBUFF_H, 1285),
     "alloc_skb_fclone": _src("alloc_skb_fclone", SKBUFF_H, 1335),
