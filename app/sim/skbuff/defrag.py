@@ -158,6 +158,7 @@ def ip_frag_reasm(w: World, op: Op) -> Step:
         cloned=True,
     )
     copy_header_fields(fp, s)
+    fp.pp_recycle = s.pp_recycle
     fp.dst = None  # _skb_refdst was set aside (0) while ip_frag_reasm runs
     w.skbs[fp.name] = fp
     sb.dataref += 1
@@ -167,6 +168,7 @@ def ip_frag_reasm(w: World, op: Op) -> Step:
     s.data, s.tail, s.len, s.data_len = head.data, head.tail, head.len, head.data_len
     s.truesize = head.truesize
     copy_header_fields(s, head)
+    s.pp_recycle = head.pp_recycle
     s.cloned = head.cloned = True
     hb.dataref += 1
     # ... and the old head sk_buff is consumed: its data reference goes, the data stays with skb

@@ -31,33 +31,45 @@ def drop_data_ref(w: World, b: Buffer, s: Skb) -> Text:
     d0 = b.dataref & DATAREF_MASK
     b.dataref -= sub
     if b.dataref & DATAREF_MASK:
+        recycle: Text = ""
+        if s.pp_recycle:
+            s.pp_recycle = False
+            recycle = msg(
+                "; skb_release_data clears this skb's pp_recycle, so only the skb that drops the data last returns the page to the page_pool"
+            )
         still = msg(
             "{id}'s dataref {d0} → {b_dataref_dataref_mask}, still used by another skb",
             id=b.id,
             d0=d0,
             b_dataref_dataref_mask=b.dataref & DATAREF_MASK,
         )
+        still = still + recycle
         if b.uarg is None:
             return still
         return still + msg(
             " (skb_release_data returns before skb_zcopy_clear: {uarg} keeps its reference, and the user pages stay pinned, while that skb lives)",
             uarg=b.uarg,
         )
-    return msg("{id}'s dataref {d0} → 0: ", id=b.id, d0=d0) + free_head(w, b)
+    return msg("{id}'s dataref {d0} → 0: ", id=b.id, d0=d0) + free_head(w, b, s)
 
 
-def free_head(w: World, b: Buffer) -> Text:
+def free_head(w: World, b: Buffer, s: Skb | None = None) -> Text:
     zc = zcopy_clear(w, b)
     b.freed = True
     b.dataref = 0
-    parts: list[Text] = [
-        msg(
+    if b.head_frag and s is not None and s.pp_recycle:
+        head = msg(
+            "skb_free_head sees pp_recycle on a page-fragment head: page_pool_return_skb_page finds the page's pp_magic and hands {id} back to its page_pool (page_pool_put_full_page: the pool's direct cache when this is the pool's own NAPI context, its ptr_ring otherwise). No put_page: the driver's next refill takes the page back with its DMA mapping",
+            id=b.id,
+        )
+    else:
+        head = msg(
             "head {id} ({nbytes} bytes, {where}) is freed",
             id=b.id,
             nbytes=b.nbytes,
             where=b.where,
         )
-    ]
+    parts: list[Text] = [head]
     if b.frags:
         for f in b.frags:
             w.pages[f.page] -= 1
@@ -86,7 +98,7 @@ def release(w: World, s: Skb, how: str) -> Text:
     if s.cloned:
         data = drop_data_ref(w, b, s)
     else:
-        data = free_head(w, b)
+        data = free_head(w, b, s)
     mem: Text = ""
     if s.pair is not None:
         w.fclone_refs[s.pair] -= 1

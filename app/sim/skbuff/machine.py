@@ -52,6 +52,7 @@ HANDLERS: dict[str, Handler] = {
     "skb_reset_transport_header": linear.skb_reset_transport_header,
     "skb_set_transport_header": linear.skb_set_transport_header,
     "pskb_may_pull": linear.pskb_may_pull,
+    "skb_mark_for_recycle": linear.skb_mark_for_recycle,
     # paged data and GRO
     "skb_add_rx_frag": frags.skb_add_rx_frag,
     "skb_fill_page_desc": frags.skb_fill_page_desc,
@@ -167,6 +168,7 @@ class SkbMachine(World):
             "gso": (b.gso_size, b.gso_segs, b.gso_type),
             "zerocopy": (b.uarg, tuple(b.flags)),
             "dst": s.dst,
+            "pp_recycle": s.pp_recycle,
         }
 
     def snapshot_skb(self, name: str) -> SkbSnapshot:
@@ -212,6 +214,7 @@ class SkbMachine(World):
             "shinfo_flags": list(b.flags),
             "uarg": self._uarg(b.uarg),
             "dst": s.dst,
+            "pp_recycle": s.pp_recycle,
             "mac_header": s.mac_header,
             "network_header": s.network_header,
             "transport_header": s.transport_header,

@@ -191,6 +191,7 @@ SPECS: dict[str, OpSpec] = {
         ),
     ),
     "net_zcopy_put": OpSpec(kind=ACT),
+    "skb_mark_for_recycle": OpSpec(kind=ACT),
     "skb_dst_set_noref": OpSpec(kind=ACT),
     "skb_dst_force": OpSpec(kind=ACT),
     "skb_dst_drop": OpSpec(kind=ACT),

@@ -132,6 +132,7 @@ ApiExtra = Literal[
     "shinfo_flags",
     "uarg",
     "dst",
+    "pp_recycle",
 ]
 API_EXTRA_FIELDS: tuple[ApiExtra, ...] = get_args(ApiExtra)
 

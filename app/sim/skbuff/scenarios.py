@@ -265,6 +265,21 @@ IP_DEFRAG: dict[str, Any] = {
     ]
 }
 
+# A page_pool driver with XDP support: one whole 4 KiB pool page per frame, XDP_PACKET_HEADROOM
+# (256) in front of it.
+PAGE_POOL_RX: dict[str, Any] = {
+    "ops": [
+        {"op": "napi_build_skb", "size": 4096},
+        {"op": "skb_reserve", "len": 256},
+        {"op": "skb_put", "len": FRAME, "label": "frame"},
+        {"op": "skb_mark_for_recycle"},
+        {"op": "skb_pull", "len": 14, "via": "eth_type_trans"},
+        {"op": "skb_clone", "from": "skb", "skb": "clone1"},
+        {"op": "consume_skb", "skb": "skb"},
+        {"op": "consume_skb", "skb": "clone1"},
+    ]
+}
+
 PANIC: dict[str, Any] = {
     "ops": [
         {"op": "alloc_skb", "size": 1500},
@@ -335,6 +350,12 @@ PRESETS: tuple[Preset, ...] = (
         title=msg("IP reassembly: a borrowed route and a frag_list"),
         params=IP_DEFRAG,
         lesson="skb-ip-defrag",
+    ),
+    Preset(
+        slug="page-pool-rx",
+        title=msg("page_pool: the last skb to let go recycles the page"),
+        params=PAGE_POOL_RX,
+        lesson="skb-page-pool-rx",
     ),
     Preset(
         slug="panic",

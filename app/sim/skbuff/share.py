@@ -91,6 +91,7 @@ def skb_clone(w: World, op: Op) -> Step:
         origin="skb_clone",
     )
     copy_header_fields(n, src)
+    n.pp_recycle = src.pp_recycle  # __skb_clone: C(pp_recycle)
     if fast:
         if src.pair is None:
             raise RuntimeError("internal: a fast clone without its fclone pair")

@@ -126,6 +126,7 @@ class Skb:
     gro_count: int = 0  # NAPI_GRO_CB(skb)->count while GRO holds this skb (0: not held)
     drop_reason: str | None = None  # enum skb_drop_reason name, set by kfree_skb_reason
     dst: str | None = None  # _skb_refdst: None, "noref" (SKB_DST_NOREF set) or "ref" (refcounted)
+    pp_recycle: bool = False  # skb_mark_for_recycle: the head page goes back to its page_pool
 
 
 @dataclass(slots=True)

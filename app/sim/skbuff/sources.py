@@ -18,7 +18,8 @@ SKBUFF_C = "net/core/skbuff.c"
 # minus 6, see app/sim/path/sources.py). The zerocopy, route and reassembly lines (issue 22 item
 # 10) were read in the 6.4.4 tree: those in skbuff.c, skbuff.h, dst.h and route.c lie between
 # lines checked equal to v6.4, so no stable change moved them; net/ipv4/ip_fragment.c (275, 411,
-# 483) and net/ipv4/ip_sockglue.c (1415) have no checked neighbour and are 6.4.4's.
+# 483), net/ipv4/ip_sockglue.c (1415) and skb_mark_for_recycle (skbuff.h 5122, after the last
+# checked skbuff.h line) have no checked neighbour and are 6.4.4's.
 SOURCES: dict[str, SourceRef] = {
     "alloc_skb": _src("alloc_skb", SKBUFF_H, 1285),
     "alloc_skb_fclone": _src("alloc_skb_fclone", SKBUFF_H, 1335),
@@ -52,6 +53,7 @@ SOURCES: dict[str, SourceRef] = {
     "net_zcopy_put": _src("net_zcopy_put", SKBUFF_H, 1732),
     "__kfree_skb": _src("__kfree_skb", SKBUFF_C, 1026),
     "skb_dst_set_noref": _src("skb_dst_set_noref", SKBUFF_H, 1153),
+    "skb_mark_for_recycle": _src("skb_mark_for_recycle", SKBUFF_H, 5122),
     "skb_dst_force": _src("skb_dst_force", "include/net/dst.h", 319),
     "skb_dst_drop": _src("skb_dst_drop", "include/net/dst.h", 279),
     "ip_frag_queue": _src("ip_frag_queue", "net/ipv4/ip_fragment.c", 275),

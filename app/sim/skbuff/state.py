@@ -80,6 +80,7 @@ class SkbSnapshot(TypedDict):
     shinfo_flags: list[str]
     uarg: UargView | None
     dst: str | None
+    pp_recycle: bool
     mac_header: int | None
     network_header: int | None
     transport_header: int | None
@@ -168,4 +169,5 @@ DIFF_FIELDS = (
     "gso",
     "zerocopy",
     "dst",
+    "pp_recycle",
 )

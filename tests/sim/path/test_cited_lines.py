@@ -151,6 +151,7 @@ CHECKED: frozenset[tuple[str, str, int]] = frozenset(
         ("skb_zerocopy_iter_stream", "net/core/skbuff.c", 1682),
         ("net_zcopy_put", "include/linux/skbuff.h", 1732),
         ("skb_dst_set_noref", "include/linux/skbuff.h", 1153),
+        ("skb_mark_for_recycle", "include/linux/skbuff.h", 5122),
         ("skb_dst_drop", "include/net/dst.h", 279),
         ("skb_dst_force", "include/net/dst.h", 319),
         ("ip_frag_queue", "net/ipv4/ip_fragment.c", 275),

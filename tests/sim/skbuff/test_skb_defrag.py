@@ -53,3 +53,25 @@ def test_reassembly_makes_the_last_fragment_the_head_with_a_frag_list() -> None:
     last = t.frames[-1].state
     assert {s["name"]: s["status"] for s in last["skbs"]}["fp"] == "consumed"
     assert all(b["freed"] for b in last["buffers"].values())
+
+
+def test_page_pool_recycles_only_at_the_last_data_reference() -> None:
+    """skb_mark_for_recycle (include/linux/skbuff.h) sets pp_recycle; a clone copies it
+    (__skb_clone); skb_release_data clears it on an skb that does not drop the data last, and
+    skb_free_head returns a page-fragment head to the page_pool (page_pool_return_skb_page)."""
+    from app.sim.skbuff.scenarios import PAGE_POOL_RX
+
+    t = trace_of(*PAGE_POOL_RX["ops"])
+    i = next(f.index for f in t.frames if f.op == "skb_mark_for_recycle")
+    assert skb(t, "skb", i)["pp_recycle"] and not skb(t, "skb", i - 1)["pp_recycle"]
+    first, last = (f for f in t.frames if f.op == "consume_skb")
+    assert skb(t, "clone1", first.index)["pp_recycle"]
+    assert not skb(t, "skb", first.index)["pp_recycle"]
+    assert not first.state["buffers"]["buf1"]["freed"]
+    assert "page_pool_return_skb_page" in last.narration.render()
+    assert "page_pool_return_skb_page" not in first.narration.render()
+    # a slab head is never offered to the page_pool
+    t2 = trace_of(
+        {"op": "alloc_skb", "size": 100}, {"op": "skb_mark_for_recycle"}, {"op": "consume_skb"}
+    )
+    assert "page_pool_return_skb_page" not in t2.frames[-1].narration.render()

@@ -24,6 +24,7 @@ SLUGS = [
     "gro-forward",
     "zerocopy-send",
     "ip-defrag",
+    "page-pool-rx",
     "panic",
 ]
 
@@ -163,6 +164,7 @@ def test_api_frames_shape() -> None:
         "shinfo_flags",
         "uarg",
         "dst",
+        "pp_recycle",
     }
     assert set(frames[0]["skb"]) == keys | extra
     assert all(isinstance(frames[0]["skb"][k], int) for k in keys)

@@ -303,6 +303,8 @@ def _meta(skb: SkbSnapshot) -> list[str]:
     uarg = skb.get("uarg")
     if uarg:
         lines.append(f"uarg {uarg['name']}")
+    if skb.get("pp_recycle"):
+        lines.append("pp_recycle")
     dst = skb.get("dst")
     if dst:
         lines.append(str(msg("dst {kind}", kind=dst)))
