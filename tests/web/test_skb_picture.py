@@ -24,6 +24,7 @@ from app.sim.core import ParamError
 from app.sim.skbuff import SkbExplainer
 from app.web.explainers.skb import style
 from app.web.explainers.skb.picture import picture
+from app.web.explainers.skb.scene import drawn_skbs
 from tests.sim.skbuff.test_skb_invariants import scenarios
 
 NS = "{http://www.w3.org/2000/svg}"
@@ -71,6 +72,12 @@ def text_boxes(svg: str) -> list[tuple[str, tuple[float, float, float, float]]]:
 
 def _overlap(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def _drawn(trace: Any, frame: Any) -> list[Any]:
+    """The skbs a frame draws (those gone before the step are left out)."""
+    prev = trace.frames[frame.index - 1].state if frame.index else None
+    return drawn_skbs(frame.state, prev)
 
 
 def pointer_x(svg: str, skb: str, ptr: str) -> float:
@@ -218,7 +225,7 @@ def test_the_byte_axis_is_monotonic_with_break_marks_where_it_zooms(slug: str) -
     trace = _preset(slug)
     for frame in trace.frames:
         svg = picture(trace, frame)
-        for skb in frame.state["skbs"]:
+        for skb in _drawn(trace, frame):
             line = re.search(
                 rf'<g id="lane-{re.escape(skb["name"])}" class="seg-line">(.*?)</g>', svg
             )
@@ -308,7 +315,7 @@ def test_ids_are_unique_and_stable_between_steps() -> None:
     for frame in trace.frames:
         ids = re.findall(r'\bid="([^"]+)"', picture(trace, frame))
         assert len(ids) == len(set(ids)), frame.index
-        for skb in frame.state["skbs"]:
+        for skb in _drawn(trace, frame):
             assert f'id="ptr-{skb["name"]}-data"' in picture(trace, frame)
 
 
@@ -356,3 +363,36 @@ def test_labels_are_rendered_in_the_readers_language() -> None:
     assert " bytes<" in english and "freed" in english
     assert " 字节<" in chinese and "已释放" in chinese
     assert " bytes<" not in chinese and "· freed" not in chinese
+
+
+def test_an_skb_gro_freed_is_drawn_gone_then_not_at_all() -> None:
+    """gro-forward: skb_gro_receive moves seg2's frag into skb and napi_skb_finish frees seg2
+    (GRO_MERGED_FREE, net/core/gro.c napi_skb_finish): that step draws seg2's lane marked gone
+    (dashed, "(consumed)") over its freed head; from the next step on seg2 and its head buf2 are
+    not drawn at all, while skb keeps its lane."""
+    trace = _preset("gro-forward")
+    i = next(f.index for f in trace.frames if f.op == "skb_gro_receive")
+    merged = picture(trace, trace.frames[i])
+    lane = re.search(r'<g id="lane-seg2" class="([^"]*)"[^>]*data-status="([^"]*)"', merged)
+    assert lane and "gone" in lane.group(1).split() and lane.group(2) == "consumed"
+    assert 'id="bar-buf2" class="bar glide freed"' in merged
+    for frame in trace.frames[i + 1 :]:
+        svg = picture(trace, frame)
+        assert 'id="lane-seg2"' not in svg and 'id="bar-buf2"' not in svg, frame.index
+        assert 'id="lane-skb"' in svg
+
+
+def test_a_use_after_free_still_draws_the_freed_skb() -> None:
+    """An op on an skb freed steps ago is that step's subject: its lane is drawn (gone)."""
+    trace = _trace(
+        [
+            {"op": "alloc_skb", "size": 256},
+            {"op": "consume_skb"},
+            {"op": "alloc_skb", "skb": "b", "size": 256},
+            {"op": "skb_put", "len": 10},
+        ]
+    )
+    assert 'id="lane-skb"' not in picture(trace, trace.frames[2])
+    last = picture(trace, trace.frames[3])
+    assert trace.frames[3].result == "use_after_free"
+    assert re.search(r'<g id="lane-skb" class="[^"]*gone', last)

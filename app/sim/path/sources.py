@@ -217,18 +217,26 @@ _ALL: tuple[SourceRef, ...] = (
 
 SOURCES: dict[str, SourceRef] = {ref.function: ref for ref in _ALL}
 
-# tcp_input.c: 6.4.4 adds 6 lines from __tcp_oow_rate_limited on. Its exact line was not
-# checked here; any threshold between the last line cited before it (tcp_clean_rtx_queue, 3238)
-# and the first cited after it (tcp_ack, 3760) maps every cited line the same way.
-TCP_INPUT_SHIFT_FROM = 3600
-SOCK_C_SHIFTED = frozenset({"sk_wait_data", "sock_def_readable"})
+# The two differences between v6.4 and 6.4.4 in the files cited, each one stable backport whose
+# diff names both blobs (read in the stored stable@vger.kernel.org / netdev archives; the
+# post-image blob is the 6.4.4 file's, `git rev-parse` in the 6.4.4 tree):
+# - net/ipv4/tcp_input.c: "[PATCH 6.4 694/800] tcp: annotate data races in
+#   __tcp_oow_rate_limited()" (upstream 998127cdb469), index bf8b22218dd46..57f1e4883b761,
+#   hunks @@ -3590,8 +3590,11 @@ and @@ -3600,7 +3603,10 @@: +6 lines inside the function that
+#   starts at 3590 in both, so every function defined after it is 6 lines lower in 6.4.4.
+# - net/core/sock.c: "netlink: Add __sock_i_ino() for __netlink_diag_dump()", index
+#   6e5662ca00fe..4a0edccf8606, hunk @@ -2550,13 +2550,24 @@: +11 lines at sock_i_ino (2553),
+#   so functions after it move 11 (sk_wait_data, sock_def_readable) and those before it do
+#   not (skb_set_owner_w stays at 2454).
+TCP_INPUT_SHIFT_FROM = 3590
+SOCK_C_SHIFT_FROM = 2553
 
 
 def line_in_644(function: str, path: str, line: int) -> int:
     """Where a v6.4 citation sits in the 6.4.4 stable code (the tree the facts were read in)."""
     if path == "net/ipv4/tcp_input.c" and line > TCP_INPUT_SHIFT_FROM:
         return line + 6
-    if path == "net/core/sock.c" and function in SOCK_C_SHIFTED:
+    if path == "net/core/sock.c" and line > SOCK_C_SHIFT_FROM:
         return line + 11
     return line
 

@@ -22,6 +22,7 @@ from app.sim.skbuff.skb import (
     World,
     make_step,
 )
+from app.sim.skbuff.zerocopy import zcopy_clear
 
 
 def drop_data_ref(w: World, b: Buffer, s: Skb) -> Text:
@@ -30,26 +31,45 @@ def drop_data_ref(w: World, b: Buffer, s: Skb) -> Text:
     d0 = b.dataref & DATAREF_MASK
     b.dataref -= sub
     if b.dataref & DATAREF_MASK:
-        return msg(
+        recycle: Text = ""
+        if s.pp_recycle:
+            s.pp_recycle = False
+            recycle = msg(
+                "; skb_release_data clears this skb's pp_recycle, so only the skb that drops the data last returns the page to the page_pool"
+            )
+        still = msg(
             "{id}'s dataref {d0} → {b_dataref_dataref_mask}, still used by another skb",
             id=b.id,
             d0=d0,
             b_dataref_dataref_mask=b.dataref & DATAREF_MASK,
         )
-    return msg("{id}'s dataref {d0} → 0: ", id=b.id, d0=d0) + free_head(w, b)
+        still = still + recycle
+        if b.uarg is None:
+            return still
+        return still + msg(
+            " (skb_release_data returns before skb_zcopy_clear: {uarg} keeps its reference, and the user pages stay pinned, while that skb lives)",
+            uarg=b.uarg,
+        )
+    return msg("{id}'s dataref {d0} → 0: ", id=b.id, d0=d0) + free_head(w, b, s)
 
 
-def free_head(w: World, b: Buffer) -> Text:
+def free_head(w: World, b: Buffer, s: Skb | None = None) -> Text:
+    zc = zcopy_clear(w, b)
     b.freed = True
     b.dataref = 0
-    parts = [
-        msg(
+    if b.head_frag and s is not None and s.pp_recycle:
+        head = msg(
+            "skb_free_head sees pp_recycle on a page-fragment head: page_pool_return_skb_page finds the page's pp_magic and hands {id} back to its page_pool (page_pool_put_full_page: the pool's direct cache when this is the pool's own NAPI context, its ptr_ring otherwise). No put_page: the driver's next refill takes the page back with its DMA mapping",
+            id=b.id,
+        )
+    else:
+        head = msg(
             "head {id} ({nbytes} bytes, {where}) is freed",
             id=b.id,
             nbytes=b.nbytes,
             where=b.where,
         )
-    ]
+    parts: list[Text] = [head]
     if b.frags:
         for f in b.frags:
             w.pages[f.page] -= 1
@@ -59,7 +79,8 @@ def free_head(w: World, b: Buffer) -> Text:
         release(w, ms, ms.status if ms.status in ("dropped", "consumed") else "consumed")
     if b.frag_list:
         parts.append(msg("frag_list {join} released", join=", ".join(b.frag_list)))
-    return join(msg(", "), parts)
+    done = join(msg(", "), parts)
+    return done if zc is None else zc + msg(" Then ") + done
 
 
 def release(w: World, s: Skb, how: str) -> Text:
@@ -77,7 +98,7 @@ def release(w: World, s: Skb, how: str) -> Text:
     if s.cloned:
         data = drop_data_ref(w, b, s)
     else:
-        data = free_head(w, b)
+        data = free_head(w, b, s)
     mem: Text = ""
     if s.pair is not None:
         w.fclone_refs[s.pair] -= 1
@@ -138,6 +159,26 @@ def _free_op(w: World, op: Op, how: str, reason: str | None = None) -> Step:
             res=res,
         )
     return make_step(op, s.name, "ok", text, mark="free" if last else None)
+
+
+def kfree_skb_nocheck(w: World, op: Op) -> Step:
+    """__kfree_skb (skbuff.c:1026): skb_release_all then kfree_skbmem, with no users check
+    and no tracepoint; callers (tcp_wmem_free_skb) hold the only reference."""
+    s = w.skbs[op.skb]
+    extra: Text = ""
+    if s.users != 1:
+        extra = msg(
+            " users is {users}, but __kfree_skb does not look: the other holders now point to freed memory.",
+            users=s.users,
+        )
+        s.users = 1
+    res = release(w, s, "consumed")
+    text = msg(
+        "__kfree_skb frees without skb_unref and without a tracepoint (neither skb:kfree_skb nor skb:consume_skb): {res}.{extra}",
+        res=res,
+        extra=extra,
+    )
+    return make_step(op, s.name, "ok", text, mark="free")
 
 
 def kfree_skb(w: World, op: Op) -> Step:

@@ -539,3 +539,20 @@ def skb_headlen(w: World, op: Op) -> Step:
             s_len_s_data_len=s.len - s.data_len,
         ),
     )
+
+
+def skb_mark_for_recycle(w: World, op: Op) -> Step:
+    """include/linux/skbuff.h:5122: pp_recycle = 1 (a page_pool driver, after building the skb
+    around one of its pool's pages)."""
+    s = w.skbs[op.skb]
+    b = w.buf(s)
+    s.pp_recycle = True
+    if b.head_frag:
+        text = msg(
+            "The driver took this head's page from its page_pool and marks the skb with skb_mark_for_recycle: pp_recycle = 1. When the last reference to the data goes, skb_free_head will give the page back to the pool instead of the page allocator, and the pool's pages stay DMA-mapped."
+        )
+    else:
+        text = msg(
+            "skb_mark_for_recycle sets pp_recycle = 1, but this head is a slab object, not a page_pool page: skb_free_head only tries the page_pool for page-fragment heads (head_frag), so it will be kfree()d as usual."
+        )
+    return make_step(op, s.name, "ok", text)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.sim.core import msg
-from app.sim.skbuff import alloc, frags, free, linear, proto, share
+from app.sim.skbuff import alloc, defrag, frags, free, linear, proto, share, zerocopy
 from app.sim.skbuff.ops import DERIVE, SPECS, Op
 from app.sim.skbuff.skb import (
     CHECKSUM_NAMES,
@@ -24,7 +24,7 @@ from app.sim.skbuff.skb import (
     make_step,
 )
 from app.sim.skbuff.sources import SOURCES
-from app.sim.skbuff.state import SkbSnapshot, Snapshot
+from app.sim.skbuff.state import SkbSnapshot, Snapshot, UargView
 
 HANDLERS: dict[str, Handler] = {
     # allocation (net/core/skbuff.c, net/ipv4/tcp.c)
@@ -52,6 +52,7 @@ HANDLERS: dict[str, Handler] = {
     "skb_reset_transport_header": linear.skb_reset_transport_header,
     "skb_set_transport_header": linear.skb_set_transport_header,
     "pskb_may_pull": linear.pskb_may_pull,
+    "skb_mark_for_recycle": linear.skb_mark_for_recycle,
     # paged data and GRO
     "skb_add_rx_frag": frags.skb_add_rx_frag,
     "skb_fill_page_desc": frags.skb_fill_page_desc,
@@ -77,7 +78,18 @@ HANDLERS: dict[str, Handler] = {
     "pskb_expand_head": share.pskb_expand_head,
     "skb_linearize": share.skb_linearize,
     "__skb_header_release": share.skb_header_release,
+    # MSG_ZEROCOPY (net/core/skbuff.c)
+    "msg_zerocopy_realloc": zerocopy.msg_zerocopy_realloc,
+    "skb_zerocopy_iter_stream": zerocopy.skb_zerocopy_iter_stream,
+    "net_zcopy_put": zerocopy.net_zcopy_put,
+    # the route (_skb_refdst) and IPv4 reassembly
+    "skb_dst_set_noref": defrag.skb_dst_set_noref,
+    "skb_dst_force": defrag.skb_dst_force,
+    "skb_dst_drop": defrag.skb_dst_drop,
+    "ip_frag_queue": defrag.ip_frag_queue,
+    "ip_frag_reasm": defrag.ip_frag_reasm,
     # freeing
+    "__kfree_skb": free.kfree_skb_nocheck,
     "kfree_skb": free.kfree_skb,
     "consume_skb": free.consume_skb,
 }
@@ -154,6 +166,9 @@ class SkbMachine(World):
             "csum_start": s.csum_start,
             "csum_offset": s.csum_offset,
             "gso": (b.gso_size, b.gso_segs, b.gso_type),
+            "zerocopy": (b.uarg, tuple(b.flags)),
+            "dst": s.dst,
+            "pp_recycle": s.pp_recycle,
         }
 
     def snapshot_skb(self, name: str) -> SkbSnapshot:
@@ -196,6 +211,10 @@ class SkbMachine(World):
             "gso_segs": b.gso_segs,
             "gso_type": list(b.gso_type),
             "drop_reason": s.drop_reason,
+            "shinfo_flags": list(b.flags),
+            "uarg": self._uarg(b.uarg),
+            "dst": s.dst,
+            "pp_recycle": s.pp_recycle,
             "mac_header": s.mac_header,
             "network_header": s.network_header,
             "transport_header": s.transport_header,
@@ -205,6 +224,12 @@ class SkbMachine(World):
                 for r in b.regions
             ],
         }
+
+    def _uarg(self, name: str | None) -> UargView | None:
+        u = self.uargs.get(name) if name else None
+        if u is None:
+            return None
+        return {"name": u.name, "id": u.id, "len": u.len, "refcnt": u.refcnt}
 
     def snapshot(self) -> Snapshot:
         """Every skb, head buffer and page, as plain values."""
@@ -224,4 +249,9 @@ class SkbMachine(World):
                 for b in self.buffers.values()
             },
             "pages": {p: {"refs": r} for p, r in self.pages.items()},
+            "uargs": [
+                {"name": u.name, "id": u.id, "len": u.len, "refcnt": u.refcnt}
+                for u in self.uargs.values()
+            ],
+            "errqueue": list(self.errqueue),
         }

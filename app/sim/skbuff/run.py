@@ -18,7 +18,7 @@ from app.sim.skbuff.state import (
     SkbTrace,
 )
 
-SIM_VERSION = "skb-3"
+SIM_VERSION = "skb-4"
 
 
 def _message(text: Message | str) -> Message:
@@ -51,6 +51,8 @@ def run(params: SkbParams, progress: Progress | None = None) -> SkbTrace:
             "skbs": snap["skbs"],
             "buffers": snap["buffers"],
             "pages": snap["pages"],
+            "uargs": snap["uargs"],
+            "errqueue": snap["errqueue"],
             "changed": changed,
         }
         if step.bug:
@@ -127,6 +129,10 @@ ApiExtra = Literal[
     "csum_start",
     "csum_offset",
     "drop_reason",
+    "shinfo_flags",
+    "uarg",
+    "dst",
+    "pp_recycle",
 ]
 API_EXTRA_FIELDS: tuple[ApiExtra, ...] = get_args(ApiExtra)
 
@@ -137,6 +143,8 @@ def _api_skb(s: SkbSnapshot) -> dict[str, Any]:
         v = s[k]
         if k == "cb":
             out[k] = {"layer": s["cb"]["layer"], "fields": dict(s["cb"]["fields"])}
+        elif k == "uarg":
+            out[k] = dict(s["uarg"]) if s["uarg"] else None
         elif isinstance(v, list):
             out[k] = list(v)
         else:

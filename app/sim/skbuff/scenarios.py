@@ -222,6 +222,64 @@ GRO_FORWARD: dict[str, Any] = {
     ]
 }
 
+ZEROCOPY_SEND: dict[str, Any] = {
+    "ops": [
+        {"op": "tcp_stream_alloc_skb", "size": 0, "via": "tcp_sendmsg_locked"},
+        {"op": "tcp_skb_entail", "seq": WRITE_SEQ, "via": "tcp_sendmsg_locked"},
+        {"op": "msg_zerocopy_realloc", "size": MSS, "via": "tcp_sendmsg_locked"},
+        {"op": "skb_zerocopy_iter_stream", "size": MSS, "offset": 0, "via": "tcp_sendmsg_locked"},
+        {"op": "skb_clone", "from": "skb", "skb": "clone1", "via": "__tcp_transmit_skb"},
+        *_tx_headers("clone1", "__tcp_transmit_skb", owner=True),
+        {"op": "net_zcopy_put", "via": "tcp_sendmsg_locked"},
+        {"op": "consume_skb", "skb": "clone1", "via": "napi_consume_skb"},
+        {"op": "__kfree_skb", "via": "tcp_clean_rtx_queue"},
+    ]
+}
+
+# A 2000-byte UDP datagram sent over veth with MTU 1500 (the check in content/skb-kernel-check.md):
+# ip_do_fragment sends a 1500-byte fragment (IP 20 + UDP 8 + 1472) from an alloc_skb(1531)
+# head and a 548-byte one (IP 20 + 528) from alloc_skb(579), each with LL_RESERVED_SPACE = 16
+# bytes of headroom; the veth peer receives the sender's skbs themselves.
+FRAG_SIZES = ((1531, 1500), (579, 548))
+
+
+def _fragment(name: str, alloc: int, size: int) -> list[dict[str, Any]]:
+    return [
+        {"op": "alloc_skb", "skb": name, "size": alloc},
+        {"op": "skb_reserve", "skb": name, "len": 16},
+        {"op": "skb_put", "skb": name, "len": size, "label": "IP fragment"},
+        {"op": "skb_reset_network_header", "skb": name, "via": "__netif_receive_skb_core"},
+        {"op": "skb_dst_set_noref", "skb": name, "via": "ip_route_input_slow"},
+    ]
+
+
+IP_DEFRAG: dict[str, Any] = {
+    "ops": [
+        *_fragment("frag1", *FRAG_SIZES[0]),
+        {"op": "ip_frag_queue", "skb": "frag1", "via": "ip_defrag"},
+        *_fragment("frag2", *FRAG_SIZES[1]),
+        {"op": "ip_frag_reasm", "skb": "frag2", "from": "frag1", "via": "ip_frag_queue"},
+        {"op": "skb_pull", "skb": "frag2", "len": 20, "via": "ip_local_deliver_finish"},
+        {"op": "skb_dst_drop", "skb": "frag2", "via": "ipv4_pktinfo_prepare"},
+        {"op": "consume_skb", "skb": "frag2"},
+    ]
+}
+
+# A page_pool driver with XDP support: one whole 4 KiB pool page per frame, XDP_PACKET_HEADROOM
+# (256) in front of it.
+PAGE_POOL_RX: dict[str, Any] = {
+    "ops": [
+        {"op": "napi_build_skb", "size": 4096},
+        {"op": "skb_reserve", "len": 256},
+        {"op": "skb_put", "len": FRAME, "label": "frame"},
+        {"op": "skb_mark_for_recycle"},
+        {"op": "skb_pull", "len": 14, "via": "eth_type_trans"},
+        {"op": "skb_clone", "from": "skb", "skb": "clone1"},
+        {"op": "consume_skb", "skb": "skb"},
+        {"op": "consume_skb", "skb": "clone1"},
+    ]
+}
+
 PANIC: dict[str, Any] = {
     "ops": [
         {"op": "alloc_skb", "size": 1500},
@@ -280,6 +338,24 @@ PRESETS: tuple[Preset, ...] = (
         title=msg("Forwarding a GRO packet: checksum states and skb_segment"),
         params=GRO_FORWARD,
         lesson="skb-gro-forward",
+    ),
+    Preset(
+        slug="zerocopy-send",
+        title=msg("MSG_ZEROCOPY: the user's pages on the wire, and when they are free again"),
+        params=ZEROCOPY_SEND,
+        lesson="skb-zerocopy-send",
+    ),
+    Preset(
+        slug="ip-defrag",
+        title=msg("IP reassembly: a borrowed route and a frag_list"),
+        params=IP_DEFRAG,
+        lesson="skb-ip-defrag",
+    ),
+    Preset(
+        slug="page-pool-rx",
+        title=msg("page_pool: the last skb to let go recycles the page"),
+        params=PAGE_POOL_RX,
+        lesson="skb-page-pool-rx",
     ),
     Preset(
         slug="panic",

@@ -91,6 +91,7 @@ def skb_clone(w: World, op: Op) -> Step:
         origin="skb_clone",
     )
     copy_header_fields(n, src)
+    n.pp_recycle = src.pp_recycle  # __skb_clone: C(pp_recycle)
     if fast:
         if src.pair is None:
             raise RuntimeError("internal: a fast clone without its fclone pair")
@@ -252,6 +253,7 @@ def copy_header_fields(n: Skb, src: Skb) -> None:
     n.ip_summed = src.ip_summed
     n.csum_start = src.csum_start
     n.csum_offset = src.csum_offset
+    n.dst = src.dst  # skb_dst_copy: a NOREF route stays borrowed, a refcounted one gets dst_clone
 
 
 def copy_gso(w: World, n: Skb, src: Skb) -> None:

@@ -86,6 +86,9 @@ class Buffer:
     frags: list[Frag] = field(default_factory=list)
     frag_list: list[str] = field(default_factory=list)
     regions: list[Region] = field(default_factory=list)
+    # skb_shared_info's flags (SKBFL_*) and destructor_arg: the ubuf_info of a zerocopy send.
+    flags: list[str] = field(default_factory=list)
+    uarg: str | None = None
 
 
 @dataclass(slots=True)
@@ -122,6 +125,21 @@ class Skb:
     csum_offset: int = 0
     gro_count: int = 0  # NAPI_GRO_CB(skb)->count while GRO holds this skb (0: not held)
     drop_reason: str | None = None  # enum skb_drop_reason name, set by kfree_skb_reason
+    dst: str | None = None  # _skb_refdst: None, "noref" (SKB_DST_NOREF set) or "ref" (refcounted)
+    pp_recycle: bool = False  # skb_mark_for_recycle: the head page goes back to its page_pool
+
+
+@dataclass(slots=True)
+class Uarg:
+    """struct ubuf_info_msgzc of one MSG_ZEROCOPY send (net/core/skbuff.c msg_zerocopy_alloc):
+    its id range [id, id + len - 1] in sk_zckey order, and its reference count."""
+
+    name: str
+    id: int
+    len: int
+    bytelen: int
+    refcnt: int = 1
+    done: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -145,7 +163,11 @@ class World:
         self.buffers: dict[str, Buffer] = {}
         self.pages: dict[str, int] = {}
         self.fclone_refs: dict[str, int] = {}
-        self._counters = {"buf": 0, "page": 0, "fc": 0}
+        self.uargs: dict[str, Uarg] = {}
+        self.zckey = 0  # sk->sk_zckey: the id the next MSG_ZEROCOPY send gets
+        self.held_uarg: str | None = None  # the reference tcp_sendmsg_locked holds while it runs
+        self.errqueue: list[str] = []  # sk->sk_error_queue: zerocopy completions queued
+        self._counters = {"buf": 0, "page": 0, "fc": 0, "upage": 0}
 
     def next_id(self, kind: str) -> str:
         """A fresh id for a head buffer ("buf3"), a page ("page2") or an fclone pair ("fc1")."""

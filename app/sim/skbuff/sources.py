@@ -15,7 +15,11 @@ SKBUFF_C = "net/core/skbuff.c"
 # Every line below is the definition line of the function in upstream Linux v6.4, the version
 # the source links open (checked against the 6.4.6 tree by tests/sim/skbuff/test_skb_sources.py
 # when the tree is present; net/ipv4/tcp_input.c lines after __tcp_oow_rate_limited are 6.4.4's
-# minus 6, see app/sim/path/sources.py).
+# minus 6, see app/sim/path/sources.py). The zerocopy, route and reassembly lines (issue 22 item
+# 10) were read in the 6.4.4 tree: those in skbuff.c, skbuff.h, dst.h and route.c lie between
+# lines checked equal to v6.4, so no stable change moved them; net/ipv4/ip_fragment.c (275, 411,
+# 483), net/ipv4/ip_sockglue.c (1415) and skb_mark_for_recycle (skbuff.h 5122, after the last
+# checked skbuff.h line) have no checked neighbour and are 6.4.4's.
 SOURCES: dict[str, SourceRef] = {
     "alloc_skb": _src("alloc_skb", SKBUFF_H, 1285),
     "alloc_skb_fclone": _src("alloc_skb_fclone", SKBUFF_H, 1335),
@@ -44,6 +48,16 @@ SOURCES: dict[str, SourceRef] = {
     "pskb_copy": _src("__pskb_copy_fclone", SKBUFF_C, 1972),
     "pskb_expand_head": _src("pskb_expand_head", SKBUFF_C, 2036),
     "skb_linearize": _src("skb_linearize", SKBUFF_H, 3730),
+    "msg_zerocopy_realloc": _src("msg_zerocopy_realloc", SKBUFF_C, 1538),
+    "skb_zerocopy_iter_stream": _src("skb_zerocopy_iter_stream", SKBUFF_C, 1682),
+    "net_zcopy_put": _src("net_zcopy_put", SKBUFF_H, 1732),
+    "__kfree_skb": _src("__kfree_skb", SKBUFF_C, 1026),
+    "skb_dst_set_noref": _src("skb_dst_set_noref", SKBUFF_H, 1153),
+    "skb_mark_for_recycle": _src("skb_mark_for_recycle", SKBUFF_H, 5122),
+    "skb_dst_force": _src("skb_dst_force", "include/net/dst.h", 319),
+    "skb_dst_drop": _src("skb_dst_drop", "include/net/dst.h", 279),
+    "ip_frag_queue": _src("ip_frag_queue", "net/ipv4/ip_fragment.c", 275),
+    "ip_frag_reasm": _src("ip_frag_reasm", "net/ipv4/ip_fragment.c", 411),
     "kfree_skb": _src("kfree_skb_reason", SKBUFF_C, 1061),
     "consume_skb": _src("consume_skb", SKBUFF_C, 1238),
     "__skb_header_release": _src("__skb_header_release", SKBUFF_H, 1970),
@@ -103,6 +117,10 @@ CALLERS: dict[str, tuple[str, int]] = {
     "tcp_drop_reason": ("net/ipv4/tcp_input.c", 4711),
     "__dev_queue_xmit": ("net/core/dev.c", 4150),
     "validate_xmit_skb": ("net/core/dev.c", 3643),
+    "ip_route_input_slow": ("net/ipv4/route.c", 2220),
+    "ip_defrag": ("net/ipv4/ip_fragment.c", 483),
+    "ip_frag_queue": ("net/ipv4/ip_fragment.c", 275),
+    "ipv4_pktinfo_prepare": ("net/ipv4/ip_sockglue.c", 1415),
 }
 KNOWN_CALLERS: dict[str, str] = {name: f"{path}:{line}" for name, (path, line) in CALLERS.items()}
 

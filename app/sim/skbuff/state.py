@@ -33,6 +33,15 @@ class CbView(TypedDict):
     fields: dict[str, int]
 
 
+class UargView(TypedDict):
+    """The ubuf_info of a MSG_ZEROCOPY send that skb_shared_info points to."""
+
+    name: str
+    id: int
+    len: int
+    refcnt: int
+
+
 class SkbSnapshot(TypedDict):
     """One sk_buff as a frame shows it (``SkbMachine.snapshot_skb``); offsets from ``head``."""
 
@@ -68,6 +77,10 @@ class SkbSnapshot(TypedDict):
     gso_segs: int
     gso_type: list[str]
     drop_reason: str | None
+    shinfo_flags: list[str]
+    uarg: UargView | None
+    dst: str | None
+    pp_recycle: bool
     mac_header: int | None
     network_header: int | None
     transport_header: int | None
@@ -98,6 +111,8 @@ class Snapshot(TypedDict):
     skbs: list[SkbSnapshot]
     buffers: dict[str, BufferView]
     pages: dict[str, PageView]
+    uargs: list[UargView]
+    errqueue: list[str]
 
 
 class SkbBug(TypedDict):
@@ -112,6 +127,8 @@ class SkbState(TypedDict):
     skbs: list[SkbSnapshot]
     buffers: dict[str, BufferView]
     pages: dict[str, PageView]
+    uargs: list[UargView]
+    errqueue: list[str]
     changed: list[str]
     bug: NotRequired[SkbBug]
 
@@ -150,4 +167,7 @@ DIFF_FIELDS = (
     "csum_start",
     "csum_offset",
     "gso",
+    "zerocopy",
+    "dst",
+    "pp_recycle",
 )

@@ -146,6 +146,18 @@ CHECKED: frozenset[tuple[str, str, int]] = frozenset(
         ("__napi_alloc_skb", "net/core/skbuff.c", 776),
         ("skb_add_rx_frag", "net/core/skbuff.c", 851),
         ("kfree_skb_reason", "net/core/skbuff.c", 1061),
+        ("__kfree_skb", "net/core/skbuff.c", 1026),
+        ("msg_zerocopy_realloc", "net/core/skbuff.c", 1538),
+        ("skb_zerocopy_iter_stream", "net/core/skbuff.c", 1682),
+        ("net_zcopy_put", "include/linux/skbuff.h", 1732),
+        ("skb_dst_set_noref", "include/linux/skbuff.h", 1153),
+        ("skb_mark_for_recycle", "include/linux/skbuff.h", 5122),
+        ("skb_dst_drop", "include/net/dst.h", 279),
+        ("skb_dst_force", "include/net/dst.h", 319),
+        ("ip_frag_queue", "net/ipv4/ip_fragment.c", 275),
+        ("ip_frag_reasm", "net/ipv4/ip_fragment.c", 411),
+        ("ip_defrag", "net/ipv4/ip_fragment.c", 483),
+        ("ipv4_pktinfo_prepare", "net/ipv4/ip_sockglue.c", 1415),
         ("kfree_skb_list_reason", "net/core/skbuff.c", 1096),
         ("consume_skb", "net/core/skbuff.c", 1238),
         ("napi_consume_skb", "net/core/skbuff.c", 1300),
@@ -285,6 +297,10 @@ def test_v6_4_lines_of_tcp_input_and_sock() -> None:
     assert lines["tcp_event_data_recv", "net/ipv4/tcp_input.c"] == 774
     assert lines["tcp_clean_rtx_queue", "net/ipv4/tcp_input.c"] == 3238
     assert line_in_644("tcp_ack", "net/ipv4/tcp_input.c", 3760) == 3766
+    # skb_set_owner_w sits before the 11 lines 6.4.4 added at sock_i_ino (2553): not moved
+    assert lines["skb_set_owner_w", "net/core/sock.c"] == 2454
+    assert line_in_644("skb_set_owner_w", "net/core/sock.c", 2454) == 2454
+    assert line_in_644("sk_wait_data", "net/core/sock.c", 2947) == 2958
 
 
 @pytest.mark.parametrize("slug", [p.slug for p in PATH.presets])

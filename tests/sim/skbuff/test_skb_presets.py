@@ -22,6 +22,9 @@ SLUGS = [
     "gso-transmit",
     "drop-vs-consume",
     "gro-forward",
+    "zerocopy-send",
+    "ip-defrag",
+    "page-pool-rx",
     "panic",
 ]
 
@@ -29,7 +32,7 @@ SLUGS = [
 def test_registered_explainer() -> None:
     """The "skb" explainer is registered with its title, version and default preset."""
     e = SkbExplainer()
-    assert e is not None and str(e.title) == "sk_buff geometry" and e.sim_version == "skb-3"
+    assert e is not None and str(e.title) == "sk_buff geometry" and e.sim_version == "skb-4"
     assert [p.slug for p in e.presets] == SLUGS and e.default_preset == "tcp-transmit"
 
 
@@ -158,6 +161,10 @@ def test_api_frames_shape() -> None:
         "csum_start",
         "csum_offset",
         "drop_reason",
+        "shinfo_flags",
+        "uarg",
+        "dst",
+        "pp_recycle",
     }
     assert set(frames[0]["skb"]) == keys | extra
     assert all(isinstance(frames[0]["skb"][k], int) for k in keys)

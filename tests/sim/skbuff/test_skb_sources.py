@@ -72,7 +72,16 @@ def test_every_op_has_one_registered_handler() -> None:
 
     assert set(HANDLERS) == set(OP_NAMES)
     modules = {h.__module__.rsplit(".", 1)[1] for h in HANDLERS.values()}
-    assert modules == {"alloc", "linear", "frags", "share", "proto", "free"}
+    assert modules == {
+        "alloc",
+        "linear",
+        "frags",
+        "share",
+        "proto",
+        "free",
+        "zerocopy",
+        "defrag",
+    }
 
 
 def test_drop_reasons_follow_the_6_4_enum() -> None:

@@ -106,7 +106,7 @@ def picture(trace: SkbTrace, frame: Frame[SkbState]) -> str:
             name = str(lane.skb.get("name"))
             ptr_rows = max(geo.rows.get(("ptr", name), 1), 1)
             move_rows = geo.rows.get(("move", name), 0)
-            h = _lane_height(ptr_rows, move_rows)
+            h = _lane_height(ptr_rows, move_rows, len(_meta(lane.skb)))
             out.append(_lane(lane, y, h, ptr_rows, bar.axis, is_primary=name == primary))
             y += h
         info = buffers.get(buf)
@@ -125,6 +125,9 @@ def picture(trace: SkbTrace, frame: Frame[SkbState]) -> str:
         seg_rows, seg_h = _segments(segments, y)
         out.append(seg_rows)
         y += seg_h
+    sock_rows, sock_h = _socket(state, y)
+    out.append(sock_rows)
+    y += sock_h
     y = max(y, 60)
     legend, legend_h = _legend(y)
     out.append(legend)
@@ -185,8 +188,35 @@ def _segments(skbs: Sequence[SkbSnapshot], y: float) -> tuple[str, float]:
     return "".join(parts), (len(skbs) + 1) * ROW + 12
 
 
-def _lane_height(ptr_rows: int, move_rows: int) -> float:
-    return max(8 + ptr_rows * ROW + move_rows * ROW + 12, 80)
+def _socket(state: SkbState, y: float) -> tuple[str, float]:
+    """What the sending socket holds outside any skb: each MSG_ZEROCOPY ubuf_info with its
+    reference count, and the completions queued on sk_error_queue."""
+    lines = [
+        str(
+            msg(
+                "{uarg}: MSG_ZEROCOPY ids {lo}..{hi}, refcnt {refcnt}",
+                uarg=u["name"],
+                lo=u["id"],
+                hi=u["id"] + u["len"] - 1,
+                refcnt=u["refcnt"],
+            )
+        )
+        for u in state.get("uargs", ())
+    ]
+    queued = list(state.get("errqueue", ()))
+    if queued:
+        lines.append(str(msg("sk_error_queue: {items}", items=", ".join(queued))))
+    if not lines:
+        return "", 0
+    parts = [f'<g id="socket" transform="translate(0 {y:.1f})">']
+    for i, line in enumerate(lines):
+        parts.append(_text(X0, 14 + i * ROW, _fit(line, X1 - X0, FS), cls="sock-line"))
+    parts.append("</g>")
+    return "".join(parts), len(lines) * ROW + 10
+
+
+def _lane_height(ptr_rows: int, move_rows: int, meta_lines: int = 3) -> float:
+    return max(8 + ptr_rows * ROW + move_rows * ROW + 12, 80, 38 + 16 * meta_lines)
 
 
 def _lane(
@@ -197,13 +227,7 @@ def _lane(
     status = str(skb.get("status", "live"))
     gone = status != "live"
     cls = "lane glide" + (" primary" if is_primary else "") + (" gone" if gone else "")
-    lines = [
-        str(msg("users {n}", n=skb.get("users", 1))),
-        str(msg("fclone {kind}", kind=_fclone(skb.get("fclone")))),
-    ]
-    if gone:
-        word = STATUS_WORD.get(status)
-        lines.insert(0, f"({word if word else status})")
+    lines = _meta(skb)
     parts = [
         f'<g id="lane-{attr(name)}" class="{cls}" style="transform: translate(0px, {y:.1f}px)" '
         f'data-skb="{attr(name)}" data-status="{attr(status)}">',
@@ -263,6 +287,28 @@ def _lane(
         )
     parts.append("</g>")
     return "".join(parts)
+
+
+def _meta(skb: SkbSnapshot) -> list[str]:
+    """The lines under an skb's name: its status when gone, users, fclone, the ubuf_info its
+    data points to and its dst reference."""
+    status = str(skb.get("status", "live"))
+    lines = [
+        str(msg("users {n}", n=skb.get("users", 1))),
+        str(msg("fclone {kind}", kind=_fclone(skb.get("fclone")))),
+    ]
+    if status != "live":
+        word = STATUS_WORD.get(status)
+        lines.insert(0, f"({word if word else status})")
+    uarg = skb.get("uarg")
+    if uarg:
+        lines.append(f"uarg {uarg['name']}")
+    if skb.get("pp_recycle"):
+        lines.append("pp_recycle")
+    dst = skb.get("dst")
+    if dst:
+        lines.append(str(msg("dst {kind}", kind=dst)))
+    return lines
 
 
 def _bar(bar: BarLayout, info: BufferView | None, lanes: Sequence[LaneLayout], y: float) -> str:

@@ -371,14 +371,36 @@ def _place_below(
     return out, ticks, used
 
 
+# An skb in one of these states no longer exists as an sk_buff (kfree_skbmem has run, or GRO
+# freed it in napi_skb_finish); "in_frag_list" is alive, owned by the skb whose frag_list holds it.
+GONE = frozenset({"consumed", "dropped", "freed"})
+
+
+def drawn_skbs(state: SkbState, prev: SkbState | None) -> list[SkbSnapshot]:
+    """The skbs a frame draws: every skb except those already gone before this step. The step
+    that frees an skb still draws it (marked gone); a later step draws it only when it is that
+    step's subject (a use-after-free names the freed skb)."""
+    before = {str(s.get("name")): s for s in (prev.get("skbs", ()) if prev else ())}
+    primary = state.get("primary")
+    out = []
+    for s in state.get("skbs", ()):
+        name = str(s.get("name"))
+        old = before.get(name)
+        if old is not None and old.get("status") in GONE and name != primary:
+            continue
+        out.append(s)
+    return out
+
+
 def layout(trace: SkbTrace, frame: Frame[SkbState], geo: Geometry) -> Scene:
     state = frame.state
-    skbs: list[SkbSnapshot] = list(state.get("skbs", ()))
     prev_frame = previous_frame(trace, frame)
+    skbs = drawn_skbs(state, prev_frame.state if prev_frame else None)
     prev = {str(s.get("name")): s for s in (prev_frame.state.get("skbs", ()) if prev_frame else ())}
     prev_pieces: dict[str, set[tuple[int, int, str, bool]]] = {}
     if prev_frame is not None:
-        pskbs = list(prev_frame.state.get("skbs", ()))
+        earlier = previous_frame(trace, prev_frame)
+        pskbs = drawn_skbs(prev_frame.state, earlier.state if earlier else None)
         for buf in _buffers_in_order(pskbs):
             owners = [s for s in pskbs if s.get("buffer") == buf]
             _, split = _bar_pieces(owners, geo.spans.get(buf, ()))
