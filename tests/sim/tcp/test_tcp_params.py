@@ -108,7 +108,7 @@ def test_bad_fields(entry: dict[str, Any], loc: str) -> None:
 
 def test_cost_limit_is_enforced() -> None:
     """parse refuses params whose cost exceeds limits.max_work."""
-    raw = {"script": [c(0, "client", "send", bytes=10_000_000)] * 10, "mss": 64}
+    raw = {"script": [c(0, "client", "send", bytes=10_000_000)] * 10, "mss": 88}
     issues = _issues(raw)
     assert issues[0][0] == ("script",) and "limit" in issues[0][1]
 
@@ -116,5 +116,5 @@ def test_cost_limit_is_enforced() -> None:
 def test_cost_grows_with_work() -> None:
     """cost counts calls and data segments."""
     small = EX.parse({"script": OPEN})
-    big = EX.parse({"script": [*OPEN, c(10, "client", "send", bytes=100_000)]})
+    big = EX.parse({"script": [*OPEN, c(10, "client", "send", bytes=150_000)]})
     assert EX.cost(big) > EX.cost(small) + 300
