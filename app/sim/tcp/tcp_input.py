@@ -32,24 +32,38 @@ if TYPE_CHECKING:
     from app.sim.tcp.driver import Sim
 
 
-def tcp_reset(sim: Sim, sk: Sock, seg: Seg) -> None:
-    """tcp_reset: the error the program sees, then tcp_done."""
+def tcp_reset(sim: Sim, sk: Sock, seg: Seg, data_after_close: bool = False) -> None:
+    """tcp_reset: the error the program sees, then tcp_done. Called for a RST, and by the
+    kernel itself when new data arrives after the receive side was shut (close() or
+    shutdown(SHUT_RD)) in FIN_WAIT1/2: there no RST arrived, tcp_rcv_state_process calls
+    tcp_reset and returns 1 so that tcp_v4_do_rcv answers with a RST."""
     err = {"SYN_SENT": "ECONNREFUSED", "CLOSE_WAIT": "EPIPE"}.get(sk.state, "ECONNRESET")
     if sk.state == "CLOSE":
         return
     if not sk.dead:
         sk.err = err
-    sim.note(
-        msg(
-            "{ep} accepts the RST: {st} becomes TCP_CLOSE; pending error {err}.",
-            ep=sk.ep.label,
-            st="TCP_" + sk.state,
-            err=err,
-        ),
-        "tcp_reset",
-    )
-    sim.set_state(sk, "CLOSE", "RST received", "tcp_reset")
-    calls.done(sim, sk, "RST", "tcp_reset", already=True)
+    if data_after_close:
+        sim.note(
+            msg(
+                "New data after the receive side was shut: the kernel calls tcp_reset() "
+                "itself; {st} becomes TCP_CLOSE and a RST answers the segment.",
+                st="TCP_" + sk.state,
+            ),
+            "tcp_reset",
+        )
+    else:
+        sim.note(
+            msg(
+                "{ep} accepts the RST: {st} becomes TCP_CLOSE; pending error {err}.",
+                ep=sk.ep.label,
+                st="TCP_" + sk.state,
+                err=err,
+            ),
+            "tcp_reset",
+        )
+    event = "data after close" if data_after_close else "RST received"
+    sim.set_state(sk, "CLOSE", event, "tcp_reset")
+    calls.done(sim, sk, event, "tcp_reset", already=True)
 
 
 def rcv_listen(sim: Sim, ep: Endpoint, lsn: Listener, seg: Seg, tw_isn: int = 0) -> None:
@@ -479,7 +493,7 @@ def rcv_text(sim: Sim, sk: Sock, seg: Seg) -> bool:
             msg("New data after the receive side was shut: RFC 1122 says reset."),
             "tcp_rcv_state_process",
         )
-        tcp_reset(sim, sk, seg)
+        tcp_reset(sim, sk, seg, data_after_close=True)
         tcp_ipv4.reply_reset(sim, sk.ep, seg, msg("Data after shutdown: RST."))
         return False
     data_queue(sim, sk, seg)
