@@ -29,7 +29,7 @@ MAX_UNTIL_MS = 3_600_000  # ms: one hour
 MAX_BYTES = 10_000_000
 # Ranges parse checks (the editor's inputs take the same ones)
 RTT_MS_RANGE: tuple[float, float] = (0.01, 10_000)
-MSS_RANGE = (88, 65483)  # TCP_MIN_MSS to a 65,523-byte MTU
+MSS_RANGE = (64, 65483)
 MAX_RCVBUF = 65535 << 14  # the largest window TCP_MAX_WSCALE can express
 MAX_MEM = 2**31 - 1  # tcp_rmem / tcp_wmem entries (int)
 MAX_ISS = 2**31 - 1

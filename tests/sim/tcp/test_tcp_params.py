@@ -108,7 +108,7 @@ def test_bad_fields(entry: dict[str, Any], loc: str) -> None:
 
 def test_cost_limit_is_enforced() -> None:
     """parse refuses params whose cost exceeds limits.max_work."""
-    raw = {"script": [c(0, "client", "send", bytes=10_000_000)] * 10, "mss": 88}
+    raw = {"script": [c(0, "client", "send", bytes=10_000_000)] * 10, "mss": 64}
     issues = _issues(raw)
     assert issues[0][0] == ("script",) and "limit" in issues[0][1]
 

@@ -18,9 +18,11 @@ from app.web.explainers.tcp.common import (
     dash,
     fmt_ms,
     kind_word,
+    options_short,
     text_w,
     timer_rfc,
     who,
+    window_text,
 )
 from app.web.svgtext import attr, esc
 
@@ -196,6 +198,16 @@ def _seg(seg: SegmentState, row: int, st: TcpState, idx: TraceIndex, now_i: int,
     parts.append(
         f'<rect class="lbl-bg" x="{lx - w / 2:.1f}" y="-2" width="{w:.1f}" height="15"/>'
         f'<text class="lbl mono" x="{lx:.1f}" y="9" text-anchor="middle">{esc(label)}</text>'
+    )
+    # above it, between this arrow and the one before: the window as the wire carries it
+    # (and the bytes it means once scaled) and the options, compactly
+    win = "win " + window_text(seg["window"], seg["window_scaled"])
+    sub = " · ".join(t for t in (win, options_short(seg["options"], seg["ack"])) if t)
+    sw = text_w(sub, 6.2) + 8
+    parts.append(
+        f'<rect class="lbl-bg" x="{lx - sw / 2:.1f}" y="-16" width="{sw:.1f}" height="13"/>'
+        f'<text class="muted mono opts" x="{lx:.1f}" y="-6" text-anchor="middle" '
+        f'style="font-size: 10.5px">{esc(sub)}</text>'
     )
     note = {"lost": str(msg("lost")), "flight": str(msg("in flight"))}.get(state, "")
     kind = kind_word(seg["kind"])
