@@ -126,8 +126,9 @@ def draw_ladder(
     if len(shown_ids) > len(window) and window and shown_ids[0] != window[0]:
         hidden = shown_ids.index(window[0])
         earlier = esc(str(msg("↑ {count} earlier", count=hidden)))
+        # level with the endpoints' names: the first row's window and options are below it
         out.append(
-            f'<text class="muted" x="{(LANE["client"] + LANE["server"]) / 2}" y="{LAD_TOP - 14}" '
+            f'<text class="muted" x="{(LANE["client"] + LANE["server"]) / 2}" y="{LAD_TOP - 26}" '
             f'text-anchor="middle">{earlier}</text>'
         )
     last_row = -1
@@ -203,11 +204,10 @@ def _seg(seg: SegmentState, row: int, st: TcpState, idx: TraceIndex, now_i: int,
     # (and the bytes it means once scaled) and the options, compactly
     win = "win " + window_text(seg["window"], seg["window_scaled"])
     sub = " · ".join(t for t in (win, options_short(seg["options"], seg["ack"])) if t)
-    sw = text_w(sub, 6.2) + 8
+    sw = text_w(sub) + 8
     parts.append(
-        f'<rect class="lbl-bg" x="{lx - sw / 2:.1f}" y="-16" width="{sw:.1f}" height="13"/>'
-        f'<text class="muted mono opts" x="{lx:.1f}" y="-6" text-anchor="middle" '
-        f'style="font-size: 10.5px">{esc(sub)}</text>'
+        f'<rect class="lbl-bg" x="{lx - sw / 2:.1f}" y="-17" width="{sw:.1f}" height="15"/>'
+        f'<text class="muted mono opts" x="{lx:.1f}" y="-6" text-anchor="middle">{esc(sub)}</text>'
     )
     note = {"lost": str(msg("lost")), "flight": str(msg("in flight"))}.get(state, "")
     kind = kind_word(seg["kind"])
