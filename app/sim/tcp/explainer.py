@@ -224,6 +224,8 @@ class TcpExplainer(Explainer[TcpParams, TcpState, None]):
                         "ack": seg["ack"],
                         "len": seg["len"],
                         "window": seg["window"],
+                        "window_scaled": seg["window_scaled"],
+                        "options": list(seg["options"]),
                         "lost": seg["lost"],
                         "nth": seg["nth"],
                     }
