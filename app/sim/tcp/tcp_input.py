@@ -186,7 +186,9 @@ def new_req(sim: Sim, ep: Endpoint, lsn: Listener, iss: int, syn: Seg, cookie: b
     """tcp_conn_request: a request sock with what the SYN's options and this side's sysctls
     agree on (tcp_parse_options, tcp_openreq_init), its TSval offset, and its window
     (tcp_openreq_init_rwin). A SYN cookie keeps the MSS as one of msstab's four values, and
-    without timestamps it cannot carry window scaling or SACK (tcp_clear_options)."""
+    without timestamps it cannot carry window scaling or SACK (tcp_clear_options). With
+    timestamps 6.4 hides those options in the low 6 bits of the cookie SYN-ACK's TSval
+    (cookie_init_timestamp); the model sends the plain clock value and keeps them aside."""
     s = sim.p.sysctl
     req = Req(sim, ep, lsn, iss, syn.seq, syn.window)
     o_mss, o_ws = syn.opt("mss"), syn.opt("wscale")
