@@ -7,7 +7,7 @@ Topology (all inside network namespaces this script creates and deletes):
                                     tbf on m1 egress = the bottleneck
 
 This kernel has no sch_netem (nor fq / fq_codel), so the propagation delay is
-added by a userspace L2 relay (bench/kernel/relay.py) in ss-mid; the tbf qdisc
+added by a userspace L2 relay (app/record/relay.py) in ss-mid; the tbf qdisc
 on ss-mid's egress towards the receiver is the bottleneck, with its byte
 limit set to --buffer-bdp x BDP.  The bottleneck is deliberately *not* on the
 sender's own veth: there TCP Small Queues would count the tbf backlog against
@@ -264,7 +264,7 @@ def _start_relay(
             NS_MID,
             *prio,
             sys.executable,
-            str(HERE / "kernel" / "relay.py"),
+            str(ROOT / "app" / "record" / "relay.py"),
             "--a",
             "m0",
             "--b",
@@ -293,7 +293,7 @@ def _start_recv(
         in_ns(
             NS_RCV,
             sys.executable,
-            str(HERE / "kernel" / "flow.py"),
+            str(ROOT / "app" / "record" / "flow.py"),
             "recv",
             "--bind",
             RCV_IP,
@@ -387,7 +387,7 @@ def run_one(args: argparse.Namespace, cc: str, out_dir: Path) -> dict[str, Any]:
             in_ns(
                 NS_SND,
                 py,
-                str(HERE / "kernel" / "flow.py"),
+                str(ROOT / "app" / "record" / "flow.py"),
                 "send",
                 "--dst",
                 RCV_IP,
@@ -532,7 +532,7 @@ def run_multi(args: argparse.Namespace, ccs: list[str], out_dir: Path) -> dict[s
                 in_ns(
                     NS_SND,
                     sys.executable,
-                    str(HERE / "kernel" / "flow.py"),
+                    str(ROOT / "app" / "record" / "flow.py"),
                     "send",
                     "--dst",
                     RCV_IP,

@@ -102,7 +102,7 @@ def one_flow(
             kc.in_ns(
                 kc.NS_SND,
                 sys.executable,
-                str(HERE / "kernel" / "flow.py"),
+                str(kc.ROOT / "app" / "record" / "flow.py"),
                 "send",
                 "--dst",
                 kc.RCV_IP,

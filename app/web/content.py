@@ -4,6 +4,10 @@ One Markdown file per language per walkthrough: ``content/<stem>.md`` is the Eng
 ``content/<lang>/<stem>.md`` (e.g. ``content/zh-CN/<stem>.md``) its translation. A lesson is
 read in the request's language when that file exists, else in English. Step notes may be
 headed ``## Step N`` or ``## 第 N 步``.
+
+The front matter's ``ask`` lists the steps where a live class is asked that step's question
+("what happens next?") as soon as the lecturer reaches it, and where "Quiz me" asks: e.g.
+``ask: 4, 9``. Both languages' files list the same steps (a test checks); see docs/live-class.md.
 """
 
 from __future__ import annotations
@@ -32,6 +36,13 @@ class Lesson:
     summary: str
     intro_html: str
     step_notes: dict[int, str] = field(default_factory=dict)
+    ask_steps: tuple[int, ...] = ()  # steps whose question a class is asked on arrival
+
+
+def _ask_steps(value: str) -> tuple[int, ...]:
+    """``"4, 9"`` -> (4, 9): the numbers of the front matter's ``ask`` (anything else ignored;
+    the lesson test names a step the explainer has no question for)."""
+    return tuple(sorted({int(v) for v in re.findall(r"\d+", value)}))
 
 
 def _front_matter(text: str) -> tuple[dict[str, str], str]:
@@ -66,6 +77,7 @@ def parse_lesson(stem: str, text: str) -> Lesson:
         summary=meta.get("summary", ""),
         intro_html=_html(intro),
         step_notes=notes,
+        ask_steps=_ask_steps(meta.get("ask", "")),
     )
 
 

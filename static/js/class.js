@@ -114,6 +114,12 @@
       $("class-result").textContent = (right ? bar.dataset.right : fmt(bar.dataset.wrong, { answer })) + " " + (r.explanation || "");
     }
 
+    function skip(d) {
+      if (!question || question.question_id !== d.question_id) return;
+      question = null;
+      panel.hidden = true;
+    }
+
     const es = stream({
       step: (d) => {
         classStep = d.step;
@@ -122,6 +128,7 @@
       },
       question: ask,
       reveal,
+      skip,
     });
     es.addEventListener("open", () => show());
     es.addEventListener("error", () => show(true));
@@ -197,16 +204,37 @@
     }
     window.setInterval(refresh, 2000);
 
+    // A question is open: asked here, or by a step the lesson marks (the stream tells).
+    function opened(q) {
+      if (open && open.question_id === q.question_id) return;
+      open = q;
+      counts({ ...open, counts: null, answers: 0 });
+      askStatus.textContent = open.prompt;
+      $("class-reveal").hidden = false;
+      $("class-skip").hidden = false;
+    }
+    function closed() {
+      $("class-reveal").hidden = true;
+      $("class-skip").hidden = true;
+      open = null;
+    }
+    stream({
+      question: opened,
+      skip: (d) => {
+        if (!open || open.question_id !== d.question_id) return;
+        closed();
+        $("class-counts").hidden = true;
+        askStatus.textContent = bar.dataset.skipped;
+      },
+    });
+
     $("class-ask").addEventListener("click", async () => {
       const r = await call("POST", "/questions", token, { step: player.step });
       if (r.status !== 201) {
         askStatus.textContent = reason(r.body);
         return;
       }
-      open = r.body;
-      counts({ ...open, counts: null, answers: 0 });
-      askStatus.textContent = open.prompt;
-      $("class-reveal").hidden = false;
+      opened(r.body);
     });
     $("class-reveal").addEventListener("click", async () => {
       if (!open) return;
@@ -216,11 +244,15 @@
         return;
       }
       counts({ ...open, counts: r.body.counts, correct: r.body.correct, revealed: true, answers: r.body.counts.reduce((a, b) => a + b, 0) });
-      $("class-reveal").hidden = true;
-      open = null;
+      closed();
       posted = r.body.step;
       classStep = r.body.step;
       player.goto(r.body.step);
+    });
+    $("class-skip").addEventListener("click", async () => {
+      if (!open) return;
+      const r = await call("POST", "/questions/" + open.question_id + "/skip", token);
+      if (r.status !== 204) askStatus.textContent = reason(r.body);
     });
   }
 

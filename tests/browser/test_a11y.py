@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import httpx
 import pytest
 
 AXE = Path(__file__).resolve().parents[2] / "node_modules" / "axe-core" / "axe.min.js"
@@ -33,8 +34,13 @@ def test_no_serious_or_critical_axe_violations(live_server, page, url: str, lang
     sep = "&" if "?" in url else "?"
     page.goto(f"{live_server.url}{url}{sep}lang={lang}")
     page.wait_for_load_state("networkidle")
+    result = serious_violations(page)
+    assert result == [], "\n".join(result)
+
+
+def serious_violations(page) -> list[str]:
     page.add_script_tag(path=str(AXE))
-    result = page.evaluate(
+    found: list[str] = page.evaluate(
         """async () => {
             const r = await axe.run(document, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa']}});
             return r.violations
@@ -42,7 +48,62 @@ def test_no_serious_or_critical_axe_violations(live_server, page, url: str, lang
               .map(v => v.id + ' (' + v.impact + '): ' + v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(' | '));
         }"""
     )
-    assert result == [], "\n".join(result)
+    return found
+
+
+# A live class is read on phones and shown on a projector (its theme): the join page (the
+# student's view), the same with a question open, the presenter's view with the answers
+# filling in, and a slide deck's embed joining the class.
+SCREENS = {
+    "phone": ({"width": 390, "height": 844}, "light"),
+    "projector": ({"width": 1920, "height": 1080}, "projector"),
+}
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-CN"])
+@pytest.mark.parametrize("screen", list(SCREENS))
+def test_class_pages_have_no_serious_axe_violations(
+    live_server, browser, screen: str, lang: str
+) -> None:
+    """The class pages pass axe-core's WCAG 2 A/AA rules on a phone and on a projector."""
+    viewport, theme = SCREENS[screen]
+    made = httpx.post(
+        f"{live_server.url}/api/v1/classes", json={"scenario": "cwnd/reno-sawtooth", "step": 3}
+    ).json()
+    ctx = browser.new_context(viewport=viewport, bypass_csp=True)
+    page = ctx.new_page()
+    page.goto(f"{live_server.url}/?lang={lang}")
+    page.evaluate(
+        "([id, token, theme]) => { localStorage.setItem('stepscope.class.lecturer.' + id, token);"
+        " localStorage.setItem('stepscope-theme', theme); }",
+        [made["id"], made["lecturer_token"], theme],
+    )
+    join = f"{made['join_url']}?lang={lang}"
+    present = f"{live_server.url}{made['presenter_url']}?lang={lang}"
+    embed = f"{live_server.url}/embed/c/{made['code']}?theme={theme}&lang={lang}"
+    found: dict[str, list[str]] = {}
+
+    def check(name: str, url: str, ready: str) -> None:
+        page.goto(url)
+        page.wait_for_selector(ready)
+        assert page.evaluate("document.documentElement.dataset.theme") == theme
+        assert page.evaluate("document.documentElement.lang") == lang
+        found[name] = serious_violations(page) + structure_violations(page)
+
+    check("join", join, "#class-status")
+    check("presenter", present, ".class-qr svg")
+    asked = httpx.post(
+        f"{live_server.url}/api/v1/classes/{made['id']}/questions",
+        json={"step": 4},
+        headers={"Authorization": f"Bearer {made['lecturer_token']}"},
+    )
+    assert asked.status_code == 201, asked.text
+    check("join, question open", join, "#class-question .class-choice")
+    check("presenter, question open", present, "#class-counts li")
+    check("embed", embed, "#class-status")
+    ctx.close()
+    bad = {name: v for name, v in found.items() if v}
+    assert bad == {}, bad
 
 
 STRUCTURE_RULES = ["heading-order", "page-has-heading-one", "empty-table-header", "landmark-unique"]
@@ -64,12 +125,17 @@ def test_headings_tables_and_regions_are_well_formed(live_server, page, url: str
     timelines name their configuration)."""
     page.goto(f"{live_server.url}{url}")
     page.wait_for_load_state("networkidle")
+    result = structure_violations(page)
+    assert result == [], "\n".join(result)
+
+
+def structure_violations(page) -> list[str]:
     page.add_script_tag(path=str(AXE))
-    result = page.evaluate(
+    found: list[str] = page.evaluate(
         """async (rules) => {
             const r = await axe.run(document, {runOnly: {type: 'rule', values: rules}});
             return r.violations.map(v => v.id + ': ' + v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(' | '));
         }""",
         STRUCTURE_RULES,
     )
-    assert result == [], "\n".join(result)
+    return found

@@ -68,3 +68,36 @@ def test_quiz_me_asks_and_scores(live_server, page) -> None:
     assert "1 of 1" in page.inner_text("#quiz-panel .quiz-score")
     page.click("#quiz-panel .quiz-tools .primary")  # the next question
     page.wait_for_function("document.getElementById('step-no').textContent.trim() === '6'")
+
+
+def test_a_marked_step_asks_by_itself_and_the_lecturer_skips_it(live_server, page, browser) -> None:
+    """tcp/handshake's lesson marks step 4: the presenter moving there asks the class without
+    pressing "ask" (the student sees the question, the presenter the answer bars and Skip);
+    Skip closes it for the student and the class stays at step 4."""
+    c = httpx.post(
+        f"{live_server.url}/api/v1/classes", json={"scenario": "tcp/handshake", "step": 3}
+    ).json()
+    page.goto(live_server.url + "/")
+    page.evaluate(
+        "([id, token]) => localStorage.setItem('stepscope.class.lecturer.' + id, token)",
+        [c["id"], c["lecturer_token"]],
+    )
+    page.goto(f"{live_server.url}{c['presenter_url']}")
+    ctx = browser.new_context(viewport={"width": 390, "height": 844})
+    phone = ctx.new_page()
+    phone.goto(c["join_url"])
+    phone.wait_for_function(
+        "document.getElementById('class-status').textContent.includes('step 3')"
+    )
+    assert phone.is_hidden("#class-question")
+    page.focus("#stage")
+    page.keyboard.press("ArrowRight")
+    phone.wait_for_selector("#class-question .class-choice")  # nobody pressed "ask"
+    assert "SYN_RECEIVED" in phone.inner_text("#class-choices")
+    page.wait_for_selector("#class-skip:not([hidden])")
+    assert page.is_visible("#class-reveal") and page.is_visible("#class-counts")
+    page.click("#class-skip")
+    phone.wait_for_selector("#class-question", state="hidden")
+    page.wait_for_selector("#class-skip", state="hidden")
+    assert httpx.get(f"{live_server.url}/api/v1/classes/{c['id']}").json()["step"] == 4
+    ctx.close()

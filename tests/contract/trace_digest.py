@@ -17,6 +17,7 @@ import enum
 import hashlib
 import json
 import sys
+from array import array
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,7 @@ def canonical(value: Any) -> Any:
         return canonical(value.value)
     if isinstance(value, Mapping):
         return {str(k): canonical(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, (list, tuple, array)):
         return [canonical(v) for v in value]
     if isinstance(value, (set, frozenset)):
         return sorted((canonical(v) for v in value), key=repr)

@@ -318,8 +318,8 @@ def test_a_step_reaches_students_on_another_instance(settings: Settings, server:
 
 
 def test_quiz_me_asks_before_the_marked_steps(client: TestClient) -> None:
-    """Self-study: a question before each step the lesson marks, its answer shown by a later
-    step; an explainer without questions has none; a name that is no walkthrough is 422."""
+    """Self-study: a question at each step the lesson marks, its answer shown by a later step;
+    a name that is no walkthrough is 422."""
     got = client.get("/api/v1/quiz", params={"scenario": "tcp/handshake"})
     assert got.status_code == 200
     questions = got.json()["questions"]
@@ -332,6 +332,7 @@ def test_quiz_me_asks_before_the_marked_steps(client: TestClient) -> None:
         "下一步" in zh.json()["questions"][0]["prompt"]
         or "状态" in zh.json()["questions"][0]["prompt"]
     )
-    assert client.get("/api/v1/quiz", params={"scenario": "deploy"}).json() == {"questions": []}
+    deploy = client.get("/api/v1/quiz", params={"scenario": "deploy"}).json()["questions"]
+    assert [q["step"] for q in deploy] == [4, 6]  # the lesson's ask steps
     bad = client.get("/api/v1/quiz", params={"scenario": "nothing/here"})
     assert bad.status_code == 422 and bad.json()["detail"][0]["loc"] == ["query", "scenario"]

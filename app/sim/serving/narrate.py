@@ -7,6 +7,7 @@ finishing). Every sentence is a ``msg()`` with its figures as parameters.
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import TypedDict
@@ -80,13 +81,15 @@ class KVView(TypedDict):
     used: int
     free: int  # free-queue length (evictable cached blocks included)
     usage: float
-    blocks: list[int]  # the blocks in use or hashed, ascending
-    owner: list[int]  # per listed block: index (into the series' request_ids) of the request
+    # Per-block columns are int arrays: a large pool's frames pickle (to and from the simulation
+    # process, into the store) as bytes, not as a Python int each.
+    blocks: array[int]  # the blocks in use or hashed, ascending
+    owner: array[int]  # per listed block: index (into the series' request_ids) of the request
     # that computed it, or took it back from the free queue as a prefix hit; -1 when free. A
     # shared block (ref_cnt > 1) keeps the request that computed it, even after that one
     # finished.
-    ref_cnt: list[int]  # per listed block
-    hashed: list[int]  # per listed block: 1 if it is in the prefix cache
+    ref_cnt: array[int]  # per listed block
+    hashed: array[int]  # per listed block: 1 if it is in the prefix cache
     free_queue: list[int]  # head first: reused (and evicted) first; at most 256 shown
     cached_blocks: int
 
@@ -181,14 +184,15 @@ def _view(r: Req, n: int) -> ReqView:
     }
 
 
-def _pick(values: list[int], live: list[int], usable: int) -> list[int]:
-    """``values`` of the ``live`` blocks (ascending). Once every usable block is in use or
-    hashed (a warm prefix cache) that is the pool's own list past the null block: a slice."""
+def _pick(values: list[int], live: list[int], usable: int, code: str = "i") -> array[int]:
+    """``values`` of the ``live`` blocks (ascending), as an int array. Once every usable block
+    is in use or hashed (a warm prefix cache) that is the pool's own list past the null block:
+    a slice. ``code``: the array's type code (flags fit a byte)."""
     if len(live) == usable:
-        return values[1:]
+        return array(code, values[1:])
     if len(live) > 1:
-        return list(itemgetter(*live)(values))
-    return [values[b] for b in live]
+        return array(code, itemgetter(*live)(values))
+    return array(code, [values[b] for b in live])
 
 
 def snapshot(s: Scheduler, arrived: list[Req], index: int) -> FrameParts:
@@ -221,10 +225,10 @@ def snapshot(s: Scheduler, arrived: list[Req], index: int) -> FrameParts:
         "used": used,
         "free": s.nfree,
         "usage": used / usable,
-        "blocks": live,
+        "blocks": array("i", live),
         "owner": _pick(s.owner, live, usable),
         "ref_cnt": _pick(s.ref, live, usable),
-        "hashed": _pick(s.hashed, live, usable),
+        "hashed": _pick(s.hashed, live, usable, "B"),
         "free_queue": s.free_queue(MAX_FREE_QUEUE_VIEW),
         "cached_blocks": len(s.h2b) + sum(len(v) for v in s.dups.values()),
     }

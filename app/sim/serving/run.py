@@ -10,6 +10,7 @@ between half and all of ``max_frames`` snapshots remain, evenly spaced, plus the
 from __future__ import annotations
 
 import operator
+from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypedDict, TypeVar
@@ -62,8 +63,8 @@ class SchedulerSeries(TypedDict):
     kv_usage: list[float]
     prefix_hit_tokens: list[int]
     sched_off: list[int]
-    sched_req: list[int]
-    sched_tokens: list[int]
+    sched_req: array[int]  # int arrays: pickled as bytes (a large run has ~500 k of each)
+    sched_tokens: array[int]
     arrive_off: list[int]
     arrive_req: list[int]
     admit_off: list[int]
@@ -197,8 +198,8 @@ class _Records:
 
     def series(self, reqs: list[Req]) -> SchedulerSeries:
         sched_off = [0]
-        sched_req: list[int] = []
-        sched_tok: list[int] = []
+        sched_req: array[int] = array("i")
+        sched_tok: array[int] = array("i")
         for d in self.scheds:
             sched_req.extend(map(_idx, d))
             sched_tok.extend(d.values())

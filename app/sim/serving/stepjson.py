@@ -18,6 +18,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections import deque
+from collections.abc import Sequence
 from json.encoder import encode_basestring
 
 from app.sim.serving.params import SchedulerParams
@@ -77,7 +78,7 @@ def _id_list(enc: list[bytes], idx: list[int]) -> bytes:
     return b"[" + b",".join([enc[i] for i in idx]) + b"]"
 
 
-def _id_map(keys: list[bytes], ones: list[bytes], idx: list[int], values: list[int]) -> bytes:
+def _id_map(keys: list[bytes], ones: list[bytes], idx: Sequence[int], values: Sequence[int]) -> bytes:
     """``{"id": n, …}``; ``keys[i]`` is the id's JSON with its colon, ``ones[i]`` with ``1``
     (a decode step's tokens: most entries)."""
     if not idx:

@@ -31,7 +31,7 @@ MAX_BYTES = 10_000_000
 RTT_MS_RANGE: tuple[float, float] = (0.01, 10_000)
 MSS_RANGE = (64, 65483)
 MAX_RCVBUF = 65535 << 14  # the largest window TCP_MAX_WSCALE can express
-MAX_MEM = 2**31 - 1  # tcp_rmem / tcp_wmem entries (int)
+MAX_MEM = 2**31 - 1  # tcp_rmem entries (int)
 MAX_ISS = 2**31 - 1
 MAX_LISTEN_QUEUE = 4096  # listen's backlog, queued and half_open
 MAX_NTH = 1_000_000  # a network event's segment number and drop count
@@ -80,11 +80,8 @@ class Sysctls:
     tcp_sack: int = 1
     tcp_window_scaling: int = 1
     tcp_rmem: tuple[int, int, int] = (4096, 131072, 6291456)
-    tcp_wmem: tuple[int, int, int] = (4096, 16384, 4194304)
-    tcp_retries1: int = 3
     tcp_retries2: int = 15
     tcp_early_retrans: int = 3
-    tcp_frto: int = 2
     tcp_ecn: int = 2
 
 
@@ -109,13 +106,14 @@ SYSCTL_INT_LIMITS: dict[str, tuple[int, int]] = {
     "tcp_timestamps": (0, 2),
     "tcp_sack": (0, 1),
     "tcp_window_scaling": (0, 1),
-    "tcp_retries1": (0, 255),
     "tcp_retries2": (0, 255),
     "tcp_early_retrans": (0, 4),
-    "tcp_frto": (0, 2),
     "tcp_ecn": (0, 2),
 }
-SYSCTL_TRIPLES = frozenset({"tcp_rmem", "tcp_wmem"})  # min, default, max bytes
+SYSCTL_TRIPLES = frozenset({"tcp_rmem"})  # min, default, max bytes
+# Not knobs, because nothing the model does depends on them: tcp_wmem (the send buffer is
+# unbounded), tcp_frto (no F-RTO after an RTO), tcp_retries1 (it only makes the kernel re-check
+# the route). A packetdrill script that sets them is told the model has no knob for them.
 SYSCTL_FLOAT_LIMITS: dict[str, tuple[float, float]] = {
     "tcp_fin_timeout_s": (1, 120),
     "tcp_keepalive_time_s": (1, 32767),
@@ -419,7 +417,7 @@ def _parse_sysctl(raw: object, bad: Bad) -> Sysctls:
 
 
 def _parse_triple(v: object) -> tuple[int, int, int] | None:
-    """tcp_rmem / tcp_wmem: three byte counts, min <= default <= max."""
+    """tcp_rmem: three byte counts, min <= default <= max."""
     if not isinstance(v, list | tuple) or len(v) != 3:
         return None
     if not all(_int(x) and 1 <= x <= MAX_MEM for x in v):

@@ -26,9 +26,9 @@ from app.store.models import ClassQuestion, LiveClass
 from app.web import i18n, quiz
 from app.web.classes import store
 from app.web.classes.hub import Hub
-from app.web.classes.scenario import resolve
+from app.web.classes.scenario import followed, resolve
 from app.web.quotas import client_key
-from app.web.sources import SiteDep, run_source
+from app.web.sources import SiteDep, Source, run_source
 
 router = APIRouter(tags=["classes"])
 
@@ -236,18 +236,22 @@ class StepIn(BaseModel):
     "/api/v1/classes/{class_id}/step", status_code=204, responses={401: {}, 403: {}, 422: {}}
 )
 def move_class(
-    class_id: str, body: StepIn, request: Request, authorization: Authorization = None
+    class_id: str,
+    body: StepIn,
+    request: Request,
+    site: SiteDep,
+    authorization: Authorization = None,
 ) -> Response:
-    """Move the class to ``step`` (lecturer): every student following it goes there."""
+    """Move the class to ``step`` (lecturer): every student following it goes there. A step the
+    walkthrough's lesson marks (its ``ask`` steps) also asks the class that step's question, the
+    first time the class reaches it; the lecturer may skip it."""
     row = lecturer(request, class_id, authorization)
     _check_step(row, body.step)
-    events = store.append(
-        request.app.state.engine,
-        row.id,
-        [("step", {"step": body.step})],
-        now=time.time(),
-        step=body.step,
-    )
+    items: list[tuple[str, dict[str, Any]]] = [("step", {"step": body.step})]
+    asked = _marked_question(request, site, row, body.step)
+    if asked is not None:
+        items.append(("question", asked))
+    events = store.append(request.app.state.engine, row.id, items, now=time.time(), step=body.step)
     _publish(request, events)
     return Response(status_code=204)
 
@@ -260,15 +264,13 @@ class QuestionIn(BaseModel):
     step: Annotated[int, Field(ge=0, le=1_000_000)]
 
 
-def question_at(site: SiteDep, row: LiveClass, step: int) -> quiz.Question:
-    plugin = site.plugin(row.explainer)
-    hook = plugin.web.question
+def question_at(site: SiteDep, source: Source, step: int) -> quiz.Question:
+    hook = source.plugin.web.question
     if hook is None:
         raise ParamError.single(
             ("step",), msg("no question at this step: this explainer asks no questions")
         )
-    _, trace = site.run(plugin, json.loads(row.params_json))
-    found = hook(trace, step)
+    found = hook(run_source(site, source), step)
     if found is None:
         raise ParamError.single(
             ("step",),
@@ -278,6 +280,58 @@ def question_at(site: SiteDep, row: LiveClass, step: int) -> quiz.Question:
             ),
         )
     return found
+
+
+def ask_steps(site: SiteDep, source: Source) -> tuple[int, ...]:
+    """The steps the source's lesson marks for a question (its English file's ``ask``: the
+    translation lists the same steps); none without a lesson."""
+    if source.lesson is None:
+        return ()
+    lesson = site.content.lesson(source.lesson.stem, i18n.DEFAULT) or source.lesson
+    return lesson.ask_steps
+
+
+def _marked_question(
+    request: Request, site: SiteDep, row: LiveClass, step: int
+) -> dict[str, Any] | None:
+    """The question event of a marked step the class reaches for the first time, stored."""
+    engine = request.app.state.engine
+    try:
+        source = followed(site, engine, row)
+    except ParamError:  # the shared scenario is gone: nothing to ask
+        return None
+    if step not in ask_steps(site, source) or store.asked_at(engine, row.id, step):
+        return None
+    try:
+        return _open(request, site, row, source, step)
+    except ParamError:  # the lesson marks a step without a question (a lesson test catches it)
+        return None
+
+
+def _open(
+    request: Request, site: SiteDep, row: LiveClass, source: Source, step: int
+) -> dict[str, Any]:
+    """Store the question of ``step`` (422 when there is none): its ``question`` event data."""
+    q = question_at(site, source, step)
+    qid = secrets.token_urlsafe(9)
+    stored = ClassQuestion(
+        id=qid,
+        class_id=row.id,
+        step=step,
+        answer_step=q.answer_step,
+        prompt_json=quiz.dumps(q.prompt),
+        choices_json=quiz.dumps(q.choices),
+        explanation_json=quiz.dumps(q.explanation),
+        correct=q.correct,
+        created_at=time.time(),
+    )
+    store.add_question(request.app.state.engine, stored)
+    return {
+        "question_id": qid,
+        "step": step,
+        "prompt": quiz.message_json(q.prompt),
+        "choices": [quiz.message_json(c) for c in q.choices],
+    }
 
 
 @router.post(
@@ -293,36 +347,17 @@ def ask(
     """Ask the class the question of ``step`` (lecturer): students get it at once."""
     row = lecturer(request, class_id, authorization)
     _check_step(row, body.step)
-    q = question_at(site, row, body.step)
-    qid = secrets.token_urlsafe(9)
-    stored = ClassQuestion(
-        id=qid,
-        class_id=row.id,
-        step=body.step,
-        answer_step=q.answer_step,
-        prompt_json=quiz.dumps(q.prompt),
-        choices_json=quiz.dumps(q.choices),
-        explanation_json=quiz.dumps(q.explanation),
-        correct=q.correct,
-        created_at=time.time(),
-    )
-    store.add_question(request.app.state.engine, stored)
-    data = {
-        "question_id": qid,
-        "step": body.step,
-        "prompt": quiz.message_json(q.prompt),
-        "choices": [quiz.message_json(c) for c in q.choices],
-    }
+    data = _open(request, site, row, followed(site, request.app.state.engine, row), body.step)
     _publish(
         request,
         store.append(request.app.state.engine, row.id, [("question", data)], now=time.time()),
     )
     return JSONResponse(
         {
-            "question_id": qid,
+            "question_id": data["question_id"],
             "step": body.step,
-            "prompt": i18n.render(q.prompt),
-            "choices": [i18n.render(c) for c in q.choices],
+            "prompt": i18n.render(quiz.message_from(data["prompt"])),
+            "choices": [i18n.render(quiz.message_from(c)) for c in data["choices"]],
         },
         status_code=201,
     )
@@ -372,7 +407,7 @@ def reveal(
     q = _question(request, row, question_id)
     engine = request.app.state.engine
     if not store.mark_revealed(engine, q.id):
-        raise _fail(409, msg("This question was revealed already."))
+        raise _fail(409, msg("This question is closed already."))
     counts = store.counts(engine, q)
     data = {
         "question_id": q.id,
@@ -392,6 +427,27 @@ def reveal(
     return {"counts": counts, "correct": q.correct, "step": q.answer_step}
 
 
+@router.post(
+    "/api/v1/classes/{class_id}/questions/{question_id}/skip",
+    status_code=204,
+    responses={401: {}, 403: {}, 404: {}, 409: {}},
+)
+def skip(
+    class_id: str, question_id: str, request: Request, authorization: Authorization = None
+) -> Response:
+    """Close the question without showing its answer (lecturer): the students' question goes
+    away and the class stays at its step. For a question a marked step asked that the lecturer
+    does not want now."""
+    row = lecturer(request, class_id, authorization)
+    q = _question(request, row, question_id)
+    engine = request.app.state.engine
+    if not store.mark_revealed(engine, q.id):
+        raise _fail(409, msg("This question is closed already."))
+    events = store.append(engine, row.id, [("skip", {"question_id": q.id})], now=time.time())
+    _publish(request, events)
+    return Response(status_code=204)
+
+
 class AnswerIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     question_id: Annotated[str, Field(min_length=1, max_length=40)]
@@ -409,7 +465,10 @@ def answer(
     sid = student(request, row, authorization)
     q = _question(request, row, body.question_id)
     if q.revealed:
-        raise _fail(409, msg("This question is closed: its answer was revealed."))
+        raise _fail(
+            409,
+            msg("This question is closed: its answer was revealed, or the lecturer skipped it."),
+        )
     choices = len(json.loads(q.choices_json))
     if body.choice >= choices:
         raise ParamError.single(
@@ -472,8 +531,8 @@ async def events(
     last_event_id: Annotated[str | None, Header(max_length=20)] = None,
 ) -> EventSourceResponse:
     """The class's events as server-sent events: ``step`` ({step}), ``question`` ({question_id,
-    step, prompt, choices}) and ``reveal`` ({question_id, correct, counts, answer_step,
-    explanation}). A new listener first gets the current step (and the open question); one
+    step, prompt, choices}), ``reveal`` ({question_id, correct, counts, answer_step,
+    explanation}) and ``skip`` ({question_id}: closed without an answer). A new listener first gets the current step (and the open question); one
     sending ``Last-Event-ID`` gets every event after that id."""
     row = await run_in_threadpool(load, request, class_id)
     engine = request.app.state.engine

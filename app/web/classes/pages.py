@@ -13,7 +13,7 @@ from app.sim.core import msg
 from app.store.models import LiveClass
 from app.web import i18n
 from app.web.classes import api, store
-from app.web.classes.scenario import resolve
+from app.web.classes.scenario import followed
 from app.web.deps import Controls, Theme
 from app.web.player import render_player
 from app.web.sources import SiteDep, run_source
@@ -31,7 +31,7 @@ def qr_svg(url: str) -> Markup:
 def _page(
     request: Request, site: SiteDep, row: LiveClass, template: str, **extra: object
 ) -> HTMLResponse:
-    source = resolve(site, request.app.state.engine, row.page_path)
+    source = followed(site, request.app.state.engine, row)
     trace = run_source(site, source)
     response = render_player(
         request,

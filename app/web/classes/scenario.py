@@ -1,5 +1,10 @@
 """What a class is about: a walkthrough (``EXPLAINER/PRESET``, or its page path) or a shared
-scenario's id, resolved to the same :class:`~app.web.sources.Source` every page uses."""
+scenario's id, resolved to the same :class:`~app.web.sources.Source` every page uses.
+
+A class records the source it follows as that source's player page (``LiveClass.page_path``);
+:func:`followed` resolves it again for the class's pages, its questions and its marked steps,
+so a new kind of source (a recording's ``/r/{id}``, once it has a player page) is taught to
+:func:`resolve` here and nowhere else in the class code."""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from fastapi import HTTPException
 
 from app.sim.core import ParamError, msg
 from app.store import repo
+from app.store.models import LiveClass
 from app.web.site import Site
 from app.web.sources import ScenarioNotFound, Source, from_preset, from_scenario
 
@@ -41,3 +47,8 @@ def resolve(site: Site, engine: Any, value: str) -> Source:
     except (HTTPException, ScenarioNotFound):
         pass
     raise _unknown(text)
+
+
+def followed(site: Site, engine: Any, row: LiveClass) -> Source:
+    """The source the class follows (422 naming ``scenario`` if it is gone)."""
+    return resolve(site, engine, row.page_path)

@@ -35,23 +35,28 @@ def quiz(
         str, Query(min_length=1, max_length=200, description="EXPLAINER/PRESET or a share id")
     ],
 ) -> dict[str, Any]:
-    """The questions of a walkthrough for self-study: one at each step the lesson marks (its
-    "what to notice" steps; without a lesson, the steps the trace marks), asked just before the
-    step that shows the answer, with the right choice and the explanation."""
+    """The questions of a walkthrough for self-study: one at each step the lesson marks for a
+    question (its ``ask`` steps, where a live class is asked too); without them, one just before
+    each of the lesson's "what to notice" steps (without a lesson, the steps the trace marks),
+    each with the right choice and the explanation."""
     source = resolve(site, request.app.state.engine, scenario)
     hook = source.plugin.web.question
     if hook is None:
         return {"questions": []}
     trace = run_source(site, source)
-    marked = sorted(source.lesson.step_notes) if source.lesson and source.lesson.step_notes else []
-    if not marked:
-        marked = [f.index for f in trace.frames if f.mark]
+    lesson = source.lesson
+    if lesson and lesson.ask_steps:
+        at_steps = list(lesson.ask_steps)
+    else:
+        marked = sorted(lesson.step_notes) if lesson and lesson.step_notes else []
+        if not marked:
+            marked = [f.index for f in trace.frames if f.mark]
+        # ask at the step before the marked one, about what happens next
+        at_steps = [max(target - 1, 0) for target in marked]
     out: list[dict[str, Any]] = []
     asked: set[int] = set()
-    for target in marked:
-        # ask at the step before the marked one, about what happens next
-        at = max(target - 1, 0)
-        q = hook(trace, at)
+    for at in at_steps:
+        q = hook(trace, at) if 0 <= at < len(trace.frames) else None
         if q is None or q.answer_step in asked:
             continue
         asked.add(q.answer_step)

@@ -30,7 +30,7 @@ SNAPSHOT_AFTER = 500  # a reconnect that missed more events than this gets the c
 class Event:
     class_id: str
     seq: int
-    kind: str  # "step" | "question" | "reveal"
+    kind: str  # "step" | "question" | "reveal" | "skip"
     data: str  # JSON
 
     def payload(self) -> str:
@@ -201,7 +201,8 @@ def latest_seq(engine: Engine, class_id: str) -> int:
 
 def events_after(engine: Engine, class_id: str, after: int | None) -> list[Event]:
     """The events after id ``after``; for a new listener (None), or one that missed more than
-    SNAPSHOT_AFTER, the current state: the last step and any question still open after it."""
+    SNAPSHOT_AFTER, the current state: the last step and any question still open after it (not
+    revealed or skipped since)."""
     with _session(engine) as db:
         if after is not None:
             rows = db.exec(
@@ -221,7 +222,8 @@ def events_after(engine: Engine, class_id: str, after: int | None) -> list[Event
         question = db.exec(
             select(ClassEvent)
             .where(
-                ClassEvent.class_id == class_id, col(ClassEvent.kind).in_(("question", "reveal"))
+                ClassEvent.class_id == class_id,
+                col(ClassEvent.kind).in_(("question", "reveal", "skip")),
             )
             .order_by(col(ClassEvent.seq).desc())
         ).first()
@@ -238,6 +240,17 @@ def add_question(engine: Engine, row: ClassQuestion) -> None:
     with _session(engine) as db:
         db.add(row)
         db.commit()
+
+
+def asked_at(engine: Engine, class_id: str, step: int) -> bool:
+    """Whether the class was asked a question at ``step`` already."""
+    with _session(engine) as db:
+        found = db.exec(
+            select(ClassQuestion.id).where(
+                ClassQuestion.class_id == class_id, ClassQuestion.step == step
+            )
+        ).first()
+    return found is not None
 
 
 def question(engine: Engine, class_id: str, question_id: str) -> ClassQuestion | None:

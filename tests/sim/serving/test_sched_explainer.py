@@ -306,10 +306,10 @@ def test_frames_list_only_the_kv_blocks_in_use_or_hashed() -> None:
         for _, (parts, owner, ref, hashed) in res.snapshots:
             kv = parts.state["kv"]
             dense = [b for b in range(1, kv["num_blocks"]) if ref[b] > 0 or hashed[b]]
-            assert kv["blocks"] == dense
-            assert kv["owner"] == [owner[b] for b in dense]
-            assert kv["ref_cnt"] == [ref[b] for b in dense]
-            assert kv["hashed"] == [hashed[b] for b in dense]
+            assert list(kv["blocks"]) == dense
+            assert list(kv["owner"]) == [owner[b] for b in dense]
+            assert list(kv["ref_cnt"]) == [ref[b] for b in dense]
+            assert list(kv["hashed"]) == [hashed[b] for b in dense]
             assert sum(1 for r in kv["ref_cnt"] if r > 0) == kv["used"]
     body = {
         "config": {"num_gpu_blocks": 1_000_000},

@@ -275,7 +275,7 @@ def test_tcp_retries2_bounds_the_retransmissions() -> None:
     [
         ([4096, 131072], "tcp_rmem"),
         ([131072, 4096, 6291456], "tcp_rmem"),
-        ("big", "tcp_wmem"),
+        ("big", "tcp_rmem"),
         (5, "tcp_early_retrans"),
         (3, "tcp_ecn"),
         (2, "tcp_sack"),

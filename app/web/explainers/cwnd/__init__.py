@@ -10,6 +10,7 @@ from app.web.explainers.cwnd.charts import PLOTLY_JS, PLOTLY_PACKAGE
 from app.web.explainers.cwnd.compare import router
 from app.web.explainers.cwnd.picture import picture, static
 from app.web.explainers.cwnd.quiz import question
+from app.web.explainers.cwnd.recording import RECORDING
 from app.web.explainers.cwnd.thumbnail import still, thumbnail
 from app.web.plugin import Action, Thumbnail, WebView
 
@@ -90,5 +91,6 @@ VIEW = WebView(
     # mid-run, a loss halves the window: one tooth of the sawtooth
     thumbnail=Thumbnail(preset="reno-sawtooth", step=19, draw=thumbnail),
     question=question,  # cwnd / ssthresh after the next loss, recovery exit or round
+    recording=RECORDING,  # a `stepscope record cwnd` run beside the model (issue 23)
     export_ready="() => !document.querySelector('.plotly-pending, .plotly-drawing') && [...document.querySelectorAll('.js-plotly-plot')].every(el => el.querySelector('.main-svg'))",  # noqa: E501 - Plotly has drawn every chart
 )

@@ -382,7 +382,12 @@ def cwnd_figure_json(
     data: list[dict[str, Any]] = []
     for i, flow in enumerate(flows):
         cc = str(flow.get("cc", ""))
-        who = str(msg("flow {i} {cc}", i=i, cc=cc))
+        # a flow may name itself (a recording's overlay: "machine", "model"), else its number
+        named = flow.get("label")
+        who = str(named) if named is not None else str(msg("flow {i} {cc}", i=i, cc=cc))
+        group = (
+            f"{named!s} · {cc}" if named is not None else str(msg("flow {i} · {cc}", i=i, cc=cc))
+        )
         secs = str(msg("s"))
         t = flow.get("t") or []
         for line in _lines(cc, overlay=show_overlay, paced=cc == "bbr" or not any_bbr):
@@ -406,7 +411,7 @@ def cwnd_figure_json(
                     "yaxis": AXIS_OF[line.row],
                     "name": str(line.label),
                     "legendgroup": f"flow{i}",
-                    "legendgrouptitle": {"text": str(msg("flow {i} · {cc}", i=i, cc=cc))},
+                    "legendgrouptitle": {"text": group},
                     "line": {"color": colour, "width": line.width, "dash": line.dash},
                     "hovertemplate": f"{who} {line.label!s}<br>%{{x:.3f}} {secs} · %{{y}} "
                     f"{line.unit!s}<extra></extra>",

@@ -1,5 +1,5 @@
 """Web half of the deployment explainer: one GPU's memory filled step by step with the KV block
-arithmetic (:mod:`.picture`), a link that hands the result to the scheduler's editor
+arithmetic (:mod:`.picture`), questions about the next step (:mod:`.quiz`), a link that hands the result to the scheduler's editor
 (:mod:`.link`), and an editor form for the deployment."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from app.sim.deploy.tables import GPUS, MODELS
 from app.web.editor import EditorSpec, FieldSpec, Group
 from app.web.explainers.deploy.link import scheduler_link
 from app.web.explainers.deploy.picture import picture
+from app.web.explainers.deploy.quiz import question
 from app.web.plugin import Thumbnail, WebView
 
 
@@ -106,4 +107,5 @@ VIEW: WebView[DeployState, None] = WebView(
     editor=EDITOR,
     # the memory bar full and num_gpu_blocks computed: the explainer's point at a glance
     thumbnail=Thumbnail(preset="8b-one-h100", step=7),
+    question=question,  # the page size, num_gpu_blocks, or whether vLLM starts at all
 )

@@ -24,6 +24,7 @@ from app.sim.path.params import (
 from app.web.editor import EditorSpec, FieldSpec, Group
 from app.web.explainers.path.picture import picture
 from app.web.explainers.path.quiz import question
+from app.web.explainers.path.recording import RECORDING
 from app.web.plugin import Thumbnail, WebView
 
 # Choices that are words, not kernel names (tx, veth, loopback, no_route, LOCAL_IN stay as
@@ -128,6 +129,7 @@ VIEW: WebView[PathState, None] = WebView(
     question=question,  # which function runs next
     # the segment on its way down: IP pushes its header in __ip_queue_xmit
     thumbnail=Thumbnail(preset="send-segment", step=10),
+    recording=RECORDING,  # a `stepscope record path` run beside the walks (issue 23)
 )
 
 __all__ = ["EDITOR", "VIEW", "PathExplainer"]

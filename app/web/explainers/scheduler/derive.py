@@ -57,7 +57,7 @@ class _Replay:
         self.preemptions = [0] * shown
         self.computed = [0] * shown
 
-    def _events(self, off: list[int], reqs: list[int], s: int) -> list[tuple[int, int]]:
+    def _events(self, off: list[int], reqs: Sequence[int], s: int) -> list[tuple[int, int]]:
         """(entry, request) of step ``s`` in a CSR event column, for the shown requests."""
         return [(j, reqs[j]) for j in range(off[s], off[s + 1]) if reqs[j] < self.shown]
 

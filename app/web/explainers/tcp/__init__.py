@@ -24,9 +24,10 @@ from app.sim.tcp.params import (
 )
 from app.sim.tcp.state import TcpState
 from app.web.editor import EditorSpec, FieldSpec, Group, Rows, number, whole
+from app.web.explainers.tcp.packetdrill import router as packetdrill_router
 from app.web.explainers.tcp.picture import picture
 from app.web.explainers.tcp.quiz import question
-from app.web.plugin import Thumbnail, WebView
+from app.web.plugin import Action, Thumbnail, WebView
 
 _ALWAYS = ("t_ms", "endpoint")
 _BY_CALL: dict[str, tuple[str, ...]] = {
@@ -46,7 +47,6 @@ _BY_EVENT: dict[str, tuple[str, ...]] = {
     "reorder": ("from", "nth"),
 }
 _MS = msg("ms")
-_NOT_MODELLED = msg("not modelled")
 _S = msg("s")
 _BYTES = msg("bytes")
 # The choices in words (the syscall and SHUT_* names are the kernel's)
@@ -86,11 +86,6 @@ _SYSCTL_FIELDS = (
     _sysctl("tcp_early_retrans", msg("tcp_early_retrans"), msg("0–4; 3, 4: tail loss probe")),
     _sysctl("tcp_ecn", msg("tcp_ecn"), msg("0–2; 1: ask for ECN")),
     FieldSpec(key="tcp_abort_on_overflow", label=msg("tcp_abort_on_overflow"), kind="bool"),
-    # accepted (a packetdrill defaults script sets them) but they change nothing the model
-    # draws: the send buffer is unbounded, there is no F-RTO and no route to re-check
-    FieldSpec(key="tcp_wmem", label=msg("tcp_wmem"), kind="ids", unit=_NOT_MODELLED),
-    _sysctl("tcp_frto", msg("tcp_frto"), _NOT_MODELLED),
-    _sysctl("tcp_retries1", msg("tcp_retries1"), _NOT_MODELLED),
 )
 
 EDITOR = EditorSpec(
@@ -179,4 +174,6 @@ VIEW: WebView[TcpState, None] = WebView(
     editor=EDITOR,
     thumbnail=Thumbnail(preset="handshake", step=6),  # the server answers SYN with SYN+ACK
     question=question,  # which state comes next
+    router=packetdrill_router,  # /explainers/tcp/packetdrill and its API
+    actions=(Action(key="packetdrill", label=msg("packetdrill"), path="packetdrill"),),
 )

@@ -1,7 +1,7 @@
 """One bulk TCP flow: ``recv`` (sink) and ``send`` (source + TCP_INFO sampler).
 
-Both sides are started with ``ip netns exec`` by ``bench/kernel_cwnd.py`` and
-stop by themselves after ``--seconds``.  The sender picks its congestion
+Both sides are started with ``ip netns exec`` by ``stepscope record demo cwnd`` and
+``bench/kernel_cwnd.py``; they stop by themselves after ``--seconds``.  The sender picks its congestion
 control with ``setsockopt(TCP_CONGESTION)`` before ``connect`` and a thread
 polls ``getsockopt(TCP_INFO)`` (and ``TCP_CC_INFO`` for BBR) every
 ``--interval-ms``, writing the samples as JSON.

@@ -1,6 +1,7 @@
 """Userspace delay line: a transparent L2 relay between two interfaces.
 
-Run inside the middle namespace (``ip netns exec ss-mid python relay.py ...``).
+Run inside the middle namespace (``ip netns exec NS python -m app.record.relay ...``) by
+``stepscope record demo cwnd`` (when the kernel has no sch_netem) and bench/kernel_cwnd.py.
 Every frame read on one interface is written to the other one ``--delay-ms``
 later, in both directions, so the round-trip time gains ``2 * delay``.  It
 exists because this kernel is built without ``sch_netem``.

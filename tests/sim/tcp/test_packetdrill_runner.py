@@ -1,0 +1,215 @@
+"""The packetdrill runner on the project's own example scripts: the ones the model passes pass
+line for line; a deliberately wrong expectation fails at that line with its reason; timing,
+tolerance, relative numbering, blocking calls and the run limit behave as packetdrill's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.sim.tcp.packetdrill.parser import parse
+from app.sim.tcp.packetdrill.runner import RunLimitError, run
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "content" / "packetdrill"
+# the one example that shows a known gap of the model (tcp_event_data_sent's ping-pong entry)
+KNOWN_GAP = {"delayed-ack"}
+
+
+def text(name: str) -> str:
+    return (EXAMPLES / f"{name}.pkt").read_text()
+
+
+def line_of(script: str, needle: str) -> int:
+    return next(i for i, ln in enumerate(script.split("\n"), 1) if needle in ln)
+
+
+@pytest.mark.parametrize(
+    "name", sorted(p.stem for p in EXAMPLES.glob("*.pkt") if p.stem not in KNOWN_GAP)
+)
+def test_the_examples_the_model_should_pass_pass(name: str) -> None:
+    res = run(parse(text(name)))
+    bad = [
+        (r.line, r.status, [m.render() for m in r.reasons])
+        for r in res.lines
+        if r.status not in ("match", "comment")
+    ]
+    assert res.verdict.passed, bad
+    assert res.verdict.line is None
+
+
+def test_the_known_gap_fails_where_the_script_says() -> None:
+    """delayed-ack: Linux 6.4 delays this ACK (ping-pong after a quick reply); the model does not."""
+    src = text("delayed-ack")
+    res = run(parse(src))
+    assert not res.verdict.passed
+    assert res.verdict.line == line_of(src, "> . 101:101(0) ack 201")
+    assert "expected" in res.verdict.reason.render()
+
+
+def test_a_wrong_expectation_fails_at_that_line_with_the_reason() -> None:
+    src = text("basic-server").replace("> P. 1:701(700) ack 301", "> P. 1:801(800) ack 301")
+    res = run(parse(src))
+    assert not res.verdict.passed
+    assert res.verdict.line == line_of(src, "1:801(800)")
+    failed = next(r for r in res.lines if r.line == res.verdict.line)
+    assert failed.status == "mismatch"
+    assert {"len"} <= set(failed.diffs)
+    assert failed.got is not None and failed.got["len"] == 700
+    assert failed.source is not None and failed.source.function == "tcp_write_xmit"
+    # the lines before it matched
+    assert all(r.status in ("match", "comment") for r in res.lines if r.line < failed.line)
+
+
+def test_a_wrong_return_value_and_errno_fail() -> None:
+    src = text("rst-challenge-ack").replace("= -1 ECONNRESET", "= -1 EPIPE")
+    res = run(parse(src))
+    assert res.verdict.line == line_of(src, "EPIPE")
+    assert "ECONNRESET" in res.verdict.reason.render()
+
+
+def test_time_outside_tolerance_fails_inside_passes() -> None:
+    """The persist timer's first probe comes 300 ms after the zero window (RTO after a 100 ms
+    RTT sample): expected 5 ms later, it fails with 4000 µs of tolerance and passes with 6000."""
+    src = text("zero-window").replace("+.3 > . 2000:2000(0)", "+.305 > . 2000:2000(0)")
+    res = run(parse(src), tolerance_us=4000)
+    assert res.verdict.line == line_of(src, "+.305")
+    assert "time" in next(r for r in res.lines if r.line == res.verdict.line).diffs
+    assert run(parse(src), tolerance_us=6000).verdict.passed
+
+
+def test_sequence_numbers_are_relative_to_the_local_isn() -> None:
+    """packetdrill maps the local ISN to 0: the model's SYN is seq 0 whatever its ISS."""
+    res = run(parse(text("basic-client")))
+    syn = next(r for r in res.lines if r.got and r.got.get("flags") == "S")
+    assert syn.got is not None and syn.got["seq"] == 0
+
+
+def test_a_blocking_read_returns_when_data_arrives() -> None:
+    """read() with a range blocks until the peer's data comes 100 ms later (tcp_recvmsg)."""
+    src = (
+        text("basic-server")
+        .replace(
+            "   +0 read(4, ..., 1000) = 300",
+            "",
+        )
+        .replace(
+            " +.01 < P. 1:301(300) ack 1 win 65535",
+            "   +0...0.010 read(4, ..., 1000) = 300\n +.01 < P. 1:301(300) ack 1 win 65535",
+        )
+    )
+    res = run(parse(src))
+    assert res.verdict.passed, [(r.line, [m.render() for m in r.reasons]) for r in res.lines]
+    rd = next(r for r in res.lines if r.got and r.got.get("call") == "read")
+    assert rd.got is not None and rd.got["ret"] == 300
+
+
+def test_unsupported_lines_fail_the_verdict_but_not_the_run() -> None:
+    src = text("basic-client") + "\n+0 setsockopt(3, SOL_TCP, TCP_FASTOPEN, [1], 4) = 0\n"
+    res = run(parse(src))
+    assert not res.verdict.passed
+    assert "TCP Fast Open" in res.verdict.reason.render()
+    assert res.lines[-1].status == "unsupported"
+
+
+def test_scripts_past_the_simulated_time_limit_are_refused() -> None:
+    with pytest.raises(RunLimitError) as exc:
+        run(parse("0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n+700 close(3) = 0\n"))
+    assert "600 s" in exc.value.why.render()
+
+
+def test_scripts_past_the_event_limit_are_refused() -> None:
+    with pytest.raises(RunLimitError) as exc:
+        run(parse(text("fast-retransmit")), max_events=3)
+    assert "3 model events" in exc.value.why.render()
+
+
+def test_a_burst_is_one_gso_packet_or_its_segments() -> None:
+    """packetdrill's tun takes GSO packets: back-to-back segments of one burst may be written
+    as one packet or one by one; a join never spans a time gap or passes the expected end."""
+    src = text("basic-client")
+    split = src.replace(
+        "   +0 > P. 1:2001(2000) ack 1",
+        "   +0 > . 1:1001(1000) ack 1\n   +0 > P. 1001:2001(1000) ack 1",
+    )
+    assert run(parse(src)).verdict.passed
+    assert run(parse(split)).verdict.passed
+    too_long = src.replace("> P. 1:2001(2000) ack 1", "> P. 1:3001(3000) ack 1")
+    res = run(parse(too_long))
+    assert res.verdict.line == line_of(too_long, "1:3001(3000)")
+    got = next(r for r in res.lines if r.line == res.verdict.line).got
+    assert got is not None and got["len"] == 2000
+
+
+def test_the_chinese_examples_are_the_same_scripts() -> None:
+    """content/zh-CN/packetdrill: the same lines, only the comments translated, same verdicts."""
+    zh_dir = EXAMPLES.parent / "zh-CN" / "packetdrill"
+    for en in EXAMPLES.glob("*.pkt"):
+        zh = (zh_dir / en.name).read_text()
+        en_lines, zh_lines = en.read_text().split("\n"), zh.split("\n")
+        assert len(en_lines) == len(zh_lines), en.name
+        for a, b in zip(en_lines, zh_lines, strict=True):
+            assert a.split("//")[0] == b.split("//")[0], (en.name, a, b)
+        assert run(parse(zh)).verdict.passed == run(parse(en.read_text())).verdict.passed
+
+
+POLL_SCRIPT = """0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
++0 bind(3, ..., ...) = 0
++0 listen(3, 4) = 0
++0 < S 0:0(0) win 65535 <mss 1000>
++0 > S. 0:0(0) ack 1 <...>
++.01 < . 1:1(0) ack 1 win 65535
++0 accept(3, ..., ...) = 4
++0...0.1 poll([{fd=4, events=POLLIN, revents=POLLIN}], 1, 1000) = 1
++.1 < P. 1:101(100) ack 1 win 65535
++0 > . 1:1(0) ack 101
++0 read(4, ..., 100) = 100
++0 poll([{fd=4, events=POLLIN|POLLOUT, revents=POLLOUT}], 1, 0) = 1
++0...0.05 poll([{fd=4, events=POLLIN, revents=0}], 1, 50) = 0
+"""
+
+
+def test_poll_waits_while_later_lines_run_and_times_out() -> None:
+    """poll() with a timeout waits for the peer's data (tcp_poll: POLLIN), answers at once
+    with timeout 0, and returns 0 when its timeout passes."""
+    res = run(parse(POLL_SCRIPT))
+    assert res.verdict.passed, [(r.line, [m.render() for m in r.reasons]) for r in res.lines]
+    got = {r.line: r.got for r in res.lines}
+    assert got[8] is not None and (got[8]["ret"], got[8]["t_ms"]) == (1, 110.0)
+    assert got[13] is not None and (got[13]["ret"], got[13]["t_ms"]) == (0, 160.0)
+    wrong = POLL_SCRIPT.replace("revents=POLLOUT}], 1, 0) = 1", "revents=POLLIN}], 1, 0) = 1")
+    assert run(parse(wrong)).verdict.line == 12
+
+
+def test_option_matching_for_when_the_model_writes_options() -> None:
+    """options_diff as it will run once the model's segments carry options: kinds in order,
+    mss/wscale/sack values exact, TS by presence, <...> anything, none expected means none."""
+    from app.sim.tcp.options import TcpOption as O
+    from app.sim.tcp.packetdrill.runner import options_diff
+
+    syn = (O("mss", (1460,)), O("sackOK"), O("TS", (5, 0)), O("nop"), O("wscale", (7,)))
+    want = (O("mss", (1460,)), O("sackOK"), O("TS", (0, 0)), O("nop"), O("wscale", (7,)))
+    assert options_diff(want, syn, 0) is None
+    assert options_diff(None, syn, 0) is None
+    why = options_diff(want, None, 0)  # the model writes none yet
+    assert why is not None and "no options yet" in why.render()
+    assert options_diff((), None, 0) is None
+    assert options_diff((), syn, 0) is not None
+    wrong = (*want[:4], O("wscale", (8,)))
+    why = options_diff(wrong, syn, 0)
+    assert why is not None and "wscale 8" in why.render()
+    sack = (O("nop"), O("nop"), O("sack", (1001, 2001)))
+    assert options_diff(sack, sack, 0) is None
+    assert options_diff(sack, (O("nop"), O("nop"), O("sack", (1001, 3001))), 0) is not None
+
+
+def test_a_packet_time_range_accepts_any_time_within_it() -> None:
+    """``+0~+.05 > …``: the delayed ACK of a FIN (40 ms, ping-pong after tcp_fin) anywhere in
+    the range; the next ``+0`` counts from when it was sent."""
+    src = text("close-paths")
+    ranged = src.replace(" +.04 > . 1:1(0) ack 202\n", "   +0~+.05 > . 1:1(0) ack 202\n")
+    assert ranged != src
+    res = run(parse(ranged))
+    assert res.verdict.passed, [(r.line, [m.render() for m in r.reasons]) for r in res.lines]
+    short = src.replace(" +.04 > . 1:1(0) ack 202\n", "   +0~+.02 > . 1:1(0) ack 202\n")
+    assert run(parse(short)).verdict.line == line_of(short, "+0~+.02")
