@@ -277,3 +277,28 @@ def test_form_round_trip_keeps_every_preset() -> None:
         rebuilt, problems = form_to_raw(EDITOR, form, "")
         assert problems == []
         assert ex.parse(rebuilt) == ex.parse(raw), p.slug
+
+
+def test_tcp_kernel_check_note_renders(client: TestClient) -> None:
+    """content/tcp-kernel-check.md (issue 25): the handshake checked on a real kernel, in both
+    languages, with the windows the model draws."""
+    r = client.get("/notes/tcp-kernel-check")
+    assert r.status_code == 200 and "64240" in r.text and "wscale 7" in r.text
+    zh = client.get("/notes/tcp-kernel-check", headers={"Accept-Language": "zh-CN"})
+    assert zh.status_code == 200 and "核对" in zh.text
+
+
+def test_segment_options_drawn_on_the_ladder(client: TestClient) -> None:
+    """Each segment's window (wire value and scaled bytes) and options, compactly, above its
+    arrow; the wire panel lists them in wire order."""
+    from app.sim.tcp import TcpExplainer
+    from app.web.explainers.tcp.picture import picture
+
+    ex = TcpExplainer()
+    p = ex.preset("handshake")
+    assert p is not None
+    tr = ex.run(ex.parse(dict(p.params)))
+    svg = picture(tr, tr.frames[8])
+    assert "win 64240 · MSS 1460 · SACK · TS · WS 7" in svg
+    assert "win 502 ×128 = 64256 · TS" in svg
+    assert "nop,nop,TS" in svg

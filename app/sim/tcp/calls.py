@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from app.sim.core.i18n import msg
-from app.sim.tcp import tcp_minisocks, tcp_output
+from app.sim.tcp import tcp_minisocks, tcp_output, wire
 from app.sim.tcp.params import Call
 from app.sim.tcp.sock import (
     RTO_INIT,
@@ -116,10 +116,13 @@ def call_connect(sim: Sim, ep: Endpoint, c: Call) -> str | None:
         sim.note(msg("The socket is already connected: EISCONN."))
         return "EISCONN"
     tw_isn = 0
+    tw_ts: int | None = None
     if isinstance(ep.ehash, TimeWait):
-        tw_isn = take_over_tw(sim, ep, ep.ehash)
+        tw = ep.ehash
+        tw_isn = take_over_tw(sim, ep, tw)
         if not tw_isn:
             return "EADDRNOTAVAIL"
+        tw_ts = tw.ts_recent if tw.ts_ok else None  # tcp_twsk_unique copies tw_ts_recent
     if sk is None:
         sk = Sock(sim, ep)
         ep.fd = sk
@@ -134,6 +137,7 @@ def call_connect(sim: Sim, ep: Endpoint, c: Call) -> str | None:
     ep.ehash = sk
     sim.set_state(sk, "SYN_SENT", "connect()", "tcp_v4_connect")
     sim.note(msg("The socket moves to SYN_SENT and picks ISS {iss}.", iss=sk.iss), "tcp_v4_connect")
+    tcp_output.connect_init(sim, sk, tw_ts)
     tcp_output.send_syn(sim, sk, retrans=False)
     if c.nonblock:
         return "EINPROGRESS"
@@ -253,8 +257,8 @@ def cleanup_rbuf(sim: Sim, sk: Sock, before: int) -> None:
     doubled (and the old one was at most half the buffer)."""
     if sk.state in ("CLOSE", "SYN_SENT", "LISTEN") or sk.rcv_shut:
         return
-    new = sk.adv_window()
-    if 2 * before <= sim.p.rcvbuf and new and new >= 2 * before:
+    new = wire.raw_select_window(sim, sk)
+    if 2 * before <= sk.window_clamp and new and new >= 2 * before:
         sim.note(
             msg(
                 "The window reopens from {a} to {b} bytes: a window update goes out.",

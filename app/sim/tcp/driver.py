@@ -17,6 +17,7 @@ from app.sim.core.events import EventQueue
 from app.sim.core.i18n import Message, msg
 from app.sim.core.sources import SourceRef
 from app.sim.tcp import calls, tcp_ipv4, tcp_timer
+from app.sim.tcp.options import TcpOption
 from app.sim.tcp.params import Call, NetEvent, TcpParams
 from app.sim.tcp.sock import (
     EV_ARRIVE,
@@ -242,7 +243,7 @@ class Sim:
             st["snd_nxt"] = conn.snd_nxt
             st["rcv_nxt"] = conn.rcv_nxt if conn.irs else None
             st["snd_wnd"] = conn.snd_wnd
-            st["rcv_wnd"] = conn.adv_window()
+            st["rcv_wnd"] = conn.rcv_wnd
             st["send_queue"] = max(0, conn.data_end - max(conn.snd_una, conn.iss + 1))
             st["unsent"] = conn.unsent()
             st["recv_queue"] = conn.recv_q
@@ -253,7 +254,7 @@ class Sim:
         elif isinstance(conn, Req):
             st["iss"], st["irs"] = conn.iss, conn.irs
             st["snd_una"], st["snd_nxt"] = conn.iss, conn.iss + 1
-            st["rcv_nxt"], st["snd_wnd"], st["rcv_wnd"] = conn.rcv_nxt, conn.snd_wnd, self.p.rcvbuf
+            st["rcv_nxt"], st["snd_wnd"], st["rcv_wnd"] = conn.rcv_nxt, conn.snd_wnd, conn.rcv_wnd
         elif isinstance(conn, TimeWait):
             st["iss"], st["irs"] = conn.iss, conn.irs
             st["snd_una"], st["snd_nxt"] = conn.snd_nxt, conn.snd_nxt
@@ -271,6 +272,8 @@ class Sim:
         kind: str,
         src: str,
         text: Message,
+        options: tuple[TcpOption, ...] = (),
+        scaled: int | None = None,
     ) -> Seg:
         self.seg_ids += 1
         seg = Seg(
@@ -284,6 +287,8 @@ class Sim:
             window=window,
             kind=kind,
             sent_ms=self.now,
+            options=options,
+            scaled=scaled,
         )
         ep.sent += 1
         self.segments_total += 1

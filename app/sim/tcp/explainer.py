@@ -24,8 +24,9 @@ from app.sim.tcp.state import TcpState
 
 # 2: role words; 3: v6.4 lines; 4: SYN_SENT TCP_TIMEOUT_MIN re-arm; 5: srtt-capped delayed ACK;
 # 6: TIME_WAIT takeover with timestamps; 7: active RST carries the window;
-# 8: the request sock is freed, not moved to TCP_SYN_RECV; 9: who drops a request sock
-SIM_VERSION = "tcp-9"
+# 8: the request sock is freed, not moved to TCP_SYN_RECV; 9: who drops a request sock;
+# 10: segments as 6.4 sends them (options, scaled windows, 1460 MSS, tail loss probes, SACK)
+SIM_VERSION = "tcp-10"
 ERRNOS = (
     "ECONNREFUSED",
     "ECONNRESET",
@@ -223,6 +224,8 @@ class TcpExplainer(Explainer[TcpParams, TcpState, None]):
                         "ack": seg["ack"],
                         "len": seg["len"],
                         "window": seg["window"],
+                        "window_scaled": seg["window_scaled"],
+                        "options": list(seg["options"]),
                         "lost": seg["lost"],
                         "nth": seg["nth"],
                     }

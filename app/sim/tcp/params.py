@@ -30,7 +30,8 @@ MAX_BYTES = 10_000_000
 # Ranges parse checks (the editor's inputs take the same ones)
 RTT_MS_RANGE: tuple[float, float] = (0.01, 10_000)
 MSS_RANGE = (64, 65483)
-MAX_RCVBUF = 65535  # no window scaling
+MAX_RCVBUF = 65535 << 14  # the largest window TCP_MAX_WSCALE can express
+MAX_MEM = 2**31 - 1  # tcp_rmem entries (int)
 MAX_ISS = 2**31 - 1
 MAX_LISTEN_QUEUE = 4096  # listen's backlog, queued and half_open
 MAX_NTH = 1_000_000  # a network event's segment number and drop count
@@ -76,6 +77,12 @@ class Sysctls:
     tcp_syncookies: int = 1
     tcp_timestamps: int = 1
     tcp_abort_on_overflow: bool = False
+    tcp_sack: int = 1
+    tcp_window_scaling: int = 1
+    tcp_rmem: tuple[int, int, int] = (4096, 131072, 6291456)
+    tcp_retries2: int = 15
+    tcp_early_retrans: int = 3
+    tcp_ecn: int = 2
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -84,8 +91,8 @@ class TcpParams:
     network: tuple[NetEvent, ...] = ()
     until_ms: float = 200_000.0
     rtt_ms: float = 20.0
-    mss: int = 1000
-    rcvbuf: int = 65535
+    mss: int = 1460  # advmss: the MTU (1500) less 40 bytes of IPv4 and TCP headers
+    rcvbuf: int | None = None  # SO_RCVBUF's receive space; None: tcp_rmem[1]'s
     client_iss: int = 1000
     server_iss: int = 5000
     sysctl: Sysctls = field(default_factory=Sysctls)
@@ -97,7 +104,16 @@ SYSCTL_INT_LIMITS: dict[str, tuple[int, int]] = {
     "tcp_keepalive_probes": (1, 127),
     "tcp_syncookies": (0, 2),
     "tcp_timestamps": (0, 2),
+    "tcp_sack": (0, 1),
+    "tcp_window_scaling": (0, 1),
+    "tcp_retries2": (0, 255),
+    "tcp_early_retrans": (0, 4),
+    "tcp_ecn": (0, 2),
 }
+SYSCTL_TRIPLES = frozenset({"tcp_rmem"})  # min, default, max bytes
+# Not knobs, because nothing the model does depends on them: tcp_wmem (the send buffer is
+# unbounded), tcp_frto (no F-RTO after an RTO), tcp_retries1 (it only makes the kernel re-check
+# the route). A packetdrill script that sets them is told the model has no knob for them.
 SYSCTL_FLOAT_LIMITS: dict[str, tuple[float, float]] = {
     "tcp_fin_timeout_s": (1, 120),
     "tcp_keepalive_time_s": (1, 32767),
@@ -166,17 +182,14 @@ def parse(raw: Any) -> TcpParams:
     if not _num(rtt) or not lo_rtt <= rtt <= hi_rtt:
         bad(("rtt_ms",), msg("expected {lo:g} to {hi:g} ms", lo=lo_rtt, hi=hi_rtt))
         rtt = 20.0
-    mss = raw.get("mss", 1000)
+    mss = raw.get("mss", 1460)
     if not _int(mss) or not MSS_RANGE[0] <= mss <= MSS_RANGE[1]:
         bad(("mss",), _int_range(*MSS_RANGE))
-        mss = 1000
-    rcvbuf = raw.get("rcvbuf", MAX_RCVBUF)
-    if not _int(rcvbuf) or not 0 < rcvbuf <= MAX_RCVBUF:
-        bad(
-            ("rcvbuf",),
-            msg("expected an integer {lo} to {hi} (no window scaling)", lo=1, hi=MAX_RCVBUF),
-        )
-        rcvbuf = MAX_RCVBUF
+        mss = 1460
+    rcvbuf = raw.get("rcvbuf")
+    if rcvbuf is not None and (not _int(rcvbuf) or not 0 < rcvbuf <= MAX_RCVBUF):
+        bad(("rcvbuf",), _int_range(1, MAX_RCVBUF))
+        rcvbuf = None
     isss: dict[str, int] = {}
     for key, default in (("client_iss", 1000), ("server_iss", 5000)):
         v = raw.get(key, default)
@@ -381,6 +394,18 @@ def _parse_sysctl(raw: object, bad: Bad) -> Sysctls:
                 bad(loc, msg("expected {lo:g} to {hi:g} seconds", lo=flo, hi=fhi))
                 continue
             values[k] = float(v)
+        elif k in SYSCTL_TRIPLES:
+            triple = _parse_triple(v)
+            if triple is None:
+                bad(
+                    loc,
+                    msg(
+                        "expected [min, default, max] bytes, 1 to {hi}, in that order",
+                        hi=MAX_MEM,
+                    ),
+                )
+                continue
+            values[k] = triple
         elif k == "tcp_abort_on_overflow":
             if not isinstance(v, bool):
                 bad(loc, msg("expected true or false"))
@@ -389,6 +414,16 @@ def _parse_sysctl(raw: object, bad: Bad) -> Sysctls:
         else:
             bad(loc, msg("unknown sysctl"))
     return Sysctls(**values)
+
+
+def _parse_triple(v: object) -> tuple[int, int, int] | None:
+    """tcp_rmem: three byte counts, min <= default <= max."""
+    if not isinstance(v, list | tuple) or len(v) != 3:
+        return None
+    if not all(_int(x) and 1 <= x <= MAX_MEM for x in v):
+        return None
+    a, b, c = (int(x) for x in v)
+    return (a, b, c) if a <= b <= c else None
 
 
 def dump(p: TcpParams) -> dict[str, Any]:
@@ -426,7 +461,7 @@ def dump(p: TcpParams) -> dict[str, Any]:
             out[key] = getattr(p, key)
     sd = Sysctls()
     sysctl = {
-        k: getattr(p.sysctl, k)
+        k: list(v) if isinstance(v := getattr(p.sysctl, k), tuple) else v
         for k in Sysctls.__dataclass_fields__
         if getattr(p.sysctl, k) != getattr(sd, k)
     }

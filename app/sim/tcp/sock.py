@@ -9,10 +9,16 @@ inet_timewait_sock``, include/net/inet_timewait_sock.h) whose ``tw_substate`` is
 each endpoint's established-hash slot (``ehash``) holds at most one object. Constants are
 include/net/tcp.h's, in ms (CONFIG_HZ=1000).
 
-Simplifications (each keeps the state machine faithful, not the byte-level details): sequence
-numbers are not wrapped mod 2**32; no TCP options (no timestamps, SACK or window scaling); the
-receive window is the free receive buffer; congestion control is slow start from 10 segments
-and 1 segment after an RTO; the send buffer is unbounded (send never blocks).
+Segments carry the options and windows 6.4 writes (app.sim.tcp.wire: MSS, SACK-permitted,
+timestamps, window scale, SACK and D-SACK blocks; ``tcp_select_window``).
+
+Simplifications (each keeps the state machine faithful, not every byte): sequence numbers are
+not wrapped mod 2**32; no PAWS rejection (timestamps are echoed and give RTT samples, but an
+old TSval is not dropped); the sender does not keep a SACK scoreboard (SACK blocks are
+written by the receiver; the sender's loss detection is three duplicate ACKs, the tail loss
+probe and the RTO: no RACK reordering timer, no F-RTO, no PRR); congestion control is slow
+start from 10 segments and 1 segment after an RTO; the send buffer is unbounded (send never
+blocks); the receive buffer is not autotuned (see app.sim.tcp.wire).
 """
 
 from __future__ import annotations
@@ -31,7 +37,8 @@ from app.sim.core.tcp import (
     TCP_TIMEWAIT_LEN_S,
     RttEstimator,
 )
-from app.sim.tcp.params import Call
+from app.sim.tcp.options import TcpOption
+from app.sim.tcp.params import Call, TcpParams
 from app.sim.tcp.state import SegmentState, TimerState
 
 if TYPE_CHECKING:
@@ -53,6 +60,7 @@ ATO_MIN = TCP_DELACK_MIN_S * 1000  # TCP_ATO_MIN = TCP_DELACK_MIN: 40 ms
 DELACK_MAX = TCP_DELACK_MAX_S * 1000  # TCP_DELACK_MAX: 200 ms
 MAX_QUICKACKS = 16  # TCP_MAX_QUICKACKS
 INVALID_RATELIMIT = 500.0  # net.ipv4.tcp_invalid_ratelimit
+TS_OFFSET = {"client": 1_000_000, "server": 2_000_000}  # see app.sim.tcp.wire
 TW_ISN_GAP = 65535 + 2  # tcp_timewait_state_process: isn = tw_snd_nxt + 65535 + 2
 
 RFC_NAME = {
@@ -88,6 +96,8 @@ class Seg:
         "length",
         "lost",
         "nth",
+        "options",
+        "scaled",
         "sent_ms",
         "seq",
         "src",
@@ -107,6 +117,8 @@ class Seg:
         window: int,
         kind: str,
         sent_ms: float,
+        options: tuple[TcpOption, ...] = (),
+        scaled: int | None = None,
     ) -> None:
         self.id = id
         self.src = src
@@ -115,7 +127,9 @@ class Seg:
         self.seq = seq
         self.ack = ack
         self.length = length
-        self.window = window
+        self.window = window  # the 16-bit header field
+        self.scaled = window if scaled is None else scaled  # the bytes it means
+        self.options = options
         self.kind = kind
         self.sent_ms = sent_ms
         self.nth = 0
@@ -138,6 +152,19 @@ class Seg:
     def has_ack(self) -> bool:
         return "ACK" in self.flags
 
+    def opt(self, kind: str) -> TcpOption | None:
+        return next((o for o in self.options if o.kind == kind), None)
+
+    @property
+    def tsval(self) -> int | None:
+        o = self.opt("TS")
+        return o.values[0] if o is not None else None
+
+    @property
+    def tsecr(self) -> int | None:
+        o = self.opt("TS")
+        return o.values[1] if o is not None else None
+
     @property
     def end_seq(self) -> int:
         return self.seq + self.length + (1 if self.syn else 0) + (1 if self.fin else 0)
@@ -153,6 +180,8 @@ class Seg:
             "ack": self.ack if self.has_ack else 0,
             "len": self.length,
             "window": self.window,
+            "window_scaled": self.scaled,
+            "options": [o.text() for o in self.options],
             "lost": self.lost,
             "sent_ms": self.sent_ms,
             "arrive_ms": self.arrive_ms,
@@ -163,7 +192,7 @@ class Seg:
 class OutSeg:
     """One transmitted, not yet acknowledged segment in the retransmission queue."""
 
-    __slots__ = ("end", "first_ms", "length", "lost", "retrans", "seq", "syn", "fin")
+    __slots__ = ("end", "first_ms", "length", "lost", "retrans", "sent_ms", "seq", "syn", "fin")
 
     def __init__(self, seq: int, length: int, syn: bool, fin: bool, now: float) -> None:
         self.seq = seq
@@ -172,8 +201,19 @@ class OutSeg:
         self.fin = fin
         self.end = seq + length + (1 if syn else 0) + (1 if fin else 0)
         self.first_ms = now
+        self.sent_ms = now  # the last transmission (tcp_skb_timestamp_us)
         self.retrans = 0
         self.lost = False
+
+
+def receive_space(p: TcpParams) -> tuple[bool, int]:
+    """(SOCK_RCVBUF_LOCK, tcp_full_space): SO_RCVBUF (the model's ``rcvbuf``, the space the
+    window may offer) locks the buffer; else sk_rcvbuf is tcp_rmem[1] and the space
+    tcp_win_from_space of it (half, with tcp_adv_win_scale 1)."""
+    if p.rcvbuf is not None:
+        return True, p.rcvbuf
+    rmem1 = p.sysctl.tcp_rmem[1]
+    return False, rmem1 - (rmem1 >> 1)
 
 
 class Obj:
@@ -234,8 +274,9 @@ class Listener(Obj):
         self.phantom_accept = queued  # other clients' connections waiting in the accept queue
         self.reqs: list[Req] = []
         self.phantom_syn = half_open  # half-open requests from a SYN flood
-        self.cookies: dict[int, int] = {}  # cookie ISN -> peer's ISN
+        self.cookies: dict[int, Seg] = {}  # cookie ISN -> the SYN it answered
         self.held = True
+        self.rcv_locked, self.full_space = receive_space(sim.p)
 
     @property
     def ack_backlog(self) -> int:
@@ -263,8 +304,23 @@ class Req(Obj):
         self.rcv_nxt = irs + 1
         self.snd_wnd = wnd
         self.num_timeout = 0
+        self.num_retrans = 0  # SYN-ACK retransmissions (timer and retransmitted SYNs)
+        self.snt_synack = sim.now  # the first SYN-ACK's send time
         self.acked = False
         self.born_ms = sim.now
+        # what tcp_conn_request / tcp_openreq_init_rwin negotiated from the SYN
+        self.advmss = sim.p.mss
+        self.mss_clamp = 536
+        self.ts_ok = False
+        self.sack_ok = False
+        self.wscale_ok = False
+        self.snd_wscale = 0
+        self.rcv_wscale = 0
+        self.ts_recent = 0
+        self.ts_off = 0
+        self.ecn_ok = False
+        self.rcv_wnd = 0  # rsk_rcv_wnd, bytes
+        self.window_clamp = 0  # rsk_window_clamp
 
 
 class TimeWait(Obj):
@@ -275,7 +331,11 @@ class TimeWait(Obj):
         self.substate = substate
         self.snd_nxt = sk.snd_nxt
         self.rcv_nxt = sk.rcv_nxt
-        self.rcv_wnd = sk.adv_window()
+        self.rcv_wnd = sk.receive_window()  # tw_rcv_wnd = tcp_receive_window()
+        self.rcv_wscale = sk.rcv_wscale
+        self.ts_ok = sk.ts_ok
+        self.ts_recent = sk.ts_recent
+        self.ts_off = sk.ts_off
         self.iss = sk.iss
         self.irs = sk.irs
 
@@ -296,8 +356,8 @@ class Sock(Obj):
         self.fin_queued = False
         self.rcv_nxt = 0
         self.rcv_wup = 0
-        self.rcv_wnd = sim.p.rcvbuf
-        self.snd_wnd = 0
+        self.rcv_wnd = 0  # the window last advertised, in bytes
+        self.snd_wnd = 0  # the peer's window, in bytes (scaled)
         self.snd_wl1 = 0
         self.recv_q = 0
         self.ooo: list[tuple[int, int, bool]] = []
@@ -327,13 +387,35 @@ class Sock(Obj):
         self.linger0 = False
         self.nonblock = False
         self.listener: Listener | None = None
+        self.init_options(sim, ep)
+
+    def init_options(self, sim: Sim, ep: Endpoint) -> None:
+        """The receive space and the option state of a fresh socket (a child's is copied from
+        its request sock by make_child)."""
+        p = sim.p
+        self.rcv_locked, self.full_space = receive_space(p)
+        self.advmss = p.mss
+        self.mss_clamp = 536  # TCP_MSS_DEFAULT until the peer's MSS option
+        self.mss_cache = 536
+        self.rcv_mss = 536
+        self.ts_ok = False
+        self.sack_ok = False
+        self.wscale_ok = False
+        self.snd_wscale = 0
+        self.rcv_wscale = 0
+        self.ts_recent = 0
+        self.ts_off = TS_OFFSET[ep.name]
+        self.window_clamp = 0
+        self.rcv_ssthresh = 0
+        self.sacks: list[tuple[int, int]] = []  # selective_acks, most recent first
+        self.dsack: tuple[int, int] | None = None  # duplicate_sack[0] while rx_opt.dsack
+        self.ecn_ok = False
+        self.ca_state = "Open"  # icsk_ca_state: Open, Recovery (fast retransmit) or Loss (RTO)
+        self.high_seq = 0  # where Recovery or Loss ends
+        self.tlp_high_seq = 0
+        self.tlp_retrans = False
 
     # --- derived -------------------------------------------------------------------------
-    def adv_window(self) -> int:
-        """The window to advertise: free receive buffer, never shrinking the right edge."""
-        free = max(0, self.sim.p.rcvbuf - self.recv_q - sum(n for _, n, _ in self.ooo))
-        return max(free, self.rcv_wup + self.rcv_wnd - self.rcv_nxt, 0)
-
     def receive_window(self) -> int:
         """tcp_receive_window: what is left of the last advertised window."""
         return max(0, self.rcv_wup + self.rcv_wnd - self.rcv_nxt)

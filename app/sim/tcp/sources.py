@@ -102,6 +102,17 @@ SOURCES: dict[str, SourceRef] = {
     "tcp_keepalive_timer": _r("tcp_keepalive_timer", _TMR, 678),
     "reqsk_timer_handler": _r("reqsk_timer_handler", _CSK, 983),
     "tcp_rtx_synack": _r("tcp_rtx_synack", _OUT, 4116),
+    # options, windows, loss probes (issue 25)
+    "tcp_select_initial_window": _r("tcp_select_initial_window", _OUT, 206),
+    "tcp_select_window": _r("tcp_select_window", _OUT, 257),
+    "tcp_options_write": _r("tcp_options_write", _OUT, 607),
+    "tcp_syn_options": _r("tcp_syn_options", _OUT, 759),
+    "tcp_synack_options": _r("tcp_synack_options", _OUT, 840),
+    "tcp_established_options": _r("tcp_established_options", _OUT, 913),
+    "tcp_schedule_loss_probe": _r("tcp_schedule_loss_probe", _OUT, 2730),
+    "tcp_send_loss_probe": _r("tcp_send_loss_probe", _OUT, 2800),
+    "tcp_ack_update_rtt": _r("tcp_ack_update_rtt", _IN, 3087),
+    "tcp_dsack_set": _r("tcp_dsack_set", _IN, 4440),
 }
 
 

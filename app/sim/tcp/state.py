@@ -7,7 +7,8 @@ from typing import TypedDict
 
 
 class TimerState(TypedDict):
-    """One armed timer: ``retransmit``, ``probe0`` (zero-window persist), ``delack``,
+    """One armed timer: ``retransmit``, ``loss_probe`` (tail loss probe), ``probe0``
+    (zero-window persist), ``delack``,
     ``keepalive``, ``fin_wait2``, ``synack`` (request sock) or ``timewait``."""
 
     name: str
@@ -61,7 +62,11 @@ class SegmentState(TypedDict):
     seq: int
     ack: int
     len: int
-    window: int
+    window: int  # the 16-bit header field, as the wire carries it
+    window_scaled: int  # the bytes it means (window << the sender's scale; a SYN's unscaled)
+    options: list[
+        str
+    ]  # in wire order, packetdrill spelling: "mss 1460", "sackOK", "TS val 5 ecr 0", "nop", "wscale 7", "sack 1:2 3:4"
     lost: bool
     sent_ms: float
     arrive_ms: float | None

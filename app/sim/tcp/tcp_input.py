@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from app.sim.core.i18n import Message, msg
-from app.sim.tcp import calls, tcp_ipv4, tcp_minisocks, tcp_output
+from app.sim.tcp import calls, tcp_ipv4, tcp_minisocks, tcp_output, wire
 from app.sim.tcp.sock import (
     ATO_MIN,
     DELACK_MAX,
@@ -20,6 +20,7 @@ from app.sim.tcp.sock import (
     RTO_MAX,
     RTO_MIN,
     TIMEOUT_MIN,
+    TS_OFFSET,
     Endpoint,
     Listener,
     Req,
@@ -31,24 +32,38 @@ if TYPE_CHECKING:
     from app.sim.tcp.driver import Sim
 
 
-def tcp_reset(sim: Sim, sk: Sock, seg: Seg) -> None:
-    """tcp_reset: the error the program sees, then tcp_done."""
+def tcp_reset(sim: Sim, sk: Sock, seg: Seg, data_after_close: bool = False) -> None:
+    """tcp_reset: the error the program sees, then tcp_done. Called for a RST, and by the
+    kernel itself when new data arrives after the receive side was shut (close() or
+    shutdown(SHUT_RD)) in FIN_WAIT1/2: there no RST arrived, tcp_rcv_state_process calls
+    tcp_reset and returns 1 so that tcp_v4_do_rcv answers with a RST."""
     err = {"SYN_SENT": "ECONNREFUSED", "CLOSE_WAIT": "EPIPE"}.get(sk.state, "ECONNRESET")
     if sk.state == "CLOSE":
         return
     if not sk.dead:
         sk.err = err
-    sim.note(
-        msg(
-            "{ep} accepts the RST: {st} becomes TCP_CLOSE; pending error {err}.",
-            ep=sk.ep.label,
-            st="TCP_" + sk.state,
-            err=err,
-        ),
-        "tcp_reset",
-    )
-    sim.set_state(sk, "CLOSE", "RST received", "tcp_reset")
-    calls.done(sim, sk, "RST", "tcp_reset", already=True)
+    if data_after_close:
+        sim.note(
+            msg(
+                "New data after the receive side was shut: the kernel calls tcp_reset() "
+                "itself; {st} becomes TCP_CLOSE and a RST answers the segment.",
+                st="TCP_" + sk.state,
+            ),
+            "tcp_reset",
+        )
+    else:
+        sim.note(
+            msg(
+                "{ep} accepts the RST: {st} becomes TCP_CLOSE; pending error {err}.",
+                ep=sk.ep.label,
+                st="TCP_" + sk.state,
+                err=err,
+            ),
+            "tcp_reset",
+        )
+    event = "data after close" if data_after_close else "RST received"
+    sim.set_state(sk, "CLOSE", event, "tcp_reset")
+    calls.done(sim, sk, event, "tcp_reset", already=True)
 
 
 def rcv_listen(sim: Sim, ep: Endpoint, lsn: Listener, seg: Seg, tw_isn: int = 0) -> None:
@@ -56,9 +71,9 @@ def rcv_listen(sim: Sim, ep: Endpoint, lsn: Listener, seg: Seg, tw_isn: int = 0)
         sim.note(msg("The listener ignores a RST."), "tcp_rcv_state_process")
         return
     if seg.has_ack and not seg.syn:
-        peer_iss = lsn.cookies.get(seg.ack - 1)
-        if peer_iss is not None and seg.seq == peer_iss + 1:
-            tcp_minisocks.cookie_child(sim, ep, lsn, seg, peer_iss)
+        syn = lsn.cookies.get(seg.ack - 1)
+        if syn is not None and seg.seq == syn.seq + 1:
+            tcp_minisocks.cookie_child(sim, ep, lsn, seg)
             return
         sim.note(
             msg("An ACK reaches the listener without a request: RST."), "tcp_rcv_state_process"
@@ -115,14 +130,15 @@ def rcv_listen(sim: Sim, ep: Endpoint, lsn: Listener, seg: Seg, tw_isn: int = 0)
         return
     if want_cookie:
         iss = ep.next_iss() + 777
-        lsn.cookies[iss] = seg.seq
+        lsn.cookies[iss] = seg
+        creq = new_req(sim, ep, lsn, iss, seg, cookie=True)
         sim.xmit(
             ep,
             ("SYN", "ACK"),
             iss,
             seg.seq + 1,
             0,
-            sim.p.rcvbuf,
+            min(creq.rcv_wnd, wire.U16_MAX),
             "synack_cookie",
             "tcp_v4_send_synack",
             msg(
@@ -130,10 +146,11 @@ def rcv_listen(sim: Sim, ep: Endpoint, lsn: Listener, seg: Seg, tw_isn: int = 0)
                 ep=ep.label,
                 iss=iss,
             ),
+            wire.synack_options(sim, creq),
         )
         return
     iss = tw_isn or ep.next_iss()
-    req = Req(sim, ep, lsn, iss, seg.seq, seg.window)
+    req = new_req(sim, ep, lsn, iss, seg)
     lsn.reqs.append(req)
     ep.ehash = req
     sim.transitions.append(
@@ -159,6 +176,44 @@ def rcv_listen(sim: Sim, ep: Endpoint, lsn: Listener, seg: Seg, tw_isn: int = 0)
     )
     req.arm("synack", sim.now + RTO_INIT)
     tcp_ipv4.send_synack(sim, req, retrans=False)
+
+
+# syncookies.c msstab: the MSS values a cookie can encode
+MSSTAB = (536, 1300, 1440, 1460)
+
+
+def new_req(sim: Sim, ep: Endpoint, lsn: Listener, iss: int, syn: Seg, cookie: bool = False) -> Req:
+    """tcp_conn_request: a request sock with what the SYN's options and this side's sysctls
+    agree on (tcp_parse_options, tcp_openreq_init), its TSval offset, and its window
+    (tcp_openreq_init_rwin). A SYN cookie keeps the MSS as one of msstab's four values, and
+    without timestamps it cannot carry window scaling or SACK (tcp_clear_options). With
+    timestamps 6.4 hides those options in the low 6 bits of the cookie SYN-ACK's TSval
+    (cookie_init_timestamp); the model sends the plain clock value and keeps them aside."""
+    s = sim.p.sysctl
+    req = Req(sim, ep, lsn, iss, syn.seq, syn.window)
+    o_mss, o_ws = syn.opt("mss"), syn.opt("wscale")
+    req.mss_clamp = o_mss.values[0] if o_mss is not None else wire.TCP_MSS_DEFAULT
+    req.ts_ok = syn.tsval is not None and bool(s.tcp_timestamps)
+    req.sack_ok = syn.opt("sackOK") is not None and bool(s.tcp_sack)
+    req.wscale_ok = o_ws is not None and bool(s.tcp_window_scaling)
+    req.snd_wscale = min(o_ws.values[0], wire.TCP_MAX_WSCALE) if o_ws is not None else 0
+    if cookie:
+        req.mss_clamp = max([m for m in MSSTAB if m <= req.mss_clamp] or [MSSTAB[0]])
+        if not req.ts_ok:
+            req.sack_ok = req.wscale_ok = False
+    if not req.wscale_ok:
+        req.snd_wscale = 0
+    req.ts_recent = (syn.tsval or 0) if req.ts_ok else 0
+    req.ts_off = TS_OFFSET[ep.name] if req.ts_ok else 0
+    req.ecn_ok = "ECE" in syn.flags and "CWR" in syn.flags and s.tcp_ecn != 0
+    req.advmss = sim.p.mss
+    full_space = lsn.full_space
+    clamp = full_space if lsn.rcv_locked else 0
+    ts_hdr = wire.TCPOLEN_TSTAMP_ALIGNED if req.ts_ok else 0
+    req.rcv_wnd, req.window_clamp, req.rcv_wscale = wire.select_initial_window(
+        full_space, req.advmss - ts_hdr, clamp, req.wscale_ok, s.tcp_rmem[2]
+    )
+    return req
 
 
 def rcv_synsent(sim: Sim, sk: Sock, seg: Seg) -> None:
@@ -193,8 +248,11 @@ def rcv_synsent(sim: Sim, sk: Sock, seg: Seg) -> None:
         sk.rcv_nxt = seg.seq + 1
         sk.rcv_wup = sk.rcv_nxt
         sk.snd_wl1 = seg.seq
-        clean_rtx(sim, sk, seg.ack)
-        sk.snd_wnd = seg.window
+        take_syn_options(sim, sk, seg)
+        if sk.ecn_ok and not ("ECE" in seg.flags and "CWR" not in seg.flags):
+            sk.ecn_ok = False  # tcp_ecn_rcv_synack: the peer did not agree
+        clean_rtx(sim, sk, seg.ack, seg)
+        sk.snd_wnd = seg.window  # a SYN's window is never scaled
         sk.ever_connected = True
         sim.set_state(sk, "ESTABLISHED", "SYN+ACK", "tcp_finish_connect")
         init_transfer(sim, sk)
@@ -219,6 +277,7 @@ def rcv_synsent(sim: Sim, sk: Sock, seg: Seg) -> None:
         sk.rcv_wup = sk.rcv_nxt
         sk.snd_wnd = seg.window
         sk.snd_wl1 = seg.seq
+        take_syn_options(sim, sk, seg)
         sim.set_state(sk, "SYN_RECV", "SYN (simultaneous open)", "tcp_rcv_synsent_state_process")
         sim.note(
             msg(
@@ -234,7 +293,7 @@ def rcv_synsent(sim: Sim, sk: Sock, seg: Seg) -> None:
             sk.iss,
             sk.rcv_nxt,
             0,
-            sk.adv_window(),
+            min(sk.rcv_wnd, wire.U16_MAX),
             "synack",
             "tcp_send_synack",
             msg(
@@ -243,8 +302,42 @@ def rcv_synsent(sim: Sim, sk: Sock, seg: Seg) -> None:
                 seq=sk.iss,
                 ack=sk.rcv_nxt,
             ),
+            wire.syn_options(sim, sk),
         )
         tcp_output.ack_sent(sim, sk)
+
+
+def take_syn_options(sim: Sim, sk: Sock, seg: Seg) -> None:
+    """tcp_rcv_synsent_state_process with the options tcp_parse_options took from the
+    peer's SYN (or SYN-ACK): each only if this side's sysctl allows it; without window
+    scaling both shifts are 0 and the clamp 65535; then tcp_sync_mss and
+    tcp_initialize_rcv_mss."""
+    s = sim.p.sysctl
+    o_mss, o_ws = seg.opt("mss"), seg.opt("wscale")
+    if o_mss is not None and o_mss.values[0]:
+        sk.mss_clamp = o_mss.values[0]
+    sk.sack_ok = seg.opt("sackOK") is not None and bool(s.tcp_sack)
+    sk.wscale_ok = o_ws is not None and bool(s.tcp_window_scaling)
+    if sk.wscale_ok and o_ws is not None:
+        sk.snd_wscale = min(o_ws.values[0], wire.TCP_MAX_WSCALE)
+    else:
+        sk.snd_wscale = sk.rcv_wscale = 0
+        sk.window_clamp = min(sk.window_clamp, 65535)
+    sk.ts_ok = seg.tsval is not None and bool(s.tcp_timestamps)
+    if sk.ts_ok and seg.tsval is not None:
+        sk.ts_recent = seg.tsval
+    tcp_output.sync_mss(sk)
+    sk.rcv_mss = max(min(sk.advmss, sk.mss_cache, sk.rcv_wnd // 2, wire.TCP_MSS_DEFAULT), 88)
+
+
+def replace_ts_recent(sk: Sock, seg: Seg) -> None:
+    """tcp_replace_ts_recent: keep the peer's TSval to echo when the segment starts at or
+    before the last ACK sent (RCV.WUP, RFC 7323's Last.ACK.sent) and is not older."""
+    tsval = seg.tsval
+    if not sk.ts_ok or tsval is None or seg.seq > sk.rcv_wup:
+        return
+    if (tsval - sk.ts_recent) % 2**32 < 2**31:
+        sk.ts_recent = tsval
 
 
 def rcv_sync(sim: Sim, sk: Sock, seg: Seg) -> None:
@@ -254,6 +347,7 @@ def rcv_sync(sim: Sim, sk: Sock, seg: Seg) -> None:
         return
     if not validate_incoming(sim, sk, seg):
         return
+    replace_ts_recent(sk, seg)
     # step 5: the ACK field
     if not rcv_ack(sim, sk, seg):
         if sk.state == "SYN_RECV":
@@ -297,6 +391,8 @@ def validate_incoming(sim: Sim, sk: Sock, seg: Seg) -> bool:
                     msg("The segment is outside the receive window: a duplicate ACK answers it."),
                     "tcp_validate_incoming",
                 )
+                if seg.end_seq != seg.seq and seg.seq < sk.rcv_nxt:
+                    dsack_set(sim, sk, seg.seq, min(seg.end_seq, sk.rcv_nxt))  # tcp_send_dupack
                 tcp_output.send_ack(sim, sk, "dupack", "tcp_send_dupack")
         elif _reset_check(sk, seg):
             tcp_reset(sim, sk, seg)
@@ -331,6 +427,17 @@ def ack_state_change(sim: Sim, sk: Sock, seg: Seg) -> bool:
     st = sk.state
     if st == "SYN_RECV":
         sk.ever_connected = True
+        if sk.rtt.srtt_us == 0 and sk.ts_ok and seg.tsecr:
+            # tcp_synack_rtt_meas(sk, NULL) -> tcp_ack_update_rtt: the TSecr gives a sample
+            ts_rtt_sample(sim, sk, seg.tsecr)
+            sim.note(
+                msg(
+                    "No RTT sample from the SYN+ACK's send time (it was retransmitted): the "
+                    "ACK's TSecr gives one instead, {ms} ms.",
+                    ms=round(sk.rtt.srtt_us / 8000, 3),
+                ),
+                "tcp_ack_update_rtt",
+            )
         sim.set_state(sk, "ESTABLISHED", "ACK", "tcp_rcv_state_process")
         init_transfer(sim, sk)
         sim.note(
@@ -340,7 +447,7 @@ def ack_state_change(sim: Sim, sk: Sock, seg: Seg) -> bool:
             ),
             "tcp_child_process" if sk.listener else "tcp_rcv_state_process",
         )
-        sk.snd_wnd = seg.window
+        sk.snd_wnd = seg.window << sk.snd_wscale
         sk.rcv_tstamp = sim.now
         if sk.held:
             calls.arm_keepalive(sim, sk)
@@ -388,7 +495,7 @@ def rcv_text(sim: Sim, sk: Sock, seg: Seg) -> bool:
             msg("New data after the receive side was shut: RFC 1122 says reset."),
             "tcp_rcv_state_process",
         )
-        tcp_reset(sim, sk, seg)
+        tcp_reset(sim, sk, seg, data_after_close=True)
         tcp_ipv4.reply_reset(sim, sk.ep, seg, msg("Data after shutdown: RST."))
         return False
     data_queue(sim, sk, seg)
@@ -418,10 +525,20 @@ def init_transfer(sim: Sim, sk: Sock) -> None:
         )
     if sk.syn_retrans > 1:
         sk.cwnd = 1
+    wire.init_buffer_space(sk)
 
 
-def clean_rtx(sim: Sim, sk: Sock, ack: int) -> int:
-    """Drop acknowledged segments; one RTT sample from the newest never-retransmitted."""
+def ts_rtt_sample(sim: Sim, sk: Sock, tsecr: int) -> None:
+    """tcp_ack_update_rtt's timestamp path: now - (TSecr - tsoffset) on the 1 ms clock."""
+    delta = max(1, (int(sim.now) - (tsecr - sk.ts_off)) % 2**32)
+    sk.rtt.sample(delta * 1000, sk.snd_una, sk.snd_nxt)
+    sk.rto = max(min(sk.rtt.rto_s * 1000, RTO_MAX), RTO_MIN)
+
+
+def clean_rtx(sim: Sim, sk: Sock, ack: int, seg: Seg | None = None) -> int:
+    """tcp_clean_rtx_queue: drop acknowledged segments; one RTT sample from the newest
+    never-retransmitted, else (Karn) from the ACK's TSecr when timestamps are on
+    (tcp_ack_update_rtt). The caller re-arms the timers (tcp_set_xmit_timer)."""
     acked = [o for o in sk.rtx if o.end <= ack]
     if not acked:
         return 0
@@ -431,16 +548,17 @@ def clean_rtx(sim: Sim, sk: Sock, ack: int) -> int:
         m = max(1, int(round((sim.now - fresh[-1].first_ms) * 1000)))
         sk.rtt.sample(m, ack, sk.snd_nxt)
         sk.rto = max(min(sk.rtt.rto_s * 1000, RTO_MAX), RTO_MIN)
+    elif sk.ts_ok and seg is not None and seg.tsecr:
+        ts_rtt_sample(sim, sk, seg.tsecr)
     sk.snd_una = ack
     sk.backoff = 0
     sk.retransmits = 0
     sk.retrans_stamp = None
     sk.dupacks = 0
     sk.cwnd += len(acked) if not any(o.syn for o in acked) else 0
-    sk.stop("retransmit")
-    if sk.rtx:
-        sk.rtx_after = 0.0
-        sk.arm("retransmit", sim.now + sk.rto)
+    if sk.ca_state != "Open" and ack >= sk.high_seq:
+        sk.ca_state = "Open"
+    tcp_output.set_xmit_timer(sim, sk)
     return len(acked)
 
 
@@ -454,30 +572,57 @@ def rcv_ack(sim: Sim, sk: Sock, seg: Seg) -> bool:
     sk.probes_out = 0
     sk.rcv_tstamp = sim.now
     prior = sk.snd_una
-    n = clean_rtx(sim, sk, ack)
-    if ack > prior or seg.seq > sk.snd_wl1 or (seg.seq == sk.snd_wl1 and seg.window > sk.snd_wnd):
-        if seg.window != sk.snd_wnd:
-            sk.snd_wnd = seg.window
+    prior_packets = len(sk.rtx)
+    n = clean_rtx(sim, sk, ack, seg)
+    # tcp_ack_update_window: a non-SYN segment's window is scaled by the peer's shift
+    nwin = seg.window if seg.syn else seg.window << sk.snd_wscale
+    if ack > prior or seg.seq > sk.snd_wl1 or (seg.seq == sk.snd_wl1 and nwin > sk.snd_wnd):
+        if nwin != sk.snd_wnd:
+            sk.snd_wnd = nwin
         sk.snd_wl1 = seg.seq
     sk.snd_una = max(sk.snd_una, ack)
-    if n == 0 and sk.rtx and seg.length == 0 and not seg.fin and ack == prior:
+    dupack = n == 0 and seg.length == 0 and not seg.fin and ack == prior
+    tcp_output.process_tlp_ack(sk, ack, ack > prior, dupack)
+    if dupack and sk.rtx:
         sk.dupacks += 1
         if sk.dupacks == 3:
             sim.note(
                 msg("Three duplicate ACKs: fast retransmit of seq={seq}.", seq=sk.rtx[0].seq),
                 "tcp_fastretrans_alert",
             )
+            sk.ca_state = "Recovery"
+            sk.high_seq = sk.snd_nxt
             tcp_output.retransmit(sim, sk, sk.rtx[0], "fast")
-    if not sk.rtx and sk.timer("probe0").armed:
-        if sk.unsent() == 0 or sk.snd_una + sk.snd_wnd > sk.snd_nxt:
-            sk.stop("probe0")
-            sk.backoff = 0
-            sk.probes_out = 0
+            tcp_output.rearm_rto(sim, sk)
+    if not prior_packets and sk.has_unsent():
+        ack_probe(sim, sk)
+    return True
+
+
+def ack_probe(sim: Sim, sk: Sock) -> None:
+    """tcp_ack_probe (tcp_ack's no_queue path: nothing in flight, data waiting): if the
+    window now takes the send head, stop the persist timer and reset its backoff; else
+    re-arm it with the current backoff, counted from this ACK."""
+    if tcp_output.head_fits_window(sk):
+        if sk.timer("probe0").armed:
             sim.note(
                 msg("The window is open again ({w} bytes): probing stops.", w=sk.snd_wnd),
                 "tcp_ack_probe",
             )
-    return True
+        sk.stop("probe0")
+        sk.backoff = 0
+        return
+    when = tcp_output.probe0_when(sk)
+    sk.arm("probe0", sim.now + when)
+    sim.note(
+        msg(
+            "The window is still closed ({w} bytes): the persist timer is re-armed for {t} ms "
+            "from this ACK.",
+            w=sk.snd_wnd,
+            t=round(when, 3),
+        ),
+        "tcp_ack_probe",
+    )
 
 
 def data_queue(sim: Sim, sk: Sock, seg: Seg) -> None:
@@ -506,9 +651,11 @@ def data_queue(sim: Sim, sk: Sock, seg: Seg) -> None:
                 accept_data(sim, sk, sk.rcv_nxt, n - cut, f)
             if not sk.ooo:
                 sk.ack_now = True
+        sack_remove(sk)
         return
     if seg.end_seq <= sk.rcv_nxt:
         sim.note(msg("Old data (a retransmission): ACK at once."), "tcp_data_queue")
+        dsack_set(sim, sk, seg.seq, seg.end_seq)
         quickack(sim, sk)
         sk.ack_sched = True
         sk.ack_now = True
@@ -520,8 +667,23 @@ def data_queue(sim: Sim, sk: Sock, seg: Seg) -> None:
         sk.ack_now = True
         return
     if seg.seq < sk.rcv_nxt:
+        dsack_set(sim, sk, seg.seq, sk.rcv_nxt)
         cut = sk.rcv_nxt - seg.seq
         accept_data(sim, sk, sk.rcv_nxt, seg.length - cut, seg.fin)
+        sack_remove(sk)
+        return
+    dup = next(
+        (b for b in sk.ooo if b[0] <= seg.seq and seg.end_seq <= b[0] + b[1] + (1 if b[2] else 0)),
+        None,
+    )
+    if dup is not None:
+        sim.note(
+            msg("A duplicate of queued out-of-order data: ACK at once with a D-SACK block."),
+            "tcp_data_queue",
+        )
+        dsack_set(sim, sk, seg.seq, seg.end_seq)
+        sk.ack_sched = True
+        sk.ack_now = True
         return
     sim.note(
         msg(
@@ -532,12 +694,51 @@ def data_queue(sim: Sim, sk: Sock, seg: Seg) -> None:
         "tcp_data_queue",
     )
     sk.ooo.append((seg.seq, seg.length, seg.fin))
+    if sk.sack_ok:
+        sack_new_ofo(sk, seg.seq, seg.end_seq)
     sk.ack_sched = True
     sk.ack_now = True
 
 
+def dsack_set(sim: Sim, sk: Sock, seq: int, end: int) -> None:
+    """tcp_dsack_set: with SACK agreed (and tcp_dsack, 1), the next ACK reports the
+    duplicate range as a D-SACK block, ahead of the SACK blocks."""
+    if sk.sack_ok:
+        sk.dsack = (seq, end)
+        sim.note(
+            msg("D-SACK: the next ACK reports {a}-{b} as received twice.", a=seq, b=end),
+            "tcp_dsack_set",
+        )
+
+
+def sack_new_ofo(sk: Sock, seq: int, end: int) -> None:
+    """tcp_sack_new_ofo_skb: extend the block the data touches and move it first (merging
+    any it now meets, tcp_sack_maybe_coalesce), or put a new block first (at most
+    TCP_NUM_SACKS)."""
+    for i, (a, b) in enumerate(sk.sacks):
+        if seq <= b and end >= a:  # tcp_sack_extend: touching or overlapping
+            blk = (min(a, seq), max(b, end))
+            rest = sk.sacks[:i] + sk.sacks[i + 1 :]
+            merged = [r for r in rest if r[1] < blk[0] or r[0] > blk[1]]
+            for r in rest:
+                if r not in merged:
+                    blk = (min(blk[0], r[0]), max(blk[1], r[1]))
+            sk.sacks = [blk, *merged]
+            return
+    sk.sacks = [(seq, end), *sk.sacks][: wire.TCP_NUM_SACKS]
+
+
+def sack_remove(sk: Sock) -> None:
+    """tcp_sack_remove: blocks RCV.NXT has reached go; none when nothing is out of order."""
+    if not sk.ooo:
+        sk.sacks = []
+        return
+    sk.sacks = [(a, b) for a, b in sk.sacks if a > sk.rcv_nxt]
+
+
 def quickack(sim: Sim, sk: Sock) -> None:
-    qa = max(2, min(sim.p.rcvbuf // (2 * sim.p.mss), MAX_QUICKACKS))
+    """tcp_enter_quickack_mode: rcv_wnd / (2 * rcv_mss) quick ACKs, 2 to TCP_MAX_QUICKACKS."""
+    qa = max(2, min(sk.rcv_wnd // (2 * sk.rcv_mss), MAX_QUICKACKS))
     sk.quick = max(sk.quick, qa)
     sk.pingpong = False
     sk.ato = ATO_MIN
@@ -545,10 +746,12 @@ def quickack(sim: Sim, sk: Sock) -> None:
 
 def accept_data(sim: Sim, sk: Sock, seq: int, n: int, fin: bool) -> None:
     if n > 0:
+        if n >= sk.rcv_mss:  # tcp_measure_rcv_mss
+            sk.rcv_mss = min(n, sk.advmss)
         sk.recv_q += n
         sk.rcv_nxt = seq + n
         sk.ack_sched = True
-        event_data_recv(sim, sk)
+        event_data_recv(sim, sk, n)
         sim.note(
             msg("{ep} queues {n} bytes; RCV.NXT = {nxt}.", ep=sk.ep.label, n=n, nxt=sk.rcv_nxt),
             "tcp_data_queue",
@@ -558,8 +761,9 @@ def accept_data(sim: Sim, sk: Sock, seq: int, n: int, fin: bool) -> None:
         tcp_fin(sim, sk)
 
 
-def event_data_recv(sim: Sim, sk: Sock) -> None:
-    """tcp_event_data_recv: quick ACK at the start, then the delayed-ACK estimator."""
+def event_data_recv(sim: Sim, sk: Sock, n: int) -> None:
+    """tcp_event_data_recv: quick ACK at the start, then the delayed-ACK estimator; the
+    receive window may grow (tcp_grow_window)."""
     now = sim.now
     if sk.ato == 0:
         quickack(sim, sk)
@@ -572,10 +776,11 @@ def event_data_recv(sim: Sim, sk: Sock) -> None:
             if sk.ato > sk.rto:
                 sk.ato = sk.rto
         elif m > sk.rto:
-            qa = max(2, min(sim.p.rcvbuf // (2 * sim.p.mss), MAX_QUICKACKS))
+            qa = max(2, min(sk.rcv_wnd // (2 * sk.rcv_mss), MAX_QUICKACKS))
             sk.quick = max(sk.quick, qa)
     sk.lrcvtime = now
     sk.rcv_tstamp = now
+    wire.grow_window(sim, sk, n)
 
 
 def tcp_fin(sim: Sim, sk: Sock) -> None:
@@ -629,7 +834,8 @@ def ack_snd_check(sim: Sim, sk: Sock) -> None:
     if not sk.ack_sched:
         return
     in_quick = sk.quick > 0 and not sk.pingpong
-    if sk.rcv_nxt - sk.rcv_wup > sim.p.mss or in_quick or sk.ack_now:
+    full = sk.rcv_nxt - sk.rcv_wup > sk.rcv_mss and wire.raw_select_window(sim, sk) >= sk.rcv_wnd
+    if full or in_quick or sk.ack_now:
         tcp_output.send_ack(sim, sk, "ack", "__tcp_ack_snd_check")
         return
     if not sk.timer("delack").armed:

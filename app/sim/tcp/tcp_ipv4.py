@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from app.sim.core.i18n import Message, msg
-from app.sim.tcp import tcp_input, tcp_minisocks
+from app.sim.tcp import tcp_input, tcp_minisocks, wire
 from app.sim.tcp.sock import (
     Endpoint,
     Req,
@@ -65,6 +65,12 @@ def receive(sim: Sim, ep: Endpoint, seg: Seg) -> None:
 
 
 def send_synack(sim: Sim, req: Req, retrans: bool) -> None:
+    """tcp_v4_send_synack (tcp_make_synack): tcp_synack_options, and the window unscaled,
+    min(rsk_rcv_wnd, 65535). A retransmission (tcp_rtx_synack, through inet_rtx_syn_ack)
+    counts in num_retrans."""
+    if retrans:
+        req.num_retrans += 1
+    flags: tuple[str, ...] = ("SYN", "ECE", "ACK") if req.ecn_ok else ("SYN", "ACK")
     text = (
         msg("{ep} retransmits its SYN+ACK (timeout {n}).", ep=req.ep.label, n=req.num_timeout)
         if retrans
@@ -77,28 +83,64 @@ def send_synack(sim: Sim, req: Req, retrans: bool) -> None:
     )
     sim.xmit(
         req.ep,
-        ("SYN", "ACK"),
+        flags,
         req.iss,
         req.rcv_nxt,
         0,
-        sim.p.rcvbuf,
+        min(req.rcv_wnd, wire.U16_MAX),
         "retransmit" if retrans else "synack",
         "tcp_rtx_synack" if retrans else "tcp_v4_send_synack",
         text,
+        wire.synack_options(sim, req),
     )
 
 
 def tw_ack(sim: Sim, ep: Endpoint, tw: TimeWait, seg: Seg) -> None:
     if (seg.seq == seg.end_seq or seg.syn) and tw.oow_limited(sim.now):
         return
+    timewait_ack(
+        sim,
+        ep,
+        tw,
+        msg("{ep} answers from TIME_WAIT with ACK ack={ack}.", ep=ep.label, ack=tw.rcv_nxt),
+    )
+
+
+def timewait_ack(sim: Sim, ep: Endpoint, tw: TimeWait, text: Message) -> None:
+    """tcp_v4_timewait_ack → tcp_v4_send_ack: tw_rcv_wnd >> tw_rcv_wscale, and the
+    timestamp option (nop,nop,TS) when the connection used timestamps."""
+    win = tw.rcv_wnd >> tw.rcv_wscale
+    opts = wire.write_options(ts=(wire.ts_now(sim, tw.ts_off), tw.ts_recent)) if tw.ts_ok else ()
     sim.xmit(
         ep,
         ("ACK",),
         tw.snd_nxt,
         tw.rcv_nxt,
         0,
-        tw.rcv_wnd,
+        win,
         "ack",
         "tcp_v4_timewait_ack",
-        msg("{ep} answers from TIME_WAIT with ACK ack={ack}.", ep=ep.label, ack=tw.rcv_nxt),
+        text,
+        opts,
+        win << tw.rcv_wscale,
+    )
+
+
+def reqsk_send_ack(sim: Sim, ep: Endpoint, req: Req) -> None:
+    """tcp_v4_reqsk_send_ack: a request sock ACKs an out-of-window segment with its own
+    window (rsk_rcv_wnd >> rcv_wscale) and timestamps."""
+    win = req.rcv_wnd >> req.rcv_wscale
+    opts = wire.write_options(ts=(wire.ts_now(sim, req.ts_off), req.ts_recent)) if req.ts_ok else ()
+    sim.xmit(
+        ep,
+        ("ACK",),
+        req.iss + 1,
+        req.rcv_nxt,
+        0,
+        win,
+        "ack",
+        "tcp_check_req",
+        msg("{ep} ACKs an out-of-window segment.", ep=ep.label),
+        opts,
+        win << req.rcv_wscale,
     )

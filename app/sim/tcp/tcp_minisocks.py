@@ -9,14 +9,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from app.sim.core.i18n import msg
-from app.sim.tcp import calls, tcp_input, tcp_ipv4
+from app.sim.tcp import calls, tcp_input, tcp_ipv4, tcp_output, wire
 from app.sim.tcp.sock import (
     RFC_NAME,
+    RTO_INIT,
+    RTO_MAX,
+    RTO_MIN,
     TIMEWAIT_LEN,
     TW_ISN_GAP,
     Endpoint,
     Listener,
-    OutSeg,
     Req,
     Seg,
     Sock,
@@ -72,10 +74,16 @@ def rcv_req(sim: Sim, ep: Endpoint, req: Req, seg: Seg) -> None:
     if seg.syn and not seg.has_ack and not seg.rst and seg.seq == req.irs:
         if not req.oow_limited(sim.now):
             sim.note(
-                msg("A retransmitted SYN: the request sock resends its SYN+ACK."),
+                msg(
+                    "A retransmitted SYN: the request sock resends its SYN+ACK and restarts its "
+                    "timer; a retransmitted SYN+ACK gives no RTT sample from its send time."
+                ),
                 "tcp_check_req",
             )
             tcp_ipv4.send_synack(sim, req, retrans=True)
+            # mod_timer_pending(&req->rsk_timer, jiffies + reqsk_timeout(req, TCP_RTO_MAX))
+            if req.timer("synack").armed:
+                req.arm("synack", sim.now + min(RTO_INIT * 2**req.num_timeout, RTO_MAX))
         return
     if seg.has_ack and seg.ack != req.iss + 1:
         sim.note(
@@ -84,21 +92,14 @@ def rcv_req(sim: Sim, ep: Endpoint, req: Req, seg: Seg) -> None:
         )
         tcp_ipv4.reply_reset(sim, ep, seg, msg("Bad ACK for the request sock: RST."))
         return
-    in_win = req.rcv_nxt <= seg.seq <= req.rcv_nxt + sim.p.rcvbuf or seg.end_seq == req.rcv_nxt
+    # tcp_in_window(seq, end_seq, rcv_nxt, rcv_nxt + rsk_rcv_wnd)
+    in_win = req.rcv_nxt <= seg.seq <= req.rcv_nxt + req.rcv_wnd or seg.end_seq == req.rcv_nxt
     if not in_win:
         if not seg.rst and not req.oow_limited(sim.now):
-            sim.xmit(
-                ep,
-                ("ACK",),
-                req.iss + 1,
-                req.rcv_nxt,
-                0,
-                sim.p.rcvbuf,
-                "ack",
-                "tcp_check_req",
-                msg("{ep} ACKs an out-of-window segment.", ep=ep.label),
-            )
+            tcp_ipv4.reqsk_send_ack(sim, ep, req)
         return
+    if req.ts_ok and seg.tsval is not None and seg.seq <= req.rcv_nxt:
+        req.ts_recent = seg.tsval
     if seg.rst or seg.syn:
         sim.note(
             msg("RST or SYN in window: the request sock is dropped (embryonic reset)."),
@@ -128,10 +129,8 @@ def rcv_req(sim: Sim, ep: Endpoint, req: Req, seg: Seg) -> None:
                 "tcp_check_req",
             )
         return
-    child = make_child(sim, ep, lsn, req.iss, req.irs, req.snd_wnd, req.born_ms)
-    if req.num_timeout:  # Karn: a retransmitted SYN-ACK gives no RTT sample
-        child.rtx[0].retrans = req.num_timeout
-        child.syn_retrans = req.num_timeout
+    child = make_child(sim, ep, lsn, req, seg)
+    synack_rtt_meas(sim, child, req)
     sim.transitions.append(
         {
             "endpoint": ep.name,
@@ -181,22 +180,50 @@ def drop_req(sim: Sim, req: Req, function: str = "tcp_check_req") -> None:
     )
 
 
-def make_child(
-    sim: Sim, ep: Endpoint, lsn: Listener, iss: int, irs: int, wnd: int, synack_ms: float
-) -> Sock:
+def synack_rtt_meas(sim: Sim, child: Sock, req: Req) -> None:
+    """tcp_synack_rtt_meas(child, req): the first RTT sample from the SYN-ACK's send time,
+    only if no SYN-ACK was retransmitted (num_retrans, Karn). With timestamps the child gets
+    one from the ACK's TSecr instead, when it reaches SYN_RECV's ACK processing."""
+    if req.num_retrans:
+        return
+    m = max(1, int(round((sim.now - req.snt_synack) * 1000)))
+    child.rtt.sample(m, child.snd_una, child.snd_nxt)
+    child.rto = max(min(child.rtt.rto_s * 1000, RTO_MAX), RTO_MIN)
+
+
+def make_child(sim: Sim, ep: Endpoint, lsn: Listener, req: Req, seg: Seg) -> Sock:
+    """tcp_create_openreq_child (via tcp_v4_syn_recv_sock): the child takes the request's
+    sequence numbers and negotiated options; its SND.UNA is past the SYN-ACK."""
     child = Sock(sim, ep)
     child.held = False
     child.listener = lsn
+    iss, irs = req.iss, req.irs
     child.iss = iss
     child.irs = irs
-    child.snd_una = iss
+    child.snd_una = iss + 1
     child.snd_nxt = iss + 1
     child.write_seq = iss + 1
     child.rcv_nxt = irs + 1
     child.rcv_wup = irs + 1
-    child.snd_wnd = wnd
     child.snd_wl1 = irs
-    child.rtx = [OutSeg(iss, 0, True, False, synack_ms)]  # the SYN-ACK, acked below
+    child.ts_ok, child.sack_ok, child.ecn_ok = req.ts_ok, req.sack_ok, req.ecn_ok
+    child.window_clamp = req.window_clamp
+    child.rcv_ssthresh = child.rcv_wnd = req.rcv_wnd
+    child.wscale_ok = req.wscale_ok
+    if req.wscale_ok:
+        child.snd_wscale, child.rcv_wscale = req.snd_wscale, req.rcv_wscale
+    else:
+        child.window_clamp = min(child.window_clamp, 65535)
+    child.snd_wnd = seg.window << child.snd_wscale
+    child.ts_recent = req.ts_recent
+    child.ts_off = req.ts_off
+    child.mss_clamp = req.mss_clamp
+    child.advmss = req.advmss
+    child.syn_retrans = req.num_retrans if req.num_timeout else 0  # total_retrans, undo_marker
+    tcp_output.sync_mss(child)
+    child.rcv_mss = max(
+        min(child.advmss, child.mss_cache, child.rcv_wnd // 2, wire.TCP_MSS_DEFAULT), 88
+    )
     child.state = "LISTEN"
     sim.set_state(child, "SYN_RECV", "clone", "inet_csk_clone_lock")
     ep.ehash = child
@@ -204,7 +231,7 @@ def make_child(
     return child
 
 
-def cookie_child(sim: Sim, ep: Endpoint, lsn: Listener, seg: Seg, peer_iss: int) -> None:
+def cookie_child(sim: Sim, ep: Endpoint, lsn: Listener, seg: Seg) -> None:
     iss = seg.ack - 1
     sim.note(
         msg(
@@ -218,8 +245,10 @@ def cookie_child(sim: Sim, ep: Endpoint, lsn: Listener, seg: Seg, peer_iss: int)
             msg("The accept queue is full: the cookie ACK is dropped."), "tcp_v4_syn_recv_sock"
         )
         return
-    del lsn.cookies[iss]
-    child = make_child(sim, ep, lsn, iss, peer_iss, seg.window, sim.now - sim.p.rtt_ms)
+    syn = lsn.cookies.pop(iss)
+    req = tcp_input.new_req(sim, ep, lsn, iss, syn, cookie=True)
+    req.num_retrans = 1  # cookie_v4_check: snt_synack = 0, no RTT sample from its send time
+    child = make_child(sim, ep, lsn, req, seg)
     tcp_input.rcv_sync(sim, child, seg)
 
 
@@ -251,6 +280,8 @@ def rcv_timewait(sim: Sim, ep: Endpoint, tw: TimeWait, seg: Seg) -> None:
             return
         tw.substate = "TIME_WAIT"
         tw.rcv_nxt = seg.end_seq
+        if tw.ts_ok and seg.tsval is not None:
+            tw.ts_recent = seg.tsval
         tw.arm("timewait", sim.now + TIMEWAIT_LEN)
         sim.transitions.append(
             {
@@ -269,16 +300,8 @@ def rcv_timewait(sim: Sim, ep: Endpoint, tw: TimeWait, seg: Seg) -> None:
             msg("The FIN arrives: tw_substate becomes TCP_TIME_WAIT for 60 s."),
             "tcp_timewait_state_process",
         )
-        sim.xmit(
-            ep,
-            ("ACK",),
-            tw.snd_nxt,
-            tw.rcv_nxt,
-            0,
-            tw.rcv_wnd,
-            "ack",
-            "tcp_v4_timewait_ack",
-            msg("{ep} ACKs the FIN from its timewait sock.", ep=ep.label),
+        tcp_ipv4.timewait_ack(
+            sim, ep, tw, msg("{ep} ACKs the FIN from its timewait sock.", ep=ep.label)
         )
         return
     if seg.seq == tw.rcv_nxt and (seg.seq == seg.end_seq or seg.rst):
@@ -293,6 +316,8 @@ def rcv_timewait(sim: Sim, ep: Endpoint, tw: TimeWait, seg: Seg) -> None:
             kill_tw(sim, ep, tw, "RST")
         else:
             tw.arm("timewait", sim.now + TIMEWAIT_LEN)
+            if tw.ts_ok and seg.tsval is not None:
+                tw.ts_recent = seg.tsval
         return
     if seg.syn and not seg.rst and not seg.has_ack and seg.seq > tw.rcv_nxt:
         isn = tw.snd_nxt + TW_ISN_GAP

@@ -10,11 +10,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from app.sim.core.i18n import Message, msg
+from app.sim.tcp import wire
 from app.sim.tcp.sock import (
     ATO_MIN,
+    RTO_INIT,
     RTO_MAX,
     RTO_MIN,
+    TIMEOUT_MIN,
     OutSeg,
+    Seg,
     Sock,
 )
 
@@ -22,16 +26,60 @@ if TYPE_CHECKING:
     from app.sim.tcp.driver import Sim
 
 
+def transmit(
+    sim: Sim,
+    sk: Sock,
+    flags: tuple[str, ...],
+    seq: int,
+    length: int,
+    kind: str,
+    src: str,
+    text: Message,
+) -> Seg:
+    """__tcp_transmit_skb for a segment that is not a SYN: tcp_established_options and
+    tcp_select_window (scaled by the window scale this side announced)."""
+    options = wire.established_options(sim, sk)
+    window, scaled = wire.select_window(sim, sk)
+    return sim.xmit(sk.ep, flags, seq, sk.rcv_nxt, length, window, kind, src, text, options, scaled)
+
+
+def connect_init(sim: Sim, sk: Sock, ts_recent: int | None) -> None:
+    """tcp_connect_init: the MSS to announce, the initial window and the window scale
+    (tcp_select_initial_window from the receive space; a socket whose SO_RCVBUF is set is
+    clamped to it). ``ts_recent``: what tcp_twsk_unique copied from a timewait sock."""
+    s = sim.p.sysctl
+    sk.advmss = sim.p.mss
+    sk.ts_recent = ts_recent or 0
+    if sk.rcv_locked and sk.window_clamp == 0:
+        sk.window_clamp = sk.full_space
+    ts_hdr = wire.TCPOLEN_TSTAMP_ALIGNED if ts_recent is not None and s.tcp_timestamps else 0
+    sk.rcv_wnd, sk.window_clamp, sk.rcv_wscale = wire.select_initial_window(
+        sk.full_space,
+        sk.advmss - ts_hdr,
+        sk.window_clamp,
+        bool(s.tcp_window_scaling),
+        s.tcp_rmem[2],
+    )
+    sk.rcv_ssthresh = sk.rcv_wnd
+    sk.rcv_mss = max(min(sk.advmss, sk.mss_cache, sk.rcv_wnd // 2, wire.TCP_MSS_DEFAULT), 88)
+
+
+def sync_mss(sk: Sock) -> None:
+    """tcp_sync_mss / tcp_current_mss: the payload of a full segment, the MTU's MSS within
+    the peer's MSS option, less the timestamp option when it is used."""
+    mss = min(sk.advmss, sk.mss_clamp) - (wire.TCPOLEN_TSTAMP_ALIGNED if sk.ts_ok else 0)
+    sk.mss_cache = max(mss, 48)
+
+
 def active_reset(sim: Sim, sk: Sock) -> None:
     """tcp_send_active_reset: RST+ACK at SND.NXT. It goes through __tcp_transmit_skb, which
     writes tcp_select_window() into every segment but a SYN: the RST advertises the window too."""
-    sim.xmit(
-        sk.ep,
+    transmit(
+        sim,
+        sk,
         ("RST", "ACK"),
         sk.snd_nxt,
-        sk.rcv_nxt,
         0,
-        sk.adv_window(),
         "rst",
         "tcp_send_active_reset",
         msg("{ep} sends RST+ACK seq={seq}.", ep=sk.ep.label, seq=sk.snd_nxt),
@@ -47,12 +95,10 @@ def ack_sent(sim: Sim, sk: Sock) -> None:
         sk.quick -= 1
         if sk.quick == 0:
             sk.ato = ATO_MIN
-    sk.rcv_wnd = sk.adv_window()
-    sk.rcv_wup = sk.rcv_nxt
 
 
 def send_ack(sim: Sim, sk: Sock, kind: str, src: str) -> None:
-    win = sk.adv_window()
+    win = wire.raw_select_window(sim, sk)
     texts = {
         "ack": msg("{ep} sends ACK ack={ack} win={win}.", ep=sk.ep.label, ack=sk.rcv_nxt, win=win),
         "delayed_ack": msg("{ep} sends its delayed ACK ack={ack}.", ep=sk.ep.label, ack=sk.rcv_nxt),
@@ -65,17 +111,7 @@ def send_ack(sim: Sim, sk: Sock, kind: str, src: str) -> None:
         "dupack": msg("{ep} sends a duplicate ACK ack={ack}.", ep=sk.ep.label, ack=sk.rcv_nxt),
         "window_update": msg("{ep} sends a window update, win={win}.", ep=sk.ep.label, win=win),
     }
-    sim.xmit(
-        sk.ep,
-        ("ACK",),
-        sk.snd_nxt,
-        sk.rcv_nxt,
-        0,
-        win,
-        kind,
-        src,
-        texts.get(kind, texts["ack"]),
-    )
+    transmit(sim, sk, ("ACK",), sk.snd_nxt, 0, kind, src, texts.get(kind, texts["ack"]))
     ack_sent(sim, sk)
 
 
@@ -84,6 +120,10 @@ def send_syn(sim: Sim, sk: Sock, retrans: bool) -> None:
         sk.rtx = [OutSeg(sk.iss, 0, True, False, sim.now)]
         sk.snd_nxt = sk.iss + 1
     flags: tuple[str, ...] = ("SYN", "ACK") if sk.state == "SYN_RECV" else ("SYN",)
+    if sk.state == "SYN_SENT" and sim.p.sysctl.tcp_ecn == 1:
+        flags = ("SYN", "ECE", "CWR")  # tcp_ecn_send_syn: ask for ECN
+    elif sk.state == "SYN_RECV" and sk.ecn_ok:
+        flags = ("SYN", "ECE", "ACK")
     ack = sk.rcv_nxt if sk.state == "SYN_RECV" else 0
     kind = "retransmit" if retrans else "syn"
     text = (
@@ -91,16 +131,19 @@ def send_syn(sim: Sim, sk: Sock, retrans: bool) -> None:
         if retrans
         else msg("{ep} sends SYN seq={seq}.", ep=sk.ep.label, seq=sk.iss)
     )
+    # a SYN carries tcp_syn_options and its window unscaled: min(rcv_wnd, 65535)
+    win = min(sk.rcv_wnd, wire.U16_MAX)
     sim.xmit(
         sk.ep,
         flags,
         sk.iss,
         ack,
         0,
-        sk.adv_window(),
+        win,
         kind,
         "tcp_retransmit_skb" if retrans else "tcp_connect",
         text,
+        wire.syn_options(sim, sk),
     )
     if sk.state == "SYN_RECV":
         ack_sent(sim, sk)
@@ -118,11 +161,12 @@ def send_fin(sim: Sim, sk: Sock) -> None:
     push(sim, sk)
 
 
-def push(sim: Sim, sk: Sock) -> None:
+def push(sim: Sim, sk: Sock, nagle: bool = True) -> bool:
     """tcp_write_xmit: send new data (and a queued FIN) within cwnd and the peer's window;
-    arm the persist timer when a zero window stops it."""
+    arm the persist timer when a zero window stops it; after new data, schedule a tail loss
+    probe (tcp_schedule_loss_probe). True if it sent anything."""
     if sk.state in ("SYN_SENT", "SYN_RECV", "CLOSE", "LISTEN"):
-        return
+        return False
     sent_any = False
     while True:
         # retransmit segments marked lost first (after an RTO)
@@ -134,11 +178,15 @@ def push(sim: Sim, sk: Sock) -> None:
             lost.lost = False
             retransmit(sim, sk, lost, "loss")
             continue
-        nxt = _next_segment(sim, sk)
+        nxt = _next_segment(sim, sk, nagle)
         if nxt is None:
             break
         _send_new(sim, sk, *nxt)
         sent_any = True
+        if not nagle:
+            break  # tcp_send_loss_probe sends one segment
+    if sent_any and nagle:
+        schedule_loss_probe(sim, sk, advancing_rto=False)
     if not sent_any and not sk.rtx and sk.has_unsent() and not sk.timer("probe0").armed:
         when = probe0_when(sk)
         sk.arm("probe0", sim.now + when)
@@ -150,12 +198,13 @@ def push(sim: Sim, sk: Sock) -> None:
             ),
             "tcp_send_probe0",
         )
+    return sent_any
 
 
-def _next_segment(sim: Sim, sk: Sock) -> tuple[int, bool] | None:
+def _next_segment(sim: Sim, sk: Sock, nagle: bool = True) -> tuple[int, bool] | None:
     """The next new segment at SND.NXT, as (bytes, FIN), or None when the window, Nagle or
     silly-window avoidance holds it back (tcp_write_xmit's tcp_snd_wnd_test, tcp_nagle_test)."""
-    mss = sim.p.mss
+    mss = sk.mss_cache
     start = sk.snd_nxt
     data_left = sk.data_end - start
     wnd_end = sk.snd_una + sk.snd_wnd
@@ -170,15 +219,25 @@ def _next_segment(sim: Sim, sk: Sock) -> tuple[int, bool] | None:
         fin = False
     if 0 < n < mss and n < data_left and sk.rtx:
         return None  # wait for more window rather than send a runt (SWS avoidance)
-    if 0 < n < mss and not fin and any(0 < o.length < mss for o in sk.rtx):
+    if nagle and 0 < n < mss and not fin and any(0 < o.length < mss for o in sk.rtx):
         return None  # Nagle with Minshall's rule: one small segment in flight at a time
     return n, fin
 
 
+def head_fits_window(sk: Sock) -> bool:
+    """tcp_ack_probe's test: the send head's end is within the peer's window (the head is
+    at most one MSS of the unsent data, and the FIN if it is queued right after it)."""
+    n = min(sk.mss_cache, max(sk.data_end - sk.snd_nxt, 0))
+    fin = 1 if sk.fin_queued and sk.snd_nxt + n == sk.data_end else 0
+    return sk.snd_nxt + n + fin <= sk.snd_una + sk.snd_wnd
+
+
 def _send_new(sim: Sim, sk: Sock, n: int, fin: bool) -> None:
-    """Queue ``n`` new bytes (and the FIN) for retransmission, send them, arm the RTO."""
+    """Queue ``n`` new bytes (and the FIN) for retransmission, send them, arm the RTO
+    (tcp_event_new_data_sent: when nothing was in flight, or over a loss probe)."""
     start = sk.snd_nxt
     o = OutSeg(start, n, False, fin, sim.now)
+    prior = bool(sk.rtx)
     sk.rtx.append(o)
     sk.snd_nxt = o.end
     flags = ("FIN", "ACK") if fin else ("ACK",)
@@ -188,22 +247,98 @@ def _send_new(sim: Sim, sk: Sock, n: int, fin: bool) -> None:
         text = msg("{ep} sends FIN seq={seq}.", ep=sk.ep.label, seq=start)
     else:
         text = msg("{ep} sends {n} bytes, seq={seq}.", ep=sk.ep.label, n=n, seq=start)
-    sim.xmit(
-        sk.ep,
+    transmit(
+        sim,
+        sk,
         flags,
         start,
-        sk.rcv_nxt,
         n,
-        sk.adv_window(),
         "fin" if fin else "data",
         "tcp_send_fin" if fin and not n else "tcp_write_xmit",
         text,
     )
     ack_sent(sim, sk)
-    if not sk.timer("retransmit").armed:
-        sk.stop("probe0")
-        sk.rtx_after = 0.0
-        sk.arm("retransmit", sim.now + sk.rto)
+    sk.stop("probe0")
+    if not prior or sk.timer("loss_probe").armed:
+        rearm_rto(sim, sk)
+
+
+def rearm_rto(sim: Sim, sk: Sock) -> None:
+    """tcp_rearm_rto: the retransmission timer from the head's last transmission (or from
+    now when a loss probe just went out); stopped when nothing is in flight."""
+    sk.stop("loss_probe")
+    if not sk.rtx:
+        sk.stop("retransmit")
+        return
+    sk.rtx_after = 0.0
+    sk.arm("retransmit", sim.now + sk.rto)
+
+
+def rto_delta(sim: Sim, sk: Sock) -> float:
+    """tcp_rto_delta_us: how far in the future the RTO of the head segment is."""
+    return sk.rtx[0].sent_ms + sk.rto - sim.now if sk.rtx else sk.rto
+
+
+def schedule_loss_probe(sim: Sim, sk: Sock, advancing_rto: bool) -> bool:
+    """tcp_schedule_loss_probe: with tcp_early_retrans 3 or 4, SACK agreed, data in flight
+    and no recovery under way, arm the loss-probe timer (it replaces the RTO timer) for
+    2 x srtt, plus TCP_RTO_MIN when one segment is out (a delayed ACK) or else 2 ms; 1 s
+    with no RTT sample; never later than the RTO."""
+    er = sim.p.sysctl.tcp_early_retrans
+    if er not in (3, 4) or not sk.rtx or not sk.sack_ok or sk.ca_state != "Open":
+        return False
+    srtt8 = sk.rtt.srtt_us
+    if srtt8:
+        timeout = float(-(-(srtt8 >> 2) // 1000))  # usecs_to_jiffies rounds up
+        timeout += RTO_MIN if len(sk.rtx) == 1 else TIMEOUT_MIN
+    else:
+        timeout = RTO_INIT
+    delta = sk.rto if advancing_rto else rto_delta(sim, sk)
+    if delta > 0:
+        timeout = min(timeout, float(-(-delta // 1)))
+    sk.stop("retransmit")
+    sk.arm("loss_probe", sim.now + timeout)
+    return True
+
+
+def set_xmit_timer(sim: Sim, sk: Sock) -> None:
+    """tcp_set_xmit_timer: after an ACK that acknowledged data, the loss probe if it may be
+    scheduled, else the RTO."""
+    if not schedule_loss_probe(sim, sk, advancing_rto=True):
+        rearm_rto(sim, sk)
+
+
+def send_loss_probe(sim: Sim, sk: Sock) -> None:
+    """tcp_send_loss_probe: at most one probe outstanding; new data if the window allows,
+    else the last segment in flight again. Then the RTO is re-armed (from now if a probe
+    went out)."""
+    if sk.tlp_high_seq:
+        sk.stop("loss_probe")
+        sk.arm("retransmit", sim.now + max(rto_delta(sim, sk), 1.0))
+        return
+    sk.tlp_retrans = False
+    sent = False
+    if sk.has_unsent() and head_fits_window(sk):
+        sent = push(sim, sk, nagle=False)
+        if not sent:
+            sk.stop("loss_probe")
+            sk.arm("retransmit", sim.now + max(rto_delta(sim, sk), 1.0))
+            return
+    else:
+        tail = sk.rtx[-1]
+        retransmit(sim, sk, tail, "tlp")
+        sk.tlp_retrans = True
+    sk.tlp_high_seq = sk.snd_nxt
+    rearm_rto(sim, sk)
+
+
+def process_tlp_ack(sk: Sock, ack: int, una_advanced: bool, dupack: bool) -> None:
+    """tcp_process_tlp_ack: the probe's episode ends once an ACK covers it (or, for a
+    retransmitted probe, goes past it, or is a pure duplicate: no loss)."""
+    if not sk.tlp_high_seq or ack < sk.tlp_high_seq:
+        return
+    if not sk.tlp_retrans or ack > sk.tlp_high_seq or (not una_advanced and dupack):
+        sk.tlp_high_seq = 0
 
 
 def probe0_when(sk: Sock) -> float:
@@ -215,13 +350,14 @@ def probe0_when(sk: Sock) -> float:
 def xmit_probe(sim: Sim, sk: Sock, kind: str, src: str, text: Message) -> None:
     """A probe with SND.UNA - 1, which the peer can only answer with an ACK
     (tcp_xmit_probe_skb for the persist timer, tcp_write_wakeup for keepalive)."""
-    sim.xmit(sk.ep, ("ACK",), sk.snd_una - 1, sk.rcv_nxt, 0, sk.adv_window(), kind, src, text)
+    transmit(sim, sk, ("ACK",), sk.snd_una - 1, 0, kind, src, text)
     ack_sent(sim, sk)
     sk.probes_out += 1
 
 
 def retransmit(sim: Sim, sk: Sock, o: OutSeg, why: str) -> None:
     o.retrans += 1
+    o.sent_ms = sim.now
     if sk.retrans_stamp is None:
         sk.retrans_stamp = o.first_ms
     if o.syn:
@@ -229,15 +365,15 @@ def retransmit(sim: Sim, sk: Sock, o: OutSeg, why: str) -> None:
         send_syn(sim, sk, retrans=True)
         return
     flags: tuple[str, ...] = ("FIN", "ACK") if o.fin else ("ACK",)
-    sim.xmit(
-        sk.ep,
+    src = "tcp_send_loss_probe" if why == "tlp" else "tcp_retransmit_skb"
+    transmit(
+        sim,
+        sk,
         flags,
         o.seq,
-        sk.rcv_nxt,
         o.length,
-        sk.adv_window(),
         "retransmit",
-        "tcp_retransmit_skb",
+        src,
         msg("{ep} retransmits its FIN, seq={seq}.", ep=sk.ep.label, seq=o.seq)
         if o.fin and not o.length
         else msg(

@@ -1,5 +1,6 @@
 """The timers of ``net/ipv4/tcp_timer.c`` (and the request sock's and timewait sock's):
 retransmission (``tcp_retransmit_timer``, ``tcp_write_timeout``, ``retransmits_timed_out``),
+the tail loss probe (``tcp_send_loss_probe``, on the same timer in the kernel),
 zero-window persist (``tcp_probe_timer``), delayed ACK (``tcp_delack_timer_handler``),
 keepalive (``tcp_keepalive_timer``, which also times out an orphaned FIN_WAIT2), the SYN+ACK
 timer (``reqsk_timer_handler``) and TIME_WAIT's end (``tw_timer_handler``). Each timer is
@@ -12,7 +13,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from app.sim.core.i18n import msg
-from app.sim.core.tcp import TCP_RETRIES2
 from app.sim.tcp import calls, tcp_ipv4, tcp_minisocks, tcp_output
 from app.sim.tcp.sock import (
     ATO_MIN,
@@ -111,7 +111,7 @@ def timer_retransmit(sim: Sim, sk: Sock) -> None:
         limit = sim.p.sysctl.tcp_syn_retries
         expired = sk.retransmits >= limit or timed_out(sim, sk, limit, RTO_INIT)
     else:
-        limit = TCP_RETRIES2
+        limit = sim.p.sysctl.tcp_retries2
         if sk.dead:
             limit = 8 if sk.rto < RTO_MAX else 0  # tcp_orphan_retries
         expired = timed_out(sim, sk, limit, RTO_MIN)
@@ -136,6 +136,9 @@ def timer_retransmit(sim: Sim, sk: Sock) -> None:
     )
     for o in sk.rtx:
         o.lost = True
+    sk.tlp_high_seq = 0
+    sk.ca_state = "Loss"  # tcp_enter_loss
+    sk.high_seq = sk.snd_nxt
     sk.cwnd = 1
     sk.retransmits += 1
     head = sk.rtx[0]
@@ -151,6 +154,20 @@ def timer_retransmit(sim: Sim, sk: Sock) -> None:
     )
 
 
+def timer_loss_probe(sim: Sim, sk: Sock) -> None:
+    """tcp_retransmit_timer's ICSK_TIME_LOSS_PROBE case: tcp_send_loss_probe."""
+    if not sk.rtx or sk.state == "CLOSE":
+        return
+    sim.note(
+        msg(
+            "{ep}: the loss-probe timer fires (no ACK for 2 RTTs): a tail loss probe goes out.",
+            ep=sk.ep.label,
+        ),
+        "tcp_send_loss_probe",
+    )
+    tcp_output.send_loss_probe(sim, sk)
+
+
 def timer_probe0(sim: Sim, sk: Sock) -> None:
     """tcp_probe_timer / tcp_send_probe0: a zero-window probe."""
     if sk.rtx or sk.state == "CLOSE":
@@ -158,7 +175,7 @@ def timer_probe0(sim: Sim, sk: Sock) -> None:
         return
     if not sk.has_unsent():
         return
-    max_probes = TCP_RETRIES2
+    max_probes = sim.p.sysctl.tcp_retries2
     if sk.dead:
         alive = min(sk.rto * 2**sk.backoff, RTO_MAX) < RTO_MAX
         max_probes = 8 if alive else 0
@@ -191,7 +208,7 @@ def timer_probe0(sim: Sim, sk: Sock) -> None:
             seq=sk.snd_una - 1,
         ),
     )
-    if sk.backoff < TCP_RETRIES2:
+    if sk.backoff < sim.p.sysctl.tcp_retries2:
         sk.backoff += 1
     when = tcp_output.probe0_when(sk)
     sk.arm("probe0", sim.now + when)
@@ -270,6 +287,7 @@ def timer_fin_wait2(sim: Sim, sk: Sock) -> None:
 # Each object's timers by name (the name ``Obj.arm`` was given).
 SOCK_TIMERS: dict[str, Callable[[Sim, Sock], None]] = {
     "retransmit": timer_retransmit,
+    "loss_probe": timer_loss_probe,
     "probe0": timer_probe0,
     "delack": timer_delack,
     "keepalive": timer_keepalive,

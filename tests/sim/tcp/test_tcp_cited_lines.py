@@ -89,6 +89,18 @@ CHECKED: frozenset[tuple[str, str, int]] = frozenset(
         ("tcp_probe_timer", "net/ipv4/tcp_timer.c", 360),
         ("tcp_retransmit_timer", "net/ipv4/tcp_timer.c", 456),
         ("tcp_keepalive_timer", "net/ipv4/tcp_timer.c", 678),
+        # issue 25's options, windows and loss probes: read in the 6.4.4 tree
+        # (test_tcp_sources.py re-checks each through line_in_644)
+        ("tcp_select_initial_window", "net/ipv4/tcp_output.c", 206),
+        ("tcp_select_window", "net/ipv4/tcp_output.c", 257),
+        ("tcp_options_write", "net/ipv4/tcp_output.c", 607),
+        ("tcp_syn_options", "net/ipv4/tcp_output.c", 759),
+        ("tcp_synack_options", "net/ipv4/tcp_output.c", 840),
+        ("tcp_established_options", "net/ipv4/tcp_output.c", 913),
+        ("tcp_schedule_loss_probe", "net/ipv4/tcp_output.c", 2730),
+        ("tcp_send_loss_probe", "net/ipv4/tcp_output.c", 2800),
+        ("tcp_ack_update_rtt", "net/ipv4/tcp_input.c", 3087),
+        ("tcp_dsack_set", "net/ipv4/tcp_input.c", 4440),
     }
 )
 

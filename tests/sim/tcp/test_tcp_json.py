@@ -26,6 +26,7 @@ def test_public_json_shape(slug: str) -> None:
         seg = f["segment"]
         if seg is not None:
             assert {"from", "flags", "seq", "ack", "len", "lost"} <= set(seg)
+            assert {"window", "window_scaled", "options"} <= set(seg)
             assert isinstance(seg["flags"], list) and seg["from"] in ("client", "server")
         for e in f["errors"]:
             assert e["errno"].startswith("E")

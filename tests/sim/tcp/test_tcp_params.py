@@ -116,5 +116,5 @@ def test_cost_limit_is_enforced() -> None:
 def test_cost_grows_with_work() -> None:
     """cost counts calls and data segments."""
     small = EX.parse({"script": OPEN})
-    big = EX.parse({"script": [*OPEN, c(10, "client", "send", bytes=100_000)]})
+    big = EX.parse({"script": [*OPEN, c(10, "client", "send", bytes=150_000)]})
     assert EX.cost(big) > EX.cost(small) + 300

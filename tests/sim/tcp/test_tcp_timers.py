@@ -9,9 +9,10 @@ from app.sim.tcp.sock import RTO_MAX
 
 
 def test_rto_backoff_doubles_caps_and_gives_up() -> None:
-    """tcp_retransmit_timer doubles the RTO up to TCP_RTO_MAX (120 s); tcp_write_timeout gives
-    up when retransmits_timed_out(tcp_retries2 = 15) with an RTO_MIN base: 924.6 s after the
-    first transmission of the lost segment."""
+    """The first resend of a lone lost segment is the tail loss probe (tcp_send_loss_probe,
+    SACK being on); after it tcp_retransmit_timer doubles the RTO up to TCP_RTO_MAX (120 s);
+    tcp_write_timeout gives up when retransmits_timed_out(tcp_retries2 = 15) with an RTO_MIN
+    base: 924.6 s after the first transmission of the lost segment."""
     tr = run(
         {
             "script": [*OPEN, c(100, "client", "send", bytes=500), c(100, "client", "recv")],
@@ -19,9 +20,18 @@ def test_rto_backoff_doubles_caps_and_gives_up() -> None:
             "until_ms": 1_200_000,
         }
     )
-    data = [s for s in segments(tr, "client") if s["len"] == 500]
-    times = [s["sent_ms"] for s in data]
-    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    sends = [
+        (f.state["segment"], f.source.function if f.source else "")
+        for f in tr.frames
+        if f.state["segment"] is not None and f.state["segment"]["len"] == 500
+    ]
+    assert [fn for _, fn in sends[:3]] == [
+        "tcp_write_xmit",
+        "tcp_send_loss_probe",
+        "tcp_retransmit_skb",
+    ]
+    times = [s["sent_ms"] for s, _ in sends]
+    gaps = [b - a for a, b in zip(times[1:], times[2:], strict=False)]
     assert 200 <= gaps[0] < 1000  # srtt-based RTO, at least TCP_RTO_MIN
     for g1, g2 in zip(gaps, gaps[1:], strict=False):
         assert g2 == pytest.approx(min(2 * g1, RTO_MAX))
@@ -136,14 +146,25 @@ def test_time_wait_lasts_timewait_len() -> None:
 
 
 def test_retransmitted_handshake_falls_back_to_3s_rto() -> None:
-    """tcp_init_metrics: no RTT sample from a retransmitted SYN (Karn) sets the RTO to
-    TCP_TIMEOUT_FALLBACK, 3 s (RFC 6298 5.7); tcp_init_transfer starts cwnd at 1 after more
-    than one retransmission. A clean handshake keeps its measured RTO."""
-    from tcphelp import run_preset
+    """tcp_init_metrics: without timestamps, no RTT sample from a retransmitted SYN (Karn) sets
+    the RTO to TCP_TIMEOUT_FALLBACK, 3 s (RFC 6298 5.7); tcp_init_transfer starts cwnd at 1
+    after more than one retransmission. A clean handshake keeps its measured RTO."""
+    from tcphelp import EX, run_preset
 
-    tr = run_preset("accept-queue-full")
-    last = tr.frames[-1].state["endpoints"]["client"]
+    def EX_PRESET(slug: str) -> dict[str, object]:  # noqa: N802
+        p = EX.preset(slug)
+        assert p is not None
+        return dict(p.params)
+
+    raw = dict(EX_PRESET("accept-queue-full"))
+    raw["sysctl"] = {"tcp_timestamps": 0}
+    last = run(raw).frames[-1].state["endpoints"]["client"]
     assert last["rto_ms"] == 3000 and last["cwnd"] == 1
+    # with timestamps (6.4's default) tcp_ack_update_rtt takes the sample from the SYN-ACK's
+    # TSecr instead (RFC 7323: an echoed timestamp is unambiguous); cwnd is 1 all the same
+    with_ts = run_preset("accept-queue-full").frames[-1].state["endpoints"]["client"]
+    assert with_ts["rto_ms"] is not None and 200 <= with_ts["rto_ms"] < 1000
+    assert with_ts["cwnd"] == 1
     clean = run_preset("handshake").frames[-1].state["endpoints"]["client"]
     assert clean["rto_ms"] is not None and 200 <= clean["rto_ms"] < 1000
     assert clean["cwnd"] is not None and clean["cwnd"] >= 10

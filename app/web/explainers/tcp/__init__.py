@@ -77,6 +77,14 @@ _SYSCTL_FIELDS = (
     _sysctl("tcp_keepalive_probes", msg("tcp_keepalive_probes")),
     _sysctl("tcp_syncookies", msg("tcp_syncookies"), msg("0–2")),
     _sysctl("tcp_timestamps", msg("tcp_timestamps"), msg("0–2")),
+    _sysctl("tcp_sack", msg("tcp_sack"), msg("0–1")),
+    _sysctl("tcp_window_scaling", msg("tcp_window_scaling"), msg("0–1")),
+    FieldSpec(
+        key="tcp_rmem", label=msg("tcp_rmem"), kind="ids", unit=msg("min, default, max bytes")
+    ),
+    _sysctl("tcp_retries2", msg("tcp_retries2")),
+    _sysctl("tcp_early_retrans", msg("tcp_early_retrans"), msg("0–4; 3, 4: tail loss probe")),
+    _sysctl("tcp_ecn", msg("tcp_ecn"), msg("0–2; 1: ask for ECN")),
     FieldSpec(key="tcp_abort_on_overflow", label=msg("tcp_abort_on_overflow"), kind="bool"),
 )
 
@@ -89,7 +97,13 @@ EDITOR = EditorSpec(
                 number("until_ms", msg("run until"), 0, MAX_UNTIL_MS, unit=_MS),
                 number("rtt_ms", msg("RTT"), RTT_MS_RANGE[0], RTT_MS_RANGE[1], unit=_MS),
                 whole("mss", msg("MSS"), MSS_RANGE[0], MSS_RANGE[1], unit=_BYTES),
-                whole("rcvbuf", msg("receive buffer"), 1, MAX_RCVBUF, unit=_BYTES),
+                whole(
+                    "rcvbuf",
+                    msg("SO_RCVBUF"),
+                    1,
+                    MAX_RCVBUF,
+                    unit=msg("bytes; empty: tcp_rmem's default"),
+                ),
                 whole("client_iss", msg("client ISS"), 0, MAX_ISS),
                 whole("server_iss", msg("server ISS"), 0, MAX_ISS),
             ),

@@ -44,6 +44,7 @@ EVENT_WORD: dict[str, Message] = {
     "SYN (simultaneous open)": msg("SYN (simultaneous open)"),
     "close() with SO_LINGER 0": msg("close() with SO_LINGER 0"),
     "close() with unread data": msg("close() with unread data"),
+    "data after close": msg("data after close()"),
 }
 
 
@@ -67,6 +68,45 @@ KIND_WORD: dict[str, Message] = {
 
 def kind_word(kind: str) -> str:
     return in_words(KIND_WORD, kind, kind.replace("_", " "))
+
+
+# A segment's options in a few letters each (protocol names, not words): "MSS 1460 · SACK ·
+# TS · WS 7" on a SYN; "TS · SACK 3897:5345" or "TS · D-SACK 1001:2001" later. NOPs are
+# padding and left out; the exact wire order is in the wire panel.
+_OPT_SHORT = {"sackOK": "SACK", "TS": "TS", "eol": "EOL"}
+
+
+def options_short(options: list[str], ack: int) -> str:
+    """A segment's options compactly. A first SACK block that ends at or below the ACK is a
+    D-SACK (RFC 2883 4)."""
+    out: list[str] = []
+    for o in options:
+        kind, _, rest = o.partition(" ")
+        if kind == "nop":
+            continue
+        if kind == "mss":
+            out.append(f"MSS {rest}")
+        elif kind == "wscale":
+            out.append(f"WS {rest}")
+        elif kind == "sack":
+            blocks = rest.split()
+            first_end = int(blocks[0].split(":")[1]) if blocks else 0
+            if blocks and first_end <= ack:
+                out.append(f"D-SACK {blocks[0]}")
+                blocks = blocks[1:]
+            if blocks:
+                out.append("SACK " + " ".join(blocks))
+        else:
+            out.append(_OPT_SHORT.get(kind, kind))
+    return " · ".join(out)
+
+
+def window_text(window: int, scaled: int) -> str:
+    """The window as the header carries it and, when scaled, the bytes it means:
+    ``502 ×128 = 64256``."""
+    if window and scaled != window:
+        return f"{window} ×{scaled // window} = {scaled}"
+    return str(window)
 
 
 def text_w(text: str, narrow: float = 7.2, wide: float = 13.0) -> float:
@@ -112,6 +152,7 @@ def fit(text: str, n: int) -> str:
 # RFC words for the kernel's timers (the RFC view never names a Linux object)
 TIMER_RFC: dict[str, Message] = {
     "retransmit": msg("retransmission"),
+    "loss_probe": msg("tail loss probe"),
     "synack": msg("SYN-ACK retransmission"),
     "probe0": msg("persist"),
     "delack": msg("delayed ACK"),

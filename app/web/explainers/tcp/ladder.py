@@ -18,9 +18,11 @@ from app.web.explainers.tcp.common import (
     dash,
     fmt_ms,
     kind_word,
+    options_short,
     text_w,
     timer_rfc,
     who,
+    window_text,
 )
 from app.web.svgtext import attr, esc
 
@@ -124,8 +126,9 @@ def draw_ladder(
     if len(shown_ids) > len(window) and window and shown_ids[0] != window[0]:
         hidden = shown_ids.index(window[0])
         earlier = esc(str(msg("↑ {count} earlier", count=hidden)))
+        # level with the endpoints' names: the first row's window and options are below it
         out.append(
-            f'<text class="muted" x="{(LANE["client"] + LANE["server"]) / 2}" y="{LAD_TOP - 14}" '
+            f'<text class="muted" x="{(LANE["client"] + LANE["server"]) / 2}" y="{LAD_TOP - 26}" '
             f'text-anchor="middle">{earlier}</text>'
         )
     last_row = -1
@@ -196,6 +199,15 @@ def _seg(seg: SegmentState, row: int, st: TcpState, idx: TraceIndex, now_i: int,
     parts.append(
         f'<rect class="lbl-bg" x="{lx - w / 2:.1f}" y="-2" width="{w:.1f}" height="15"/>'
         f'<text class="lbl mono" x="{lx:.1f}" y="9" text-anchor="middle">{esc(label)}</text>'
+    )
+    # above it, between this arrow and the one before: the window as the wire carries it
+    # (and the bytes it means once scaled) and the options, compactly
+    win = "win " + window_text(seg["window"], seg["window_scaled"])
+    sub = " · ".join(t for t in (win, options_short(seg["options"], seg["ack"])) if t)
+    sw = text_w(sub) + 8
+    parts.append(
+        f'<rect class="lbl-bg" x="{lx - sw / 2:.1f}" y="-17" width="{sw:.1f}" height="15"/>'
+        f'<text class="muted mono opts" x="{lx:.1f}" y="-6" text-anchor="middle">{esc(sub)}</text>'
     )
     note = {"lost": str(msg("lost")), "flight": str(msg("in flight"))}.get(state, "")
     kind = kind_word(seg["kind"])

@@ -22,6 +22,7 @@ from app.web.explainers.tcp.common import (
     text_w,
     timer_rfc,
     who,
+    window_text,
 )
 from app.web.svgtext import attr, esc
 
@@ -216,9 +217,16 @@ def draw_wire(st: TcpState, in_flight: int | None = None) -> tuple[str, int]:
             ("seq", str(seg["seq"])),
             ("ack", str(seg["ack"]) if "ACK" in seg["flags"] else str(no_ack)),
             ("len", str(msg("{n} bytes", n=seg["len"]))),
-            (str(msg("window")), str(seg["window"])),
+            (str(msg("window")), window_text(seg["window"], seg["window_scaled"])),
             (str(msg("kind")), kind_word(seg["kind"])),
         ]
+        # the options in wire order, packetdrill's spelling, NOPs included; the timestamp's
+        # values on a line of their own
+        opts = seg["options"]
+        if opts:
+            order = ",".join("TS" if o.startswith("TS ") else o for o in opts)
+            lines.append((str(msg("options")), order))
+            lines += [("", o) for o in opts if o.startswith("TS ")]
         if seg["lost"]:
             lines.append((str(msg("fate")), str(msg("lost in the network"))))
         elif seg["arrive_ms"] is not None:
