@@ -26,6 +26,7 @@ from app.sim.tcp.state import TcpState
 from app.web.editor import EditorSpec, FieldSpec, Group, Rows, number, whole
 from app.web.explainers.tcp.picture import picture
 from app.web.explainers.tcp.quiz import question
+from app.web.explainers.tcp.recording import RECORDING
 from app.web.plugin import Thumbnail, WebView
 
 _ALWAYS = ("t_ms", "endpoint")
@@ -159,4 +160,5 @@ VIEW: WebView[TcpState, None] = WebView(
     editor=EDITOR,
     thumbnail=Thumbnail(preset="handshake", step=6),  # the server answers SYN with SYN+ACK
     question=question,  # which state comes next
+    recording=RECORDING,  # a capture or a `stepscope record tcp` run, on the same player
 )
