@@ -55,7 +55,7 @@ class RawFrame:
 def _at(offset: int, why: Message) -> ParamError:
     """An error at a byte offset of the capture (the loc names the offset too)."""
     return ParamError.single(
-        ("body", f"byte {offset}"), msg("byte {offset}: {why}", offset=offset, why=why)
+        (f"byte {offset}",), msg("byte {offset}: {why}", offset=offset, why=why)
     )
 
 

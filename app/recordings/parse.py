@@ -48,7 +48,7 @@ def parse(body: bytes, what: str) -> dict[str, Any]:
 def parse_capture(body: bytes) -> dict[str, Any]:
     if not is_capture(body):
         raise ParamError.single(
-            ("body", "byte 0"),
+            ("byte 0",),
             msg(
                 "byte {offset}: {why}",
                 offset=0,
@@ -58,7 +58,7 @@ def parse_capture(body: bytes) -> dict[str, Any]:
     conn = connection(tcp_packets(body))
     if not conn["segments"]:
         raise ParamError.single(
-            ("body", f"byte {len(body)}"),
+            (f"byte {len(body)}",),
             msg(
                 "byte {offset}: {why}",
                 offset=len(body),
@@ -103,7 +103,7 @@ def _whole(text: str, loc: tuple[str | int, ...]) -> int:
     try:
         return int(text, 16) if text.lower().startswith("0x") else int(text)
     except ValueError:
-        raise ParamError.single(("body", *loc), msg("must be a whole number")) from None
+        raise ParamError.single(loc, msg("must be a whole number")) from None
 
 
 def _endpoints(fields: dict[str, str]) -> tuple[str, str]:

@@ -80,7 +80,7 @@ class _Checker:
 
     def add(self, loc: tuple[str | int, ...], message: Message) -> None:
         if len(self.issues) < MAX_ISSUES:
-            self.issues.append(ParamIssue(loc=("body", *loc), msg=message))
+            self.issues.append(ParamIssue(loc=loc, msg=message))
 
     @property
     def full(self) -> bool:
@@ -141,13 +141,13 @@ def loads(body: bytes) -> Any:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ParamError.single(
-            ("body", f"byte {exc.start}"),
+            (f"byte {exc.start}",),
             msg("byte {offset}: not UTF-8 text", offset=exc.start),
         ) from None
     deepest = nesting(body)
     if deepest > MAX_DEPTH:
         raise ParamError.single(
-            ("body",),
+            (),
             msg(
                 "is nested {depth} levels deep; a recording is at most {limit}",
                 depth=deepest,
@@ -158,7 +158,7 @@ def loads(body: bytes) -> Any:
         value = json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
         raise ParamError.single(
-            ("body", f"line {exc.lineno}"),
+            (f"line {exc.lineno}",),
             msg(
                 "line {line}, column {col}: not JSON ({why})",
                 line=exc.lineno,
@@ -168,11 +168,11 @@ def loads(body: bytes) -> Any:
         ) from None
     except ValueError as exc:  # a number too long to convert (Python's digit limit), NaN
         raise ParamError.single(
-            ("body",), msg("not a JSON recording ({why})", why=str(exc)[:80])
+            (), msg("not a JSON recording ({why})", why=str(exc)[:80])
         ) from None
     issues = unsafe_json_issues(value)
     if issues:
-        raise ParamError([ParamIssue(loc=("body", *i.loc), msg=i.msg) for i in issues])
+        raise ParamError([ParamIssue(loc=i.loc, msg=i.msg) for i in issues])
     return value
 
 

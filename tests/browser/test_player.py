@@ -201,8 +201,7 @@ def test_editor_keeps_focus_and_caret_across_updates(live_server, page) -> None:
     )
     field.dispatch_event("change")
     page.wait_for_function(
-        "window.__settled && document.activeElement"
-        " && document.activeElement.name === 'ops.0.size'"
+        "window.__settled && document.activeElement && document.activeElement.name === 'ops.0.size'"
     )
     page.keyboard.type("1")
     value = page.input_value("input[name='ops.0.size']")

@@ -116,7 +116,9 @@ def test_on_a_phone_the_picture_scrolls_in_its_box_and_keeps_data_in_view(
     page.set_viewport_size({"width": 390, "height": 844})
     _go(page, f"{live_server.url}/explainers/skb/presets/rx-frame?step=2")
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
-    fitted = page.evaluate("() => document.querySelector('#stage svg').getBoundingClientRect().width")
+    fitted = page.evaluate(
+        "() => document.querySelector('#stage svg').getBoundingClientRect().width"
+    )
     assert fitted <= 390
     page.click("#btn-zoom")
     assert page.evaluate(

@@ -35,8 +35,13 @@ import kernel_netfilter as kn  # noqa: E402
 pytestmark = pytest.mark.kernel
 
 # The model's words for the entries the kernel check can see, and the priority each carries.
-NAMES = {"defrag": "defrag", "conntrack (": "conntrack", "dnat": "DNAT", "snat": "SNAT",
-         "confirm": "confirm"}
+NAMES = {
+    "defrag": "defrag",
+    "conntrack (": "conntrack",
+    "dnat": "DNAT",
+    "snat": "SNAT",
+    "confirm": "confirm",
+}
 PRIO = re.compile(r"(−?\d+|INT_MAX)\)")
 
 

@@ -8,12 +8,9 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import func, select
 
-from app.main import create_app
 from app.settings import Settings
 from app.store import repo
-from app.store.models import Recording
 from tests.recordings.pcaps import handshake_data_close, pcap
 
 PCAP = "application/vnd.tcpdump.pcap"
@@ -27,7 +24,7 @@ def settings(db_url: str) -> Settings:
 
 def stored(client: TestClient) -> int:
     with repo.session_for(client.app.state.engine) as db:  # type: ignore[attr-defined]
-        return int(db.exec(select(func.count()).select_from(Recording)).one())
+        return repo.recording_count(db=db)
 
 
 def recording(kind: str = "tcp", events: list[dict[str, Any]] | None = None) -> dict[str, Any]:
