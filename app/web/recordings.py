@@ -28,6 +28,14 @@ from starlette.datastructures import UploadFile
 
 from app.recordings import parse as rparse
 from app.recordings.capture import is_capture
+from app.recordings.docs import (
+    EXAMPLE_CREATED,
+    EXAMPLE_PARSED,
+    EXAMPLE_RECORDING,
+    GET_DESCRIPTION,
+    HOW_TO_RECORD,
+    POST_BODY_DESCRIPTION,
+)
 from app.sim.core import Message, ParamError, Trace, msg
 from app.store import repo
 from app.store.eviction import TraceEviction
@@ -49,54 +57,6 @@ router = APIRouter()
 TRACES: Memo[str, Trace[Any, Any]] = Memo(16)  # built traces of recently opened recordings
 ACCEPTED = (rparse.JSON_TYPE, rparse.CAPTURE_TYPE)
 MAX_TITLE = 120
-
-EXAMPLE_RECORDING: dict[str, Any] = {
-    "format": "stepscope-recording",
-    "schema": 1,
-    "kind": "cwnd",
-    "recorded_at": "2026-12-04T23:40:00Z",
-    "tool": "stepscope 0.1",
-    "kernel": {"release": "6.4.0", "machine": "x86_64"},
-    "sysctls": {"net.ipv4.tcp_congestion_control": "cubic"},
-    "link": {"rate_mbit": 20, "rtt_ms": 40, "buffer_bytes": 100000, "mtu": 1500},
-    "filter": {"port": 5201, "dst": "10.0.0.2"},
-    "command": None,
-    "duration_ms": 12.5,
-    "flows": [{"src": "10.0.0.1:40312", "dst": "10.0.0.2:5201", "cc": "cubic", "mss": 1448}],
-    "events": [
-        {
-            "t_ms": 0.0,
-            "event": "tcp:tcp_probe",
-            "fields": {
-                "src": "10.0.0.1:40312",
-                "dest": "10.0.0.2:5201",
-                "snd_cwnd": "10",
-                "ssthresh": "2147483647",
-                "srtt": "40210",
-            },
-        }
-    ],
-}
-EXAMPLE_PARSED: dict[str, Any] = {
-    "id": "q3Zr8kVb2mXo1TsA",
-    "url": "/r/q3Zr8kVb2mXo1TsA",
-    "kind": "capture",
-    "segments": [
-        {
-            "t_ms": 0.0,
-            "from": "10.0.0.1:40312",
-            "to": "10.0.0.2:80",
-            "flags": "S",
-            "seq": 1000,
-            "ack": 0,
-            "win": 64240,
-            "len": 0,
-            "options": "<mss 1460,sackOK,TS val 1 ecr 0,nop,wscale 7>",
-        }
-    ],
-    "states": {"10.0.0.1:40312": ["SYN_SENT", "ESTABLISHED"], "10.0.0.2:80": ["LISTEN"]},
-}
-
 
 # --- finding the view, storing, reading --------------------------------------------------------
 
@@ -211,9 +171,7 @@ def recording_json(row: Recording) -> dict[str, Any]:
     openapi_extra={
         "requestBody": {
             "required": True,
-            "description": "The file itself: a `stepscope record` JSON file "
-            "(docs/recording-format.md, schema 1) or a pcap/pcapng capture of one TCP "
-            "connection (the first connection in it is read). At most 5 MB.",
+            "description": POST_BODY_DESCRIPTION,
             "content": {
                 rparse.JSON_TYPE: {
                     "schema": {"type": "object"},
@@ -226,15 +184,7 @@ def recording_json(row: Recording) -> dict[str, Any]:
     responses={
         201: {
             "description": "Stored; `url` opens it in the player",
-            "content": {
-                "application/json": {
-                    "example": {
-                        "id": "q3Zr8kVb2mXo1TsA",
-                        "url": "/r/q3Zr8kVb2mXo1TsA",
-                        "kind": "capture",
-                    }
-                }
-            },
+            "content": {"application/json": {"example": EXAMPLE_CREATED}},
         },
         413: {"description": "Over 5 MB"},
         415: {"description": "Not application/json nor application/vnd.tcpdump.pcap"},
@@ -245,8 +195,8 @@ def recording_json(row: Recording) -> dict[str, Any]:
 async def upload_recording(
     request: Request, title: str = Query("", max_length=MAX_TITLE)
 ) -> JSONResponse:
-    """Upload a recording or a capture; answers its id, its page and its kind (``cwnd``,
-    ``tcp``, ``path`` or ``capture``)."""
+    """Upload a recording or a capture; answers its id, its page and its kind (one of
+    ``app.recordings.parse.KINDS``)."""
     content_type = request.headers.get("content-type", "")
     what = rparse.media(content_type)
     if what is None:
@@ -266,10 +216,7 @@ async def upload_recording(
     tags=["api"],
     responses={
         200: {
-            "description": "The parsed recording. A capture or `tcp` recording has `segments` "
-            "and `states` per endpoint (RFC 9293 names, in order); a `cwnd` recording `flows` "
-            "(`cc`, `series` of `t_ms`, `cwnd`, `ssthresh` (null: infinite), `srtt_us`) and "
-            "`link`; a `path` recording its `events` with their stacks.",
+            "description": GET_DESCRIPTION,
             "content": {"application/json": {"example": EXAMPLE_PARSED}},
         },
         404: {"description": "No recording has this id"},
@@ -288,7 +235,12 @@ def _list_context(request: Request, sid: str | None) -> dict[str, Any]:
     if sid:
         with repo.session_for(request.app.state.engine) as db:
             items = repo.recordings_of(db=db, session_id=sid)
-    return {"recordings": items, "has_session": sid is not None, "limit_mb": 5}
+    return {
+        "recordings": items,
+        "has_session": sid is not None,
+        "limit_mb": rparse.MAX_BYTES // 1_048_576,
+        "how_to_record": HOW_TO_RECORD,
+    }
 
 
 @router.get("/recordings", response_class=HTMLResponse, include_in_schema=False)
