@@ -44,14 +44,14 @@ class TraceEviction:
         keep: Callable[[], Collection[str]] = frozenset,
         every_s: float = EVERY_S,
         first_after_s: float = FIRST_AFTER_S,
-        evict: Callable[..., tuple[int, int]] = repo.evict_traces,
+        evict: Callable[..., tuple[int, int]] | None = None,
         what: str = "stored traces",
     ) -> None:
         self.engine = engine
         self.max_bytes = int(max_mb * 1024 * 1024) if max_mb > 0 else None
         self.max_age = timedelta(days=max_days) if max_days > 0 else None
         self.keep = keep
-        self.evict = evict  # repo.evict_traces, or repo.evict_recordings for the recordings
+        self.evict = evict  # None: repo.evict_traces; repo.evict_recordings for the recordings
         self.what = what
         self.every_s = every_s
         self._lock = threading.Lock()
@@ -87,7 +87,8 @@ class TraceEviction:
         self.runs += 1
         before = utcnow() - self.max_age if self.max_age is not None else None
         with repo.session_for(self.engine) as db:
-            gone, left = self.evict(
+            evict = self.evict or repo.evict_traces
+            gone, left = evict(
                 db=db, stored_before=before, max_bytes=self.max_bytes, keep=self.keep()
             )
         if gone:
