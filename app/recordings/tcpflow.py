@@ -109,6 +109,9 @@ class _Side:
     fin_end: int | None = None  # the sequence number just past its FIN, once sent
     syn_end: int | None = None  # just past its SYN
     wscale: int | None = None
+    # its FIN crossed the peer's: the peer's FIN is in flight to it (it arrives when this side
+    # first acknowledges it, or the peer sends past it)
+    peer_fin_pending: bool = False
 
 
 @dataclass(slots=True)
@@ -140,10 +143,40 @@ class Inference:
         side.state = to
         self.states[ep].append(to)
 
-    def sent(self, index: int, ep: str, flags: int, seq: int, length: int) -> None:
+    def _unmove(self, ep: str, to: str) -> None:
+        """Take back this side's last move (to ``to``): the capture showed it came later."""
+        for i in range(len(self.moves) - 1, -1, -1):
+            move = self.moves[i]
+            if move["endpoint"] == ep and move["to"] == to:
+                del self.moves[i]
+                self.states[ep].pop()
+                self.sides[ep].state = move["from"]
+                return
+
+    def _peer_fin_arrives(self, index: int, ep: str) -> None:
+        """The peer's FIN, which crossed this side's own, reaches it now (tcp_fin)."""
+        me = self.sides[ep]
+        me.peer_fin_pending = False
+        if me.state == FIN_WAIT_1:
+            self.move(index, ep, CLOSING, "tcp_fin", "got_fin_crossed")
+        elif me.state == FIN_WAIT_2:
+            self.move(index, ep, TIME_WAIT, "tcp_time_wait", "got_fin_last")
+
+    def sent(  # noqa: C901 (one rule per state a segment can reveal)
+        self, index: int, ep: str, peer: str, flags: int, seq: int, ack_no: int, length: int
+    ) -> None:
         """What sending this segment tells of the sender's state."""
         me = self.side(ep)
+        other = self.side(peer)
         syn, fin, ack = flags & dpkt.tcp.TH_SYN, flags & dpkt.tcp.TH_FIN, flags & dpkt.tcp.TH_ACK
+        acks_peer_fin = bool(ack) and other.fin_end is not None and _after_eq(ack_no, other.fin_end)
+        if me.peer_fin_pending and acks_peer_fin:
+            self._peer_fin_arrives(index, ep)
+        if fin and me.state == CLOSE_WAIT and other.fin_end is not None and not acks_peer_fin:
+            # It sent its FIN before the peer's arrived (its ACK does not cover it): the FINs
+            # crossed. It was ESTABLISHED, not CLOSE_WAIT.
+            self._unmove(ep, CLOSE_WAIT)
+            me.peer_fin_pending = True
         if flags & dpkt.tcp.TH_RST:
             if me.state not in (None, CLOSED, LISTEN):
                 self.move(index, ep, CLOSED, "tcp_send_active_reset", "sent_rst")
@@ -167,9 +200,14 @@ class Inference:
             elif me.state == CLOSE_WAIT:
                 self.move(index, ep, LAST_ACK, "tcp_close_state", "sent_fin_last")
 
-    def received(self, index: int, ep: str, flags: int, ack_no: int) -> None:  # noqa: C901
+    def received(  # noqa: C901
+        self, index: int, ep: str, peer: str, flags: int, seq: int, ack_no: int
+    ) -> None:
         """What receiving this segment makes Linux do to the receiver's state."""
         me = self.side(ep)
+        other = self.side(peer)
+        if me.peer_fin_pending and other.fin_end is not None and _after_eq(seq, other.fin_end):
+            self._peer_fin_arrives(index, ep)  # in order: the peer's FIN came before this
         syn, fin, ack = flags & dpkt.tcp.TH_SYN, flags & dpkt.tcp.TH_FIN, flags & dpkt.tcp.TH_ACK
         if flags & dpkt.tcp.TH_RST:
             if me.state == TIME_WAIT:
@@ -242,8 +280,8 @@ def connection(packets: Iterable[Packet]) -> dict[str, Any]:
         if scaling and not tcp.flags & dpkt.tcp.TH_SYN and sender.wscale is not None:
             seg["win_scaled"] = tcp.win << min(sender.wscale, 14)
         segments.append(seg)
-        inference.sent(index, pkt.src, tcp.flags, tcp.seq, length)
-        inference.received(index, pkt.dst, tcp.flags, tcp.ack)
+        inference.sent(index, pkt.src, pkt.dst, tcp.flags, tcp.seq, tcp.ack, length)
+        inference.received(index, pkt.dst, pkt.src, tcp.flags, tcp.seq, tcp.ack)
     return {"segments": segments, "states": inference.states, "transitions": inference.moves}
 
 

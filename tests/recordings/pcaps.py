@@ -55,10 +55,12 @@ def frame(seg: Seg, link: str = "ether") -> bytes:
         return bytes(ip)
     if link == "sll":
         return bytes(dpkt.sll.SLL(ethtype=etype, data=ip))
+    if link == "sll2":
+        return bytes(dpkt.sll2.SLL2(ethtype=etype, data=ip))
     return bytes(dpkt.ethernet.Ethernet(src=b"\x02" * 6, dst=b"\x04" * 6, type=etype, data=ip))
 
 
-LINKS = {"ether": dpkt.pcap.DLT_EN10MB, "raw": 101, "sll": 113}
+LINKS = {"ether": dpkt.pcap.DLT_EN10MB, "raw": 101, "sll": 113, "sll2": 276}
 
 
 def pcap(segs: Sequence[Seg], link: str = "ether", ng: bool = False) -> bytes:
