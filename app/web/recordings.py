@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import json
 import zlib
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from fastapi import APIRouter, FastAPI, HTTPException, Query, Request
@@ -43,10 +44,19 @@ from app.store.models import Recording
 from app.web import i18n
 from app.web.deps import Autoplay, Controls, StepQuery, Theme, Visitor
 from app.web.errors import param_error_detail
+from app.web.exporting import (
+    OfflineTooLarge,
+    PngRenderer,
+    PngUnavailable,
+    offline_document,
+    picture_size,
+    png_css,
+)
 from app.web.memo import Memo
 from app.web.player import FRAME_CHUNK_MAX, reader_glossary, render_frames, render_player
 from app.web.plugin import Plugin, RecordingView
 from app.web.quotas import check_recording_quota
+from app.web.routes.export import frame_picture
 from app.web.security import same_site_form
 from app.web.sessions import ensure_visitor
 from app.web.site import Site
@@ -305,6 +315,25 @@ async def recordings_upload(request: Request, sid: Visitor) -> Response:
     return RedirectResponse(f"/r/{row.id}", status_code=303)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RecordingSource(Source):
+    """A recording as the player's source: its links are the recording's (``/r/{id}``)."""
+
+    recording_id: str = ""
+
+    @property
+    def page_path(self) -> str:
+        return f"/r/{self.recording_id}"
+
+    @property
+    def embed_path(self) -> str:
+        return f"/embed/r/{self.recording_id}"
+
+    @property
+    def walkthrough_key(self) -> str:
+        return ""  # no "continue where you left off" for a recording
+
+
 def _recording_source(plugin: Plugin, view: RecordingView[Any, Any], row: Recording) -> Source:
     """The player's source for a recording: the owning plugin with the recording view's
     pictures in place of the model's (the rest of the player is the same)."""
@@ -318,7 +347,7 @@ def _recording_source(plugin: Plugin, view: RecordingView[Any, Any], row: Record
         thumbnail=None,
     )
     shadow = Plugin(sim=plugin.sim, web=web, course_order=plugin.course_order)
-    return Source(plugin=shadow, raw={}, title=row.title or row.id)
+    return RecordingSource(plugin=shadow, raw={}, title=row.title or row.id, recording_id=row.id)
 
 
 def _trace(view: RecordingView[Any, Any], row: Recording) -> Trace[Any, Any]:
@@ -431,6 +460,88 @@ def recording_embed(
         theme=theme,
         autoplay=autoplay,
         page_url=str(request.base_url).rstrip("/") + f"/r/{recording_id}",
+    )
+
+
+def _opened(request: Request, site: Site, recording_id: str) -> tuple[Source, Trace[Any, Any]]:
+    """The source and trace of a recording some explainer shows (404 otherwise)."""
+    row = _row(request, recording_id)
+    found = view_for(site, row.kind)
+    if found is None:
+        raise HTTPException(404, i18n.render(msg("No explainer shows this kind of recording.")))
+    plugin, view = found
+    return _recording_source(plugin, view, row), _trace(view, row)
+
+
+@router.get("/r/{recording_id}/export/html", response_class=HTMLResponse, tags=["export"])
+def recording_export_html(
+    recording_id: str,
+    request: Request,
+    site: SiteDep,
+    step: StepQuery = None,
+    theme: Theme = "light",
+) -> Response:
+    """A recording's player as one offline HTML file (every step inside), like a run's."""
+    source, trace = _opened(request, site, recording_id)
+    try:
+        html = offline_document(
+            request, source, trace, step=step, theme=theme, charge=site.runs.charge_client
+        )
+    except OfflineTooLarge as exc:
+        return JSONResponse({"detail": i18n.render(exc.message)}, status_code=413)
+    name = f"stepscope-recording-{recording_id}.html"
+    return HTMLResponse(html, headers={"Content-Disposition": f'attachment; filename="{name}"'})
+
+
+@router.get(
+    "/r/{recording_id}/export/png",
+    tags=["export"],
+    responses={200: {"content": {"image/png": {}}}, 503: {"description": "No Chromium"}},
+)
+async def recording_export_png(
+    recording_id: str,
+    request: Request,
+    site: SiteDep,
+    step: StepQuery = None,
+    theme: Theme = "light",
+    scale: int = Query(2, ge=1, le=3),
+) -> Response:
+    """One step of a recording's player as a PNG, drawn as a run's step is."""
+    source, trace = await run_in_threadpool(_opened, request, site, recording_id)
+    index, picture = await run_in_threadpool(frame_picture, source, trace, step)
+    pngs: PngRenderer = request.app.state.pngs
+    key = ("recording", recording_id, index, theme, scale)
+    data = pngs.cached(key)
+    if data is None:
+        await run_in_threadpool(site.runs.charge_client)
+        html = await run_in_threadpool(
+            partial(
+                offline_document,
+                request,
+                source,
+                trace,
+                step=index,
+                theme=theme,
+                controls="none",
+                extra_css=png_css(picture),
+                one_step=True,
+            )
+        )
+        try:
+            data = await pngs.render_async(
+                html,
+                scale=scale,
+                width=picture_size(picture)[0],
+                ready=source.plugin.web.export_ready,
+            )
+        except PngUnavailable as exc:
+            return JSONResponse({"detail": i18n.render(exc.message)}, status_code=503)
+        pngs.store(key, data)
+    name = f"stepscope-recording-{recording_id}-step{index}.png"
+    return Response(
+        data,
+        media_type="image/png",
+        headers={"Content-Disposition": f'attachment; filename="{name}"'},
     )
 
 

@@ -322,3 +322,15 @@ def test_parsed_json_is_stored_compressed(client: TestClient) -> None:
 
     assert zlib.decompress(row.original) == pcap(handshake_data_close())
     assert json.loads(zlib.decompress(row.parsed))["kind"] == "capture"
+
+
+def test_offline_export_of_a_recording(client: TestClient) -> None:
+    """The offline HTML file holds every step of the recording, drawn by its view."""
+    rid = client.post(
+        "/api/v1/recordings", content=pcap(handshake_data_close()), headers={"Content-Type": PCAP}
+    ).json()["id"]
+    r = client.get(f"/r/{rid}/export/html?step=2")
+    assert r.status_code == 200, r.text
+    assert "attachment" in r.headers["content-disposition"]
+    assert set(re.findall(r'<template id="frame-(\d+)"', r.text)) == {str(i) for i in range(9)}
+    assert f"/r/{rid}" in r.text  # its online link is the recording's page
