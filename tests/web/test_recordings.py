@@ -334,3 +334,14 @@ def test_offline_export_of_a_recording(client: TestClient) -> None:
     assert "attachment" in r.headers["content-disposition"]
     assert set(re.findall(r'<template id="frame-(\d+)"', r.text)) == {str(i) for i in range(9)}
     assert f"/r/{rid}" in r.text  # its online link is the recording's page
+
+
+def test_the_replay_link_opens_the_model_run(client: TestClient) -> None:
+    rid = client.post(
+        "/api/v1/recordings", content=pcap(handshake_data_close()), headers={"Content-Type": PCAP}
+    ).json()["id"]
+    page = client.get(f"/r/{rid}?lang=zh-CN").text
+    assert 'id="replay-panel"' in page and "在模型中重放" in page
+    link = re.search(r'id="replay-link" href="([^"]+)"', page)
+    assert link is not None
+    assert client.get(link.group(1).replace("&amp;", "&")).status_code == 200

@@ -15,6 +15,7 @@ from typing import Any, TypedDict
 
 from app.sim.core import Field, Frame, Message, ParamError, SourceRef, Trace, msg
 from app.sim.core.i18n import join
+from app.sim.tcp.replay import replay
 from app.sim.tcp.sources import SOURCES
 
 MAX_FRAMES = 5_000
@@ -214,6 +215,8 @@ def build(recording: Mapping[str, Any], overrides: Mapping[str, Any]) -> Trace[R
             "events": events[:MAX_FRAMES],
             "endpoints": endpoints,
             "recorded": True,
+            # "replay in the model": the nearest params, and where model and machine differ
+            "replay": replay(recording) if segments else None,
         },
     )
 

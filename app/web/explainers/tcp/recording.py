@@ -12,6 +12,7 @@ from app.sim.core import Frame, Trace, msg
 from app.sim.tcp.recorded import RecordedState, build
 from app.web.explainers.tcp.common import COLOUR, INK
 from app.web.plugin import RecordingView
+from app.web.sources import encode_params
 from app.web.svgtext import attr, esc
 
 WIDTH = 960
@@ -106,6 +107,59 @@ def picture(trace: Trace[RecordedState, None], frame: Frame[RecordedState]) -> s
     )
 
 
+def _states_row(states: list[str], first_diff: int | None) -> str:
+    cells = []
+    for i, name in enumerate(states):
+        cls = (
+            ' class="differs" style="background:#fde2e1;color:#8a1c1c"'
+            if first_diff is not None and i >= first_diff
+            else ""
+        )
+        cells.append(f"<code{cls}>{esc(name)}</code>")
+    return " → ".join(cells) or "—"
+
+
+def replay_panel(trace: Trace[RecordedState, None]) -> str:
+    """ "Replay in the model": the model's run of the nearest params beside the machine's
+    states, from the first state where they differ marked; a link opens that run."""
+    found = trace.summary.get("replay")
+    if not found:
+        return ""
+    rows = []
+    for ep in ("client", "server"):
+        first = found["differ"].get(ep)
+        verdict = (
+            msg("the model differs from state {n} on", n=first + 1)
+            if first is not None
+            else msg("the model agrees")
+        )
+        rows.append(
+            f'<tr data-endpoint="{attr(ep)}" data-agrees="{"0" if first is not None else "1"}">'
+            f'<th scope="row" translate="no">{esc(found["endpoints"][ep])}</th>'
+            f"<td>{_states_row(found['machine'][ep], first)}</td>"
+            f"<td>{_states_row(found['model'][ep], first)}</td><td>{esc(verdict)}</td></tr>"
+        )
+    link = "/explainers/tcp/custom?p=" + encode_params(found["params"])
+    params = found["params"]
+    title = msg("Replay in the model")
+    about = msg(
+        "The same socket calls in the model: RTT {rtt} ms, MSS {mss}, the captured initial "
+        "sequence numbers.",
+        rtt=params["rtt_ms"],
+        mss=params["mss"],
+    )
+    open_it = msg("Open the replay")
+    machine, model = msg("machine"), msg("model")
+    return (
+        '<details class="replay-panel" id="replay-panel" open>'
+        f"<summary>{esc(title)}</summary><p>{esc(about)} "
+        f'<a class="button" id="replay-link" href="{attr(link)}">{esc(open_it)}</a></p>'
+        f'<table class="fields"><thead><tr><th></th><th>{esc(machine)}</th>'
+        f"<th>{esc(model)}</th><th></th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        "</details>"
+    )
+
+
 RECORDING: RecordingView[RecordedState, None] = RecordingView(
-    kinds=("tcp", "capture"), trace=build, picture=picture
+    kinds=("tcp", "capture"), trace=build, picture=picture, static=replay_panel
 )
