@@ -345,3 +345,16 @@ def test_the_replay_link_opens_the_model_run(client: TestClient) -> None:
     link = re.search(r'id="replay-link" href="([^"]+)"', page)
     assert link is not None
     assert client.get(link.group(1).replace("&amp;", "&")).status_code == 200
+
+
+def test_png_of_a_recording_step(client: TestClient) -> None:
+    """One step of a recording as a PNG, drawn server-side like a run's (SQLite only: one
+    Chromium drawing is enough)."""
+    if "postgresql" in str(client.app.state.settings.database_url):  # type: ignore[attr-defined]
+        pytest.skip("drawn once, on SQLite")
+    rid = client.post(
+        "/api/v1/recordings", content=pcap(handshake_data_close()), headers={"Content-Type": PCAP}
+    ).json()["id"]
+    r = client.get(f"/r/{rid}/export/png?step=4&scale=1")
+    assert r.status_code == 200, r.text[:300]
+    assert r.content[:8] == b"\x89PNG\r\n\x1a\n" and "step4" in r.headers["content-disposition"]
