@@ -28,7 +28,17 @@ JSON_TYPE = "application/json"
 CAPTURE_TYPE = "application/vnd.tcpdump.pcap"
 MEDIA_TYPES = {JSON_TYPE: "recording", CAPTURE_TYPE: "capture"}
 SSTHRESH_INFINITE = 2147483647  # TCP_INFINITE_SSTHRESH
-META = ("recorded_at", "tool", "kernel", "sysctls", "link", "filter", "command", "duration_ms")
+META = (
+    "recorded_at",
+    "tool",
+    "kernel",
+    "sysctls",
+    "link",
+    "filter",
+    "command",
+    "notes",
+    "duration_ms",
+)
 
 
 def media(content_type: str) -> str | None:

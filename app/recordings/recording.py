@@ -206,6 +206,7 @@ def validate(value: Any) -> dict[str, Any]:
     out["link"] = _link(check, top.get("link"))
     out["filter"] = _filter(check, top.get("filter"))
     out["command"] = _command(check, top.get("command"))
+    out["notes"] = _notes(check, top.get("notes"))
     out["duration_ms"] = (
         check.number(top["duration_ms"], ("duration_ms",)) if "duration_ms" in top else None
     )
@@ -271,6 +272,16 @@ def _command(check: _Checker, value: Any) -> list[str] | None:
         check.add(("command",), msg("must be a list of at most {limit} texts", limit=MAX_COMMAND))
         return None
     return [check.text(v, ("command", i), MAX_TEXT) or "" for i, v in enumerate(value)]
+
+
+def _notes(check: _Checker, value: Any) -> list[str]:
+    """What the recorder noted (lost events, a cc it could not set…): at most 64 texts."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or len(value) > MAX_COMMAND:
+        check.add(("notes",), msg("must be a list of at most {limit} texts", limit=MAX_COMMAND))
+        return []
+    return [check.text(v, ("notes", i), MAX_TEXT) or "" for i, v in enumerate(value)]
 
 
 def _flows(check: _Checker, value: Any) -> list[dict[str, Any]]:

@@ -93,7 +93,8 @@ def test_not_json_names_the_line() -> None:
 
 
 def test_unknown_top_level_keys_are_left_out_and_meta_is_kept() -> None:
-    out = parse(
-        json.dumps(base("path", surprise=1, kernel={"release": "6.4.0"})).encode(), "recording"
-    )
+    value = base("path", surprise=1, kernel={"release": "6.4.0"}, notes=["lost 3 events"])
+    out = parse(json.dumps(value).encode(), "recording")
     assert "surprise" not in out and out["kernel"] == {"release": "6.4.0"}
+    assert out["notes"] == ["lost 3 events"]
+    assert [loc for loc, _ in issues(base("path", notes="x"))] == ["notes"]
