@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from app.main import create_app
 from app.settings import Settings
 from app.store import repo
 from tests.recordings.pcaps import handshake_data_close, pcap
@@ -358,3 +359,17 @@ def test_png_of_a_recording_step(client: TestClient) -> None:
     r = client.get(f"/r/{rid}/export/png?step=4&scale=1")
     assert r.status_code == 200, r.text[:300]
     assert r.content[:8] == b"\x89PNG\r\n\x1a\n" and "step4" in r.headers["content-disposition"]
+
+
+def test_uploads_count_against_a_per_client_quota(settings: Settings) -> None:
+    quota = settings.model_copy(update={"recording_quota_per_client": 2})
+    with TestClient(create_app(quota), raise_server_exceptions=False) as client:
+        body = pcap(handshake_data_close())
+        codes = [
+            client.post(
+                "/api/v1/recordings", content=body, headers={"Content-Type": PCAP}
+            ).status_code
+            for _ in range(3)
+        ]
+        assert codes == [201, 201, 429]
+        assert stored(client) == 2
