@@ -51,3 +51,13 @@ def test_no_replay_without_a_handshake_and_the_panel_shows_it_when_there_is_one(
     assert replay_panel(build(midstream, {})) == ""
     html = replay_panel(build(parse(pcap(handshake_data_close()), "capture"), {}))
     assert 'id="replay-link"' in html and "/explainers/tcp/custom?p=" in html
+
+
+def test_the_step_where_the_model_differs_carries_a_note() -> None:
+    recording = parse(pcap(handshake_data_close()), "capture")
+    trace = build(recording, {})
+    found = trace.summary["replay"]
+    noted = [f for f in trace.frames if any("Replayed in the model" in n for n in f.notes)]
+    assert len(noted) == len(found["differ"])
+    for frame in noted:
+        assert any(ep in frame.state["moved"] for ep in found["endpoints"].values())

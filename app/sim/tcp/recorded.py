@@ -204,6 +204,9 @@ def build(recording: Mapping[str, Any], overrides: Mapping[str, Any]) -> Trace[R
     if notes is not None and frames:
         last = frames[-1]
         frames[-1] = Frame(**{**_frame_dict(last), "notes": (notes,)})
+    replayed = replay(recording) if segments else None
+    if replayed is not None:
+        _note_differences(frames, recording, replayed)
     return Trace(
         explainer="tcp",
         sim_version=RECORDED_VERSION,
@@ -216,9 +219,34 @@ def build(recording: Mapping[str, Any], overrides: Mapping[str, Any]) -> Trace[R
             "endpoints": endpoints,
             "recorded": True,
             # "replay in the model": the nearest params, and where model and machine differ
-            "replay": replay(recording) if segments else None,
+            "replay": replayed,
         },
     )
+
+
+def _note_differences(
+    frames: list[Frame[RecordedState]], recording: Mapping[str, Any], replayed: Mapping[str, Any]
+) -> None:
+    """At the step where an endpoint's state first differs from the model's replay, a note
+    saying what the model has there instead."""
+    for ep, first in replayed["differ"].items():
+        addr = replayed["endpoints"][ep]
+        moves = [m for m in recording.get("transitions", []) if m.get("endpoint") == addr]
+        model = replayed["model"][ep]
+        if first >= len(moves):
+            continue
+        index = int(moves[first].get("segment", -1))
+        if not 0 <= index < len(frames):
+            continue
+        note = msg(
+            "Replayed in the model, {endpoint} goes to {model} here where the machine went to "
+            "{machine}.",
+            endpoint=addr,
+            model=model[first] if first < len(model) else "—",
+            machine=str(moves[first]["to"]),
+        )
+        frame = frames[index]
+        frames[index] = Frame(**{**_frame_dict(frame), "notes": (*frame.notes, note)})
 
 
 def _frame_dict(frame: Frame[RecordedState]) -> dict[str, Any]:
