@@ -60,7 +60,7 @@ from app.web.routes.export import frame_picture
 from app.web.security import same_site_form
 from app.web.sessions import ensure_visitor
 from app.web.site import Site
-from app.web.sources import SiteDep, Source
+from app.web.sources import MAX_TOKEN, SiteDep, Source, decode_params, encode_params
 from app.web.templating import render
 
 router = APIRouter()
@@ -350,11 +350,51 @@ def _recording_source(plugin: Plugin, view: RecordingView[Any, Any], row: Record
     return RecordingSource(plugin=shadow, raw={}, title=row.title or row.id, recording_id=row.id)
 
 
-def _trace(view: RecordingView[Any, Any], row: Recording) -> Trace[Any, Any]:
-    trace = TRACES.get(row.id)
+# Query parameters of the recording pages that are not overrides of the view
+RESERVED = frozenset(("step", "lang", "theme", "controls", "autoplay", "scale", "start", "count"))
+MAX_OVERRIDES = 32
+
+
+def _value(text: str) -> Any:
+    """A query value as JSON would give it: a number when it reads as one, else the text."""
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return int(number) if number.is_integer() and "." not in text else number
+
+
+def overrides_of(request: Request) -> dict[str, Any]:
+    """The user's overrides of a recording's view (e.g. edited link parameters): ``o``, a
+    params token (JSON), or every other query parameter, numbers as numbers."""
+    query = request.query_params
+    if "o" in query:
+        raw = decode_params(query["o"][:MAX_TOKEN])
+        if not isinstance(raw, dict):
+            raise ParamError.single(("o",), msg("must be an object"))
+        return raw
+    out = {k: _value(v[:200]) for k, v in query.items() if k not in RESERVED}
+    if len(out) > MAX_OVERRIDES:
+        raise ParamError.single(
+            ("query",), msg("has more than {limit} entries", limit=MAX_OVERRIDES)
+        )
+    return out
+
+
+def _overrides_query(overrides: dict[str, Any]) -> str:
+    return f"?o={encode_params(overrides)}" if overrides else ""
+
+
+def _trace(
+    view: RecordingView[Any, Any], row: Recording, overrides: dict[str, Any] | None = None
+) -> Trace[Any, Any]:
+    """The view's trace of a recording (kept for the next request: pages, frames, exports)."""
+    wanted = overrides or {}
+    key = row.id + json.dumps(wanted, sort_keys=True, separators=(",", ":"))
+    trace = TRACES.get(key)
     if trace is None:
-        trace = view.trace(parsed_of(row), {})
-        TRACES.put(row.id, trace)
+        trace = view.trace(parsed_of(row), wanted)
+        TRACES.put(key, trace)
     return trace
 
 
@@ -383,9 +423,12 @@ def _player(
     if found is None:
         return _summary_page(request, row)
     plugin, view = found
+    overrides = overrides_of(request)
     try:
-        trace = _trace(view, row)
+        trace = _trace(view, row, overrides)
     except ParamError:
+        if overrides:  # the user's overrides: a 422 naming them
+            raise
         return _summary_page(request, row)
     source = _recording_source(plugin, view, row)
     return render_player(
@@ -395,7 +438,7 @@ def _player(
         step=step,
         recording=row,
         recording_kind=row.kind,
-        frames_url=f"/r/{row.id}/frames",
+        frames_url=f"/r/{row.id}/frames{_overrides_query(overrides)}",
         view_styles=plugin.web.styles,
         view_scripts=plugin.web.scripts,
         **extra,
@@ -424,7 +467,7 @@ def recording_frames(
         raise HTTPException(404, i18n.render(msg("No explainer shows this kind of recording.")))
     plugin, view = found
     source = _recording_source(plugin, view, row)
-    trace = _trace(view, row)
+    trace = _trace(view, row, overrides_of(request))
     frames = render_frames(
         source.plugin, trace, start, start + count, None, reader_glossary(request)
     )
@@ -470,7 +513,7 @@ def _opened(request: Request, site: Site, recording_id: str) -> tuple[Source, Tr
     if found is None:
         raise HTTPException(404, i18n.render(msg("No explainer shows this kind of recording.")))
     plugin, view = found
-    return _recording_source(plugin, view, row), _trace(view, row)
+    return _recording_source(plugin, view, row), _trace(view, row, overrides_of(request))
 
 
 @router.get("/r/{recording_id}/export/html", response_class=HTMLResponse, tags=["export"])

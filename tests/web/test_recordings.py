@@ -373,3 +373,16 @@ def test_uploads_count_against_a_per_client_quota(settings: Settings) -> None:
         ]
         assert codes == [201, 201, 429]
         assert stored(client) == 2
+
+
+def test_overrides_reach_the_view_and_its_refusal_is_a_422(client: TestClient) -> None:
+    """Query parameters other than the player's own are the view's overrides (the TCP view
+    takes none: 422 naming them, not a 500); ``lang`` and ``step`` are the player's."""
+    rid = client.post(
+        "/api/v1/recordings", content=pcap(handshake_data_close()), headers={"Content-Type": PCAP}
+    ).json()["id"]
+    assert client.get(f"/r/{rid}?step=3&lang=en").status_code == 200
+    r = client.get(f"/r/{rid}?rtt_ms=5")
+    assert r.status_code == 422 and "overrides" in r.text
+    r = client.get(f"/r/{rid}/frames?start=0&count=2&o=%%%")
+    assert r.status_code == 422
