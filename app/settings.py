@@ -41,6 +41,12 @@ class Settings(BaseSettings):
     # the oldest go while all take more than this many MB, compressed (presets stay; 0: never).
     trace_store_days: float = 30.0
     trace_store_mb: float = 256.0
+    # Users' uploaded recordings and captures: kept this many days, the oldest going while all
+    # take more than this many MB (stored compressed; 0: never).
+    recording_store_days: float = 30.0
+    recording_store_mb: float = 256.0
+    recording_quota_per_session: int = 30  # uploads per visitor session and hour
+    recording_quota_per_client: int = 60  # uploads per client IP and hour
     sim_queue: int = 8  # runs that may wait for a worker (per kind) before requests get 503
     job_threshold_s: float = 1.5  # runs expected to take longer become jobs with a progress bar
     job_idle_s: float = 10.0  # a job nobody asks about for this long is cancelled (pages poll

@@ -10,6 +10,10 @@ has itself stored a tenth of the budget since. Deleting is idempotent, so worker
 at the same time do no harm.
 A SQLite file does not shrink when rows go (its free pages are reused, so it stops growing);
 ``VACUUM`` gives the space back to the disk.
+
+Users' recordings (``recording`` table) are kept bounded the same way, by their own
+``recording_store_days`` and ``recording_store_mb`` (``evict=repo.evict_recordings``); they
+are evicted when an upload finds the eviction due, not from the job watchdog.
 """
 
 from __future__ import annotations
@@ -40,11 +44,15 @@ class TraceEviction:
         keep: Callable[[], Collection[str]] = frozenset,
         every_s: float = EVERY_S,
         first_after_s: float = FIRST_AFTER_S,
+        evict: Callable[..., tuple[int, int]] | None = None,
+        what: str = "stored traces",
     ) -> None:
         self.engine = engine
         self.max_bytes = int(max_mb * 1024 * 1024) if max_mb > 0 else None
         self.max_age = timedelta(days=max_days) if max_days > 0 else None
         self.keep = keep
+        self.evict = evict  # None: repo.evict_traces; repo.evict_recordings for the recordings
+        self.what = what
         self.every_s = every_s
         self._lock = threading.Lock()
         self._stored = 0  # bytes this process stored since the last eviction
@@ -79,9 +87,10 @@ class TraceEviction:
         self.runs += 1
         before = utcnow() - self.max_age if self.max_age is not None else None
         with repo.session_for(self.engine) as db:
-            gone, left = repo.evict_traces(
+            evict = self.evict or repo.evict_traces
+            gone, left = evict(
                 db=db, stored_before=before, max_bytes=self.max_bytes, keep=self.keep()
             )
         if gone:
-            log.info("evicted %d stored traces; %.1f MB left", gone, left / 1_048_576)
+            log.info("evicted %d %s; %.1f MB left", gone, self.what, left / 1_048_576)
         return gone, left

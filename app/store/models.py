@@ -152,3 +152,20 @@ class ClassAnswer(SQLModel, table=True):
     question_id: str = Field(primary_key=True, max_length=32)
     student: str = Field(primary_key=True, max_length=32)
     choice: int
+
+
+class Recording(SQLModel, table=True):
+    """A user's own recording (``stepscope record``) or packet capture, as uploaded: the
+    original bytes and the parsed JSON (``GET /api/v1/recordings/{id}``), both zlib-compressed;
+    ``size`` is their stored bytes together (what eviction counts). Immutable."""
+
+    __tablename__ = "recording"
+
+    id: str = Field(primary_key=True, max_length=32)
+    kind: str = Field(max_length=16)  # cwnd | tcp | path | capture
+    title: str = Field(default="", max_length=200)
+    session_id: str | None = Field(default=None, index=True, max_length=64)
+    created_at: datetime = Field(default_factory=utcnow, index=True)
+    size: int = 0
+    original: bytes = Field(sa_type=LargeBinary)
+    parsed: bytes = Field(sa_type=LargeBinary)

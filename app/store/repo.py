@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any, cast
 
 from sqlalchemy import Engine, Table, case, delete, exists, func, text, update
+from sqlalchemy import select as sa_select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
@@ -25,6 +26,7 @@ from sqlmodel import Session, col, select
 from app.store.models import (
     Progress,
     RateLimit,
+    Recording,
     Scenario,
     SharedJob,
     StoredTrace,
@@ -275,6 +277,96 @@ def evict_traces(
         db.execute(
             delete(StoredTrace).where(col(StoredTrace.key).in_(victims[start : start + 500]))
         )
+    db.commit()
+    return gone + len(victims), total
+
+
+# --- recordings (a user's own kernel recordings and captures) ----------------------------------
+
+
+def create_recording(
+    *, db: Session, kind: str, title: str, original: bytes, parsed: bytes, owner: str | None
+) -> Recording:
+    """Store an upload under a fresh unguessable id (``original`` and ``parsed`` compressed)."""
+    for _ in range(5):
+        recording_id = new_scenario_id()
+        if db.get(Recording, recording_id) is None:
+            break
+    else:  # pragma: no cover
+        raise RuntimeError("could not draw an unused recording id")
+    row = Recording(
+        id=recording_id,
+        kind=kind,
+        title=title[:TITLE_MAX],
+        session_id=owner,
+        size=len(original) + len(parsed),
+        original=original,
+        parsed=parsed,
+    )
+    db.add(row)
+    db.commit()
+    return row
+
+
+def get_recording(*, db: Session, recording_id: str) -> Recording | None:
+    if not is_scenario_id(recording_id):
+        return None
+    return db.get(Recording, recording_id)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordingItem:
+    id: str
+    kind: str
+    title: str
+    size: int
+    created_at: datetime
+
+
+def recordings_of(*, db: Session, session_id: str, limit: int = 100) -> list[RecordingItem]:
+    """One visitor's recordings, newest first (their bytes are not read)."""
+    columns = [col(Recording.id), col(Recording.kind), col(Recording.title), col(Recording.size)]
+    stmt = (
+        sa_select(*columns, col(Recording.created_at))
+        .where(col(Recording.session_id) == session_id)
+        .order_by(col(Recording.created_at).desc(), col(Recording.id))
+        .limit(limit)
+    )
+    return [RecordingItem(*row) for row in db.execute(stmt)]
+
+
+def recording_count(*, db: Session) -> int:
+    return int(db.exec(select(func.count()).select_from(Recording)).one())
+
+
+def evict_recordings(
+    *, db: Session, stored_before: datetime | None, max_bytes: int | None, keep: Collection[str]
+) -> tuple[int, int]:
+    """Delete the recordings stored before ``stored_before``, then the oldest until the rest
+    take at most ``max_bytes``; answers (recordings deleted, bytes left). ``keep`` is unused:
+    every recording may go (the signature is :func:`evict_traces`'s)."""
+    del keep
+    gone = 0
+    if stored_before is not None:
+        old = delete(Recording).where(col(Recording.created_at) < stored_before)
+        gone += int(getattr(db.execute(old), "rowcount", 0) or 0)
+        db.commit()
+    total = int(db.exec(select(func.coalesce(func.sum(Recording.size), 0))).one())
+    if max_bytes is None or total <= max_bytes:
+        return gone, total
+    newest_first = select(Recording.id, Recording.size).order_by(
+        col(Recording.created_at).desc(), col(Recording.id)
+    )
+    budget = max_bytes
+    victims: list[str] = []
+    for rid, size in db.exec(newest_first):
+        if victims or size > budget:
+            victims.append(rid)
+            total -= size
+        else:
+            budget -= size
+    for start in range(0, len(victims), 500):
+        db.execute(delete(Recording).where(col(Recording.id).in_(victims[start : start + 500])))
     db.commit()
     return gone + len(victims), total
 

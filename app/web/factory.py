@@ -15,7 +15,17 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.settings import Settings
 from app.store.db import init_db, make_engine
-from app.web import apidocs, classes, errors, i18n, memory, security, sessions, sharing
+from app.web import (
+    apidocs,
+    classes,
+    errors,
+    i18n,
+    memory,
+    recordings,
+    security,
+    sessions,
+    sharing,
+)
 from app.web.exporting import PngRenderer
 from app.web.i18n import LanguageMiddleware
 from app.web.jsonguard import refuse_unsafe_json
@@ -142,6 +152,7 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
     app.add_middleware(ClientTag)
     app.add_middleware(LanguageMiddleware)  # the reader's language, before any route runs
     sharing.install(app)  # sessions, /s/ links, /embed, /export, /examples
+    recordings.install(app)  # users' recordings and captures: /api/v1/recordings, /r/{id}
     app.include_router(api.router_for(app.state.site))
     app.include_router(jobs.router)
     classes.install(app)  # live classes: /api/v1/classes, /c/{code}

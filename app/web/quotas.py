@@ -56,6 +56,42 @@ def check_share_quota(request: Request, now: float | None = None) -> None:
                 )
 
 
+def check_recording_quota(request: Request, now: float | None = None) -> None:
+    """Count one upload of a recording for this session and this client; 429 with Retry-After
+    past ``recording_quota_per_session`` / ``recording_quota_per_client`` in the last hour."""
+    settings = request.app.state.settings
+    clock = now if now is not None else time.time()
+    keys: list[tuple[str, int, Message]] = [
+        (
+            f"rec:{client_key(request)}",
+            settings.recording_quota_per_client,
+            msg("from this address"),
+        )
+    ]
+    sid = visitor_id(request)
+    if sid is not None:
+        keys.insert(
+            0, (f"rec:session:{sid}", settings.recording_quota_per_session, msg("per browser"))
+        )
+    with repo.session_for(request.app.state.engine) as db:
+        for key, limit, who in keys:
+            retry_after = repo.take_hit(db=db, key=key, limit=limit, window_s=WINDOW_S, now=clock)
+            if retry_after:
+                raise HTTPException(
+                    429,
+                    i18n.render(
+                        msg(
+                            "At most {limit} recordings can be uploaded per hour {who}; "
+                            "try again in {minutes} minutes.",
+                            limit=limit,
+                            who=who,
+                            minutes=(retry_after + 59) // 60,
+                        )
+                    ),
+                    headers={"Retry-After": str(retry_after)},
+                )
+
+
 def _refused(request: Request) -> Memo[str, float]:
     """This process's clients refused a new session lately, and until when (``time.time()``)."""
     found: Memo[str, float] | None = getattr(request.app.state, "session_refusals", None)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from urllib.parse import urlsplit
 
 from fastapi import FastAPI, HTTPException, Request
@@ -28,6 +28,10 @@ from app.settings import Settings
 from app.web.asgi import HttpMiddleware
 
 EMBED_PREFIX = "/embed/"
+# Paths that take an upload larger than ``max_body_bytes``: a recording or capture of at most
+# 5 MB, raw (the API) or in a multipart form (the page; its boundaries and fields on top).
+RECORDING_BYTES = 5 * 1024 * 1024
+UPLOAD_LIMITS = {"/api/v1/recordings": RECORDING_BYTES, "/recordings": RECORDING_BYTES + 65_536}
 _BASE_CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
     "img-src 'self' data:; font-src 'self' data:; connect-src 'self'; object-src 'none'; "
@@ -116,19 +120,21 @@ class BodyLimit(HttpMiddleware):
     starts on a request that turns out too big half-way through a stream.
     """
 
-    def __init__(self, app: ASGIApp, limit: int) -> None:
+    def __init__(self, app: ASGIApp, limit: int, larger: Mapping[str, int] | None = None) -> None:
         super().__init__(app)
-        self.limit = limit
+        self.default = limit
+        self.larger = dict(larger or {})  # exact paths allowed a larger body (uploads)
 
     async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        limit = self.larger.get(scope.get("path", ""), self.default)
         for name, value in scope.get("headers", []):
             if name == b"content-length":
                 try:
                     announced = int(value)
                 except ValueError:
-                    announced = self.limit + 1
-                if announced > self.limit:
-                    await send_too_large(scope, send, self.limit)
+                    announced = limit + 1
+                if announced > limit:
+                    await send_too_large(scope, send, limit)
                     return
         chunks: list[bytes] = []
         size = 0
@@ -138,8 +144,8 @@ class BodyLimit(HttpMiddleware):
                 return
             chunk = message.get("body", b"")
             size += len(chunk)
-            if size > self.limit:
-                await send_too_large(scope, send, self.limit)
+            if size > limit:
+                await send_too_large(scope, send, limit)
                 return
             chunks.append(chunk)
             if not message.get("more_body", False):
@@ -280,7 +286,7 @@ def install(app: FastAPI, settings: Settings) -> None:
     every other layer: quotas, page caches and routes see the forwarded address).
     """
     app.add_middleware(ClientAddress, trusted=settings.trusted_proxies)
-    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes, larger=UPLOAD_LIMITS)
     if settings.public_base_url:
         app.add_middleware(PublicOrigin, base_url=settings.public_base_url)
     app.add_middleware(

@@ -195,11 +195,12 @@ def fork(scenario_id: str, source: ScenarioSource) -> Response:
 )
 def my_scenarios(request: Request, site: SiteDep, sid: Visitor) -> Response:
     """The scenarios this browser saved and the walkthroughs it has been through."""
-    scenarios, progress = [], []
+    scenarios, progress, recordings = [], [], []
     if sid:
         with repo.session_for(request.app.state.engine) as db:
             scenarios = repo.scenarios_of(db=db, session_id=sid)
             progress = repo.recent_progress(db=db, session_id=sid)
+            recordings = repo.recordings_of(db=db, session_id=sid)
     rows = []
     for s in scenarios:
         plugin = site.get(s.explainer)
@@ -207,5 +208,10 @@ def my_scenarios(request: Request, site: SiteDep, sid: Visitor) -> Response:
     return render(
         request,
         "pages/my_scenarios.html",
-        {"has_session": sid is not None, "scenarios": rows, "progress": progress},
+        {
+            "has_session": sid is not None,
+            "scenarios": rows,
+            "progress": progress,
+            "recordings": recordings,
+        },
     )

@@ -27,6 +27,7 @@ from app.web.editor import EditorSpec, FieldSpec, Group, Rows, number, whole
 from app.web.explainers.tcp.packetdrill import router as packetdrill_router
 from app.web.explainers.tcp.picture import picture
 from app.web.explainers.tcp.quiz import question
+from app.web.explainers.tcp.recording import RECORDING
 from app.web.plugin import Action, Thumbnail, WebView
 
 _ALWAYS = ("t_ms", "endpoint")
@@ -176,4 +177,5 @@ VIEW: WebView[TcpState, None] = WebView(
     question=question,  # which state comes next
     router=packetdrill_router,  # /explainers/tcp/packetdrill and its API
     actions=(Action(key="packetdrill", label=msg("packetdrill"), path="packetdrill"),),
+    recording=RECORDING,  # a capture or a `stepscope record tcp` run, on the same player
 )

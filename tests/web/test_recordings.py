@@ -1,0 +1,388 @@
+"""Users' recordings and captures: POST/GET /api/v1/recordings, the /recordings form, /r/{id}."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.main import create_app
+from app.settings import Settings
+from app.store import repo
+from tests.recordings.pcaps import handshake_data_close, pcap
+
+PCAP = "application/vnd.tcpdump.pcap"
+
+
+@pytest.fixture
+def settings(db_url: str) -> Settings:
+    """Every test here runs on SQLite and on PostgreSQL (``db_url`` in tests/conftest.py)."""
+    return Settings(database_url=db_url)
+
+
+def stored(client: TestClient) -> int:
+    with repo.session_for(client.app.state.engine) as db:  # type: ignore[attr-defined]
+        return repo.recording_count(db=db)
+
+
+def recording(kind: str = "tcp", events: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return {
+        "format": "stepscope-recording",
+        "schema": 1,
+        "kind": kind,
+        "kernel": {"release": "6.4.0", "machine": "x86_64"},
+        "sysctls": {"net.ipv4.tcp_congestion_control": "cubic"},
+        "link": None,
+        "flows": [],
+        "events": events if events is not None else [],
+    }
+
+
+def set_state(t: float, old: str, new: str, sport: int = 40312) -> dict[str, Any]:
+    return {
+        "t_ms": t,
+        "event": "sock:inet_sock_set_state",
+        "fields": {
+            "family": "AF_INET",
+            "saddr": "10.0.0.1",
+            "sport": str(sport),
+            "daddr": "10.0.0.2",
+            "dport": "80",
+            "oldstate": old,
+            "newstate": new,
+        },
+    }
+
+
+def probe(t: float, cwnd: int, ssthresh: int, srtt: int) -> dict[str, Any]:
+    return {
+        "t_ms": t,
+        "event": "tcp:tcp_probe",
+        "fields": {
+            "src": "10.0.0.1:40312",
+            "dest": "10.0.0.2:5201",
+            "snd_cwnd": str(cwnd),
+            "ssthresh": str(ssthresh),
+            "srtt": str(srtt),
+        },
+    }
+
+
+def test_capture_round_trip_segments_and_states(client: TestClient) -> None:
+    """A handshake + data + close capture → 201 {id, url, kind}; GET has its segments and each
+    endpoint's states in order; /r/{id} steps through one frame per segment."""
+    r = client.post(
+        "/api/v1/recordings", content=pcap(handshake_data_close()), headers={"Content-Type": PCAP}
+    )
+    assert r.status_code == 201, r.text
+    body = r.json()
+    assert body["kind"] == "capture" and body["url"] == f"/r/{body['id']}"
+    got = client.get(f"/api/v1/recordings/{body['id']}").json()
+    assert [s["flags"] for s in got["segments"]] == [
+        "S",
+        "S.",
+        ".",
+        "P.",
+        ".",
+        "F.",
+        ".",
+        "F.",
+        ".",
+    ]
+    first = got["segments"][0]
+    assert set(first) >= {"t_ms", "from", "flags", "seq", "ack", "win", "len", "options"}
+    assert first["options"] == "<mss 1460,nop,wscale 7>"
+    assert got["states"] == {
+        "10.0.0.1:40312": ["SYN_SENT", "ESTABLISHED", "FIN_WAIT_1", "FIN_WAIT_2", "TIME_WAIT"],
+        "10.0.0.2:80": [
+            "LISTEN",
+            "SYN_RECEIVED",
+            "ESTABLISHED",
+            "CLOSE_WAIT",
+            "LAST_ACK",
+            "CLOSED",
+        ],
+    }
+    page = client.get(body["url"])
+    assert page.status_code == 200
+    assert 'data-count="9"' in page.text
+    assert "tcp_rcv_state_process" in page.text
+    assert 'data-state="SYN_SENT"' in page.text
+
+
+def test_recording_page_speaks_both_languages(client: TestClient) -> None:
+    rid = client.post(
+        "/api/v1/recordings", content=pcap(handshake_data_close()), headers={"Content-Type": PCAP}
+    ).json()["id"]
+    en = client.get(f"/r/{rid}?step=5&lang=en").text
+    zh = client.get(f"/r/{rid}?step=5&lang=zh-CN").text
+    assert "close() or shutdown() ran tcp_close_state" in en
+    assert "close() or shutdown() ran tcp_close_state" not in zh
+    assert "tcp_close_state" in zh  # the kernel's names stay as they are
+    assert re.search(r"[\u4e00-\u9fff]", zh)
+    frames = client.get(f"/r/{rid}/frames?start=0&count=3")
+    assert frames.status_code == 200 and 'id="frame-2"' in frames.text
+
+
+def test_tcp_recording_states_come_from_the_kernel_events(client: TestClient) -> None:
+    events = [
+        set_state(0.0, "TCP_CLOSE", "TCP_SYN_SENT"),
+        set_state(1.2, "TCP_SYN_SENT", "TCP_ESTABLISHED"),
+        set_state(9.0, "TCP_ESTABLISHED", "TCP_FIN_WAIT1"),
+        {"t_ms": 9.5, "event": "tcp:tcp_retransmit_skb", "fields": {"sport": "40312"}},
+    ]
+    r = client.post("/api/v1/recordings", json=recording("tcp", events))
+    assert r.status_code == 201, r.text
+    assert r.json()["kind"] == "tcp"
+    got = client.get(f"/api/v1/recordings/{r.json()['id']}").json()
+    assert got["segments"] == []
+    assert got["states"] == {"10.0.0.1:40312": ["CLOSED", "SYN_SENT", "ESTABLISHED", "FIN_WAIT_1"]}
+    page = client.get(r.json()["url"])
+    assert page.status_code == 200 and 'data-count="4"' in page.text
+
+
+def test_cwnd_recording_gives_flows_with_series(client: TestClient) -> None:
+    """snd_cwnd, ssthresh (2147483647, infinite, as null) and srtt per event, per flow."""
+    events = [
+        probe(0.0, 10, 2147483647, 40000),
+        probe(40.0, 20, 2147483647, 41000),
+        probe(80.0, 14, 14, 45000),
+    ]
+    r = client.post("/api/v1/recordings", json=recording("cwnd", events))
+    assert r.status_code == 201, r.text
+    got = client.get(f"/api/v1/recordings/{r.json()['id']}").json()
+    (flow,) = got["flows"]
+    assert flow["cc"] == "cubic" and flow["src"] == "10.0.0.1:40312"
+    assert [p["cwnd"] for p in flow["series"]] == [10, 20, 14]
+    assert [p["ssthresh"] for p in flow["series"]] == [None, None, 14]
+    assert [p["srtt_us"] for p in flow["series"]] == [40000, 41000, 45000]
+    assert "link" in got
+
+
+def test_path_recording_keeps_stacks_and_a_kind_without_a_view_gets_a_summary(
+    client: TestClient,
+) -> None:
+    ev = {
+        "t_ms": 0.0,
+        "event": "net:net_dev_queue",
+        "fields": {"len": "74"},
+        "stack": ["__dev_queue_xmit", "ip_finish_output2", "ip_output"],
+    }
+    r = client.post("/api/v1/recordings", json=recording("path", [ev]))
+    assert r.status_code == 201, r.text
+    got = client.get(f"/api/v1/recordings/{r.json()['id']}").json()
+    assert got["events"][0]["stack"] == ev["stack"]
+    page = client.get(r.json()["url"])
+    assert page.status_code == 200  # a page, never a 500, whoever shows (or not) this kind
+
+
+@pytest.mark.parametrize(
+    ("body", "loc_part"),
+    [
+        (b"[" * 50 + b"]" * 50, "body"),
+        (b'{"format": "stepscope-recording", "schema": 1, "kind": "tcp", "events": "x"}', "events"),
+        (
+            b'{"format": "stepscope-recording", "schema": 1, "kind": "tcp", '
+            b'"events": [], "tool": "\\ud800"}',
+            "tool",
+        ),
+        (b'{"format": "stepscope-recording", "schema": 2, "kind": "tcp", "events": []}', "schema"),
+        (b"{not json", "line 1"),
+    ],
+)
+def test_hostile_json_gets_a_422_naming_the_field_and_nothing_is_stored(
+    client: TestClient, body: bytes, loc_part: str
+) -> None:
+    r = client.post(
+        "/api/v1/recordings", content=body, headers={"Content-Type": "application/json"}
+    )
+    assert r.status_code == 422, r.text
+    assert any(loc_part in ".".join(map(str, d["loc"])) for d in r.json()["detail"]), r.text
+    assert stored(client) == 0
+
+
+def test_too_many_events_is_refused(client: TestClient) -> None:
+    ev = '{"t_ms":0,"event":"tcp:tcp_probe","fields":{}}'
+    text = (
+        '{"format":"stepscope-recording","schema":1,"kind":"cwnd","events":['
+        + ",".join([ev] * 300_000)
+        + "]}"
+    )
+    r = client.post(
+        "/api/v1/recordings", content=text.encode(), headers={"Content-Type": "application/json"}
+    )
+    assert r.status_code in (413, 422), r.text
+    assert stored(client) == 0
+
+
+def test_three_hundred_thousand_small_events_name_the_limit(client: TestClient) -> None:
+    """Under 5 MB but over 200,000 events: 422 naming events and the limit."""
+    text = (
+        '{"format":"stepscope-recording","schema":1,"kind":"cwnd","events":['
+        + ",".join(["{}"] * 300_000)
+        + "]}"
+    )
+    assert len(text) < 5 * 1024 * 1024
+    r = client.post(
+        "/api/v1/recordings", content=text.encode(), headers={"Content-Type": "application/json"}
+    )
+    assert r.status_code == 422, r.text
+    (issue,) = r.json()["detail"]
+    assert issue["loc"] == ["body", "events"] and "200000" in issue["msg"]
+    assert stored(client) == 0
+
+
+def test_wrong_type_and_oversized_bodies(client: TestClient) -> None:
+    r = client.post("/api/v1/recordings", content=b"hello", headers={"Content-Type": "text/plain"})
+    assert r.status_code == 415
+    assert PCAP in r.json()["detail"] and "application/json" in r.json()["detail"]
+    r = client.post(
+        "/api/v1/recordings", content=b"\0" * (6 * 1024 * 1024), headers={"Content-Type": PCAP}
+    )
+    assert r.status_code == 413 and "5 MB" in r.json()["detail"]
+    assert stored(client) == 0
+
+
+def test_bad_captures_name_the_byte_offset(client: TestClient) -> None:
+    good = pcap(handshake_data_close())
+    huge = bytearray(good)
+    huge[24 + 8 : 24 + 12] = (0xFFFFFFF0).to_bytes(4, "little")  # first record claims ~4 GB
+    cases = {
+        "truncated": good[:-7],
+        "4 GB": bytes(huge),
+        "header": good[:10],
+    }
+    for name, body in cases.items():
+        r = client.post("/api/v1/recordings", content=body, headers={"Content-Type": PCAP})
+        assert r.status_code == 422, (name, r.text)
+        assert "byte" in r.json()["detail"][0]["msg"], (name, r.text)
+    assert stored(client) == 0
+
+
+def test_the_upload_form_round_trip(client: TestClient) -> None:
+    """The page's form posts multipart: the recording opens, and both lists show it; a bad
+    file answers the form again with the error, in the reader's language."""
+    assert client.get("/recordings").status_code == 200
+    client.get("/")  # the probe cookie: this browser keeps cookies, so it gets a session
+    r = client.post(
+        "/recordings",
+        files={"file": ("conn.pcap", pcap(handshake_data_close()), PCAP)},
+        data={"kind": "auto", "title": "My first capture"},
+        follow_redirects=False,
+    )
+    assert r.status_code == 303, r.text
+    rid = r.headers["location"].removeprefix("/r/")
+    assert "My first capture" in client.get("/recordings").text
+    assert f'data-recording="{rid}"' in client.get("/my-scenarios").text
+    bad = client.post(
+        "/recordings",
+        files={"file": ("x.pcap", b"\xd4\xc3\xb2\xa1" + b"\0" * 6, PCAP)},
+        data={"kind": "capture"},
+    )
+    assert bad.status_code == 422 and 'id="upload-errors"' in bad.text
+    bad_zh = client.post(
+        "/recordings?lang=zh-CN",
+        files={"file": ("x.json", b"{", "application/json")},
+        data={"kind": "recording"},
+    )
+    assert bad_zh.status_code == 422 and re.search(r"[\u4e00-\u9fff]", bad_zh.text)
+    assert stored(client) == 1
+
+
+def test_embed_and_unknown_ids(client: TestClient) -> None:
+    rid = client.post(
+        "/api/v1/recordings", content=pcap(handshake_data_close()), headers={"Content-Type": PCAP}
+    ).json()["id"]
+    r = client.get(f"/r/{rid}/embed", follow_redirects=False)
+    assert r.status_code == 307 and r.headers["location"] == f"/embed/r/{rid}"
+    embed = client.get(f"/embed/r/{rid}")
+    assert embed.status_code == 200 and 'data-embed="1"' in embed.text
+    assert client.get("/r/NoSuchRecording0").status_code == 404
+    assert client.get("/api/v1/recordings/NoSuchRecording0").status_code == 404
+
+
+def test_openapi_documents_the_endpoints(client: TestClient) -> None:
+    spec = client.get("/openapi.json").json()
+    post = spec["paths"]["/api/v1/recordings"]["post"]
+    assert set(post["requestBody"]["content"]) == {"application/json", PCAP}
+    assert "example" in post["requestBody"]["content"]["application/json"]
+    assert "/api/v1/recordings/{recording_id}" in spec["paths"]
+
+
+def test_parsed_json_is_stored_compressed(client: TestClient) -> None:
+    rid = client.post(
+        "/api/v1/recordings", content=pcap(handshake_data_close()), headers={"Content-Type": PCAP}
+    ).json()["id"]
+    with repo.session_for(client.app.state.engine) as db:  # type: ignore[attr-defined]
+        row = repo.get_recording(db=db, recording_id=rid)
+    assert row is not None and row.kind == "capture"
+    import zlib
+
+    assert zlib.decompress(row.original) == pcap(handshake_data_close())
+    assert json.loads(zlib.decompress(row.parsed))["kind"] == "capture"
+
+
+def test_offline_export_of_a_recording(client: TestClient) -> None:
+    """The offline HTML file holds every step of the recording, drawn by its view."""
+    rid = client.post(
+        "/api/v1/recordings", content=pcap(handshake_data_close()), headers={"Content-Type": PCAP}
+    ).json()["id"]
+    r = client.get(f"/r/{rid}/export/html?step=2")
+    assert r.status_code == 200, r.text
+    assert "attachment" in r.headers["content-disposition"]
+    assert set(re.findall(r'<template id="frame-(\d+)"', r.text)) == {str(i) for i in range(9)}
+    assert f"/r/{rid}" in r.text  # its online link is the recording's page
+
+
+def test_the_replay_link_opens_the_model_run(client: TestClient) -> None:
+    rid = client.post(
+        "/api/v1/recordings", content=pcap(handshake_data_close()), headers={"Content-Type": PCAP}
+    ).json()["id"]
+    page = client.get(f"/r/{rid}?lang=zh-CN").text
+    assert 'id="replay-panel"' in page and "在模型中重放" in page
+    link = re.search(r'id="replay-link" href="([^"]+)"', page)
+    assert link is not None
+    assert client.get(link.group(1).replace("&amp;", "&")).status_code == 200
+
+
+def test_png_of_a_recording_step(client: TestClient) -> None:
+    """One step of a recording as a PNG, drawn server-side like a run's (SQLite only: one
+    Chromium drawing is enough)."""
+    if "postgresql" in str(client.app.state.settings.database_url):  # type: ignore[attr-defined]
+        pytest.skip("drawn once, on SQLite")
+    rid = client.post(
+        "/api/v1/recordings", content=pcap(handshake_data_close()), headers={"Content-Type": PCAP}
+    ).json()["id"]
+    r = client.get(f"/r/{rid}/export/png?step=4&scale=1")
+    assert r.status_code == 200, r.text[:300]
+    assert r.content[:8] == b"\x89PNG\r\n\x1a\n" and "step4" in r.headers["content-disposition"]
+
+
+def test_uploads_count_against_a_per_client_quota(settings: Settings) -> None:
+    quota = settings.model_copy(update={"recording_quota_per_client": 2})
+    with TestClient(create_app(quota), raise_server_exceptions=False) as client:
+        body = pcap(handshake_data_close())
+        codes = [
+            client.post(
+                "/api/v1/recordings", content=body, headers={"Content-Type": PCAP}
+            ).status_code
+            for _ in range(3)
+        ]
+        assert codes == [201, 201, 429]
+        assert stored(client) == 2
+
+
+def test_overrides_reach_the_view_and_its_refusal_is_a_422(client: TestClient) -> None:
+    """Query parameters other than the player's own are the view's overrides (the TCP view
+    takes none: 422 naming them, not a 500); ``lang`` and ``step`` are the player's."""
+    rid = client.post(
+        "/api/v1/recordings", content=pcap(handshake_data_close()), headers={"Content-Type": PCAP}
+    ).json()["id"]
+    assert client.get(f"/r/{rid}?step=3&lang=en").status_code == 200
+    r = client.get(f"/r/{rid}?rtt_ms=5")
+    assert r.status_code == 422 and "overrides" in r.text
+    r = client.get(f"/r/{rid}/frames?start=0&count=2&o=%%%")
+    assert r.status_code == 422
