@@ -131,6 +131,14 @@ class Bbr(CongestionOps):
         "probe_rtt_count",
         "tso_goal",
         "dm_us",
+        "bdp_bw",
+        "bdp_gain",
+        "bdp_rtt",
+        "bdp_cwnd",
+        "bdp_max_aggr",
+        "rate_bw",
+        "rate_gain",
+        "rate",
     )
 
     def __init__(self, rng: random.Random) -> None:
@@ -140,6 +148,10 @@ class Bbr(CongestionOps):
         self.probe_rtt_count = 0
         self.tso_goal = 2  # bbr_tso_segs_goal(), recomputed whenever the pacing rate changes
         self.dm_us = 0  # tp->delivered_mstamp in µs, set once per ACK by cong_control
+        self.bdp_bw = self.bdp_gain = self.bdp_rtt = -1  # _bdp_inputs: nothing kept yet
+        self.bdp_cwnd = self.bdp_max_aggr = 0
+        self.rate_bw = self.rate_gain = -1  # cong_control's pacing rate: none kept yet
+        self.rate = 0
 
     @classmethod
     def create(cls, rng: random.Random) -> Bbr:
@@ -278,7 +290,7 @@ class Bbr(CongestionOps):
             self.round_start = round_start
             if self.lt_use_bw or self.lt_is_sampling or rs.losses:  # else it returns at once
                 bbr_lt.sampling(self, tp, rs, now)
-            sample = rs.delivered * BW_UNIT // interval_us
+            sample = (rs.delivered << BW_SCALE) // interval_us  # delivered · BW_UNIT / interval
             filt = self.bw
             # minmax_running_max, unless the sample is app-limited and below the max; a
             # sample below the third choice in a round that has already left the filter
@@ -319,9 +331,18 @@ class Bbr(CongestionOps):
             mode = self.mode
         # (bbr->idle_restart = 0 on delivery: only CA_EVENT_TX_START after idle sets it, which
         # a bulk sender never sees, so it stays 0)
-        gain, cwnd_gain = self._update_gains(mode)
-        # bbr_set_pacing_rate (bbr_rate_bytes_per_sec inlined)
-        rate = ((bw * tp.mss * gain >> BBR_SCALE) * BBR_RATE_FACTOR) >> BW_SCALE
+        if mode == PROBE_BW and not self.lt_use_bw:  # bbr_update_gains' usual case
+            gain = self.pacing_gain = BBR_PACING_GAIN[self.cycle_idx]
+            cwnd_gain = self.cwnd_gain = BBR_CWND_GAIN
+        else:
+            gain, cwnd_gain = self._update_gains(mode)
+        # bbr_set_pacing_rate (bbr_rate_bytes_per_sec inlined, and kept from the last ACK
+        # while bw and the gain are the same)
+        if bw != self.rate_bw or gain != self.rate_gain:
+            self.rate_bw = bw
+            self.rate_gain = gain
+            self.rate = ((bw * tp.mss * gain >> BBR_SCALE) * BBR_RATE_FACTOR) >> BW_SCALE
+        rate = self.rate
         if not self.has_seen_rtt and tp.srtt_us:
             self._init_pacing_rate_from_rtt(tp)
         if rate != tp.pacing_rate and (self.full_bw_reached or rate > tp.pacing_rate):
@@ -336,7 +357,7 @@ class Bbr(CongestionOps):
         if round_start:
             self._ack_aggregation_round()
         epoch_us = dm - self.ack_epoch_mstamp
-        expected = bw * epoch_us // BW_UNIT if epoch_us > 0 else 0
+        expected = bw * epoch_us >> BW_SCALE if epoch_us > 0 else 0  # (/ BW_UNIT)
         epoch_acked = self.ack_epoch_acked
         if epoch_acked <= expected or epoch_acked + acked >= BBR_ACK_EPOCH_ACKED_RESET_THRESH:
             epoch_acked = expected = 0  # a new epoch starts at this ACK
@@ -471,19 +492,18 @@ class Bbr(CongestionOps):
                 cwnd = cons
             else:
                 # bbr_bdp, bbr_ack_aggregation_cwnd and bbr_quantization_budget, inlined
-                # (every ACK comes here; _bdp and _quantization_budget are the same steps);
-                # x >> BW_SCALE is x / BW_UNIT and -(-x >> BW_SCALE) rounds it up
-                min_rtt = self.min_rtt_us
-                if min_rtt == U32:
-                    target = TCP_INIT_CWND
-                else:
-                    target = -(-(bw * min_rtt * gain >> BBR_SCALE) >> BW_SCALE)
+                # (every ACK comes here; _bdp and _quantization_budget are the same steps).
+                # bw, min_rtt and the gain change at round and phase boundaries, so bbr_bdp
+                # and the aggregation cap, products of them, are kept from the last ACK
+                if bw != self.bdp_bw or gain != self.bdp_gain or self.min_rtt_us != self.bdp_rtt:
+                    self._bdp_inputs(bw, gain)
+                target = self.bdp_cwnd
                 full_bw_reached = self.full_bw_reached
                 if full_bw_reached:
                     # bbr_extra_acked_gain is BBR_UNIT (1), so the gain drops out
                     e0, e1 = self.extra_acked
                     aggr = e0 if e0 > e1 else e1
-                    max_aggr = bw * BBR_EXTRA_ACKED_MAX_US >> BW_SCALE
+                    max_aggr = self.bdp_max_aggr
                     target += aggr if aggr < max_aggr else max_aggr
                 target = (target + 3 * self.tso_goal + 1) & ~1
                 if self.mode == PROBE_BW and self.cycle_idx == 0:
@@ -502,6 +522,19 @@ class Bbr(CongestionOps):
         if self.mode == PROBE_RTT and cwnd > BBR_CWND_MIN_TARGET:
             cwnd = BBR_CWND_MIN_TARGET
         tp.cwnd = cwnd
+
+    def _bdp_inputs(self, bw: int, gain: int) -> None:
+        """bbr_bdp(bw, gain) and bbr_ack_aggregation_cwnd's cap (bw · 100 ms) for _set_cwnd,
+        kept with the bw, gain and min_rtt they were computed from."""
+        min_rtt = self.bdp_rtt = self.min_rtt_us
+        self.bdp_bw = bw
+        self.bdp_gain = gain
+        # x >> BW_SCALE is x / BW_UNIT and -(-x >> BW_SCALE) rounds it up
+        if min_rtt == U32:
+            self.bdp_cwnd = TCP_INIT_CWND
+        else:
+            self.bdp_cwnd = -(-(bw * min_rtt * gain >> BBR_SCALE) >> BW_SCALE)
+        self.bdp_max_aggr = bw * BBR_EXTRA_ACKED_MAX_US >> BW_SCALE
 
     def _is_next_cycle_phase(self, tp: Flow, rs: RateSample, now: float) -> bool:
         """bbr_is_next_cycle_phase for a gain other than 1 (cong_control decides gain 1).
