@@ -17,7 +17,7 @@ lowered (strictly) for 10 s.
 from __future__ import annotations
 
 import random
-from math import trunc
+from math import inf, nextafter, trunc
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from app.sim.congestion import bbr_lt
@@ -78,6 +78,19 @@ def _jiffies(now: float) -> int:
     return trunc(now * HZ) + JIFFIES_BASE
 
 
+def _min_rtt_expiry(stamp: int) -> float:
+    """The first time ``now`` at which bbr_update_min_rtt finds the filter stamped at jiffies
+    ``stamp`` expired (``now·HZ ≥ stamp + MIN_RTT_EXPIRES_J``): ``now·HZ`` only grows with
+    ``now``, so the test is ``now ≥`` this float, found exactly (the nearest floats checked)."""
+    threshold = stamp + MIN_RTT_EXPIRES_J
+    t = threshold / HZ
+    while t * HZ < threshold:
+        t = nextafter(t, inf)
+    while nextafter(t, -inf) * HZ >= threshold:
+        t = nextafter(t, -inf)
+    return t
+
+
 class Bbr(CongestionOps):
     """``struct bbr`` and the bbr_* hooks."""
 
@@ -97,6 +110,7 @@ class Bbr(CongestionOps):
         "rng",
         "min_rtt_us",
         "min_rtt_stamp",
+        "min_rtt_expires",
         "probe_rtt_done_stamp",
         "bw",
         "rtt_cnt",
@@ -173,6 +187,7 @@ class Bbr(CongestionOps):
         self.probe_rtt_round_done = 0
         self.min_rtt_us = tp.min_rtt_us  # tcp_min_rtt(): the handshake's sample
         self.min_rtt_stamp = _jiffies(now)
+        self.min_rtt_expires = _min_rtt_expiry(self.min_rtt_stamp)
         self.bw.reset(self.rtt_cnt, 0)
         self.has_seen_rtt = 0
         self._init_pacing_rate_from_rtt(tp)
@@ -319,13 +334,14 @@ class Bbr(CongestionOps):
             self._check_drain(tp, now)
             mode = self.mode
         # bbr_update_min_rtt: the sample and the 10 s filter (its jiffies compared as
-        # now·HZ ≥ stamp + window + 1, the same test without int()); PROBE_RTT in
-        # _update_probe_rtt
-        filter_expired = now * HZ >= self.min_rtt_stamp + MIN_RTT_EXPIRES_J
+        # now·HZ ≥ stamp + window + 1, the same test without int(), and that as a time kept
+        # with the stamp: _min_rtt_expiry); PROBE_RTT in _update_probe_rtt
+        filter_expired = now >= self.min_rtt_expires
         rtt_us = rs.rtt_us
         if rtt_us >= 0 and (rtt_us < self.min_rtt_us or (filter_expired and not rs.is_ack_delayed)):
             self.min_rtt_us = rtt_us
             self.min_rtt_stamp = _jiffies(now)
+            self.min_rtt_expires = _min_rtt_expiry(self.min_rtt_stamp)
         if filter_expired or mode == PROBE_RTT:
             self._update_probe_rtt(tp, now, filter_expired)
             mode = self.mode
@@ -662,6 +678,7 @@ class Bbr(CongestionOps):
         if not (self.probe_rtt_done_stamp and j > self.probe_rtt_done_stamp):
             return
         self.min_rtt_stamp = j
+        self.min_rtt_expires = _min_rtt_expiry(j)
         tp.cwnd = max(tp.cwnd, self.prior_cwnd)
         self._reset_mode(
             tp,
