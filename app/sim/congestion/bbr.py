@@ -305,7 +305,7 @@ class Bbr(CongestionOps):
             self.round_start = round_start
             if self.lt_use_bw or self.lt_is_sampling or rs.losses:  # else it returns at once
                 bbr_lt.sampling(self, tp, rs, now)
-            sample = (rs.delivered << BW_SCALE) // interval_us  # delivered · BW_UNIT / interval
+            sample = rs.delivered * BW_UNIT // interval_us
             filt = self.bw
             # minmax_running_max, unless the sample is app-limited and below the max; a
             # sample below the third choice in a round that has already left the filter
@@ -373,7 +373,7 @@ class Bbr(CongestionOps):
         if round_start:
             self._ack_aggregation_round()
         epoch_us = dm - self.ack_epoch_mstamp
-        expected = bw * epoch_us >> BW_SCALE if epoch_us > 0 else 0  # (/ BW_UNIT)
+        expected = bw * epoch_us // BW_UNIT if epoch_us > 0 else 0
         epoch_acked = self.ack_epoch_acked
         if epoch_acked <= expected or epoch_acked + acked >= BBR_ACK_EPOCH_ACKED_RESET_THRESH:
             epoch_acked = expected = 0  # a new epoch starts at this ACK
