@@ -9,6 +9,12 @@ average is printed before and after.
 
     .venv/bin/python bench/cwnd_speed.py            # all scenarios, 3 runs each
     .venv/bin/python bench/cwnd_speed.py --runs 5
+    .venv/bin/python bench/cwnd_speed.py --opcodes "bbr x1"   # where the per-ACK work goes
+
+``--opcodes`` runs 5 simulated seconds of one scenario under an opcode tracer and prints the
+bytecodes executed per ACK in each function of the simulator (slow: one to two minutes). Time per
+bytecode is not constant (multi-digit ints, floats and calls cost more), but the count does
+not depend on the machine's load.
 """
 
 from __future__ import annotations
@@ -83,12 +89,56 @@ def one(name: str, runs: int) -> dict[str, object]:
     }
 
 
+def opcodes(name: str, seconds: float = 5.0) -> None:
+    """Bytecodes per ACK, by function, in ``seconds`` of scenario ``name`` (after a warm-up)."""
+    sys.path.insert(0, str(ROOT))  # this tree's app, as the timed children get it
+    from collections import Counter
+    from types import FrameType
+    from typing import Any
+
+    from app.sim.congestion import parse
+    from app.sim.congestion.run import simulate
+
+    cc, n, _target = SCENARIOS[name]
+    params = parse({**raw(cc, n), "duration_s": seconds})
+    simulate(params)
+    counts: Counter[tuple[str, str]] = Counter()
+
+    def local(frame: FrameType, event: str, arg: Any) -> Any:
+        if event == "opcode":
+            counts[(Path(frame.f_code.co_filename).name, frame.f_code.co_name)] += 1
+        return local
+
+    def call(frame: FrameType, event: str, arg: Any) -> Any:
+        if "/app/sim/" not in frame.f_code.co_filename:
+            return None
+        frame.f_trace_opcodes = True
+        return local
+
+    sys.settrace(call)
+    try:
+        trace = simulate(params)
+    finally:
+        sys.settrace(None)
+    acks = trace.summary["acks_simulated"]
+    print(
+        f"{name}, {seconds:g} s simulated: {acks} ACKs, "
+        f"{sum(counts.values()) / acks:.0f} bytecodes per ACK"
+    )
+    for (module, func), c in counts.most_common(20):
+        print(f"{c / acks:8.1f}  {module}:{func}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--one", help=argparse.SUPPRESS)
     ap.add_argument("--only", nargs="*", default=list(SCENARIOS))
+    ap.add_argument("--opcodes", metavar="SCENARIO", choices=list(SCENARIOS))
     args = ap.parse_args()
+    if args.opcodes:
+        opcodes(args.opcodes)
+        return
     if args.one:
         print(json.dumps(one(args.one, args.runs)))
         return

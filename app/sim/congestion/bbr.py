@@ -17,7 +17,7 @@ lowered (strictly) for 10 s.
 from __future__ import annotations
 
 import random
-from math import trunc
+from math import inf, nextafter, trunc
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from app.sim.congestion import bbr_lt
@@ -78,6 +78,19 @@ def _jiffies(now: float) -> int:
     return trunc(now * HZ) + JIFFIES_BASE
 
 
+def _min_rtt_expiry(stamp: int) -> float:
+    """The first time ``now`` at which bbr_update_min_rtt finds the filter stamped at jiffies
+    ``stamp`` expired (``now·HZ ≥ stamp + MIN_RTT_EXPIRES_J``): ``now·HZ`` only grows with
+    ``now``, so the test is ``now ≥`` this float, found exactly (the nearest floats checked)."""
+    threshold = stamp + MIN_RTT_EXPIRES_J
+    t = threshold / HZ
+    while t * HZ < threshold:
+        t = nextafter(t, inf)
+    while nextafter(t, -inf) * HZ >= threshold:
+        t = nextafter(t, -inf)
+    return t
+
+
 class Bbr(CongestionOps):
     """``struct bbr`` and the bbr_* hooks."""
 
@@ -97,6 +110,7 @@ class Bbr(CongestionOps):
         "rng",
         "min_rtt_us",
         "min_rtt_stamp",
+        "min_rtt_expires",
         "probe_rtt_done_stamp",
         "bw",
         "rtt_cnt",
@@ -131,6 +145,14 @@ class Bbr(CongestionOps):
         "probe_rtt_count",
         "tso_goal",
         "dm_us",
+        "bdp_bw",
+        "bdp_gain",
+        "bdp_rtt",
+        "bdp_cwnd",
+        "bdp_max_aggr",
+        "rate_bw",
+        "rate_gain",
+        "rate",
     )
 
     def __init__(self, rng: random.Random) -> None:
@@ -140,6 +162,10 @@ class Bbr(CongestionOps):
         self.probe_rtt_count = 0
         self.tso_goal = 2  # bbr_tso_segs_goal(), recomputed whenever the pacing rate changes
         self.dm_us = 0  # tp->delivered_mstamp in µs, set once per ACK by cong_control
+        self.bdp_bw = self.bdp_gain = self.bdp_rtt = -1  # _bdp_inputs: nothing kept yet
+        self.bdp_cwnd = self.bdp_max_aggr = 0
+        self.rate_bw = self.rate_gain = -1  # cong_control's pacing rate: none kept yet
+        self.rate = 0
 
     @classmethod
     def create(cls, rng: random.Random) -> Bbr:
@@ -161,6 +187,7 @@ class Bbr(CongestionOps):
         self.probe_rtt_round_done = 0
         self.min_rtt_us = tp.min_rtt_us  # tcp_min_rtt(): the handshake's sample
         self.min_rtt_stamp = _jiffies(now)
+        self.min_rtt_expires = _min_rtt_expiry(self.min_rtt_stamp)
         self.bw.reset(self.rtt_cnt, 0)
         self.has_seen_rtt = 0
         self._init_pacing_rate_from_rtt(tp)
@@ -307,21 +334,31 @@ class Bbr(CongestionOps):
             self._check_drain(tp, now)
             mode = self.mode
         # bbr_update_min_rtt: the sample and the 10 s filter (its jiffies compared as
-        # now·HZ ≥ stamp + window + 1, the same test without int()); PROBE_RTT in
-        # _update_probe_rtt
-        filter_expired = now * HZ >= self.min_rtt_stamp + MIN_RTT_EXPIRES_J
+        # now·HZ ≥ stamp + window + 1, the same test without int(), and that as a time kept
+        # with the stamp: _min_rtt_expiry); PROBE_RTT in _update_probe_rtt
+        filter_expired = now >= self.min_rtt_expires
         rtt_us = rs.rtt_us
         if rtt_us >= 0 and (rtt_us < self.min_rtt_us or (filter_expired and not rs.is_ack_delayed)):
             self.min_rtt_us = rtt_us
             self.min_rtt_stamp = _jiffies(now)
+            self.min_rtt_expires = _min_rtt_expiry(self.min_rtt_stamp)
         if filter_expired or mode == PROBE_RTT:
             self._update_probe_rtt(tp, now, filter_expired)
             mode = self.mode
         # (bbr->idle_restart = 0 on delivery: only CA_EVENT_TX_START after idle sets it, which
         # a bulk sender never sees, so it stays 0)
-        gain, cwnd_gain = self._update_gains(mode)
-        # bbr_set_pacing_rate (bbr_rate_bytes_per_sec inlined)
-        rate = ((bw * tp.mss * gain >> BBR_SCALE) * BBR_RATE_FACTOR) >> BW_SCALE
+        if mode == PROBE_BW and not self.lt_use_bw:  # bbr_update_gains' usual case
+            gain = self.pacing_gain = BBR_PACING_GAIN[self.cycle_idx]
+            cwnd_gain = self.cwnd_gain = BBR_CWND_GAIN
+        else:
+            gain, cwnd_gain = self._update_gains(mode)
+        # bbr_set_pacing_rate (bbr_rate_bytes_per_sec inlined, and kept from the last ACK
+        # while bw and the gain are the same)
+        if bw != self.rate_bw or gain != self.rate_gain:
+            self.rate_bw = bw
+            self.rate_gain = gain
+            self.rate = ((bw * tp.mss * gain >> BBR_SCALE) * BBR_RATE_FACTOR) >> BW_SCALE
+        rate = self.rate
         if not self.has_seen_rtt and tp.srtt_us:
             self._init_pacing_rate_from_rtt(tp)
         if rate != tp.pacing_rate and (self.full_bw_reached or rate > tp.pacing_rate):
@@ -471,19 +508,18 @@ class Bbr(CongestionOps):
                 cwnd = cons
             else:
                 # bbr_bdp, bbr_ack_aggregation_cwnd and bbr_quantization_budget, inlined
-                # (every ACK comes here; _bdp and _quantization_budget are the same steps);
-                # x >> BW_SCALE is x / BW_UNIT and -(-x >> BW_SCALE) rounds it up
-                min_rtt = self.min_rtt_us
-                if min_rtt == U32:
-                    target = TCP_INIT_CWND
-                else:
-                    target = -(-(bw * min_rtt * gain >> BBR_SCALE) >> BW_SCALE)
+                # (every ACK comes here; _bdp and _quantization_budget are the same steps).
+                # bw, min_rtt and the gain change at round and phase boundaries, so bbr_bdp
+                # and the aggregation cap, products of them, are kept from the last ACK
+                if bw != self.bdp_bw or gain != self.bdp_gain or self.min_rtt_us != self.bdp_rtt:
+                    self._bdp_inputs(bw, gain)
+                target = self.bdp_cwnd
                 full_bw_reached = self.full_bw_reached
                 if full_bw_reached:
                     # bbr_extra_acked_gain is BBR_UNIT (1), so the gain drops out
                     e0, e1 = self.extra_acked
                     aggr = e0 if e0 > e1 else e1
-                    max_aggr = bw * BBR_EXTRA_ACKED_MAX_US >> BW_SCALE
+                    max_aggr = self.bdp_max_aggr
                     target += aggr if aggr < max_aggr else max_aggr
                 target = (target + 3 * self.tso_goal + 1) & ~1
                 if self.mode == PROBE_BW and self.cycle_idx == 0:
@@ -502,6 +538,19 @@ class Bbr(CongestionOps):
         if self.mode == PROBE_RTT and cwnd > BBR_CWND_MIN_TARGET:
             cwnd = BBR_CWND_MIN_TARGET
         tp.cwnd = cwnd
+
+    def _bdp_inputs(self, bw: int, gain: int) -> None:
+        """bbr_bdp(bw, gain) and bbr_ack_aggregation_cwnd's cap (bw · 100 ms) for _set_cwnd,
+        kept with the bw, gain and min_rtt they were computed from."""
+        min_rtt = self.bdp_rtt = self.min_rtt_us
+        self.bdp_bw = bw
+        self.bdp_gain = gain
+        # x >> BW_SCALE is x / BW_UNIT and -(-x >> BW_SCALE) rounds it up
+        if min_rtt == U32:
+            self.bdp_cwnd = TCP_INIT_CWND
+        else:
+            self.bdp_cwnd = -(-(bw * min_rtt * gain >> BBR_SCALE) >> BW_SCALE)
+        self.bdp_max_aggr = bw * BBR_EXTRA_ACKED_MAX_US >> BW_SCALE
 
     def _is_next_cycle_phase(self, tp: Flow, rs: RateSample, now: float) -> bool:
         """bbr_is_next_cycle_phase for a gain other than 1 (cong_control decides gain 1).
@@ -629,6 +678,7 @@ class Bbr(CongestionOps):
         if not (self.probe_rtt_done_stamp and j > self.probe_rtt_done_stamp):
             return
         self.min_rtt_stamp = j
+        self.min_rtt_expires = _min_rtt_expiry(j)
         tp.cwnd = max(tp.cwnd, self.prior_cwnd)
         self._reset_mode(
             tp,

@@ -1,0 +1,58 @@
+"""BBR's per-ACK shortcuts give what the kernel's per-ACK computations give."""
+
+from __future__ import annotations
+
+import random
+from math import inf, nextafter
+
+from app.sim.congestion.bbr import MIN_RTT_EXPIRES_J, _min_rtt_expiry
+from app.sim.congestion.flow import JIFFIES_BASE
+from app.sim.core.tcp import HZ
+
+
+def test_min_rtt_expiry_is_the_jiffies_test_as_a_time() -> None:
+    """``now >= _min_rtt_expiry(stamp)`` exactly when ``now·HZ ≥ stamp + MIN_RTT_EXPIRES_J``
+    (bbr_update_min_rtt's expiry), also for the floats next to the boundary."""
+    rng = random.Random(7)
+    for _ in range(5000):
+        stamp = JIFFIES_BASE + rng.randrange(0, 600_000)
+        t = _min_rtt_expiry(stamp)
+        threshold = stamp + MIN_RTT_EXPIRES_J
+        below = nextafter(t, -inf)
+        for now in (t, below, nextafter(t, inf), t - 1e-7, t + 1e-7, rng.uniform(0, 700)):
+            assert (now * HZ >= threshold) == (now >= t), (stamp, now)
+        assert below * HZ < threshold <= t * HZ
+
+
+def test_kept_bdp_and_pacing_rate_are_bbr_bdp_and_bbr_rate_bytes_per_sec() -> None:
+    """What cong_control keeps between ACKs is bbr_bdp / bbr_rate_bytes_per_sec of the bw,
+    gain and min_rtt it was kept with, and those are the model's current ones."""
+    from app.sim.congestion import parse
+    from app.sim.congestion.bbr import BBR_EXTRA_ACKED_MAX_US, BW_SCALE, Bbr
+    from app.sim.congestion.engine import Engine
+
+    eng = Engine(
+        parse(
+            {
+                "link": {"rate_mbps": 50, "rtt_ms": 30, "buffer_bdp": 1},
+                "flows": [{"cc": "bbr"}],
+                "duration_s": 3,
+            }
+        )
+    )
+    seen = 0
+    for step in range(1, 31):
+        eng.run(step * 0.1)
+        f = eng.flows[0]
+        ca = f.ca
+        assert isinstance(ca, Bbr)
+        if ca.bdp_bw < 0:
+            continue
+        seen += 1
+        assert ca.bdp_cwnd == ca._bdp(ca.bdp_bw, ca.bdp_gain)
+        assert ca.bdp_max_aggr == ca.bdp_bw * BBR_EXTRA_ACKED_MAX_US >> BW_SCALE
+        assert ca.bdp_rtt == ca.min_rtt_us and ca.bdp_bw == ca._bw()
+        assert ca.bdp_gain == ca.cwnd_gain
+        assert ca.rate == ca.rate_bytes_per_sec(f, ca.rate_bw, ca.rate_gain)
+        assert ca.rate_gain == ca.pacing_gain and ca.rate_bw == ca._bw()
+    assert seen > 20
