@@ -258,7 +258,7 @@ class Runner:
 
     def event(self, ev: Event, syscall: Any) -> None:
         self.check_polls()  # a waiting poll's timeout may have passed
-        res = LineResult(line=ev.line, kind=_kind(ev))
+        res = LineResult(line=ev.line, kind=event_kind(ev))
         self.lines.append(res)
         self.cur = res
         if isinstance(ev, Comment | Option | Shell):
@@ -424,10 +424,15 @@ class Runner:
         self.polls.clear()
 
     def verdict(self) -> Verdict:
-        for r in self.lines:
-            if r.status in ("mismatch", "unsupported"):
-                return Verdict(passed=False, line=r.line, reason=r.reasons[0])
-        return Verdict(passed=True, line=None, reason=msg("every line matches"))
+        return verdict_of(self.lines)
+
+
+def verdict_of(lines: list[LineResult]) -> Verdict:
+    """The first line that failed, or "every line matches"."""
+    for r in lines:
+        if r.status in ("mismatch", "unsupported"):
+            return Verdict(passed=False, line=r.line, reason=r.reasons[0])
+    return Verdict(passed=True, line=None, reason=msg("every line matches"))
 
 
 def check_packet(
@@ -521,7 +526,7 @@ def check_times(script: Script) -> None:
             )
 
 
-def _kind(ev: Event) -> str:
+def event_kind(ev: Event) -> str:
     names = {Comment: "comment", Option: "option", Shell: "shell", Syscall: "syscall"}
     if isinstance(ev, Packet):
         return "packet"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from app.sim.core.i18n import Message, msg
 from app.sim.tcp.packetdrill.ast import Arg, Elided, ListArg, Name, StructArg, Syscall
@@ -55,8 +55,21 @@ def expected(n: Syscall, at: float) -> dict[str, Any]:
     return {"call": n.name, "ret": n.ret, "errno": n.errno, "t_ms": round(at, 3)}
 
 
+class Tolerance(Protocol):
+    """What :func:`done` reads of a runner (the model's or the real kernel's)."""
+
+    @property
+    def tol(self) -> float: ...
+
+
 def done(
-    r: Runner, res: LineResult, n: Syscall, ret: int, errno: str | None, at: float, want_at: float
+    r: Tolerance,
+    res: LineResult,
+    n: Syscall,
+    ret: int,
+    errno: str | None,
+    at: float,
+    want_at: float,
 ) -> None:
     """Compare what the call returned (and when) with the script's expectation."""
     res.expected = expected(n, want_at)
