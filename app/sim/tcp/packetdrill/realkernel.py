@@ -58,6 +58,7 @@ _IFF_TUN, _IFF_NO_PI, _IFF_VNET_HDR = 0x0001, 0x1000, 0x4000
 _TUN_F_CSUM, _TUN_F_TSO4 = 0x01, 0x02
 _CLONE_NEWNET = 0x40000000
 _RUNS = itertools.count(1)
+_ONE_AT_A_TIME = threading.Lock()  # one namespace and TUN device at a time per process
 
 
 def unavailable() -> Message | None:
@@ -127,6 +128,15 @@ def run_kernel(
                 limit=time_limit_s,
             )
         )
+    if not _ONE_AT_A_TIME.acquire(timeout=time_limit_s):
+        raise RunLimitError(msg("the kernel is busy with another run; try again"))
+    try:
+        return _run_locked(script, tolerance_us, time_limit_s)
+    finally:
+        _ONE_AT_A_TIME.release()
+
+
+def _run_locked(script: Script, tolerance_us: int, time_limit_s: float) -> KernelResult:
     ns = f"stepscope-pd-{os.getpid()}-{next(_RUNS)}"
     _ip("netns", "add", ns)
     try:
