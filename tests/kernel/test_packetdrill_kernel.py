@@ -16,6 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
 
 from app.sim.tcp.packetdrill.parser import parse
 from app.sim.tcp.packetdrill.realkernel import KernelResult, run_kernel, unavailable
@@ -103,4 +104,18 @@ def test_a_run_over_its_time_limit_stops_and_leaves_nothing_behind() -> None:
     script = parse("0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n* > S 0:0(0)\n")
     with pytest.raises(RunLimitError, match="took more than"):
         run_kernel(script, time_limit_s=1.5)
+    assert not _our_namespaces()
+
+
+@needs_kernel
+def test_the_api_answers_with_the_kernels_lines(client: TestClient) -> None:
+    script = (EXAMPLES / "basic-client.pkt").read_text()
+    r = client.post("/api/v1/explainers/tcp/packetdrill", json={"script": script, "kernel": True})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["kernel"]["release"] == os.uname().release
+    syn = next(ln for ln in body["lines"] if ln["text"].strip().endswith("> S 0:0(0) <...>"))
+    assert syn["kernel"]["got"]["flags"] == "S" and syn["kernel"]["got"]["seq"] == 0
+    steps = [ln for ln in body["lines"] if ln["kind"] in ("packet", "syscall")]
+    assert steps and all(ln["kernel"]["status"] in ("match", "mismatch") for ln in steps)
     assert not _our_namespaces()
