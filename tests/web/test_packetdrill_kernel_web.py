@@ -102,3 +102,17 @@ def test_page_kernel_unavailable_still_shows_the_model(
     assert r.status_code == 200
     assert 'id="pd-verdict"' in r.text and 'id="pd-kernel-verdict"' not in r.text
     assert "/dev/net/tun" in r.text
+
+
+def test_api_kernel_set_up_refused_is_503_naming_why(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.sim.tcp.packetdrill.realkernel import KernelRunError
+
+    def refuse(script: Script, tolerance_us: int) -> KernelResult:
+        raise KernelRunError(msg("the kernel run could not be set up: {why}", why="ENOSPC"))
+
+    monkeypatch.setattr(web, "unavailable", lambda: None)
+    monkeypatch.setattr(web, "run_kernel", refuse)
+    r = client.post(API, json={"script": SCRIPT.read_text(), "kernel": True})
+    assert r.status_code == 503 and "could not be set up: ENOSPC" in r.json()["detail"][0]["msg"]

@@ -89,8 +89,23 @@ class _Timeout(Exception):
     pass
 
 
+class KernelRunError(Exception):
+    """The machine refused a step of the set-up (the namespace, the TUN device, an address):
+    ``why`` names it, for a 503 rather than a crash."""
+
+    def __init__(self, why: Message) -> None:
+        self.why = why
+        super().__init__(why.render())
+
+
 def _ip(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["ip", *args], capture_output=True, text=True, timeout=10, check=True)
+
+
+def _oneline(exc: BaseException) -> str:
+    err = getattr(exc, "stderr", None)
+    text = err.strip() if isinstance(err, str) and err.strip() else str(exc)
+    return text.splitlines()[0][:200] if text else type(exc).__name__
 
 
 def sysctl_settings(script: Script) -> dict[int, list[tuple[str, str]]]:
@@ -138,7 +153,11 @@ def run_kernel(
 
 def _run_locked(script: Script, tolerance_us: int, time_limit_s: float) -> KernelResult:
     ns = f"stepscope-pd-{os.getpid()}-{next(_RUNS)}"
-    _ip("netns", "add", ns)
+    try:
+        _ip("netns", "add", ns)
+    except (OSError, subprocess.SubprocessError) as exc:
+        why = msg("the kernel run could not be set up: {why}", why=_oneline(exc))
+        raise KernelRunError(why) from exc
     try:
         k = KernelRun(script, tolerance_us, ns, time.monotonic() + time_limit_s)
         th = threading.Thread(target=k.thread, name=f"packetdrill-{ns}", daemon=True)
@@ -149,6 +168,10 @@ def _run_locked(script: Script, tolerance_us: int, time_limit_s: float) -> Kerne
             raise RunLimitError(
                 msg("the run on the kernel took more than {limit} s", limit=time_limit_s)
             )
+        if isinstance(k.error, OSError | subprocess.SubprocessError):
+            raise KernelRunError(
+                msg("the kernel run could not be set up: {why}", why=_oneline(k.error))
+            ) from k.error
         if k.error is not None:
             raise k.error
     finally:
@@ -408,4 +431,4 @@ def _packet_view(p: Packet, t: float | None) -> dict[str, Any]:
     return packet_view(p, t)
 
 
-__all__ = ["KernelResult", "KernelRun", "run_kernel", "unavailable"]
+__all__ = ["KernelResult", "KernelRunError", "KernelRun", "run_kernel", "unavailable"]

@@ -26,7 +26,12 @@ from app.sim.core.i18n import Message
 from app.sim.tcp.packetdrill.ast import Script
 from app.sim.tcp.packetdrill.lexer import ScriptSyntaxError
 from app.sim.tcp.packetdrill.parser import parse
-from app.sim.tcp.packetdrill.realkernel import KernelResult, run_kernel, unavailable
+from app.sim.tcp.packetdrill.realkernel import (
+    KernelResult,
+    KernelRunError,
+    run_kernel,
+    unavailable,
+)
 from app.sim.tcp.packetdrill.runner import (
     DEFAULT_TOLERANCE_US,
     LineResult,
@@ -235,7 +240,11 @@ def api_packetdrill(request: Request, body: PacketdrillRequest) -> Response:
             return _kernel_unavailable_response(why)
         data = result_json(res)
         if body.kernel:
-            add_kernel(data, execute_kernel(parsed, body.tolerance_us))
+            try:
+                kres = execute_kernel(parsed, body.tolerance_us)
+            except KernelRunError as exc:
+                return _kernel_unavailable_response(exc.why)
+            add_kernel(data, kres)
         return JSONResponse(data)
 
 
@@ -319,6 +328,9 @@ def _page(
             kres = execute_kernel(parsed, tolerance_us)
         except ParamError as exc:
             notes = _issues(request, exc)
+        except KernelRunError as exc:
+            note = msg("Not run on this machine's kernel: {why}", why=exc.why)
+            notes = [{"loc": ["kernel"], "msg": i18n.render(note, i18n.language_of(request))}]
     return _render(request, text, tolerance_us, example, res, notes, status=200, kres=kres)
 
 
