@@ -119,3 +119,23 @@ def test_the_api_answers_with_the_kernels_lines(client: TestClient) -> None:
     steps = [ln for ln in body["lines"] if ln["kind"] in ("packet", "syscall")]
     assert steps and all(ln["kernel"]["status"] in ("match", "mismatch") for ln in steps)
     assert not _our_namespaces()
+
+
+@needs_kernel
+def test_sysctl_lines_apply_inside_the_namespace_only() -> None:
+    host = Path("/proc/sys/net/ipv4/tcp_timestamps").read_text()
+    script = parse(
+        "`sysctl -q net.ipv4.tcp_timestamps=0 net.ipv4.tcp_sack=0`\n"
+        "0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n"
+        "+0 fcntl(3, F_SETFL, O_RDWR|O_NONBLOCK) = 0\n"
+        "+0 connect(3, ..., ...) = -1 EINPROGRESS (Operation now in progress)\n"
+        "+0 > S 0:0(0) <mss 1460,nop,wscale 10>\n"
+    )
+    r = run_kernel(script)
+    shell = next(x for x in r.lines if x.line == 1)
+    assert shell.got is not None
+    assert shell.got["applied"] == ["net.ipv4.tcp_timestamps=0", "net.ipv4.tcp_sack=0"]
+    kinds = [o.split()[0] for o in r.packets[0]["options"]]
+    assert "TS" not in kinds and "sackOK" not in kinds and "mss" in kinds, r.packets[0]
+    assert [x.status for x in r.lines if x.line in (3, 4)] == ["match", "match"]
+    assert Path("/proc/sys/net/ipv4/tcp_timestamps").read_text() == host
