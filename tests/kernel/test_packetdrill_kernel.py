@@ -157,3 +157,30 @@ def test_sysctl_lines_apply_inside_the_namespace_only() -> None:
     assert "TS" not in kinds and "sackOK" not in kinds and "mss" in kinds, r.packets[0]
     assert [x.status for x in r.lines if x.line in (3, 4)] == ["match", "match"]
     assert Path("/proc/sys/net/ipv4/tcp_timestamps").read_text() == host
+
+
+POLL_SCRIPT = """\
+0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
++0 bind(3, ..., ...) = 0
++0 listen(3, 1) = 0
++0 < S 0:0(0) win 65535 <mss 1000>
++0 > S. 0:0(0) ack 1 <...>
++.01 < . 1:1(0) ack 1 win 65535
++0 accept(3, ..., ...) = 4
++0...0.05 poll([{fd=4, events=POLLIN, revents=POLLIN}], 1, 1000) = 1
++.05 < P. 1:101(100) ack 1 win 65535
++0 > . 1:1(0) ack 101
++0 poll([{fd=4, events=POLLIN|POLLOUT, revents=POLLIN|POLLOUT}], 1, 0) = 1
++0 read(4, ..., 1000) = 100
++0...0.020 poll([{fd=4, events=POLLIN, revents=0}], 1, 20) = 0
+"""
+
+
+@needs_kernel
+def test_poll_waits_for_the_kernel_and_times_out() -> None:
+    r = run_kernel(parse(POLL_SCRIPT), TOLERANCE_US)
+    bad = [(x.line, [m.render() for m in x.reasons]) for x in r.lines if x.status != "match"]
+    assert r.verdict.passed, bad
+    blocked = next(x for x in r.lines if x.line == 8)
+    assert blocked.got is not None and blocked.got["revents"] == ["POLLIN"]
+    assert blocked.got["t_ms"] >= 55.0  # returned when the data came, not at once

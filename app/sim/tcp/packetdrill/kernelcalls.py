@@ -7,16 +7,25 @@ thread does while the script goes on."""
 from __future__ import annotations
 
 import errno as E
+import select
 import socket
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from app.sim.core.i18n import msg
 from app.sim.tcp.packetdrill import kernelwire as W
-from app.sim.tcp.packetdrill.ast import ListArg, StructArg, Syscall
-from app.sim.tcp.packetdrill.syscalls import O_NONBLOCK, O_RDWR, _bytes, _int, _name, done
+from app.sim.tcp.packetdrill.ast import ListArg, Name, StructArg, Syscall
+from app.sim.tcp.packetdrill.syscalls import (
+    O_NONBLOCK,
+    O_RDWR,
+    _bytes,
+    _int,
+    _name,
+    done,
+    judge_poll,
+)
 
 if TYPE_CHECKING:
     from app.sim.tcp.packetdrill.realkernel import KernelRun
@@ -46,18 +55,23 @@ class KPending:
 
     res: LineResult
     node: Syscall
-    fd: KFd
-    op: str  # connect | accept | recv | send
+    fd: KFd | None  # None for a poll (it waits on the script's descriptors)
+    op: str  # connect | accept | recv | send | poll
     want_ms: float
     count: int = 0  # bytes still to send / to read at most
     sent: int = 0
+    entries: list[StructArg] = field(default_factory=list)  # a poll's {fd, events}
+    deadline: float = float("inf")  # a poll's timeout (script ms)
 
     @property
     def wants(self) -> str:
+        """What wakes the loop: readable (r), writable (w) or a short tick (a poll)."""
+        if self.op == "poll":
+            return "tick"
         return "w" if self.op in ("connect", "send") else "r"
 
     def fileno(self) -> int:
-        return self.fd.sock.fileno()
+        return self.fd.sock.fileno() if self.fd is not None else -1
 
 
 def _errname(e: OSError) -> str:
@@ -93,13 +107,22 @@ def _alloc(k: KernelRun, s: socket.socket, script_fd: int) -> int:
     return fd
 
 
-def _block(k: KernelRun, n: Syscall, res: LineResult, f: KFd, op: str, t: float, **kw: int) -> None:
+def _block(
+    k: KernelRun,
+    n: Syscall,
+    res: LineResult,
+    f: KFd,
+    op: str,
+    t: float,
+    count: int = 0,
+    sent: int = 0,
+) -> None:
     """The call would block: EAGAIN on a non-blocking descriptor, else it waits."""
     if f.nonblock:
         _finish(k, res, n, -1, "EINPROGRESS" if op == "connect" else "EAGAIN", t)
         return
     res.expected = {"call": n.name, "ret": n.ret, "errno": n.errno}
-    k.pending.append(KPending(res, n, f, op, _want(k, n, t), **kw))
+    k.pending.append(KPending(res, n, f, op, _want(k, n, t), count=count, sent=sent))
 
 
 def sys_socket(k: KernelRun, n: Syscall, res: LineResult, t: float) -> None:
@@ -252,13 +275,70 @@ def sys_fcntl(k: KernelRun, n: Syscall, res: LineResult, t: float) -> None:
         res.reasons.append(msg("not supported: {what}", what=f"fcntl {cmd}"))
 
 
+_POLL_BITS = {
+    "POLLIN": select.POLLIN,
+    "POLLPRI": select.POLLPRI,
+    "POLLOUT": select.POLLOUT,
+    "POLLERR": select.POLLERR,
+    "POLLHUP": select.POLLHUP,
+    "POLLNVAL": select.POLLNVAL,
+    "POLLRDNORM": select.POLLRDNORM,
+    "POLLWRNORM": select.POLLWRNORM,
+    "POLLRDHUP": 0x2000,
+}
+
+
+def poll_now(k: KernelRun, entries: list[StructArg]) -> list[set[str]]:
+    """Each entry's revents, asked of the kernel now (poll with a zero timeout)."""
+    got: list[set[str]] = []
+    for e in entries:
+        fd = _int(e.get("fd"))
+        ev = e.get("events")
+        asked = set(ev.names) if isinstance(ev, Name) else set()
+        f = k.fds.get(fd if fd is not None else -1)
+        if f is None:
+            got.append({"POLLNVAL"})
+            continue
+        mask = 0
+        for name in asked:
+            mask |= _POLL_BITS.get(name, 0)
+        p = select.poll()
+        p.register(f.sock.fileno(), mask)
+        bits = p.poll(0)[0][1] if p.poll(0) else 0
+        got.append({name for name, bit in _POLL_BITS.items() if bit and bits & bit})
+    return got
+
+
 def sys_poll(k: KernelRun, n: Syscall, res: LineResult, t: float) -> None:
-    res.status = "unsupported"
-    res.reasons.append(msg("not supported: {what}", what="poll (on the kernel)"))
+    """poll(): answered now when a descriptor is ready or the timeout is 0; else pending until
+    one is or its timeout passes (-1: none), judged by the model runner's judge_poll."""
+    fds = n.args[0] if n.args else None
+    timeout = _int(n.args[2]) if len(n.args) > 2 else 0
+    if not isinstance(fds, ListArg) or not all(isinstance(x, StructArg) for x in fds.items):
+        res.status = "unsupported"
+        res.reasons.append(msg("poll without a list of {what}", what="{fd, events}"))
+        return
+    entries = [x for x in fds.items if isinstance(x, StructArg)]
+    deadline = t + timeout if timeout is not None and timeout >= 0 else float("inf")
+    p = KPending(res, n, None, "poll", _want(k, n, t), entries=entries, deadline=deadline)
+    res.expected = {"call": n.name, "ret": n.ret, "errno": n.errno}
+    if not _try_poll(k, p):
+        k.pending.append(p)
+
+
+def _try_poll(k: KernelRun, p: KPending) -> bool:
+    got = poll_now(k, p.entries)
+    now = k.now_ms()
+    if not any(got) and now < p.deadline:
+        return False
+    at = now if any(got) else p.deadline
+    judge_poll(k, p.res, p.node, p.entries, got, at, p.want_ms)
+    return True
 
 
 def _try(k: KernelRun, p: KPending) -> bool:
     """Try the call once more without blocking; True when it returned (and was judged)."""
+    assert p.fd is not None  # only a poll has none
     s = p.fd.sock
     try:
         if p.op == "connect":
@@ -289,7 +369,7 @@ def _try(k: KernelRun, p: KPending) -> bool:
 
 
 def try_pending(k: KernelRun, p: KPending) -> bool:
-    return _try(k, p)
+    return _try_poll(k, p) if p.op == "poll" else _try(k, p)
 
 
 Handler = Callable[["KernelRun", Syscall, "LineResult", float], None]

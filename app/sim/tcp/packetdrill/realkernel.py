@@ -310,9 +310,13 @@ class KernelRun:
             left = (until_ms - self.now_ms()) / 1000
             if left <= 0:
                 return
-            rd = [self.tun, *(p.fileno() for p in self.pending if p.wants == "r")]
-            wr = [p.fileno() for p in self.pending if p.wants == "w"]
-            select.select(rd, wr, [], min(left, self.deadline - now))
+            rd = [
+                self.tun,
+                *(p.fileno() for p in self.pending if p.wants == "r" and p.fileno() >= 0),
+            ]
+            wr = [p.fileno() for p in self.pending if p.wants == "w" and p.fileno() >= 0]
+            tick = 0.001 if any(p.wants == "tick" for p in self.pending) else left
+            select.select(rd, wr, [], min(left, tick, self.deadline - now))
 
     def read_tun(self) -> None:
         while True:
