@@ -265,7 +265,7 @@ class KernelRun:
 
     def apply_sysctls(self) -> None:
         """Every shell line's sysctls, before the first event (as the model applies them);
-        a key this namespace does not have (not namespaced) is listed, not set."""
+        one the namespace refuses (not per namespace, or a bad value) is listed as not set."""
         per_line = sysctl_settings(self.script)
         pairs = [f"{k}={v}" for kvs in per_line.values() for k, v in kvs]
         ok: set[str] = set()
@@ -277,7 +277,7 @@ class KernelRun:
         for line, kvs in per_line.items():
             done = [f"{k}={v}" for k, v in kvs if f"{k}={v}" in ok]
             skipped = [f"{k}={v}" for k, v in kvs if f"{k}={v}" not in ok]
-            self.applied[line] = {"applied": done, "not_in_namespace": skipped}
+            self.applied[line] = {"applied": done, "not_set": skipped}
 
     # --- time and the TUN device --------------------------------------------------------------
     def now_ms(self) -> float:
