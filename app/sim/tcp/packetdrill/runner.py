@@ -258,7 +258,7 @@ class Runner:
 
     def event(self, ev: Event, syscall: Any) -> None:
         self.check_polls()  # a waiting poll's timeout may have passed
-        res = LineResult(line=ev.line, kind=_kind(ev))
+        res = LineResult(line=ev.line, kind=event_kind(ev))
         self.lines.append(res)
         self.cur = res
         if isinstance(ev, Comment | Option | Shell):
@@ -390,33 +390,17 @@ class Runner:
         res.t_ms = got["t_ms"]
         if t is None or p.time.end_us is not None:
             self.last_ms = sent.t_ms  # after * or a~b, the next +t counts from the packet
-        want = M.flag_names(p.flags)
-        have = M.flag_names(got["flags"])
-        if want != have:
-            res.fail("flags", msg("flags {got}, expected {want}", got=got["flags"], want=p.flags))
-        if got["seq"] != p.seq:
-            res.fail("seq", msg("seq {got}, expected {want}", got=got["seq"], want=p.seq))
-        if got["len"] != p.length:
-            res.fail("len", msg("{got} bytes, expected {want}", got=got["len"], want=p.length))
-        if p.ack is not None and got["ack"] != p.ack:
-            res.fail("ack", msg("ack {got}, expected {want}", got=got["ack"], want=p.ack))
-        if p.win is not None and got["win"] != p.win:
-            res.fail("win", msg("window {got}, expected {want}", got=got["win"], want=p.win))
-        why = options_diff(p.options, M.model_options(seg), self.local_isn)
-        if why is not None:
-            res.fail("options", why)
-        end = self.range_end(p, t)
-        late = end is not None and sent.t_ms > end + self.tol + 1e-9
-        if t is not None and (sent.t_ms < t - self.tol - 1e-9 or late):
-            res.fail(
-                "time",
-                msg(
-                    "sent at {got} ms, expected {want} ms (tolerance {tol} ms)",
-                    got=round(sent.t_ms, 3),
-                    want=round(t, 3),
-                    tol=self.tol,
-                ),
-            )
+        check_packet(
+            p,
+            got,
+            M.model_options(seg),
+            res,
+            sent_ms=sent.t_ms,
+            t=t,
+            end=self.range_end(p, t),
+            tol=self.tol,
+            local_isn=self.local_isn,
+        )
 
     def drain_pending(self) -> None:
         """After the last line: let blocked calls and polls return within their time, then
@@ -440,10 +424,59 @@ class Runner:
         self.polls.clear()
 
     def verdict(self) -> Verdict:
-        for r in self.lines:
-            if r.status in ("mismatch", "unsupported"):
-                return Verdict(passed=False, line=r.line, reason=r.reasons[0])
-        return Verdict(passed=True, line=None, reason=msg("every line matches"))
+        return verdict_of(self.lines)
+
+
+def verdict_of(lines: list[LineResult]) -> Verdict:
+    """The first line that failed, or "every line matches"."""
+    for r in lines:
+        if r.status in ("mismatch", "unsupported"):
+            return Verdict(passed=False, line=r.line, reason=r.reasons[0])
+    return Verdict(passed=True, line=None, reason=msg("every line matches"))
+
+
+def check_packet(
+    p: Packet,
+    got: dict[str, Any],
+    got_options: tuple[TcpOption, ...] | None,
+    res: LineResult,
+    *,
+    sent_ms: float,
+    t: float | None,
+    end: float | None,
+    tol: float,
+    local_isn: int,
+) -> None:
+    """Compare a sent packet (``got``: the view of :func:`model.outbound_view`, in the
+    script's numbers, sent at ``sent_ms``) with the script's expectation ``p`` at script time ``t`` (ms; None for
+    ``*``), field by field, failing ``res`` for each difference. Shared by the model's runner
+    and the real-kernel runner, so both judge a packet the same way."""
+    want = M.flag_names(p.flags)
+    have = M.flag_names(got["flags"])
+    if want != have:
+        res.fail("flags", msg("flags {got}, expected {want}", got=got["flags"], want=p.flags))
+    if got["seq"] != p.seq:
+        res.fail("seq", msg("seq {got}, expected {want}", got=got["seq"], want=p.seq))
+    if got["len"] != p.length:
+        res.fail("len", msg("{got} bytes, expected {want}", got=got["len"], want=p.length))
+    if p.ack is not None and got["ack"] != p.ack:
+        res.fail("ack", msg("ack {got}, expected {want}", got=got["ack"], want=p.ack))
+    if p.win is not None and got["win"] != p.win:
+        res.fail("win", msg("window {got}, expected {want}", got=got["win"], want=p.win))
+    why = options_diff(p.options, got_options, local_isn)
+    if why is not None:
+        res.fail("options", why)
+    late = end is not None and sent_ms > end + tol + 1e-9
+    if t is not None and (sent_ms < t - tol - 1e-9 or late):
+        res.fail(
+            "time",
+            msg(
+                "sent at {got} ms, expected {want} ms (tolerance {tol} ms)",
+                got=round(sent_ms, 3),
+                want=round(t, 3),
+                tol=tol,
+            ),
+        )
 
 
 def options_diff(
@@ -493,7 +526,7 @@ def check_times(script: Script) -> None:
             )
 
 
-def _kind(ev: Event) -> str:
+def event_kind(ev: Event) -> str:
     names = {Comment: "comment", Option: "option", Shell: "shell", Syscall: "syscall"}
     if isinstance(ev, Packet):
         return "packet"
@@ -502,4 +535,4 @@ def _kind(ev: Event) -> str:
     return names.get(type(ev), "comment")
 
 
-__all__ = ["LineResult", "Result", "RunFrame", "RunLimitError", "Verdict", "run"]
+__all__ = ["LineResult", "check_packet", "Result", "RunFrame", "RunLimitError", "Verdict", "run"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from app.sim.core.i18n import Message, msg
 from app.sim.tcp.packetdrill.ast import Arg, Elided, ListArg, Name, StructArg, Syscall
@@ -55,8 +55,21 @@ def expected(n: Syscall, at: float) -> dict[str, Any]:
     return {"call": n.name, "ret": n.ret, "errno": n.errno, "t_ms": round(at, 3)}
 
 
+class Tolerance(Protocol):
+    """What :func:`done` reads of a runner (the model's or the real kernel's)."""
+
+    @property
+    def tol(self) -> float: ...
+
+
 def done(
-    r: Runner, res: LineResult, n: Syscall, ret: int, errno: str | None, at: float, want_at: float
+    r: Tolerance,
+    res: LineResult,
+    n: Syscall,
+    ret: int,
+    errno: str | None,
+    at: float,
+    want_at: float,
 ) -> None:
     """Compare what the call returned (and when) with the script's expectation."""
     res.expected = expected(n, want_at)
@@ -374,10 +387,25 @@ def check_poll(r: Runner, pp: PendingPoll) -> bool:
     if count == 0 and now < pp.deadline:
         return False
     at = now if count else pp.deadline
-    n, res = pp.node, pp.res
-    done(r, res, n, count, None, at, pp.expect_ms)
+    judge_poll(r, pp.res, pp.node, pp.entries, got, at, pp.expect_ms)
+    return True
+
+
+def judge_poll(
+    r: Tolerance,
+    res: LineResult,
+    n: Syscall,
+    entries: list[StructArg],
+    got: list[set[str]],
+    at: float,
+    expect_ms: float,
+) -> None:
+    """Compare a poll's answer (``got``: each entry's revents, returned at ``at``) with the
+    script's: the count, the time and each ``revents`` written. Shared with the kernel run."""
+    count = sum(1 for g in got if g)
+    done(r, res, n, count, None, at, expect_ms)
     res.got = {**(res.got or {}), "revents": ["|".join(sorted(g)) or "0" for g in got]}
-    for e, g in zip(pp.entries, got, strict=True):
+    for e, g in zip(entries, got, strict=True):
         want = e.get("revents")
         wanted = set(want.names) if isinstance(want, Name) else set() if want == 0 else None
         if wanted is not None and wanted != g:
@@ -389,7 +417,6 @@ def check_poll(r: Runner, pp: PendingPoll) -> bool:
                     want="|".join(sorted(wanted)) or "0",
                 ),
             )
-    return True
 
 
 Handler = Callable[["Runner", Syscall, "LineResult", float], None]

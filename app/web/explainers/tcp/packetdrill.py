@@ -4,7 +4,9 @@ endpoint (app.sim.tcp.packetdrill) from the JSON API or from a page that steps t
 ``POST /api/v1/explainers/tcp/packetdrill`` ``{"script": "...", "tolerance_us": 4000}`` →
 ``{"verdict": {"pass", "line", "reason"}, "lines": [...], "frames": [...]}``. A syntax error,
 an unsupported construct and a script over the run limit are 422 naming the line; a script
-over 64 KB is 413. The page ``/explainers/tcp/packetdrill`` takes a pasted or uploaded script
+over 64 KB is 413. With ``"kernel": true`` the script also runs on this machine's kernel
+(app.sim.tcp.packetdrill.realkernel; root and a TUN device needed, else 503 naming why) and
+each line carries ``"kernel": {...}``. The page ``/explainers/tcp/packetdrill`` takes a pasted or uploaded script
 or one of the examples under ``content/packetdrill/``."""
 
 from __future__ import annotations
@@ -24,6 +26,12 @@ from app.sim.core.i18n import Message
 from app.sim.tcp.packetdrill.ast import Script
 from app.sim.tcp.packetdrill.lexer import ScriptSyntaxError
 from app.sim.tcp.packetdrill.parser import parse
+from app.sim.tcp.packetdrill.realkernel import (
+    KernelResult,
+    KernelRunError,
+    run_kernel,
+    unavailable,
+)
 from app.sim.tcp.packetdrill.runner import (
     DEFAULT_TOLERANCE_US,
     LineResult,
@@ -62,6 +70,10 @@ class PacketdrillRequest(BaseModel):
         ge=0,
         le=MAX_TOLERANCE_US,
         description="how far (µs) a packet or a return may be from its script time",
+    )
+    kernel: bool = Field(
+        default=False,
+        description="also run the script on this machine's kernel (needs root and a TUN device)",
     )
 
 
@@ -109,6 +121,46 @@ def execute(parsed: Script, tolerance_us: int) -> Result:
         return run(parsed, tolerance_us)
     except RunLimitError as exc:
         raise ParamError.single(("script",), exc.why) from None
+
+
+def execute_kernel(parsed: Script, tolerance_us: int) -> KernelResult:
+    try:
+        return run_kernel(parsed, tolerance_us)
+    except RunLimitError as exc:
+        raise ParamError.single(("kernel",), exc.why) from None
+
+
+def kernel_line_json(r: LineResult) -> dict[str, Any]:
+    return {
+        "status": r.status,
+        "got": r.got,
+        "diffs": r.diffs,
+        "reasons": [str(m) for m in r.reasons],
+        "t_ms": r.t_ms,
+    }
+
+
+def add_kernel(data: dict[str, Any], k: KernelResult) -> None:
+    """The kernel's answer beside the model's: ``kernel`` on each line and on the run."""
+    by_line = {r.line: r for r in k.lines}
+    for ln in data["lines"]:
+        r = by_line.get(ln["line"])
+        ln["kernel"] = None if r is None else kernel_line_json(r)
+    v = k.verdict
+    data["kernel"] = {
+        "verdict": {"pass": v.passed, "line": v.line, "reason": str(v.reason)},
+        "release": k.release,
+        "tolerance_us": k.tolerance_us,
+        "runner_late_ms": k.slip_ms,
+        "packets": list(k.packets),
+    }
+
+
+def _kernel_unavailable_response(why: Message) -> JSONResponse:
+    return JSONResponse(
+        {"detail": [{"loc": ["body", "kernel"], "msg": str(why), "type": "kernel_unavailable"}]},
+        status_code=503,
+    )
 
 
 def _msg_text(m: Message | None) -> str | None:
@@ -183,7 +235,17 @@ def api_packetdrill(request: Request, body: PacketdrillRequest) -> Response:
     parsed = check(body.script, allow_unsupported=False)
     res = execute(parsed, body.tolerance_us)
     with i18n.speaking(i18n.language_of(request)):
-        return JSONResponse(result_json(res))
+        why = unavailable() if body.kernel else None
+        if why is not None:
+            return _kernel_unavailable_response(why)
+        data = result_json(res)
+        if body.kernel:
+            try:
+                kres = execute_kernel(parsed, body.tolerance_us)
+            except KernelRunError as exc:
+                return _kernel_unavailable_response(exc.why)
+            add_kernel(data, kres)
+        return JSONResponse(data)
 
 
 def share_code(script: str) -> str | None:
@@ -237,26 +299,44 @@ def page_run(
     request: Request,
     script: Annotated[str, Form(max_length=MAX_SCRIPT_BYTES * 4)],
     tolerance_us: Annotated[int, Form(ge=0, le=MAX_TOLERANCE_US)] = DEFAULT_TOLERANCE_US,
+    kernel: Annotated[bool, Form()] = False,
 ) -> Response:
     if too_big(script):
         if wants_json(request):
             return _too_big_response()
         issues = [{"loc": ["script"], "msg": str(msg("the script is over {n} KB", n=64))}]
         return _render(request, script, tolerance_us, None, None, issues, status=413)
-    return _page(request, script, tolerance_us, None)
+    return _page(request, script, tolerance_us, None, kernel=kernel)
 
 
-def _page(request: Request, text: str, tolerance_us: int, example: str | None) -> Response:
+def _page(
+    request: Request, text: str, tolerance_us: int, example: str | None, *, kernel: bool = False
+) -> Response:
     try:
         parsed = check(text, allow_unsupported=True)
         res = execute(parsed, tolerance_us)
     except ParamError as exc:
-        issues = [
-            {"loc": list(i.loc), "msg": i18n.render(i.message, i18n.language_of(request))}
-            for i in exc.issues
-        ]
-        return _render(request, text, tolerance_us, example, None, issues, status=422)
-    return _render(request, text, tolerance_us, example, res, [], status=200)
+        return _render(request, text, tolerance_us, example, None, _issues(request, exc), 422)
+    kres: KernelResult | None = None
+    notes: list[dict[str, Any]] = []
+    if kernel:  # the model's run is shown either way; the kernel's, when it could run
+        why = unavailable()
+        try:
+            if why is not None:
+                note = msg("Not run on this machine's kernel: {why}", why=why)
+                raise ParamError.single(("kernel",), note)
+            kres = execute_kernel(parsed, tolerance_us)
+        except ParamError as exc:
+            notes = _issues(request, exc)
+        except KernelRunError as exc:
+            note = msg("Not run on this machine's kernel: {why}", why=exc.why)
+            notes = [{"loc": ["kernel"], "msg": i18n.render(note, i18n.language_of(request))}]
+    return _render(request, text, tolerance_us, example, res, notes, status=200, kres=kres)
+
+
+def _issues(request: Request, exc: ParamError) -> list[dict[str, Any]]:
+    lang = i18n.language_of(request)
+    return [{"loc": list(i.loc), "msg": i18n.render(i.message, lang)} for i in exc.issues]
 
 
 def _render(
@@ -267,12 +347,15 @@ def _render(
     res: Result | None,
     issues: list[dict[str, Any]],
     status: int,
+    kres: KernelResult | None = None,
 ) -> Response:
     steps: list[dict[str, Any]] = []
     data: dict[str, Any] | None = None
     if res is not None:
         with i18n.speaking(i18n.language_of(request)):
             data = result_json(res)
+            if kres is not None:
+                add_kernel(data, kres)
         steps = [ln for ln in data["lines"] if ln["kind"] != "comment"]
         for s in steps:
             s["fields"] = compare_rows(s)
@@ -288,6 +371,7 @@ def _render(
         "issues": issues,
         "max_kb": MAX_SCRIPT_BYTES // 1024,
         "share": _share_url(text, tolerance_us, example) if res is not None else None,
+        "kernel_asked": kres is not None,
     }
     return render(request, TEMPLATE, ctx, status_code=status)
 
@@ -304,19 +388,35 @@ _FIELDS = ("flags", "seq", "len", "ack", "win", "options", "t_ms", "call", "ret"
 
 
 def compare_rows(step: dict[str, Any]) -> list[dict[str, Any]]:
-    """Field by field: the script's value, the model's, and whether they differ."""
+    """Field by field: the script's value, the model's, whether they differ, and (when the
+    script also ran on this machine's kernel) the kernel's value and whether it differs."""
     exp = step["expected"] or {}
     got = step["got"] or {}
+    k = step.get("kernel") or {}
+    kgot = k.get("got") or {}
+    kdiffs = _diff_keys(k.get("diffs") or [])
     rows: list[dict[str, Any]] = []
-    diff_keys = set(step["diffs"]) | ({"t_ms"} if "time" in step["diffs"] else set())
-    diff_keys |= {"seq", "len"} & set(step["diffs"])
+    diff_keys = _diff_keys(step["diffs"])
     for key in _FIELDS:
-        if key not in exp and key not in got:
+        if key not in exp and key not in got and key not in kgot:
             continue
-        e, g = exp.get(key), got.get(key)
-        if isinstance(e, list):
-            e = ",".join(e)
-        if isinstance(g, list):
-            g = ",".join(g)
-        rows.append({"field": key, "expected": e, "got": g, "bad": key in diff_keys})
+        e, g, kg = (_cell(d.get(key)) for d in (exp, got, kgot))
+        rows.append(
+            {
+                "field": key,
+                "expected": e,
+                "got": g,
+                "bad": key in diff_keys,
+                "kernel": kg,
+                "kernel_bad": key in kdiffs,
+            }
+        )
     return rows
+
+
+def _diff_keys(diffs: list[str]) -> set[str]:
+    return set(diffs) | ({"t_ms"} if "time" in diffs else set())
+
+
+def _cell(v: Any) -> Any:
+    return ",".join(v) if isinstance(v, list) else v
