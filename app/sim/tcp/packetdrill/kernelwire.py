@@ -9,7 +9,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-import dpkt  # type: ignore[import-untyped]
+import dpkt
 
 from app.sim.tcp.options import TcpOption
 from app.sim.tcp.packetdrill import model as M
