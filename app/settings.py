@@ -58,6 +58,10 @@ class Settings(BaseSettings):
     warm_presets: bool = False
     expensive_runs_per_minute: int = 6  # per client, for runs expected to take over 1 s
     chromium: Path = Path("/usr/bin/chromium")  # PNG export draws in Debian's chromium
+    # Let visitors run a script against this machine's own kernel as well as the model (in a
+    # network namespace made for the run; needs root). Off by default: a public server should
+    # not hand its kernel to anonymous visitors; turn it on for a lab or a lecture machine.
+    kernel_runs: bool = False
 
     # Absolute links (share URLs, embed snippets, exports) are built from this, never from the
     # request's Host header, e.g. "https://stepscope.example.org". None: the request's own

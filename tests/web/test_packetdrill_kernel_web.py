@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from app.main import create_app
+from app.settings import Settings
 from app.sim.core.i18n import msg
 from app.sim.tcp.packetdrill.ast import Packet, Script
 from app.sim.tcp.packetdrill.realkernel import KernelResult
@@ -43,6 +45,12 @@ def _first_outbound() -> int:
 
     script = parse(SCRIPT.read_text())
     return next(e.line for e in script.events if isinstance(e, Packet) and e.direction == ">")
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    """A lab server: kernel runs switched on (APP_KERNEL_RUNS)."""
+    return Settings(database_url=f"sqlite:///{tmp_path / 'test.db'}", kernel_runs=True)
 
 
 @pytest.fixture
@@ -116,3 +124,16 @@ def test_api_kernel_set_up_refused_is_503_naming_why(
     monkeypatch.setattr(web, "run_kernel", refuse)
     r = client.post(API, json={"script": SCRIPT.read_text(), "kernel": True})
     assert r.status_code == 503 and "could not be set up: ENOSPC" in r.json()["detail"][0]["msg"]
+
+
+def test_kernel_runs_are_off_unless_the_server_turns_them_on(
+    tmp_path: Path, kernel_ok: None
+) -> None:
+    """By default (a public server) the API refuses a kernel run with 503 naming the setting,
+    even where the machine could run it; the model's run is still answered without it."""
+    off = Settings(database_url=f"sqlite:///{tmp_path / 'off.db'}")
+    with TestClient(create_app(off), raise_server_exceptions=False) as c:
+        r = c.post(API, json={"script": SCRIPT.read_text(), "kernel": True})
+        assert r.status_code == 503, r.text
+        assert "APP_KERNEL_RUNS" in r.json()["detail"][0]["msg"]
+        assert c.post(API, json={"script": SCRIPT.read_text()}).status_code == 200

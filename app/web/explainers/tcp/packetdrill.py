@@ -156,6 +156,14 @@ def add_kernel(data: dict[str, Any], k: KernelResult) -> None:
     }
 
 
+def _kernel_refused(request: Request) -> Message | None:
+    """Why this server will not run a script on its kernel: not switched on
+    (``APP_KERNEL_RUNS``), or the machine cannot (:func:`unavailable`); None when it will."""
+    if not request.app.state.settings.kernel_runs:
+        return msg("this server does not run scripts on its kernel (APP_KERNEL_RUNS is off)")
+    return unavailable()
+
+
 def _kernel_unavailable_response(why: Message) -> JSONResponse:
     return JSONResponse(
         {"detail": [{"loc": ["body", "kernel"], "msg": str(why), "type": "kernel_unavailable"}]},
@@ -235,7 +243,7 @@ def api_packetdrill(request: Request, body: PacketdrillRequest) -> Response:
     parsed = check(body.script, allow_unsupported=False)
     res = execute(parsed, body.tolerance_us)
     with i18n.speaking(i18n.language_of(request)):
-        why = unavailable() if body.kernel else None
+        why = _kernel_refused(request) if body.kernel else None
         if why is not None:
             return _kernel_unavailable_response(why)
         data = result_json(res)
@@ -320,7 +328,7 @@ def _page(
     kres: KernelResult | None = None
     notes: list[dict[str, Any]] = []
     if kernel:  # the model's run is shown either way; the kernel's, when it could run
-        why = unavailable()
+        why = _kernel_refused(request)
         try:
             if why is not None:
                 note = msg("Not run on this machine's kernel: {why}", why=why)
