@@ -33,6 +33,14 @@ class Formatter(argparse.RawDescriptionHelpFormatter):
         super().add_usage(usage, actions, groups, prefix)
 
 
+    def format_help(self) -> str:
+        # argparse ends a section heading with an ASCII ':'; a Chinese heading takes '：'
+        return _CJK_HEADING.sub("\\1：", super().format_help())
+
+
+_CJK_HEADING = re.compile(r"^(\S[^\n]*[\u4e00-\u9fff]):$", re.M)
+
+
 class Parser(argparse.ArgumentParser):
     """An ArgumentParser whose own words (help option, headings, errors) are translated."""
 

@@ -79,7 +79,7 @@ def test_help_in_both_languages(
 ) -> None:
     code, zh, _ = _run(monkeypatch, capsys, "zh_CN.UTF-8", ["record", "path", "--help"])
     assert code == 0 and zh.startswith("用法：stepscope record path")
-    assert "显示本帮助并退出" in zh and "每个报文经过的函数" in zh and "选项" in zh
+    assert "显示本帮助并退出" in zh and "每个报文经过的函数" in zh and "\n选项：\n" in zh
     assert "notes 是英文" in zh and "docs/recording-format.md" in zh
     assert "show this help" not in zh and "Needs root" not in zh
     code, en, _ = _run(monkeypatch, capsys, "C", ["record", "path", "--help"])
