@@ -31,6 +31,7 @@ from app.record.filters import FlowFilter
 from app.record.recorder import Collected, Stopper, open_tracefs, record
 from app.record.tcpcalls import CALLS, DEMO_PRESETS, RUNNER
 from app.record.tracefs import Instance, RecordError, Tracefs
+from app.sim.core.i18n import msg
 
 PKG_ROOT = str(Path(app.__file__).resolve().parent.parent)
 MTU = 1500
@@ -39,9 +40,12 @@ def _sh(*cmd: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     try:
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
     except FileNotFoundError as e:
-        raise RecordError(f"{cmd[0]} not found (install iproute2)") from e
+        raise RecordError(msg("{command} not found (install iproute2)", command=cmd[0])) from e
     if check and res.returncode != 0:
-        raise RecordError(f"{' '.join(cmd)}: {res.stderr.strip() or res.returncode}")
+        raise RecordError(
+            msg("{command} failed: {error}", command=" ".join(cmd),
+                error=res.stderr.strip() or str(res.returncode))
+        )
     return res
 
 
@@ -88,7 +92,10 @@ class Lab:
             line = p.stdout.readline()
             if ready not in line:
                 err = p.stderr.read() if p.stderr and p.poll() is not None else ""
-                raise RecordError(f"demo helper did not start: {line.strip()} {err.strip()}")
+                raise RecordError(
+                    msg("demo helper did not start: {output}",
+                        output=f"{line.strip()} {err.strip()}".strip())
+                )
         return p
 
     def close(self) -> None:
@@ -191,7 +198,10 @@ def _link_cwnd(lab: Lab, args: argparse.Namespace) -> tuple[str, str, str, dict[
 def _check_cc(cc: str) -> None:
     avail = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
     if cc not in avail:
-        raise RecordError(f"--cc {cc}: not available here (available: {', '.join(avail)})")
+        raise RecordError(
+            msg("--cc {cc}: not available here (available: {available})", cc=cc,
+                available=", ".join(avail))
+        )
 
 
 def demo_cwnd(args: argparse.Namespace) -> tuple[dict[str, Any], Collected]:
@@ -263,7 +273,10 @@ def _argv() -> list[str]:
 def preset_script(name: str) -> list[dict[str, Any]]:
     """The socket calls of the TCP explainer's preset ``name`` (one this demo runs)."""
     if name not in DEMO_PRESETS:
-        raise RecordError(f"--preset {name}: the demo runs {', '.join(DEMO_PRESETS)}")
+        raise RecordError(
+            msg("--preset {name}: the demo runs {presets}", name=name,
+                presets=", ".join(DEMO_PRESETS))
+        )
     from app.sim.tcp.presets import PRESETS  # the explainer's own list
 
     for p in PRESETS:
@@ -271,9 +284,12 @@ def preset_script(name: str) -> list[dict[str, Any]]:
             script = [dict(c) for c in p.params["script"]]
             bad = {c["call"] for c in script} - CALLS
             if bad:
-                raise RecordError(f"--preset {name}: calls the demo cannot make: {bad}")
+                raise RecordError(
+                    msg("--preset {name}: calls the demo cannot make: {calls}", name=name,
+                        calls=", ".join(sorted(bad)))
+                )
             return script
-    raise RecordError(f"--preset {name}: no such TCP preset")
+    raise RecordError(msg("--preset {name}: no such TCP preset", name=name))
 
 
 def demo_tcp(args: argparse.Namespace) -> tuple[dict[str, Any], Collected]:

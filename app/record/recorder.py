@@ -17,6 +17,7 @@ from typing import Any, TextIO
 from app.record.filters import FlowFilter, kernel_filter, matches
 from app.record.tracefs import Instance, RecordError, Tracefs
 from app.record.traceparse import TraceEvent, TraceReader
+from app.sim.core.i18n import msg
 
 MAX_EVENTS = 200_000
 
@@ -137,7 +138,10 @@ def setup_instance(
     for event, essential in EVENTS[kind]:
         if not inst.has_event(event):
             if essential:
-                raise RecordError(f"the kernel has no tracepoint {event} (needed by {kind})")
+                raise RecordError(
+                    msg("the kernel has no tracepoint {event} (needed by {kind})", event=event,
+                        kind=kind)
+                )
             notes.append(f"{event}: not on this kernel; skipped")
             continue
         expr, rest = kernel_filter(flt, inst.fields(event))
@@ -164,7 +168,9 @@ class Progress:
         if self.out is None or (not force and now - self._last < self.every_s):
             return
         self._last = now
-        self.out.write(f"\rstepscope: {n} events, {seconds:.1f} s ")
+        # rendered each time in the invocation's language (cli.main sets it)
+        line = str(msg("{n} events, {seconds:.1f} s", n=n, seconds=seconds))
+        self.out.write(f"\rstepscope: {line} ")
         self.out.flush()
 
     def done(self) -> None:
@@ -278,7 +284,7 @@ def _has_cap_sys_admin() -> bool:
 
 def open_tracefs() -> Tracefs:
     if os.geteuid() != 0 and not _has_cap_sys_admin():
-        raise RecordError("stepscope record needs root (or CAP_SYS_ADMIN) for tracefs")
+        raise RecordError(msg("stepscope record needs root (or CAP_SYS_ADMIN) for tracefs"))
     return Tracefs.open()
 
 
@@ -290,4 +296,6 @@ def kernel_ok() -> None:
     except ValueError:
         return
     if (major, minor) < (5, 4):
-        raise RecordError(f"stepscope record needs Linux 5.4 or later (this is {rel})")
+        raise RecordError(
+            msg("stepscope record needs Linux 5.4 or later (this is {release})", release=rel)
+        )

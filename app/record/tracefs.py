@@ -19,13 +19,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.record.filters import Field, parse_format
+from app.sim.core.i18n import Message, msg
 
 CANDIDATES = (Path("/sys/kernel/tracing"), Path("/sys/kernel/debug/tracing"))
 PREFIX = "stepscope-"
 
 
 class RecordError(Exception):
-    """A problem the user can fix, printed as one line (exit code 2)."""
+    """A problem the user can fix, printed as one line (exit code 2) in the language of the
+    invocation; ``str()`` of the exception is the English text (logs, tests)."""
+
+    def __init__(self, message: Message) -> None:
+        super().__init__(message.render())
+        self.message = message
 
 
 @dataclass
@@ -39,7 +45,7 @@ class Tracefs:
             if (c / "instances").is_dir():
                 return cls(c)
         if not _kernel_has_tracefs():
-            raise RecordError("this kernel has no tracefs (CONFIG_TRACING is off)")
+            raise RecordError(msg("this kernel has no tracefs (CONFIG_TRACING is off)"))
         mnt = Path(tempfile.mkdtemp(prefix=PREFIX + "tracefs-"))
         res = subprocess.run(
             ["mount", "-t", "tracefs", "nodev", str(mnt)], capture_output=True, text=True
@@ -47,7 +53,8 @@ class Tracefs:
         if res.returncode != 0 or not (mnt / "instances").is_dir():
             with contextlib.suppress(OSError):
                 os.rmdir(mnt)
-            raise RecordError(f"cannot mount tracefs: {res.stderr.strip() or 'no instances/'}")
+            why = res.stderr.strip() or msg("it has no instances/ directory")
+            raise RecordError(msg("cannot mount tracefs: {error}", error=why))
         return cls(mnt, mounted=mnt)
 
     def instance(self, name: str) -> Instance:
@@ -105,9 +112,14 @@ class Instance:
         try:
             self.path.mkdir()
         except FileExistsError as e:
-            raise RecordError(f"tracefs instance {self.path} already exists") from e
+            raise RecordError(
+                msg("tracefs instance {path} already exists", path=str(self.path))
+            ) from e
         except OSError as e:
-            raise RecordError(f"cannot create tracefs instance {self.path}: {e}") from e
+            raise RecordError(
+                msg("cannot create tracefs instance {path}: {error}", path=str(self.path),
+                    error=str(e))
+            ) from e
         self.created = True
         self._write("buffer_size_kb", str(buffer_kb))
         clocks = self._read("trace_clock")
@@ -129,7 +141,10 @@ class Instance:
         try:
             (self.event_dir(event) / "filter").write_text(expr + "\n")
         except OSError as e:
-            raise RecordError(f"{event}: the kernel refused the filter {expr!r} ({e})") from e
+            raise RecordError(
+                msg("{event}: the kernel refused the filter {expr} ({error})", event=event,
+                    expr=repr(expr), error=str(e))
+            ) from e
 
     def set_stacktrace(self) -> None:
         """Every event of this instance is followed by its kernel stack."""
@@ -183,7 +198,9 @@ class Instance:
         try:
             (self.path / rel).write_text(value + "\n")
         except OSError as e:
-            raise RecordError(f"cannot write {self.path / rel}: {e}") from e
+            raise RecordError(
+                msg("cannot write {path}: {error}", path=str(self.path / rel), error=str(e))
+            ) from e
 
     def _read(self, rel: str) -> str:
         try:

@@ -18,7 +18,7 @@ from app.sim.skbuff.state import (
     SkbTrace,
 )
 
-SIM_VERSION = "skb-4"
+SIM_VERSION = "skb-5"
 
 
 def _message(text: Message | str) -> Message:

@@ -58,21 +58,35 @@ def skb_get(w: World, op: Op) -> Step:
 
 
 def skb_set_owner_w(w: World, op: Op) -> Step:
+    """skb_set_owner_w (net/core/sock.c) sets the destructor sock_wfree. TCP does not call it:
+    __tcp_transmit_skb (net/ipv4/tcp_output.c) writes the same charge inline, with skb_orphan
+    first and the destructor tcp_wfree (__sock_wfree for a pure ACK), the one TCP Small Queues
+    counts on. A scenario names that caller with ``via``; the step then says tcp_wfree."""
     s = w.skbs[op.skb]
     s.has_sk = True
-    notes: tuple[Text, ...] = ()
+    after = msg(
+        "From now on code that reallocates the head (pskb_expand_head, ___pskb_trim) must not change truesize."
+    )
     if op.via == "__tcp_transmit_skb":
-        notes = (
+        text = msg(
+            "__tcp_transmit_skb charges '{name}' to the sending socket, doing the work of skb_set_owner_w inline after pushing the TCP header: skb_orphan, skb->sk = sk, skb->destructor = tcp_wfree (a data segment; a pure ACK gets __sock_wfree), and sk_wmem_alloc += {truesize}, the truesize tcp_wfree gives back when the skb is freed. {after}",
+            name=s.name,
+            truesize=s.truesize,
+            after=after,
+        )
+        notes: tuple[Text, ...] = (
             msg(
-                "__tcp_transmit_skb does this inline after pushing the TCP header: skb_orphan, skb->sk = sk, destructor = tcp_wfree, and sk_wmem_alloc += truesize."
+                "skb_set_owner_w itself (net/core/sock.c) would set the destructor sock_wfree; TCP sets tcp_wfree so TCP Small Queues can send more of this socket's data when the clone is freed."
             ),
         )
+        return make_step(op, s.name, "ok", text, notes=notes)
     text = msg(
-        "skb_set_owner_w charges '{name}' to the sending socket: skb->sk = sk, the destructor (sock_wfree) will give the {truesize} bytes of truesize back to sk_wmem_alloc when the skb is freed. From now on code that reallocates the head (pskb_expand_head, ___pskb_trim) must not change truesize.",
+        "skb_set_owner_w charges '{name}' to the sending socket: skb->sk = sk, the destructor (sock_wfree) will give the {truesize} bytes of truesize back to sk_wmem_alloc when the skb is freed. {after}",
         name=s.name,
         truesize=s.truesize,
+        after=after,
     )
-    return make_step(op, s.name, "ok", text, notes=notes)
+    return make_step(op, s.name, "ok", text)
 
 
 def skb_clone(w: World, op: Op) -> Step:

@@ -288,3 +288,20 @@ def test_socket_owned_clone_keeps_truesize_on_expand() -> None:
     ):
         m2.apply(op)
     assert m2.skbs["clone1"].truesize == 896 + (704 - 320)
+
+
+def test_skb_set_owner_w_destructor_follows_the_caller() -> None:
+    """skb_set_owner_w (net/core/sock.c) sets sock_wfree; __tcp_transmit_skb does the charge
+    inline with tcp_wfree: the step names the destructor of the caller the scenario gives."""
+    tcp = trace_of(
+        {"op": "alloc_skb", "size": 1500},
+        {"op": "skb_set_owner_w", "via": "__tcp_transmit_skb"},
+    ).frames[-1]
+    text = tcp.narration.render()
+    notes = " ".join(n.render() for n in tcp.notes)
+    assert "skb->destructor = tcp_wfree" in text and "destructor (sock_wfree)" not in text
+    assert "__sock_wfree" in text  # a pure ACK's destructor
+    assert "sock_wfree" in notes and "skb_set_owner_w" in notes
+    plain = trace_of({"op": "alloc_skb", "size": 1500}, {"op": "skb_set_owner_w"}).frames[-1]
+    plain_text = plain.narration.render()
+    assert "destructor (sock_wfree)" in plain_text and "tcp_wfree" not in plain_text

@@ -32,7 +32,7 @@ SLUGS = [
 def test_registered_explainer() -> None:
     """The "skb" explainer is registered with its title, version and default preset."""
     e = SkbExplainer()
-    assert e is not None and str(e.title) == "sk_buff geometry" and e.sim_version == "skb-4"
+    assert e is not None and str(e.title) == "sk_buff geometry" and e.sim_version == "skb-5"
     assert [p.slug for p in e.presets] == SLUGS and e.default_preset == "tcp-transmit"
 
 
