@@ -7,6 +7,7 @@ and the ACK decision (``__tcp_ack_snd_check``, ``tcp_event_data_recv``, quick-AC
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from app.sim.core.i18n import Message, msg
@@ -736,10 +737,17 @@ def sack_remove(sk: Sock) -> None:
     sk.sacks = [(a, b) for a, b in sk.sacks if a > sk.rcv_nxt]
 
 
-def quickack(sim: Sim, sk: Sock) -> None:
-    """tcp_enter_quickack_mode: rcv_wnd / (2 * rcv_mss) quick ACKs, 2 to TCP_MAX_QUICKACKS."""
-    qa = max(2, min(sk.rcv_wnd // (2 * sk.rcv_mss), MAX_QUICKACKS))
+def incr_quickack(sk: Sock) -> None:
+    """tcp_incr_quickack: rcv_wnd / (2 * rcv_mss) quick ACKs (2 when that is 0), at most
+    TCP_MAX_QUICKACKS; the count only grows."""
+    qa = min(sk.rcv_wnd // (2 * sk.rcv_mss) or 2, MAX_QUICKACKS)
     sk.quick = max(sk.quick, qa)
+
+
+def quickack(sim: Sim, sk: Sock) -> None:
+    """tcp_enter_quickack_mode: tcp_incr_quickack, leave ping-pong mode
+    (inet_csk_exit_pingpong_mode), ato = TCP_ATO_MIN."""
+    incr_quickack(sk)
     sk.pingpong = False
     sk.ato = ATO_MIN
 
@@ -765,8 +773,9 @@ def event_data_recv(sim: Sim, sk: Sock, n: int) -> None:
     """tcp_event_data_recv: quick ACK at the start, then the delayed-ACK estimator; the
     receive window may grow (tcp_grow_window)."""
     now = sim.now
-    if sk.ato == 0:
-        quickack(sim, sk)
+    if sk.ato == 0:  # the first data: tcp_incr_quickack, ato = TCP_ATO_MIN (ping-pong kept)
+        incr_quickack(sk)
+        sk.ato = ATO_MIN
     else:
         m = now - sk.lrcvtime
         if m <= ATO_MIN / 2:
@@ -776,8 +785,7 @@ def event_data_recv(sim: Sim, sk: Sock, n: int) -> None:
             if sk.ato > sk.rto:
                 sk.ato = sk.rto
         elif m > sk.rto:
-            qa = max(2, min(sk.rcv_wnd // (2 * sk.rcv_mss), MAX_QUICKACKS))
-            sk.quick = max(sk.quick, qa)
+            incr_quickack(sk)
     sk.lrcvtime = now
     sk.rcv_tstamp = now
     wire.grow_window(sim, sk, n)
@@ -814,11 +822,13 @@ def tcp_fin(sim: Sim, sk: Sock) -> None:
 
 
 def delayed_ack_timeout(sk: Sock) -> float:
-    """tcp_send_delayed_ack: above TCP_DELACK_MIN, ato is bounded by HZ/2 (TCP_DELACK_MAX in
-    pingpong mode) and, once an RTT was measured, by max(srtt, TCP_DELACK_MIN); then by
-    icsk_delack_max (TCP_DELACK_MAX). The model has no ICSK_ACK_PUSHED; with the last bound
-    it changes nothing."""
-    ato = sk.ato or ATO_MIN
+    """tcp_send_delayed_ack: ato as it is (icsk_ack.ato); above TCP_DELACK_MIN it is bounded
+    by HZ/2 (TCP_DELACK_MAX in pingpong mode) and, once an RTT was measured, by
+    max(srtt, TCP_DELACK_MIN); then by icsk_delack_max (TCP_DELACK_MAX). ato is still 0 when
+    no data came in yet (tcp_event_data_recv sets TCP_ATO_MIN on the first data; e.g. a bare
+    FIN, tcp_fin): the timer is then set for jiffies + 0 and fires at the next tick. The model
+    has no ICSK_ACK_PUSHED; with the last bound it changes nothing."""
+    ato = sk.ato
     if ato > ATO_MIN:
         max_ato = DELACK_MAX if sk.pingpong else 500.0  # HZ / 2
         srtt_us = sk.rtt.srtt_us >> 3
@@ -827,6 +837,12 @@ def delayed_ack_timeout(sk: Sock) -> float:
             max_ato = min(max_ato, rtt)
         ato = min(ato, max_ato)
     return min(ato, DELACK_MAX)
+
+
+def delack_deadline(now: float, ato: float) -> float:
+    """jiffies + ato: with ato 0 the timer expires at once and runs at the next timer tick
+    (1 ms, CONFIG_HZ=1000)."""
+    return now + ato if ato > 0 else float(math.floor(now + 1e-9) + 1)
 
 
 def ack_snd_check(sim: Sim, sk: Sock) -> None:
@@ -840,8 +856,15 @@ def ack_snd_check(sim: Sim, sk: Sock) -> None:
         return
     if not sk.timer("delack").armed:
         ato = delayed_ack_timeout(sk)
-        sk.arm("delack", sim.now + ato)
-        sim.note(
-            msg("{ep} delays its ACK by {t} ms.", ep=sk.ep.label, t=round(ato, 3)),
-            "tcp_send_delayed_ack",
-        )
+        at = delack_deadline(sim.now, ato)
+        sk.arm("delack", at)
+        if ato > 0:
+            text = msg("{ep} delays its ACK by {t} ms.", ep=sk.ep.label, t=round(ato, 3))
+        else:
+            text = msg(
+                "{ep} has received no data yet, so its ACK timeout (ato) is still 0: the "
+                "delayed-ACK timer fires at the next tick, {t} ms from now.",
+                ep=sk.ep.label,
+                t=round(at - sim.now, 3),
+            )
+        sim.note(text, "tcp_send_delayed_ack")

@@ -97,6 +97,25 @@ def ack_sent(sim: Sim, sk: Sock) -> None:
             sk.ato = ATO_MIN
 
 
+def data_sent(sim: Sim, sk: Sock) -> None:
+    """tcp_event_data_sent (__tcp_transmit_skb, for a segment with payload, after
+    tcp_event_ack_sent): a reply that leaves within ato of the last segment received
+    (now - lrcvtime < ato) puts the socket in ping-pong (interactive) mode,
+    inet_csk_enter_pingpong_mode; TCP_PINGPONG_THRESH is 1 in 6.4. With ato still 0 (no
+    data received yet) this never happens."""
+    if not sk.pingpong and sim.now - sk.lrcvtime < sk.ato:
+        sk.pingpong = True
+        sim.note(
+            msg(
+                "{ep} replies within {t} ms of the last segment it received: ping-pong "
+                "(interactive) mode; its ACKs now wait to ride on its replies.",
+                ep=sk.ep.label,
+                t=round(sk.ato, 3),
+            ),
+            "tcp_event_data_sent",
+        )
+
+
 def send_ack(sim: Sim, sk: Sock, kind: str, src: str) -> None:
     win = wire.raw_select_window(sim, sk)
     texts = {
@@ -258,6 +277,8 @@ def _send_new(sim: Sim, sk: Sock, n: int, fin: bool) -> None:
         text,
     )
     ack_sent(sim, sk)
+    if n:
+        data_sent(sim, sk)
     sk.stop("probe0")
     if not prior or sk.timer("loss_probe").armed:
         rearm_rto(sim, sk)
@@ -386,3 +407,5 @@ def retransmit(sim: Sim, sk: Sock, o: OutSeg, why: str) -> None:
         else msg("{ep} retransmits seq={seq} ({n} bytes).", ep=sk.ep.label, seq=o.seq, n=o.length),
     )
     ack_sent(sim, sk)
+    if o.length:
+        data_sent(sim, sk)

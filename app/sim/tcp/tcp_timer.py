@@ -70,11 +70,13 @@ def timer_synack(sim: Sim, req: Req) -> None:
 
 
 def timer_delack(sim: Sim, sk: Sock) -> None:
-    """tcp_delack_timer_handler."""
+    """tcp_delack_timer_handler: a missed delayed ACK inflates ato (ato << 1, at most the
+    RTO; 0 stays 0) or, in ping-pong mode, leaves it (inet_csk_exit_pingpong_mode) and
+    deflates ato to TCP_ATO_MIN."""
     if not sk.ack_sched or sk.state == "CLOSE":
         return
     if not sk.pingpong:
-        sk.ato = min(sk.ato * 2 if sk.ato else ATO_MIN, sk.rto)
+        sk.ato = min(sk.ato * 2, sk.rto)
     else:
         sk.pingpong = False
         sk.ato = ATO_MIN

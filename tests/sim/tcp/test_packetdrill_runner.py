@@ -12,8 +12,6 @@ from app.sim.tcp.packetdrill.parser import parse
 from app.sim.tcp.packetdrill.runner import RunLimitError, run
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "content" / "packetdrill"
-# the one example that shows a known gap of the model (tcp_event_data_sent's ping-pong entry)
-KNOWN_GAP = {"delayed-ack"}
 
 
 def text(name: str) -> str:
@@ -24,9 +22,7 @@ def line_of(script: str, needle: str) -> int:
     return next(i for i, ln in enumerate(script.split("\n"), 1) if needle in ln)
 
 
-@pytest.mark.parametrize(
-    "name", sorted(p.stem for p in EXAMPLES.glob("*.pkt") if p.stem not in KNOWN_GAP)
-)
+@pytest.mark.parametrize("name", sorted(p.stem for p in EXAMPLES.glob("*.pkt")))
 def test_the_examples_the_model_should_pass_pass(name: str) -> None:
     res = run(parse(text(name)))
     bad = [
@@ -36,15 +32,6 @@ def test_the_examples_the_model_should_pass_pass(name: str) -> None:
     ]
     assert res.verdict.passed, bad
     assert res.verdict.line is None
-
-
-def test_the_known_gap_fails_where_the_script_says() -> None:
-    """delayed-ack: Linux 6.4 delays this ACK (ping-pong after a quick reply); the model does not."""
-    src = text("delayed-ack")
-    res = run(parse(src))
-    assert not res.verdict.passed
-    assert res.verdict.line == line_of(src, "> . 101:101(0) ack 201")
-    assert "expected" in res.verdict.reason.render()
 
 
 def test_a_wrong_expectation_fails_at_that_line_with_the_reason() -> None:

@@ -65,12 +65,17 @@ def test_synack_retries_then_request_dropped() -> None:
 
 
 def test_delayed_ack_of_a_fin() -> None:
-    """A FIN moves the receiver to CLOSE_WAIT in pingpong mode, so its ACK waits for the
-    delayed-ACK timer (TCP_ATO_MIN, 40 ms) unless data or a FIN goes out first."""
-    tr = run({"script": [*OPEN, c(100, "client", "close")], "until_ms": 1000})
-    fin = next(s for s in segments(tr, "client") if "FIN" in s["flags"])
-    ack = next(s for s in segments(tr, "server") if s["kind"] == "delayed_ack")
-    assert ack["sent_ms"] - fin["arrive_ms"] == pytest.approx(40)
+    """A FIN moves the receiver to CLOSE_WAIT in pingpong mode (tcp_fin), so its ACK waits for
+    the delayed-ACK timer unless data or a FIN goes out first. tcp_send_delayed_ack uses ato as
+    it is: TCP_ATO_MIN (40 ms) once data came in, still 0 when none did (the next tick, 1 ms)."""
+    for script, wait in (
+        ([*OPEN, c(50, "client", "send", bytes=100), c(100, "client", "close")], 40),
+        ([*OPEN, c(100, "client", "close")], 1),
+    ):
+        tr = run({"script": script, "until_ms": 1000})
+        fin = next(s for s in segments(tr, "client") if "FIN" in s["flags"])
+        ack = next(s for s in segments(tr, "server") if s["kind"] == "delayed_ack")
+        assert ack["sent_ms"] - fin["arrive_ms"] == pytest.approx(wait)
 
 
 def test_first_data_is_acked_at_once() -> None:

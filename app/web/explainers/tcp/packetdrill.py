@@ -56,6 +56,7 @@ EXAMPLES: dict[str, Message] = {
     "close-paths": msg("Close paths: the peer closes first (CLOSE_WAIT, LAST_ACK)"),
     "rst-challenge-ack": msg("RST and challenge ACK (RFC 5961)"),
     "delayed-ack": msg("Delayed ACK and ping-pong mode"),
+    "ping-pong": msg("Ping-pong mode: ACKs ride on replies until the timer fires"),
     "zero-window": msg("Zero window and the persist timer"),
     "fast-retransmit": msg("Fast retransmit after three duplicate ACKs"),
 }
