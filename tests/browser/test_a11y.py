@@ -8,6 +8,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.browser.recs import upload
+
 AXE = Path(__file__).resolve().parents[2] / "node_modules" / "axe-core" / "axe.min.js"
 
 PAGES = [
@@ -24,6 +26,7 @@ PAGES = [
     "/notes/skb-kernel-check",
     "/my-scenarios",
     "/examples/slides",
+    "/recordings",
 ]
 
 
@@ -49,6 +52,20 @@ def serious_violations(page) -> list[str]:
         }"""
     )
     return found
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-CN"])
+@pytest.mark.parametrize("kind", ["capture", "cwnd", "path"])
+def test_recording_pages_have_no_serious_axe_violations(
+    live_server, page, kind: str, lang: str
+) -> None:
+    """A recording's page (/r/{id}) of each kind, uploaded through the API: axe-core's WCAG 2
+    A/AA rules report nothing serious or critical, nor any structure fault."""
+    path = upload(live_server.url, kind)
+    page.goto(f"{live_server.url}{path}?lang={lang}")
+    page.wait_for_load_state("networkidle")
+    result = serious_violations(page) + structure_violations(page)
+    assert result == [], "\n".join(result)
 
 
 # A live class is read on phones and shown on a projector (its theme): the join page (the

@@ -36,6 +36,7 @@ from typing import Any
 import pytest
 
 from app.explainers import builtin
+from tests.browser.recs import upload
 
 CASES = [(pl.name, p.slug) for pl in builtin() for p in pl.sim.presets]
 THEMES = ("light", "dark", "projector")
@@ -366,6 +367,24 @@ def test_every_step_fits_one_screen_and_nothing_overlaps(
         for theme in ("projector", "light", "dark"):
             _theme(page, theme)
             problems += _walk(page, samples, "fit", f"embed 960x600 {theme}")[0]
+    finally:
+        context.close()
+    assert not problems, f"{len(problems)} layout faults:\n" + "\n".join(problems[:25])
+
+
+@pytest.mark.parametrize("kind", ["capture", "cwnd", "path"])
+def test_recording_pages_fit_one_screen(live_server: Any, browser: Any, kind: str) -> None:
+    """A recording's page (/r/{id}) of each kind, uploaded through the API: its first and last
+    step fit 1440×900 and read on a phone, in the light theme, by the same probe."""
+    path = upload(live_server.url, kind)
+    context, page = _open(browser, f"{live_server.url}{path}", DESKTOP)
+    try:
+        count = int(page.evaluate("window.Stepscope.count"))
+        steps = sorted({0, count - 1})
+        problems = _walk(page, steps, "fit", "1440x900 light", TYPE_FLOOR)[0]
+        page.set_viewport_size(PHONE)
+        _theme(page, "light", resized=True)
+        problems += _walk(page, steps, "phone", "390x844 light")[0]
     finally:
         context.close()
     assert not problems, f"{len(problems)} layout faults:\n" + "\n".join(problems[:25])

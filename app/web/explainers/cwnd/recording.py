@@ -31,6 +31,7 @@ def _v(value: Any, spec: str = ".0f", none: str = "–") -> str:
 
 
 MACHINE, MODEL = msg("machine"), msg("model")
+VARIABLE = msg("measure")
 SIDE_BY_SIDE = msg("Machine and model side by side")
 KIND_HEAD: dict[str, Message] = {
     "tick": msg("both sides at this moment"),
@@ -67,7 +68,8 @@ def picture(trace: RecordedTrace, frame: Frame[RecordedState]) -> str:
     return (
         f'<div class="cwnd-moment recorded-moment" id="cwnd-moment" data-time="{t:.6f}" '
         f'data-kind="{escape(kind)}"><p class="moment-head">{head}</p>'
-        '<table class="fields recorded-now"><thead><tr><th></th>'
+        '<table class="fields recorded-now"><thead><tr>'
+        f'<th scope="col">{_t(VARIABLE)}</th>'
         f'<th scope="col">{_t(MACHINE)}</th><th scope="col">{_t(MODEL)}</th>'
         f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
     )
@@ -147,7 +149,7 @@ def comparison_table(summary: Mapping[str, Any]) -> str:
         f'<details class="run-summary recorded-compare" open><summary>'
         f"{_t(SIDE_BY_SIDE)}</summary>{paragraphs}"
         '<div class="table-scroll" tabindex="0"><table class="fields summary-table">'
-        f"<thead><tr><th></th><th scope='col'>{_t(MACHINE)}</th>"
+        f"<thead><tr><th scope='col'>{_t(VARIABLE)}</th><th scope='col'>{_t(MACHINE)}</th>"
         f"<th scope='col'>{_t(MODEL)}</th></tr></thead><tbody>{body}</tbody></table>"
         "</div></details>"
     )

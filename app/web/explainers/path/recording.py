@@ -18,7 +18,7 @@ from app.web.plugin import RecordingView
 STYLE = (
     ".rec-path{display:grid;gap:.5rem}"
     ".rec-stacks{display:grid;grid-template-columns:repeat(auto-fit,minmax(16rem,1fr));gap:.8rem}"
-    ".rec-stacks h3{font-size:.95rem;margin:.2rem 0}"
+    ".rec-stacks h2{font-size:.95rem;margin:.2rem 0}"
     ".rec-stack{margin:0;padding-left:2rem;font-family:var(--mono,monospace);font-size:.85rem}"
     ".rec-stack li{padding:0 .3rem;border-radius:3px;color:var(--muted,#5b6470)}"
     ".rec-stack li.both{background:var(--hl,#fff3c4);color:inherit;font-weight:600}"
@@ -82,8 +82,8 @@ def picture(trace: RecordedPathTrace, frame: Frame[RecordedPathState]) -> str:
         f'data-model-step="{st["model_step"]}">'
         f'<p class="rec-head"><b translate="no">{escape(st["event"])}</b> · {_t(head)}{reason}</p>'
         '<div class="rec-stacks">'
-        f"<section><h3>{_t(rec_title)}</h3>{_stack(st['recorded'], shared, 'recorded')}</section>"
-        f"<section><h3>{_t(model_title)}</h3>{_stack(st['model'], shared, 'model')}</section>"
+        f"<section><h2>{_t(rec_title)}</h2>{_stack(st['recorded'], shared, 'recorded')}</section>"
+        f"<section><h2>{_t(model_title)}</h2>{_stack(st['model'], shared, 'model')}</section>"
         "</div>"
         + _list(msg("In both:"), st["both"], "both")
         + _list(msg("The model skips:"), st["skipped"], "skipped")

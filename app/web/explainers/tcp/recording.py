@@ -75,7 +75,7 @@ def _arrow(row: int, seg: Mapping[str, Any], eps: list[str], current: bool) -> s
         f'<text x="{mid}" y="{(y1 + y2) / 2 - 4}" text-anchor="middle" font-size="12"'
         f' font-family="monospace" translate="no">{esc(label)}</text>'
         + (
-            f'<text x="{mid}" y="{(y1 + y2) / 2 + 10}" text-anchor="middle" font-size="11"'
+            f'<text x="{mid}" y="{(y1 + y2) / 2 + 11}" text-anchor="middle" font-size="12"'
             f' font-family="monospace" fill="#555" translate="no">{esc(opts[:70])}</text>'
             if opts
             else ""
@@ -150,13 +150,15 @@ def replay_panel(trace: Trace[RecordedState, None]) -> str:
     )
     open_it = msg("Open the replay")
     machine, model = msg("machine"), msg("model")
+    endpoint, agreement = msg("endpoint"), msg("agreement")
     return (
         '<details class="replay-panel" id="replay-panel" open>'
         f"<summary>{esc(title)}</summary><p>{esc(about)} "
         f'<a class="button" id="replay-link" href="{attr(link)}">{esc(open_it)}</a></p>'
-        f'<table class="fields"><thead><tr><th></th><th>{esc(machine)}</th>'
-        f"<th>{esc(model)}</th><th></th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
-        "</details>"
+        '<div class="table-scroll" tabindex="0"><table class="fields"><thead><tr>'
+        f'<th scope="col">{esc(endpoint)}</th><th scope="col">{esc(machine)}</th>'
+        f'<th scope="col">{esc(model)}</th><th scope="col">{esc(agreement)}</th></tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div></details>"
     )
 
 
