@@ -220,6 +220,7 @@ def player_context(
         "static_html": Markup(plugin.web.static(trace)) if plugin.web.static else Markup(""),
         "view_scripts": plugin.web.scripts,
         "view_styles": plugin.web.styles,
+        **source.player_extra,
     }
 
 

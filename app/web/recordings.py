@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import json
 import zlib
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -317,26 +318,51 @@ async def recordings_upload(request: Request, sid: Visitor) -> Response:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RecordingSource(Source):
-    """A recording as the player's source: its links are the recording's (``/r/{id}``)."""
+    """A recording as the player's source: its links are the recording's (``/r/{id}``, with
+    the overrides of its view as ``o``), and it carries the trace its view built."""
 
-    recording_id: str = ""
+    recording: Recording | None = None
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def recording_id(self) -> str:
+        return self.recording.id if self.recording else ""
+
+    @property
+    def kind(self) -> str:
+        return "recording"
 
     @property
     def page_path(self) -> str:
-        return f"/r/{self.recording_id}"
+        return f"/r/{self.recording_id}{_overrides_query(self.overrides)}"
 
     @property
     def embed_path(self) -> str:
-        return f"/embed/r/{self.recording_id}"
+        return f"/embed/r/{self.recording_id}{_overrides_query(self.overrides)}"
 
     @property
     def walkthrough_key(self) -> str:
         return ""  # no "continue where you left off" for a recording
 
+    @property
+    def player_extra(self) -> dict[str, Any]:
+        return {
+            "recording": self.recording,
+            "recording_kind": self.recording.kind if self.recording else "",
+            "frames_url": f"/r/{self.recording_id}/frames{_overrides_query(self.overrides)}",
+        }
 
-def _recording_source(plugin: Plugin, view: RecordingView[Any, Any], row: Recording) -> Source:
+
+def _recording_source(
+    plugin: Plugin,
+    view: RecordingView[Any, Any],
+    row: Recording,
+    overrides: dict[str, Any],
+    trace: Trace[Any, Any],
+) -> RecordingSource:
     """The player's source for a recording: the owning plugin with the recording view's
-    pictures in place of the model's (the rest of the player is the same)."""
+    pictures in place of the model's (the rest of the player is the same). The view has no
+    questions: a class on a recording is moved, not asked."""
     web = replace(
         plugin.web,
         picture=view.picture,
@@ -347,7 +373,34 @@ def _recording_source(plugin: Plugin, view: RecordingView[Any, Any], row: Record
         thumbnail=None,
     )
     shadow = Plugin(sim=plugin.sim, web=web, course_order=plugin.course_order)
-    return RecordingSource(plugin=shadow, raw={}, title=row.title or row.id, recording_id=row.id)
+    return RecordingSource(
+        plugin=shadow,
+        raw={},
+        title=row.title or row.id,
+        recording=row,
+        overrides=overrides,
+        built=trace,
+    )
+
+
+class NotShown(Exception):
+    """No stored recording has this id, or no explainer shows its kind."""
+
+
+def recording_source(
+    site: Site, engine: Any, recording_id: str, query: Mapping[str, str]
+) -> RecordingSource:
+    """The source of ``/r/{recording_id}?{query}`` (a live class follows it): the recording
+    with its view's trace under the query's overrides. :class:`NotShown` when there is no such
+    recording or no view of its kind; ParamError naming the overrides the view refuses."""
+    with repo.session_for(engine) as db:
+        row = repo.get_recording(db=db, recording_id=recording_id[:40])
+    found = view_for(site, row.kind) if row is not None else None
+    if row is None or found is None:
+        raise NotShown(recording_id)
+    plugin, view = found
+    overrides = overrides_from(query)
+    return _recording_source(plugin, view, row, overrides, _trace(view, row, overrides))
 
 
 # Query parameters of the recording pages that are not overrides of the view
@@ -367,7 +420,11 @@ def _value(text: str) -> Any:
 def overrides_of(request: Request) -> dict[str, Any]:
     """The user's overrides of a recording's view (e.g. edited link parameters): ``o``, a
     params token (JSON), or every other query parameter, numbers as numbers."""
-    query = request.query_params
+    return overrides_from(request.query_params)
+
+
+def overrides_from(query: Mapping[str, str]) -> dict[str, Any]:
+    """:func:`overrides_of` a page's query."""
     if "o" in query:
         raw = decode_params(query["o"][:MAX_TOKEN])
         if not isinstance(raw, dict):
@@ -430,19 +487,8 @@ def _player(
         if overrides:  # the user's overrides: a 422 naming them
             raise
         return _summary_page(request, row)
-    source = _recording_source(plugin, view, row)
-    return render_player(
-        request,
-        source,
-        trace,
-        step=step,
-        recording=row,
-        recording_kind=row.kind,
-        frames_url=f"/r/{row.id}/frames{_overrides_query(overrides)}",
-        view_styles=plugin.web.styles,
-        view_scripts=plugin.web.scripts,
-        **extra,
-    )
+    source = _recording_source(plugin, view, row, overrides, trace)
+    return render_player(request, source, trace, step=step, **extra)
 
 
 @router.get("/r/{recording_id}", response_class=HTMLResponse, include_in_schema=False)
@@ -466,8 +512,9 @@ def recording_frames(
     if found is None:
         raise HTTPException(404, i18n.render(msg("No explainer shows this kind of recording.")))
     plugin, view = found
-    source = _recording_source(plugin, view, row)
-    trace = _trace(view, row, overrides_of(request))
+    overrides = overrides_of(request)
+    trace = _trace(view, row, overrides)
+    source = _recording_source(plugin, view, row, overrides, trace)
     frames = render_frames(
         source.plugin, trace, start, start + count, None, reader_glossary(request)
     )
@@ -513,7 +560,9 @@ def _opened(request: Request, site: Site, recording_id: str) -> tuple[Source, Tr
     if found is None:
         raise HTTPException(404, i18n.render(msg("No explainer shows this kind of recording.")))
     plugin, view = found
-    return _recording_source(plugin, view, row), _trace(view, row, overrides_of(request))
+    overrides = overrides_of(request)
+    trace = _trace(view, row, overrides)
+    return _recording_source(plugin, view, row, overrides, trace), trace
 
 
 @router.get("/r/{recording_id}/export/html", response_class=HTMLResponse, tags=["export"])

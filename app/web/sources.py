@@ -61,6 +61,9 @@ class Source:
     preset: Preset | None = None
     scenario: Scenario | None = None
     token: str | None = None
+    # A trace the source carries already built (a recording's, from its view): run_source
+    # answers it as is instead of running params
+    built: Trace[Any, Any] | None = None
 
     @property
     def explainer(self) -> Explainer[Any]:
@@ -82,6 +85,12 @@ class Source:
         if self.preset:
             return f"/explainers/{self.plugin.name}/presets/{self.preset.slug}"
         return f"/explainers/{self.plugin.name}/custom?p={self.params_token}"
+
+    @property
+    def player_extra(self) -> dict[str, Any]:
+        """What this kind of source adds to its player's context (every page that draws it:
+        its own page, a live class's pages)."""
+        return {}
 
     @property
     def embed_path(self) -> str:
@@ -181,6 +190,8 @@ def from_scenario(site: Site, engine: Any, scenario_id: str) -> Source:
 def run_source(site: Site, source: Source) -> Trace[Any, Any]:
     """Run the source's params. A saved scenario the simulation now refuses answers 422 naming
     ``params.…`` (its params were valid when saved; the simulation has since changed)."""
+    if source.built is not None:
+        return source.built
     try:
         _, trace = site.run(source.plugin, source.raw)
     except ParamError as exc:

@@ -1,30 +1,33 @@
-"""What a class is about: a walkthrough (``EXPLAINER/PRESET``, or its page path) or a shared
-scenario's id, resolved to the same :class:`~app.web.sources.Source` every page uses.
+"""What a class is about: a walkthrough (``EXPLAINER/PRESET``, or its page path), a shared
+scenario's id or a recording's page (``/r/{id}``, with its view's overrides as the query),
+resolved to the same :class:`~app.web.sources.Source` every page uses.
 
 A class records the source it follows as that source's player page (``LiveClass.page_path``);
 :func:`followed` resolves it again for the class's pages, its questions and its marked steps,
-so a new kind of source (a recording's ``/r/{id}``, once it has a player page) is taught to
-:func:`resolve` here and nowhere else in the class code."""
+so a new kind of source is taught to :func:`resolve` here and nowhere else in the class code."""
 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 from fastapi import HTTPException
 
 from app.sim.core import ParamError, msg
 from app.store import repo
 from app.store.models import LiveClass
+from app.web.recordings import NotShown, recording_source
 from app.web.site import Site
-from app.web.sources import ScenarioNotFound, Source, from_preset, from_scenario
+from app.web.sources import ScenarioNotFound, Source, from_preset, from_scenario, prefixed
 
 
 def _unknown(value: str) -> ParamError:
     return ParamError.single(
         ("scenario",),
         msg(
-            "no walkthrough or shared scenario is called {value}: give a shared scenario's id "
-            "or EXPLAINER/PRESET (e.g. the end of a walkthrough's link)",
+            "no walkthrough, shared scenario or recording is called {value}: give a shared "
+            "scenario's id, EXPLAINER/PRESET (e.g. the end of a walkthrough's link) or a "
+            "recording's page (/r/ID)",
             value=repr(value[:80]),
         ),
     )
@@ -33,6 +36,15 @@ def _unknown(value: str) -> ParamError:
 def resolve(site: Site, engine: Any, value: str) -> Source:
     """The source ``value`` names; 422 naming ``scenario`` when it names none."""
     text = value.strip()
+    parsed = urlsplit(text)
+    if parsed.path.removeprefix("/").startswith("r/"):
+        recording_id = parsed.path.removeprefix("/").removeprefix("r/").strip("/")
+        try:
+            return recording_source(site, engine, recording_id, dict(parse_qsl(parsed.query)))
+        except NotShown:
+            raise _unknown(text) from None
+        except ParamError as exc:  # overrides the recording's view refuses
+            raise prefixed(exc, "scenario") from exc
     path = text.removeprefix("/")
     for prefix in ("explainers/", "s/"):
         path = path.removeprefix(prefix)
