@@ -386,3 +386,27 @@ def test_overrides_reach_the_view_and_its_refusal_is_a_422(client: TestClient) -
     assert r.status_code == 422 and "overrides" in r.text
     r = client.get(f"/r/{rid}/frames?start=0&count=2&o=%%%")
     assert r.status_code == 422
+
+
+def test_the_cwnd_overlay_runs_the_model_again_for_the_link_the_user_types(
+    client: TestClient,
+) -> None:
+    """A cwnd recording's page has the model's link as a form (from the recording's link);
+    submitting it (GET, the fields as the view's overrides) runs the model for the typed RTT,
+    and a refused value answers 422 naming the field."""
+    events = [probe(t * 10.0, 10 + t, 2147483647 if t < 30 else 30, 40000) for t in range(60)]
+    body = recording("cwnd", events)
+    body["link"] = {"rate_mbit": 20, "rtt_ms": 40, "buffer_bytes": 100000, "mtu": 1500}
+    rid = client.post("/api/v1/recordings", json=body).json()["id"]
+    page = client.get(f"/r/{rid}").text
+    form = re.search(r'<form class="recorded-link".*?</form>', page, re.S)
+    assert form is not None, page[:2000]
+    assert re.search(r'name="rtt_ms"[^>]*value="40"', form.group(0))
+    assert re.search(r'<option value="cubic" selected>', form.group(0))
+    again = client.get(f"/r/{rid}?rate_mbit=20&rtt_ms=80&buffer_bytes=100000&cc=reno")
+    assert again.status_code == 200
+    edited = re.search(r'<form class="recorded-link".*?</form>', again.text, re.S)
+    assert edited is not None and re.search(r'name="rtt_ms"[^>]*value="80"', edited.group(0))
+    assert '<option value="reno" selected>' in edited.group(0)
+    bad = client.get(f"/r/{rid}?rate_mbit=20&rtt_ms=-5&buffer_bytes=100000&cc=cubic")
+    assert bad.status_code == 422 and "rtt_ms" in bad.text

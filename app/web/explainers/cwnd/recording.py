@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any
 
+from app.sim.congestion.params import CC_NAMES
 from app.sim.congestion.recorded import RecordedState, RecordedTrace, recorded_trace
 from app.sim.core import Frame, Message, msg
 from app.web import i18n
@@ -93,7 +94,43 @@ def static(trace: RecordedTrace) -> str:
         )
         + '</div><div class="cwnd-after">'
         + comparison_table(trace.summary)
+        + link_form(trace)
         + "</div>"
+    )
+
+
+LINK_LEGEND = msg("The model’s link (from the recording; edit to compare)")
+CC_LABEL = msg("congestion control")
+RUN_AGAIN = msg("Run the model again")
+LINK_FIELDS: tuple[tuple[str, Message, str], ...] = (
+    ("rate_mbit", msg("bottleneck rate (Mbit/s)"), "any"),
+    ("rtt_ms", msg("base RTT (ms)"), "any"),
+    ("buffer_bytes", msg("bottleneck buffer (bytes)"), "1"),
+)
+
+
+def link_form(trace: RecordedTrace) -> str:
+    """The model's link and algorithm, editable: a GET form back to this page, whose fields
+    are the view's overrides (``app.web.recordings.overrides_of``), so the model runs again for
+    the link the user types while the recording stays as it was."""
+    p = trace.params
+    values = {"rate_mbit": p.rate_mbit, "rtt_ms": p.rtt_ms, "buffer_bytes": p.buffer_bytes}
+    inputs = "".join(
+        f'<label>{_t(label)} <input name="{key}" type="number" min="0" step="{step}" '
+        f'value="{escape(format(values[key], "g"))}" required></label>'
+        for key, label, step in LINK_FIELDS
+    )
+    options = "".join(
+        f'<option value="{name}"{" selected" if name == p.cc else ""}>{name}</option>'
+        for name in CC_NAMES
+    )
+    return (
+        '<form class="recorded-link" method="get" data-link-form="1">'
+        f"<fieldset><legend>{_t(LINK_LEGEND)}"
+        f"</legend>{inputs}"
+        f'<label>{_t(CC_LABEL)} <select name="cc">{options}</select></label> '
+        f'<button type="submit" class="button">{_t(RUN_AGAIN)}</button>'
+        "</fieldset></form>"
     )
 
 
