@@ -8,7 +8,9 @@ import re
 import struct
 import xml.etree.ElementTree as ET
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -360,12 +362,20 @@ def test_a_chromium_past_its_timeout_is_killed_and_answered_503(settings: Settin
     renderer = PngRenderer(settings.chromium, timeout_s=3)
     before = browser_pids()
     with pytest.raises(PngUnavailable) as caught:
-        renderer.render("<body><script>for (;;) {}</script></body>", scale=1, width=200)
+        _on_a_thread(renderer.render, "<body><script>for (;;) {}</script></body>", 1, 200)
     assert "3 s" in str(caught.value)
     assert browser_pids() - before == set()
     # and the renderer still draws afterwards (given time: the machine may be busy)
     renderer.timeout_s = 60
-    assert renderer.render("<body>ok</body>", scale=1, width=200)[:4] == b"\x89PNG"
+    assert _on_a_thread(renderer.render, "<body>ok</body>", 1, 200)[:4] == b"\x89PNG"
+
+
+def _on_a_thread(render: Any, html: str, scale: int, width: float, ready: str | None = None) -> Any:
+    """``render`` on a thread of its own, as the app draws PNGs (app.web.exporting's png
+    thread): Playwright's sync API refuses a thread where another Playwright (the browser
+    tests' session, in the same pytest worker) already runs its loop."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(render, html, scale=scale, width=width, ready=ready).result()
 
 
 def test_the_png_is_taken_once_the_ready_condition_holds(settings: Settings) -> None:
@@ -377,5 +387,5 @@ def test_the_png_is_taken_once_the_ready_condition_holds(settings: Settings) -> 
         " document.body.style.background = '#0000ff'; window.drawn = true; }, 400)</script></body>"
     )
     renderer = PngRenderer(settings.chromium)
-    data = renderer.render(html, scale=1, width=50, ready="() => window.drawn === true")
+    data = _on_a_thread(renderer.render, html, 1, 50, ready="() => window.drawn === true")
     assert png_pixels(data, limit=1)[2][0][:3] == bytes.fromhex("0000ff")

@@ -152,7 +152,7 @@ def replay_panel(trace: Trace[RecordedState, None]) -> str:
     machine, model = msg("machine"), msg("model")
     endpoint, agreement = msg("endpoint"), msg("agreement")
     return (
-        '<details class="replay-panel" id="replay-panel" open>'
+        '<details class="replay-panel" id="replay-panel">'  # closed: the ladder first
         f"<summary>{esc(title)}</summary><p>{esc(about)} "
         f'<a class="button" id="replay-link" href="{attr(link)}">{esc(open_it)}</a></p>'
         '<div class="table-scroll" tabindex="0"><table class="fields"><thead><tr>'
