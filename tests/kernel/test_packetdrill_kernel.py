@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from app.settings import Settings
 from app.sim.tcp.packetdrill.parser import parse
 from app.sim.tcp.packetdrill.realkernel import KernelResult, run_kernel, unavailable
 from app.sim.tcp.packetdrill.runner import RunLimitError
@@ -127,6 +128,12 @@ def test_a_run_over_its_time_limit_stops_and_leaves_nothing_behind() -> None:
     with pytest.raises(RunLimitError, match="took more than"):
         run_kernel(script, time_limit_s=1.5)
     assert not _our_namespaces()
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    """A lab server: kernel runs switched on (APP_KERNEL_RUNS; off by default)."""
+    return Settings(database_url=f"sqlite:///{tmp_path / 'test.db'}", kernel_runs=True)
 
 
 @needs_kernel
