@@ -20,7 +20,6 @@ import json
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from functools import partial
 from typing import Any
 
 from fastapi import APIRouter, FastAPI, HTTPException, Query, Request
@@ -47,17 +46,13 @@ from app.web.deps import Autoplay, Controls, StepQuery, Theme, Visitor
 from app.web.errors import param_error_detail
 from app.web.exporting import (
     OfflineTooLarge,
-    PngRenderer,
-    PngUnavailable,
     offline_document,
-    picture_size,
-    png_css,
 )
 from app.web.memo import Memo
 from app.web.player import FRAME_CHUNK_MAX, reader_glossary, render_frames, render_player
 from app.web.plugin import Plugin, RecordingView
 from app.web.quotas import check_recording_quota
-from app.web.routes.export import frame_picture
+from app.web.routes.export import frame_picture, step_png
 from app.web.security import same_site_form
 from app.web.sessions import ensure_visitor
 from app.web.site import Site
@@ -601,34 +596,10 @@ async def recording_export_png(
     """One step of a recording's player as a PNG, drawn as a run's step is."""
     source, trace = await run_in_threadpool(_opened, request, site, recording_id)
     index, picture = await run_in_threadpool(frame_picture, source, trace, step)
-    pngs: PngRenderer = request.app.state.pngs
     key = ("recording", recording_id, index, theme, scale)
-    data = pngs.cached(key)
-    if data is None:
-        await run_in_threadpool(site.runs.charge_client)
-        html = await run_in_threadpool(
-            partial(
-                offline_document,
-                request,
-                source,
-                trace,
-                step=index,
-                theme=theme,
-                controls="none",
-                extra_css=png_css(picture),
-                one_step=True,
-            )
-        )
-        try:
-            data = await pngs.render_async(
-                html,
-                scale=scale,
-                width=picture_size(picture)[0],
-                ready=source.plugin.web.export_ready,
-            )
-        except PngUnavailable as exc:
-            return JSONResponse({"detail": i18n.render(exc.message)}, status_code=503)
-        pngs.store(key, data)
+    data = await step_png(request, site, source, trace, index, picture, key, theme, scale)
+    if isinstance(data, Response):
+        return data
     name = f"stepscope-recording-{recording_id}-step{index}.png"
     return Response(
         data,

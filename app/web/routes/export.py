@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import partial
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
@@ -32,6 +33,7 @@ from app.web.exporting import (
 )
 from app.web.player import clamp_step
 from app.web.routes.api import trace_json
+from app.web.site import Site
 from app.web.sources import QuerySource, SiteDep, Source, run_source
 
 router = APIRouter(prefix="/export", tags=["export"])
@@ -90,6 +92,48 @@ def export_svg(
     return site.pages.respond(request, produce)
 
 
+async def step_png(
+    request: Request,
+    site: Site,
+    source: Source,
+    trace: Trace[Any, Any],
+    index: int,
+    picture: str,
+    key: tuple[Any, ...],
+    theme: str,
+    scale: int,
+) -> bytes | Response:
+    """Step ``index``'s picture as PNG bytes, from the renderer's cache under ``key`` or drawn
+    now from a page of that one step (counted against the client's quota as a long run); a
+    503 answer when Chromium cannot draw it. Every PNG export (runs, recordings) draws here."""
+    pngs: PngRenderer = request.app.state.pngs
+    data = pngs.cached(key)
+    if data is not None:
+        return data
+    await run_in_threadpool(site.runs.charge_client)
+    html = await run_in_threadpool(
+        partial(
+            offline_document,
+            request,
+            source,
+            trace,
+            step=index,
+            theme=theme,
+            controls="none",
+            extra_css=png_css(picture),
+            one_step=True,
+        )
+    )
+    try:
+        data = await pngs.render_async(
+            html, scale=scale, width=picture_size(picture)[0], ready=source.plugin.web.export_ready
+        )
+    except PngUnavailable as exc:
+        return JSONResponse({"detail": i18n.render(exc.message)}, status_code=503)
+    pngs.store(key, data)
+    return data
+
+
 @router.get(
     "/png",
     responses={
@@ -108,7 +152,6 @@ async def export_png(
 ) -> Response:
     """This step's picture as a PNG, drawn server-side with the page's stylesheet. Drawing waits
     in a short queue of its own and holds no request thread."""
-    pngs: PngRenderer = request.app.state.pngs
     trace = await run_in_threadpool(run_source, site, source)
     # drawing one step of a long walk can take seconds of CPU: never on the event loop
     index, picture = await run_in_threadpool(frame_picture, source, trace, step)
@@ -120,31 +163,9 @@ async def export_png(
         theme,
         scale,
     )
-    data = pngs.cached(key)
-    if data is None:
-        # drawing a PNG is a long run of its own: it counts against the client's quota
-        await run_in_threadpool(site.runs.charge_client)
-        html = await run_in_threadpool(
-            offline_document,
-            request,
-            source,
-            trace,
-            step=index,
-            theme=theme,
-            controls="none",
-            extra_css=png_css(picture),
-            one_step=True,
-        )
-        try:
-            data = await pngs.render_async(
-                html,
-                scale=scale,
-                width=picture_size(picture)[0],
-                ready=source.plugin.web.export_ready,
-            )
-        except PngUnavailable as exc:
-            return JSONResponse({"detail": i18n.render(exc.message)}, status_code=503)
-        pngs.store(key, data)
+    data = await step_png(request, site, source, trace, index, picture, key, theme, scale)
+    if isinstance(data, Response):
+        return data
     headers = {
         **_attachment(_filename(source, f"-step{index}.png")),
         "Cache-Control": "public, max-age=3600",
