@@ -577,12 +577,20 @@ def rcv_ack(sim: Sim, sk: Sock, seg: Seg) -> bool:
     n = clean_rtx(sim, sk, ack, seg)
     # tcp_ack_update_window: a non-SYN segment's window is scaled by the peer's shift
     nwin = seg.window if seg.syn else seg.window << sk.snd_wscale
-    if ack > prior or seg.seq > sk.snd_wl1 or (seg.seq == sk.snd_wl1 and nwin > sk.snd_wnd):
+    # tcp_may_update_window: an ACK that moves snd_wl1 on (a later sequence number) or
+    # offers more window sets FLAG_WIN_UPDATE, even when the window itself is unchanged
+    win_update = (
+        ack > prior or seg.seq > sk.snd_wl1 or (seg.seq == sk.snd_wl1 and nwin > sk.snd_wnd)
+    )
+    if win_update:
         if nwin != sk.snd_wnd:
             sk.snd_wnd = nwin
         sk.snd_wl1 = seg.seq
     sk.snd_una = max(sk.snd_una, ack)
-    dupack = n == 0 and seg.length == 0 and not seg.fin and ack == prior
+    # tcp_ack: only an ACK with none of FLAG_NOT_DUP (data, a window update, new data
+    # acknowledged) counts as a duplicate, so the peer's first ACK after its SYN-ACK (its
+    # sequence number one past snd_wl1) is a window update, not a duplicate ACK
+    dupack = n == 0 and seg.length == 0 and not seg.fin and ack == prior and not win_update
     tcp_output.process_tlp_ack(sk, ack, ack > prior, dupack)
     if dupack and sk.rtx:
         sk.dupacks += 1
