@@ -642,7 +642,10 @@ def data_queue(sim: Sim, sk: Sock, seg: Seg) -> None:
     if seg.length == 0 and not seg.fin:
         return
     if seg.seq == sk.rcv_nxt:
-        if sk.receive_window() == 0 and seg.length > 0:
+        # tcp_data_queue: at rcv_nxt with a zero window the segment is dropped and ACKed
+        # (SKB_DROP_REASON_TCP_ZEROWINDOW), a bare FIN too (its end_seq is past its seq; only
+        # later kernels accept a bare FIN there)
+        if sk.receive_window() == 0 and (seg.length > 0 or seg.fin):
             sim.note(
                 msg("The receive window is zero: the data is dropped and ACKed at once."),
                 "tcp_data_queue",

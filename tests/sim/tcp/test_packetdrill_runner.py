@@ -249,3 +249,33 @@ def test_the_peers_first_ack_after_its_syn_ack_is_a_window_update_not_a_duplicat
     assert not three.verdict.passed and three.verdict.line == 11
     four = run(parse(FIRST_ACK_AFTER_SYNACK.format(more="   +0 < . 1:1(0) ack 1 win 65535\n")))
     assert four.verdict.passed, [(r.line, r.status, r.reasons) for r in four.lines]
+
+
+SMALL_RCVBUF = """\
+    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
+   +0 setsockopt(3, SOL_SOCKET, SO_RCVBUF, [20000], 4) = 0
+   +0 bind(3, ..., ...) = 0
+   +0 listen(3, 1) = 0
+   +0 < S 0:0(0) win 40000 <mss 1000,nop,wscale 6>
+   +0 > S. 0:0(0) ack 1 win 18980 <mss 1460,nop,wscale 0>
+  +.01 < . 1:1(0) ack 1 win 300
+   +0 accept(3, ..., ...) = 4
+   +0 < P. 1:30001(30000) ack 1 win 300
+    * > . 1:1(0) ack 30001 win 0
+  +.01 < F. 30001:30001(0) ack 1 win 300
+   +0 > . 1:1(0) ack 30001 win 0
+"""
+
+
+def test_a_listeners_so_rcvbuf_sets_the_syn_acks_window_and_a_bare_fin_meets_a_zero_window() -> (
+    None
+):
+    """SO_RCVBUF set before listen() is the request sock's space (tcp_openreq_init_rwin, via
+    tcp_full_space): the SYN-ACK offers 18980 with wscale 0. Once the window is zero,
+    tcp_data_queue drops a segment at rcv_nxt, a bare FIN too (its end_seq is past its seq),
+    and ACKs rcv_nxt at once: 6.4 does not yet accept the FIN there."""
+    res = run(parse(SMALL_RCVBUF))
+    assert res.verdict.passed, [(r.line, r.reasons) for r in res.lines if r.status != "match"]
+    fin_acked = SMALL_RCVBUF.rsplit("\n", 2)[0] + "\n   +0 > . 1:1(0) ack 30002 win 0\n"
+    later = run(parse(fin_acked))
+    assert not later.verdict.passed and later.verdict.line == 12

@@ -34,7 +34,7 @@ from app.sim.tcp.packetdrill.ast import (
 from app.sim.tcp.packetdrill.peer import PeerSim, RunLimit, Sent
 from app.sim.tcp.packetdrill.settings import knobs
 from app.sim.tcp.packetdrill.syscalls import PendingPoll, check_poll
-from app.sim.tcp.params import TcpParams
+from app.sim.tcp.params import MAX_RCVBUF, TcpParams
 from app.sim.tcp.sock import Seg
 
 DEFAULT_TOLERANCE_US = 4000
@@ -45,6 +45,26 @@ MAX_SIM_MS = 600_000.0  # simulated time a script may span: 10 minutes
 # the route's advmss). The peer's option only clamps what the local end sends (mss_clamp,
 # tcp_sync_mss), which the model reads from the peer's SYN itself.
 ADVMSS = 1460
+
+
+def rcvbuf_before_open(script: Script) -> int | None:
+    """SO_RCVBUF set before listen() or connect(): the model's ``rcvbuf`` (the space its
+    windows may offer; the kernel doubles the value for overhead and offers half of that,
+    tcp_full_space). A listener's value is the request sock's and its child's (the SYN-ACK's
+    window and scale, tcp_openreq_init_rwin). None when the script sets none in time."""
+    from app.sim.tcp.packetdrill.syscalls import SOL_RCVBUF_ARGS, _int, _name
+
+    for ev in script.events:
+        if not isinstance(ev, Syscall):
+            continue
+        if ev.name in ("listen", "connect"):
+            return None
+        if ev.name == "setsockopt" and len(ev.args) > SOL_RCVBUF_ARGS:
+            if _name(ev.args[2]) == "SO_RCVBUF":
+                v = _int(ev.args[3])
+                if v is not None and 0 < v <= MAX_RCVBUF:
+                    return v
+    return None
 
 
 class RunLimitError(ValueError):
@@ -162,6 +182,7 @@ class Runner:
             script=(),
             until_ms=MAX_SIM_MS,
             mss=ADVMSS,
+            rcvbuf=rcvbuf_before_open(script),
             sysctl=self.knobs.sysctls,
             client_iss=0,  # the local ISN is packetdrill's 0, so the narration's numbers are
             server_iss=0,  # the script's
