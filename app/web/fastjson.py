@@ -8,7 +8,9 @@ parts an explainer wrote itself (:class:`~app.sim.core.EncodedJSON`, see
 ``Explainer.public_json_parts``) into the answer as they are.
 
 What orjson refuses (an integer beyond 64 bits) is written as before, by the standard library
-(each part an explainer wrote parsed back first).
+(each part an explainer wrote parsed back first). An answer written whole already (an
+:class:`~app.sim.core.EncodedJSON` as the content: a run's answer built in its simulation
+process, see ``app.web.routes.api.answer_bytes``) is sent as it is.
 
 A client that accepts gzip (browsers, httpx and requests do by default) gets an answer over
 :data:`GZIP_AT` compressed here at :data:`GZIP_LEVEL` rather than by the app's GZip middleware at
@@ -58,9 +60,33 @@ def accepts_gzip(accept_encoding: str | None) -> bool:
     return "gzip" in (accept_encoding or "")
 
 
+def render_json(content: Any) -> bytes:
+    """``content`` as JSON bytes: orjson, with the parts an explainer wrote as they are; what
+    orjson refuses, by the standard library (as Starlette's ``JSONResponse`` writes it)."""
+    try:
+        return orjson.dumps(_fragments(content), option=OPTIONS)
+    except TypeError:  # orjson.JSONEncodeError is one: an integer past 64 bits
+        return json.dumps(
+            _plain(content), ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")
+        ).encode("utf-8")
+
+
+def render_pieces(content: Mapping[str, Any]) -> list[bytes]:
+    """:func:`render_json` of an object, as pieces that joined are its bytes: each part an
+    explainer wrote (:class:`EncodedJSON`) is a piece as it is, not copied into the rest."""
+    pieces: list[bytes] = []
+    for key, value in content.items():
+        pieces.append(b"{" if not pieces else b",")
+        pieces.append(render_json(key) + b":")
+        pieces.append(value.data if isinstance(value, EncodedJSON) else render_json(value))
+    pieces.append(b"}" if pieces else b"{}")
+    return pieces
+
+
 class FastJSONResponse(JSONResponse):
-    """A ``JSONResponse`` written by orjson; ``gzip``: the client accepts gzip (a large answer
-    is then compressed here, see :data:`GZIP_LEVEL`)."""
+    """A ``JSONResponse`` written by orjson (:func:`render_json`; content that is an
+    :class:`EncodedJSON` is the answer's bytes already); ``gzip``: the client accepts gzip (a
+    large answer is then compressed here, see :data:`GZIP_LEVEL`)."""
 
     def __init__(
         self,
@@ -80,10 +106,7 @@ class FastJSONResponse(JSONResponse):
             self.headers.add_vary_header("Accept-Encoding")
 
     def render(self, content: Any) -> bytes:
-        try:
-            body = orjson.dumps(_fragments(content), option=OPTIONS)
-        except TypeError:  # orjson.JSONEncodeError is one: an integer past 64 bits
-            body = super().render(_plain(content))
+        body = content.data if isinstance(content, EncodedJSON) else render_json(content)
         if self.gzip and len(body) >= GZIP_AT:
             packer = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
             body = packer.compress(body) + packer.flush()
