@@ -59,6 +59,10 @@ def wait_for(check: Callable[[], bool], seconds: float = 30) -> None:
         time.sleep(0.02)
 
 
+def stored(runs: RunService, key: str) -> bool:
+    return runs.cached(key) is not None
+
+
 def documented(plugin: Plugin, trace: Trace[Any, Any], lang: str) -> Any:
     with i18n.speaking(lang):
         return json.loads(json.dumps(trace_json(plugin, trace)))
@@ -212,7 +216,9 @@ def test_the_run_route_answers_from_the_simulation_process(
             assert taken and taken[-1] == len(r.content)
             site = client.app.state.site  # type: ignore[attr-defined]
             sim = site.get("scheduler").sim
-            trace = site.runs.cached(site.runs.key(sim, sim.parse(body)))
+            key = site.runs.key(sim, sim.parse(body))
+            wait_for(partial(stored, site.runs, key))  # stored after it answered
+            trace = site.runs.cached(key)
             assert r.json() == documented(site.get("scheduler"), trace, lang)
             count = len(taken)
             again = client.post(f"/api/v1/explainers/scheduler/run?lang={lang}", json=body)

@@ -45,7 +45,7 @@ from app.sim.serving.params import SchedulerParams
 from app.sim.serving.presets import PRESETS
 from app.sim.serving.request import finish_point
 from app.sim.serving.run import MAX_FRAMES, SchedulerSeries, simulate
-from app.sim.serving.stepjson import steps_bytes
+from app.sim.serving.stepjson import steps_pieces
 
 SIM_VERSION = "scheduler-2"  # 2: a frame lists only the KV blocks in use or hashed
 SchedulerTrace: TypeAlias = Trace[StepState, SchedulerSeries]
@@ -165,7 +165,7 @@ class SchedulerExplainer(Explainer[SchedulerParams, StepState, SchedulerSeries])
         """:meth:`public_json` with ``steps`` written straight to JSON (app.sim.serving.stepjson:
         a large run's ``waiting`` lists are most of its answer)."""
         return {
-            "steps": EncodedJSON(steps_bytes(trace.params, trace.series)),
+            "steps": EncodedJSON(*steps_pieces(trace.params, trace.series)),
             "requests": trace.series["requests"],  # written as they are, not copied
             "summary": dict(trace.summary),
         }

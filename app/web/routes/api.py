@@ -66,7 +66,9 @@ def _parts(sim: Explainer[Any], trace: Trace[Any, Any], lang: str | None) -> dic
     return _localized({"sim_version": trace.sim_version, **parts}, trace, lang)
 
 
-def answer_pieces(sim: Explainer[Any], lang: str, trace: Trace[Any, Any]) -> list[bytes]:
+def answer_pieces(
+    sim: Explainer[Any], lang: str, trace: Trace[Any, Any]
+) -> list[bytes | bytearray]:
     """A run's whole answer as pieces of JSON (joined: what :func:`trace_response` sends),
     narrations in ``lang``. A run the API waits for has it written in its simulation process,
     right after the simulation (``RunService.submit(answer=…)``, app.web.answers): the app
