@@ -136,6 +136,10 @@ def _init_worker(progress: Any, cancel: Any, nice: int = 0) -> None:
     _progress, _cancel = progress, cancel
     if nice > 0:
         os.nice(nice)
+    # Everything this process was forked with (the app worker's whole heap) out of the cyclic
+    # collector's sight: it is never garbage here, and each full collection walked all of it,
+    # writing to every page it touched (copies of the worker's pages), during the runs.
+    gc.freeze()
 
 
 def _simulate(
