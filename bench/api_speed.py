@@ -16,8 +16,11 @@ file, no access log, ``--no-proxy-headers``), answer in turn, so the machine's l
 both alike:
 
 * ``before``: the API's JSON as it was built before this bench (the explainer's public JSON as
-  Python objects, encoded with the standard library by Starlette's ``JSONResponse``);
-* ``after``: the API as it is (``app.web.routes.api.trace_response``).
+  Python objects, encoded with the standard library by Starlette's ``JSONResponse``, from the
+  trace the worker reads back from the store once the simulation process has stored it);
+* ``after``: the API as it is (``app.web.routes.api``: a new run's answer written in its
+  simulation process and read from the run slot's memory file, ``app.web.answers``; a kept
+  trace's by ``trace_response``).
 
 Printed per server: the median and best wall time of the request (until the last byte is
 read), the server's CPU time for it (every process of the server: app and simulation), the
@@ -85,6 +88,15 @@ def serve(mode: str, port: int) -> None:  # pragma: no cover - runs in the serve
 
     if mode == "before":
         from fastapi.responses import JSONResponse
+
+        from app.web.runs import RunService
+
+        submit = RunService.submit
+
+        def submit_without_answer(self: Any, *args: Any, answer: Any = None, **kw: Any) -> Any:
+            return submit(self, *args, **kw)  # the answer written from the stored trace, as before
+
+        RunService.submit = submit_without_answer  # type: ignore[method-assign]
 
         def stdlib_response(plugin: Any, trace: Any, *_: Any) -> Any:
             return JSONResponse(api.trace_json(plugin, trace))

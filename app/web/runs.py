@@ -64,6 +64,7 @@ AnyTrace = Trace[Any, Any]
 Answer = Callable[[AnyTrace], Sequence[bytes | bytearray]]
 T = TypeVar("T")
 LOOP_STORE_WAIT_S = 0.25  # an event loop waits this long for the store when a run is submitted
+ANSWER_POLL_S = 0.005  # how often a waiter for an answer looks whether it is written
 
 # The client (IP) of the request being served, set by middleware; read for per-client limits.
 current_client: contextvars.ContextVar[str] = contextvars.ContextVar("client", default="-")
@@ -129,11 +130,12 @@ Ran = tuple[bytes, int]
 
 _progress: Any = None  # shared array of progress fractions, one slot per queued/running run
 _cancel: Any = None  # shared array of cancel flags
+_answered: Any = None  # shared array: a slot's answer is in its answer file (its size + 1)
 
 
-def _init_worker(progress: Any, cancel: Any, nice: int = 0) -> None:
-    global _progress, _cancel
-    _progress, _cancel = progress, cancel
+def _init_worker(progress: Any, cancel: Any, nice: int = 0, answered: Any = None) -> None:
+    global _progress, _cancel, _answered
+    _progress, _cancel, _answered = progress, cancel, answered
     if nice > 0:
         os.nice(nice)
     # Everything this process was forked with (the app worker's whole heap) out of the cyclic
@@ -158,12 +160,10 @@ def _simulate(
     if answer is None:
         return encode_trace(trace, limit=MAX_TRACE_BYTES), -1
     build, fd = answer
-    raw = pickle_trace(trace, limit=MAX_TRACE_BYTES)
-    # zlib lets go of the GIL: the trace is compressed on a thread while the answer is written
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="compress") as packer:
-        packed = packer.submit(zlib.compress, raw, 1)
-        size = answers.put(fd, build(trace))
-        return packed.result(), size
+    size = answers.put(fd, build(trace))
+    if _answered is not None:  # the worker may send it now, while the trace is encoded
+        _answered[slot] = size + 1
+    return encode_trace(trace, limit=MAX_TRACE_BYTES), size
 
 
 def _stored() -> Future[bytes]:
@@ -198,16 +198,11 @@ def _collector_paused() -> Iterator[None]:
 def encode_trace(trace: AnyTrace, limit: int | None = None) -> bytes:
     """The trace pickled and compressed; over ``limit`` pickled bytes, :class:`TraceTooLarge`
     (the hard cap on what a run produces, whatever its prediction said)."""
-    return zlib.compress(pickle_trace(trace, limit), 1)
-
-
-def pickle_trace(trace: AnyTrace, limit: int | None = None) -> bytes:
-    """The trace pickled (:func:`encode_trace` before compressing)."""
     with _collector_paused():
         raw = pickle.dumps(trace, protocol=pickle.HIGHEST_PROTOCOL)
     if limit is not None and len(raw) > limit:
         raise TraceTooLarge(len(raw), limit)
-    return raw
+    return zlib.compress(raw, 1)
 
 
 def decode_trace(data: bytes) -> AnyTrace:
@@ -277,7 +272,9 @@ class Job:
     error: str = ""
     shared: bool = False  # its state is in the database for the other workers (a long run)
     answer: Answer | None = None  # builds the API's answer in the simulation process
-    answered: EncodedJSON | None = None  # that answer, until a waiter takes it
+    answered: EncodedJSON | None = None  # that answer, read when the run ended, until taken
+    answer_taken: bool = False  # its answer file was claimed for reading (once)
+    answer_read: threading.Event = field(default_factory=threading.Event)  # …and read
 
     def touch(self) -> None:
         self.seen = time.monotonic()
@@ -331,6 +328,7 @@ class RunService:
         slots = sum(len(free) for _, _, free in self._lanes.values())
         ctx = multiprocessing.get_context("fork")
         self._answers = answers.AnswerFiles(slots)  # before any fork: the processes inherit them
+        self._answered = ctx.Array(ctypes.c_longlong, slots, lock=False)
         self._progress = ctx.Array(ctypes.c_double, slots, lock=False)
         self._cancel = ctx.Array(ctypes.c_byte, slots, lock=False)
         self._free = {lane: list(free) for lane, (_, _, free) in self._lanes.items()}
@@ -370,7 +368,7 @@ class RunService:
         with self._lock:
             if not self._pools:
                 for lane, (workers, nice, _) in self._lanes.items():
-                    initargs = (self._progress, self._cancel, nice)
+                    initargs = (self._progress, self._cancel, nice, self._answered)
                     self._pools[lane] = LanePool(
                         self._ctx, workers, limits, _init_worker, initargs, recycle
                     )
@@ -493,6 +491,7 @@ class RunService:
             slot = free.pop()
             self._progress[slot] = 0.0
             self._cancel[slot] = 0
+            self._answered[slot] = 0
             future: Future[bytes] = Future()
             job = Job(
                 key=key,
@@ -634,20 +633,62 @@ class RunService:
         with self._lock:
             self._busy[job.lane] -= 1
         self._dispatch(job.lane)
+        ok = not inner.cancelled() and inner.exception() is None
+        self._settle_answer(job, ok)
         if inner.cancelled():
             job.future.set_exception(Cancelled())
         elif (exc := inner.exception()) is not None:
-            if job.answer is not None:
-                self._answers.clear(job.slot)  # whatever a failed run wrote
             job.future.set_exception(exc)
         else:
-            (data, size), job.usage = inner.result()
-            if size >= 0:
-                try:
-                    job.answered = EncodedJSON(self._answers.take(job.slot, size))
-                except (OSError, MemoryError):  # answered from the trace instead
-                    logging.getLogger("stepscope").exception("answer of %s unreadable", job.key)
+            (data, _), job.usage = inner.result()
             job.future.set_result(data)
+
+    def _claim_answer(self, job: Job) -> int:
+        """The size of ``job``'s answer if it is in its file and this caller is the first to
+        claim it (it reads it, then sets ``answer_read``); else -1."""
+        with self._lock:
+            if job.answer is None or job.answer_taken:
+                return -1
+            size = int(self._answered[job.slot]) - 1
+            if size < 0:
+                return -1
+            job.answer_taken = True
+            return size
+
+    def _early_answer(self, job: Job) -> EncodedJSON | None:
+        """``job``'s answer, read while its process still encodes the trace, if this waiter
+        is the first to claim it."""
+        size = self._claim_answer(job)
+        if size < 0:
+            return None
+        try:
+            return EncodedJSON(self._answers.take(job.slot, size))
+        except (OSError, MemoryError):  # answered from the trace instead
+            logging.getLogger("stepscope").exception("answer of %s unreadable", job.key)
+            return None
+        finally:
+            job.answer_read.set()
+
+    def _settle_answer(self, job: Job, ok: bool) -> None:
+        """The run ended: an answer nobody has claimed is read for a waiter to come (``ok``)
+        or dropped; the slot's file is empty once ``answer_read`` is set (see _finished)."""
+        if job.answer is None:
+            return
+        size = self._claim_answer(job)
+        if size < 0:
+            if not job.answer_taken:  # none was written (a waiter reading one sets the event)
+                self._answers.clear(job.slot)
+                job.answer_read.set()
+            return
+        try:
+            if ok:
+                job.answered = EncodedJSON(self._answers.take(job.slot, size))
+            else:
+                self._answers.clear(job.slot)
+        except (OSError, MemoryError):  # answered from the trace instead
+            logging.getLogger("stepscope").exception("answer of %s unreadable", job.key)
+        finally:
+            job.answer_read.set()
 
     def wait(
         self, job: Job, explainer: Explainer[Any], poll: Callable[[], bool] | None = None
@@ -671,12 +712,16 @@ class RunService:
         with self._lock:
             job.waiters += 1
         future = job.future  # the job lets go of its result once stored (see _finished)
+        # a waiter for an answer looks for it often: it is ready before the run ends
+        early = take_answer and job.answer is not None
         try:
             while True:
                 try:
-                    future.result(timeout=0.1)
+                    future.result(timeout=ANSWER_POLL_S if early else 0.1)
                     break
                 except TimeoutError:
+                    if early and (answered := self._early_answer(job)) is not None:
+                        return answered
                     job.touch()
                     if poll is not None and poll():
                         self.release(job)
@@ -748,6 +793,8 @@ class RunService:
         if job.sharing is not None:  # its row is written before its end is
             with contextlib.suppress(Exception):
                 job.sharing.result(timeout=60)
+        if job.answer is not None and job.handed:  # its slot's answer file is read or emptied
+            job.answer_read.wait(timeout=30)
         for attempt in range(5 if job.shared else 0):
             try:
                 with repo.session_for(self.engine) as db:

@@ -23,6 +23,7 @@ from app.settings import Settings
 from app.sim.core import EncodedJSON, Trace
 from app.store.db import init_db, make_engine
 from app.web import answers, fastjson, i18n
+from app.web import runs as runs_module
 from app.web.plugin import Plugin
 from app.web.routes.api import answer_pieces, trace_json
 from app.web.runs import RunService
@@ -224,3 +225,30 @@ def test_the_run_route_answers_from_the_simulation_process(
             again = client.post(f"/api/v1/explainers/scheduler/run?lang={lang}", json=body)
             assert again.status_code == 200 and len(taken) == count  # from the store
             assert again.json() == r.json()
+
+
+def test_the_answer_is_sent_while_the_trace_is_still_being_stored(
+    make_runs: Callable[..., RunService], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The simulation process flags its answer as soon as it is written: the waiter has it
+    while the process still encodes the trace (made slow here), which is stored after."""
+    encode = runs_module.encode_trace
+
+    def slow_encode(trace: Any, limit: int | None = None) -> bytes:
+        time.sleep(1.5)
+        return encode(trace, limit)
+
+    monkeypatch.setattr(runs_module, "encode_trace", slow_encode)  # the processes fork with it
+    sim = PLUGINS["scheduler"].sim
+    runs = make_runs()
+    params = sim.parse(SCHED)
+    key = runs.key(sim, params)
+    job = runs.submit(sim, params, key, answer=partial(answer_pieces, sim, "en"))
+    got = runs.wait_answer(job, sim)
+    assert isinstance(got, EncodedJSON)
+    assert job.state == "running" and runs.cached(key) is None  # not stored yet
+    wait_for(lambda: job.state == "done")
+    trace = runs.cached(key)
+    assert trace is not None
+    assert json.loads(got.data) == documented(PLUGINS["scheduler"], trace, "en")
+    assert os.fstat(runs._answers.fd(job.slot)).st_size == 0
