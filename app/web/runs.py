@@ -160,10 +160,11 @@ def _simulate(
     if answer is None:
         return encode_trace(trace, limit=MAX_TRACE_BYTES), -1
     build, fd = answer
+    raw = pickle_trace(trace, limit=MAX_TRACE_BYTES)  # over the cap: no answer (a 422)
     size = answers.put(fd, build(trace))
-    if _answered is not None:  # the worker may send it now, while the trace is encoded
+    if _answered is not None:  # the worker may send it now, while the trace is compressed
         _answered[slot] = size + 1
-    return encode_trace(trace, limit=MAX_TRACE_BYTES), size
+    return zlib.compress(raw, 1), size
 
 
 def _stored() -> Future[bytes]:
@@ -198,11 +199,16 @@ def _collector_paused() -> Iterator[None]:
 def encode_trace(trace: AnyTrace, limit: int | None = None) -> bytes:
     """The trace pickled and compressed; over ``limit`` pickled bytes, :class:`TraceTooLarge`
     (the hard cap on what a run produces, whatever its prediction said)."""
+    return zlib.compress(pickle_trace(trace, limit), 1)
+
+
+def pickle_trace(trace: AnyTrace, limit: int | None = None) -> bytes:
+    """The trace pickled (:func:`encode_trace` before compressing)."""
     with _collector_paused():
         raw = pickle.dumps(trace, protocol=pickle.HIGHEST_PROTOCOL)
     if limit is not None and len(raw) > limit:
         raise TraceTooLarge(len(raw), limit)
-    return zlib.compress(raw, 1)
+    return raw
 
 
 def decode_trace(data: bytes) -> AnyTrace:

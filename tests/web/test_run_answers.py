@@ -9,9 +9,11 @@ import json
 import multiprocessing
 import os
 import time
+import zlib as compress_module
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -231,14 +233,16 @@ def test_the_answer_is_sent_while_the_trace_is_still_being_stored(
     make_runs: Callable[..., RunService], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The simulation process flags its answer as soon as it is written: the waiter has it
-    while the process still encodes the trace (made slow here), which is stored after."""
-    encode = runs_module.encode_trace
+    while the process still compresses the trace (made slow here), which is stored after."""
+    compress = runs_module.zlib.compress
 
-    def slow_encode(trace: Any, limit: int | None = None) -> bytes:
+    def slow_compress(data: bytes, level: int = -1) -> bytes:
         time.sleep(1.5)
-        return encode(trace, limit)
+        return compress(data, level)
 
-    monkeypatch.setattr(runs_module, "encode_trace", slow_encode)  # the processes fork with it
+    # the processes fork with it (the run module's zlib is the one module: patched only there)
+    slow_zlib = SimpleNamespace(compress=slow_compress, decompress=compress_module.decompress)
+    monkeypatch.setattr(runs_module, "zlib", slow_zlib)
     sim = PLUGINS["scheduler"].sim
     runs = make_runs()
     params = sim.parse(SCHED)
