@@ -141,8 +141,8 @@ class Sender(Receiver):
             if rate and segs_out >= 10:
                 len_s = burst * f.mss / rate
                 credit = ws - wstamp
-                half = len_s / 2
-                ws += len_s - (credit if credit < half else half)
+                half_s = len_s / 2
+                ws += len_s - (credit if credit < half_s else half_s)
             f.wstamp = ws
         return head
 
