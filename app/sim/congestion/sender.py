@@ -128,7 +128,7 @@ class Sender(Receiver):
                 if self.red is None:  # send_new, inlined: the link, then the receiver
                     seq0 = f.snd_nxt
                     f.snd_nxt = seq0 + left
-                    self.rcv_data(f, self.enqueue_burst(f, seq0, left, now))
+                    self.rcv_burst(f, self.enqueue_burst(f, seq0, left, now))
                 else:
                     self.send_new(f, left, now)
             room -= burst
