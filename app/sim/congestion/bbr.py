@@ -301,7 +301,11 @@ class Bbr(CongestionOps):
             and not self.packet_conservation
         ):
             self._main_probe_bw(tp, rs, now)
-            return
+        else:
+            self._main(tp, rs, now)
+
+    def _main(self, tp: Flow, rs: RateSample, now: float) -> None:
+        """bbr_main's steps for any ACK (cong_control's general case)."""
         dm = self.dm_us = trunc(tp.delivered_mstamp * 1e6)
         acked = rs.acked_sacked
         # bbr_update_model → bbr_update_bw: a round ends when a segment sent after it began is
