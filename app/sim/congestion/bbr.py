@@ -288,8 +288,24 @@ class Bbr(CongestionOps):
         Every ACK comes here, so the model's short steps are inlined in the kernel's order, each
         under its function's name, with the fields read more than once held in locals; the
         ACK-aggregation estimate and the gains are methods of their own. The guards around
-        some calls are the callees' own first checks, hoisted.
+        some calls are the callees' own first checks, hoisted. PROBE_BW's ACKs (nearly all of a
+        long run's) take :meth:`_main_probe_bw`, the same steps without those that cannot act.
         """
+        if (
+            self.mode == PROBE_BW
+            and now < self.min_rtt_expires
+            and not rs.losses
+            and not self.lt_use_bw
+            and not self.lt_is_sampling
+            and tp.ca_state == self.prev_ca_state
+            and not self.packet_conservation
+        ):
+            self._main_probe_bw(tp, rs, now)
+        else:
+            self._main(tp, rs, now)
+
+    def _main(self, tp: Flow, rs: RateSample, now: float) -> None:
+        """bbr_main's steps for any ACK (cong_control's general case)."""
         dm = self.dm_us = trunc(tp.delivered_mstamp * 1e6)
         acked = rs.acked_sacked
         # bbr_update_model → bbr_update_bw: a round ends when a segment sent after it began is
@@ -364,6 +380,104 @@ class Bbr(CongestionOps):
         if rate != tp.pacing_rate and (self.full_bw_reached or rate > tp.pacing_rate):
             self._set_rate(tp, rate)
         self._set_cwnd(tp, rs, acked, bw, cwnd_gain)
+
+    def _main_probe_bw(self, tp: Flow, rs: RateSample, now: float) -> None:
+        """bbr_main in PROBE_BW for an ACK that reports no loss, in a CA state that has not
+        changed, with the min_rtt filter unexpired and no long-term sampling (cong_control's
+        guard). Then the long-term sampler returns at once, the pipe is full (full_bw_reached
+        is never cleared), STARTUP/DRAIN and PROBE_RTT do not act, the gains are the cycle's,
+        and bbr_set_cwnd_to_recover_or_restore changes nothing; the rest is cong_control's
+        steps in the same order, with bbr_update_ack_aggregation and bbr_set_cwnd inlined."""
+        dm = self.dm_us = trunc(tp.delivered_mstamp * 1e6)
+        acked = rs.acked_sacked
+        filt = self.bw
+        # bbr_update_bw
+        interval_us = rs.interval_us
+        if rs.delivered >= 0 and interval_us > 0:
+            round_start = 0
+            if rs.prior_delivered >= self.next_rtt_delivered:
+                self.next_rtt_delivered = tp.delivered
+                self.rtt_cnt += 1
+                round_start = 1
+            self.round_start = round_start
+            sample = rs.delivered * BW_UNIT // interval_us
+            rtt_cnt = self.rtt_cnt
+            if (not rs.is_app_limited or sample >= filt.v[0]) and (
+                sample >= filt.v[2] or filt.quiet != rtt_cnt
+            ):
+                filt.running_max(BBR_BW_RTTS, rtt_cnt, sample)
+            bw = filt.v[0]
+            if acked > 0:
+                # bbr_update_ack_aggregation (as in _update_ack_aggregation)
+                if round_start:
+                    self._ack_aggregation_round()
+                epoch_us = dm - self.ack_epoch_mstamp
+                expected = bw * epoch_us // BW_UNIT if epoch_us > 0 else 0
+                epoch_acked = self.ack_epoch_acked
+                if (
+                    epoch_acked <= expected
+                    or epoch_acked + acked >= BBR_ACK_EPOCH_ACKED_RESET_THRESH
+                ):
+                    epoch_acked = expected = 0
+                    self.ack_epoch_mstamp = dm
+                epoch_acked += acked
+                if epoch_acked > 0xFFFFF:
+                    epoch_acked = 0xFFFFF
+                self.ack_epoch_acked = epoch_acked
+                extra = epoch_acked - expected
+                if extra > tp.cwnd:
+                    extra = tp.cwnd
+                win = self.extra_acked
+                if extra > win[self.extra_acked_win_idx]:
+                    win[self.extra_acked_win_idx] = extra if extra < 0xFFFF else 0xFFFF
+        else:
+            self.round_start = 0
+            bw = filt.v[0]
+        # bbr_update_cycle_phase
+        if (
+            dm - self.cycle_mstamp > self.min_rtt_us
+            if self.pacing_gain == BBR_UNIT
+            else self._is_next_cycle_phase(tp, rs, now)
+        ):
+            self._advance_cycle_phase(tp)
+        # bbr_update_min_rtt: a new sample only (the filter has not expired)
+        rtt_us = rs.rtt_us
+        min_rtt = self.min_rtt_us
+        if 0 <= rtt_us < min_rtt:
+            self.min_rtt_us = min_rtt = rtt_us
+            self.min_rtt_stamp = _jiffies(now)
+            self.min_rtt_expires = _min_rtt_expiry(self.min_rtt_stamp)
+        # bbr_update_gains and bbr_set_pacing_rate (has_seen_rtt is set: srtt is, from the
+        # handshake's sample, before the first ACK)
+        cycle_idx = self.cycle_idx
+        gain = self.pacing_gain = BBR_PACING_GAIN[cycle_idx]
+        self.cwnd_gain = BBR_CWND_GAIN
+        if bw != self.rate_bw or gain != self.rate_gain:
+            self.rate_bw = bw
+            self.rate_gain = gain
+            self.rate = ((bw * tp.mss * gain >> BBR_SCALE) * BBR_RATE_FACTOR) >> BW_SCALE
+        if self.rate != tp.pacing_rate:
+            self._set_rate(tp, self.rate)
+        # bbr_set_cwnd (as in _set_cwnd with full_bw_reached)
+        cwnd = tp.cwnd
+        if acked:
+            if bw != self.bdp_bw or self.bdp_gain != BBR_CWND_GAIN or min_rtt != self.bdp_rtt:
+                self._bdp_inputs(bw, BBR_CWND_GAIN)
+            e0, e1 = self.extra_acked
+            aggr = e0 if e0 > e1 else e1
+            max_aggr = self.bdp_max_aggr
+            target = self.bdp_cwnd + (aggr if aggr < max_aggr else max_aggr)
+            target = (target + 3 * self.tso_goal + 1) & ~1
+            if cycle_idx == 0:
+                target += 2
+            cwnd += acked
+            if cwnd > target:
+                cwnd = target
+            if cwnd < BBR_CWND_MIN_TARGET:
+                cwnd = BBR_CWND_MIN_TARGET
+        if cwnd > tp.cwnd_clamp:
+            cwnd = tp.cwnd_clamp
+        tp.cwnd = cwnd
 
     def _update_ack_aggregation(
         self, tp: Flow, acked: int, bw: int, dm: int, round_start: int

@@ -107,7 +107,22 @@ class Link:
         last = self.last_dep
         loss = self.loss_rate
         d, dm, ft, al = f.delivered, f.delivered_mstamp, f.first_tx_mstamp, f.app_limited
-        out: list[tuple[float, Pkt]] = []
+        b = last - now
+        if n > 0 and not loss and (b if b > 0 else 0.0) + (n + 1) * tx <= lim:
+            # the whole burst fits in the queue (with a packet's time to spare over the
+            # rounding of the running sum): each segment leaves tx after the one before, the
+            # first tx after the link frees up; the same running sum as the loop below
+            out: list[tuple[float, Pkt]] = []
+            add = out.append
+            if b <= 0:
+                last = now
+            for seq in range(seq0, seq0 + n):
+                last += tx
+                add((last + owd, (seq, now, False, d, dm, ft, al)))
+            self.last_dep = last
+            self.accepted += n
+            return out
+        out = []
         add = out.append
         for seq in range(seq0, seq0 + n):
             pkt = (seq, now, False, d, dm, ft, al)

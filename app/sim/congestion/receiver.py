@@ -117,6 +117,53 @@ class Receiver(Link):
             f.ack_armed = True
             heapq.heappush(self.heap, (q[0][0], 0, next(self.seq), EV_ACK, f.index))
 
+    def rcv_burst(self, f: Flow, segs: list[tuple[float, Pkt]]) -> None:
+        """:meth:`rcv_data` for a paced flow's drop-tail burst (TSO-sized, so worth a loop of
+        its own): while nothing is out of order, no quick ACK is left and no compressed SACK
+        waits, :meth:`rcv_in_order` takes the segments; rcv_data the rest."""
+        if not f.ooo and f.quick <= 0 and not f.comp_deadline:
+            done = self.rcv_in_order(f, segs)
+            if done == len(segs):
+                return
+            segs = segs[done:]
+        self.rcv_data(f, segs)
+
+    def rcv_in_order(self, f: Flow, segs: list[tuple[float, Pkt]]) -> int:
+        """:meth:`rcv_data`'s steps for its commonest case, until a segment arrives out of
+        order: nothing is out of order, no quick ACK is left and no compressed SACK waits, so
+        every second in-order segment is ACKed (with no SACK) and the first of two arms the
+        delayed ACK. Returns how many segments it took."""
+        owd = f.owd
+        nxt0 = nxt = f.rcv_nxt
+        pending = f.rcv_pending
+        deadline = f.rcv_deadline
+        add = f.ackq.append
+        for r, pkt in segs:
+            if pending and deadline <= r:  # the delayed-ACK timer fired first
+                pending = False
+                f.rcv_nxt = nxt
+                self.send_ack(f, deadline, f.rcv_pending_pkt)
+            if pkt[0] != nxt:
+                break
+            nxt += 1
+            if pending:
+                pending = False
+                add((r + owd, nxt, 0, pkt))
+            else:  # first of two: wait for the next or the timer (arm_delack, inlined)
+                pending = True
+                f.rcv_pending_pkt = pkt
+                deadline = r + TCP_DELACK_MIN_S
+                if f.delack_timer.queued_at is None:
+                    f.delack_timer.queued_at = deadline
+                    heapq.heappush(self.heap, (deadline, 0, next(self.seq), EV_DELACK, f.index))
+        f.rcv_nxt = nxt
+        f.rcv_pending = pending
+        f.rcv_deadline = deadline
+        if f.ackq and not f.ack_armed:
+            f.ack_armed = True
+            heapq.heappush(self.heap, (f.ackq[0][0], 0, next(self.seq), EV_ACK, f.index))
+        return nxt - nxt0
+
     def send_ack(self, f: Flow, t: float, pkt: Pkt | None) -> None:
         """The receiver sends an ACK at ``t``; it reaches the sender ``owd`` later."""
         at = t + f.owd

@@ -100,11 +100,12 @@ class Sender(Receiver):
         head = False
         goal = 0  # the TSO goal, read when first needed (only the pacing rate changes it)
         while room > 0:
-            if f.wstamp > now:  # tcp_pacing_check: wait for the earliest departure time
+            wstamp = f.wstamp
+            if wstamp > now:  # tcp_pacing_check: wait for the earliest departure time
                 timer = f.pace_timer
                 if timer.queued_at is None:  # Timer.arm, inlined (the timer is idle)
-                    timer.queued_at = timer.deadline = f.wstamp
-                    self.evq.push(f.wstamp, EV_PACE, f.index)
+                    timer.queued_at = timer.deadline = wstamp
+                    heapq.heappush(self.heap, (wstamp, 0, next(self.seq), EV_PACE, f.index))
                 break
             if not goal:
                 goal = f.ca.tso_segs(f)
@@ -124,11 +125,25 @@ class Sender(Receiver):
                 if seq == f.snd_una:
                     head = True
             if left:
-                self.send_new(f, left, now)
+                if self.red is None:  # send_new, inlined: the link, then the receiver
+                    seq0 = f.snd_nxt
+                    f.snd_nxt = seq0 + left
+                    self.rcv_burst(f, self.enqueue_burst(f, seq0, left, now))
+                else:
+                    self.send_new(f, left, now)
             room -= burst
             if in_reduction:
                 f.prr_out += burst
-            update_skb_after_send(f, burst, now)
+            # tcp_update_skb_after_send (update_skb_after_send, inlined; wstamp as read above)
+            ws = now if wstamp < now else wstamp
+            f.data_segs_out = segs_out = f.data_segs_out + burst
+            rate = f.pacing_rate
+            if rate and segs_out >= 10:
+                len_s = burst * f.mss / rate
+                credit = ws - wstamp
+                half_s = len_s / 2
+                ws += len_s - (credit if credit < half_s else half_s)
+            f.wstamp = ws
         return head
 
     def next_retransmit(self, f: Flow, now: float) -> int:

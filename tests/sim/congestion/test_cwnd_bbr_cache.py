@@ -56,3 +56,52 @@ def test_kept_bdp_and_pacing_rate_are_bbr_bdp_and_bbr_rate_bytes_per_sec() -> No
         assert ca.rate == ca.rate_bytes_per_sec(f, ca.rate_bw, ca.rate_gain)
         assert ca.rate_gain == ca.pacing_gain and ca.rate_bw == ca._bw()
     assert seen > 20
+
+
+def test_probe_bw_shortcut_is_bbr_main() -> None:
+    """Every ACK that cong_control hands to _main_probe_bw leaves BBR and the flow as the
+    general bbr_main steps (_main) leave them, from the same state: checked on copies, over
+    runs that reach PROBE_BW's gain cycle, a loss episode and PROBE_RTT."""
+    import copy
+
+    from app.sim.congestion import parse
+    from app.sim.congestion.bbr import Bbr
+    from app.sim.congestion.engine import Engine
+
+    fast = Bbr._main_probe_bw
+    calls = checked = 0
+
+    def state(ca: Bbr, tp: object) -> tuple[object, ...]:
+        slots = tuple(
+            (n, getattr(ca, n)) for n in Bbr.__slots__ if n not in ("rng", "bw", "extra_acked")
+        )
+        flow = tuple(
+            getattr(tp, n) for n in ("cwnd", "pacing_rate", "ssthresh", "app_limited", "events")
+        )
+        return (slots, list(ca.extra_acked), ca.bw.t, ca.bw.v, ca.bw.quiet, flow)
+
+    def checking(self: Bbr, tp: object, rs: object, now: float) -> None:
+        nonlocal calls, checked
+        calls += 1
+        if calls % 7 or checked >= 1000:  # every 7th ACK, for a spread of the run
+            fast(self, tp, rs, now)  # type: ignore[arg-type]
+            return
+        checked += 1
+        ca2, tp2, rs2 = copy.deepcopy((self, tp, rs))
+        fast(self, tp, rs, now)  # type: ignore[arg-type]
+        ca2._main(tp2, rs2, now)
+        assert state(ca2, tp2) == state(self, tp), now
+
+    runs = [  # one flow through PROBE_RTT at 10 s; two that lose packets
+        ({"rate_mbps": 10, "rtt_ms": 30, "buffer_packets": 60}, 1, 10.5, 500),
+        ({"rate_mbps": 20, "rtt_ms": 20, "buffer_packets": 10}, 2, 4, 10),
+    ]
+    Bbr._main_probe_bw = checking  # type: ignore[method-assign,assignment]
+    try:
+        for link, n, duration, least in runs:
+            calls = checked = 0
+            flows = [{"cc": "bbr", "start_s": 0.3 * i} for i in range(n)]
+            Engine(parse({"link": link, "flows": flows, "duration_s": duration})).run()
+            assert checked >= least, checked
+    finally:
+        Bbr._main_probe_bw = fast  # type: ignore[method-assign]
