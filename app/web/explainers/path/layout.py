@@ -20,7 +20,13 @@ from app.web.explainers.path.geometry import (
     lane_y,
 )
 from app.web.explainers.path.replay import Replay, replay
-from app.web.explainers.path.skb_beside import SkbPart, drawn_state, skb_part, skb_state
+from app.web.explainers.path.skb_beside import (
+    SkbPart,
+    drawn_state,
+    old_key,
+    skb_part,
+    skb_state,
+)
 from app.web.explainers.skb.layout import text_width
 from app.web.memo import Memo
 
@@ -67,6 +73,50 @@ def _hook_placement(
         rows.append(row)
         labels.append(label)
     return rows, labels
+
+
+def _ids(trace: SkbTrace) -> list[int]:
+    """A number per frame, the same for frames whose states are equal."""
+    known: dict[str, int] = {}
+    return [known.setdefault(repr(f.state), len(known)) for f in trace.frames]
+
+
+def _part_key(
+    ids: list[int], widest: Frame[SkbState], index: int
+) -> tuple[tuple[int, bool, bool], ...]:
+    """What the sk_buff picture of step ``index`` is drawn from (see skb_part): the states of
+    the few steps it is given, in order, each with whether the step given before it is the
+    step just before it (the picture draws moves and lit bytes against that one) and whether
+    it is the step drawn. Its title (the step's number and op) is not in it."""
+    given = sorted({widest.index, *range(max(index - 1, 0), index + 1)})
+    return tuple((ids[i], k > 0 and given[k - 1] == i - 1, i == index) for k, i in enumerate(given))
+
+
+def _parts(
+    drawn_trace: SkbTrace, skb_trace: SkbTrace, widest: Frame[SkbState]
+) -> dict[int, SkbPart]:
+    """Each frame's sk_buff part, drawn once and kept. A long walk repeats itself (32 packets:
+    575 different parts in 2,238 steps): steps that draw the same share one part, found by
+    what it is drawn from (_part_key, the full state for the frags summary and what of the
+    steps before that summary reads)."""
+    drawn_ids = _ids(drawn_trace)
+    full_ids = _ids(skb_trace)
+    made: dict[tuple[object, ...], SkbPart] = {}
+    parts: dict[int, SkbPart] = {}
+    seen: dict[str, Mapping[str, Any]] = {}  # each skb as the walk last showed it
+    for sf in skb_trace.frames:
+        if sf.state["skbs"]:
+            key = (
+                _part_key(drawn_ids, widest, sf.index),
+                full_ids[sf.index],
+                old_key(sf.state, seen),
+            )
+            part = made.get(key)
+            if part is None:
+                part = made[key] = skb_part(drawn_trace, widest, sf.index, skb_trace, dict(seen))
+            parts[sf.index] = part
+        seen.update((str(s.get("name")), s) for s in sf.state["skbs"])
+    return parts
 
 
 def layout(trace: PathTrace) -> Layout:
@@ -127,13 +177,8 @@ def layout(trace: PathTrace) -> Layout:
         key=lambda f: max((int(s.get("end", 0)) for s in f.state["skbs"]), default=0),
     )
     # Every frame of one walk has the same height (the picture never jumps while stepping):
-    # the tallest sk_buff part. Each frame's part is drawn here once and kept.
-    parts: dict[int, SkbPart] = {}
-    seen: dict[str, Mapping[str, Any]] = {}  # each skb as the walk last showed it
-    for sf in skb_trace.frames:
-        if sf.state["skbs"]:
-            parts[sf.index] = skb_part(drawn_trace, widest, sf.index, skb_trace, dict(seen))
-        seen.update((str(s.get("name")), s) for s in sf.state["skbs"])
+    # the tallest sk_buff part.
+    parts = _parts(drawn_trace, skb_trace, widest)
     out = Layout(
         points=points,
         hooks=hooks,

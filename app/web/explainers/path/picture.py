@@ -71,7 +71,7 @@ def picture(trace: PathTrace, frame: Frame[PathState]) -> str:
             parts.append(header_offsets(view, part.axis, y))
         y += HDR_STRIP
         parts.append(
-            part.svg.replace(
+            part.svg(frame.index, frame.op).replace(
                 "<svg ",
                 f'<svg x="0" y="{y}" width="{WIDTH}" height="{part.height:g}" '
                 f'style="width: {WIDTH}px; height: {part.height:g}px; min-width: 0" ',

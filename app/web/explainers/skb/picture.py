@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from html import escape
 
 from app.sim.core import Frame, Message, msg
@@ -35,14 +36,23 @@ from app.web.explainers.skb.scene import (
     BarLayout,
     LaneLayout,
     geometry,
-    layout,
     row_y,
 )
 from app.web.explainers.skb.style import css
 from app.web.svgtext import attr
 
 # X0 is the byte axis's left edge, which the path explainer lines its own picture up with.
-__all__ = ["X0", "alloc_name", "legend_items", "legend_swatch", "picture"]
+__all__ = [
+    "X0",
+    "Drawing",
+    "alloc_name",
+    "drawing",
+    "legend_items",
+    "legend_swatch",
+    "picture",
+    "svg_open",
+    "title",
+]
 
 LEFT_W = X0 - 18  # width of the skb box in the left column
 FS_NAME = 14
@@ -79,9 +89,43 @@ def _fit(text: str, width: float, fs: int) -> str:
 # --------------------------------------------------------------------------- drawing
 
 
+@dataclass(frozen=True, slots=True)
+class Drawing:
+    """The picture of one step, in the pieces a picture that holds it (the packet path's)
+    reassembles: everything but the root element's title, which names the step."""
+
+    height: float  # the viewBox's height, before rounding
+    knots: str  # the primary skb's byte axis, "offset:x offset:x ..."
+    body: str  # the style, the defs and everything drawn above the legend
+    legend_y: float  # where the legend starts
+    legend: str
+
+
+def title(index: int, op: str) -> str:
+    """The root element's label (escaped for the attribute)."""
+    return escape(str(msg("sk_buff step {n}: {op}", n=index, op=op)), quote=True)
+
+
 def picture(trace: SkbTrace, frame: Frame[SkbState]) -> str:
+    d = drawing(trace, frame)
+    return svg_open(d, title(frame.index, frame.op)) + d.body + d.legend + "</svg>"
+
+
+def svg_open(d: Drawing, label: str, width: float = WIDTH, height: str | None = None) -> str:
+    """The root element's start tag (its viewBox ``width`` wide and ``height`` high: the
+    drawing's own by default)."""
+    return (
+        f'<svg id="skb-svg" class="skb-svg" '
+        f'viewBox="0 0 {width} {f"{d.height:.0f}" if height is None else height}" role="img" '
+        f'aria-label="{label}" data-x0="{X0}" data-axis="{d.knots}" '
+        'xmlns="http://www.w3.org/2000/svg">'
+    )
+
+
+def drawing(trace: SkbTrace, frame: Frame[SkbState]) -> Drawing:
+    """Everything of ``frame``'s picture but its title."""
     geo = geometry(trace)
-    scene = layout(trace, frame, geo)
+    scene = geo.scene(trace, frame)
     state = frame.state
     primary = state.get("primary")
     buffers: Mapping[str, BufferView] = state.get("buffers", {})
@@ -129,10 +173,9 @@ def picture(trace: SkbTrace, frame: Frame[SkbState]) -> str:
     out.append(sock_rows)
     y += sock_h
     y = max(y, 60)
+    legend_y = y
     legend, legend_h = _legend(y)
-    out.append(legend)
     y += legend_h + 6
-    title = escape(str(msg("sk_buff step {n}: {op}", n=frame.index, op=frame.op)), quote=True)
     # The primary skb's byte axis (offset:x knots), for pictures that draw over this one.
     axis = next(
         (
@@ -143,15 +186,13 @@ def picture(trace: SkbTrace, frame: Frame[SkbState]) -> str:
         scene.groups[0][2].axis if scene.groups else None,
     )
     knots = " ".join(f"{o:g}:{x:g}" for o, x in axis.knots) if axis else ""
-    return (
-        f'<svg id="skb-svg" class="skb-svg" viewBox="0 0 {WIDTH} {y:.0f}" role="img" '
-        f'aria-label="{title}" data-x0="{X0}" data-axis="{knots}" '
-        'xmlns="http://www.w3.org/2000/svg">'
+    body = (
         f"<style>{css()}</style>"
         '<defs><pattern id="skb-hatch" width="7" height="7" patternUnits="userSpaceOnUse" '
         'patternTransform="rotate(45)"><line class="hatch-line" x1="0" y1="0" x2="0" y2="7"/>'
-        "</pattern></defs>" + "".join(out) + "</svg>"
+        "</pattern></defs>" + "".join(out)
     )
+    return Drawing(height=y, knots=knots, body=body, legend_y=legend_y, legend=legend)
 
 
 def _is_segment(name: str, names: set[str]) -> bool:
