@@ -65,7 +65,7 @@ def picture(trace: PathTrace, frame: Frame[PathState]) -> str:
     parts.append(links_row(lay, frame, y))
     y += STATUS_ROW + 2
     view = state["skb"]
-    part = lay.parts.get(frame.index)
+    part = lay.part(frame.index)
     if view is not None and part is not None:
         if part.axis is not None:
             parts.append(header_offsets(view, part.axis, y))

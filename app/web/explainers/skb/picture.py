@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from html import escape
 
 from app.sim.core import Frame, Message, msg
+from app.sim.core.i18n import reader_gettext
 from app.sim.skbuff.skb import SHINFO
 from app.sim.skbuff.state import BufferView, SkbSnapshot, SkbState, SkbTrace
 from app.web.explainers.skb.headers import shown
@@ -35,10 +36,12 @@ from app.web.explainers.skb.scene import (
     X1,
     BarLayout,
     LaneLayout,
+    SceneMemo,
     geometry,
     row_y,
 )
 from app.web.explainers.skb.style import css
+from app.web.memo import Memo
 from app.web.svgtext import attr
 
 # X0 is the byte axis's left edge, which the path explainer lines its own picture up with.
@@ -122,9 +125,13 @@ def svg_open(d: Drawing, label: str, width: float = WIDTH, height: str | None = 
     )
 
 
-def drawing(trace: SkbTrace, frame: Frame[SkbState]) -> Drawing:
-    """Everything of ``frame``'s picture but its title."""
-    geo = geometry(trace)
+def drawing(
+    trace: SkbTrace, frame: Frame[SkbState], *, draw: bool = True, scenes: SceneMemo | None = None
+) -> Drawing:
+    """Everything of ``frame``'s picture but its title; with ``draw`` false only where things
+    go (the lanes, bars and captions are not written: ``body`` lacks them). ``scenes``: see
+    :func:`~app.web.explainers.skb.scene.geometry`."""
+    geo = geometry(trace, scenes)
     scene = geo.scene(trace, frame)
     state = frame.state
     primary = state.get("primary")
@@ -151,13 +158,16 @@ def drawing(trace: SkbTrace, frame: Frame[SkbState]) -> Drawing:
             ptr_rows = max(geo.rows.get(("ptr", name), 1), 1)
             move_rows = geo.rows.get(("move", name), 0)
             h = _lane_height(ptr_rows, move_rows, len(_meta(lane.skb)))
-            out.append(_lane(lane, y, h, ptr_rows, bar.axis, is_primary=name == primary))
+            if draw:
+                out.append(_lane(lane, y, h, ptr_rows, bar.axis, is_primary=name == primary))
             y += h
         info = buffers.get(buf)
-        out.append(_bar(bar, info, lanes, y))
+        if draw:
+            out.append(_bar(bar, info, lanes, y))
         below_rows = max(geo.rows.get(("below", buf), 1), 1)
         y += BAR_H + 4 + below_rows * ROW + 2
-        out.append(_caption(buf, info, lanes, y))
+        if draw:
+            out.append(_caption(buf, info, lanes, y))
         y += ROW + 6
         for lane in lanes:
             if lane.skb.get("frags") or lane.skb.get("frag_list"):
@@ -186,6 +196,8 @@ def drawing(trace: SkbTrace, frame: Frame[SkbState]) -> Drawing:
         scene.groups[0][2].axis if scene.groups else None,
     )
     knots = " ".join(f"{o:g}:{x:g}" for o, x in axis.knots) if axis else ""
+    if not draw:
+        return Drawing(height=y, knots=knots, body="", legend_y=legend_y, legend="")
     body = (
         f"<style>{css()}</style>"
         '<defs><pattern id="skb-hatch" width="7" height="7" patternUnits="userSpaceOnUse" '
@@ -559,7 +571,20 @@ STATUS_WORD = {
 }
 
 
+_LEGENDS: Memo[tuple[float, object], tuple[str, float]] = Memo(64)
+
+
 def _legend(y: float) -> tuple[str, float]:
+    """The colour key at ``y`` and its height (remembered per y and language)."""
+    key = (y, reader_gettext.get())
+    hit = _LEGENDS.get(key)
+    if hit is None:
+        hit = _draw_legend(y)
+        _LEGENDS.put(key, hit)
+    return hit
+
+
+def _draw_legend(y: float) -> tuple[str, float]:
     parts = [f'<g class="legend" style="transform: translate(0px, {y:.1f}px)">']
     x, row = float(X0), 0
     for cls, label in legend_items():

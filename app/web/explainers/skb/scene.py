@@ -78,7 +78,19 @@ _CACHE: OrderedDict[int, tuple[SkbTrace, Geometry]] = OrderedDict()
 _LOCK = threading.Lock()
 
 
-def geometry(trace: SkbTrace) -> Geometry:
+# Layouts shared by the pictures of many small traces made from one long one (the packet
+# path's: a step, the step before and the widest step), by what a layout reads: the states
+# of the frame, of the step before it and of the one before that (by identity: the caller
+# gives equal states as one object and keeps them alive), the reader's language, and the
+# axes and header spans of the buffers their skbs use. Each entry keeps the states it names.
+SceneMemo = dict[tuple[object, ...], tuple["Scene", tuple[object, ...]]]
+
+
+def geometry(trace: SkbTrace, scenes: SceneMemo | None = None) -> Geometry:
+    """The trace's geometry (cached per trace; with ``scenes``, a trace made for one picture:
+    not cached, its layouts shared through ``scenes``)."""
+    if scenes is not None:
+        return _build_geometry(trace, scenes)
     with _LOCK:
         hit = _CACHE.get(id(trace))
         if hit is not None and hit[0] is trace:
@@ -92,7 +104,27 @@ def geometry(trace: SkbTrace) -> Geometry:
     return geo
 
 
-def _build_geometry(trace: SkbTrace) -> Geometry:
+def _shared_layout(
+    trace: SkbTrace, frame: Frame[SkbState], geo: Geometry, scenes: SceneMemo
+) -> Scene:
+    prev = previous_frame(trace, frame)
+    earlier = previous_frame(trace, prev) if prev is not None else None
+    states = tuple(f.state if f is not None else None for f in (frame, prev, earlier))
+    bufs = sorted(
+        {str(s.get("buffer")) for st in states[:2] if st is not None for s in st.get("skbs", ())}
+    )
+    key = (
+        *(id(st) for st in states),
+        reader_gettext.get(),
+        tuple((b, geo.axes.get(b), tuple(geo.spans.get(b, ()))) for b in bufs),
+    )
+    hit = scenes.get(key)
+    if hit is None:
+        hit = scenes[key] = (layout(trace, frame, geo), states)
+    return hit[0]
+
+
+def _build_geometry(trace: SkbTrace, scenes: SceneMemo | None = None) -> Geometry:
     ops = tuple(getattr(trace.params, "ops", ()))
     spans = header_spans(trace.frames, ops)
     totals: dict[str, int] = {}
@@ -124,7 +156,12 @@ def _build_geometry(trace: SkbTrace) -> Geometry:
     geo = Geometry(axes=axes, spans=spans, reader=reader_gettext.get())
     rows: dict[tuple[str, str], int] = {}
     for frame in trace.frames:
-        scene = layout(trace, frame, geo)  # reads the axes and spans, not the rows
+        # a layout reads the axes and spans, not the rows
+        scene = (
+            layout(trace, frame, geo)
+            if scenes is None
+            else _shared_layout(trace, frame, geo, scenes)
+        )
         geo.scenes[frame.index] = (frame, scene)
         for lane_key, n in scene.rows.items():
             rows[lane_key] = max(rows.get(lane_key, 0), n)
