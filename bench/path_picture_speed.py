@@ -7,7 +7,8 @@ step's sk_buff part to find the tallest, and then that step's picture.
 
 For each walk (rx over veth with 8 and 32 packets, tx over veth with 32) it prints the
 simulation's CPU time, then the CPU time of the first picture (layout and replay included,
-every cache of the pictures emptied first) and of the next step's picture (layout cached).
+every cache of the pictures emptied first) and of the next step's picture (layout cached);
+then the sk_buff explainer's own pictures of every step of a long trace (they share its code).
 A benchmark that prints numbers, not a test: they depend on the machine and its load.
 """
 
@@ -23,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from app.explainers import builtin  # noqa: E402
 from app.sim.core.i18n import reader_gettext  # noqa: E402
+from app.sim.skbuff.ops import MAX_OPS  # noqa: E402
 from app.web import i18n, svgtext  # noqa: E402
 from app.web.explainers.path import replay as path_replay  # noqa: E402
 from app.web.explainers.path.picture import LAYOUTS  # noqa: E402
@@ -69,9 +71,32 @@ def main() -> None:
             after = time.process_time() - t0
             name = f"{raw['path']} {raw['device']} {raw['packets']} packets"
             print(f"{name:<34} {len(trace.frames):>6} {sim:>7.2f} {first:>16.2f} {after:>8.3f}")
+        _skb_walk()
     finally:
         reader_gettext.reset(reader)
         i18n.reset(token)
+
+
+def _skb_walk() -> None:
+    """The sk_buff explainer's own pictures share its scene code: every step of its longest
+    trace (MAX_OPS ops: a reserve, then pushes and pulls of 14 bytes)."""
+    plugin = next(p for p in builtin() if p.name == "skb")
+    ops: list[dict[str, object]] = [
+        {"op": "alloc_skb", "skb": "a", "size": 2048},
+        {"op": "skb_reserve", "skb": "a", "len": 128},
+    ]
+    while len(ops) < MAX_OPS:
+        ops += [
+            {"op": "skb_push", "skb": "a", "len": 14},
+            {"op": "skb_pull", "skb": "a", "len": 14},
+        ]
+    trace = plugin.sim.run(plugin.sim.parse({"ops": ops[:MAX_OPS]}))
+    _empty_caches()
+    t0 = time.process_time()
+    for f in trace.frames:
+        plugin.web.picture(trace, f)
+    took = time.process_time() - t0
+    print(f"sk_buff explainer: every step of a {len(trace.frames)}-step trace, {took:.2f} s")
 
 
 if __name__ == "__main__":

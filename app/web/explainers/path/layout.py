@@ -58,7 +58,8 @@ class Layout:
         hit = self.drawn.get(key)
         if hit is None:
             first, old = self.recipes[key]
-            hit = skb_part(self.drawn_trace, self.widest, first, self.skb_trace, old)
+            # (an own SceneMemo: the small trace does not go through the skb geometry cache)
+            hit = skb_part(self.drawn_trace, self.widest, first, self.skb_trace, old, scenes={})
             self.drawn[key] = hit
         return hit
 
