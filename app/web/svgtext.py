@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Mapping
+from functools import lru_cache
 from html import escape
 
 from app.sim.core import Message
@@ -21,9 +22,11 @@ def esc(value: object) -> str:
     return escape(str(value), quote=False)
 
 
+@lru_cache(maxsize=16384)
 def advance(text: str, narrow: float, wide: float) -> float:
     """The estimated advance of ``text``: ``wide`` for each East-Asian wide or full-width
-    character (CJK, full-width punctuation), ``narrow`` for every other one."""
+    character (CJK, full-width punctuation), ``narrow`` for every other one. Remembered per
+    (text, metrics): a picture measures the same few labels thousands of times."""
     return sum(wide if unicodedata.east_asian_width(c) in "WF" else narrow for c in text)
 
 

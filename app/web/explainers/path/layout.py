@@ -20,8 +20,17 @@ from app.web.explainers.path.geometry import (
     lane_y,
 )
 from app.web.explainers.path.replay import Replay, replay
-from app.web.explainers.path.skb_beside import SkbPart, drawn_state, skb_part, skb_state
+from app.web.explainers.path.skb_beside import (
+    SkbPart,
+    drawn_state,
+    old_key,
+    skb_part,
+    skb_state,
+    summary_key,
+    summary_names,
+)
 from app.web.explainers.skb.layout import text_width
+from app.web.explainers.skb.scene import SceneMemo
 from app.web.memo import Memo
 
 
@@ -35,9 +44,24 @@ class Layout:
     skb_trace: SkbTrace  # the sk_buff explainer's full state per frame
     drawn_trace: SkbTrace  # what its picture draws (see drawn_state)
     skb_height: float
-    parts: dict[int, SkbPart]  # each frame's sk_buff part, by frame index
+    part_keys: dict[int, PartKey]  # which sk_buff part each frame shows, by frame index
+    recipes: dict[PartKey, Recipe]  # how each part is drawn
     widest: Frame[SkbState]
     rep: Replay | None
+    drawn: dict[PartKey, SkbPart] = dataclasses.field(default_factory=dict)  # drawn so far
+
+    def part(self, index: int) -> SkbPart | None:
+        """Frame ``index``'s sk_buff part (None: no skb), drawn the first time it is asked for."""
+        key = self.part_keys.get(index)
+        if key is None:
+            return None
+        hit = self.drawn.get(key)
+        if hit is None:
+            first, old = self.recipes[key]
+            # (an own SceneMemo: the small trace does not go through the skb geometry cache)
+            hit = skb_part(self.drawn_trace, self.widest, first, self.skb_trace, old, scenes={})
+            self.drawn[key] = hit
+        return hit
 
 
 # Weighed in frames (see replay.CACHE): long walks' layouts are held a few at a time.
@@ -67,6 +91,67 @@ def _hook_placement(
         rows.append(row)
         labels.append(label)
     return rows, labels
+
+
+def _interned(states: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``states`` with equal states as one object (the parts and their layouts are shared by
+    identity: see _part_key and skb.scene.SceneMemo)."""
+    known: dict[str, dict[str, Any]] = {}
+    return [known.setdefault(repr(st), st) for st in states]
+
+
+def _ids(trace: SkbTrace) -> list[int]:
+    """A number per frame, the same for frames whose states are one object (_interned)."""
+    known: dict[int, int] = {}
+    return [known.setdefault(id(f.state), len(known)) for f in trace.frames]
+
+
+def _part_key(
+    ids: list[int], widest: Frame[SkbState], index: int
+) -> tuple[tuple[int, bool, bool], ...]:
+    """What the sk_buff picture of step ``index`` is drawn from (see skb_part): the states of
+    the few steps it is given, in order, each with whether the step given before it is the
+    step just before it (the picture draws moves and lit bytes against that one) and whether
+    it is the step drawn. Its title (the step's number and op) is not in it."""
+    given = sorted({widest.index, *range(max(index - 1, 0), index + 1)})
+    return tuple((ids[i], k > 0 and given[k - 1] == i - 1, i == index) for k, i in enumerate(given))
+
+
+PartKey = tuple[object, ...]
+Recipe = tuple[int, dict[str, Mapping[str, Any]]]  # a step showing the part, the `old` it reads
+
+
+def _parts(
+    drawn_trace: SkbTrace, skb_trace: SkbTrace, widest: Frame[SkbState]
+) -> tuple[dict[int, PartKey], dict[PartKey, Recipe], float]:
+    """Which sk_buff part each frame shows, how each part is drawn, and the tallest part's
+    height. A long walk repeats itself (32 packets: 575 different parts in 2,238 steps):
+    steps that draw the same share one part, found by what it is drawn from (_part_key, what
+    the frags summary reads of the step and of the steps before). Only the heights are found
+    here; a part is drawn when a step showing it is (Layout.part)."""
+    drawn_ids = _ids(drawn_trace)
+    scenes: SceneMemo = {}
+    keys: dict[int, PartKey] = {}
+    recipes: dict[PartKey, Recipe] = {}
+    tallest = 0.0
+    seen: dict[str, Mapping[str, Any]] = {}  # each skb as the walk last showed it
+    for sf in skb_trace.frames:
+        if sf.state["skbs"]:
+            key = (
+                _part_key(drawn_ids, widest, sf.index),
+                summary_key(sf.state),
+                old_key(sf.state, seen),
+            )
+            if key not in recipes:
+                old = {n: seen[n] for n in summary_names(sf.state) if n in seen}
+                recipes[key] = (sf.index, old)
+                part = skb_part(
+                    drawn_trace, widest, sf.index, skb_trace, old, draw=False, scenes=scenes
+                )
+                tallest = max(tallest, part.height)
+            keys[sf.index] = key
+        seen.update((str(s.get("name")), s) for s in sf.state["skbs"])
+    return keys, recipes, tallest
 
 
 def layout(trace: PathTrace) -> Layout:
@@ -119,7 +204,7 @@ def layout(trace: PathTrace) -> Layout:
         series=None,
     )
     drawn_trace = dataclasses.replace(
-        skb_trace, frames=skb_frames([drawn_state(st) for st in full_states])
+        skb_trace, frames=skb_frames(_interned([drawn_state(st) for st in full_states]))
     )
     # the frame whose head buffer is largest sets the scale of every frame
     widest = max(
@@ -127,13 +212,8 @@ def layout(trace: PathTrace) -> Layout:
         key=lambda f: max((int(s.get("end", 0)) for s in f.state["skbs"]), default=0),
     )
     # Every frame of one walk has the same height (the picture never jumps while stepping):
-    # the tallest sk_buff part. Each frame's part is drawn here once and kept.
-    parts: dict[int, SkbPart] = {}
-    seen: dict[str, Mapping[str, Any]] = {}  # each skb as the walk last showed it
-    for sf in skb_trace.frames:
-        if sf.state["skbs"]:
-            parts[sf.index] = skb_part(drawn_trace, widest, sf.index, skb_trace, dict(seen))
-        seen.update((str(s.get("name")), s) for s in sf.state["skbs"])
+    # the tallest sk_buff part.
+    part_keys, recipes, tallest = _parts(drawn_trace, skb_trace, widest)
     out = Layout(
         points=points,
         hooks=hooks,
@@ -142,8 +222,9 @@ def layout(trace: PathTrace) -> Layout:
         napi=any(f.state["napi"] is not None for f in trace.frames),
         skb_trace=skb_trace,
         drawn_trace=drawn_trace,
-        skb_height=max((p.height for p in parts.values()), default=0.0),
-        parts=parts,
+        skb_height=tallest,
+        part_keys=part_keys,
+        recipes=recipes,
         widest=widest,
         rep=rep,
     )

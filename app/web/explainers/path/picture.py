@@ -65,13 +65,13 @@ def picture(trace: PathTrace, frame: Frame[PathState]) -> str:
     parts.append(links_row(lay, frame, y))
     y += STATUS_ROW + 2
     view = state["skb"]
-    part = lay.parts.get(frame.index)
+    part = lay.part(frame.index)
     if view is not None and part is not None:
         if part.axis is not None:
             parts.append(header_offsets(view, part.axis, y))
         y += HDR_STRIP
         parts.append(
-            part.svg.replace(
+            part.svg(frame.index, frame.op).replace(
                 "<svg ",
                 f'<svg x="0" y="{y}" width="{WIDTH}" height="{part.height:g}" '
                 f'style="width: {WIDTH}px; height: {part.height:g}px; min-width: 0" ',

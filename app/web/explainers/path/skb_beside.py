@@ -5,7 +5,6 @@ frags summary and a one-row key under it and the header offsets above it."""
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Mapping
 from html import escape
 from typing import Any
@@ -20,7 +19,9 @@ from app.web.explainers.path.geometry import HDR_STRIP, LEGEND_ROW, WIDTH
 from app.web.explainers.path.legend import legend_row
 from app.web.explainers.path.replay import Replay, snapshot
 from app.web.explainers.skb.layout import Axis, text_width
-from app.web.explainers.skb.picture import picture as skb_picture
+from app.web.explainers.skb.picture import drawing, svg_open
+from app.web.explainers.skb.picture import title as skb_title
+from app.web.explainers.skb.scene import SceneMemo
 
 # The labels the path walk gives the bytes it writes (app.sim.path), in the reader's language;
 # protocol names (eth, IP, TCP, UDP, vxlan) stay as they are.
@@ -52,14 +53,19 @@ def drawn_state(state: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-_LEGEND_AT = re.compile(r'<g class="legend" style="transform: translate\(0px, ([\d.]+)px\)">')
-
-
 @dataclasses.dataclass(frozen=True, slots=True)
 class SkbPart:
-    svg: str  # the nested <svg> (without position), legend and summary included
+    """The nested <svg> (without position), legend and summary included, but for its title,
+    which names the step: steps that draw the same share one part."""
+
+    head: str  # the start tag up to the title
+    rest: str  # after the title
     height: float
     axis: Axis | None
+
+    def svg(self, index: int, op: str) -> str:
+        """The part as step ``index`` (running ``op``) shows it."""
+        return self.head + skb_title(index, op) + self.rest
 
 
 def skb_part(
@@ -68,9 +74,13 @@ def skb_part(
     index: int,
     full: SkbTrace,
     old: Mapping[str, Mapping[str, Any]],
+    *,
+    draw: bool = True,
+    scenes: SceneMemo | None = None,
 ) -> SkbPart:
     """The sk_buff explainer's picture of frame ``index`` (drawn state), its own legend swapped
-    for a one-row one, with the frags / frag_list summary under the buffers."""
+    for a one-row one, with the frags / frag_list summary under the buffers. With ``draw``
+    false only its height (and no SVG): the same steps, the strings left unwritten."""
     sf = lay_trace.frames[index]
     # the step before is in the trace so the picture draws this step's moves and lights what
     # changed; the widest frame keeps one scale for the whole walk
@@ -78,24 +88,45 @@ def skb_part(
         {f.index: f for f in (widest, *lay_trace.frames[max(index - 1, 0) : index + 1])}.values(),
         key=lambda f: f.index,
     )
-    svg = skb_picture(dataclasses.replace(lay_trace, frames=tuple(frames)), sf)
-    head, rest = svg.split(">", 1)
-    knots = [
-        (float(o), float(x))
-        for o, x in (
-            pair.split(":") for pair in head.split('data-axis="', 1)[1].split('"', 1)[0].split()
-        )
-    ]
+    d = drawing(dataclasses.replace(lay_trace, frames=tuple(frames)), sf, draw=draw, scenes=scenes)
+    knots = [(float(o), float(x)) for o, x in (pair.split(":") for pair in d.knots.split())]
     axis = Axis(knots=tuple(knots)) if len(knots) >= 2 else None
-    m = _LEGEND_AT.search(rest)
-    body = rest[: m.start()] if m else rest[: rest.rfind("</svg>")]
-    y = float(m.group(1)) - 8 if m else _svg_height(svg)
+    y = float(f"{d.legend_y:.1f}") - 8  # where the picture's own legend was
     summary, h = frags_summary(full.frames[index].state, old, y)
     y += h + 4
-    legend = f'<g transform="translate(0 {y:g})">{legend_row()}</g>'
+    legend = f'<g transform="translate(0 {y:g})">{legend_row()}</g>' if draw else ""
     y += LEGEND_ROW + 2
-    head = re.sub(r'viewBox="[^"]*"', f'viewBox="0 0 {WIDTH} {y:g}"', head, count=1)
-    return SkbPart(svg=head + ">" + body + summary + legend + "</svg>", height=y, axis=axis)
+    head, rest = svg_open(d, "\0", WIDTH, f"{y:g}").split("\0")
+    return SkbPart(head=head, rest=rest + d.body + summary + legend + "</svg>", height=y, axis=axis)
+
+
+def summary_key(state: Mapping[str, Any]) -> str | None:
+    """What of ``state`` the frags summary reads (None: no frags or frag_list, no summary)."""
+    skbs = state.get("skbs", ())
+    if not any(s.get("frags") or s.get("frag_list") for s in skbs):
+        return None
+    return repr(
+        [tuple(s.get(k) for k in ("name", "buffer", "data", "frags", "frag_list")) for s in skbs]
+    )
+
+
+def old_key(state: Mapping[str, Any], old: Mapping[str, Mapping[str, Any]]) -> tuple[object, ...]:
+    """What of ``old`` (each skb as the walk last showed it) the frags summary of ``state``
+    reads: the frags and frag_list of the skbs that have either, as they were."""
+    out: list[object] = []
+    for name in summary_names(state):
+        before = old.get(name)
+        out.append(
+            (repr(before.get("frags", ())), repr(before.get("frag_list", ()))) if before else None
+        )
+    return tuple(out)
+
+
+def summary_names(state: Mapping[str, Any]) -> list[str]:
+    """The skbs whose earlier frags or frag_list the frags summary of ``state`` reads."""
+    return [
+        str(s.get("name")) for s in state.get("skbs", ()) if s.get("frags") or s.get("frag_list")
+    ]
 
 
 def fallback_skb_state(view: SkbView) -> dict[str, Any]:
@@ -122,12 +153,6 @@ def skb_state(rep: Replay | None, frame: Frame[PathState]) -> dict[str, Any]:
         return {"primary": None, "skbs": [], "buffers": {}}
     snap = snapshot(rep, frame.index, view) if rep is not None else None
     return snap if snap is not None else fallback_skb_state(view)
-
-
-def _svg_height(svg: str) -> float:
-    head = svg[: svg.find(">")]
-    vb = head.split('viewBox="', 1)[1].split('"', 1)[0].split()
-    return float(vb[3])
 
 
 def header_offsets(view: SkbView, axis: Axis, y: float) -> str:

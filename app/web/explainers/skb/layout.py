@@ -107,9 +107,17 @@ class Axis:
     knots: tuple[tuple[float, float], ...]
     zooms: tuple[tuple[int, int], ...] = ()
     rates: tuple[float, float] = (1.0, 1.0)  # px per byte: (outside, inside) the zoom windows
+    # x by offset, as found so far (a picture asks for the same few offsets many times)
+    found: dict[float, float] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def x(self, offset: float) -> float:
         """The x of ``offset``; offsets outside the buffer sit at its nearer edge."""
+        hit = self.found.get(offset)
+        if hit is None:
+            hit = self.found[offset] = self._x(offset)
+        return hit
+
+    def _x(self, offset: float) -> float:
         k = self.knots
         offset = min(max(offset, k[0][0]), k[-1][0])
         if offset <= k[0][0]:

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from html import escape
 
 from app.sim.core import Frame, Message, msg
+from app.sim.core.i18n import reader_gettext
 from app.sim.skbuff.skb import SHINFO
 from app.sim.skbuff.state import BufferView, SkbSnapshot, SkbState, SkbTrace
 from app.web.explainers.skb.headers import shown
@@ -34,15 +36,26 @@ from app.web.explainers.skb.scene import (
     X1,
     BarLayout,
     LaneLayout,
+    SceneMemo,
     geometry,
-    layout,
     row_y,
 )
 from app.web.explainers.skb.style import css
+from app.web.memo import Memo
 from app.web.svgtext import attr
 
 # X0 is the byte axis's left edge, which the path explainer lines its own picture up with.
-__all__ = ["X0", "alloc_name", "legend_items", "legend_swatch", "picture"]
+__all__ = [
+    "X0",
+    "Drawing",
+    "alloc_name",
+    "drawing",
+    "legend_items",
+    "legend_swatch",
+    "picture",
+    "svg_open",
+    "title",
+]
 
 LEFT_W = X0 - 18  # width of the skb box in the left column
 FS_NAME = 14
@@ -79,9 +92,47 @@ def _fit(text: str, width: float, fs: int) -> str:
 # --------------------------------------------------------------------------- drawing
 
 
+@dataclass(frozen=True, slots=True)
+class Drawing:
+    """The picture of one step, in the pieces a picture that holds it (the packet path's)
+    reassembles: everything but the root element's title, which names the step."""
+
+    height: float  # the viewBox's height, before rounding
+    knots: str  # the primary skb's byte axis, "offset:x offset:x ..."
+    body: str  # the style, the defs and everything drawn above the legend
+    legend_y: float  # where the legend starts
+    legend: str
+
+
+def title(index: int, op: str) -> str:
+    """The root element's label (escaped for the attribute)."""
+    return escape(str(msg("sk_buff step {n}: {op}", n=index, op=op)), quote=True)
+
+
 def picture(trace: SkbTrace, frame: Frame[SkbState]) -> str:
-    geo = geometry(trace)
-    scene = layout(trace, frame, geo)
+    d = drawing(trace, frame)
+    return svg_open(d, title(frame.index, frame.op)) + d.body + d.legend + "</svg>"
+
+
+def svg_open(d: Drawing, label: str, width: float = WIDTH, height: str | None = None) -> str:
+    """The root element's start tag (its viewBox ``width`` wide and ``height`` high: the
+    drawing's own by default)."""
+    return (
+        f'<svg id="skb-svg" class="skb-svg" '
+        f'viewBox="0 0 {width} {f"{d.height:.0f}" if height is None else height}" role="img" '
+        f'aria-label="{label}" data-x0="{X0}" data-axis="{d.knots}" '
+        'xmlns="http://www.w3.org/2000/svg">'
+    )
+
+
+def drawing(
+    trace: SkbTrace, frame: Frame[SkbState], *, draw: bool = True, scenes: SceneMemo | None = None
+) -> Drawing:
+    """Everything of ``frame``'s picture but its title; with ``draw`` false only where things
+    go (the lanes, bars and captions are not written: ``body`` lacks them). ``scenes``: see
+    :func:`~app.web.explainers.skb.scene.geometry`."""
+    geo = geometry(trace, scenes)
+    scene = geo.scene(trace, frame)
     state = frame.state
     primary = state.get("primary")
     buffers: Mapping[str, BufferView] = state.get("buffers", {})
@@ -107,13 +158,16 @@ def picture(trace: SkbTrace, frame: Frame[SkbState]) -> str:
             ptr_rows = max(geo.rows.get(("ptr", name), 1), 1)
             move_rows = geo.rows.get(("move", name), 0)
             h = _lane_height(ptr_rows, move_rows, len(_meta(lane.skb)))
-            out.append(_lane(lane, y, h, ptr_rows, bar.axis, is_primary=name == primary))
+            if draw:
+                out.append(_lane(lane, y, h, ptr_rows, bar.axis, is_primary=name == primary))
             y += h
         info = buffers.get(buf)
-        out.append(_bar(bar, info, lanes, y))
+        if draw:
+            out.append(_bar(bar, info, lanes, y))
         below_rows = max(geo.rows.get(("below", buf), 1), 1)
         y += BAR_H + 4 + below_rows * ROW + 2
-        out.append(_caption(buf, info, lanes, y))
+        if draw:
+            out.append(_caption(buf, info, lanes, y))
         y += ROW + 6
         for lane in lanes:
             if lane.skb.get("frags") or lane.skb.get("frag_list"):
@@ -129,10 +183,9 @@ def picture(trace: SkbTrace, frame: Frame[SkbState]) -> str:
     out.append(sock_rows)
     y += sock_h
     y = max(y, 60)
+    legend_y = y
     legend, legend_h = _legend(y)
-    out.append(legend)
     y += legend_h + 6
-    title = escape(str(msg("sk_buff step {n}: {op}", n=frame.index, op=frame.op)), quote=True)
     # The primary skb's byte axis (offset:x knots), for pictures that draw over this one.
     axis = next(
         (
@@ -143,15 +196,15 @@ def picture(trace: SkbTrace, frame: Frame[SkbState]) -> str:
         scene.groups[0][2].axis if scene.groups else None,
     )
     knots = " ".join(f"{o:g}:{x:g}" for o, x in axis.knots) if axis else ""
-    return (
-        f'<svg id="skb-svg" class="skb-svg" viewBox="0 0 {WIDTH} {y:.0f}" role="img" '
-        f'aria-label="{title}" data-x0="{X0}" data-axis="{knots}" '
-        'xmlns="http://www.w3.org/2000/svg">'
+    if not draw:
+        return Drawing(height=y, knots=knots, body="", legend_y=legend_y, legend="")
+    body = (
         f"<style>{css()}</style>"
         '<defs><pattern id="skb-hatch" width="7" height="7" patternUnits="userSpaceOnUse" '
         'patternTransform="rotate(45)"><line class="hatch-line" x1="0" y1="0" x2="0" y2="7"/>'
-        "</pattern></defs>" + "".join(out) + "</svg>"
+        "</pattern></defs>" + "".join(out)
     )
+    return Drawing(height=y, knots=knots, body=body, legend_y=legend_y, legend=legend)
 
 
 def _is_segment(name: str, names: set[str]) -> bool:
@@ -518,7 +571,20 @@ STATUS_WORD = {
 }
 
 
+_LEGENDS: Memo[tuple[float, object], tuple[str, float]] = Memo(64)
+
+
 def _legend(y: float) -> tuple[str, float]:
+    """The colour key at ``y`` and its height (remembered per y and language)."""
+    key = (y, reader_gettext.get())
+    hit = _LEGENDS.get(key)
+    if hit is None:
+        hit = _draw_legend(y)
+        _LEGENDS.put(key, hit)
+    return hit
+
+
+def _draw_legend(y: float) -> tuple[str, float]:
     parts = [f'<g class="legend" style="transform: translate(0px, {y:.1f}px)">']
     x, row = float(X0), 0
     for cls, label in legend_items():

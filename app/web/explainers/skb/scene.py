@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from app.sim.core import Frame, msg
+from app.sim.core.i18n import reader_gettext
 from app.sim.skbuff.skb import SHINFO
 from app.sim.skbuff.state import RegionView, SkbSnapshot, SkbState, SkbTrace
 from app.web.explainers.skb.headers import Piece, Span, header_spans, pieces, shown
@@ -30,6 +31,7 @@ from app.web.explainers.skb.layout import (
     text_box,
     text_width,
 )
+from app.web.memo import Memo
 
 WIDTH = 1000
 X0 = 160  # left edge of the byte axis; the left column holds the skb and buffer names
@@ -54,18 +56,41 @@ MAX_ROWS = 8  # rows a placer tries before falling back to the first row free of
 @dataclass(slots=True)
 class Geometry:
     """What is fixed for a whole trace: each buffer's axis, header spans, and how many label
-    rows each lane needs at most (so lanes keep their height from step to step)."""
+    rows each lane needs at most (so lanes keep their height from step to step). Finding the
+    rows lays out every frame: those layouts are kept for drawing (``scenes``, by index)."""
 
     axes: dict[str, Axis]
     spans: dict[str, list[Span]]
     rows: dict[tuple[str, str], int] = field(default_factory=dict)
+    scenes: dict[int, tuple[Frame[SkbState], Scene]] = field(default_factory=dict)
+    reader: Callable[[str], str] | None = None  # the language the scenes' labels are in
+
+    def scene(self, trace: SkbTrace, frame: Frame[SkbState]) -> Scene:
+        """``frame``'s layout: the one found while building this geometry if it is that frame
+        and the reader's language is the same (labels are words: their widths place them)."""
+        hit = self.scenes.get(frame.index)
+        if hit is not None and hit[0] is frame and reader_gettext.get() == self.reader:
+            return hit[1]
+        return layout(trace, frame, self)
 
 
 _CACHE: OrderedDict[int, tuple[SkbTrace, Geometry]] = OrderedDict()
 _LOCK = threading.Lock()
 
 
-def geometry(trace: SkbTrace) -> Geometry:
+# Layouts shared by the pictures of many small traces made from one long one (the packet
+# path's: a step, the step before and the widest step), by what a layout reads: the states
+# of the frame, of the step before it and of the one before that (by identity: the caller
+# gives equal states as one object and keeps them alive), the reader's language, and the
+# axes and header spans of the buffers their skbs use. Each entry keeps the states it names.
+SceneMemo = dict[tuple[object, ...], tuple["Scene", tuple[object, ...]]]
+
+
+def geometry(trace: SkbTrace, scenes: SceneMemo | None = None) -> Geometry:
+    """The trace's geometry (cached per trace; with ``scenes``, a trace made for one picture:
+    not cached, its layouts shared through ``scenes``)."""
+    if scenes is not None:
+        return _build_geometry(trace, scenes)
     with _LOCK:
         hit = _CACHE.get(id(trace))
         if hit is not None and hit[0] is trace:
@@ -79,7 +104,27 @@ def geometry(trace: SkbTrace) -> Geometry:
     return geo
 
 
-def _build_geometry(trace: SkbTrace) -> Geometry:
+def _shared_layout(
+    trace: SkbTrace, frame: Frame[SkbState], geo: Geometry, scenes: SceneMemo
+) -> Scene:
+    prev = previous_frame(trace, frame)
+    earlier = previous_frame(trace, prev) if prev is not None else None
+    states = tuple(f.state if f is not None else None for f in (frame, prev, earlier))
+    bufs = sorted(
+        {str(s.get("buffer")) for st in states[:2] if st is not None for s in st.get("skbs", ())}
+    )
+    key = (
+        *(id(st) for st in states),
+        reader_gettext.get(),
+        tuple((b, geo.axes.get(b), tuple(geo.spans.get(b, ()))) for b in bufs),
+    )
+    hit = scenes.get(key)
+    if hit is None:
+        hit = scenes[key] = (layout(trace, frame, geo), states)
+    return hit[0]
+
+
+def _build_geometry(trace: SkbTrace, scenes: SceneMemo | None = None) -> Geometry:
     ops = tuple(getattr(trace.params, "ops", ()))
     spans = header_spans(trace.frames, ops)
     totals: dict[str, int] = {}
@@ -108,10 +153,16 @@ def _build_geometry(trace: SkbTrace) -> Geometry:
         buf: make_axis(total, points.get(buf, set()), X0, round(full * max(0.5, total / biggest)))
         for buf, total in totals.items()
     }
-    geo = Geometry(axes=axes, spans=spans)
+    geo = Geometry(axes=axes, spans=spans, reader=reader_gettext.get())
     rows: dict[tuple[str, str], int] = {}
     for frame in trace.frames:
-        scene = layout(trace, frame, geo)
+        # a layout reads the axes and spans, not the rows
+        scene = (
+            layout(trace, frame, geo)
+            if scenes is None
+            else _shared_layout(trace, frame, geo, scenes)
+        )
+        geo.scenes[frame.index] = (frame, scene)
         for lane_key, n in scene.rows.items():
             rows[lane_key] = max(rows.get(lane_key, 0), n)
     geo.rows = rows
@@ -245,7 +296,60 @@ def _choose(
         row += 1
 
 
-def _place_pointer_labels(lane: SkbSnapshot, axis: Axis) -> tuple[dict[str, Label], int]:
+# Placing labels is most of a layout's cost, and a long trace (a packet-path walk of 2,000
+# steps) places the same few again and again: each placement below is remembered by what it
+# reads (the offsets, the axis and, for labels that are words, the reader's language).
+PointerLabels = tuple[dict[str, Label], int]
+Moves = tuple[list[Move], list[tuple[str, float]], int]
+Below = tuple[list[tuple[Label, float | None]], list[tuple[float, int]], int]
+_POINTER_LABELS: Memo[tuple[object, ...], PointerLabels] = Memo(4096)
+_MOVES: Memo[tuple[object, ...], Moves] = Memo(4096)
+_BELOW: Memo[tuple[object, ...], Below] = Memo(4096)
+PLACEMENTS = (_POINTER_LABELS, _MOVES, _BELOW)  # (benchmarks empty them)
+
+
+def _offsets(skb: SkbSnapshot) -> tuple[int, ...]:
+    return tuple(int(skb.get(ptr, 0)) for ptr in POINTERS)
+
+
+def _pointer_labels(lane: SkbSnapshot, axis: Axis) -> PointerLabels:
+    key = (_offsets(lane), axis)
+    hit = _POINTER_LABELS.get(key)
+    if hit is None:
+        hit = _place_pointer_labels(lane, axis)
+        _POINTER_LABELS.put(key, hit)
+    return hit
+
+
+def _moves(name: str, lane: SkbSnapshot, old: SkbSnapshot, axis: Axis) -> Moves:
+    key = (name, _offsets(lane), _offsets(old), axis, reader_gettext.get())
+    hit = _MOVES.get(key)
+    if hit is None:
+        hit = _place_moves(name, lane, old, axis)
+        _MOVES.put(key, hit)
+    return hit
+
+
+def _below(
+    whole: Sequence[Piece], owners: Sequence[SkbSnapshot], axis: Axis, inside: set[tuple[int, int]]
+) -> Below:
+    seen = tuple(
+        (
+            o.get("status", "live"),
+            str(o.get("name")),
+            *(o.get(key) for key, _ in HEADER_OFFSETS),
+        )
+        for o in owners
+    )
+    key = (tuple(whole), seen, axis, frozenset(inside), reader_gettext.get())
+    hit = _BELOW.get(key)
+    if hit is None:
+        hit = _place_below(whole, owners, axis, inside)
+        _BELOW.put(key, hit)
+    return hit
+
+
+def _place_pointer_labels(lane: SkbSnapshot, axis: Axis) -> PointerLabels:
     """Pointer labels in rows above the bar: each sits by its pointer's line, which runs from
     the label down to the bar, so a label may cross no other pointer's line."""
     placer = Placer(left=X0 - 6, right=WIDTH - 4)
@@ -415,13 +519,13 @@ def layout(trace: SkbTrace, frame: Frame[SkbState], geo: Geometry) -> Scene:
         lanes: list[LaneLayout] = []
         for skb in owners:
             name = str(skb.get("name"))
-            labels, n = _place_pointer_labels(skb, axis)
+            labels, n = _pointer_labels(skb, axis)
             rows[("ptr", name)] = max(rows.get(("ptr", name), 0), n)
             old = prev.get(name)
             moves: list[Move] = []
             ghosts: list[tuple[str, float]] = []
             if old is not None and old.get("buffer") == buf:
-                moves, ghosts, m = _place_moves(name, skb, old, axis)
+                moves, ghosts, m = _moves(name, skb, old, axis)
                 rows[("move", name)] = max(rows.get(("move", name), 0), m)
             lanes.append(LaneLayout(skb, labels, moves, ghosts))
         whole, split = _bar_pieces(owners, geo.spans.get(buf, ()))
@@ -449,7 +553,7 @@ def layout(trace: SkbTrace, frame: Frame[SkbState], geo: Geometry) -> Scene:
                     inside_labels.append((p, text, (x0 + x1) / 2, bright))
                     inside.add((p.start, p.end))
                     break
-        below, ticks, used = _place_below(whole, owners, axis, inside)
+        below, ticks, used = _below(whole, owners, axis, inside)
         rows[("below", buf)] = max(rows.get(("below", buf), 0), used)
         groups.append(
             (buf, lanes, BarLayout(buf, axis, drawn, inside_labels, below, ticks, shinfo_label))
