@@ -396,3 +396,22 @@ def test_a_use_after_free_still_draws_the_freed_skb() -> None:
     last = picture(trace, trace.frames[3])
     assert trace.frames[3].result == "use_after_free"
     assert re.search(r'<g id="lane-skb" class="[^"]*gone', last)
+
+
+def test_a_traces_geometry_is_kept_per_language() -> None:
+    """The label rows of a trace are found with the reader's words' widths: a trace drawn in
+    English and then in Chinese gets a geometry of its own per language, each reused."""
+    from app.sim.core.i18n import reader_gettext
+    from app.web.explainers.skb.scene import geometry
+    from app.web.i18n import gettext_for
+
+    trace = _preset("gro-forward")
+    english = geometry(trace)
+    token = reader_gettext.set(gettext_for("zh-CN"))
+    try:
+        chinese = geometry(trace)
+        assert geometry(trace) is chinese
+    finally:
+        reader_gettext.reset(token)
+    assert chinese is not english and geometry(trace) is english
+    assert chinese.reader == gettext_for("zh-CN") and english.reader != chinese.reader

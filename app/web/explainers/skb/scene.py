@@ -74,7 +74,8 @@ class Geometry:
         return layout(trace, frame, self)
 
 
-_CACHE: OrderedDict[int, tuple[SkbTrace, Geometry]] = OrderedDict()
+# by trace and language: the label rows are found with the reader's words' widths
+_CACHE: OrderedDict[tuple[int, object], tuple[SkbTrace, Geometry]] = OrderedDict()
 _LOCK = threading.Lock()
 
 
@@ -91,14 +92,15 @@ def geometry(trace: SkbTrace, scenes: SceneMemo | None = None) -> Geometry:
     not cached, its layouts shared through ``scenes``)."""
     if scenes is not None:
         return _build_geometry(trace, scenes)
+    key = (id(trace), reader_gettext.get())
     with _LOCK:
-        hit = _CACHE.get(id(trace))
+        hit = _CACHE.get(key)
         if hit is not None and hit[0] is trace:
-            _CACHE.move_to_end(id(trace))
+            _CACHE.move_to_end(key)
             return hit[1]
     geo = _build_geometry(trace)
     with _LOCK:
-        _CACHE[id(trace)] = (trace, geo)
+        _CACHE[key] = (trace, geo)
         while len(_CACHE) > 8:
             _CACHE.popitem(last=False)
     return geo
