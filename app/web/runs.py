@@ -57,6 +57,7 @@ from app.store import repo
 from app.store.eviction import TraceEviction
 from app.store.models import SharedJob
 from app.web import joberrors
+from app.web.eta import LaneClock
 from app.web.simproc import LanePool, Limits, Recycle, Usage
 
 AnyTrace = Trace[Any, Any]
@@ -222,11 +223,13 @@ def run_record(job: Job, state: str, now: float) -> dict[str, Any]:
         "lane": job.lane,
         "state": state,
         "expected_s": round(job.expected_s, 6),
+        "eta_s": round(job.eta_s, 4),
         "cpu_s": None if usage is None else round(usage.cpu_s, 4),
         "run_s": None if usage is None else round(usage.wall_s, 4),
         "wall_s": round(now - job.started, 4),
         "queued_s": round(max(0.0, queued), 4),
         "private_mb": None if usage is None else round(usage.private_mb, 1),
+        "grew_mb": None if usage is None else round(usage.grew_mb, 1),
         "pid": None if usage is None else usage.pid,
         "time": round(time.time(), 3),
     }
@@ -250,6 +253,8 @@ class Job:
     state: str = "running"  # running | done | cancelled | failed
     error: str = ""
     shared: bool = False  # its state is in the database for the other workers (a long run)
+    eta_s: float = 0.0  # seconds from its submission to its stored result, as estimated then
+
 
     def touch(self) -> None:
         self.seen = time.monotonic()
@@ -312,6 +317,7 @@ class RunService:
             lane: [] for lane in self._lanes
         }
         self._busy = dict.fromkeys(self._lanes, 0)  # runs handed to each lane's workers
+        self._clocks = {lane: LaneClock(workers) for lane, (workers, _, _) in self._lanes.items()}
         self._order = 0
         self._jobs: dict[str, Job] = {}
         self._ended: OrderedDict[str, Job] = OrderedDict()  # finished jobs, for status pages
@@ -336,7 +342,9 @@ class RunService:
     def start(self) -> None:
         """Fork the workers now, and start the watchdog. They die with this process, hold none
         of its sockets, and run within memory and CPU limits (see app.web.simproc)."""
-        limits = Limits(self.settings.sim_memory_mb, self.settings.sim_cpu_s)
+        limits = Limits(
+            self.settings.sim_memory_mb, self.settings.sim_cpu_s, self.settings.sim_run_mb
+        )
         recycle = Recycle(self.settings.sim_recycle_mb, self.settings.sim_recycle_runs)
         with self._lock:
             if not self._pools:
@@ -463,6 +471,7 @@ class RunService:
                 expected_s=expected,
                 future=future,
                 lane=lane,
+                eta_s=self._eta(lane, expected),
             )
             self._jobs[key] = job
             self._order += 1
@@ -479,6 +488,19 @@ class RunService:
         future.add_done_callback(partial(self._finished, job, explainer))
         self._dispatch(lane)
         return job
+
+    def _eta(self, lane: str, expected: float) -> float:
+        """Seconds until a run of ``expected`` submitted to ``lane`` now is stored (under the
+        lock; app.web.eta): the lane's running runs, those started before it (shortest
+        first), its own work, at the pace the lane's last runs went."""
+        now = time.monotonic()
+        running = [
+            (job.expected_s, now - job.handed)
+            for job in self._jobs.values()
+            if job.lane == lane and job.handed and job.state == "running"
+        ]
+        ahead = [e for e, _, _, _, _ in self._pending[lane] if e <= expected]
+        return self._clocks[lane].eta(expected, running, ahead)
 
     # --- jobs every worker can answer for ----------------------------------------------------
     # A client polls its job through any of the app's workers (each keep-alive connection lands
@@ -686,6 +708,9 @@ class RunService:
                 break
             except Exception:  # noqa: BLE001 - the slot must be freed even if the store is down
                 time.sleep(0.05 * (attempt + 1))
+        if job.usage is not None and job.handed:
+            store_s = time.monotonic() - job.handed - job.usage.wall_s
+            self._clocks[job.lane].record(job.usage.cpu_s, job.usage.wall_s, store_s)
         self._log_run(job, state)
         with self._lock:
             if state == "done":

@@ -142,7 +142,7 @@ def wait_for(check: Callable[[], bool], seconds: float) -> None:
 def test_a_run_over_the_memory_limit_fails_alone(make_runs: Callable[..., RunService]) -> None:
     """With APP_SIM_MEMORY_MB set, a run that asks for more fails with the memory limit named;
     the same process then runs the next run."""
-    runs = make_runs(sim_memory_mb=1536)
+    runs = make_runs(sim_memory_mb=1536, sim_run_mb=0)
     before = sim_pids(runs)
     with pytest.raises(SimLimitExceeded) as failed:
         runs.trace(HOG, HogParams(mb=4096))
