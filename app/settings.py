@@ -27,7 +27,7 @@ class Settings(BaseSettings):
     sim_quick_nice: int = 5  # small runs' processes are lowered less: an app worker still first
     # A simulation process is replaced by a fresh one after a run that left it holding over this
     # many MB of its own (not shared with its app worker), or after this many runs (0: never).
-    sim_recycle_mb: float = 256.0
+    sim_recycle_mb: float = 128.0
     sim_recycle_runs: int = 500
     # Every finished run appends a JSON line here: predicted vs measured CPU and wall seconds,
     # the process's size (bench/soak.py reads it; None: not written).
