@@ -312,7 +312,8 @@ class RunService:
         self._free = {lane: list(free) for lane, (_, _, free) in self._lanes.items()}
         self._ctx = ctx
         self._pools: dict[str, LanePool] = {}
-        # runs waiting for a worker, per lane: (expected seconds, arrival, job, explainer, params)
+        # runs waiting for a worker, per lane: (submitted + expected seconds, arrival, job,
+        # explainer, params); the least first
         self._pending: dict[str, list[tuple[float, int, Job, Explainer[Any], Any]]] = {
             lane: [] for lane in self._lanes
         }
@@ -475,7 +476,9 @@ class RunService:
             )
             self._jobs[key] = job
             self._order += 1
-            heapq.heappush(self._pending[lane], (expected, self._order, job, explainer, params))
+            # shortest first, a run's wait counting against its length (app.web.eta)
+            due = time.monotonic() + expected
+            heapq.heappush(self._pending[lane], (due, self._order, job, explainer, params))
         if expected > self.settings.job_threshold_s:
             # before it can finish (its end is written over this row); see _finished
             job.shared = True
@@ -491,15 +494,18 @@ class RunService:
 
     def _eta(self, lane: str, expected: float) -> float:
         """Seconds until a run of ``expected`` submitted to ``lane`` now is stored (under the
-        lock; app.web.eta): the lane's running runs, those started before it (shortest
-        first), its own work, at the pace the lane's last runs went."""
+        lock; app.web.eta): the lane's running runs, those to be started before it, its own
+        work, at the pace the lane's last runs went. Waiting runs start in the order of their
+        submission time plus their expected work: shortest first, but a run that has waited is
+        not passed by every shorter one that comes later (then its wait could not be told)."""
         now = time.monotonic()
         running = [
             (job.expected_s, now - job.handed)
             for job in self._jobs.values()
             if job.lane == lane and job.handed and job.state == "running"
         ]
-        ahead = [e for e, _, _, _, _ in self._pending[lane] if e <= expected]
+        due = now + expected
+        ahead = [job.expected_s for d, _, job, _, _ in self._pending[lane] if d <= due]
         return self._clocks[lane].eta(expected, running, ahead)
 
     # --- jobs every worker can answer for ----------------------------------------------------
@@ -588,8 +594,8 @@ class RunService:
 
     def _dispatch(self, lane: str) -> None:
         """Hand waiting runs of ``lane`` to free workers, the one expected to be shortest first
-        (a run of a few seconds does not wait behind several of the longest), and settle those
-        cancelled while they waited."""
+        (a run of a few seconds does not wait behind several of the longest; the time a run has
+        waited counts against its length), and settle those cancelled while they waited."""
         dropped: list[Job] = []
         handed: list[tuple[Job, Future[tuple[bytes, Usage]]]] = []
         with self._lock:

@@ -273,3 +273,38 @@ def test_the_loop_watch_names_what_held_the_loop(caplog: pytest.LogCaptureFixtur
     assert watch.stalls == 1
     (line,) = [r.getMessage() for r in caplog.records if "event loop held" in r.getMessage()]
     assert "_hold_the_loop" in line and "tests/web/test_robust_limits.py" in line
+
+
+class SizedHog(HogExplainer):
+    """A hog whose expected work is its tag in tenths of a second."""
+
+    name = "sizedhog"  # type: ignore[misc]
+
+    def expected_seconds(self, params: HogParams) -> float:  # type: ignore[override]
+        return params.tag / 10
+
+
+def test_a_waiting_run_is_not_passed_by_every_shorter_one_after_it(
+    new_runs: Callable[..., RunService],
+) -> None:
+    """Waiting runs start shortest first, but the time a run has waited counts against its
+    length: a run submitted later that is only a little shorter waits behind it (so the wait
+    it was told holds), one much shorter still goes first."""
+    runs = new_runs()
+    sized = SizedHog()
+
+    def submit(params: HogParams) -> str:
+        key = runs.key(sized, params)
+        runs.submit(sized, params, key)
+        return key
+
+    busy = submit(HogParams(sleep_s=2.0, tag=20))  # holds the only process
+    longer = submit(HogParams(tag=50))
+    time.sleep(0.3)
+    slightly_shorter = submit(HogParams(tag=49))  # due 0.2 s after the longer one
+    much_shorter = submit(HogParams(tag=1))
+    order = [entry[2].key for entry in sorted(runs._pending["long"])]
+    assert order == [much_shorter, longer, slightly_shorter]
+    behind = runs.peek(slightly_shorter)
+    assert behind is not None and behind.eta_s >= 5.0 + 4.9
+    assert busy
