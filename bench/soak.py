@@ -695,6 +695,11 @@ def report_rss(samples: list[L.Sample]) -> None:
     tens = ten_second_samples(samples)
     print("   " + ", ".join(f"{t:.0f}s {mb:.0f}" for t, mb, _ in tens))
     print("   " + rss_roles_line(samples))
+    t_top, mb_top, roles_top = max(samples, key=lambda sample: sample[1])
+    print(
+        f"   the highest sample, {mb_top:.0f} MB at {t_top:.0f} s: "
+        + "; ".join(f"{role} {mb:.0f}" for role, mb in roles_top.items())
+    )
     points = [(t, mb) for t, mb, _ in samples]
     print(f"   after the first {L.WARM_UP_S:.0f} s: {flatness(points, L.WARM_UP_S)}")
     print(f"   floor of each minute, MB: {floors(points, L.WARM_UP_S)}")
