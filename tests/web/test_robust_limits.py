@@ -255,24 +255,23 @@ def _hold_the_loop(seconds: float) -> None:
 
 
 def test_the_loop_watch_names_what_held_the_loop(caplog: pytest.LogCaptureFixture) -> None:
-    """A callback that holds the event loop past the threshold is logged with where it was
-    held; a loop that only waits is not."""
-    watch = LoopWatch(0.1)
+    """A callback that holds the event loop past the threshold is logged once, with where it
+    was held (a busy machine may delay a waiting loop too: such lines name no callback)."""
+    watch = LoopWatch(0.2)
 
     async def main() -> None:
         watch.start()
         await asyncio.sleep(0.3)  # waiting: the loop runs
-        assert watch.stalls == 0
-        _hold_the_loop(0.6)
-        await asyncio.sleep(0.2)
+        _hold_the_loop(1.0)
+        await asyncio.sleep(0.3)
         watch.stop()
 
     with caplog.at_level(logging.WARNING, logger="stepscope"):
         with ThreadPoolExecutor(1) as pool:  # a loop of its own (browser tests may hold one)
             pool.submit(asyncio.run, main()).result(timeout=30)
-    assert watch.stalls == 1
-    (line,) = [r.getMessage() for r in caplog.records if "event loop held" in r.getMessage()]
-    assert "_hold_the_loop" in line and "tests/web/test_robust_limits.py" in line
+    lines = [r.getMessage() for r in caplog.records if "event loop held" in r.getMessage()]
+    (line,) = [text for text in lines if "_hold_the_loop" in text]
+    assert "tests/web/test_robust_limits.py" in line and watch.stalls == len(lines) >= 1
 
 
 class SizedHog(HogExplainer):
