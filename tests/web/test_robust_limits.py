@@ -56,7 +56,7 @@ def new_runs(tmp_path: Path) -> Iterator[Callable[..., RunService]]:
     def make(**overrides: Any) -> RunService:
         settings = Settings(
             database_url=f"sqlite:///{tmp_path / 'runs.db'}",
-            **{"sim_quick_workers": 0, "job_threshold_s": 1000, **overrides},
+            **{"sim_quick_workers": 0, "job_threshold_s": 1000, "sim_recycle_mb": 0, **overrides},
         )
         engine = make_engine(settings.database_url)
         init_db(engine)
@@ -79,7 +79,7 @@ def test_a_run_that_would_grow_its_process_past_its_allowance_fails_alone(
     """With APP_SIM_RUN_MB, a run that asks for more memory than that on top of what its
     process has fails with that limit named; the allowance is per run (two runs that each keep
     less than it both run, together more), and the same process goes on."""
-    runs = new_runs(sim_run_mb=64)
+    runs = new_runs(sim_run_mb=64, sim_recycle_mb=0)
     pids = runs._pools["long"].pids()
     with pytest.raises(SimLimitExceeded) as failed:
         runs.trace(HOG, HogParams(mb=512))
@@ -307,3 +307,25 @@ def test_a_waiting_run_is_not_passed_by_every_shorter_one_after_it(
     behind = runs.peek(slightly_shorter)
     assert behind is not None and behind.eta_s >= 5.0 + 4.9
     assert busy
+
+
+def test_a_png_not_ready_in_time_is_answered_503_and_the_worker_goes_on(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The whole PNG (its run, its step's picture, Chromium) is bounded by the renderer's
+    wait: a step whose picture takes longer is a 503 with Retry-After, not a request the
+    client gives up on; other requests are answered meanwhile."""
+    from app.web.routes import export
+
+    real = export.frame_picture
+
+    def slow(*args: Any, **kw: Any) -> Any:
+        time.sleep(1.5)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(export, "frame_picture", slow)
+    monkeypatch.setattr(client.app.state.pngs, "wait_s", 0.3)  # type: ignore[attr-defined]
+    r = client.get("/export/png?explainer=skb&preset=rx-frame&step=1&scale=1")
+    assert r.status_code == 503 and int(r.headers["retry-after"]) > 0
+    assert client.get("/api/v1/health").status_code == 200
+    assert client.get("/export/svg?explainer=skb&preset=rx-frame&step=1").status_code == 200

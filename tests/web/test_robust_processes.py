@@ -110,7 +110,7 @@ def make_runs(tmp_path: Path) -> Iterator[Callable[..., RunService]]:
     def make(**overrides: Any) -> RunService:
         settings = Settings(
             database_url=f"sqlite:///{tmp_path / 'runs.db'}",
-            **{"sim_quick_workers": 0, "job_threshold_s": 1000, **overrides},
+            **{"sim_quick_workers": 0, "job_threshold_s": 1000, "sim_recycle_mb": 0, **overrides},
         )
         engine = make_engine(settings.database_url)
         init_db(engine)
