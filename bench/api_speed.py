@@ -5,9 +5,10 @@ Workload (the issue's): the scheduler with N requests of 512-token prompts and 1
 tokens, max_num_batched_tokens 8192, 4,096 GPU blocks, prefix caching (``bench/
 scheduler_speed.py``'s). Each run POSTs it to ``/api/v1/explainers/scheduler/run`` with request
 ids no earlier run used (the same length, so the same bytes: the server simulates every time)
-and reads the whole answer; then asks again for the same params ("kept trace": the trace is
-stored, so no simulation — but a trace this large is read back from the store and decoded, since
-it is over the in-memory cache's per-trace share). A run that becomes a job (202) is followed to
+and reads the whole answer; then, after ``--settle`` seconds (the answer is sent before the
+trace is stored), asks again for the same params ("kept trace": the trace is stored, so no
+simulation — but a trace this large is read back from the store and decoded, since it is over
+the in-memory cache's per-trace share). A run that becomes a job (202) is followed to
 its result. ``--gzip`` asks for a gzipped answer, as browsers, httpx and requests do (the app's
 GZip middleware then compresses it).
 
@@ -16,8 +17,11 @@ file, no access log, ``--no-proxy-headers``), answer in turn, so the machine's l
 both alike:
 
 * ``before``: the API's JSON as it was built before this bench (the explainer's public JSON as
-  Python objects, encoded with the standard library by Starlette's ``JSONResponse``);
-* ``after``: the API as it is (``app.web.routes.api.trace_response``).
+  Python objects, encoded with the standard library by Starlette's ``JSONResponse``, from the
+  trace the worker reads back from the store once the simulation process has stored it);
+* ``after``: the API as it is (``app.web.routes.api``: a new run's answer written in its
+  simulation process and read from the run slot's memory file, ``app.web.answers``; a kept
+  trace's by ``trace_response``).
 
 Printed per server: the median and best wall time of the request (until the last byte is
 read), the server's CPU time for it (every process of the server: app and simulation), the
@@ -53,6 +57,7 @@ import load as L  # noqa: E402
 API = "/api/v1/explainers/scheduler/run"
 TAGS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 MODES = ("before", "after")
+SETTLE = [1.0]  # seconds between a run and asking for it again (--settle)
 
 
 def workload(n: int, tag: str) -> dict[str, Any]:
@@ -85,6 +90,15 @@ def serve(mode: str, port: int) -> None:  # pragma: no cover - runs in the serve
 
     if mode == "before":
         from fastapi.responses import JSONResponse
+
+        from app.web.runs import RunService
+
+        submit = RunService.submit
+
+        def submit_without_answer(self: Any, *args: Any, answer: Any = None, **kw: Any) -> Any:
+            return submit(self, *args, **kw)  # the answer written from the stored trace, as before
+
+        RunService.submit = submit_without_answer  # type: ignore[method-assign]
 
         def stdlib_response(plugin: Any, trace: Any, *_: Any) -> Any:
             return JSONResponse(api.trace_json(plugin, trace))
@@ -222,6 +236,7 @@ def bench(servers: dict[str, Server], n: int, runs: int, check: bool) -> None:
         for mode, server in servers.items():  # in turn: the load falls on both alike
             answers: list[bytes] | None = [] if check and k == 0 else None
             fresh[mode].append(run_once(server, body, answers))
+            time.sleep(SETTLE[0])  # the answer comes before the trace is stored: let it be
             kept[mode].append(run_once(server, body))
             if answers:
                 first[mode] = answers[0]
@@ -244,12 +259,20 @@ def main() -> None:
     ap.add_argument(
         "--gzip", action="store_true", help="ask for gzip (the server compresses the answer)"
     )
+    ap.add_argument(
+        "--settle",
+        type=float,
+        default=SETTLE[0],
+        help="seconds between a run and asking for it again (its trace is stored after the "
+        "answer is sent)",
+    )
     ap.add_argument("--serve", choices=MODES, help=argparse.SUPPRESS)
     ap.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.serve:
         serve(args.serve, args.port)
         return
+    SETTLE[0] = args.settle
     if args.gzip:
         ACCEPT["Accept-Encoding"] = "gzip"
         args.check = False  # the answers are compressed

@@ -5,10 +5,14 @@ answer is tens of megabytes of JSON, and writing it took longer than the simulat
 (``bench/api_speed.py``). :class:`FastJSONResponse` writes the same JSON with orjson (compact,
 UTF-8, as Starlette's; numbers in their shortest form, which parse to the same values), and puts
 parts an explainer wrote itself (:class:`~app.sim.core.EncodedJSON`, see
-``Explainer.public_json_parts``) into the answer as they are.
+``Explainer.public_json_parts``) into the answer as they are: the answer is joined once from
+the pieces of those parts and of the rest (:func:`render_pieces`), and a gzipped one is
+compressed piece by piece, never joined uncompressed.
 
-What orjson refuses (an integer beyond 64 bits) is written as before, by the standard library
-(each part an explainer wrote parsed back first).
+What orjson refuses (an integer beyond 64 bits) is written as before, by the standard library.
+An answer written whole already (an :class:`~app.sim.core.EncodedJSON` as the content: a run's
+answer built in its simulation process, see ``app.web.routes.api.answer_pieces``) is sent as it
+is.
 
 A client that accepts gzip (browsers, httpx and requests do by default) gets an answer over
 :data:`GZIP_AT` compressed here at :data:`GZIP_LEVEL` rather than by the app's GZip middleware at
@@ -20,7 +24,7 @@ from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -34,33 +38,45 @@ GZIP_AT = 1 << 20  # bytes of JSON from which an answer is compressed here
 GZIP_LEVEL = 4
 
 
-def _fragments(content: Any) -> Any:
-    """``content`` with each top-level :class:`EncodedJSON` as an orjson fragment."""
-    if isinstance(content, Mapping) and any(isinstance(v, EncodedJSON) for v in content.values()):
-        return {
-            k: orjson.Fragment(v.data) if isinstance(v, EncodedJSON) else v
-            for k, v in content.items()
-        }
-    return content
-
-
-def _plain(content: Any) -> Any:
-    """``content`` with each top-level :class:`EncodedJSON` parsed back to its value."""
-    if isinstance(content, Mapping):
-        return {
-            k: json.loads(v.data) if isinstance(v, EncodedJSON) else v for k, v in content.items()
-        }
-    return content
-
-
 def accepts_gzip(accept_encoding: str | None) -> bool:
     """Whether an ``Accept-Encoding`` header takes gzip (as the GZip middleware reads it)."""
     return "gzip" in (accept_encoding or "")
 
 
+def render_json(content: Any) -> bytes:
+    """``content`` as JSON bytes: orjson (an object with parts an explainer wrote: those parts
+    as they are, :func:`render_pieces`); what orjson refuses, by the standard library (as
+    Starlette's ``JSONResponse`` writes it)."""
+    if isinstance(content, Mapping) and any(isinstance(v, EncodedJSON) for v in content.values()):
+        return b"".join(render_pieces(content))
+    try:
+        return orjson.dumps(content, option=OPTIONS)
+    except TypeError:  # orjson.JSONEncodeError is one: an integer past 64 bits
+        return json.dumps(
+            content, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")
+        ).encode("utf-8")
+
+
+def render_pieces(content: Mapping[str, Any]) -> list[bytes | bytearray]:
+    """:func:`render_json` of an object, as pieces that joined are its bytes: the pieces of
+    each part an explainer wrote (:class:`EncodedJSON`) as they are, neither joined nor
+    copied into the rest."""
+    pieces: list[bytes | bytearray] = []
+    for key, value in content.items():
+        pieces.append(b"{" if not pieces else b",")
+        pieces.append(render_json(str(key)) + b":")
+        if isinstance(value, EncodedJSON):
+            pieces.extend(value.pieces)
+        else:
+            pieces.append(render_json(value))
+    pieces.append(b"}" if pieces else b"{}")
+    return pieces
+
+
 class FastJSONResponse(JSONResponse):
-    """A ``JSONResponse`` written by orjson; ``gzip``: the client accepts gzip (a large answer
-    is then compressed here, see :data:`GZIP_LEVEL`)."""
+    """A ``JSONResponse`` written by orjson (:func:`render_json`; content that is an
+    :class:`EncodedJSON` is the answer's bytes already); ``gzip``: the client accepts gzip (a
+    large answer is then compressed here, see :data:`GZIP_LEVEL`)."""
 
     def __init__(
         self,
@@ -80,12 +96,19 @@ class FastJSONResponse(JSONResponse):
             self.headers.add_vary_header("Accept-Encoding")
 
     def render(self, content: Any) -> bytes:
-        try:
-            body = orjson.dumps(_fragments(content), option=OPTIONS)
-        except TypeError:  # orjson.JSONEncodeError is one: an integer past 64 bits
-            body = super().render(_plain(content))
-        if self.gzip and len(body) >= GZIP_AT:
+        pieces: Sequence[bytes | bytearray]
+        if isinstance(content, EncodedJSON):
+            pieces = content.pieces
+        elif isinstance(content, Mapping):
+            pieces = render_pieces(content)
+        else:
+            pieces = (render_json(content),)
+        if self.gzip and sum(map(len, pieces)) >= GZIP_AT:
             packer = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
-            body = packer.compress(body) + packer.flush()
+            zipped = [packer.compress(piece) for piece in pieces]  # not joined first
+            zipped.append(packer.flush())
             self.gzipped = True
-        return body
+            return b"".join(zipped)
+        if len(pieces) == 1 and isinstance(pieces[0], bytes):
+            return pieces[0]
+        return b"".join(pieces)

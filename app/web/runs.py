@@ -41,7 +41,7 @@ import threading
 import time
 import zlib
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field, fields
@@ -51,18 +51,21 @@ from typing import Any, TypeVar
 from sqlalchemy import Engine
 
 from app.settings import Settings
-from app.sim.core import Cancelled, Explainer, Frame, Trace, msg
+from app.sim.core import Cancelled, EncodedJSON, Explainer, Frame, Trace, msg
 from app.sim.core.cost import MAX_TRACE_BYTES, TraceTooLarge
 from app.store import repo
 from app.store.eviction import TraceEviction
 from app.store.models import SharedJob
-from app.web import joberrors
+from app.web import answers, joberrors
 from app.web.eta import LaneClock
 from app.web.simproc import LanePool, Limits, Recycle, Usage
 
 AnyTrace = Trace[Any, Any]
+# A run's API answer from its trace, as pieces of bytes (picklable: it goes to the process)
+Answer = Callable[[AnyTrace], Sequence[bytes | bytearray]]
 T = TypeVar("T")
 LOOP_STORE_WAIT_S = 0.25  # an event loop waits this long for the store when a run is submitted
+ANSWER_POLL_S = 0.005  # how often a waiter for an answer looks whether it is written
 
 # The client (IP) of the request being served, set by middleware; read for per-client limits.
 current_client: contextvars.ContextVar[str] = contextvars.ContextVar("client", default="-")
@@ -122,19 +125,31 @@ def on_event_loop() -> bool:
 
 # --- the worker side ---------------------------------------------------------------------------
 
+# What a run hands back: its trace as stored, and the bytes of the API answer it wrote into its
+# slot's answer file (app.web.answers; -1: none)
+Ran = tuple[bytes, int]
+
 _progress: Any = None  # shared array of progress fractions, one slot per queued/running run
 _cancel: Any = None  # shared array of cancel flags
+_answered: Any = None  # shared array: a slot's answer is in its answer file (its size + 1)
 
 
-def _init_worker(progress: Any, cancel: Any, nice: int = 0) -> None:
-    global _progress, _cancel
-    _progress, _cancel = progress, cancel
+def _init_worker(progress: Any, cancel: Any, nice: int = 0, answered: Any = None) -> None:
+    global _progress, _cancel, _answered
+    _progress, _cancel, _answered = progress, cancel, answered
     if nice > 0:
         os.nice(nice)
+    # Everything this process was forked with (the app worker's whole heap) out of the cyclic
+    # collector's sight: it is never garbage here, and each full collection walked all of it,
+    # writing to every page it touched (copies of the worker's pages), during the runs.
+    gc.freeze()
 
 
-def _simulate(explainer: Explainer[Any], params: Any, slot: int) -> bytes:
-    """Run in a worker process: the trace, pickled and compressed (or Cancelled)."""
+def _simulate(
+    explainer: Explainer[Any], params: Any, slot: int, answer: tuple[Answer, int] | None = None
+) -> Ran:
+    """Run in a worker process: the trace, pickled and compressed (or Cancelled); with
+    ``answer`` (its builder and the slot's answer file), the API's answer written there."""
     progress, cancel = _progress, _cancel
 
     def report(done: float, total: float) -> None:
@@ -143,7 +158,14 @@ def _simulate(explainer: Explainer[Any], params: Any, slot: int) -> bytes:
         progress[slot] = done / total if total > 0 else 0.0
 
     trace = explainer.run(params, report)
-    return encode_trace(trace, limit=MAX_TRACE_BYTES)
+    if answer is None:
+        return encode_trace(trace, limit=MAX_TRACE_BYTES), -1
+    build, fd = answer
+    raw = pickle_trace(trace, limit=MAX_TRACE_BYTES)  # over the cap: no answer (a 422)
+    size = answers.put(fd, build(trace))
+    if _answered is not None:  # the worker may send it now, while the trace is compressed
+        _answered[slot] = size + 1
+    return zlib.compress(raw, 1), size
 
 
 def _stored() -> Future[bytes]:
@@ -178,11 +200,16 @@ def _collector_paused() -> Iterator[None]:
 def encode_trace(trace: AnyTrace, limit: int | None = None) -> bytes:
     """The trace pickled and compressed; over ``limit`` pickled bytes, :class:`TraceTooLarge`
     (the hard cap on what a run produces, whatever its prediction said)."""
+    return zlib.compress(pickle_trace(trace, limit), 1)
+
+
+def pickle_trace(trace: AnyTrace, limit: int | None = None) -> bytes:
+    """The trace pickled (:func:`encode_trace` before compressing)."""
     with _collector_paused():
         raw = pickle.dumps(trace, protocol=pickle.HIGHEST_PROTOCOL)
     if limit is not None and len(raw) > limit:
         raise TraceTooLarge(len(raw), limit)
-    return zlib.compress(raw, 1)
+    return raw
 
 
 def decode_trace(data: bytes) -> AnyTrace:
@@ -253,8 +280,11 @@ class Job:
     state: str = "running"  # running | done | cancelled | failed
     error: str = ""
     shared: bool = False  # its state is in the database for the other workers (a long run)
+    answer: Answer | None = None  # builds the API's answer in the simulation process
+    answered: EncodedJSON | None = None  # that answer, read when the run ended, until taken
+    answer_taken: bool = False  # its answer file was claimed for reading (once)
+    answer_read: threading.Event = field(default_factory=threading.Event)  # …and read
     eta_s: float = 0.0  # seconds from its submission to its stored result, as estimated then
-
 
     def touch(self) -> None:
         self.seen = time.monotonic()
@@ -307,6 +337,8 @@ class RunService:
             self._lanes["quick"] = (quick, nice, list(range(first, first + quick + queue)))
         slots = sum(len(free) for _, _, free in self._lanes.values())
         ctx = multiprocessing.get_context("fork")
+        self._answers = answers.AnswerFiles(slots)  # before any fork: the processes inherit them
+        self._answered = ctx.Array(ctypes.c_longlong, slots, lock=False)
         self._progress = ctx.Array(ctypes.c_double, slots, lock=False)
         self._cancel = ctx.Array(ctypes.c_byte, slots, lock=False)
         self._free = {lane: list(free) for lane, (_, _, free) in self._lanes.items()}
@@ -350,7 +382,7 @@ class RunService:
         with self._lock:
             if not self._pools:
                 for lane, (workers, nice, _) in self._lanes.items():
-                    initargs = (self._progress, self._cancel, nice)
+                    initargs = (self._progress, self._cancel, nice, self._answered)
                     self._pools[lane] = LanePool(
                         self._ctx, workers, limits, _init_worker, initargs, recycle
                     )
@@ -376,6 +408,7 @@ class RunService:
         if self._watchdog is not None:
             self._watchdog.join(timeout=2)
             self._watchdog = None
+        self._answers.close()
 
     # --- traces ------------------------------------------------------------------------------
 
@@ -435,11 +468,19 @@ class RunService:
         return self.wait(job, explainer)
 
     def submit(
-        self, explainer: Explainer[Any], params: Any, key: str, *, charge: bool = True
+        self,
+        explainer: Explainer[Any],
+        params: Any,
+        key: str,
+        *,
+        charge: bool = True,
+        answer: Answer | None = None,
     ) -> Job:
         """Start a run, or join the same run already under way (``charge``: count it against
         the client's quota of long runs). A run whose trace is predicted over
-        ``MAX_TRACE_BYTES`` is refused before it starts (:class:`TraceTooLarge`, a 422)."""
+        ``MAX_TRACE_BYTES`` is refused before it starts (:class:`TraceTooLarge`, a 422).
+        ``answer``: a new run also builds its API answer in the simulation process, for
+        :meth:`wait_answer` (a run joined is answered from its trace)."""
         size = explainer.expected_bytes(params)
         if size > MAX_TRACE_BYTES:
             raise TraceTooLarge(size, MAX_TRACE_BYTES)
@@ -464,6 +505,7 @@ class RunService:
             slot = free.pop()
             self._progress[slot] = 0.0
             self._cancel[slot] = 0
+            self._answered[slot] = 0
             future: Future[bytes] = Future()
             job = Job(
                 key=key,
@@ -472,6 +514,7 @@ class RunService:
                 expected_s=expected,
                 future=future,
                 lane=lane,
+                answer=answer,
                 eta_s=self._eta(lane, expected),
             )
             self._jobs[key] = job
@@ -597,7 +640,7 @@ class RunService:
         (a run of a few seconds does not wait behind several of the longest; the time a run has
         waited counts against its length), and settle those cancelled while they waited."""
         dropped: list[Job] = []
-        handed: list[tuple[Job, Future[tuple[bytes, Usage]]]] = []
+        handed: list[tuple[Job, Future[tuple[Ran, Usage]]]] = []
         with self._lock:
             pending, pool = self._pending[lane], self._pools.get(lane)
             if any(self._cancel[job.slot] for _, _, job, _, _ in pending):
@@ -608,7 +651,9 @@ class RunService:
                 _, _, job, explainer, params = heapq.heappop(pending)
                 self._busy[lane] += 1
                 job.handed = time.monotonic()
-                handed.append((job, pool.submit_measured(_simulate, explainer, params, job.slot)))
+                answer = None if job.answer is None else (job.answer, self._answers.fd(job.slot))
+                ran = pool.submit_measured(_simulate, explainer, params, job.slot, answer)
+                handed.append((job, ran))
         # Outside the lock: a run already over calls back at once, and the callback takes it.
         for job, inner in handed:
             inner.add_done_callback(partial(self._relay, job))
@@ -616,46 +661,120 @@ class RunService:
             if not job.future.done():
                 job.future.set_exception(Cancelled())
 
-    def _relay(self, job: Job, inner: Future[tuple[bytes, Usage]]) -> None:
+    def _relay(self, job: Job, inner: Future[tuple[Ran, Usage]]) -> None:
         """A worker finished ``job``: free the worker for the next run, then settle the job."""
         with self._lock:
             self._busy[job.lane] -= 1
         self._dispatch(job.lane)
+        ok = not inner.cancelled() and inner.exception() is None
+        self._settle_answer(job, ok)
         if inner.cancelled():
             job.future.set_exception(Cancelled())
         elif (exc := inner.exception()) is not None:
             job.future.set_exception(exc)
         else:
-            data, job.usage = inner.result()
+            (data, _), job.usage = inner.result()
             job.future.set_result(data)
+
+    def _claim_answer(self, job: Job) -> int:
+        """The size of ``job``'s answer if it is in its file and this caller is the first to
+        claim it (it reads it, then sets ``answer_read``); else -1."""
+        with self._lock:
+            if job.answer is None or job.answer_taken:
+                return -1
+            size = int(self._answered[job.slot]) - 1
+            if size < 0:
+                return -1
+            job.answer_taken = True
+            return size
+
+    def _early_answer(self, job: Job) -> EncodedJSON | None:
+        """``job``'s answer, read while its process still encodes the trace, if this waiter
+        is the first to claim it."""
+        size = self._claim_answer(job)
+        if size < 0:
+            return None
+        try:
+            return EncodedJSON(self._answers.take(job.slot, size))
+        except (OSError, MemoryError):  # answered from the trace instead
+            logging.getLogger("stepscope").exception("answer of %s unreadable", job.key)
+            return None
+        finally:
+            job.answer_read.set()
+
+    def _settle_answer(self, job: Job, ok: bool) -> None:
+        """The run ended: an answer nobody has claimed is read for a waiter to come (``ok``)
+        or dropped; the slot's file is empty once ``answer_read`` is set (see _finished)."""
+        if job.answer is None:
+            return
+        size = self._claim_answer(job)
+        if size < 0:
+            if not job.answer_taken:  # none was written (a waiter reading one sets the event)
+                self._answers.clear(job.slot)
+                job.answer_read.set()
+            return
+        try:
+            if ok:
+                job.answered = EncodedJSON(self._answers.take(job.slot, size))
+            else:
+                self._answers.clear(job.slot)
+        except (OSError, MemoryError):  # answered from the trace instead
+            logging.getLogger("stepscope").exception("answer of %s unreadable", job.key)
+        finally:
+            job.answer_read.set()
 
     def wait(
         self, job: Job, explainer: Explainer[Any], poll: Callable[[], bool] | None = None
     ) -> AnyTrace:
         """Block until ``job`` ends and return its trace. ``poll`` (optional) is asked now and then
         whether the client has gone; if it has and nobody else waits, the run is cancelled."""
+        found = self._wait(job, poll, take_answer=False)
+        assert not isinstance(found, EncodedJSON)
+        return found
+
+    def wait_answer(
+        self, job: Job, explainer: Explainer[Any], poll: Callable[[], bool] | None = None
+    ) -> AnyTrace | EncodedJSON:
+        """:meth:`wait`, answered with the API answer the simulation process built (``submit``'s
+        ``answer``) when there is one to take (the first waiter takes it); else the trace."""
+        return self._wait(job, poll, take_answer=True)
+
+    def _wait(
+        self, job: Job, poll: Callable[[], bool] | None, *, take_answer: bool
+    ) -> AnyTrace | EncodedJSON:
         with self._lock:
             job.waiters += 1
         future = job.future  # the job lets go of its result once stored (see _finished)
+        # a waiter for an answer looks for it often: it is ready before the run ends
+        early = take_answer and job.answer is not None
         try:
             while True:
                 try:
-                    future.result(timeout=0.1)
+                    future.result(timeout=ANSWER_POLL_S if early else 0.1)
                     break
                 except TimeoutError:
+                    if early and (answered := self._early_answer(job)) is not None:
+                        return answered
                     job.touch()
                     if poll is not None and poll():
                         self.release(job)
                         raise Cancelled from None
                 except Cancelled:
                     raise
+            if take_answer:
+                with self._lock:
+                    answered, job.answered = job.answered, None
+                if answered is not None:
+                    return answered
             found = self.cached(job.key)
-            if found is None:  # pragma: no cover - stored by the done callback before result()
+            if found is None:  # stored by the done callback after the waiters woke
                 found = decode_trace(future.result())
             return found
         finally:
             with self._lock:
                 job.waiters -= 1
+                if not job.waiters and future.done():
+                    job.answered = None  # nobody else will take it
 
     def release(self, job: Job) -> None:
         """The caller no longer wants ``job``: cancel it unless someone else is waiting."""
@@ -707,6 +826,8 @@ class RunService:
         if job.sharing is not None:  # its row is written before its end is
             with contextlib.suppress(Exception):
                 job.sharing.result(timeout=60)
+        if job.answer is not None and job.handed:  # its slot's answer file is read or emptied
+            job.answer_read.wait(timeout=30)
         for attempt in range(5 if job.shared else 0):
             try:
                 with repo.session_for(self.engine) as db:
@@ -724,6 +845,8 @@ class RunService:
                 # result, which is in the store now (the 10-minute soak grew by ~1 MB a
                 # finished large job).
                 job.future = _stored()
+            if not job.waiters:  # an answer nobody waits for (its waiter left or took it)
+                job.answered = None
             job.state, job.error = state, error
             self._jobs.pop(job.key, None)
             self._free[job.lane].append(job.slot)

@@ -127,3 +127,59 @@ def test_a_pasted_script_has_a_share_link_that_opens_it(client: TestClient) -> N
 def test_a_damaged_share_link_is_422(client: TestClient) -> None:
     r = client.get("/explainers/tcp/packetdrill?s=not-a-script")
     assert r.status_code == 422
+
+
+def _embed_of(client: TestClient, script: str) -> str:
+    """The embed link the page offers for a pasted script (its 'copy embed code' box)."""
+    r = client.post("/explainers/tcp/packetdrill", data={"script": script})
+    m = re.search(r'id="pd-embed-open" href="([^"]+)"', r.text)
+    assert m is not None and 'id="pd-embed-copy"' in r.text
+    assert "&lt;iframe src=" in r.text and 'width="960" height="600"' in r.text.replace(
+        "&#34;", '"'
+    ).replace("&quot;", '"')
+    return m.group(1).replace("&amp;", "&")
+
+
+def test_the_embed_of_a_shared_script_steps_its_lines(client: TestClient) -> None:
+    """The page's embed link opens the chrome-free player of the same run: one step per
+    script line that is not a comment, the verdict and the failing line's diff drawn."""
+    script = (EXAMPLES / "zero-window.pkt").read_text().replace("+.3 > .", "+.31 > .")
+    url = _embed_of(client, script)
+    assert url.startswith("/embed/tcp/packetdrill?s=")
+    r = client.get(url)
+    assert r.status_code == 200, r.text
+    assert (
+        'data-embed="1"' in r.text and "frame-ancestors *" in r.headers["content-security-policy"]
+    )
+    steps = [ln for ln in script.split("\n") if ln.strip() and not ln.strip().startswith("//")]
+    assert f'data-count="{len(steps)}"' in r.text
+    assert "✗ Fails at line" in r.text  # the verdict on every step's picture
+    wrong = 1 + script.split("\n").index(next(x for x in script.split("\n") if "+.31 > ." in x))
+    step = next(i for i, x in enumerate(steps) if "+.31 > ." in x)
+    one = client.get(f"{url}&step={step}")
+    assert f'data-step="{step}"' in one.text
+    assert 'data-status="mismatch"' in one.text and f"Line {wrong}" in one.text
+    assert 'data-field="t_ms"\n    class="changed"' in one.text  # the late packet's time differs
+
+
+def test_the_embed_speaks_chinese_and_takes_the_slide_options(client: TestClient) -> None:
+    r = client.get("/embed/tcp/packetdrill?example=basic-client&lang=zh-CN&theme=dark&controls=min")
+    assert r.status_code == 200
+    assert 'data-theme="dark"' in r.text and 'lang="zh-CN"' in r.text
+    assert "通过" in r.text  # the verdict in Chinese
+    assert client.get("/embed/tcp/packetdrill?example=basic-client&theme=neon").status_code == 422
+
+
+def test_a_bad_embed_link_is_422_naming_it(client: TestClient) -> None:
+    r = client.get("/embed/tcp/packetdrill?s=not-a-script", headers={"accept": "application/json"})
+    assert r.status_code == 422
+    assert "s" in str(r.json()["detail"][0]["loc"])
+    r = client.get("/embed/tcp/packetdrill?example=nope", headers={"accept": "application/json"})
+    assert r.status_code == 422 and "example" in str(r.json()["detail"][0]["loc"])
+    assert client.get("/embed/tcp/packetdrill?s=" + "A" * 9000).status_code == 422
+
+
+def test_the_embed_fetches_more_frames(client: TestClient) -> None:
+    r = client.get("/embed/tcp/packetdrill/frames?example=fast-retransmit&start=2&count=3")
+    assert r.status_code == 200
+    assert r.text.count('class="pd-svg"') == 3

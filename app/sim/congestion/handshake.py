@@ -3,12 +3,12 @@
 The client's ``tcp_connect`` (tcp_output.c:3834) sends the SYN at ``start_s`` (an ECN-setup SYN
 with ECE and CWR when ``tcp_ecn = 1``, ``tcp_ecn_send_syn``). The SYN waits behind whatever is
 queued at the bottleneck, then crosses the path; the SYN-ACK comes back on the ACK path. On the
-client, ``tcp_rcv_synsent_state_process`` (tcp_input.c:6188) runs ``tcp_ack``: the SYN is the
+client, ``tcp_rcv_synsent_state_process`` (tcp_input.c:6182) runs ``tcp_ack``: the SYN is the
 segment ``tcp_clean_rtx_queue`` removes, so ``tcp_ack_update_rtt`` (:3087) has its first RTT
 sample, which ``tcp_rtt_estimator`` (:828) takes whole (srtt = m, mdev = m/2, rttvar at least
 200 ms, so RTO = m + max(2m, 200 ms)). (``tcp_synack_rtt_meas`` is the server's side: its first
-sample is the SYN-ACK's, from the handshake's final ACK.) ``tcp_finish_connect`` (:6070) →
-``tcp_init_transfer`` (:6042) then sets cwnd to ``tcp_init_cwnd``: TCP_INIT_CWND = 10 segments,
+sample is the SYN-ACK's, from the handshake's final ACK.) ``tcp_finish_connect`` (:6064) →
+``tcp_init_transfer`` (:6036) then sets cwnd to ``tcp_init_cwnd``: TCP_INIT_CWND = 10 segments,
 and the algorithm's ``init`` runs. The client's third ACK leaves with (just before) the first
 data, so data starts one round trip after ``start_s``.
 

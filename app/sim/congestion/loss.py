@@ -28,7 +28,7 @@ tcp_recovery.c or tcp_timer.c runs the kernel function it follows:
   until the next ACK: the one retransmission timer is set to the longest wait left
   (``usecs_to_jiffies(remaining) + TCP_TIMEOUT_MIN``); when it fires the segments are lost, the
   flow enters Recovery and retransmits, and the RTO is re-armed.
-* **SACK compression** (``__tcp_ack_snd_check``, tcp_input.c:5523; ``tcp_compressed_ack_kick``,
+* **SACK compression** (``__tcp_ack_snd_check``, tcp_input.c:5517; ``tcp_compressed_ack_kick``,
   tcp_timer.c:763): while the receiver holds out-of-order data, the first
   ``TCP_FASTRETRANS_THRESH`` (3) duplicate ACKs for one rcv_nxt go at once; after that it ACKs
   only when ``tcp_comp_sack_nr`` (44) segments are waiting or after min(``tcp_comp_sack_delay_ns``
@@ -214,7 +214,7 @@ def undo_cwnd_reduction(f: Flow, unmark_loss: bool) -> None:
 
 
 def frto_send_new(eng: Recovery, f: Flow, now: float) -> None:
-    """tcp_xmit_recovery with REXMIT_NEW (tcp_input.c:3733): new data first; retransmit only
+    """tcp_xmit_recovery with REXMIT_NEW (tcp_input.c:3727): new data first; retransmit only
     if none could go (then F-RTO is off)."""
     f.frto_new = False
     nxt0 = f.snd_nxt

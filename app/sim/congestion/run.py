@@ -90,13 +90,14 @@ from app.sim.core import Message, Progress, msg
 from app.sim.core.trace import Field, Frame, Trace
 
 EXPLAINER = "cwnd"
-SIM_VERSION = "cwnd-5"  # cwnd-2: tail loss probe; the RTO restarts when the head is resent
+SIM_VERSION = "cwnd-6"  # cwnd-2: tail loss probe; the RTO restarts when the head is resent
 # cwnd-3: an ACK that advances snd_una samples the RTT from TSecr when the segment was resent;
 # the receiver starts with tcp_incr_quickack's 16 quick ACKs (not 5); BBR's recovery exit,
 # long-term rate and RTO narration cite and say what 6.4 does
 # cwnd-5: F-RTO and undo after a timeout, RACK's reorder timer, SACK compression at the
 # receiver (comp_sack_nr), one step per slow-start round; options: RED/ECN bottleneck and CWR,
 # receive-window limit, the SYN handshake
+# cwnd-6: five tcp_input.c citations at v6.4's lines (they were 6.4.4's, 6 lower)
 MAX_FRAMES = 1000
 PROGRESS_SLICES = 100  # a run reports progress (simulated seconds) this many times
 

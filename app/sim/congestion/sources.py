@@ -64,17 +64,17 @@ CWND_VALIDATE = _R(function="tcp_cwnd_validate", path="net/ipv4/tcp_output.c", l
 IS_CWND_LIMITED = _R(function="tcp_is_cwnd_limited", path="include/net/tcp.h", line=1305)
 ACK_UPDATE_RTT = _R(function="tcp_ack_update_rtt", path="net/ipv4/tcp_input.c", line=3087)
 RTT_ESTIMATOR = _R(function="tcp_rtt_estimator", path="net/ipv4/tcp_input.c", line=828)
-SYNSENT = _R(function="tcp_rcv_synsent_state_process", path="net/ipv4/tcp_input.c", line=6188)
-FINISH_CONNECT = _R(function="tcp_finish_connect", path="net/ipv4/tcp_input.c", line=6070)
-INIT_TRANSFER = _R(function="tcp_init_transfer", path="net/ipv4/tcp_input.c", line=6042)
+SYNSENT = _R(function="tcp_rcv_synsent_state_process", path="net/ipv4/tcp_input.c", line=6182)
+FINISH_CONNECT = _R(function="tcp_finish_connect", path="net/ipv4/tcp_input.c", line=6064)
+INIT_TRANSFER = _R(function="tcp_init_transfer", path="net/ipv4/tcp_input.c", line=6036)
 # The long-term ("policer") rate taking over: two lossy intervals with the same rate
 BBR_LT_BW = _R(function="bbr_lt_bw_interval_done", path="net/ipv4/tcp_bbr.c", line=657)
 # Issue 11: F-RTO and undo after a timeout, RACK's reorder timer, SACK compression and the
 # slow-start rounds (BBR's round counter lives in bbr_update_bw)
 TRY_UNDO_LOSS = _R(function="tcp_try_undo_loss", path="net/ipv4/tcp_input.c", line=2578)
-XMIT_RECOVERY = _R(function="tcp_xmit_recovery", path="net/ipv4/tcp_input.c", line=3733)
+XMIT_RECOVERY = _R(function="tcp_xmit_recovery", path="net/ipv4/tcp_input.c", line=3727)
 RACK_REO_TIMEOUT = _R(function="tcp_rack_reo_timeout", path="net/ipv4/tcp_recovery.c", line=149)
-ACK_SND_CHECK = _R(function="__tcp_ack_snd_check", path="net/ipv4/tcp_input.c", line=5523)
+ACK_SND_CHECK = _R(function="__tcp_ack_snd_check", path="net/ipv4/tcp_input.c", line=5517)
 ROUND = {
     "reno": _R(function="tcp_slow_start", path="net/ipv4/tcp_cong.c", line=458),
     "cubic": _R(function="tcp_slow_start", path="net/ipv4/tcp_cong.c", line=458),

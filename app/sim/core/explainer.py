@@ -49,12 +49,25 @@ Progress = Callable[[float, float], None]
 """``progress(done, total)`` in the explainer's work unit; may raise :class:`Cancelled`."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class EncodedJSON:
-    """A part of an API answer already written as JSON (UTF-8 bytes): it goes into the answer
-    as it is, and parses to the value :meth:`Explainer.public_json` gives for that part."""
+    """A part of an API answer already written as JSON (UTF-8 bytes, given as one or more
+    pieces that joined are the JSON): it goes into the answer as it is, and parses to the value
+    :meth:`Explainer.public_json` gives for that part. An answer written piece by piece (a
+    large run's, in its simulation process) takes the pieces without joining them first."""
 
-    data: bytes
+    pieces: tuple[bytes | bytearray, ...]
+
+    def __init__(self, *pieces: bytes | bytearray) -> None:
+        object.__setattr__(self, "pieces", pieces)
+
+    @property
+    def data(self) -> bytes:
+        """The JSON, joined."""
+        pieces = self.pieces
+        if len(pieces) == 1 and isinstance(pieces[0], bytes):
+            return pieces[0]
+        return b"".join(pieces)
 
 
 class Cancelled(Exception):

@@ -215,11 +215,44 @@ def _unsafe(raw: object) -> Iterator[tuple[tuple[str | int, ...], str, int]]:
             stack.extend(((*loc, i), item) for i, item in reversed(list(enumerate(value))))
 
 
+_PLAIN = (float, bool, type(None))
+SAFE_INT_BITS = 1000  # an int this long (and shorter) is well within a double's range
+
+
+def _maybe_unsafe(raw: object) -> bool:
+    """False when ``raw`` surely holds nothing :func:`_unsafe` reports: a walk over the values
+    of JSON's own types only, without their locations (the common case: a large run's params
+    are tens of thousands of values, walked twice per request). Anything it cannot vouch for
+    (another type, a key that is not a text) answers True: the full walk decides."""
+    stack: list[Any] = [raw]  # exact types are checked: each value is what its type says
+    while stack:
+        value = stack.pop()
+        kind = type(value)
+        if kind is str:
+            if not value.isascii() and has_surrogate(value):
+                return True
+        elif kind is int:
+            if value.bit_length() > SAFE_INT_BITS:
+                return True
+        elif kind is dict:
+            for key in value:
+                if type(key) is not str or (not key.isascii() and has_surrogate(key)):
+                    return True
+            stack.extend(value.values())
+        elif kind is list:
+            stack.extend(value)
+        elif kind not in _PLAIN:
+            return True
+    return False
+
+
 def unsafe_json_issues(raw: object) -> list[ParamIssue]:
     """Problems any JSON-shaped input can have whatever it means: an integer literal too large
     for a float (``1`` and 400 zeros: every comparison with a float raises OverflowError) and a
     lone surrogate in a text or a key. Each issue names where it is (a key scrubbed, so the
     answer can be written out); at most UNSAFE_ISSUES_MAX of them."""
+    if not _maybe_unsafe(raw):
+        return []
     issues: list[ParamIssue] = []
     for loc, kind, digits in _unsafe(raw):
         text = _too_big_msg(digits) if kind == "too big" else _surrogate_msg(kind != "surrogate")

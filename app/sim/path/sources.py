@@ -1,11 +1,10 @@
 """Every Linux 6.4 function the packet-path explainer cites, with its file and the line of its
 definition in the upstream v6.4 tree, the version the source links open on elixir. Most lines
-were read in the 6.4.4 stable code, whose net code matches v6.4 line for line except two files:
-in net/ipv4/tcp_input.c every function after ``__tcp_oow_rate_limited`` sits 6 lines lower in
-6.4.4 (``tcp_ack`` 3760 in v6.4, 3766 in 6.4.4), and in net/core/sock.c ``sk_wait_data`` and
-``sock_def_readable`` sit 11 lines lower; the lines below are v6.4's. One table so a test can
-check each name really appears at its line (tests/sim/path/test_path_params.py) and another
-keeps the checked table (tests/sim/path/test_cited_lines.py).
+were first read in 6.4.4 stable code, which differs from v6.4 in two cited files (6.4.4's
+backport "tcp: annotate data races in __tcp_oow_rate_limited()" puts every later function of
+net/ipv4/tcp_input.c 6 lines lower; "netlink: Add __sock_i_ino()" puts net/core/sock.c's
+``sk_wait_data`` and ``sock_def_readable`` 11 lines lower); the lines below are v6.4's, and
+tests/sim/path/test_cited_lines.py keeps the checked table and checks every entry in a v6.4 tree.
 
 Macros and inline helpers from headers are cited at their definition too (``NF_HOOK`` and
 ``nf_hook`` at the CONFIG_NETFILTER variants).
@@ -216,29 +215,6 @@ _ALL: tuple[SourceRef, ...] = (
 )
 
 SOURCES: dict[str, SourceRef] = {ref.function: ref for ref in _ALL}
-
-# The two differences between v6.4 and 6.4.4 in the files cited, each one stable backport whose
-# diff names both blobs (read in the stored stable@vger.kernel.org / netdev archives; the
-# post-image blob is the 6.4.4 file's, `git rev-parse` in the 6.4.4 tree):
-# - net/ipv4/tcp_input.c: "[PATCH 6.4 694/800] tcp: annotate data races in
-#   __tcp_oow_rate_limited()" (upstream 998127cdb469), index bf8b22218dd46..57f1e4883b761,
-#   hunks @@ -3590,8 +3590,11 @@ and @@ -3600,7 +3603,10 @@: +6 lines inside the function that
-#   starts at 3590 in both, so every function defined after it is 6 lines lower in 6.4.4.
-# - net/core/sock.c: "netlink: Add __sock_i_ino() for __netlink_diag_dump()", index
-#   6e5662ca00fe..4a0edccf8606, hunk @@ -2550,13 +2550,24 @@: +11 lines at sock_i_ino (2553),
-#   so functions after it move 11 (sk_wait_data, sock_def_readable) and those before it do
-#   not (skb_set_owner_w stays at 2454).
-TCP_INPUT_SHIFT_FROM = 3590
-SOCK_C_SHIFT_FROM = 2553
-
-
-def line_in_644(function: str, path: str, line: int) -> int:
-    """Where a v6.4 citation sits in the 6.4.4 stable code (the tree the facts were read in)."""
-    if path == "net/ipv4/tcp_input.c" and line > TCP_INPUT_SHIFT_FROM:
-        return line + 6
-    if path == "net/core/sock.c" and line > SOCK_C_SHIFT_FROM:
-        return line + 11
-    return line
 
 
 def src(function: str) -> SourceRef:

@@ -81,6 +81,27 @@ class BlockPool:
         self.nfree -= k
         return out
 
+    def _pop1(self, owner_idx: int) -> int:
+        """:meth:`_popleft` of one block (a decode crossing into a new block: most calls)."""
+        nxt = self.nxt
+        b = nxt[self.HEAD]
+        self.owner[b] = owner_idx
+        key = self.bhash[b]
+        if key is not None:
+            if self.dups or self.h2b.get(key) != b:
+                self._evict(b)
+            else:
+                del self.h2b[key]
+                self.bhash[b] = None
+                self.hashed[b] = 0
+        self.ref[b] = 1
+        after = nxt[b]
+        nxt[self.HEAD] = after
+        self.live.add(b)
+        self.prv[after] = self.HEAD
+        self.nfree -= 1
+        return b
+
     def _evict(self, b: int) -> None:
         """``_maybe_evict_cached_block``: drop block ``b``'s hash from the prefix cache."""
         key = self.bhash[b]

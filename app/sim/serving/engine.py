@@ -222,6 +222,20 @@ class Scheduler(BlockPool):
                 decode += 1
                 ctx += comp
                 continue
+            if n == 1 and comp == r.cap and comp >= r.prompt_len and self.nfree and comp + 1 < mml:
+                # A decode whose next position opens a block (the general path below with
+                # n = 1, need = comp + 1, one new block, which is free): that block taken.
+                r.blocks.append(self._pop1(r.idx))
+                r.cap = comp + bs
+                comp += 1
+                if caching and comp // bs > r.num_cached:  # block_size 1: comp fills it
+                    self._cache_blocks(r, comp // bs)
+                sched[r] = 1
+                budget -= 1
+                r.computed = comp
+                decode += 1
+                ctx += comp
+                continue
             if 0 < thr < n:
                 n = thr
             if n > budget:

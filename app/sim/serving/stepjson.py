@@ -8,7 +8,14 @@ items, changed as the replay changes them — a request admitted from the head o
 queue moves the queue's start past its id, one arriving appends its id — so each step's
 ``waiting`` is one slice of bytes (and the same object again when the step changed nothing).
 Priority scheduling inserts anywhere in the queue: its ``waiting`` is joined again on the steps
-that change it. The output parses to exactly :func:`steps_json`'s value
+that change it.
+
+``running`` and most of ``scheduled`` are kept the same way (:class:`_Running`): requests join
+the running list at its end and mostly leave it from its head (the oldest finish first), and a
+step whose running requests each decode one token schedules them in that order, so its
+``scheduled`` map is the running list's ``"id":1`` items as they stand, then the requests admitted
+(and a last one still in its prefill) written one by one. Any other step is written item by item.
+The output parses to exactly :func:`steps_json`'s value
 (``tests/sim/serving/test_stepjson.py`` checks it on every preset and on workloads that
 exercise each queue move).
 """
@@ -50,12 +57,21 @@ class _Queue:
         self.buf[self.start : self.start + n] = item
         self._json = None
 
+    def pop(self, item: bytes) -> None:
+        """Take ``item`` off the end (it is the last)."""
+        del self.buf[len(self.buf) - len(item) :]
+        self._json = None
+
     def popleft(self, item: bytes) -> None:
         self.start += len(item)
         if self.start > COMPACT_AT and self.start * 2 > len(self.buf):
             del self.buf[: self.start]
             self.start = 0
         self._json = None
+
+    def items(self, drop: int = 0) -> bytes | bytearray:
+        """The items without their leading comma and the last ``drop`` bytes: ``"r5","r6"``."""
+        return self.buf[self.start + 1 : len(self.buf) - drop]
 
     def json(self) -> bytes | bytearray:
         if self._json is None:
@@ -69,6 +85,73 @@ class _Queue:
         return self._json
 
 
+class _Running:
+    """The running list (request indices) with its JSON items kept as bytes: the ids
+    (``,"r5"``: ``running``) and the ids with a 1 (``,"r5":1``: ``scheduled`` of a decode)."""
+
+    def __init__(self, led: list[bytes], led_ones: list[bytes]) -> None:
+        self.ids: list[int] = []
+        self.led = led
+        self.led_ones = led_ones
+        self.names = _Queue()
+        self.ones = _Queue()
+
+    def append(self, i: int) -> None:
+        self.ids.append(i)
+        self.names.append(self.led[i])
+        self.ones.append(self.led_ones[i])
+
+    def remove(self, gone: Sequence[int]) -> None:
+        """Take ``gone`` out: popped from the head when they are its first requests (the
+        oldest finish first), from the end when they are its last (FCFS preempts the last),
+        else every item written again."""
+        k = len(gone)
+        ids = self.ids
+        if k and set(ids[:k]) == set(gone):
+            for i in ids[:k]:
+                self.names.popleft(self.led[i])
+                self.ones.popleft(self.led_ones[i])
+            del ids[:k]
+            return
+        if k and set(ids[-k:]) == set(gone):
+            for i in reversed(ids[-k:]):
+                self.names.pop(self.led[i])
+                self.ones.pop(self.led_ones[i])
+            del ids[-k:]
+            return
+        out = set(gone)
+        self.ids = [i for i in ids if i not in out]
+        self.names, self.ones = _Queue(), _Queue()
+        for i in self.ids:
+            self.names.append(self.led[i])
+            self.ones.append(self.led_ones[i])
+
+    def scheduled(
+        self, req: Sequence[int], tokens: Sequence[int], keys: list[bytes], ones: list[bytes]
+    ) -> bytes | None:
+        """The ``scheduled`` map of a step that scheduled ``req`` with ``tokens`` (no
+        preemption), if it begins with every running request decoding one token (all but the
+        last, whose prefill may go on): their items as kept, the rest one by one; else None."""
+        m = len(self.ids)
+        if not m or len(req) < m or list(req[:m]) != self.ids:
+            return None
+        if tokens[:m].count(1) == m:
+            k = m
+        elif tokens[: m - 1].count(1) == m - 1:
+            k = m - 1
+        else:
+            return None
+        last = len(self.led_ones[self.ids[-1]]) if k < m else 0
+        head = self.ones.items(last) if k else b""
+        rest = [
+            ones[i] if v == 1 else keys[i] + b"%d" % v
+            for i, v in zip(req[k:], tokens[k:], strict=True)
+        ]
+        if not rest:
+            return b"{" + head + b"}"
+        return b"{" + head + (b"," if k else b"") + b",".join(rest) + b"}"
+
+
 def _float(x: float) -> bytes:
     """A float as ``json.dumps`` writes it (``repr``); not a number or infinite: ``null``."""
     return repr(float(x)).encode() if math.isfinite(x) else b"null"
@@ -78,7 +161,9 @@ def _id_list(enc: list[bytes], idx: list[int]) -> bytes:
     return b"[" + b",".join([enc[i] for i in idx]) + b"]"
 
 
-def _id_map(keys: list[bytes], ones: list[bytes], idx: Sequence[int], values: Sequence[int]) -> bytes:
+def _id_map(
+    keys: list[bytes], ones: list[bytes], idx: Sequence[int], values: Sequence[int]
+) -> bytes:
     """``{"id": n, …}``; ``keys[i]`` is the id's JSON with its colon, ``ones[i]`` with ``1``
     (a decode step's tokens: most entries)."""
     if not idx:
@@ -89,6 +174,12 @@ def _id_map(keys: list[bytes], ones: list[bytes], idx: Sequence[int], values: Se
 
 def steps_bytes(params: SchedulerParams, se: SchedulerSeries) -> bytes:
     """``steps[]`` as JSON bytes: what ``json.dumps(steps_json(params, se))`` parses back to."""
+    return b"".join(steps_pieces(params, se))
+
+
+def steps_pieces(params: SchedulerParams, se: SchedulerSeries) -> list[bytes | bytearray]:
+    """:func:`steps_bytes` as the pieces that joined are those bytes (an answer written to a
+    file or a socket piece by piece need not join its tens of megabytes first)."""
     ids = se["request_ids"]
     enc = [encode_basestring(str(i)).encode() for i in ids]
     led = [b"," + e for e in enc]  # as items of a queue
@@ -97,8 +188,7 @@ def steps_bytes(params: SchedulerParams, se: SchedulerSeries) -> bytes:
     reqs = params.requests
     priority = params.config.policy == "priority"
     hits_shown = params.config.enable_prefix_caching
-    running: list[int] = []
-    running_json = b"[]"
+    running = _Running(led, [b"," + o for o in ones])
     fcfs: deque[int] = deque()
     queue = _Queue()
     ordered: list[tuple[int, float, str, int]] = []  # priority: (priority, arrival, id, idx)
@@ -116,10 +206,16 @@ def steps_bytes(params: SchedulerParams, se: SchedulerSeries) -> bytes:
             else:
                 fcfs.append(i)
                 queue.append(led[i])
+        a, b = se["sched_off"][s], se["sched_off"][s + 1]
         pa, pb = se["preempt_off"][s], se["preempt_off"][s + 1]
+        sched_req, sched_tokens = se["sched_req"][a:b], se["sched_tokens"][a:b]
+        scheduled = None if pa != pb else running.scheduled(sched_req, sched_tokens, keys, ones)
+        if scheduled is None:  # the map before this step's moves: the running list it scheduled
+            scheduled = _id_map(keys, ones, sched_req, sched_tokens)
+        if pa != pb:
+            running.remove(se["preempt_req"][pa:pb])
         for j in range(pa, pb):
             i = se["preempt_req"][j]
-            running.remove(i)
             if priority:
                 bisect.insort(ordered, (reqs[i].priority, arrival_key[i], ids[i], i))
                 ordered_json = None
@@ -140,10 +236,7 @@ def steps_bytes(params: SchedulerParams, se: SchedulerSeries) -> bytes:
         fa, fb = se["finish_off"][s], se["finish_off"][s + 1]
         finished = se["finish_req"][fa:fb]
         if finished:
-            done = set(finished)
-            running = [i for i in running if i not in done]
-        if fa != fb or aa != ab or pa != pb:
-            running_json = _id_list(enc, running)
+            running.remove(finished)
         waiting: bytes | bytearray
         if priority:
             if ordered_json is None:
@@ -151,7 +244,6 @@ def steps_bytes(params: SchedulerParams, se: SchedulerSeries) -> bytes:
             waiting = ordered_json
         else:
             waiting = queue.json()
-        a, b = se["sched_off"][s], se["sched_off"][s + 1]
         hits = (
             _id_map(keys, ones, se["admit_req"][aa:ab], se["admit_hit"][aa:ab])
             if hits_shown
@@ -166,14 +258,14 @@ def steps_bytes(params: SchedulerParams, se: SchedulerSeries) -> bytes:
                 se["step"][s],
                 _float(se["t_start"][s]),
                 _float(se["t_end"][s]),
-                _id_map(keys, ones, se["sched_req"][a:b], se["sched_tokens"][a:b]),
+                scheduled,
                 _id_list(enc, se["preempt_req"][pa:pb]),
                 _id_list(enc, finished),
-                running_json,
+                running.names.json(),
             ),
             waiting,
             b',"kv_blocks_used":%d,"kv_usage":%s,"prefix_hit_tokens":%s}'
             % (se["kv_blocks_used"][s], _float(se["kv_usage"][s]), hits),
         )
     out.append(b"]")
-    return b"".join(out)
+    return out

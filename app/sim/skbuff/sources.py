@@ -17,9 +17,12 @@ SKBUFF_C = "net/core/skbuff.c"
 # when the tree is present; net/ipv4/tcp_input.c lines after __tcp_oow_rate_limited are 6.4.4's
 # minus 6, see app/sim/path/sources.py). The zerocopy, route and reassembly lines (issue 22 item
 # 10) were read in the 6.4.4 tree: those in skbuff.c, skbuff.h, dst.h and route.c lie between
-# lines checked equal to v6.4, so no stable change moved them; net/ipv4/ip_fragment.c (275, 411,
-# 483), net/ipv4/ip_sockglue.c (1415) and skb_mark_for_recycle (skbuff.h 5122, after the last
-# checked skbuff.h line) have no checked neighbour and are 6.4.4's.
+# lines checked equal to v6.4, so no stable change moved them. net/ipv4/ip_fragment.c (275, 411,
+# 483), net/ipv4/ip_sockglue.c (1415) and skb_mark_for_recycle (skbuff.h 5122) were then checked
+# in a v6.4 tree (snapshot julianw1010/WASP-linux-6.4.0, initial commit 6e5f9d87eda5: Makefile
+# 6.4.0, tcp_ack at 3760 and sk_wait_data at 2947, so before any stable patch): each function is
+# defined at the line cited, and the three files' blobs equal 6.4.4's (69c00ffd, 8e97d8d4,
+# 0b404174); tests/sim/path/test_cited_lines.py checks the whole table there when it is present.
 SOURCES: dict[str, SourceRef] = {
     "alloc_skb": _src("alloc_skb", SKBUFF_H, 1285),
     "alloc_skb_fclone": _src("alloc_skb_fclone", SKBUFF_H, 1335),

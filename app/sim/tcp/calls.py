@@ -17,6 +17,8 @@ from app.sim.core.i18n import msg
 from app.sim.tcp import tcp_minisocks, tcp_output, wire
 from app.sim.tcp.params import Call
 from app.sim.tcp.sock import (
+    ACK_PUSHED,
+    ACK_PUSHED2,
     RTO_INIT,
     TIMEWAIT_LEN,
     TW_ISN_GAP,
@@ -234,7 +236,7 @@ def poll_recv(sim: Sim, ep: Endpoint, c: Call) -> str | None:
         before = sk.receive_window()
         sk.recv_q -= n
         sim.note(msg("recv() copies {n} bytes to the program.", n=n), "tcp_recvmsg_locked")
-        cleanup_rbuf(sim, sk, before)
+        cleanup_rbuf(sim, sk, before, n)
         return str(n)
     if sk.sock_done:
         sim.note(msg("The peer's FIN was read up to: recv() returns 0 (EOF)."))
@@ -252,10 +254,26 @@ def poll_recv(sim: Sim, ep: Endpoint, c: Call) -> str | None:
     return None
 
 
-def cleanup_rbuf(sim: Sim, sk: Sock, before: int) -> None:
-    """tcp_cleanup_rbuf: after reading, send a window update if the window at least
-    doubled (and the old one was at most half the buffer)."""
-    if sk.state in ("CLOSE", "SYN_SENT", "LISTEN") or sk.rcv_shut:
+def cleanup_rbuf(sim: Sim, sk: Sock, before: int, copied: int = 0) -> None:
+    """tcp_cleanup_rbuf: after reading, an ACK that is scheduled goes now when more than
+    rcv_mss is unacknowledged, or when this read emptied the queue and a small segment was
+    received (ICSK_ACK_PUSHED2, or ICSK_ACK_PUSHED outside ping-pong mode, set by
+    tcp_measure_rcv_mss); else a window update if the window at least doubled (and the old
+    one was at most half the buffer)."""
+    if sk.state in ("CLOSE", "SYN_SENT", "LISTEN"):
+        return
+    pushed = sk.ack_pushed & ACK_PUSHED2 or (sk.ack_pushed & ACK_PUSHED and not sk.pingpong)
+    if sk.ack_sched and sk.rcv_nxt - sk.rcv_wup > sk.rcv_mss:
+        why = msg("More than a segment is unacknowledged after the read: the ACK goes now.")
+    elif sk.ack_sched and copied > 0 and pushed and sk.recv_q == 0:
+        why = msg("The program read everything after a small segment: the delayed ACK goes now.")
+    else:
+        why = None
+    if why is not None:
+        sim.note(why, "tcp_cleanup_rbuf")
+        tcp_output.send_ack(sim, sk, "ack", "tcp_cleanup_rbuf")
+        return
+    if sk.rcv_shut:
         return
     new = wire.raw_select_window(sim, sk)
     if 2 * before <= sk.window_clamp and new and new >= 2 * before:

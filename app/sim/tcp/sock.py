@@ -83,6 +83,11 @@ LINUX_STATES = frozenset("TCP_" + s for s in RFC_NAME)
 EV_ARRIVE, EV_TIMER, EV_CALL = 0, 1, 2
 
 
+ACK_PUSHED = 1  # ICSK_ACK_PUSHED (include/net/inet_connection_sock.h)
+ACK_PUSHED2 = 2  # ICSK_ACK_PUSHED2
+TCP_HEADER = 20  # sizeof(struct tcphdr)
+
+
 class Seg:
     """A segment on the wire."""
 
@@ -97,6 +102,7 @@ class Seg:
         "lost",
         "nth",
         "options",
+        "psh",
         "scaled",
         "sent_ms",
         "seq",
@@ -135,6 +141,9 @@ class Seg:
         self.nth = 0
         self.lost = False
         self.arrive_ms: float | None = None
+        # PSH: the sender marks the segment that ends what was written so far (tcp_push,
+        # tcp_mark_push); kept apart from ``flags`` (the pictures draw the flags)
+        self.psh = False
 
     @property
     def syn(self) -> bool:
@@ -378,6 +387,10 @@ class Sock(Obj):
         self.quick = 0
         self.ato = 0.0
         self.pingpong = False
+        # icsk_ack.pending's ICSK_ACK_PUSHED (1) and ICSK_ACK_PUSHED2 (2), set by
+        # tcp_measure_rcv_mss for a small segment, cleared when an ACK goes out
+        self.ack_pushed = 0
+        self.last_seg_size = 0  # icsk_ack.last_seg_size
         self.ack_sched = False
         self.ack_now = False
         self.lrcvtime = 0.0

@@ -1,12 +1,10 @@
 """Every Linux 6.4 function the TCP explainer cites, in one table.
 
 Each line is the function's definition line in upstream v6.4, the version the source links
-open on elixir. They were read in the 6.4.4 stable networking code (the 6.4.6 snapshot
-/work/.mirror/lewisevans2007+linux-6.4), whose lines match v6.4 except in net/ipv4/tcp_input.c:
-there every function after ``__tcp_oow_rate_limited`` sits 6 lines lower in 6.4.4 (``tcp_ack``
-3766 vs v6.4's 3760, issue 22). ``line_in_644`` maps a v6.4 citation to 6.4.4 so that
-``tests/sim/tcp/test_tcp_sources.py`` can re-check every line against that tree when it is
-present; ``tests/sim/tcp/test_tcp_cited_lines.py`` keeps the checked table.
+open on elixir (first read in 6.4.4 stable code, where every function of net/ipv4/tcp_input.c
+after ``__tcp_oow_rate_limited`` sits 6 lines lower: ``tcp_ack`` 3766 vs v6.4's 3760, issue 22).
+``tests/sim/tcp/test_tcp_sources.py`` checks every line in a v6.4 tree when it is present;
+``tests/sim/tcp/test_tcp_cited_lines.py`` keeps the checked table.
 """
 
 from __future__ import annotations
@@ -115,18 +113,6 @@ SOURCES: dict[str, SourceRef] = {
     "tcp_ack_update_rtt": _r("tcp_ack_update_rtt", _IN, 3087),
     "tcp_dsack_set": _r("tcp_dsack_set", _IN, 4440),
 }
-
-
-# In 6.4.4, net/ipv4/tcp_input.c is 6 lines longer than v6.4 from __tcp_oow_rate_limited on
-# (v6.4 cites nothing of that file between tcp_ack_probe, 3444, and tcp_send_challenge_ack, 3627).
-TCP_INPUT_SHIFT_FROM = 3600
-
-
-def line_in_644(path: str, line: int) -> int:
-    """Where a v6.4 citation of this table sits in the 6.4.4 stable code."""
-    if path == _IN and line > TCP_INPUT_SHIFT_FROM:
-        return line + 6
-    return line
 
 
 def ref(key: str) -> SourceRef:

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 from app.sim.core.i18n import Message, msg
 from app.sim.tcp import calls, tcp_ipv4, tcp_minisocks, tcp_output, wire
 from app.sim.tcp.sock import (
+    ACK_PUSHED,
+    ACK_PUSHED2,
     ATO_MIN,
     DELACK_MAX,
     MAX_QUICKACKS,
@@ -20,6 +22,7 @@ from app.sim.tcp.sock import (
     RTO_INIT,
     RTO_MAX,
     RTO_MIN,
+    TCP_HEADER,
     TIMEOUT_MIN,
     TS_OFFSET,
     Endpoint,
@@ -577,12 +580,20 @@ def rcv_ack(sim: Sim, sk: Sock, seg: Seg) -> bool:
     n = clean_rtx(sim, sk, ack, seg)
     # tcp_ack_update_window: a non-SYN segment's window is scaled by the peer's shift
     nwin = seg.window if seg.syn else seg.window << sk.snd_wscale
-    if ack > prior or seg.seq > sk.snd_wl1 or (seg.seq == sk.snd_wl1 and nwin > sk.snd_wnd):
+    # tcp_may_update_window: an ACK that moves snd_wl1 on (a later sequence number) or
+    # offers more window sets FLAG_WIN_UPDATE, even when the window itself is unchanged
+    win_update = (
+        ack > prior or seg.seq > sk.snd_wl1 or (seg.seq == sk.snd_wl1 and nwin > sk.snd_wnd)
+    )
+    if win_update:
         if nwin != sk.snd_wnd:
             sk.snd_wnd = nwin
         sk.snd_wl1 = seg.seq
     sk.snd_una = max(sk.snd_una, ack)
-    dupack = n == 0 and seg.length == 0 and not seg.fin and ack == prior
+    # tcp_ack: only an ACK with none of FLAG_NOT_DUP (data, a window update, new data
+    # acknowledged) counts as a duplicate, so the peer's first ACK after its SYN-ACK (its
+    # sequence number one past snd_wl1) is a window update, not a duplicate ACK
+    dupack = n == 0 and seg.length == 0 and not seg.fin and ack == prior and not win_update
     tcp_output.process_tlp_ack(sk, ack, ack > prior, dupack)
     if dupack and sk.rtx:
         sk.dupacks += 1
@@ -631,7 +642,10 @@ def data_queue(sim: Sim, sk: Sock, seg: Seg) -> None:
     if seg.length == 0 and not seg.fin:
         return
     if seg.seq == sk.rcv_nxt:
-        if sk.receive_window() == 0 and seg.length > 0:
+        # tcp_data_queue: at rcv_nxt with a zero window the segment is dropped and ACKed
+        # (SKB_DROP_REASON_TCP_ZEROWINDOW), a bare FIN too (its end_seq is past its seq; only
+        # later kernels accept a bare FIN there)
+        if sk.receive_window() == 0 and (seg.length > 0 or seg.fin):
             sim.note(
                 msg("The receive window is zero: the data is dropped and ACKed at once."),
                 "tcp_data_queue",
@@ -640,7 +654,7 @@ def data_queue(sim: Sim, sk: Sock, seg: Seg) -> None:
             sk.ack_now = True
             sk.ack_sched = True
             return
-        accept_data(sim, sk, seg.seq, seg.length, seg.fin)
+        accept_data(sim, sk, seg.seq, seg.length, seg.fin, seg)
         while sk.ooo:
             sk.ooo.sort()
             s, n, f = sk.ooo[0]
@@ -670,7 +684,7 @@ def data_queue(sim: Sim, sk: Sock, seg: Seg) -> None:
     if seg.seq < sk.rcv_nxt:
         dsack_set(sim, sk, seg.seq, sk.rcv_nxt)
         cut = sk.rcv_nxt - seg.seq
-        accept_data(sim, sk, sk.rcv_nxt, seg.length - cut, seg.fin)
+        accept_data(sim, sk, sk.rcv_nxt, seg.length - cut, seg.fin, seg)
         sack_remove(sk)
         return
     dup = next(
@@ -752,10 +766,39 @@ def quickack(sim: Sim, sk: Sock) -> None:
     sk.ato = ATO_MIN
 
 
-def accept_data(sim: Sim, sk: Sock, seq: int, n: int, fin: bool) -> None:
+def measure_rcv_mss(sk: Sock, seg: Seg) -> None:
+    """tcp_measure_rcv_mss (from tcp_event_data_recv): a segment of at least rcv_mss raises
+    rcv_mss (up to advmss). A smaller one sets ICSK_ACK_PUSHED (and ICSK_ACK_PUSHED2 when
+    PUSHED was already pending), unless it is a run of equal-sized segments of a sender with a
+    smaller MSS: then it is that size (with the header at least TCP_MSS_DEFAULT + 20, or at
+    least TCP_MIN_MSS + 20 and without PSH/FIN), and twice in a row it becomes rcv_mss. (Later
+    kernels also set PUSHED for a full-sized segment with PSH; 6.4 does not.)"""
+    lss, sk.last_seg_size = sk.last_seg_size, 0
+    n = seg.length
+    if n >= sk.rcv_mss:
+        sk.rcv_mss = min(n, sk.advmss)
+        return
+    hdr = TCP_HEADER + (wire.TCPOLEN_TSTAMP_ALIGNED if sk.ts_ok else 0)  # tcp_header_len
+    remnant = seg.psh or "PSH" in seg.flags or seg.fin  # TCP_REMNANT (SYN, URG: never here)
+    size = n + hdr
+    if size >= wire.TCP_MSS_DEFAULT + TCP_HEADER or (
+        size >= wire.TCP_MIN_MSS + TCP_HEADER and not remnant
+    ):
+        sk.last_seg_size = n
+        if n == lss:
+            sk.rcv_mss = n
+            return
+    if sk.ack_pushed & ACK_PUSHED:
+        sk.ack_pushed |= ACK_PUSHED2
+    sk.ack_pushed |= ACK_PUSHED
+
+
+def accept_data(sim: Sim, sk: Sock, seq: int, n: int, fin: bool, seg: Seg | None = None) -> None:
+    """Queue in-order data; ``seg`` is the arriving segment (tcp_event_data_recv measures
+    it), None for data taken from the out-of-order queue (tcp_ofo_queue)."""
     if n > 0:
-        if n >= sk.rcv_mss:  # tcp_measure_rcv_mss
-            sk.rcv_mss = min(n, sk.advmss)
+        if seg is not None:
+            measure_rcv_mss(sk, seg)
         sk.recv_q += n
         sk.rcv_nxt = seq + n
         sk.ack_sched = True
@@ -826,11 +869,13 @@ def delayed_ack_timeout(sk: Sock) -> float:
     by HZ/2 (TCP_DELACK_MAX in pingpong mode) and, once an RTT was measured, by
     max(srtt, TCP_DELACK_MIN); then by icsk_delack_max (TCP_DELACK_MAX). ato is still 0 when
     no data came in yet (tcp_event_data_recv sets TCP_ATO_MIN on the first data; e.g. a bare
-    FIN, tcp_fin): the timer is then set for jiffies + 0 and fires at the next tick. The model
-    has no ICSK_ACK_PUSHED; with the last bound it changes nothing."""
+    FIN, tcp_fin): the timer is then set for jiffies + 0 and fires at the next tick.
+    ICSK_ACK_PUSHED picks TCP_DELACK_MAX as pingpong does; with the last bound it changes
+    nothing."""
     ato = sk.ato
     if ato > ATO_MIN:
-        max_ato = DELACK_MAX if sk.pingpong else 500.0  # HZ / 2
+        pushed = sk.ack_pushed & ACK_PUSHED
+        max_ato = DELACK_MAX if sk.pingpong or pushed else 500.0  # HZ / 2
         srtt_us = sk.rtt.srtt_us >> 3
         if srtt_us:
             rtt = max(float(-(-srtt_us // 1000)), ATO_MIN)  # usecs_to_jiffies rounds up

@@ -90,6 +90,7 @@ def ack_sent(sim: Sim, sk: Sock) -> None:
     """tcp_event_ack_sent: the ACK went out, the delayed ACK is cancelled."""
     sk.ack_sched = False
     sk.ack_now = False
+    sk.ack_pushed = 0  # inet_csk_clear_xmit_timer(ICSK_TIME_DACK) clears icsk_ack.pending
     sk.stop("delack")
     if sk.quick:
         sk.quick -= 1

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from functools import partial
 from typing import Any
 
 from fastapi import APIRouter, Body, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from app.sim.core import Trace
+from app.sim.core import EncodedJSON, Explainer, Trace
 from app.store import health as store_health
 from app.web import i18n
-from app.web.fastjson import FastJSONResponse, accepts_gzip
+from app.web.fastjson import FastJSONResponse, accepts_gzip, render_pieces
 from app.web.pagewarm import PageWarmer
 from app.web.plugin import Plugin
 from app.web.runs import Job, JobStarted, RunService
@@ -54,16 +55,32 @@ def trace_json(plugin: Plugin, trace: Trace[Any, Any]) -> dict[str, Any]:
     return _localized({"sim_version": trace.sim_version, **plugin.sim.public_json(trace)}, trace)
 
 
-def trace_parts(plugin: Plugin, trace: Trace[Any, Any]) -> dict[str, Any]:
+def trace_parts(plugin: Plugin, trace: Trace[Any, Any], lang: str | None = None) -> dict[str, Any]:
     """:func:`trace_json` with the parts the explainer writes as JSON itself left as their
     bytes (``Explainer.public_json_parts``): what the API sends."""
-    parts = plugin.sim.public_json_parts(trace)
-    return _localized({"sim_version": trace.sim_version, **parts}, trace)
+    return _parts(plugin.sim, trace, lang)
 
 
-def _localized(body: dict[str, Any], trace: Trace[Any, Any]) -> dict[str, Any]:
-    """``body`` with each frame's ``narration`` in the request's language."""
-    lang = i18n.current()
+def _parts(sim: Explainer[Any], trace: Trace[Any, Any], lang: str | None) -> dict[str, Any]:
+    parts = sim.public_json_parts(trace)
+    return _localized({"sim_version": trace.sim_version, **parts}, trace, lang)
+
+
+def answer_pieces(
+    sim: Explainer[Any], lang: str, trace: Trace[Any, Any]
+) -> list[bytes | bytearray]:
+    """A run's whole answer as pieces of JSON (joined: what :func:`trace_response` sends),
+    narrations in ``lang``. A run the API waits for has it written in its simulation process,
+    right after the simulation (``RunService.submit(answer=…)``, app.web.answers): the app
+    worker then sends bytes, without unpickling the trace or writing megabytes of JSON."""
+    return render_pieces(_parts(sim, trace, lang))
+
+
+def _localized(
+    body: dict[str, Any], trace: Trace[Any, Any], lang: str | None = None
+) -> dict[str, Any]:
+    """``body`` with each frame's ``narration`` in ``lang`` (default: the request's language)."""
+    lang = lang or i18n.current()
     frames = body.get("frames")
     if lang != i18n.DEFAULT and isinstance(frames, list):
         gettext = i18n.gettext_for(lang)
@@ -111,22 +128,28 @@ def add_run_route(router: APIRouter, site: Site) -> None:
         parsed = plugin.sim.parse(params)
         runs = site.runs
         key = runs.key(plugin.sim, parsed)
-        trace = await run_in_threadpool(runs.cached, key)
-        if trace is None:
-            job = runs.submit(plugin.sim, parsed, key)
+        gzip = accepts_gzip(request.headers.get("accept-encoding"))
+        found = await run_in_threadpool(runs.cached, key)
+        if found is None:
+            # the answer is built in the simulation process, as soon as the run ends
+            answer = partial(answer_pieces, plugin.sim, i18n.current())
+            job = runs.submit(plugin.sim, parsed, key, answer=answer)
             if job.expected_s > site.settings.job_threshold_s:
                 raise JobStarted(job)
-            trace = await wait_watching(request, runs, job, plugin)
+            done = await wait_watching(request, runs, job, plugin)
+            if isinstance(done, EncodedJSON):  # megabytes: compressed (if at all) off the loop
+                return await run_in_threadpool(partial(FastJSONResponse, done, gzip=gzip))
+            found = done
         # megabytes of JSON for a large trace: built in a worker thread, not on the event loop
-        gzip = accepts_gzip(request.headers.get("accept-encoding"))
-        return await run_in_threadpool(trace_response, plugin, trace, gzip)
+        return await run_in_threadpool(trace_response, plugin, found, gzip)
 
 
 async def wait_watching(
     request: Request, runs: RunService, job: Job, plugin: Plugin
-) -> Trace[Any, Any]:
+) -> Trace[Any, Any] | EncodedJSON:
     """Wait for ``job`` in a worker thread while watching the client: if it disconnects, the
-    run is cancelled (unless someone else waits for the same run)."""
+    run is cancelled (unless someone else waits for the same run). The answer its simulation
+    process built, if it built one for this client; else the trace."""
     gone = threading.Event()
     done = asyncio.Event()
 
@@ -139,7 +162,7 @@ async def wait_watching(
 
     watcher = asyncio.create_task(watch())
     try:
-        return await run_in_threadpool(runs.wait, job, plugin.sim, gone.is_set)
+        return await run_in_threadpool(runs.wait_answer, job, plugin.sim, gone.is_set)
     finally:
         done.set()
         await watcher

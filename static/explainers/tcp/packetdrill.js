@@ -42,6 +42,17 @@
     });
     var start = parseInt(new URL(window.location.href).searchParams.get("step") || "1", 10);
     show(isNaN(start) ? 0 : start - 1);
+    var copy = document.getElementById("pd-embed-copy");
+    var code = document.getElementById("pd-embed-code");
+    var said = document.getElementById("pd-embed-status");
+    if (copy && code) {
+      copy.addEventListener("click", function () {
+        var done = function () { if (said) said.textContent = copy.dataset.done || ""; };
+        var manual = function () { code.focus(); code.select(); };
+        if (navigator.clipboard) navigator.clipboard.writeText(code.value).then(done, manual);
+        else manual();
+      });
+    }
     var file = document.getElementById("pd-file");
     var box = document.getElementById("pd-script");
     var err = document.getElementById("pd-file-error");

@@ -100,7 +100,7 @@ def test_simulation_keeps_no_cache_but_repeats_exactly() -> None:
 def test_trace_shape_and_json() -> None:
     """The public series/summary shape: equal-length per-flow lists, JSON-serialisable."""
     tr = crowd()
-    assert tr.explainer == "cwnd" and tr.sim_version == SIM_VERSION == "cwnd-5"
+    assert tr.explainer == "cwnd" and tr.sim_version == SIM_VERSION == "cwnd-6"
     for f in tr.series["flows"]:
         n = len(f["t"])
         assert n > 0
@@ -258,7 +258,7 @@ def test_queue_delay_and_bufferbloat() -> None:
 def test_registered_with_presets() -> None:
     """The registry knows 'cwnd', its presets parse, and the default exists."""
     ex = CwndExplainer()
-    assert ex is not None and ex.sim_version == "cwnd-5"
+    assert ex is not None and ex.sim_version == "cwnd-6"
     slugs = {p.slug for p in ex.presets}
     assert slugs == {
         "slow-start",

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import random
 import re
-import shutil
-import subprocess
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
@@ -19,6 +16,7 @@ from app.sim.congestion.flow import CA_LOSS, Flow, initial_quickacks, initial_rc
 from app.sim.congestion.params import parse
 from app.sim.core.sources import SourceRef
 from app.sim.core.tcp import rto_jiffies_s
+from tests.linux_v64 import require_v6_4, v6_4_file
 
 LINK = {"rate_mbps": 10, "rtt_ms": 40, "buffer_bdp": 1}
 
@@ -119,9 +117,6 @@ def test_receiver_acks_the_first_16_segments_at_once() -> None:
     assert f.quick == 0
 
 
-LINUX_TREE = Path("/work/.mirror/lewisevans2007+linux-6.4/repo")
-
-
 def _all_refs() -> list[SourceRef]:
     refs: list[SourceRef] = []
     for value in vars(sources).values():
@@ -135,20 +130,9 @@ def _all_refs() -> list[SourceRef]:
 def test_cited_lines_are_the_definitions_in_linux_6_4() -> None:
     """Every SourceRef in the citation table names the line where its function is defined in
     Linux 6.4 (checked in the source tree when it is available)."""
-    if not LINUX_TREE.is_dir() or shutil.which("git") is None:
-        pytest.skip("the Linux 6.4 source tree is not available here")
-    files: dict[str, list[str]] = {}
+    require_v6_4()
     for ref in _all_refs():
-        if ref.path not in files:
-            out = subprocess.run(
-                ["git", "-C", str(LINUX_TREE), "show", f"HEAD:{ref.path}"],
-                capture_output=True,
-                text=True,
-                check=True,
-                timeout=30,
-            )
-            files[ref.path] = out.stdout.splitlines()
-        line = files[ref.path][ref.line - 1]
+        line = v6_4_file(ref.path)[ref.line - 1]
         assert re.match(rf"^\w.*[ *]{ref.function}\(", line), (ref, line)
 
 

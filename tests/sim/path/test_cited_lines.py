@@ -1,25 +1,26 @@
 """One version cited: every Linux line the packet-path and sk_buff explainers cite is upstream
 v6.4's (the version their source links open on elixir), kept here as the checked table.
 
-The table was checked line by line against the 6.4.4 stable code (the networking code of the
-6.4.6 snapshot these tests read when it is on the machine), whose lines match v6.4 except in two
-files (issue 22, from a review against a vanilla v6.4 tree): in net/ipv4/tcp_input.c every
-function after ``__tcp_oow_rate_limited`` is 6 lines lower in 6.4.4 than in v6.4 (``tcp_ack``
-3766 vs 3760, ``tcp_validate_incoming`` 5712 vs 5706), and in net/core/sock.c ``sk_wait_data``
-and ``sock_def_readable`` are 11 lines lower (2958 vs 2947, 3284 vs 3273). A new citation must be
-added here after it is checked; a frame that cites a function missing from this table fails.
+The table was first read in 6.4.4 stable code, whose lines differ from v6.4 in two files (issue
+22): in net/ipv4/tcp_input.c every function after ``__tcp_oow_rate_limited`` is 6 lines lower in
+6.4.4 (``tcp_ack`` 3766 vs 3760), and in net/core/sock.c ``sk_wait_data`` and
+``sock_def_readable`` are 11 lines lower (2958 vs 2947). Every entry is now checked as it stands
+in a v6.4 tree (tests/linux_v64.py) when that tree is on the machine. A new citation must be added
+here after it is checked; a frame that cites a function missing from this table fails.
 """
 
 from __future__ import annotations
+
+import re
 
 import pytest
 
 from app.sim.path import EXPLAINER as PATH
 from app.sim.path.sources import SOURCES as PATH_SOURCES
-from app.sim.path.sources import line_in_644
 from app.sim.skbuff.explainer import SkbExplainer
 from app.sim.skbuff.sources import CALLERS
 from app.sim.skbuff.sources import SOURCES as SKB_SOURCES
+from tests.linux_v64 import require_v6_4, v6_4_file
 
 # (function, file, v6.4 line of its definition)
 CHECKED: frozenset[tuple[str, str, int]] = frozenset(
@@ -296,11 +297,8 @@ def test_v6_4_lines_of_tcp_input_and_sock() -> None:
     # before __tcp_oow_rate_limited nothing moved
     assert lines["tcp_event_data_recv", "net/ipv4/tcp_input.c"] == 774
     assert lines["tcp_clean_rtx_queue", "net/ipv4/tcp_input.c"] == 3238
-    assert line_in_644("tcp_ack", "net/ipv4/tcp_input.c", 3760) == 3766
     # skb_set_owner_w sits before the 11 lines 6.4.4 added at sock_i_ino (2553): not moved
     assert lines["skb_set_owner_w", "net/core/sock.c"] == 2454
-    assert line_in_644("skb_set_owner_w", "net/core/sock.c", 2454) == 2454
-    assert line_in_644("sk_wait_data", "net/core/sock.c", 2947) == 2958
 
 
 @pytest.mark.parametrize("slug", [p.slug for p in PATH.presets])
@@ -322,3 +320,18 @@ def test_skb_presets_cite_checked_lines() -> None:
         for f in skb.run(skb.parse(dict(preset.params))).frames:
             assert f.source is not None
             assert (f.source.function, f.source.path, f.source.line) in CHECKED, f.source
+
+
+@pytest.mark.parametrize(
+    ("function", "path", "line"), sorted(CHECKED, key=lambda c: (c[1], c[2])), ids=str
+)
+def test_checked_line_defines_function_in_v6_4(function: str, path: str, line: int) -> None:
+    """In the v6.4 tree, the checked line of path begins the function's definition: the name
+    and "(" at column 0 (not an indented call), and a "{" before any ";" (not a prototype)."""
+    require_v6_4()
+    lines = v6_4_file(path)
+    text = lines[line - 1]
+    assert re.search(rf"(^|[\s*]){re.escape(function)} ?\(", text), (path, line, text)
+    assert not text.startswith(("\t", " ")), (path, line, text)
+    rest = "\n".join(lines[line - 1 : line + 12])
+    assert "{" in rest and (";" not in rest or rest.index("{") < rest.index(";")), (path, line)

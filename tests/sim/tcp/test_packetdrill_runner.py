@@ -200,3 +200,82 @@ def test_a_packet_time_range_accepts_any_time_within_it() -> None:
     assert res.verdict.passed, [(r.line, [m.render() for m in r.reasons]) for r in res.lines]
     short = src.replace(" +.04 > . 1:1(0) ack 202\n", "   +0~+.02 > . 1:1(0) ack 202\n")
     assert run(parse(short)).verdict.line == line_of(short, "+0~+.02")
+
+
+# A passive open whose peer offers MSS 1000: our own script, in the selftests' style.
+SMALL_PEER_MSS = """\
+    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
+   +0 bind(3, ..., ...) = 0
+   +0 listen(3, 1) = 0
+   +0 < S 0:0(0) win 20000 <mss 1000,sackOK,nop,nop>
+   +0 > S. 0:0(0) ack 1 <mss {advmss},nop,nop,sackOK>
+  +.02 < . 1:1(0) ack 1 win 20000
+   +0 accept(3, ..., ...) = 4
+   +0 write(4, ..., 1500) = 1500
+   +0 > . 1:1001(1000) ack 1
+   +0 > P. 1001:1501(500) ack 1
+"""
+
+
+def test_the_syn_ack_offers_advmss_whatever_the_peers_mss() -> None:
+    """tcp_openreq_init_rwin / tcp_make_synack: the SYN-ACK's MSS option is the route's advmss
+    (1460 on the selftests' 1500-byte tun device), not the peer's; the peer's 1000 only clamps
+    what the local end sends (tcp_sync_mss: 1000-byte segments)."""
+    assert run(parse(SMALL_PEER_MSS.format(advmss=1460))).verdict.passed
+    res = run(parse(SMALL_PEER_MSS.format(advmss=1000)))
+    assert not res.verdict.passed and res.verdict.line == 5
+
+
+FIRST_ACK_AFTER_SYNACK = """\
+    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
+   +0...0.020 connect(3, ..., ...) = 0
+   +0 > S 0:0(0) <...>
+  +.02 < S. 0:0(0) ack 1 win 65535 <mss 1000>
+   +0 > . 1:1(0) ack 1
+   +0 write(3, ..., 5000) = 5000
+   +0 > P. 1:5001(5000) ack 1
+  +.02 < . 1:1(0) ack 1 win 65535
+   +0 < . 1:1(0) ack 1 win 65535
+   +0 < . 1:1(0) ack 1 win 65535
+{more}   +0 > . 1:1001(1000) ack 1
+"""
+
+
+def test_the_peers_first_ack_after_its_syn_ack_is_a_window_update_not_a_duplicate() -> None:
+    """tcp_ack / tcp_ack_update_window: the first ACK moves snd_wl1 past the SYN-ACK's
+    sequence number, so tcp_may_update_window sets FLAG_WIN_UPDATE (one of FLAG_NOT_DUP) and
+    it is not counted; three ACKs of 1 are two duplicates (no fast retransmit), four are three."""
+    three = run(parse(FIRST_ACK_AFTER_SYNACK.format(more="")))
+    assert not three.verdict.passed and three.verdict.line == 11
+    four = run(parse(FIRST_ACK_AFTER_SYNACK.format(more="   +0 < . 1:1(0) ack 1 win 65535\n")))
+    assert four.verdict.passed, [(r.line, r.status, r.reasons) for r in four.lines]
+
+
+SMALL_RCVBUF = """\
+    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
+   +0 setsockopt(3, SOL_SOCKET, SO_RCVBUF, [20000], 4) = 0
+   +0 bind(3, ..., ...) = 0
+   +0 listen(3, 1) = 0
+   +0 < S 0:0(0) win 40000 <mss 1000,nop,wscale 6>
+   +0 > S. 0:0(0) ack 1 win 18980 <mss 1460,nop,wscale 0>
+  +.01 < . 1:1(0) ack 1 win 300
+   +0 accept(3, ..., ...) = 4
+   +0 < P. 1:30001(30000) ack 1 win 300
+    * > . 1:1(0) ack 30001 win 0
+  +.01 < F. 30001:30001(0) ack 1 win 300
+   +0 > . 1:1(0) ack 30001 win 0
+"""
+
+
+def test_a_listeners_so_rcvbuf_sets_the_syn_acks_window_and_a_bare_fin_meets_a_zero_window() -> (
+    None
+):
+    """SO_RCVBUF set before listen() is the request sock's space (tcp_openreq_init_rwin, via
+    tcp_full_space): the SYN-ACK offers 18980 with wscale 0. Once the window is zero,
+    tcp_data_queue drops a segment at rcv_nxt, a bare FIN too (its end_seq is past its seq),
+    and ACKs rcv_nxt at once: 6.4 does not yet accept the FIN there."""
+    res = run(parse(SMALL_RCVBUF))
+    assert res.verdict.passed, [(r.line, r.reasons) for r in res.lines if r.status != "match"]
+    fin_acked = SMALL_RCVBUF.rsplit("\n", 2)[0] + "\n   +0 > . 1:1(0) ack 30002 win 0\n"
+    later = run(parse(fin_acked))
+    assert not later.verdict.passed and later.verdict.line == 12

@@ -105,3 +105,43 @@ def test_tcp_incr_quickack_counts() -> None:
     assert quick(1500, 536) == 1
     assert quick(1000, 536) == 2
     assert quick(1500, 536, before=5) == 5
+
+
+# Our own script: an interactive (ping-pong) server gets two small segments, then reads them.
+PUSHED_SCRIPT = """\
+    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
+   +0 bind(3, ..., ...) = 0
+   +0 listen(3, 4) = 0
+   +0 < S 0:0(0) win 65535 <mss 1000>
+   +0 > S. 0:0(0) ack 1 <...>
+ +.02 < . 1:1(0) ack 1 win 65535
+   +0 accept(3, ..., ...) = 4
+ +.02 < P. 1:101(100) ack 1 win 65535
+   +0 > . 1:1(0) ack 101
+   +0 read(4, ..., 100) = 100
+   +0 write(4, ..., 100) = 100
+   +0 > P. 1:101(100) ack 101
+ +.02 < P. 101:151(50) ack 101 win 65535
+{second} +.01 read(4, ..., 100) = {n}
+{ack}"""
+
+
+def test_reading_after_two_small_segments_acks_at_once_in_ping_pong_mode() -> None:
+    """tcp_measure_rcv_mss sets ICSK_ACK_PUSHED for a small segment and ICSK_ACK_PUSHED2 for
+    a second one while the first is unacknowledged; tcp_cleanup_rbuf then sends the ACK as the
+    read empties the queue, even in ping-pong mode (__tcp_ack_snd_check had delayed it). With
+    one small segment (PUSHED only) a ping-pong socket keeps waiting for the delayed-ACK timer."""
+    two = PUSHED_SCRIPT.format(
+        second="   +0 < P. 151:201(50) ack 101 win 65535\n",
+        n=100,
+        ack="   +0 > . 101:101(0) ack 201\n",
+    )
+    res = run(parse(two))
+    assert res.verdict.passed, [(r.line, r.reasons) for r in res.lines if r.status != "match"]
+    ack = next(r for r in res.lines if r.line == 16)
+    assert ack.source is not None and ack.source.function == "tcp_cleanup_rbuf"
+    one = PUSHED_SCRIPT.format(second="", n=50, ack="   +0 > . 101:101(0) ack 151\n")
+    late = run(parse(one))
+    assert not late.verdict.passed and late.verdict.line == 15  # no ACK at the read
+    waited = PUSHED_SCRIPT.format(second="", n=50, ack="+.03 > . 101:101(0) ack 151\n")
+    assert run(parse(waited)).verdict.passed  # the timer's ACK, 40 ms after the segment

@@ -1,42 +1,21 @@
-"""Every cited Linux 6.4 line is the definition line of the named function.
-
-The table cites upstream v6.4; the tree read here is the 6.4.4 stable code, so each line is
-mapped with ``line_in_644`` before it is looked up."""
+"""Every cited Linux 6.4 line is the definition line of the named function, in a v6.4 tree."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-from functools import cache
 from pathlib import Path
 
 import pytest
 
-from app.sim.tcp.sources import SOURCES, line_in_644
-
-TREE = Path("/work/.mirror/lewisevans2007+linux-6.4/repo")
-
-
-@cache
-def _file(path: str) -> list[str]:
-    out = subprocess.run(
-        ["git", "-C", str(TREE), "show", f"HEAD:{path}"],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=30,
-    )
-    return out.stdout.splitlines()
+from app.sim.tcp.sources import SOURCES
+from tests.linux_v64 import require_v6_4, v6_4_file
 
 
-@pytest.mark.skipif(
-    not TREE.exists() or shutil.which("git") is None, reason="Linux 6.4 tree not available"
-)
 @pytest.mark.parametrize("key", sorted(SOURCES))
 def test_cited_line_defines_the_function(key: str) -> None:
     """The line holds the function's name followed by its opening parenthesis."""
+    require_v6_4()
     ref = SOURCES[key]
-    line = _file(ref.path)[line_in_644(ref.path, ref.line) - 1]
+    line = v6_4_file(ref.path)[ref.line - 1]
     name = ref.function
     assert name + "(" in line or name + " (" in line, (ref.path, ref.line, line)
     assert not line.startswith((" ", "\t")), "a definition starts at column 0"

@@ -34,14 +34,37 @@ from app.sim.tcp.packetdrill.ast import (
 from app.sim.tcp.packetdrill.peer import PeerSim, RunLimit, Sent
 from app.sim.tcp.packetdrill.settings import knobs
 from app.sim.tcp.packetdrill.syscalls import PendingPoll, check_poll
-from app.sim.tcp.params import TcpParams
+from app.sim.tcp.params import MAX_RCVBUF, TcpParams
 from app.sim.tcp.sock import Seg
 
 DEFAULT_TOLERANCE_US = 4000
 MAX_EVENTS = 20_000  # model events (timers, calls, segments) a run may take
 MAX_SIM_MS = 600_000.0  # simulated time a script may span: 10 minutes
-MAX_SEND_MSS = 1460  # advmss of a 1500-byte MTU (the selftests' tun device)
-DEFAULT_MSS = 536  # TCP_MSS_DEFAULT when the peer's SYN has no MSS option
+# advmss of a 1500-byte MTU (the selftests' tun device): what the local end's SYN or SYN-ACK
+# offers, whatever the peer's MSS option says (tcp_advertise_mss / tcp_openreq_init_rwin use
+# the route's advmss). The peer's option only clamps what the local end sends (mss_clamp,
+# tcp_sync_mss), which the model reads from the peer's SYN itself.
+ADVMSS = 1460
+
+
+def rcvbuf_before_open(script: Script) -> int | None:
+    """SO_RCVBUF set before listen() or connect(): the model's ``rcvbuf`` (the space its
+    windows may offer; the kernel doubles the value for overhead and offers half of that,
+    tcp_full_space). A listener's value is the request sock's and its child's (the SYN-ACK's
+    window and scale, tcp_openreq_init_rwin). None when the script sets none in time."""
+    from app.sim.tcp.packetdrill.syscalls import SOL_RCVBUF_ARGS, _int, _name
+
+    for ev in script.events:
+        if not isinstance(ev, Syscall):
+            continue
+        if ev.name in ("listen", "connect"):
+            return None
+        if ev.name == "setsockopt" and len(ev.args) > SOL_RCVBUF_ARGS:
+            if _name(ev.args[2]) == "SO_RCVBUF":
+                v = _int(ev.args[3])
+                if v is not None and 0 < v <= MAX_RCVBUF:
+                    return v
+    return None
 
 
 class RunLimitError(ValueError):
@@ -151,7 +174,6 @@ class Runner:
             None,
         )
         opts = syn.options or () if syn is not None else ()
-        mss = next((o.values[0] for o in opts if o.kind == "mss"), DEFAULT_MSS)
         self.peer_wscale = next((o.values[0] for o in opts if o.kind == "wscale"), 0)
         self.knobs = knobs(script)
         if not self.knobs.window_scaling:
@@ -159,7 +181,8 @@ class Runner:
         params = TcpParams(
             script=(),
             until_ms=MAX_SIM_MS,
-            mss=max(64, min(mss, MAX_SEND_MSS)),
+            mss=ADVMSS,
+            rcvbuf=rcvbuf_before_open(script),
             sysctl=self.knobs.sysctls,
             client_iss=0,  # the local ISN is packetdrill's 0, so the narration's numbers are
             server_iss=0,  # the script's

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 O_NONBLOCK = 0x800
 O_RDWR = 2
+SOL_RCVBUF_ARGS = 3  # setsockopt(fd, level, name, value, len): the value is argument 3
 SOCKOPTS = ("SO_REUSEADDR", "SO_LINGER", "TCP_NODELAY", "SO_RCVBUF", "SO_SNDBUF", "SO_KEEPALIVE")
 
 

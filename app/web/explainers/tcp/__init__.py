@@ -3,6 +3,8 @@ picture, the RFC/Linux view switch, and a script editor."""
 
 from __future__ import annotations
 
+from fastapi import APIRouter
+
 from app.sim.core import Message, msg
 from app.sim.tcp import TcpExplainer
 from app.sim.tcp.params import (
@@ -25,6 +27,7 @@ from app.sim.tcp.params import (
 from app.sim.tcp.state import TcpState
 from app.web.editor import EditorSpec, FieldSpec, Group, Rows, number, whole
 from app.web.explainers.tcp.packetdrill import router as packetdrill_router
+from app.web.explainers.tcp.pdembed import router as pdembed_router
 from app.web.explainers.tcp.picture import picture
 from app.web.explainers.tcp.quiz import question
 from app.web.explainers.tcp.recording import RECORDING
@@ -169,13 +172,17 @@ EDITOR = EditorSpec(
 
 SIM = TcpExplainer()
 
+ROUTER = APIRouter()
+ROUTER.include_router(packetdrill_router)  # /explainers/tcp/packetdrill and its API
+ROUTER.include_router(pdembed_router)  # /embed/tcp/packetdrill: a run in a slide
+
 VIEW: WebView[TcpState, None] = WebView(
     picture=picture,
     scripts=("/static/explainers/tcp/view.js",),
     editor=EDITOR,
     thumbnail=Thumbnail(preset="handshake", step=6),  # the server answers SYN with SYN+ACK
     question=question,  # which state comes next
-    router=packetdrill_router,  # /explainers/tcp/packetdrill and its API
+    router=ROUTER,  # the packetdrill page, its API and its embed
     actions=(Action(key="packetdrill", label=msg("packetdrill"), path="packetdrill"),),
     recording=RECORDING,  # a capture or a `stepscope record tcp` run, on the same player
 )

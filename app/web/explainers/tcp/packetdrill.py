@@ -292,15 +292,20 @@ def page(
         return _page(request, shared_script(s), tolerance_us, None)
     text = example_text(example, i18n.language_of(request))
     if text is None:
-        raise ParamError.single(
-            ("query", "example"),
-            msg(
-                "unknown example {value}; choose one of {names}",
-                value=example[:40],
-                names=", ".join(EXAMPLES),
-            ),
-        )
+        raise unknown_example(example)
     return _page(request, text, tolerance_us, example)
+
+
+def unknown_example(example: str) -> ParamError:
+    """422 naming ``query.example``: no example has this name."""
+    return ParamError.single(
+        ("query", "example"),
+        msg(
+            "unknown example {value}; choose one of {names}",
+            value=example[:40],
+            names=", ".join(EXAMPLES),
+        ),
+    )
 
 
 @router.post("/explainers/tcp/packetdrill", response_class=HTMLResponse)
@@ -369,6 +374,7 @@ def _render(
         for s in steps:
             s["fields"] = compare_rows(s)
             s["narration"] = [data["frames"][i] for i in s["frames"]]
+    share = _share_url(text, tolerance_us, example) if res is not None else None
     ctx: dict[str, Any] = {
         "examples": EXAMPLES,
         "example": example,
@@ -379,7 +385,8 @@ def _render(
         "steps": steps,
         "issues": issues,
         "max_kb": MAX_SCRIPT_BYTES // 1024,
-        "share": _share_url(text, tolerance_us, example) if res is not None else None,
+        "share": share,
+        "embed": _embed_url(share, i18n.language_of(request)) if share else None,
         "kernel_asked": kres is not None,
     }
     return render(request, TEMPLATE, ctx, status_code=status)
@@ -391,6 +398,14 @@ def _share_url(text: str, tolerance_us: int, example: str | None) -> str | None:
         return f"/explainers/tcp/packetdrill?example={example}{tol}"
     code = share_code(text)
     return None if code is None else f"/explainers/tcp/packetdrill?s={code}{tol}"
+
+
+def _embed_url(share: str, lang: str) -> str:
+    """The embed of a shared run: the share link's query on ``/embed/tcp/packetdrill``, with
+    the slide defaults (min controls, projector theme) and the page's language."""
+    query = share.split("?", 1)[1]
+    lang_q = "" if lang == i18n.DEFAULT else f"&lang={lang}"
+    return f"/embed/tcp/packetdrill?{query}&controls=min&theme=projector{lang_q}"
 
 
 _FIELDS = ("flags", "seq", "len", "ack", "win", "options", "t_ms", "call", "ret", "errno")

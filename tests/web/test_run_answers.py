@@ -1,0 +1,258 @@
+"""A run the API waits for has its answer written in its simulation process and handed to the app
+worker through the run slot's memory file (app.web.answers): the answer is the documented JSON
+in the request's language, the file is emptied once read, a run joined or not asked for an
+answer is answered from its trace, and an answer nobody takes is not kept."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import time
+import zlib as compress_module
+from collections.abc import Callable, Iterator
+from functools import partial
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app import explainers
+from app.main import create_app
+from app.settings import Settings
+from app.sim.core import EncodedJSON, Trace
+from app.store.db import init_db, make_engine
+from app.web import answers, fastjson, i18n
+from app.web import runs as runs_module
+from app.web.plugin import Plugin
+from app.web.routes.api import answer_pieces, trace_json
+from app.web.runs import RunService
+
+PLUGINS = {p.name: p for p in explainers.builtin()}
+
+
+@pytest.fixture
+def make_runs(tmp_path: Path) -> Iterator[Callable[..., RunService]]:
+    started: list[RunService] = []
+
+    def make(**overrides: Any) -> RunService:
+        settings = Settings(
+            database_url=f"sqlite:///{tmp_path / 'runs.db'}",
+            **{"sim_quick_workers": 0, "job_threshold_s": 1000, **overrides},
+        )
+        engine = make_engine(settings.database_url)
+        init_db(engine)
+        runs = RunService(settings, engine)
+        runs.start()
+        started.append(runs)
+        return runs
+
+    yield make
+    for runs in started:
+        runs.stop()
+
+
+def wait_for(check: Callable[[], bool], seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out")
+        time.sleep(0.02)
+
+
+def stored(runs: RunService, key: str) -> bool:
+    return runs.cached(key) is not None
+
+
+def documented(plugin: Plugin, trace: Trace[Any, Any], lang: str) -> Any:
+    with i18n.speaking(lang):
+        return json.loads(json.dumps(trace_json(plugin, trace)))
+
+
+# --- the memory files ----------------------------------------------------------------------------
+
+
+def _write_in_child(fd: int, pieces: list[bytes], out: Any) -> None:
+    out.send(answers.put(fd, pieces))
+
+
+def test_a_forked_process_writes_the_pieces_and_the_worker_reads_them_once() -> None:
+    files = answers.AnswerFiles(2)
+    try:
+        # more pieces than one pwritev takes, of every size, some empty, one a bytearray
+        pieces: list[Any] = [b"x" * (i % 7) + str(i).encode() for i in range(answers.IOV_BATCH * 3)]
+        pieces[5] = b""
+        pieces[9] = bytearray(b"[1,2]")
+        pieces.append(b"y" * (3 << 20))
+        expected = b"".join(pieces)
+        ctx = multiprocessing.get_context("fork")
+        ours, theirs = ctx.Pipe()
+        child = ctx.Process(target=_write_in_child, args=(files.fd(1), pieces, theirs))
+        child.start()
+        size = ours.recv()
+        child.join(10)
+        assert size == len(expected)
+        assert os.fstat(files.fd(0)).st_size == 0  # the other slot's file is untouched
+        assert files.take(1, size) == expected
+        assert os.fstat(files.fd(1)).st_size == 0  # emptied once read
+        assert answers.put(files.fd(1), [b"ab", b"c"]) == 3  # written again from empty
+        assert files.take(1, 3) == b"abc"
+        with pytest.raises(OSError):
+            files.take(1, 10)  # fewer bytes than said: refused, not a short answer
+    finally:
+        files.close()
+
+
+def test_the_pieces_are_the_json_orjson_writes() -> None:
+    content = {
+        "sim_version": "x-1",
+        "steps": EncodedJSON(b'[{"a":1}]'),
+        "rest": {"b": [1.5, None, "\u00e9"], 2: "two"},
+        "big": 10**30,
+    }
+    joined = b"".join(fastjson.render_pieces(content))
+    assert json.loads(joined) == {
+        "sim_version": "x-1",
+        "steps": [{"a": 1}],
+        "rest": {"b": [1.5, None, "\u00e9"], "2": "two"},
+        "big": 10**30,
+    }
+    plain = {"a": 1, "b": [2, 3]}
+    assert b"".join(fastjson.render_pieces(plain)) == fastjson.render_json(plain)
+    assert b"".join(fastjson.render_pieces({})) == b"{}"
+
+
+# --- the run service ---------------------------------------------------------------------------
+
+
+SCHED = {
+    "config": {
+        "num_gpu_blocks": 64,
+        "block_size": 16,
+        "max_num_batched_tokens": 256,
+        "max_model_len": 512,
+    },
+    "requests": [{"id": f"q{i}", "prompt_tokens": 100 + i, "max_tokens": 9} for i in range(12)],
+}
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("name", sorted(PLUGINS))
+def test_the_answer_from_the_simulation_process_is_the_documented_json(
+    make_runs: Callable[..., RunService], name: str, lang: str
+) -> None:
+    plugin = PLUGINS[name]
+    preset = plugin.sim.preset(plugin.sim.default_preset)
+    assert preset is not None
+    runs = make_runs()
+    params = plugin.sim.parse(preset.params)
+    key = runs.key(plugin.sim, params)
+    job = runs.submit(plugin.sim, params, key, answer=partial(answer_pieces, plugin.sim, lang))
+    got = runs.wait_answer(job, plugin.sim)
+    assert isinstance(got, EncodedJSON)
+    wait_for(lambda: job.state == "done")  # stored once its waiter has the answer
+    trace = runs.cached(key)  # stored as well, for the pages and the next ask
+    assert trace is not None
+    assert json.loads(got.data) == documented(plugin, trace, lang)
+    assert os.fstat(runs._answers.fd(job.slot)).st_size == 0
+    assert job.answered is None  # handed to its waiter, not kept with the job
+
+
+def test_a_second_waiter_and_a_run_without_an_answer_get_the_trace(
+    make_runs: Callable[..., RunService],
+) -> None:
+    sim = PLUGINS["scheduler"].sim
+    runs = make_runs()
+    params = sim.parse(SCHED)
+    key = runs.key(sim, params)
+    job = runs.submit(sim, params, key, answer=partial(answer_pieces, sim, "en"))
+    first = runs.wait_answer(job, sim)
+    assert isinstance(first, EncodedJSON)
+    again = runs.wait_answer(job, sim)  # the answer was taken: the trace
+    assert isinstance(again, Trace)
+    assert json.loads(first.data) == documented(PLUGINS["scheduler"], again, "en")
+    other = sim.parse({**SCHED, "requests": SCHED["requests"][:5]})
+    plain = runs.submit(sim, other, runs.key(sim, other))  # no answer asked for
+    assert isinstance(runs.wait_answer(plain, sim), Trace)
+
+
+def test_an_answer_nobody_waits_for_is_not_kept(make_runs: Callable[..., RunService]) -> None:
+    sim = PLUGINS["scheduler"].sim
+    runs = make_runs()
+    params = sim.parse(SCHED)
+    key = runs.key(sim, params)
+    job = runs.submit(sim, params, key, answer=partial(answer_pieces, sim, "en"))
+    wait_for(lambda: job.state == "done")
+    assert job.answered is None
+    assert os.fstat(runs._answers.fd(job.slot)).st_size == 0
+    assert runs.cached(key) is not None
+
+
+def test_the_run_route_answers_from_the_simulation_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the API (and in Chinese): the answer read from the memory file is sent, it
+    parses to the documented JSON, and the same params again are answered from the store."""
+    taken: list[int] = []
+    take = answers.AnswerFiles.take
+
+    def counting_take(self: answers.AnswerFiles, slot: int, size: int) -> bytes:
+        taken.append(size)
+        return take(self, slot, size)
+
+    monkeypatch.setattr(answers.AnswerFiles, "take", counting_take)
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'api.db'}", warm_presets=False)
+    with TestClient(create_app(settings)) as client:
+        for lang in ("zh", "en"):
+            body = {
+                **SCHED,
+                "requests": [{**r, "id": f"{lang}{r['id']}"} for r in SCHED["requests"]],
+            }
+            r = client.post(
+                f"/api/v1/explainers/scheduler/run?lang={lang}",
+                json=body,
+                headers={"Accept-Language": lang},
+            )
+            assert r.status_code == 200
+            assert taken and taken[-1] == len(r.content)
+            site = client.app.state.site  # type: ignore[attr-defined]
+            sim = site.get("scheduler").sim
+            key = site.runs.key(sim, sim.parse(body))
+            wait_for(partial(stored, site.runs, key))  # stored after it answered
+            trace = site.runs.cached(key)
+            assert r.json() == documented(site.get("scheduler"), trace, lang)
+            count = len(taken)
+            again = client.post(f"/api/v1/explainers/scheduler/run?lang={lang}", json=body)
+            assert again.status_code == 200 and len(taken) == count  # from the store
+            assert again.json() == r.json()
+
+
+def test_the_answer_is_sent_while_the_trace_is_still_being_stored(
+    make_runs: Callable[..., RunService], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The simulation process flags its answer as soon as it is written: the waiter has it
+    while the process still compresses the trace (made slow here), which is stored after."""
+    compress = runs_module.zlib.compress
+
+    def slow_compress(data: bytes, level: int = -1) -> bytes:
+        time.sleep(1.5)
+        return compress(data, level)
+
+    # the processes fork with it (the run module's zlib is the one module: patched only there)
+    slow_zlib = SimpleNamespace(compress=slow_compress, decompress=compress_module.decompress)
+    monkeypatch.setattr(runs_module, "zlib", slow_zlib)
+    sim = PLUGINS["scheduler"].sim
+    runs = make_runs()
+    params = sim.parse(SCHED)
+    key = runs.key(sim, params)
+    job = runs.submit(sim, params, key, answer=partial(answer_pieces, sim, "en"))
+    got = runs.wait_answer(job, sim)
+    assert isinstance(got, EncodedJSON)
+    assert job.state == "running" and runs.cached(key) is None  # not stored yet
+    wait_for(lambda: job.state == "done")
+    trace = runs.cached(key)
+    assert trace is not None
+    assert json.loads(got.data) == documented(PLUGINS["scheduler"], trace, "en")
+    assert os.fstat(runs._answers.fd(job.slot)).st_size == 0
