@@ -27,15 +27,25 @@ class Settings(BaseSettings):
     sim_quick_nice: int = 5  # small runs' processes are lowered less: an app worker still first
     # A simulation process is replaced by a fresh one after a run that left it holding over this
     # many MB of its own (not shared with its app worker), or after this many runs (0: never).
-    sim_recycle_mb: float = 256.0
+    sim_recycle_mb: float = 128.0
     sim_recycle_runs: int = 500
     # Every finished run appends a JSON line here: predicted vs measured CPU and wall seconds,
     # the process's size (bench/soak.py reads it; None: not written).
     run_log: Path | None = None
+    # Log each time an app worker's event loop is held longer than this (ms), with where it
+    # was held (app.web.loopwatch; bench/soak.py turns it on). 0: off.
+    loop_stall_ms: float = 0.0
+    # An app worker's youngest objects are collected every this many net allocations, and what
+    # it holds once started and once warmed up is kept out of later full collections
+    # (app.web.gctune; 0: Python's defaults).
+    gc_threshold: int = 20_000
     quick_run_s: float = 0.5  # runs expected to take at most this long are small
     # Hard limits of each simulation process (app.web.simproc): its address space, and the CPU
     # seconds of one run; a run over either fails alone with a 422 naming the limit (0: none).
     sim_memory_mb: int = 3072
+    # ... and the memory one run may add to its process (address space, MB): a run that would
+    # grow it more fails alone with a 422 naming APP_SIM_RUN_MB (0: only the limit above).
+    sim_run_mb: int = 768
     sim_cpu_s: float = 120.0
     # Stored traces (a cache: run again when missing) go when stored this many days ago, and
     # the oldest go while all take more than this many MB, compressed (presets stay; 0: never).
@@ -58,6 +68,7 @@ class Settings(BaseSettings):
     warm_presets: bool = False
     expensive_runs_per_minute: int = 6  # per client, for runs expected to take over 1 s
     chromium: Path = Path("/usr/bin/chromium")  # PNG export draws in Debian's chromium
+    export_nice: int = 15  # Chromium's CPU priority is lowered this much (as long runs')
     # Let visitors run a script against this machine's own kernel as well as the model (in a
     # network namespace made for the run; needs root). Off by default: a public server should
     # not hand its kernel to anonymous visitors; turn it on for a lab or a lecture machine.

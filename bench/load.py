@@ -313,21 +313,33 @@ def tree_rss_mb(pid: int) -> float:
 
 def tree_rss_by_role(pid: int) -> dict[str, float]:
     """Resident memory (MB) of the server's process tree by role: the uvicorn supervisor, the app
-    workers (its children) and the simulation processes (theirs, forked by each app worker)."""
-    out = {"supervisor": 0.0, "app workers": 0.0, "simulation processes": 0.0}
+    workers (its children), the simulation processes (theirs, forked by each app worker) and
+    the export browser (Playwright's driver and the Chromium it starts for a PNG, and theirs).
+    Summed resident sizes count a page shared by several processes (a simulation process and
+    the app worker it was forked from) once per process: see PSS for each page once."""
+    out = {
+        "supervisor": 0.0,
+        "app workers": 0.0,
+        "simulation processes": 0.0,
+        "export browser": 0.0,
+    }
     roles = ("supervisor", "app workers", "simulation processes")
-    todo, seen = [(pid, 0)], set()
+    todo, seen = [(pid, 0, False)], set()
     while todo:
-        p, depth = todo.pop()
+        p, depth, browser = todo.pop()
         if p in seen:
             continue
         seen.add(p)
         try:
             status = Path(f"/proc/{p}/status").read_text()
             rss = int(re.search(r"VmRSS:\s+(\d+)", status).group(1))  # type: ignore[union-attr]
-            out[roles[min(depth, 2)]] += rss / 1024
+            if depth >= 2 and not browser:
+                cmd = Path(f"/proc/{p}/cmdline").read_bytes()
+                browser = b"chromium" in cmd or b"playwright" in cmd
+            out["export browser" if browser else roles[min(depth, 2)]] += rss / 1024
             for task in Path(f"/proc/{p}/task").iterdir():
-                todo += [(int(c), depth + 1) for c in (task / "children").read_text().split()]
+                kids = (task / "children").read_text().split()
+                todo += [(int(c), depth + 1, browser) for c in kids]
         except (OSError, AttributeError):
             continue
     return out

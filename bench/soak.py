@@ -33,6 +33,7 @@ import base64
 import json
 import os
 import random
+import re
 import shutil
 import sys
 import tempfile
@@ -62,6 +63,15 @@ SCHED_90 = (
     b'"max_tokens":300}]}'
 )
 PATH_BIG = {"path": "tx", "device": "veth", "packets": 32, "payload_bytes": 1448}
+
+
+VERDICTS: list[str] = []  # one line per criterion of issue 24's "Done when", printed last
+
+
+def verdict(criterion: str, figure: str, met: bool | None) -> None:
+    """Record a criterion's figure and whether it is met (None: not measured)."""
+    word = "not measured" if met is None else ("MET" if met else "NOT MET")
+    VERDICTS.append(f"   {word:<12} {criterion}: {figure}")
 
 
 def token(raw: Any) -> str:
@@ -143,7 +153,15 @@ class ProcWatch:
         print("\n== processes (sampled every second)")
         if not ws:
             print("   not measured (--url)")
+            verdict("0 worker deaths", "not measured (--url)", None)
             return
+        left = {p: c for p, c in self.orphans.items() if proc_stat(p) is not None}
+        verdict(
+            "0 worker deaths, no process left outside the server's tree",
+            f"{len(self.worker_deaths)} app worker deaths; {len(left)} processes of its session "
+            f"outside its master's tree still alive at the end ({len(self.orphans)} seen)",
+            not self.worker_deaths and not left,
+        )
         print(
             f"   app workers: {min(ws)}-{max(ws)} alive; worker deaths: {len(self.worker_deaths)}"
             + "".join(f" (pid {p} at {t:.0f} s)" for t, p in self.worker_deaths[:8])
@@ -276,7 +294,8 @@ async def run_and_follow(
     adv.accepted[(xff.rsplit(",", 1)[-1].strip(), int(time.perf_counter() // 60))] += 1
     data = r.json()
     status_url = str(data.get("status_url") or r.headers.get("location", ""))
-    expected = float(data.get("expected_s", "nan"))
+    # the wait the server estimated for it (app.web.eta); its predicted work if none
+    expected = float(data.get("eta_s") or data.get("expected_s", "nan"))
     if abandon:
         adv.jobs.append((status_url, xff.rsplit(",", 1)[-1].strip()))
         return
@@ -547,10 +566,18 @@ def report_statuses(stats: list[L.Stats]) -> None:
             for code, n in codes.items():
                 if code == 500 or code not in DOCUMENTED:
                     bad[f"{kind} → {code}"] += n
+    fives = sum(n for k, n in bad.items() if k.endswith("→ 500"))
     print(
-        f"   500s: {sum(n for k, n in bad.items() if k.endswith('→ 500'))} (target: 0); answers "
+        f"   500s: {fives} (target: 0); answers "
         "outside 200/201/202/204/304/400/401/403/404/405/409/410/413/422/429/503: "
         + (", ".join(f"{k}: {n}" for k, n in sorted(bad.items())) or "none")
+    )
+    total = sum(n for s in stats for codes in s.statuses.values() for n in codes.values())
+    verdict(
+        "no 500, every answer within the documented codes (0 = no answer in --timeout)",
+        f"{fives} × 500 of {total} requests; outside the documented codes: "
+        + (", ".join(f"{k}: {n}" for k, n in sorted(bad.items())) or "none"),
+        not bad,
     )
 
 
@@ -568,11 +595,19 @@ def report_cheap(stats: list[L.Stats]) -> None:
     every.sort()
     if every:
         p99 = L.pct(every, 99)
-        verdict = "met" if p99 <= CHEAP_P99_MS else "NOT met"
+        word = "met" if p99 <= CHEAP_P99_MS else "NOT met"
         print(
             f"   all cheap: n {len(every)}, p50 {L.pct(every, 50):.0f}, p95 {L.pct(every, 95):.0f}, "
-            f"p99 {p99:.0f} ms ({verdict})"
+            f"p99 {p99:.0f} ms ({word})"
         )
+        verdict(
+            f"cheap requests p99 ≤ {CHEAP_P99_MS:.0f} ms",
+            f"p99 {p99:.0f} ms (p50 {L.pct(every, 50):.0f}, p95 {L.pct(every, 95):.0f}; "
+            f"n {len(every)}: {', '.join(CHEAP)})",
+            p99 <= CHEAP_P99_MS,
+        )
+    else:
+        verdict(f"cheap requests p99 ≤ {CHEAP_P99_MS:.0f} ms", "no cheap request", None)
 
 
 def pss_mb(pids: list[int]) -> float:
@@ -633,20 +668,65 @@ def report_pss(points: list[tuple[float, float]]) -> None:
     print(f"   PSS floor of each minute, MB: {floors(points, L.WARM_UP_S)}")
 
 
+def ten_second_samples(samples: list[L.Sample]) -> list[L.Sample]:
+    """The first sample of each 10-s window (samples are taken about once a second)."""
+    seen: dict[int, L.Sample] = {}
+    for sample in samples:
+        seen.setdefault(int(sample[0]) // 10, sample)
+    return [seen[k] for k in sorted(seen)]
+
+
+def spread(points: list[float]) -> tuple[float, float, float]:
+    """min, max, and max over min as a percentage above 100 (0 = flat)."""
+    low, top = min(points), max(points)
+    return low, top, (100 * (top - low) / low if low > 0 else float("inf"))
+
+
 def report_rss(samples: list[L.Sample]) -> None:
-    print("\n== server RSS (all its processes), MB every 10 s")
+    print(
+        "\n== server RSS: resident MB of every process in the server's tree (master, app "
+        "workers, simulation processes, export browser), summed; sampled every second, shown "
+        "every 10 s"
+    )
     if not samples:
         print("   not measured (--url)")
+        verdict("RSS flat within 20 % after the first minute", "not measured (--url)", None)
         return
-    tens = [s for s in samples if int(s[0]) % 10 == 0]
-    seen: dict[int, float] = {}
-    for t, mb, _ in tens:
-        seen.setdefault(int(t), mb)
-    print("   " + ", ".join(f"{t}s {mb:.0f}" for t, mb in sorted(seen.items())))
+    tens = ten_second_samples(samples)
+    print("   " + ", ".join(f"{t:.0f}s {mb:.0f}" for t, mb, _ in tens))
     print("   " + rss_roles_line(samples))
+    t_top, mb_top, roles_top = max(samples, key=lambda sample: sample[1])
+    print(
+        f"   the highest sample, {mb_top:.0f} MB at {t_top:.0f} s: "
+        + "; ".join(f"{role} {mb:.0f}" for role, mb in roles_top.items())
+    )
     points = [(t, mb) for t, mb, _ in samples]
     print(f"   after the first {L.WARM_UP_S:.0f} s: {flatness(points, L.WARM_UP_S)}")
     print(f"   floor of each minute, MB: {floors(points, L.WARM_UP_S)}")
+    later = [s for s in tens if s[0] >= L.WARM_UP_S]
+    every = [s for s in samples if s[0] >= L.WARM_UP_S]
+    if len(later) < 2:
+        verdict(
+            "RSS flat within 20 % after the first minute",
+            f"shorter than {L.WARM_UP_S:.0f} s: not judged",
+            None,
+        )
+        return
+    low, top, pct = spread([mb for _, mb, _ in later])
+    low1, top1, pct1 = spread([mb for _, mb, _ in every])
+    no_browser = [mb - roles.get("export browser", 0.0) for _, mb, roles in every]
+    low2, top2, pct2 = spread(no_browser)
+    print(
+        f"   every 1-s sample after {L.WARM_UP_S:.0f} s: {low1:.0f}-{top1:.0f} MB (+{pct1:.0f} %); "
+        f"without the export browser: {low2:.0f}-{top2:.0f} MB (+{pct2:.0f} %)"
+    )
+    verdict(
+        "RSS flat within 20 % after the first minute",
+        f"10-s samples after {L.WARM_UP_S:.0f} s: min {low:.0f}, max {top:.0f} MB, max/min "
+        f"{top / low:.2f} (+{pct:.0f} %; every 1-s sample +{pct1:.0f} %, without the export "
+        f"browser +{pct2:.0f} %)",
+        pct <= 20,
+    )
 
 
 def read_run_log(path: Path, since: float) -> list[dict[str, Any]]:
@@ -671,26 +751,41 @@ def _ratio(measured: float, expected: float) -> float:
     return measured / max(expected, MIN_PREDICTED_S)
 
 
+def _eta(r: dict[str, Any]) -> float:
+    """The run's wall time as the server estimated it when the run was submitted (``eta_s``:
+    the runs ahead of it and the recent pace, app.web.eta), else its predicted work."""
+    eta = r.get("eta_s")
+    return float(eta) if eta else float(r["expected_s"])
+
+
+def _p50(xs: list[float]) -> float:
+    return xs[(len(xs) - 1) // 2]
+
+
 def run_log_lines(records: list[dict[str, Any]]) -> list[str]:
     """What the server's own run log says, per explainer: each run's CPU time in its simulation
-    process against ``expected_seconds`` (the honest test of a prediction: CPU time does not
-    count other processes sharing the CPUs or the wait for a process), and its wall time from
-    the request to the end (queueing and contention included), with the wait for a process.
-    Runs that ended in a process (done, or failed there) have a CPU time; runs cancelled or
-    refused before one took them do not."""
+    process against ``expected_seconds`` (the prediction of its work: CPU time does not count
+    other processes sharing the CPUs or the wait for a process), and its wall time from the
+    request to the stored result against ``eta_s``, the wait the client was told when it was
+    submitted (the runs ahead of it and the lane's recent pace; app.web.eta), and against
+    ``expected_seconds`` too, with the wait for a process. Runs that ended in a process (done,
+    or failed there) have a CPU time; runs cancelled or refused before one took them do not."""
     lines = []
     by_name: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for rec in records:
         by_name[str(rec["explainer"])].append(rec)
-    cpu_over = wall_over = timed = 0
+    cpu_over = eta_over = wall_over = timed = 0
     for name, recs in sorted(by_name.items()):
         measured = [r for r in recs if r.get("cpu_s") is not None]
         cpu = sorted(_ratio(float(r["cpu_s"]), float(r["expected_s"])) for r in measured)
         wall = sorted(_ratio(float(r["wall_s"]), float(r["expected_s"])) for r in measured)
+        eta = sorted(_ratio(float(r["wall_s"]), _eta(r)) for r in measured)
         queued = sorted(float(r["queued_s"]) for r in measured)
         over_c = sum(1 for x in cpu if x > OVER)
         over_w = sum(1 for x in wall if x > OVER)
+        over_e = sum(1 for x in eta if x > OVER or x < 1 / OVER)
         cpu_over, wall_over, timed = cpu_over + over_c, wall_over + over_w, timed + len(cpu)
+        eta_over += over_e
         states: dict[str, int] = defaultdict(int)
         for r in recs:
             states[str(r["state"])] += 1
@@ -702,17 +797,40 @@ def run_log_lines(records: list[dict[str, Any]]) -> list[str]:
         worst = max(measured, key=lambda r: _ratio(float(r["cpu_s"]), float(r["expected_s"])))
         lines.append(
             f"   {name:<10} n {len(recs):>4} {dict(states)}; CPU/predicted p50 "
-            f"{cpu[(len(cpu) - 1) // 2]:.2f}, max {cpu[-1]:.2f} ({worst['cpu_s']:.2f} s for "
-            f"{worst['expected_s']:.3g} s), over {OVER:g}×: {over_c}; wall/predicted p50 "
-            f"{wall[(len(wall) - 1) // 2]:.2f}, max {wall[-1]:.2f}, over {OVER:g}×: {over_w}; "
-            f"waited for a process p50 {queued[(len(queued) - 1) // 2]:.2f}, max {queued[-1]:.2f} s"
+            f"{_p50(cpu):.2f}, max {cpu[-1]:.2f} ({worst['cpu_s']:.2f} s for "
+            f"{worst['expected_s']:.3g} s), over {OVER:g}×: {over_c}; wall/eta p50 "
+            f"{_p50(eta):.2f}, min {eta[0]:.2f}, max {eta[-1]:.2f}, outside {OVER:g}×: {over_e}; "
+            f"wall/predicted p50 {_p50(wall):.2f}, max {wall[-1]:.2f}; waited for a process "
+            f"p50 {_p50(queued):.2f}, max {queued[-1]:.2f} s"
         )
-    verdict = "met" if cpu_over == 0 else "NOT met"
     lines.append(
-        f"   runs whose CPU time is over {OVER:g}× their prediction: {cpu_over} of {timed} "
-        f"({verdict}); whose wall time is: {wall_over} of {timed} (predictions under "
+        f"   runs whose CPU time is over {OVER:g}× their predicted work: {cpu_over} of {timed}; "
+        f"whose wall time is outside {OVER:g}× of the eta they were given: {eta_over}; over "
+        f"{OVER:g}× their predicted work: {wall_over} (predictions under "
         f"{MIN_PREDICTED_S * 1000:.0f} ms count as {MIN_PREDICTED_S * 1000:.0f} ms)"
     )
+    if timed:
+        verdict(
+            f"every run within {OVER:g}× of its predicted cost, CPU time",
+            f"{cpu_over} of {timed} runs over {OVER:g}× expected_seconds (the CPU time of "
+            "each run in its simulation process, from the server's run log)",
+            cpu_over == 0,
+        )
+        verdict(
+            f"every run within {OVER:g}× of its predicted cost, wall time",
+            f"{eta_over} of {timed} runs outside {OVER:g}× of the eta_s they were given "
+            f"(request to stored result; {wall_over} over {OVER:g}× expected_seconds)",
+            eta_over == 0,
+        )
+    else:
+        verdict(f"every run within {OVER:g}× of its predicted cost", "no run in the log", None)
+    for name, recs in sorted(by_name.items()):
+        grew = sorted(float(r["grew_mb"]) for r in recs if r.get("grew_mb") is not None)
+        if grew:
+            lines.append(
+                f"   {name:<10} resident memory a run added to its process at its peak: p50 "
+                f"{_p50(grew):.0f}, max {grew[-1]:.0f} MB"
+            )
     sizes = [float(r["private_mb"]) for r in records if r.get("private_mb") is not None]
     if sizes:
         pids = {r["pid"] for r in records if r.get("pid") is not None}
@@ -752,8 +870,9 @@ def rss_roles_line(samples: list[L.Sample]) -> str:
 
 def report_runs(adv: Adversary) -> None:
     print(
-        f"\n== runs: measured vs predicted (flagged over {OVER:g}×; a 200 is timed from the "
-        "request, a job from its 202 to the poll that saw it end: ±0.5 s)"
+        f"\n== runs as the clients saw them: measured vs predicted (flagged over {OVER:g}×; a "
+        "200 is timed from the request against expected_seconds, a job from its 202 to the poll "
+        "that saw it end, ±0.5 s, against the eta_s of the 202)"
     )
     by_kind: dict[str, list[RunRecord]] = defaultdict(list)
     for r in adv.runs:
@@ -795,6 +914,68 @@ def report_runs(adv: Adversary) -> None:
         print(f"   FINDING {what}: {n}")
 
 
+STALL_RE = re.compile(r"event loop held (\d+) ms \((\d+) samples\): (.*)$", re.M)
+GC_RE = re.compile(r"full garbage collection took (\d+) ms", re.M)
+LOOP_STALL_MS = 200  # the server logs each time an app worker's loop is held longer than this
+
+
+def stall_lines(text: str) -> list[str]:
+    """What the server's loop watch (``APP_LOOP_STALL_MS``, app.web.loopwatch) logged: how
+    often and how long an app worker's event loop was held, and where it was held most (each
+    place weighted by its samples, 50 ms apart)."""
+    stalls = [(int(ms), int(n), where) for ms, n, where in STALL_RE.findall(text)]
+    gcs = [int(ms) for ms in GC_RE.findall(text)]
+    if not stalls and not gcs:
+        return [f"   no event loop held over {LOOP_STALL_MS} ms"]
+    held = sorted(ms for ms, _, _ in stalls)
+    places: dict[str, int] = defaultdict(int)
+    for _, _, where in stalls:
+        for part in where.split("; "):
+            name, _, count = part.rpartition(" ×")
+            if name and count.isdigit():
+                places[name] += int(count)
+    out = [
+        f"   event loops held over {LOOP_STALL_MS} ms: {len(held)} times, "
+        f"{sum(held) / 1000:.1f} s in all, longest {held[-1] if held else 0} ms"
+        + (f"; full garbage collections over it: {len(gcs)}, longest {max(gcs)} ms" if gcs else "")
+    ]
+    top = sorted(places.items(), key=lambda kv: -kv[1])[:8]
+    out += [f"     {n:>4} samples  {where}" for where, n in top]
+    return out
+
+
+async def sample_load(out: list[tuple[float, float]], t0: float) -> None:
+    """The machine's 1-minute load average every 10 s (the soak shares the CPUs with whatever
+    else runs: its latencies and wall times say as much about that as about the server)."""
+    while True:
+        out.append((time.perf_counter() - t0, os.getloadavg()[0]))
+        await asyncio.sleep(10.0)
+
+
+def report_verdicts(loads: list[tuple[float, float]]) -> None:
+    """One line per criterion of issue 24's "Done when", to be quoted as they are."""
+    print("\n== verdicts (issue 24, Done when)")
+    figures = [la for _, la in loads]
+    if figures:
+        print(
+            f"   machine load average (1 min) during the soak: {min(figures):.1f}-"
+            f"{max(figures):.1f}, median {sorted(figures)[len(figures) // 2]:.1f} on "
+            f"{os.cpu_count()} CPUs (the server and this client included)"
+        )
+    for line in VERDICTS:
+        print(line)
+
+
+def report_stalls(server: L.Server | None) -> None:
+    print(f"\n== app workers' event loops held over {LOOP_STALL_MS} ms (app.web.loopwatch)")
+    if server is None:
+        print("   not measured (--url)")
+        return
+    server.log.flush()
+    for line in stall_lines(server.log_path.read_text(errors="replace")):
+        print(line)
+
+
 def run_log(server: L.Server | None) -> Path | None:
     return None if server is None else Path(server.tmp.name) / "runs.jsonl"
 
@@ -814,6 +995,8 @@ async def soak(args: argparse.Namespace, base: str, server: L.Server | None) -> 
     ]
     if watch is not None:
         bg.append(asyncio.create_task(watch.run(t0, stop)))
+    loads: list[tuple[float, float]] = []
+    bg.append(asyncio.create_task(sample_load(loads, t0)))
     print(f"\nadversaries: {args.adversaries} clients for {args.duration:g} s (seed {args.seed})")
     advs = [asyncio.create_task(adversary(adv, i, args.seed)) for i in range(args.adversaries)]
     mixed = asyncio.create_task(L.mixed(base, args, info, server))
@@ -838,8 +1021,10 @@ async def soak(args: argparse.Namespace, base: str, server: L.Server | None) -> 
     report_pss(pss)
     report_runs(adv)
     report_run_log(run_log(server), since)
+    report_stalls(server)
     if server is not None:
         print("\n   " + server.log_summary())
+    report_verdicts(loads)
 
 
 def main() -> None:
@@ -865,6 +1050,7 @@ def main() -> None:
         server = L.Server(args.workers)  # --no-proxy-headers, as scripts/serve
         server.env["APP_TRUSTED_PROXIES"] = '["127.0.0.1"]'  # a reverse proxy on this host
         server.env["APP_RUN_LOG"] = str(run_log(server))
+        server.env["APP_LOOP_STALL_MS"] = str(LOOP_STALL_MS)
         print(f"starting the app on {server.url} with {args.workers} workers (SQLite, WAL)")
         server.start()
         base = server.url

@@ -163,6 +163,7 @@ def install(app: FastAPI) -> None:
                 "status_url": status_url,
                 "result_url": f"{status_url}/result",
                 "expected_s": round(job.expected_s, 1),
+                "eta_s": round(job.eta_s, 1),
             }
             return JSONResponse(body, status_code=202, headers=headers)
         ctx = {"job": job, "status_url": status_url}

@@ -19,6 +19,7 @@ from app.web import (
     apidocs,
     classes,
     errors,
+    gctune,
     i18n,
     memory,
     recordings,
@@ -29,6 +30,7 @@ from app.web import (
 from app.web.exporting import PngRenderer
 from app.web.i18n import LanguageMiddleware
 from app.web.jsonguard import refuse_unsafe_json
+from app.web.loopwatch import LoopWatch
 from app.web.pagecache import PageFront
 from app.web.pagewarm import PageWarm, PageWarmer
 from app.web.plugin import Plugin
@@ -103,9 +105,13 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
         # the simulation workers are forked before the server starts its threads.
         init_db(app.state.engine)
         memory.limit_arenas(settings.malloc_arenas)  # before the threads and workers start
+        if gctune.configure(settings.gc_threshold) and settings.warm_presets:
+            gctune.freeze()  # what a server's worker has from the start: modules, templates
         app.state.site.runs.start()
         trimmer = memory.Trimmer(settings.malloc_trim_s)
         trimmer.start()
+        loop_watch = LoopWatch(settings.loop_stall_ms / 1000)
+        loop_watch.start()
         if settings.warm_presets:
             presets = [
                 (p.sim, p.sim.parse(dict(preset.params)))
@@ -121,6 +127,7 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
             yield
         finally:
             trimmer.stop()
+            loop_watch.stop()
             writer = getattr(app.state, "progress_writer", None)
             if writer is not None:
                 writer.close()
@@ -144,7 +151,7 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
     for plugin in app.state.site.plugins:  # an explainer's own words, after the site's catalog
         if plugin.web.locale is not None:
             i18n.add_catalog(plugin.web.locale)
-    app.state.pngs = PngRenderer(settings.chromium)
+    app.state.pngs = PngRenderer(settings.chromium, nice=settings.export_nice)
     errors.install(app)
     # Frame stores and chart libraries compress well.
     app.add_middleware(GZipMiddleware, minimum_size=2048, compresslevel=6)
@@ -195,6 +202,7 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
             site.warm_paths(),
             list(i18n.LANGUAGES),
             stored=lambda: site.stored_presets() == len(site.preset_keys),
+            done=gctune.freeze if settings.gc_threshold > 0 else None,
         )
         app.add_middleware(PageWarm, warmer=app.state.page_warmer)
     app.add_middleware(StaticFront, mounts=mounts)

@@ -44,12 +44,15 @@ class PageWarmer:
         paths: Iterable[str],
         accept_languages: Iterable[str],
         stored: Callable[[], bool] = lambda: True,
+        done: Callable[[], object] | None = None,
     ) -> None:
         """``stored()``: whether the presets' traces are stored (the warm-up waits for that, so
-        it never runs a preset another worker is running)."""
+        it never runs a preset another worker is running); ``done()`` is called when a host's
+        warm-up is over, before the worker says it is ready."""
         self.paths = list(paths)
         self.accept_languages = list(accept_languages)
         self.stored = stored
+        self.done = done
         self._lock = threading.Lock()
         self._hosts: dict[str, threading.Event] = {}  # set when that host's pages are kept
         self.rendered = 0
@@ -102,6 +105,11 @@ class PageWarmer:
                     else:
                         self.failed += 1
         finally:
+            if self.done is not None:
+                try:
+                    self.done()
+                except Exception:  # noqa: BLE001 - the worker must still say it is ready
+                    log.exception("after the warm-up")
             event.set()
 
     @staticmethod

@@ -57,6 +57,7 @@ from app.store import repo
 from app.store.eviction import TraceEviction
 from app.store.models import SharedJob
 from app.web import answers, joberrors
+from app.web.eta import LaneClock
 from app.web.simproc import LanePool, Limits, Recycle, Usage
 
 AnyTrace = Trace[Any, Any]
@@ -249,11 +250,13 @@ def run_record(job: Job, state: str, now: float) -> dict[str, Any]:
         "lane": job.lane,
         "state": state,
         "expected_s": round(job.expected_s, 6),
+        "eta_s": round(job.eta_s, 4),
         "cpu_s": None if usage is None else round(usage.cpu_s, 4),
         "run_s": None if usage is None else round(usage.wall_s, 4),
         "wall_s": round(now - job.started, 4),
         "queued_s": round(max(0.0, queued), 4),
         "private_mb": None if usage is None else round(usage.private_mb, 1),
+        "grew_mb": None if usage is None else round(usage.grew_mb, 1),
         "pid": None if usage is None else usage.pid,
         "time": round(time.time(), 3),
     }
@@ -281,6 +284,7 @@ class Job:
     answered: EncodedJSON | None = None  # that answer, read when the run ended, until taken
     answer_taken: bool = False  # its answer file was claimed for reading (once)
     answer_read: threading.Event = field(default_factory=threading.Event)  # …and read
+    eta_s: float = 0.0  # seconds from its submission to its stored result, as estimated then
 
     def touch(self) -> None:
         self.seen = time.monotonic()
@@ -340,11 +344,13 @@ class RunService:
         self._free = {lane: list(free) for lane, (_, _, free) in self._lanes.items()}
         self._ctx = ctx
         self._pools: dict[str, LanePool] = {}
-        # runs waiting for a worker, per lane: (expected seconds, arrival, job, explainer, params)
+        # runs waiting for a worker, per lane: (submitted + expected seconds, arrival, job,
+        # explainer, params); the least first
         self._pending: dict[str, list[tuple[float, int, Job, Explainer[Any], Any]]] = {
             lane: [] for lane in self._lanes
         }
         self._busy = dict.fromkeys(self._lanes, 0)  # runs handed to each lane's workers
+        self._clocks = {lane: LaneClock(workers) for lane, (workers, _, _) in self._lanes.items()}
         self._order = 0
         self._jobs: dict[str, Job] = {}
         self._ended: OrderedDict[str, Job] = OrderedDict()  # finished jobs, for status pages
@@ -369,7 +375,9 @@ class RunService:
     def start(self) -> None:
         """Fork the workers now, and start the watchdog. They die with this process, hold none
         of its sockets, and run within memory and CPU limits (see app.web.simproc)."""
-        limits = Limits(self.settings.sim_memory_mb, self.settings.sim_cpu_s)
+        limits = Limits(
+            self.settings.sim_memory_mb, self.settings.sim_cpu_s, self.settings.sim_run_mb
+        )
         recycle = Recycle(self.settings.sim_recycle_mb, self.settings.sim_recycle_runs)
         with self._lock:
             if not self._pools:
@@ -507,10 +515,13 @@ class RunService:
                 future=future,
                 lane=lane,
                 answer=answer,
+                eta_s=self._eta(lane, expected),
             )
             self._jobs[key] = job
             self._order += 1
-            heapq.heappush(self._pending[lane], (expected, self._order, job, explainer, params))
+            # shortest first, a run's wait counting against its length (app.web.eta)
+            due = time.monotonic() + expected
+            heapq.heappush(self._pending[lane], (due, self._order, job, explainer, params))
         if expected > self.settings.job_threshold_s:
             # before it can finish (its end is written over this row); see _finished
             job.shared = True
@@ -523,6 +534,22 @@ class RunService:
         future.add_done_callback(partial(self._finished, job, explainer))
         self._dispatch(lane)
         return job
+
+    def _eta(self, lane: str, expected: float) -> float:
+        """Seconds until a run of ``expected`` submitted to ``lane`` now is stored (under the
+        lock; app.web.eta): the lane's running runs, those to be started before it, its own
+        work, at the pace the lane's last runs went. Waiting runs start in the order of their
+        submission time plus their expected work: shortest first, but a run that has waited is
+        not passed by every shorter one that comes later (then its wait could not be told)."""
+        now = time.monotonic()
+        running = [
+            (job.expected_s, now - job.handed)
+            for job in self._jobs.values()
+            if job.lane == lane and job.handed and job.state == "running"
+        ]
+        due = now + expected
+        ahead = [job.expected_s for d, _, job, _, _ in self._pending[lane] if d <= due]
+        return self._clocks[lane].eta(expected, running, ahead)
 
     # --- jobs every worker can answer for ----------------------------------------------------
     # A client polls its job through any of the app's workers (each keep-alive connection lands
@@ -610,8 +637,8 @@ class RunService:
 
     def _dispatch(self, lane: str) -> None:
         """Hand waiting runs of ``lane`` to free workers, the one expected to be shortest first
-        (a run of a few seconds does not wait behind several of the longest), and settle those
-        cancelled while they waited."""
+        (a run of a few seconds does not wait behind several of the longest; the time a run has
+        waited counts against its length), and settle those cancelled while they waited."""
         dropped: list[Job] = []
         handed: list[tuple[Job, Future[tuple[Ran, Usage]]]] = []
         with self._lock:
@@ -808,6 +835,9 @@ class RunService:
                 break
             except Exception:  # noqa: BLE001 - the slot must be freed even if the store is down
                 time.sleep(0.05 * (attempt + 1))
+        if job.usage is not None and job.handed:
+            store_s = time.monotonic() - job.handed - job.usage.wall_s
+            self._clocks[job.lane].record(job.usage.cpu_s, job.usage.wall_s, store_s)
         self._log_run(job, state)
         with self._lock:
             if state == "done":

@@ -14,9 +14,12 @@ each simulation process, as it starts (:func:`init_process`):
 * swaps every inherited socket for ``/dev/null`` (``dup2``: the fd number stays taken, so an
   object that still thinks it owns the socket closes nothing else);
 * gets hard limits (``setrlimit``): an address space of ``APP_SIM_MEMORY_MB`` and, per run,
+  ``APP_SIM_RUN_MB`` more than the process had when the run began (``RLIMIT_AS``'s soft limit,
+  set before each run to the address space in use plus the allowance, back to the hard one
+  after: a run cannot grow its process by more, however large the process already is) and
   ``APP_SIM_CPU_S`` seconds of CPU (``RLIMIT_CPU`` counts the process's whole life, so its soft
   limit is set before each run to the CPU used so far plus the allowance; the kernel sends
-  SIGXCPU past it, which fails that run). A run over either fails alone with
+  SIGXCPU past it, which fails that run). A run over any fails alone with
   :class:`SimLimitExceeded` (HTTP 422 naming the limit); the process goes on to the next run.
 
 ``PR_SET_PDEATHSIG`` fires when the *thread* that forked the process ends, not the process, so
@@ -69,13 +72,20 @@ REBUILD_RETRY_S = 1.0
 class SimLimitExceeded(Exception):
     """A run went over the memory or CPU a simulation process may use (HTTP 422)."""
 
-    def __init__(self, limit: str, amount: float) -> None:
-        super().__init__(limit, amount)  # picklable: it crosses back from the process
+    def __init__(self, limit: str, amount: float, per_run: bool = False) -> None:
+        super().__init__(limit, amount, per_run)  # picklable: it crosses back from the process
         self.limit = limit  # "memory" | "cpu"
         self.amount = amount  # the limit, in MB or CPU seconds
+        self.per_run = per_run  # memory: the growth one run may add (APP_SIM_RUN_MB)
 
     @property
     def message(self) -> Message:
+        if self.limit == "memory" and self.per_run:
+            return msg(
+                "this simulation needs more than the {mb} MB of memory one run may add "
+                "(APP_SIM_RUN_MB); choose smaller parameters",
+                mb=round(self.amount),
+            )
         if self.limit == "memory":
             return msg(
                 "this simulation needs more than the {mb} MB of memory a run may use "
@@ -210,6 +220,7 @@ def release_sockets() -> int:
 class Limits:
     memory_mb: int  # address space of a simulation process (0: no limit)
     cpu_s: float  # CPU seconds of one run (0: no limit)
+    run_mb: int = 0  # address space one run may add to its process (0: no limit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,6 +260,15 @@ def _set_cpu_soft(seconds: int | None) -> None:
     resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
 
 
+def _set_memory_soft(limit: int | None) -> None:
+    """The address-space soft limit: ``limit`` bytes (at most the hard limit), or the hard one."""
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    soft = hard if limit is None else limit
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
 def apply_memory_limit(mb: int) -> None:
     if mb <= 0:
         return
@@ -280,13 +300,16 @@ def init_process(
 class Usage:
     """What one run took in its simulation process: its own CPU time (user + system; what its
     prediction is held to, whatever else shares the CPUs), its wall time in the process, the
-    process's own memory after the run (MB, :func:`private_mb`) and how many runs it has done."""
+    process's own memory after the run (MB, :func:`private_mb`), how many runs it has done, and
+    the most its resident memory grew over what it was when the run began (MB, 0.0 where not
+    known; :func:`rss_growth`)."""
 
     cpu_s: float
     wall_s: float
     private_mb: float
     pid: int
     runs: int
+    grew_mb: float = 0.0
 
 
 _runs_done = 0  # runs this simulation process has done
@@ -308,21 +331,62 @@ def private_mb() -> float:
     return total / 1024
 
 
+def _status_mb(field: bytes) -> float:
+    try:
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(field):
+                    return int(line.split()[1]) / 1024
+    except (OSError, IndexError, ValueError):
+        pass
+    return 0.0
+
+
+def _memory_soft_below_hard() -> bool:
+    """Whether the run's own allowance, not the process's hard limit, is what was hit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    return hard == resource.RLIM_INFINITY or soft < hard
+
+
+def rss_mark() -> float:
+    """Reset this process's resident high-water mark to its resident size now (Linux 4.0+:
+    ``/proc/self/clear_refs``); answers that size in MB (0.0 where not known)."""
+    try:
+        with open("/proc/self/clear_refs", "wb") as f:
+            f.write(b"5")
+    except OSError:
+        return 0.0
+    return _status_mb(b"VmRSS:")
+
+
+def rss_growth(mark: float) -> float:
+    """How far (MB) this process's resident size rose above ``mark`` (:func:`rss_mark`) at
+    its highest since."""
+    return max(0.0, _status_mb(b"VmHWM:") - mark) if mark > 0 else 0.0
+
+
 def limited(fn: Callable[..., T], *args: Any) -> tuple[T, Usage]:
     """Run ``fn(*args)`` in a simulation process within its limits; its result and what it took."""
     global _running, _runs_done
     cpu = _limits.cpu_s
+    mark = rss_mark()
     cpu0, wall0 = _cpu_used(), time.monotonic()
     if cpu > 0:
         _set_cpu_soft(math.ceil(cpu0 + cpu))
+    grow_mb = _limits.run_mb
+    if grow_mb > 0 and (size := _status_mb(b"VmSize:")) > 0:
+        _set_memory_soft(int((size + grow_mb) * 1024 * 1024))
     _running = True
     try:
         result = fn(*args)
         _runs_done += 1
         cpu_s, wall_s = _cpu_used() - cpu0, time.monotonic() - wall0
+        grew = rss_growth(mark)
         memory.trim()  # before measuring: what a large run freed goes back to the system
-        return result, Usage(cpu_s, wall_s, private_mb(), os.getpid(), _runs_done)
+        return result, Usage(cpu_s, wall_s, private_mb(), os.getpid(), _runs_done, grew)
     except MemoryError:
+        if grow_mb > 0 and _memory_soft_below_hard():
+            raise SimLimitExceeded("memory", grow_mb, per_run=True) from None
         raise SimLimitExceeded("memory", _limits.memory_mb) from None
     except _CpuExceeded:
         raise SimLimitExceeded("cpu", cpu) from None
@@ -330,6 +394,8 @@ def limited(fn: Callable[..., T], *args: Any) -> tuple[T, Usage]:
         _running = False
         if cpu > 0:
             _set_cpu_soft(None)
+        if grow_mb > 0:
+            _set_memory_soft(None)
         memory.trim()  # what a large (or failed) run freed goes back to the system
 
 

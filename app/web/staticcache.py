@@ -20,6 +20,7 @@ else (``package.json``, READMEs, source maps, type declarations, a package's HTM
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import hashlib
 import mimetypes
@@ -201,7 +202,9 @@ class StaticFront:
             ]
         return Answer(st.st_mtime_ns, st.st_size, etag, plain, packed, body, gz)
 
-    def _answer(self, path: str) -> Answer | None:
+    def _answer(self, path: str, load: bool = True) -> Answer | None:
+        """The kept answer for ``path`` (checked against the file), else (``load``) the file
+        read and gzipped now and kept."""
         with self._lock:
             answer = self._answers.get(path)
         if answer is not None:
@@ -216,6 +219,8 @@ class StaticFront:
             with self._lock:  # changed or gone: forget it and look again
                 if self._answers.pop(path, None) is not None:
                     self.used -= answer.weight
+        if not load:
+            return None
         answer = self._load(path)
         if answer is not None and answer.weight <= self.max_bytes // 4:
             with self._lock:
@@ -252,7 +257,11 @@ class StaticFront:
         accept = found.get(b"accept-encoding", "")
         if_none_match = found.get(b"if-none-match", "")
         ranged = b"range" in found
-        answer = None if ranged else self._answer(scope["path"])
+        answer = None if ranged else self._answer(scope["path"], load=False)
+        if answer is None and not ranged:
+            # read and gzipped (level 9: up to a second for the largest packages) on a thread:
+            # on the event loop it held every request of the worker (the soak's loop watch)
+            answer = await asyncio.to_thread(self._answer, scope["path"])
         if answer is None:
             await self.app(scope, receive, send)
             return

@@ -110,7 +110,7 @@ def make_runs(tmp_path: Path) -> Iterator[Callable[..., RunService]]:
     def make(**overrides: Any) -> RunService:
         settings = Settings(
             database_url=f"sqlite:///{tmp_path / 'runs.db'}",
-            **{"sim_quick_workers": 0, "job_threshold_s": 1000, **overrides},
+            **{"sim_quick_workers": 0, "job_threshold_s": 1000, "sim_recycle_mb": 0, **overrides},
         )
         engine = make_engine(settings.database_url)
         init_db(engine)
@@ -142,7 +142,7 @@ def wait_for(check: Callable[[], bool], seconds: float) -> None:
 def test_a_run_over_the_memory_limit_fails_alone(make_runs: Callable[..., RunService]) -> None:
     """With APP_SIM_MEMORY_MB set, a run that asks for more fails with the memory limit named;
     the same process then runs the next run."""
-    runs = make_runs(sim_memory_mb=1536)
+    runs = make_runs(sim_memory_mb=1536, sim_run_mb=0)
     before = sim_pids(runs)
     with pytest.raises(SimLimitExceeded) as failed:
         runs.trace(HOG, HogParams(mb=4096))

@@ -8,6 +8,7 @@ page. The work itself lives in :mod:`app.web.exporting`.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from functools import partial
@@ -33,6 +34,7 @@ from app.web.exporting import (
 )
 from app.web.player import clamp_step
 from app.web.routes.api import trace_json
+from app.web.runs import Busy
 from app.web.site import Site
 from app.web.sources import QuerySource, SiteDep, Source, run_source
 
@@ -151,7 +153,25 @@ async def export_png(
     scale: Annotated[int, Query(ge=1, le=3, description="Pixels per SVG unit (1-3)")] = 2,
 ) -> Response:
     """This step's picture as a PNG, drawn server-side with the page's stylesheet. Drawing waits
-    in a short queue of its own and holds no request thread."""
+    in a short queue of its own and holds no request thread; a PNG not ready within
+    ``PNG_WAIT_S`` (its run, its step's picture and Chromium together) is answered 503 with
+    ``Retry-After`` (what was done by then is kept: a retry goes on from there)."""
+    try:
+        return await asyncio.wait_for(
+            _png(request, site, source, step, theme, scale), pngs_wait_s(request)
+        )
+    except TimeoutError:
+        raise Busy(10) from None
+
+
+def pngs_wait_s(request: Request) -> float:
+    renderer: PngRenderer = request.app.state.pngs
+    return renderer.wait_s
+
+
+async def _png(
+    request: Request, site: Site, source: Source, step: int | None, theme: str, scale: int
+) -> Response:
     trace = await run_in_threadpool(run_source, site, source)
     # drawing one step of a long walk can take seconds of CPU: never on the event loop
     index, picture = await run_in_threadpool(frame_picture, source, trace, step)
