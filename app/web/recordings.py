@@ -339,6 +339,11 @@ class RecordingSource(Source):
     def walkthrough_key(self) -> str:
         return ""  # no "continue where you left off" for a recording
 
+    def export_path(self, what: str) -> str:
+        """The link of an export (``html``, ``png``) of what this page shows: the recording
+        under the same overrides (the page adds ``step`` and ``lang``)."""
+        return f"/r/{self.recording_id}/export/{what}{_overrides_query(self.overrides)}"
+
     @property
     def player_extra(self) -> dict[str, Any]:
         return {
@@ -483,6 +488,8 @@ def _player(
             raise
         return _summary_page(request, row)
     source = _recording_source(plugin, view, row, overrides, trace)
+    if extra.get("embed"):  # the embed's "open in Stepscope" link: this view, overrides and all
+        extra["page_url"] = str(request.base_url).rstrip("/") + source.page_path
     return render_player(request, source, trace, step=step, **extra)
 
 
@@ -544,11 +551,12 @@ def recording_embed(
         controls=controls,
         theme=theme,
         autoplay=autoplay,
-        page_url=str(request.base_url).rstrip("/") + f"/r/{recording_id}",
     )
 
 
-def _opened(request: Request, site: Site, recording_id: str) -> tuple[Source, Trace[Any, Any]]:
+def _opened(
+    request: Request, site: Site, recording_id: str
+) -> tuple[RecordingSource, Trace[Any, Any]]:
     """The source and trace of a recording some explainer shows (404 otherwise)."""
     row = _row(request, recording_id)
     found = view_for(site, row.kind)
@@ -596,7 +604,8 @@ async def recording_export_png(
     """One step of a recording's player as a PNG, drawn as a run's step is."""
     source, trace = await run_in_threadpool(_opened, request, site, recording_id)
     index, picture = await run_in_threadpool(frame_picture, source, trace, step)
-    key = ("recording", recording_id, index, theme, scale)
+    overrides = _overrides_query(source.overrides)
+    key = ("recording", recording_id, overrides, i18n.current(), index, theme, scale)
     data = await step_png(request, site, source, trace, index, picture, key, theme, scale)
     if isinstance(data, Response):
         return data
