@@ -126,6 +126,7 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
                 writer.close()
             classes.close(app)
             app.state.site.runs.stop()
+            app.state.site.recording_builder.close()
             app.state.pngs.close()
             app.state.engine.dispose()
 

@@ -9,7 +9,9 @@
 * ``/r/{id}``: the player over the trace that the recording view of the explainer declaring
   the recording's kind builds (``RecordingView.trace``), drawn by its ``picture``/``static``;
   a kind no explainer declares gets a page with the parsed summary. ``/embed/r/{id}`` is its
-  chrome-free player (``/r/{id}/embed`` leads there).
+  chrome-free player (``/r/{id}/embed`` leads there). The view's trace is built in a
+  simulation process within a run's CPU and memory limits (:mod:`app.web.recbuild`: 422 naming
+  the limit, 503 naming the wait past it).
 
 Generic: the view is found by kind among the plugins (kinds are data); no explainer is named.
 """
@@ -43,7 +45,7 @@ from app.store.eviction import TraceEviction
 from app.store.models import Recording
 from app.web import i18n
 from app.web.deps import Autoplay, Controls, StepQuery, Theme, Visitor
-from app.web.errors import param_error_detail
+from app.web.errors import param_error_detail, response_language, wants_json
 from app.web.exporting import (
     OfflineTooLarge,
     offline_document,
@@ -52,6 +54,7 @@ from app.web.memo import Memo
 from app.web.player import FRAME_CHUNK_MAX, reader_glossary, render_frames, render_player
 from app.web.plugin import Plugin, RecordingView
 from app.web.quotas import check_recording_quota
+from app.web.recbuild import RETRY_AFTER_S, BuildWaitExceeded, RecordingBuilder
 from app.web.routes.export import frame_picture, step_png
 from app.web.security import same_site_form
 from app.web.sessions import ensure_visitor
@@ -400,7 +403,8 @@ def recording_source(
         raise NotShown(recording_id)
     plugin, view = found
     overrides = overrides_from(query)
-    return _recording_source(plugin, view, row, overrides, _trace(view, row, overrides))
+    trace = _trace(site.recording_builder, view, row, overrides)
+    return _recording_source(plugin, view, row, overrides, trace)
 
 
 # Query parameters of the recording pages that are not overrides of the view
@@ -443,14 +447,18 @@ def _overrides_query(overrides: dict[str, Any]) -> str:
 
 
 def _trace(
-    view: RecordingView[Any, Any], row: Recording, overrides: dict[str, Any] | None = None
+    builder: RecordingBuilder,
+    view: RecordingView[Any, Any],
+    row: Recording,
+    overrides: dict[str, Any] | None = None,
 ) -> Trace[Any, Any]:
-    """The view's trace of a recording (kept for the next request: pages, frames, exports)."""
+    """The view's trace of a recording, built in a simulation process within a run's limits
+    (:mod:`app.web.recbuild`), kept for the next request (pages, frames, exports)."""
     wanted = overrides or {}
     key = row.id + json.dumps(wanted, sort_keys=True, separators=(",", ":"))
     trace = TRACES.get(key)
     if trace is None:
-        trace = view.trace(parsed_of(row), wanted)
+        trace = builder.build(view.trace, parsed_of(row), wanted)
         TRACES.put(key, trace)
     return trace
 
@@ -482,7 +490,7 @@ def _player(
     plugin, view = found
     overrides = overrides_of(request)
     try:
-        trace = _trace(view, row, overrides)
+        trace = _trace(site.recording_builder, view, row, overrides)
     except ParamError:
         if overrides:  # the user's overrides: a 422 naming them
             raise
@@ -515,7 +523,7 @@ def recording_frames(
         raise HTTPException(404, i18n.render(msg("No explainer shows this kind of recording.")))
     plugin, view = found
     overrides = overrides_of(request)
-    trace = _trace(view, row, overrides)
+    trace = _trace(site.recording_builder, view, row, overrides)
     source = _recording_source(plugin, view, row, overrides, trace)
     frames = render_frames(
         source.plugin, trace, start, start + count, None, reader_glossary(request)
@@ -564,7 +572,7 @@ def _opened(
         raise HTTPException(404, i18n.render(msg("No explainer shows this kind of recording.")))
     plugin, view = found
     overrides = overrides_of(request)
-    trace = _trace(view, row, overrides)
+    trace = _trace(site.recording_builder, view, row, overrides)
     return _recording_source(plugin, view, row, overrides, trace), trace
 
 
@@ -619,3 +627,13 @@ async def recording_export_png(
 
 def install(app: FastAPI) -> None:
     app.include_router(router)
+
+    @app.exception_handler(BuildWaitExceeded)
+    async def _waited(request: Request, exc: BuildWaitExceeded) -> Response:
+        """503 with ``Retry-After`` for a build that waited too long (JSON or a page)."""
+        text = i18n.render(exc.message, response_language(request))
+        headers = {"Retry-After": str(RETRY_AFTER_S), "Cache-Control": "no-store"}
+        if wants_json(request):
+            return JSONResponse({"detail": text}, status_code=503, headers=headers)
+        ctx = {"status": 503, "title": msg("The simulator is busy"), "message": text}
+        return render(request, "pages/error.html", ctx, status_code=503, headers=headers)

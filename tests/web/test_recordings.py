@@ -475,3 +475,66 @@ def test_png_of_a_recording_follows_its_overrides(client: TestClient) -> None:
     assert plain.status_code == again.status_code == 200, again.text[:300]
     assert plain.content[:8] == again.content[:8] == b"\x89PNG\r\n\x1a\n"
     assert plain.content != again.content
+
+
+HEAVY = "rate_mbit=100&rtt_ms=40&buffer_bytes=500000&cc=cubic&duration_ms=160000"
+
+
+def test_a_recordings_build_over_the_cpu_limit_is_a_422_naming_it(db_url: str) -> None:
+    """A recording's view is built within a run's limits: the cwnd overlay asked to run the
+    model for 160 s at 100 Mbit/s (inside the explainer's work limit, over 1 s of CPU) with
+    APP_SIM_CPU_S=1 answers 422 naming APP_SIM_CPU_S, in JSON and as a page; the recording's
+    own view still opens afterwards, and nothing of the refused build is kept."""
+    settings = Settings(database_url=db_url, sim_cpu_s=1)
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+        rid = _cwnd_rid(client)
+        page = client.get(f"/r/{rid}?{HEAVY}")
+        assert page.status_code == 422, page.text[:300]
+        assert "APP_SIM_CPU_S" in page.text
+        frames = client.get(
+            f"/r/{rid}/frames?{HEAVY}&start=0&count=1", headers={"Accept": "application/json"}
+        )
+        assert frames.status_code == 422
+        detail = frames.json()["detail"][0]
+        assert detail["type"] == "sim_limit.cpu" and "APP_SIM_CPU_S" in detail["msg"]
+        assert client.get(f"/r/{rid}").status_code == 200
+        zh = client.get(f"/r/{rid}?{HEAVY}&lang=zh-CN")
+        assert zh.status_code == 422 and "APP_SIM_CPU_S" in zh.text
+        assert re.search(r"[\u4e00-\u9fff]", zh.text)
+
+
+def _sleepy(recording: dict[str, Any], overrides: dict[str, Any]) -> Any:
+    """A build that takes wall time but no CPU (module level: it crosses into the process)."""
+    import time
+
+    time.sleep(float(overrides["s"]))
+    return recording
+
+
+def test_a_build_that_waits_past_its_limit_is_a_503_naming_it(
+    client: TestClient, db_url: str
+) -> None:
+    """A request waits for its recording's build at most twice APP_SIM_CPU_S and a margin:
+    past it, BuildWaitExceeded, answered 503 with Retry-After and a sentence naming the wait."""
+    from app.web.recbuild import BuildWaitExceeded, RecordingBuilder
+
+    builder = RecordingBuilder(Settings(database_url=db_url, sim_cpu_s=0.5), margin_s=0)
+    try:
+        assert builder.build(_sleepy, {"x": 1}, {"s": 0}) == {"x": 1}
+        with pytest.raises(BuildWaitExceeded) as waited:
+            builder.build(_sleepy, {}, {"s": 5})
+        assert waited.value.seconds == 1
+    finally:
+        builder.close()
+    rid = _cwnd_rid(client)
+    site = client.app.state.site  # type: ignore[attr-defined]
+
+    def refuse(*_: Any) -> Any:
+        raise waited.value
+
+    site.recording_builder.build = refuse
+    page = client.get(f"/r/{rid}?rtt_ms=33")
+    assert page.status_code == 503 and page.headers["retry-after"] == "5"
+    assert "APP_SIM_CPU_S" in page.text
+    api = client.get(f"/r/{rid}/frames?rtt_ms=33", headers={"Accept": "application/json"})
+    assert api.status_code == 503 and "more than 1 s" in api.json()["detail"]
