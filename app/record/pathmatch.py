@@ -27,8 +27,9 @@ address, so the flow is found through the TCP tracepoints that print both, recor
 3. ``sock:sk_data_ready`` prints no socket: kept when it follows a kept packet on its CPU.
 
 An skb's life ends at its free event or, once ``tcp_probe`` delivered it, at the next
-``net_dev_queue``/``netif_receive_skb`` of its (reused) address: TCP frees consumed skbs
-through paths with no tracepoint.
+``net_dev_queue``/``netif_receive_skb`` of its (reused) address, or when an address that was
+received is queued for sending again by anything but forwarding (``ip_forward``, a bridge):
+TCP frees consumed skbs through paths with no tracepoint.
 """
 
 from __future__ import annotations
@@ -115,13 +116,32 @@ def _prints_flow(f: dict[str, str]) -> bool:
     return any(f.get(k) for k in keys)
 
 
-def _path_event(st: _State, i: int, ev: dict[str, Any]) -> None:
+FORWARDING = ("ip_forward", "ip6_forward", "br_forward", "br_handle_frame")
+
+
+def _reused(life: Life, ev: dict[str, Any], events: Sequence[dict[str, Any]]) -> bool:
+    """A start event of an address whose skb was delivered (``tcp_probe``), or a send of one
+    that was received and is not forwarded (its stack has no forwarding function): a new skb."""
+    name = ev["event"]
+    if name not in STARTS:
+        return False
+    if life.delivered:
+        return True
+    received = any(events[i]["event"] == "net:netif_receive_skb" for i in life.events)
+    stack = ev.get("stack") or []
+    forwarded = any(f in FORWARDING for f in stack)
+    return name == "net:net_dev_queue" and received and not forwarded
+
+
+def _path_event(
+    st: _State, i: int, ev: dict[str, Any], events: Sequence[dict[str, Any]]
+) -> None:
     f: dict[str, str] = ev["fields"]
     name, cpu = ev["event"], int(ev.get("cpu", -1))
     addr = f.get("skbaddr", "")
     n = st.live.get(addr)
-    if n is not None and name in STARTS and st.lives[n].delivered:
-        del st.live[addr]  # delivered, then its address reused without a free event
+    if n is not None and _reused(st.lives[n], ev, events):
+        del st.live[addr]  # its address reused without a free event
         n = None
     if n is None:
         n = len(st.lives)
@@ -153,7 +173,7 @@ def select(events: Sequence[dict[str, Any]], flt: FlowFilter) -> Matched:
             _identity(st, ev)
             continue
         if name != "sock:sk_data_ready":
-            _path_event(st, i, ev)
+            _path_event(st, i, ev, events)
         order.append(i)
     owner = {i: n for n, life in enumerate(st.lives) for i in life.events}
     keep: list[int] = []
