@@ -104,6 +104,7 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
         init_db(app.state.engine)
         memory.limit_arenas(settings.malloc_arenas)  # before the threads and workers start
         app.state.site.runs.start()
+        app.state.site.recording_builder.start()
         trimmer = memory.Trimmer(settings.malloc_trim_s)
         trimmer.start()
         if settings.warm_presets:

@@ -3,9 +3,9 @@
 A recording's view (``RecordingView.trace``) may run a model (the cwnd overlay runs the
 congestion explainer for the recording's link and length) and always walks the user's file, so
 it gets what a simulation run gets: it runs in a simulation process of its own
-(:class:`~app.web.simproc.LanePool`, one process per app process, forked on the first recording
-opened) under the same hard limits, ``APP_SIM_CPU_S`` seconds of CPU and ``APP_SIM_MEMORY_MB``
-of address space. Over either it fails alone with
+(:class:`~app.web.simproc.LanePool`, one process per app process, forked when the app starts)
+under the same hard limits, ``APP_SIM_CPU_S`` seconds of CPU and ``APP_SIM_MEMORY_MB`` of
+address space. Over either it fails alone with
 :class:`~app.web.simproc.SimLimitExceeded` (HTTP 422 naming the limit, app.web.failures); a
 process that died answers :class:`~app.web.simproc.SimProcessDied` (503 with ``Retry-After``).
 
@@ -80,6 +80,12 @@ class RecordingBuilder:
         self.margin_s = margin_s
         self._lock = threading.Lock()
         self._pool: LanePool | None = None
+
+    def start(self) -> None:
+        """Fork the process now, when the app starts (as RunService.start does): a process
+        forked later, from a request's thread, would inherit whatever files the app opened in
+        the meantime (a pipe to a child process stays open while it lives)."""
+        self._lane()
 
     def _lane(self) -> LanePool:
         with self._lock:

@@ -40,7 +40,7 @@ class Site:
         # The one place runs happen and traces are kept (memory + database, shared by workers).
         self.runs = RunService(settings, engine)
         # Recordings' views are built in a simulation process of their own, within a run's
-        # limits (forked when the first recording is opened)
+        # limits (forked when the app starts)
         self.recording_builder = RecordingBuilder(settings)
         # A preset is a fixed run, stored once: opening one never counts as a visitor's long run.
         for plugin in self._plugins.values():
