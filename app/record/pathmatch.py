@@ -133,9 +133,7 @@ def _reused(life: Life, ev: dict[str, Any], events: Sequence[dict[str, Any]]) ->
     return name == "net:net_dev_queue" and received and not forwarded
 
 
-def _path_event(
-    st: _State, i: int, ev: dict[str, Any], events: Sequence[dict[str, Any]]
-) -> None:
+def _path_event(st: _State, i: int, ev: dict[str, Any], events: Sequence[dict[str, Any]]) -> None:
     f: dict[str, str] = ev["fields"]
     name, cpu = ev["event"], int(ev.get("cpu", -1))
     addr = f.get("skbaddr", "")
