@@ -119,6 +119,15 @@ def _parser() -> argparse.ArgumentParser:
             k.add_argument("--dev", type=_devs, help=str(msg(
                 "only packets queued on or received by these devices (comma-separated), and "
                 "the skbs and socket wake-ups that follow them")))
+            k.add_argument("--port", type=_port, help=str(msg(
+                "only the packets of the flow(s) with this local or remote port: received "
+                "ones by skb address where tcp:tcp_probe prints it (else by the CPU that "
+                "delivered them to the flow), sent ones by the CPU that handled the flow's "
+                "segment just before (a sent skb is a clone no tracepoint names beside a "
+                "port); see docs/recording-format.md")))
+            k.add_argument("--dst", type=_addr, help=str(msg(
+                "only the packets of the flow(s) with this address at either end, matched "
+                "as for --port")))
             continue
         k.add_argument("--port", type=_port, help=str(msg(
             "only the flow(s) with this local or remote port")))

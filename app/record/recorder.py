@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any, TextIO
 
+from app.record import pathmatch
 from app.record.filters import FlowFilter, kernel_filter, matches
 from app.record.tracefs import Instance, RecordError, Tracefs
 from app.record.traceparse import TraceEvent, TraceReader
@@ -91,6 +92,8 @@ class Keeper:
 
     def _keep(self, name: str, ev: TraceEvent) -> bool:
         f = ev.fields
+        if by_flow(self.kind, self.flt):  # everything: pathmatch.select decides at the end
+            return True
         if name in self.userspace and not matches(self.flt, f):
             return False
         if self.kind == "cwnd" and _receiving_only(f):
@@ -109,6 +112,11 @@ class Keeper:
             return False
         # sock:sk_data_ready: an inet socket woken right after a kept packet on that CPU
         return f.get("family") in INET_FAMILIES and self.last_kept_on_cpu.get(ev.cpu, False)
+
+
+def by_flow(kind: str, flt: FlowFilter) -> bool:
+    """``record path --port/--dst``: the flow is found by skb address (app.record.pathmatch)."""
+    return kind == "path" and (flt.port is not None or flt.dst is not None)
 
 
 INET_FAMILIES = ("2", "10")  # AF_INET, AF_INET6 as sk_data_ready prints them
@@ -135,7 +143,10 @@ def setup_instance(
     inst.create()
     names: dict[str, str] = {}
     userspace: set[str] = set()
-    for event, essential in EVENTS[kind]:
+    wanted = list(EVENTS[kind])
+    if by_flow(kind, flt):  # not filtered in the kernel: other flows' say a CPU moved on
+        wanted += [(e, False) for e in pathmatch.IDENTITY]
+    for event, essential in wanted:
         if not inst.has_event(event):
             if essential:
                 raise RecordError(
@@ -144,7 +155,8 @@ def setup_instance(
                 )
             notes.append(f"{event}: not on this kernel; skipped")
             continue
-        expr, rest = kernel_filter(flt, inst.fields(event))
+        ports_only = FlowFilter(dev=flt.dev) if by_flow(kind, flt) else flt
+        expr, rest = kernel_filter(ports_only, inst.fields(event))
         if expr:
             inst.set_filter(event, expr)
         if rest:
@@ -212,6 +224,7 @@ def record(
             d: dict[str, Any] = {"event": name, "fields": ev.fields}
             if kind == "path":
                 d["stack"] = ev.stack or []
+                d["cpu"], d["pid"] = ev.cpu, ev.pid
             kept.append((ev.ts, d))
 
     fd = os.open(inst.pipe(), os.O_RDONLY | os.O_NONBLOCK)
@@ -249,9 +262,35 @@ def record(
             "(data arrived, nothing in flight) left out"
         )
     kept.sort(key=lambda te: te[0])
+    if by_flow(kind, flt):
+        kept = flow_events(kept, flt, notes)
+    for _, d in kept:
+        d.pop("cpu", None)
+        d.pop("pid", None)
     first = kept[0][0] if kept else 0.0
     events = [{"t_ms": round((ts - first) * 1000, 3), **d} for ts, d in kept]
     return Collected(events, notes, round(duration, 1), lost)
+
+
+def flow_events(
+    kept: list[tuple[float, dict[str, Any]]], flt: FlowFilter, notes: list[str]
+) -> list[tuple[float, dict[str, Any]]]:
+    """The recorded path events of the flow (app.record.pathmatch), with a note saying how it
+    was found; the TCP events that named the flow are not part of the output."""
+    found = pathmatch.select([d for _, d in kept], flt)
+    how = (
+        "tcp:tcp_probe prints skbaddr on this kernel: received packets matched by skb address"
+        if found.skbaddr_in_probe
+        else "tcp:tcp_probe prints no skbaddr on this kernel: received packets matched by the "
+        "CPU that delivered them to the flow's socket"
+    )
+    notes.append(
+        f"--port/--dst: {found.kept_packets} of {found.packets} packets kept "
+        f"({found.by_address} by skb or socket address, the rest by the CPU that handled the "
+        f"flow's segment just before); {how}; sent packets are clones no tracepoint names "
+        "beside a port, so they are matched by CPU (docs/recording-format.md)"
+    )
+    return [kept[i] for i in found.keep]
 
 
 def _read_lines(

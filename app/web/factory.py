@@ -108,6 +108,7 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
         if gctune.configure(settings.gc_threshold) and settings.warm_presets:
             gctune.freeze()  # what a server's worker has from the start: modules, templates
         app.state.site.runs.start()
+        app.state.site.recording_builder.start()
         trimmer = memory.Trimmer(settings.malloc_trim_s)
         trimmer.start()
         loop_watch = LoopWatch(settings.loop_stall_ms / 1000)
@@ -133,6 +134,7 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
                 writer.close()
             classes.close(app)
             app.state.site.runs.stop()
+            app.state.site.recording_builder.close()
             app.state.pngs.close()
             app.state.engine.dispose()
 

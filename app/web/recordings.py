@@ -9,7 +9,9 @@
 * ``/r/{id}``: the player over the trace that the recording view of the explainer declaring
   the recording's kind builds (``RecordingView.trace``), drawn by its ``picture``/``static``;
   a kind no explainer declares gets a page with the parsed summary. ``/embed/r/{id}`` is its
-  chrome-free player (``/r/{id}/embed`` leads there).
+  chrome-free player (``/r/{id}/embed`` leads there). The view's trace is built in a
+  simulation process within a run's CPU and memory limits (:mod:`app.web.recbuild`: 422 naming
+  the limit, 503 naming the wait past it).
 
 Generic: the view is found by kind among the plugins (kinds are data); no explainer is named.
 """
@@ -43,7 +45,7 @@ from app.store.eviction import TraceEviction
 from app.store.models import Recording
 from app.web import i18n
 from app.web.deps import Autoplay, Controls, StepQuery, Theme, Visitor
-from app.web.errors import param_error_detail
+from app.web.errors import param_error_detail, response_language, wants_json
 from app.web.exporting import (
     OfflineTooLarge,
     offline_document,
@@ -52,6 +54,7 @@ from app.web.memo import Memo
 from app.web.player import FRAME_CHUNK_MAX, reader_glossary, render_frames, render_player
 from app.web.plugin import Plugin, RecordingView
 from app.web.quotas import check_recording_quota
+from app.web.recbuild import RETRY_AFTER_S, BuildWaitExceeded, RecordingBuilder
 from app.web.routes.export import frame_picture, step_png
 from app.web.security import same_site_form
 from app.web.sessions import ensure_visitor
@@ -339,6 +342,11 @@ class RecordingSource(Source):
     def walkthrough_key(self) -> str:
         return ""  # no "continue where you left off" for a recording
 
+    def export_path(self, what: str) -> str:
+        """The link of an export (``html``, ``png``) of what this page shows: the recording
+        under the same overrides (the page adds ``step`` and ``lang``)."""
+        return f"/r/{self.recording_id}/export/{what}{_overrides_query(self.overrides)}"
+
     @property
     def player_extra(self) -> dict[str, Any]:
         return {
@@ -395,7 +403,8 @@ def recording_source(
         raise NotShown(recording_id)
     plugin, view = found
     overrides = overrides_from(query)
-    return _recording_source(plugin, view, row, overrides, _trace(view, row, overrides))
+    trace = _trace(site.recording_builder, view, row, overrides)
+    return _recording_source(plugin, view, row, overrides, trace)
 
 
 # Query parameters of the recording pages that are not overrides of the view
@@ -438,14 +447,18 @@ def _overrides_query(overrides: dict[str, Any]) -> str:
 
 
 def _trace(
-    view: RecordingView[Any, Any], row: Recording, overrides: dict[str, Any] | None = None
+    builder: RecordingBuilder,
+    view: RecordingView[Any, Any],
+    row: Recording,
+    overrides: dict[str, Any] | None = None,
 ) -> Trace[Any, Any]:
-    """The view's trace of a recording (kept for the next request: pages, frames, exports)."""
+    """The view's trace of a recording, built in a simulation process within a run's limits
+    (:mod:`app.web.recbuild`), kept for the next request (pages, frames, exports)."""
     wanted = overrides or {}
     key = row.id + json.dumps(wanted, sort_keys=True, separators=(",", ":"))
     trace = TRACES.get(key)
     if trace is None:
-        trace = view.trace(parsed_of(row), wanted)
+        trace = builder.build(view.trace, parsed_of(row), wanted)
         TRACES.put(key, trace)
     return trace
 
@@ -477,12 +490,14 @@ def _player(
     plugin, view = found
     overrides = overrides_of(request)
     try:
-        trace = _trace(view, row, overrides)
+        trace = _trace(site.recording_builder, view, row, overrides)
     except ParamError:
         if overrides:  # the user's overrides: a 422 naming them
             raise
         return _summary_page(request, row)
     source = _recording_source(plugin, view, row, overrides, trace)
+    if extra.get("embed"):  # the embed's "open in Stepscope" link: this view, overrides and all
+        extra["page_url"] = str(request.base_url).rstrip("/") + source.page_path
     return render_player(request, source, trace, step=step, **extra)
 
 
@@ -508,7 +523,7 @@ def recording_frames(
         raise HTTPException(404, i18n.render(msg("No explainer shows this kind of recording.")))
     plugin, view = found
     overrides = overrides_of(request)
-    trace = _trace(view, row, overrides)
+    trace = _trace(site.recording_builder, view, row, overrides)
     source = _recording_source(plugin, view, row, overrides, trace)
     frames = render_frames(
         source.plugin, trace, start, start + count, None, reader_glossary(request)
@@ -544,11 +559,12 @@ def recording_embed(
         controls=controls,
         theme=theme,
         autoplay=autoplay,
-        page_url=str(request.base_url).rstrip("/") + f"/r/{recording_id}",
     )
 
 
-def _opened(request: Request, site: Site, recording_id: str) -> tuple[Source, Trace[Any, Any]]:
+def _opened(
+    request: Request, site: Site, recording_id: str
+) -> tuple[RecordingSource, Trace[Any, Any]]:
     """The source and trace of a recording some explainer shows (404 otherwise)."""
     row = _row(request, recording_id)
     found = view_for(site, row.kind)
@@ -556,7 +572,7 @@ def _opened(request: Request, site: Site, recording_id: str) -> tuple[Source, Tr
         raise HTTPException(404, i18n.render(msg("No explainer shows this kind of recording.")))
     plugin, view = found
     overrides = overrides_of(request)
-    trace = _trace(view, row, overrides)
+    trace = _trace(site.recording_builder, view, row, overrides)
     return _recording_source(plugin, view, row, overrides, trace), trace
 
 
@@ -596,7 +612,8 @@ async def recording_export_png(
     """One step of a recording's player as a PNG, drawn as a run's step is."""
     source, trace = await run_in_threadpool(_opened, request, site, recording_id)
     index, picture = await run_in_threadpool(frame_picture, source, trace, step)
-    key = ("recording", recording_id, index, theme, scale)
+    overrides = _overrides_query(source.overrides)
+    key = ("recording", recording_id, overrides, i18n.current(), index, theme, scale)
     data = await step_png(request, site, source, trace, index, picture, key, theme, scale)
     if isinstance(data, Response):
         return data
@@ -610,3 +627,13 @@ async def recording_export_png(
 
 def install(app: FastAPI) -> None:
     app.include_router(router)
+
+    @app.exception_handler(BuildWaitExceeded)
+    async def _waited(request: Request, exc: BuildWaitExceeded) -> Response:
+        """503 with ``Retry-After`` for a build that waited too long (JSON or a page)."""
+        text = i18n.render(exc.message, response_language(request))
+        headers = {"Retry-After": str(RETRY_AFTER_S), "Cache-Control": "no-store"}
+        if wants_json(request):
+            return JSONResponse({"detail": text}, status_code=503, headers=headers)
+        ctx = {"status": 503, "title": msg("The simulator is busy"), "message": text}
+        return render(request, "pages/error.html", ctx, status_code=503, headers=headers)

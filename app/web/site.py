@@ -21,6 +21,7 @@ from app.web.content import Content
 from app.web.memo import Memo
 from app.web.pagecache import PageCache
 from app.web.plugin import Plugin
+from app.web.recbuild import RecordingBuilder
 from app.web.runs import RunService
 from app.web.templating import language_context
 from app.web.templating import setup as setup_i18n
@@ -38,6 +39,9 @@ class Site:
         self.templates.env.globals["site_name"] = "Stepscope"
         # The one place runs happen and traces are kept (memory + database, shared by workers).
         self.runs = RunService(settings, engine)
+        # Recordings' views are built in a simulation process of their own, within a run's
+        # limits (forked when the app starts)
+        self.recording_builder = RecordingBuilder(settings)
         # A preset is a fixed run, stored once: opening one never counts as a visitor's long run.
         for plugin in self._plugins.values():
             for preset in plugin.sim.presets:

@@ -372,19 +372,39 @@ def test_every_step_fits_one_screen_and_nothing_overlaps(
     assert not problems, f"{len(problems)} layout faults:\n" + "\n".join(problems[:25])
 
 
-@pytest.mark.parametrize("kind", ["capture", "cwnd", "path"])
+RECORDING_KINDS = ["capture", "tcp", "cwnd", "path"]
+
+
+@pytest.mark.parametrize("kind", RECORDING_KINDS)
 def test_recording_pages_fit_one_screen(live_server: Any, browser: Any, kind: str) -> None:
-    """A recording's page (/r/{id}) of each kind, uploaded through the API: its first and last
-    step fit 1440×900 and read on a phone, in the light theme, by the same probe."""
+    """A recording's page (/r/{id}) of each kind, uploaded through the API, in every theme and
+    frame an ordinary walkthrough is checked in, by the same probe: every step at 1440×900 in
+    the light theme (labels, type ≥ 12 px), its first, last and tallest steps in the dark and
+    projector themes, on a phone (390×844) in all three, and in its 960×600 embed in all three
+    (loaded in the projector theme, as the Embed menu offers)."""
     path = upload(live_server.url, kind)
+    problems: list[str] = []
     context, page = _open(browser, f"{live_server.url}{path}", DESKTOP)
     try:
         count = int(page.evaluate("window.Stepscope.count"))
-        steps = sorted({0, count - 1})
-        problems = _walk(page, steps, "fit", "1440x900 light", TYPE_FLOOR)[0]
+        found, heights = _walk(page, list(range(count)), "fit", "1440x900 light", TYPE_FLOOR)
+        problems += found
+        samples = sorted({0, count - 1, _tallest(heights, 0), _tallest(heights, 1)})
+        for theme in ("dark", "projector"):
+            _theme(page, theme)
+            problems += _walk(page, samples, "fit", f"1440x900 {theme}")[0]
         page.set_viewport_size(PHONE)
-        _theme(page, "light", resized=True)
-        problems += _walk(page, steps, "phone", "390x844 light")[0]
+        for i, theme in enumerate(THEMES):
+            _theme(page, theme, resized=i == 0)
+            problems += _walk(page, samples, "phone", f"390x844 {theme}")[0]
+    finally:
+        context.close()
+    embed = f"{live_server.url}/embed{path}?theme=projector"
+    context, page = _open(browser, embed, EMBED)
+    try:
+        for theme in ("projector", "light", "dark"):
+            _theme(page, theme)
+            problems += _walk(page, samples, "fit", f"embed 960x600 {theme}")[0]
     finally:
         context.close()
     assert not problems, f"{len(problems)} layout faults:\n" + "\n".join(problems[:25])

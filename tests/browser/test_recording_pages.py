@@ -1,6 +1,8 @@
 """Recordings in chromium (issue 23): a capture uploaded through the /recordings form as a user
 would, stepped with the keyboard on /r/{id}; a truncated capture's error in the page in both
-languages; a cwnd recording's chart and machine-vs-model table."""
+languages; a cwnd recording's chart and machine-vs-model table; each kind's embed (960×600,
+keyboard) and projector theme, measured as walkthroughs' are (test_embed_projector). Every
+theme and the phone: tests/browser/test_layout.py."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import httpx
 import pytest
 
 from tests.browser.recs import upload
+from tests.browser.test_embed_projector import CHART_PROBE, EMBED, FLOOR, TYPE_PROBE
 from tests.recordings.pcaps import handshake_data_close, pcap
 
 pytestmark = pytest.mark.browser
@@ -119,3 +122,126 @@ def test_cwnd_recording_draws_machine_and_model(live_server, page) -> None:
     page.wait_for_function("document.querySelector('#cwnd-moment').dataset.time !== '0.000000'")
     now = page.evaluate(NOW)
     assert int(now["machine:cwnd"]) > 10 and int(now["model:cwnd"]) > 10
+
+
+# --- every frame and theme: the embed, the projector --------------------------------------------
+
+KINDS = ["capture", "tcp", "cwnd", "path"]
+STEP = "document.getElementById('player').dataset.step"
+
+
+# The path recording's picture is HTML (stacks as lists): its text's size on screen is its
+# font size times the zoom the player draws it at; the rest as TYPE_PROBE measures.
+HTML_PROBE = """(() => {
+  const st = document.getElementById('stage');
+  const wrap = st.closest('.stage-wrap');
+  let min = Infinity, n = 0, worst = '';
+  for (const el of st.querySelectorAll('*')) {
+    const own = [...el.childNodes].some(c => c.nodeType === 3 && c.textContent.trim());
+    if (!own || !el.checkVisibility()) continue;
+    let zoom = 1;
+    for (let p = el; p && p !== st; p = p.parentElement) zoom *= parseFloat(getComputedStyle(p).zoom) || 1;
+    const px = parseFloat(getComputedStyle(el).fontSize) * zoom;
+    n++;
+    if (px < min) { min = px; worst = el.textContent.trim().slice(0, 30); }
+  }
+  const cs = getComputedStyle(wrap);
+  return {min, n, worst, focusSeen: null,
+          scrolls: (wrap.scrollHeight <= wrap.clientHeight + 1 || cs.overflowY === 'auto' || cs.overflowY === 'scroll'),
+          pageWide: document.documentElement.scrollWidth - document.documentElement.clientWidth,
+          fieldsOpen: document.getElementById('fields-fold').open};
+})()"""
+
+
+def _probe(page, kind: str) -> dict:
+    """The projector probe an ordinary walkthrough of the same picture gets: the chart's for
+    the cwnd overlay, the SVG picture's for the ladder (tests/browser/test_embed_projector),
+    the HTML text's for the path recording's stacks."""
+    if kind == "cwnd":
+        page.wait_for_function(CHART_DONE, timeout=30_000)
+        return page.evaluate(CHART_PROBE)
+    return page.evaluate(HTML_PROBE if kind == "path" else TYPE_PROBE)
+
+
+def _faults(kind: str, n: int, got: dict) -> list[str]:
+    out = []
+    if got["min"] < FLOOR - 0.1:
+        out.append(f"step {n}: text '{got['worst']}' at {got['min']:.1f} px")
+    if got.get("card", FLOOR) < FLOOR - 0.1:
+        out.append(f"step {n}: card text '{got['cardWorst']}' at {got['card']:.1f} px")
+    if not got["scrolls"] or got["pageWide"] > 1:
+        out.append(f"step {n}: the picture is cut off: {got}")
+    if kind == "cwnd" and (got["legendHidden"] is None or got["legendHidden"] > 1):
+        out.append(f"step {n}: {got['legendHidden']} px of the legend scrolled away")
+    if kind != "cwnd" and (got["focusSeen"] is False or got["fieldsOpen"]):
+        out.append(f"step {n}: focus out of view or the fields table open: {got}")
+    return out
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_recording_embed_steps_by_keyboard_and_reads_from_the_back_row(
+    live_server, browser, kind: str
+) -> None:
+    """/embed/r/{id} at a slide's 960×600 in the projector theme (the Embed menu's default),
+    as a deck shows it: → ← End Home step it; at the first, second, middle and last steps every
+    picture text is drawn at 16 px or more on screen and nothing is cut off."""
+    path = upload(live_server.url, kind)
+    ctx = browser.new_context(viewport=EMBED, reduced_motion="reduce", bypass_csp=True)
+    page = ctx.new_page()
+    try:
+        page.goto(f"{live_server.url}/embed{path}?theme=projector&controls=min&lang=en")
+        assert page.evaluate("document.documentElement.dataset.theme") == "projector"
+        count = int(page.evaluate("window.Stepscope.count"))
+        assert count > 3
+        page.locator("#stage").click()
+        page.keyboard.press("ArrowRight")
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function(f"() => {STEP} === '2'")
+        page.keyboard.press("ArrowLeft")
+        page.wait_for_function(f"() => {STEP} === '1'")
+        page.keyboard.press("End")
+        page.wait_for_function(f"() => {STEP} === '{count - 1}'")
+        page.keyboard.press("Home")
+        page.wait_for_function(f"() => {STEP} === '0'")
+        faults = []
+        for n in sorted({0, 1, count // 2, count - 1}):
+            page.evaluate(f"window.Stepscope.goto({n})")
+            page.wait_for_function(f"() => {STEP} === '{n}'")
+            got = _probe(page, kind)
+            assert got["n"] > 0, (n, got)
+            faults += _faults(kind, n, got)
+    finally:
+        ctx.close()
+    assert not faults, faults
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_recording_page_in_the_projector_theme_draws_big_text(
+    live_server, browser, kind: str
+) -> None:
+    """The recording's own page switched to the projector theme at 1440×900 (as the theme
+    picker does): the picture's text at 16 px or more, nothing cut off, the picture no
+    narrower than in the light theme."""
+    path = upload(live_server.url, kind)
+    ctx = browser.new_context(viewport={"width": 1440, "height": 900}, bypass_csp=True)
+    page = ctx.new_page()
+    try:
+        page.goto(f"{live_server.url}{path}?step=2&lang=en")
+        if kind == "cwnd":
+            page.wait_for_function(CHART_DONE, timeout=30_000)
+        widths = {}
+        for theme in ("light", "projector"):
+            page.evaluate(f"document.documentElement.dataset.theme = '{theme}'")
+            page.wait_for_timeout(150)
+            widths[theme] = page.evaluate("document.querySelector('.stage-wrap').clientWidth")
+        if kind == "cwnd":
+            page.wait_for_function(
+                "() => document.getElementById('cwnd-chart')._fullLayout.font.size >= 16",
+                timeout=30_000,
+            )
+        got = _probe(page, kind)
+    finally:
+        ctx.close()
+    assert got["n"] > 0, got
+    assert widths["projector"] >= widths["light"] - 1, widths
+    assert not _faults(kind, 2, got), got

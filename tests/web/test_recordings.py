@@ -410,3 +410,131 @@ def test_the_cwnd_overlay_runs_the_model_again_for_the_link_the_user_types(
     assert '<option value="reno" selected>' in edited.group(0)
     bad = client.get(f"/r/{rid}?rate_mbit=20&rtt_ms=-5&buffer_bytes=100000&cc=cubic")
     assert bad.status_code == 422 and "rtt_ms" in bad.text
+
+
+def _href(page: str, anchor_id: str) -> str:
+    found = re.search(rf'id="{anchor_id}"[^>]*?href="([^"]+)"|href="([^"]+)"[^>]*?id="{anchor_id}"', page)
+    assert found is not None, anchor_id
+    return (found.group(1) or found.group(2)).replace("&amp;", "&")
+
+
+def _cwnd_rid(client: TestClient) -> str:
+    events = [probe(t * 10.0, 10 + t, 2147483647 if t < 30 else 30, 40000) for t in range(60)]
+    body = recording("cwnd", events)
+    body["link"] = {"rate_mbit": 20, "rtt_ms": 40, "buffer_bytes": 100000, "mtu": 1500}
+    return str(client.post("/api/v1/recordings", json=body).json()["id"])
+
+
+EDITED = "rate_mbit=20&rtt_ms=80&buffer_bytes=100000&cc=reno"
+
+
+def _link_form_rtt(html: str) -> str:
+    found = re.search(r'<form class="recorded-link".*?name="rtt_ms"[^>]*value="([^"]+)"', html, re.S)
+    assert found is not None
+    return found.group(1)
+
+
+def test_exports_and_embed_of_a_recording_page_carry_its_overrides(client: TestClient) -> None:
+    """The page of a cwnd recording whose model link the user edited (RTT 80 ms instead of the
+    recording's 40, Reno): its offline HTML, its PNG link and its embed (the Embed menu's path
+    and the embed's own link back) show the edited model, not the recording's defaults."""
+    rid = _cwnd_rid(client)
+    page = client.get(f"/r/{rid}?{EDITED}&step=3").text
+    assert _link_form_rtt(page) == "80"
+    html = _href(page, "recording-export-html")
+    assert html.startswith(f"/r/{rid}/export/html?o=") and "step=3" in html
+    exported = client.get(html)
+    assert exported.status_code == 200, exported.text[:300]
+    assert _link_form_rtt(exported.text) == "80"
+    assert '<option value="reno" selected>' in exported.text
+    png = _href(page, "recording-export-png")
+    assert png.startswith(f"/r/{rid}/export/png?o=") and png.split("?o=")[1].split("&")[0] == (
+        html.split("?o=")[1].split("&")[0]
+    )
+    embed_path = re.search(r'id="embed-ready" data-path="([^"]+)"', page)
+    assert embed_path is not None and embed_path.group(1).startswith(f"/embed/r/{rid}?o=")
+    embed = client.get(embed_path.group(1).replace("&amp;", "&"))
+    assert embed.status_code == 200 and _link_form_rtt(embed.text) == "80"
+    credit = re.search(r'class="embed-credit" href="([^"]+)"', embed.text)
+    assert credit is not None and credit.group(1).endswith(embed_path.group(1).split("/embed")[1])
+    # without overrides the links are the recording's own
+    plain = client.get(f"/r/{rid}").text
+    assert _href(plain, "recording-export-html").startswith(f"/r/{rid}/export/html?step=")
+    assert _link_form_rtt(client.get(_href(plain, "recording-export-html")).text) == "40"
+
+
+def test_png_of_a_recording_follows_its_overrides(client: TestClient) -> None:
+    """Two PNGs of the same step, one of the recording's model and one under the user's edited
+    link: different pictures (the cache keeps them apart), SQLite only (Chromium draws)."""
+    if "postgresql" in str(client.app.state.settings.database_url):  # type: ignore[attr-defined]
+        pytest.skip("drawn once, on SQLite")
+    rid = _cwnd_rid(client)
+    edited = _href(client.get(f"/r/{rid}?{EDITED}").text, "recording-export-png")
+    plain = client.get(f"/r/{rid}/export/png?step=0&scale=1")
+    again = client.get(edited.replace("step=0", "step=0&scale=1"))
+    assert plain.status_code == again.status_code == 200, again.text[:300]
+    assert plain.content[:8] == again.content[:8] == b"\x89PNG\r\n\x1a\n"
+    assert plain.content != again.content
+
+
+HEAVY = "rate_mbit=100&rtt_ms=40&buffer_bytes=500000&cc=cubic&duration_ms=160000"
+
+
+def test_a_recordings_build_over_the_cpu_limit_is_a_422_naming_it(db_url: str) -> None:
+    """A recording's view is built within a run's limits: the cwnd overlay asked to run the
+    model for 160 s at 100 Mbit/s (inside the explainer's work limit, over 1 s of CPU) with
+    APP_SIM_CPU_S=1 answers 422 naming APP_SIM_CPU_S, in JSON and as a page; the recording's
+    own view still opens afterwards, and nothing of the refused build is kept."""
+    settings = Settings(database_url=db_url, sim_cpu_s=1)
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+        rid = _cwnd_rid(client)
+        page = client.get(f"/r/{rid}?{HEAVY}")
+        assert page.status_code == 422, page.text[:300]
+        assert "APP_SIM_CPU_S" in page.text
+        frames = client.get(
+            f"/r/{rid}/frames?{HEAVY}&start=0&count=1", headers={"Accept": "application/json"}
+        )
+        assert frames.status_code == 422
+        detail = frames.json()["detail"][0]
+        assert detail["type"] == "sim_limit.cpu" and "APP_SIM_CPU_S" in detail["msg"]
+        assert client.get(f"/r/{rid}").status_code == 200
+        zh = client.get(f"/r/{rid}?{HEAVY}&lang=zh-CN")
+        assert zh.status_code == 422 and "APP_SIM_CPU_S" in zh.text
+        assert re.search(r"[\u4e00-\u9fff]", zh.text)
+
+
+def _sleepy(recording: dict[str, Any], overrides: dict[str, Any]) -> Any:
+    """A build that takes wall time but no CPU (module level: it crosses into the process)."""
+    import time
+
+    time.sleep(float(overrides["s"]))
+    return recording
+
+
+def test_a_build_that_waits_past_its_limit_is_a_503_naming_it(
+    client: TestClient, db_url: str
+) -> None:
+    """A request waits for its recording's build at most twice APP_SIM_CPU_S and a margin:
+    past it, BuildWaitExceeded, answered 503 with Retry-After and a sentence naming the wait."""
+    from app.web.recbuild import BuildWaitExceeded, RecordingBuilder
+
+    builder = RecordingBuilder(Settings(database_url=db_url, sim_cpu_s=0.5), margin_s=0)
+    try:
+        assert builder.build(_sleepy, {"x": 1}, {"s": 0}) == {"x": 1}
+        with pytest.raises(BuildWaitExceeded) as waited:
+            builder.build(_sleepy, {}, {"s": 5})
+        assert waited.value.seconds == 1
+    finally:
+        builder.close()
+    rid = _cwnd_rid(client)
+    site = client.app.state.site  # type: ignore[attr-defined]
+
+    def refuse(*_: Any) -> Any:
+        raise waited.value
+
+    site.recording_builder.build = refuse
+    page = client.get(f"/r/{rid}?rtt_ms=33")
+    assert page.status_code == 503 and page.headers["retry-after"] == "5"
+    assert "APP_SIM_CPU_S" in page.text
+    api = client.get(f"/r/{rid}/frames?rtt_ms=33", headers={"Accept": "application/json"})
+    assert api.status_code == 503 and "more than 1 s" in api.json()["detail"]

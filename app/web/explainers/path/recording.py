@@ -15,8 +15,14 @@ from app.web.plugin import RecordingView
 
 # The picture's own rules (the recordings page links no explainer stylesheet): the shared
 # functions lit in both columns, the others muted, the two stacks side by side where they fit.
+# A stack is often deeper than the screen: the picture keeps to the player's picture row
+# (--fit-h, player.js), the stacks and each list scrolling in boxes of their own.
 STYLE = (
-    ".rec-path{display:grid;gap:.5rem}"
+    ".rec-path{display:flex;flex-direction:column;gap:.5rem;"
+    "max-height:calc(var(--fit-h,100vh) - 8rem)}"
+    ".rec-path>*{flex:none}"
+    ".rec-path>.rec-stacks{flex:0 1 auto;min-height:4rem;overflow:auto}"
+    ".rec-list{max-height:2.9em;overflow:auto}"
     ".rec-stacks{display:grid;grid-template-columns:repeat(auto-fit,minmax(16rem,1fr));gap:.8rem}"
     ".rec-stacks h2{font-size:.95rem;margin:.2rem 0}"
     ".rec-stack{margin:0;padding-left:2rem;font-family:var(--mono,monospace);font-size:.85rem}"
@@ -81,7 +87,7 @@ def picture(trace: RecordedPathTrace, frame: Frame[RecordedPathState]) -> str:
         f'data-path="{escape(st["path"])}" data-walk="{escape(st["model_walk"])}" '
         f'data-model-step="{st["model_step"]}">'
         f'<p class="rec-head"><b translate="no">{escape(st["event"])}</b> · {_t(head)}{reason}</p>'
-        '<div class="rec-stacks">'
+        '<div class="rec-stacks" tabindex="0">'
         f"<section><h2>{_t(rec_title)}</h2>{_stack(st['recorded'], shared, 'recorded')}</section>"
         f"<section><h2>{_t(model_title)}</h2>{_stack(st['model'], shared, 'model')}</section>"
         "</div>"
