@@ -6,8 +6,8 @@ address, so the flow is found through the TCP tracepoints that print both, recor
 (``IDENTITY``; not written to the output) and matched with :func:`app.record.filters.matches`:
 
 1. **By skb address** (exact). ``tcp:tcp_probe`` fires in ``tcp_rcv_established`` for the
-   segment being received; where its format prints ``skbaddr`` (this 6.18 kernel's does; older
-   formats, such as the one in the 5.x tree we checked, end with ``sock_cookie``) the received
+   segment being received; where its format prints ``skbaddr`` (this 6.18 kernel's does; v6.4's
+   does not: its format ends with ``sock_cookie``, and there every path is matched by CPU) the received
    skb is the flow's, and so is every path event of that skb's life (its
    ``netif_receive_skb`` came before, its free after). ``tcp:tcp_send_reset`` and
    ``tcp:tcp_bad_csum`` name the received skb the same way. ``skb:kfree_skb``'s ``rx_sk``

@@ -284,6 +284,21 @@ def test_png_draws_only_the_requested_step(
     assert page_stage(client, f"/explainers/{name}?preset={preset}&step={step}", step) in html
 
 
+def test_a_kept_png_is_kept_per_language(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step's PNG drawn for an English reader is not the one a Chinese reader gets: each
+    language's is drawn in its own words, then kept for that language."""
+    seen = _capture_pngs(client, monkeypatch)
+    url = "/export/png?explainer=skb&preset=panic&step=1&scale=1"
+    english = client.get(url).content
+    chinese = client.get(url + "&lang=zh-CN").content
+    assert len(seen) == 2 and english != chinese
+    assert 'lang="zh-CN"' in seen[1][0] or "zh-CN" in seen[1][0]
+    again = client.get(url + "&lang=en").content  # (the lang query is remembered: say it)
+    assert again == english and len(seen) == 2  # kept, not drawn again
+
+
 def test_png_waits_for_the_shown_views_own_ready_condition(
     client: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -179,6 +179,7 @@ async def _png(
         source.plugin.name,
         trace.sim_version,
         json.dumps(source.raw, sort_keys=True),
+        i18n.current(),  # the picture's words are the reader's
         index,
         theme,
         scale,
