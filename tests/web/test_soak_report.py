@@ -57,19 +57,21 @@ def test_runs_over_twice_their_prediction_are_counted_on_cpu_and_on_wall(
     cwnd = next(line for line in lines if line.strip().startswith("cwnd"))
     assert "n    3" in cwnd and "'cancelled': 1" in cwnd and "'done': 2" in cwnd
     assert "CPU/predicted p50 0.75, max 2.12 (8.50 s for 4 s), over 2×: 1" in cwnd
-    assert "wall/predicted p50 2.25, max 7.50, over 2×: 2" in cwnd
+    # no eta_s in these records: the eta is the prediction
+    assert "wall/eta p50 2.25, min 2.25, max 7.50, outside 2×: 2" in cwnd
+    assert "wall/predicted p50 2.25, max 7.50" in cwnd
     assert "waited for a process p50 0.00, max 20.00 s" in cwnd
     sched = next(line for line in lines if line.strip().startswith("scheduler"))
     assert "CPU/predicted p50 1.80, max 2.20" in sched and "over 2×: 1;" in sched
-    total = next(line for line in lines if "their prediction" in line)
-    assert "CPU time is over 2× their prediction: 2 of 4 (NOT met)" in total
-    assert "whose wall time is: 3 of 4" in total
+    total = next(line for line in lines if "their predicted work" in line)
+    assert "CPU time is over 2× their predicted work: 2 of 4" in total
+    assert "whose wall time is outside 2× of the eta they were given: 3" in total
     assert "40-300 MB of their own" in lines[-1] and "3 processes" in lines[-1]
 
 
 def test_no_run_over_is_met(soak: ModuleType) -> None:
     lines = soak.run_log_lines([rec("skb", 0.2, 0.3, 5.0), rec("skb", 0.2, None, 0.1)])
-    assert "over 2× their prediction: 0 of 1 (met)" in lines[-2]
+    assert "CPU time is over 2× their predicted work: 0 of 1;" in lines[-2]
 
 
 def test_the_log_is_read_from_the_soaks_start(soak: ModuleType, tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from fastapi import APIRouter, Body, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from app.sim.core import EncodedJSON, Explainer, Trace
+from app.sim.core.i18n import reader_gettext
 from app.store import health as store_health
 from app.web import i18n
 from app.web.fastjson import FastJSONResponse, accepts_gzip, render_pieces
@@ -62,7 +63,14 @@ def trace_parts(plugin: Plugin, trace: Trace[Any, Any], lang: str | None = None)
 
 
 def _parts(sim: Explainer[Any], trace: Trace[Any, Any], lang: str | None) -> dict[str, Any]:
-    parts = sim.public_json_parts(trace)
+    lang = lang or i18n.current()
+    # words an explainer renders into its JSON (a deployment's reason) are the reader's, also
+    # in a simulation process writing the answer, where no request set the language
+    reader = reader_gettext.set(i18n.gettext_for(lang))
+    try:
+        parts = sim.public_json_parts(trace)
+    finally:
+        reader_gettext.reset(reader)
     return _localized({"sim_version": trace.sim_version, **parts}, trace, lang)
 
 
