@@ -1,7 +1,7 @@
 """Building a recording's trace within the limits a run has.
 
-A recording's view (``RecordingView.trace``) may run a model (the cwnd overlay runs the
-congestion explainer for the recording's link and length) and always walks the user's file, so
+A recording's view (``RecordingView.trace``) may run a model (an overlay may run its
+explainer's simulation for the recording's parameters) and always walks the user's file, so
 it gets what a simulation run gets: it runs in a simulation process of its own
 (:class:`~app.web.simproc.LanePool`, one process per app process, forked when the app starts)
 under the same hard limits, ``APP_SIM_CPU_S`` seconds of CPU and ``APP_SIM_MEMORY_MB`` of

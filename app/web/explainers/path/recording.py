@@ -57,7 +57,8 @@ def _list(label: Message, functions: list[str], key: str) -> str:
     else:
         names = _t(msg("none"))
     return (
-        f'<p class="rec-list" id="rec-{key}" data-count="{len(functions)}">'
+        # tabindex: the list scrolls in its box, so a keyboard can reach it
+        f'<p class="rec-list" id="rec-{key}" tabindex="0" data-count="{len(functions)}">'
         f"<b>{_t(label)}</b> {names}</p>"
     )
 
