@@ -22,13 +22,25 @@
     return { status: r.status, body: text ? JSON.parse(text) : {} };
   }
 
-  function stream(handlers) {
+  // The class's events. A stream that ends on a network error is reopened by the browser; one
+  // answered with an error status (a 503 while the store is busy) is closed for good, so it is
+  // opened again here after a pause (a new listener first gets the current step).
+  const REOPEN_MS = 3000;
+  function stream(handlers, onOpen, onError) {
     const lang = document.documentElement.lang;
-    const es = new EventSource(api + "/events" + (lang ? "?lang=" + encodeURIComponent(lang) : ""));
-    for (const [kind, fn] of Object.entries(handlers)) {
-      es.addEventListener(kind, (ev) => fn(JSON.parse(ev.data)));
+    const url = api + "/events" + (lang ? "?lang=" + encodeURIComponent(lang) : "");
+    function open() {
+      const es = new EventSource(url);
+      for (const [kind, fn] of Object.entries(handlers)) {
+        es.addEventListener(kind, (ev) => fn(JSON.parse(ev.data)));
+      }
+      if (onOpen) es.addEventListener("open", onOpen);
+      es.addEventListener("error", () => {
+        if (onError) onError();
+        if (es.readyState === EventSource.CLOSED) setTimeout(open, REOPEN_MS);
+      });
     }
-    return es;
+    open();
   }
 
   // --- student ---------------------------------------------------------------------------
@@ -120,18 +132,20 @@
       panel.hidden = true;
     }
 
-    const es = stream({
-      step: (d) => {
-        classStep = d.step;
-        if (following) player.goto(classStep, "replace");
-        show();
+    stream(
+      {
+        step: (d) => {
+          classStep = d.step;
+          if (following) player.goto(classStep, "replace");
+          show();
+        },
+        question: ask,
+        reveal,
+        skip,
       },
-      question: ask,
-      reveal,
-      skip,
-    });
-    es.addEventListener("open", () => show());
-    es.addEventListener("error", () => show(true));
+      () => show(),
+      () => show(true),
+    );
     join();
     show();
   }

@@ -101,3 +101,29 @@ def test_a_marked_step_asks_by_itself_and_the_lecturer_skips_it(live_server, pag
     page.wait_for_selector("#class-skip", state="hidden")
     assert httpx.get(f"{live_server.url}/api/v1/classes/{c['id']}").json()["step"] == 4
     ctx.close()
+
+
+def test_a_student_stream_refused_once_is_opened_again(live_server, page) -> None:
+    """An event stream answered with an error status (a 503 while the store is busy) is closed
+    for good by the browser: the page opens it again and still follows the lecturer."""
+    c = httpx.post(f"{live_server.url}/api/v1/classes", json={"scenario": "tcp/handshake"}).json()
+    refused: list[str] = []
+
+    def once(route) -> None:
+        if not refused:
+            refused.append(route.request.url)
+            route.fulfill(status=503, headers={"Retry-After": "1"}, body="busy")
+        else:
+            route.continue_()
+
+    page.route("**/events*", once)
+    page.goto(c["join_url"])
+    page.wait_for_function("document.getElementById('class-status').textContent.includes('step 0')")
+    r = httpx.post(
+        f"{live_server.url}/api/v1/classes/{c['id']}/step",
+        json={"step": 4},
+        headers={"Authorization": f"Bearer {c['lecturer_token']}"},
+    )
+    assert r.status_code == 204
+    page.wait_for_function("document.getElementById('step-no').textContent.trim() === '4'")
+    assert len(refused) == 1
