@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 
 
 def rtt_sample(sk: Sock, m_us: int) -> None:
-    """tcp_ack_update_rtt: one RTT sample (µs): min_rtt (tcp_update_rtt_min), srtt and the
+    """tcp_ack_update_rtt (net/ipv4/tcp_input.c:3087): one RTT sample (µs): min_rtt
+    (tcp_update_rtt_min, net/ipv4/tcp_input.c:3071), srtt and the
     RTO."""
     if not sk.min_rtt_us or m_us < sk.min_rtt_us:
         sk.min_rtt_us = m_us
@@ -73,7 +74,7 @@ def _acked_marks(
 def clean_rtx(
     sim: Sim, sk: Sock, ack: int, seg: Seg | None = None, set_timer: bool = True
 ) -> tuple[int, int]:
-    """tcp_clean_rtx_queue: drop acknowledged segments; one RTT sample from the newest
+    """tcp_clean_rtx_queue (net/ipv4/tcp_input.c:3238): drop acknowledged segments; one RTT sample from the newest
     never-retransmitted, else (Karn) from the ACK's TSecr when timestamps are on
     (tcp_ack_update_rtt). Returns (flags, newly delivered segments). ``set_timer``: re-arm
     the timers here (tcp_set_xmit_timer; tcp_ack does it after the recovery state machine)."""
@@ -97,8 +98,8 @@ def clean_rtx(
 
 
 def _window(sk: Sock, seg: Seg, prior: int) -> int:
-    """tcp_ack_update_window: a non-SYN segment's window is scaled by the peer's shift;
-    tcp_may_update_window holds for an ACK that moves snd_wl1 on (a later sequence number) or
+    """tcp_ack_update_window (net/ipv4/tcp_input.c:3552): a non-SYN segment's window is scaled by the peer's shift;
+    tcp_may_update_window (net/ipv4/tcp_input.c:3518) holds for an ACK that moves snd_wl1 on (a later sequence number) or
     offers more window, even when the window itself is unchanged: FLAG_WIN_UPDATE."""
     ack = seg.ack
     nwin = seg.window if seg.syn else seg.window << sk.snd_wscale
@@ -120,7 +121,7 @@ def _old_ack(sim: Sim, sk: Sock, seg: Seg, prior: int) -> None:
 
 
 def rcv_ack(sim: Sim, sk: Sock, seg: Seg) -> bool:
-    """tcp_ack: False when the ACK is not acceptable."""
+    """tcp_ack (net/ipv4/tcp_input.c:3760): False when the ACK is not acceptable."""
     ack = seg.ack
     prior = sk.snd_una
     if ack < prior:
@@ -167,7 +168,7 @@ def rcv_ack(sim: Sim, sk: Sock, seg: Seg) -> bool:
 
 
 def ack_probe(sim: Sim, sk: Sock) -> None:
-    """tcp_ack_probe (tcp_ack's no_queue path: nothing in flight, data waiting): if the
+    """tcp_ack_probe (net/ipv4/tcp_input.c:3444; tcp_ack's no_queue path: nothing in flight, data waiting): if the
     window now takes the send head, stop the persist timer and reset its backoff; else
     re-arm it with the current backoff, counted from this ACK."""
     if tcp_output.head_fits_window(sk):

@@ -37,12 +37,12 @@ TCP_FASTRETRANS_THRESH = 3  # net.ipv4.tcp_reordering's default
 
 
 def in_cwnd_reduction(sk: Sock) -> bool:
-    """tcp_in_cwnd_reduction: CWR or Recovery."""
+    """tcp_in_cwnd_reduction (include/net/tcp.h:1250): CWR or Recovery."""
     return sk.ca_state in ("CWR", "Recovery")
 
 
 def cubic_ssthresh(sk: Sock) -> int:
-    """cubictcp_recalc_ssthresh (net/ipv4/tcp_cubic.c): cwnd × 717/1024 (at least 2); W_max is
+    """cubictcp_recalc_ssthresh (net/ipv4/tcp_cubic.c:341): cwnd × 717/1024 (at least 2); W_max is
     cwnd, or less with fast convergence when the loss came below the last W_max."""
     cwnd = sk.cwnd
     if cwnd < sk.cubic_w_max and FAST_CONVERGENCE:
@@ -53,7 +53,7 @@ def cubic_ssthresh(sk: Sock) -> int:
 
 
 def init_cwnd_reduction(sim: Sim, sk: Sock) -> None:
-    """tcp_init_cwnd_reduction: recovery ends at snd_nxt; PRR starts counting from the window
+    """tcp_init_cwnd_reduction (net/ipv4/tcp_input.c:2611): recovery ends at snd_nxt; PRR starts counting from the window
     it had (prior_cwnd); ssthresh from the congestion control."""
     sk.high_seq = sk.snd_nxt
     sk.tlp_high_seq = 0
@@ -65,7 +65,7 @@ def init_cwnd_reduction(sim: Sim, sk: Sock) -> None:
 
 
 def enter_recovery(sim: Sim, sk: Sock) -> None:
-    """tcp_enter_recovery: start a window reduction (unless one runs) and enter Recovery."""
+    """tcp_enter_recovery (net/ipv4/tcp_input.c:2801): start a window reduction (unless one runs) and enter Recovery."""
     if not in_cwnd_reduction(sk):
         init_cwnd_reduction(sim, sk)
     sk.ca_state = "Recovery"
@@ -82,7 +82,7 @@ def enter_recovery(sim: Sim, sk: Sock) -> None:
 
 
 def cwnd_reduction(sim: Sim, sk: Sock, newly_acked_sacked: int, newly_lost: int, flag: int) -> None:
-    """tcp_cwnd_reduction (PRR, RFC 6937): while more than ssthresh is in flight, send in
+    """tcp_cwnd_reduction (net/ipv4/tcp_input.c:2625; PRR, RFC 6937): while more than ssthresh is in flight, send in
     proportion ssthresh/prior_cwnd of what was delivered; below it, as much as was delivered
     (one more when snd_una advanced without new loss: the slow-start reduction bound), up to
     ssthresh; always one on entering recovery. cwnd = in flight + that count."""
@@ -115,7 +115,7 @@ def cwnd_reduction(sim: Sim, sk: Sock, newly_acked_sacked: int, newly_lost: int,
 
 
 def end_cwnd_reduction(sim: Sim, sk: Sock) -> None:
-    """tcp_end_cwnd_reduction: recovery is over; cwnd is set to ssthresh."""
+    """tcp_end_cwnd_reduction (net/ipv4/tcp_input.c:2651): recovery is over; cwnd is set to ssthresh."""
     if sk.ssthresh < TCP_INFINITE_SSTHRESH:
         sk.cwnd = sk.ssthresh
     sim.note(
@@ -129,12 +129,12 @@ def end_cwnd_reduction(sim: Sim, sk: Sock) -> None:
 
 
 def any_retrans_done(sk: Sock) -> bool:
-    """tcp_any_retrans_done: a retransmission in flight, or the head was retransmitted."""
+    """tcp_any_retrans_done (net/ipv4/tcp_input.c:2441): a retransmission in flight, or the head was retransmitted."""
     return tcp_sack.retrans_out(sk) > 0 or bool(sk.rtx and sk.rtx[0].retrans)
 
 
 def try_to_open(sk: Sock) -> None:
-    """tcp_try_to_open / tcp_try_keep_open: Disorder while anything is SACKed, lost or
+    """tcp_try_to_open (net/ipv4/tcp_input.c:2695) / tcp_try_keep_open (net/ipv4/tcp_input.c:2681): Disorder while anything is SACKed, lost or
     retransmitted, else Open (high_seq = snd_nxt on a change)."""
     left_out = tcp_sack.sacked_out(sk) + tcp_sack.lost_out(sk)
     state = "Disorder" if left_out or any_retrans_done(sk) else "Open"
@@ -144,13 +144,13 @@ def try_to_open(sk: Sock) -> None:
 
 
 def time_to_recover(sk: Sock) -> bool:
-    """tcp_time_to_recover: with RACK (tcp_recovery 1) only a segment marked lost starts
+    """tcp_time_to_recover (net/ipv4/tcp_input.c:2321): with RACK (tcp_recovery 1) only a segment marked lost starts
     recovery (the classic duplicate-ACK rule is NewReno's head marking)."""
     return tcp_sack.lost_out(sk) > 0
 
 
 def identify_packet_loss(sim: Sim, sk: Sock, flag: int) -> int:
-    """tcp_identify_packet_loss: NewReno without SACK, else RACK; a RACK timer replaces the
+    """tcp_identify_packet_loss (net/ipv4/tcp_input.c:2922): NewReno without SACK, else RACK; a RACK timer replaces the
     RTO (FLAG_SET_XMIT_TIMER cleared); a lost retransmission sets FLAG_LOST_RETRANS."""
     if not sk.rtx:
         return flag
@@ -168,7 +168,7 @@ def identify_packet_loss(sim: Sim, sk: Sock, flag: int) -> int:
 def _exit_recovery(sim: Sim, sk: Sock) -> bool:
     """tcp_fastretrans_alert's step D for Recovery: snd_una reached high_seq. Without SACK
     the state is held until something above high_seq is acknowledged
-    (tcp_is_non_sack_preventing_reopen): True, and the ACK is done."""
+    (tcp_is_non_sack_preventing_reopen, net/ipv4/tcp_input.c:2517): True, and the ACK is done."""
     if not sk.sack_ok:
         sk.reno_sacked = 0
         if sk.snd_una == sk.high_seq:
@@ -194,7 +194,7 @@ def _open_states(sim: Sim, sk: Sock, flag: int, num_dupack: int) -> tuple[int, b
 
 
 def _loss_state(sk: Sock, flag: int, num_dupack: int) -> bool | None:
-    """tcp_process_loss without undo and F-RTO: all up to high_seq acknowledged ends Loss
+    """tcp_process_loss (net/ipv4/tcp_input.c:2827) without undo and F-RTO: all up to high_seq acknowledged ends Loss
     (tcp_try_undo_recovery; True), held without SACK until something above it is (None);
     else the lost segments go again (False, REXMIT_LOST)."""
     if sk.snd_una >= sk.high_seq:
@@ -213,7 +213,7 @@ def _loss_state(sk: Sock, flag: int, num_dupack: int) -> bool | None:
 def fastretrans_alert(
     sim: Sim, sk: Sock, prior_snd_una: int, num_dupack: int, flag: int
 ) -> tuple[int, bool]:
-    """tcp_fastretrans_alert: run the recovery state machine for a dubious ACK (a duplicate,
+    """tcp_fastretrans_alert (net/ipv4/tcp_input.c:2953): run the recovery state machine for a dubious ACK (a duplicate,
     one with SACK blocks, or any ACK outside Open). Returns (flags, whether lost segments
     are to be retransmitted: REXMIT_LOST)."""
     if not sk.rtx and sk.reno_sacked:
@@ -235,15 +235,16 @@ def fastretrans_alert(
 
 
 def may_raise_cwnd(sk: Sock, flag: int) -> bool:
-    """tcp_may_raise_cwnd: on in-order delivery only, unless reordering is high."""
+    """tcp_may_raise_cwnd (net/ipv4/tcp_input.c:3475): on in-order delivery only, unless reordering is high."""
     if sk.reordering > TCP_FASTRETRANS_THRESH:
         return bool(flag & FLAG_FORWARD_PROGRESS)
     return bool(flag & FLAG_DATA_ACKED)
 
 
 def cong_avoid(sk: Sock, acked: int) -> None:
-    """cubictcp_cong_avoid's slow start (tcp_slow_start: up to ssthresh) and, above it,
-    tcp_cong_avoid_ai with one segment per window."""
+    """cubictcp_cong_avoid (net/ipv4/tcp_cubic.c:324): slow start up to ssthresh
+    (tcp_slow_start (net/ipv4/tcp_cong.c:458)) and, above it, tcp_cong_avoid_ai
+    (net/ipv4/tcp_cong.c:472) with one segment per window."""
     if sk.cwnd < sk.ssthresh:
         cwnd = min(sk.cwnd + acked, sk.ssthresh)
         acked -= cwnd - sk.cwnd
@@ -262,7 +263,7 @@ def cong_avoid(sk: Sock, acked: int) -> None:
 
 
 def cong_control(sim: Sim, sk: Sock, delivered: int, newly_lost: int, flag: int) -> None:
-    """tcp_cong_control: PRR in Recovery (and CWR), else growth when the window may rise."""
+    """tcp_cong_control (net/ipv4/tcp_input.c:3495): PRR in Recovery (and CWR), else growth when the window may rise."""
     if in_cwnd_reduction(sk):
         cwnd_reduction(sim, sk, delivered, newly_lost, flag)
     elif may_raise_cwnd(sk, flag):
@@ -270,7 +271,7 @@ def cong_control(sim: Sim, sk: Sock, delivered: int, newly_lost: int, flag: int)
 
 
 def xmit_recovery(sim: Sim, sk: Sock, rexmit: bool) -> None:
-    """tcp_xmit_recovery: retransmit what is marked lost, within cwnd."""
+    """tcp_xmit_recovery (net/ipv4/tcp_input.c:3727): retransmit what is marked lost, within cwnd."""
     if not rexmit or sk.state == "SYN_SENT":
         return
     tcp_output.xmit_retransmit_queue(sim, sk)

@@ -182,7 +182,7 @@ def send_fin(sim: Sim, sk: Sock) -> None:
 
 
 def push(sim: Sim, sk: Sock, nagle: bool = True) -> bool:
-    """tcp_write_xmit: send new data (and a queued FIN) within cwnd and the peer's window;
+    """tcp_write_xmit (net/ipv4/tcp_output.c:2601): send new data (and a queued FIN) within cwnd and the peer's window;
     arm the persist timer when a zero window stops it; after new data, schedule a tail loss
     probe (tcp_schedule_loss_probe). True if it sent anything."""
     if sk.state in ("SYN_SENT", "SYN_RECV", "CLOSE", "LISTEN"):
@@ -190,7 +190,7 @@ def push(sim: Sim, sk: Sock, nagle: bool = True) -> bool:
     sent_any = False
     inflight = inflight0 = tcp_sack.packets_in_flight(sk)
     while True:
-        # tcp_cwnd_test: packets in flight (sacked and lost ones out, retransmissions in)
+        # tcp_cwnd_test (net/ipv4/tcp_output.c:2038): packets in flight (sacked and lost ones out, retransmissions in)
         if inflight >= sk.cwnd:
             break
         nxt = _next_segment(sim, sk, nagle)
@@ -202,7 +202,7 @@ def push(sim: Sim, sk: Sock, nagle: bool = True) -> bool:
         if not nagle:
             break  # tcp_send_loss_probe sends one segment
     if sent_any and sk.ca_state in ("CWR", "Recovery"):
-        sk.prr_out += inflight - inflight0  # tcp_write_xmit: new data counts for PRR too
+        sk.prr_out += inflight - inflight0  # new data counts for PRR too
     if sent_any and nagle:
         schedule_loss_probe(sim, sk, advancing_rto=False)
     if not sent_any and not sk.rtx and sk.has_unsent() and not sk.timer("probe0").armed:
@@ -377,7 +377,7 @@ def xmit_probe(sim: Sim, sk: Sock, kind: str, src: str, text: Message) -> None:
 
 
 def xmit_retransmit_queue(sim: Sim, sk: Sock) -> None:
-    """tcp_xmit_retransmit_queue: from the head, retransmit the segments marked lost that are
+    """tcp_xmit_retransmit_queue (net/ipv4/tcp_output.c:3291): from the head, retransmit the segments marked lost that are
     neither SACKed nor already retransmitted, while cwnd leaves room and fewer
     retransmissions than losses are out; each counts for PRR (prr_out) during a reduction.
     Retransmitting the head re-arms the RTO (unless the RACK timer is pending)."""
@@ -406,7 +406,7 @@ def xmit_retransmit_queue(sim: Sim, sk: Sock) -> None:
 
 
 def retransmit(sim: Sim, sk: Sock, o: OutSeg, why: str) -> None:
-    """tcp_retransmit_skb: the segment goes again and is a retransmission in flight
+    """tcp_retransmit_skb (net/ipv4/tcp_output.c:3261): the segment goes again and is a retransmission in flight
     (TCPCB_SACKED_RETRANS); a loss probe (tcp_send_loss_probe) only marks it ever
     retransmitted."""
     o.retrans += 1

@@ -30,17 +30,17 @@ def us(ms: float) -> int:
 
 
 def min_rtt_us(sk: Sock) -> int:
-    """tcp_min_rtt: ~0U before the first sample."""
+    """tcp_min_rtt (include/net/tcp.h:753): ~0U before the first sample."""
     return sk.min_rtt_us if sk.min_rtt_us else 0xFFFFFFFF
 
 
 def sent_after(t1: int, t2: int, seq1: int, seq2: int) -> bool:
-    """tcp_skb_sent_after (include/net/tcp.h): later, or at the same time with a later end."""
+    """tcp_skb_sent_after (include/net/tcp.h:1181): later, or at the same time with a later end."""
     return t1 > t2 or (t1 == t2 and seq1 > seq2)
 
 
 def reo_wnd(sk: Sock) -> int:
-    """tcp_rack_reo_wnd: no window (0) while no reordering was seen and recovery is under way
+    """tcp_rack_reo_wnd (net/ipv4/tcp_recovery.c:5): no window (0) while no reordering was seen and recovery is under way
     or as many segments are SACKed as ``reordering`` (the duplicate-ACK threshold); else
     min_rtt/4, at most srtt."""
     if not sk.reord_seen:
@@ -52,12 +52,12 @@ def reo_wnd(sk: Sock) -> int:
 
 
 def skb_timeout(sim: Sim, sk: Sock, o: OutSeg, wnd: int) -> int:
-    """tcp_rack_skb_timeout: rack.rtt_us + reo_wnd - the time since the segment was sent."""
+    """tcp_rack_skb_timeout (net/ipv4/tcp_recovery.c:32): rack.rtt_us + reo_wnd - the time since the segment was sent."""
     return sk.rack_rtt_us + wnd - (us(sim.now) - us(o.sent_ms))
 
 
 def rack_advance(sim: Sim, sk: Sock, ever_retrans: bool, end_seq: int, xmit_ms: float) -> None:
-    """tcp_rack_advance: a (S)ACKed segment's send time becomes RACK's reference when it is
+    """tcp_rack_advance (net/ipv4/tcp_recovery.c:118): a (S)ACKed segment's send time becomes RACK's reference when it is
     the most recently sent; a retransmission ACKed sooner than min_rtt is ambiguous and
     skipped."""
     xmit = us(xmit_ms)
@@ -72,7 +72,7 @@ def rack_advance(sim: Sim, sk: Sock, ever_retrans: bool, end_seq: int, xmit_ms: 
 
 
 def detect_loss(sim: Sim, sk: Sock) -> tuple[int, int]:
-    """tcp_rack_detect_loss: walk the segments in send order (tsorted_sent_queue) up to
+    """tcp_rack_detect_loss (net/ipv4/tcp_recovery.c:58): walk the segments in send order (tsorted_sent_queue) up to
     RACK's reference; mark those that waited long enough lost. Returns (newly lost, the
     longest wait still due in µs)."""
     wnd = reo_wnd(sk)
@@ -93,7 +93,7 @@ def detect_loss(sim: Sim, sk: Sock) -> tuple[int, int]:
 
 
 def mark_lost(sim: Sim, sk: Sock) -> bool:
-    """tcp_rack_mark_lost: after RACK advanced, detect losses; a segment still inside the
+    """tcp_rack_mark_lost (net/ipv4/tcp_recovery.c:95): after RACK advanced, detect losses; a segment still inside the
     reordering window arms the reordering timer (its wait in jiffies + TCP_TIMEOUT_MIN).
     True when the timer was armed."""
     if not sk.rack_advanced:
@@ -127,7 +127,7 @@ def mark_lost(sim: Sim, sk: Sock) -> bool:
 
 
 def reo_timeout(sim: Sim, sk: Sock) -> None:
-    """tcp_rack_reo_timeout: the reordering window has passed: mark the expired segments
+    """tcp_rack_reo_timeout (net/ipv4/tcp_recovery.c:149): the reordering window has passed: mark the expired segments
     lost; if that changed what is in flight, enter recovery (one PRR step) and retransmit;
     then re-arm the RTO."""
     if not sk.rtx or sk.state == "CLOSE":
@@ -152,7 +152,7 @@ def reo_timeout(sim: Sim, sk: Sock) -> None:
 
 
 def newreno_mark_lost(sim: Sim, sk: Sock, snd_una_advanced: bool) -> None:
-    """tcp_newreno_mark_lost (RFC 6582, no SACK): the head is lost after ``reordering``
+    """tcp_newreno_mark_lost (net/ipv4/tcp_recovery.c:217; RFC 6582, no SACK): the head is lost after ``reordering``
     duplicate ACKs, and in recovery after each partial ACK."""
     st = CA_ORDER[sk.ca_state]
     rec = CA_ORDER["Recovery"]

@@ -61,13 +61,13 @@ def retrans_out(sk: Sock) -> int:
 
 
 def packets_in_flight(sk: Sock) -> int:
-    """tcp_packets_in_flight (include/net/tcp.h): packets_out - (sacked_out + lost_out) +
+    """tcp_packets_in_flight (include/net/tcp.h:1222): packets_out - (sacked_out + lost_out) +
     retrans_out."""
     return len(sk.rtx) - (sacked_out(sk) + lost_out(sk)) + retrans_out(sk)
 
 
 def highest_sack_seq(sk: Sock) -> int:
-    """tcp_highest_sack_seq: the start of the segment after the highest SACKed one (snd_una
+    """tcp_highest_sack_seq (include/net/tcp.h:1960): the start of the segment after the highest SACKed one (snd_una
     when nothing is SACKed, snd_nxt when the highest SACKed is the last)."""
     top = None
     for i, o in enumerate(sk.rtx):
@@ -79,7 +79,7 @@ def highest_sack_seq(sk: Sock) -> int:
 
 
 def mark_skb_lost(sk: Sock, o: OutSeg) -> bool:
-    """tcp_mark_skb_lost: a SACKed segment is never lost; a lost retransmission is lost again
+    """tcp_mark_skb_lost (net/ipv4/tcp_input.c:1085): a SACKed segment is never lost; a lost retransmission is lost again
     (TCPCB_SACKED_RETRANS cleared); else TCPCB_LOST is set. True when it changed anything."""
     if o.sacked:
         return False
@@ -95,7 +95,7 @@ def mark_skb_lost(sk: Sock, o: OutSeg) -> bool:
 
 
 def check_sack_reordering(sk: Sock, low_seq: int) -> None:
-    """tcp_check_sack_reordering: data delivered below the highest SACK without a
+    """tcp_check_sack_reordering (net/ipv4/tcp_input.c:1032): data delivered below the highest SACK without a
     retransmission is reordering; ``reordering`` grows to the distance in segments."""
     fack = highest_sack_seq(sk)
     if low_seq >= fack:
@@ -115,7 +115,7 @@ def blocks(seg: Seg) -> list[tuple[int, int]]:
 
 
 def check_dsack(sim: Sim, sk: Sock, sp: list[tuple[int, int]], ack: int) -> bool:
-    """tcp_check_dsack: the first block is a D-SACK when it lies below the ACK, or inside the
+    """tcp_check_dsack (net/ipv4/tcp_input.c:1249): the first block is a D-SACK when it lies below the ACK, or inside the
     second block."""
     s0, e0 = sp[0]
     if s0 < ack:
@@ -134,7 +134,7 @@ def check_dsack(sim: Sim, sk: Sock, sp: list[tuple[int, int]], ack: int) -> bool
 
 
 def sacktag_one(sim: Sim, sk: Sock, o: OutSeg, state: dict[str, int]) -> None:
-    """tcp_sacktag_one for a segment newly inside a SACK block: RACK advances, a lost
+    """tcp_sacktag_one (net/ipv4/tcp_input.c:1345) for a segment newly inside a SACK block: RACK advances, a lost
     segment is no longer lost (a lost retransmission no longer in flight), a never
     retransmitted one below the highest SACK is reordering; TCPCB_SACKED_ACKED is set."""
     if o.end <= sk.snd_una or o.sacked:
@@ -157,7 +157,7 @@ def sacktag_one(sim: Sim, sk: Sock, o: OutSeg, state: dict[str, int]) -> None:
 
 
 def sacktag_write_queue(sim: Sim, sk: Sock, seg: Seg, prior_snd_una: int) -> tuple[int, int]:
-    """tcp_sacktag_write_queue: tag the segments each valid block covers (blocks at or below
+    """tcp_sacktag_write_queue (net/ipv4/tcp_input.c:1809): tag the segments each valid block covers (blocks at or below
     snd_una are skipped, a D-SACK is not tagged), then check reordering (not in Loss).
     Returns (flags, newly SACKed segments)."""
     sp = blocks(seg)
@@ -203,7 +203,7 @@ def sacktag_write_queue(sim: Sim, sk: Sock, seg: Seg, prior_snd_una: int) -> tup
 
 
 def add_reno_sack(sk: Sock, num_dupack: int) -> int:
-    """tcp_add_reno_sack: without SACK a duplicate ACK counts as one SACKed segment (at most
+    """tcp_add_reno_sack (net/ipv4/tcp_input.c:2040): without SACK a duplicate ACK counts as one SACKed segment (at most
     packets_out - 1, tcp_limit_reno_sacked; more would be reordering). Returns delivered."""
     if not num_dupack:
         return 0
@@ -214,7 +214,8 @@ def add_reno_sack(sk: Sock, num_dupack: int) -> int:
 
 
 def limit_reno_sacked(sk: Sock) -> None:
-    """tcp_limit_reno_sacked / tcp_check_reno_reordering: sacked_out + the holes (at least
+    """tcp_limit_reno_sacked (net/ipv4/tcp_input.c:2007) /
+    tcp_check_reno_reordering (net/ipv4/tcp_input.c:2025): sacked_out + the holes (at least
     one) never exceed packets_out; when they would, that is reordering."""
     holes = min(max(lost_out(sk), 1), len(sk.rtx))
     if sk.reno_sacked + holes > len(sk.rtx):
@@ -224,7 +225,7 @@ def limit_reno_sacked(sk: Sock) -> None:
 
 
 def remove_reno_sacks(sk: Sock, acked: int) -> int:
-    """tcp_remove_reno_sacks: a cumulative ACK fills one hole; the rest of what it acked had
+    """tcp_remove_reno_sacks (net/ipv4/tcp_input.c:2058): a cumulative ACK fills one hole; the rest of what it acked had
     already been counted by duplicate ACKs. Returns the segments it newly delivered."""
     delivered = 0
     if acked > 0:

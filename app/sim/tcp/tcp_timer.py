@@ -114,7 +114,7 @@ def timed_out(sim: Sim, sk: Sock, boundary: int, rto_base: float) -> bool:
 
 
 def enter_loss(sim: Sim, sk: Sock) -> None:
-    """tcp_enter_loss (net/ipv4/tcp_input.c) with tcp_timeout_mark_lost: every segment not
+    """tcp_enter_loss (net/ipv4/tcp_input.c:2137) with tcp_timeout_mark_lost (net/ipv4/tcp_input.c:2106): every segment not
     SACKed is lost, except (RACK) those sent less than the last RTT ago, the head always;
     ssthresh is recomputed unless this loss episode already did; cwnd = in flight + 1."""
     if not sk.sack_ok:

@@ -11,10 +11,14 @@ and the socket's counters are read from the model after the run.
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from app.sim.tcp import tcp_sack
 from app.sim.tcp.packetdrill.parser import parse
 from app.sim.tcp.packetdrill.runner import DEFAULT_TOLERANCE_US, MAX_EVENTS, Result, Runner
 from app.sim.tcp.sock import Sock
+from tests.linux_v64 import require_v6_4, v6_4_file
 
 OPEN_SACK = """
     0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
@@ -244,3 +248,39 @@ def test_a_timed_python_block_keeps_its_place_on_the_clock() -> None:
     assert write.t_ms == 90.0
     assert sent.status == "match"
     assert res.verdict.line is not None and "%{" in lines[res.verdict.line - 1]
+
+
+CITED_MODULES = (
+    "tcp_sack.py",
+    "tcp_recovery.py",
+    "tcp_input_loss.py",
+    "tcp_ack.py",
+    "tcp_timer.py",
+    "tcp_output.py",
+)
+_CITE = re.compile(r"(\w+)\s*\(((?:net/ipv4|include/net)/[\w.]+\.[ch]):(\d+)")
+_CITE_AFTER = re.compile(r"\((\w+), ((?:net/ipv4|include/net)/[\w.]+\.[ch]):(\d+)\)")
+
+
+def citations() -> list[tuple[str, str, str, int]]:
+    root = Path(__file__).resolve().parents[3] / "app" / "sim" / "tcp"
+    found = []
+    for name in CITED_MODULES:
+        text = (root / name).read_text(encoding="utf-8")
+        for rx in (_CITE, _CITE_AFTER):
+            found += [(name, f, p, int(n)) for f, p, n in rx.findall(text)]
+    return found
+
+
+def test_the_recovery_modules_cite_v6_4_definition_lines() -> None:
+    """Every ``function (path:line)`` in the loss-recovery modules' docstrings names the line
+    where v6.4 defines that function (read in the local v6.4 tree)."""
+    require_v6_4()
+    cited = citations()
+    assert len(cited) >= 45
+    bad = []
+    for module, func, path, line in cited:
+        text = v6_4_file(path)[line - 1]
+        if text.startswith((" ", "\t")) or not re.search(rf"\b{func}\s*\(", text):
+            bad.append((module, func, path, line, text))
+    assert bad == []
