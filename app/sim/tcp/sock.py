@@ -416,6 +416,10 @@ class Sock(Obj):
         self.rack_rtt_us = 0
         self.rack_advanced = False
         self.reo_wnd_steps = 1
+        # tcp_cwnd_validate's record of how much of cwnd was used (tcp_is_cwnd_limited)
+        self.is_cwnd_limited = False
+        self.max_packets_out = 0
+        self.cwnd_usage_seq = 0
         self.quick = 0
         self.ato = 0.0
         self.pingpong = False

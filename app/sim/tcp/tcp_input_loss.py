@@ -9,8 +9,9 @@ Rate Reduction (``tcp_init_cwnd_reduction``, ``tcp_cwnd_reduction``,
 Simplifications: no undo (``tcp_try_undo_*``: a spurious retransmission keeps the reduced
 window), no F-RTO, no ECN (CWR), no SACK reneging; above ssthresh the window grows by one
 segment per window of ACKed segments (``tcp_cong_avoid_ai``; CUBIC's curve,
-``bictcp_update``, is app.sim.congestion's, not this model's); the window grows whether or not
-the sender was cwnd-limited (``tcp_is_cwnd_limited`` is not checked).
+``bictcp_update``, is app.sim.congestion's, not this model's); the window grows only while the
+sender is cwnd-limited as ``tcp_is_cwnd_limited`` tells (``tcp_cwnd_validate`` keeps the record;
+its restart after idle is not modelled).
 """
 
 from __future__ import annotations
@@ -241,10 +242,24 @@ def may_raise_cwnd(sk: Sock, flag: int) -> bool:
     return bool(flag & FLAG_DATA_ACKED)
 
 
+def is_cwnd_limited(sk: Sock) -> bool:
+    """tcp_is_cwnd_limited (include/net/tcp.h:1305): the last window filled cwnd; or, in slow
+    start, cwnd is below twice the most packets that were out (an application-limited sender
+    may still double what it used)."""
+    if sk.is_cwnd_limited:
+        return True
+    if sk.cwnd < sk.ssthresh:
+        return sk.cwnd < 2 * sk.max_packets_out
+    return False
+
+
 def cong_avoid(sk: Sock, acked: int) -> None:
     """cubictcp_cong_avoid (net/ipv4/tcp_cubic.c:324): slow start up to ssthresh
     (tcp_slow_start (net/ipv4/tcp_cong.c:458)) and, above it, tcp_cong_avoid_ai
-    (net/ipv4/tcp_cong.c:472) with one segment per window."""
+    (net/ipv4/tcp_cong.c:472) with one segment per window; nothing unless the sender is
+    cwnd-limited."""
+    if not is_cwnd_limited(sk):
+        return
     if sk.cwnd < sk.ssthresh:
         cwnd = min(sk.cwnd + acked, sk.ssthresh)
         acked -= cwnd - sk.cwnd

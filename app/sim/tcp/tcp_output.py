@@ -188,6 +188,7 @@ def push(sim: Sim, sk: Sock, nagle: bool = True) -> bool:
     if sk.state in ("SYN_SENT", "SYN_RECV", "CLOSE", "LISTEN"):
         return False
     sent_any = False
+    head = sk.has_unsent()  # tcp_push_pending_frames runs tcp_write_xmit only with a send head
     inflight = inflight0 = tcp_sack.packets_in_flight(sk)
     while True:
         # tcp_cwnd_test (net/ipv4/tcp_output.c:2038): packets in flight (sacked and lost ones out, retransmissions in)
@@ -201,6 +202,10 @@ def push(sim: Sim, sk: Sock, nagle: bool = True) -> bool:
         sent_any = True
         if not nagle:
             break  # tcp_send_loss_probe sends one segment
+    if head and nagle:
+        limited = inflight >= sk.cwnd
+        if sent_any or limited:
+            cwnd_validate(sk, limited)
     if sent_any and sk.ca_state in ("CWR", "Recovery"):
         sk.prr_out += inflight - inflight0  # new data counts for PRR too
     if sent_any and nagle:
@@ -217,6 +222,21 @@ def push(sim: Sim, sk: Sock, nagle: bool = True) -> bool:
             "tcp_send_probe0",
         )
     return sent_any
+
+
+def cwnd_validate(sk: Sock, is_cwnd_limited: bool) -> None:
+    """tcp_cwnd_validate (net/ipv4/tcp_output.c:1870): once a window's data is acknowledged
+    (snd_una past cwnd_usage_seq), or when cwnd is full, or when more is out than recorded,
+    remember whether this window was cwnd-limited and how many packets were out. (The restart
+    after idle, tcp_cwnd_application_limited, is not modelled.)"""
+    if (
+        sk.snd_una >= sk.cwnd_usage_seq
+        or is_cwnd_limited
+        or (not sk.is_cwnd_limited and len(sk.rtx) > sk.max_packets_out)
+    ):
+        sk.is_cwnd_limited = is_cwnd_limited
+        sk.max_packets_out = len(sk.rtx)
+        sk.cwnd_usage_seq = sk.snd_nxt
 
 
 def _next_segment(sim: Sim, sk: Sock, nagle: bool = True) -> tuple[int, bool] | None:

@@ -284,3 +284,27 @@ def test_the_recovery_modules_cite_v6_4_definition_lines() -> None:
         if text.startswith((" ", "\t")) or not re.search(rf"\b{func}\s*\(", text):
             bad.append((module, func, path, line, text))
     assert bad == []
+
+
+def test_cwnd_grows_only_while_the_sender_uses_it() -> None:
+    """tcp_is_cwnd_limited with tcp_cwnd_validate's record: two segments out of a cwnd of 10
+    leave it at 10 when ACKed; nine out (each ACKed alone) let slow start take it to twice
+    that, 18, and no further."""
+    small = """
+   +0 write(4, ..., 2000) = 2000
+   +0 > P. 1:2001(2000) ack 1
+ +.04 < . 1:1(0) ack 2001 win 500
+"""
+    res, sk = drive(small)
+    assert_all_match(res)
+    assert sk.cwnd == 10
+    acks = "".join(f"+.001 < . 1:1(0) ack {n}001 win 500\n" for n in range(2, 10))
+    nine = f"""
+   +0 write(4, ..., 9000) = 9000
+   +0 > P. 1:9001(9000) ack 1
+ +.04 < . 1:1(0) ack 1001 win 500
+{acks}"""
+    res, sk = drive(nine)
+    assert_all_match(res)
+    assert sk.max_packets_out == 9
+    assert sk.cwnd == 18
