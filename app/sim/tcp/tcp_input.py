@@ -1,8 +1,9 @@
 """Segment processing after ``net/ipv4/tcp_input.c``: a SYN at the listener
 (``tcp_conn_request``), ``tcp_rcv_synsent_state_process``, and ``tcp_rcv_state_process`` for the
-synchronized states: ``tcp_validate_incoming`` (RFC 5961), ``tcp_ack`` (``tcp_clean_rtx_queue``,
-window update, fast retransmit, ``tcp_ack_probe``), ``tcp_data_queue``, ``tcp_fin``, ``tcp_reset``
-and the ACK decision (``__tcp_ack_snd_check``, ``tcp_event_data_recv``, quick-ACK mode).
+synchronized states: ``tcp_validate_incoming`` (RFC 5961), ``tcp_ack`` (in app.sim.tcp.tcp_ack,
+with the loss recovery of tcp_sack, tcp_recovery and tcp_input_loss), ``tcp_data_queue``,
+``tcp_fin``, ``tcp_reset`` and the ACK decision (``__tcp_ack_snd_check``,
+``tcp_event_data_recv``, quick-ACK mode).
 """
 
 from __future__ import annotations

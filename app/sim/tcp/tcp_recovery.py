@@ -4,7 +4,9 @@ most recent RTT plus a reordering window (``tcp_rack_detect_loss``); a segment t
 waited long enough arms the reordering timer (``tcp_rack_mark_lost``,
 ``ICSK_TIME_REO_TIMEOUT``), whose expiry marks it lost and starts recovery
 (``tcp_rack_reo_timeout``). Without SACK, NewReno marks the head lost instead
-(``tcp_newreno_mark_lost``).
+(``tcp_newreno_mark_lost``). With RACK on, 6.4 never reaches the RFC 6675 scoreboard marking
+(``tcp_update_scoreboard``, ``tcp_mark_head_lost``: ``tcp_fastretrans_alert`` calls it only when
+``tcp_is_rack`` is false, i.e. ``tcp_recovery`` = 0), so the model has no such path.
 
 Times are µs of the model's clock (``tcp_mstamp``, the segment's last transmission). The
 reordering window's growth on D-SACKs (``tcp_rack_update_reo_wnd``) is not modelled: it stays
