@@ -14,11 +14,11 @@ timestamps, window scale, SACK and D-SACK blocks; ``tcp_select_window``).
 
 Simplifications (each keeps the state machine faithful, not every byte): sequence numbers are
 not wrapped mod 2**32; no PAWS rejection (timestamps are echoed and give RTT samples, but an
-old TSval is not dropped); the sender does not keep a SACK scoreboard (SACK blocks are
-written by the receiver; the sender's loss detection is three duplicate ACKs, the tail loss
-probe and the RTO: no RACK reordering timer, no F-RTO, no PRR); congestion control is slow
-start from 10 segments and 1 segment after an RTO; the send buffer is unbounded (send never
-blocks); the receive buffer is not autotuned (see app.sim.tcp.wire).
+old TSval is not dropped); the sender keeps a SACK scoreboard and detects loss with RACK (or
+NewReno's duplicate ACKs without SACK), the tail loss probe and the RTO, and recovers with
+PRR and CUBIC's ssthresh (app.sim.tcp.tcp_sack, tcp_recovery, tcp_input_loss: no undo, no
+F-RTO); the send buffer is unbounded (send never blocks); the receive buffer is not
+autotuned (see app.sim.tcp.wire).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from app.sim.core.i18n import Message, msg
 from app.sim.core.tcp import (
     TCP_DELACK_MAX_S,
     TCP_DELACK_MIN_S,
+    TCP_INFINITE_SSTHRESH,
     TCP_INIT_CWND,
     TCP_RTO_MAX_US,
     TCP_RTO_MIN_US,
@@ -201,7 +202,19 @@ class Seg:
 class OutSeg:
     """One transmitted, not yet acknowledged segment in the retransmission queue."""
 
-    __slots__ = ("end", "first_ms", "length", "lost", "retrans", "sent_ms", "seq", "syn", "fin")
+    __slots__ = (
+        "end",
+        "fin",
+        "first_ms",
+        "length",
+        "lost",
+        "retrans",
+        "rexmit",
+        "sacked",
+        "sent_ms",
+        "seq",
+        "syn",
+    )
 
     def __init__(self, seq: int, length: int, syn: bool, fin: bool, now: float) -> None:
         self.seq = seq
@@ -211,8 +224,10 @@ class OutSeg:
         self.end = seq + length + (1 if syn else 0) + (1 if fin else 0)
         self.first_ms = now
         self.sent_ms = now  # the last transmission (tcp_skb_timestamp_us)
-        self.retrans = 0
-        self.lost = False
+        self.retrans = 0  # transmissions after the first (TCPCB_EVER_RETRANS when > 0)
+        self.lost = False  # TCPCB_LOST
+        self.sacked = False  # TCPCB_SACKED_ACKED
+        self.rexmit = False  # TCPCB_SACKED_RETRANS: a retransmission in flight
 
 
 def receive_space(p: TcpParams) -> tuple[bool, int]:
@@ -383,7 +398,28 @@ class Sock(Obj):
         self.retransmits = 0
         self.retrans_stamp: float | None = None
         self.cwnd = TCP_INIT_CWND
-        self.dupacks = 0
+        # congestion control and loss recovery (tcp_sock's fields; app.sim.tcp.tcp_sack,
+        # tcp_recovery, tcp_input_loss)
+        self.ssthresh = TCP_INFINITE_SSTHRESH
+        self.snd_cwnd_cnt = 0
+        self.prior_cwnd = 0
+        self.prr_delivered = 0
+        self.prr_out = 0
+        self.cubic_w_max = 0  # CUBIC's last_max_cwnd
+        self.reordering = 3  # net.ipv4.tcp_reordering
+        self.reord_seen = 0
+        self.reno_sacked = 0  # sacked_out without SACK: duplicate ACKs counted
+        self.lost_count = 0  # tp->lost: segments ever marked lost
+        self.min_rtt_us = 0  # 0: no sample yet
+        self.rack_mstamp_us = 0
+        self.rack_end_seq = 0
+        self.rack_rtt_us = 0
+        self.rack_advanced = False
+        self.reo_wnd_steps = 1
+        # tcp_cwnd_validate's record of how much of cwnd was used (tcp_is_cwnd_limited)
+        self.is_cwnd_limited = False
+        self.max_packets_out = 0
+        self.cwnd_usage_seq = 0
         self.quick = 0
         self.ato = 0.0
         self.pingpong = False
@@ -423,7 +459,7 @@ class Sock(Obj):
         self.sacks: list[tuple[int, int]] = []  # selective_acks, most recent first
         self.dsack: tuple[int, int] | None = None  # duplicate_sack[0] while rx_opt.dsack
         self.ecn_ok = False
-        self.ca_state = "Open"  # icsk_ca_state: Open, Recovery (fast retransmit) or Loss (RTO)
+        self.ca_state = "Open"  # icsk_ca_state: Open, Disorder, Recovery or Loss (RTO)
         self.high_seq = 0  # where Recovery or Loss ends
         self.tlp_high_seq = 0
         self.tlp_retrans = False

@@ -22,6 +22,7 @@ _MINI = "net/ipv4/tcp_minisocks.c"
 _IPV4 = "net/ipv4/tcp_ipv4.c"
 _CSK = "net/ipv4/inet_connection_sock.c"
 _AF = "net/ipv4/af_inet.c"
+_REC = "net/ipv4/tcp_recovery.c"
 
 SOURCES: dict[str, SourceRef] = {
     # socket calls
@@ -112,6 +113,19 @@ SOURCES: dict[str, SourceRef] = {
     "tcp_send_loss_probe": _r("tcp_send_loss_probe", _OUT, 2800),
     "tcp_ack_update_rtt": _r("tcp_ack_update_rtt", _IN, 3087),
     "tcp_dsack_set": _r("tcp_dsack_set", _IN, 4440),
+    # the sender's SACK scoreboard, RACK and PRR (issue 25; read in the v6.4 tree)
+    "tcp_check_sack_reordering": _r("tcp_check_sack_reordering", _IN, 1032),
+    "tcp_check_dsack": _r("tcp_check_dsack", _IN, 1249),
+    "tcp_sacktag_write_queue": _r("tcp_sacktag_write_queue", _IN, 1809),
+    "tcp_enter_loss": _r("tcp_enter_loss", _IN, 2137),
+    "tcp_cwnd_reduction": _r("tcp_cwnd_reduction", _IN, 2625),
+    "tcp_end_cwnd_reduction": _r("tcp_end_cwnd_reduction", _IN, 2651),
+    "tcp_enter_recovery": _r("tcp_enter_recovery", _IN, 2801),
+    "tcp_rack_detect_loss": _r("tcp_rack_detect_loss", _REC, 58),
+    "tcp_rack_mark_lost": _r("tcp_rack_mark_lost", _REC, 95),
+    "tcp_rack_reo_timeout": _r("tcp_rack_reo_timeout", _REC, 149),
+    "tcp_newreno_mark_lost": _r("tcp_newreno_mark_lost", _REC, 217),
+    "tcp_xmit_retransmit_queue": _r("tcp_xmit_retransmit_queue", _OUT, 3291),
 }
 
 

@@ -1,8 +1,9 @@
 """Segment processing after ``net/ipv4/tcp_input.c``: a SYN at the listener
 (``tcp_conn_request``), ``tcp_rcv_synsent_state_process``, and ``tcp_rcv_state_process`` for the
-synchronized states: ``tcp_validate_incoming`` (RFC 5961), ``tcp_ack`` (``tcp_clean_rtx_queue``,
-window update, fast retransmit, ``tcp_ack_probe``), ``tcp_data_queue``, ``tcp_fin``, ``tcp_reset``
-and the ACK decision (``__tcp_ack_snd_check``, ``tcp_event_data_recv``, quick-ACK mode).
+synchronized states: ``tcp_validate_incoming`` (RFC 5961), ``tcp_ack`` (in app.sim.tcp.tcp_ack,
+with the loss recovery of tcp_sack, tcp_recovery and tcp_input_loss), ``tcp_data_queue``,
+``tcp_fin``, ``tcp_reset`` and the ACK decision (``__tcp_ack_snd_check``,
+``tcp_event_data_recv``, quick-ACK mode).
 """
 
 from __future__ import annotations
@@ -20,8 +21,6 @@ from app.sim.tcp.sock import (
     MAX_QUICKACKS,
     RTO_FALLBACK,
     RTO_INIT,
-    RTO_MAX,
-    RTO_MIN,
     TCP_HEADER,
     TIMEOUT_MIN,
     TS_OFFSET,
@@ -31,6 +30,7 @@ from app.sim.tcp.sock import (
     Seg,
     Sock,
 )
+from app.sim.tcp.tcp_ack import clean_rtx, rcv_ack, ts_rtt_sample
 
 if TYPE_CHECKING:
     from app.sim.tcp.driver import Sim
@@ -530,111 +530,6 @@ def init_transfer(sim: Sim, sk: Sock) -> None:
     if sk.syn_retrans > 1:
         sk.cwnd = 1
     wire.init_buffer_space(sk)
-
-
-def ts_rtt_sample(sim: Sim, sk: Sock, tsecr: int) -> None:
-    """tcp_ack_update_rtt's timestamp path: now - (TSecr - tsoffset) on the 1 ms clock."""
-    delta = max(1, (int(sim.now) - (tsecr - sk.ts_off)) % 2**32)
-    sk.rtt.sample(delta * 1000, sk.snd_una, sk.snd_nxt)
-    sk.rto = max(min(sk.rtt.rto_s * 1000, RTO_MAX), RTO_MIN)
-
-
-def clean_rtx(sim: Sim, sk: Sock, ack: int, seg: Seg | None = None) -> int:
-    """tcp_clean_rtx_queue: drop acknowledged segments; one RTT sample from the newest
-    never-retransmitted, else (Karn) from the ACK's TSecr when timestamps are on
-    (tcp_ack_update_rtt). The caller re-arms the timers (tcp_set_xmit_timer)."""
-    acked = [o for o in sk.rtx if o.end <= ack]
-    if not acked:
-        return 0
-    sk.rtx = [o for o in sk.rtx if o.end > ack]
-    fresh = [o for o in acked if o.retrans == 0]
-    if fresh:
-        m = max(1, int(round((sim.now - fresh[-1].first_ms) * 1000)))
-        sk.rtt.sample(m, ack, sk.snd_nxt)
-        sk.rto = max(min(sk.rtt.rto_s * 1000, RTO_MAX), RTO_MIN)
-    elif sk.ts_ok and seg is not None and seg.tsecr:
-        ts_rtt_sample(sim, sk, seg.tsecr)
-    sk.snd_una = ack
-    sk.backoff = 0
-    sk.retransmits = 0
-    sk.retrans_stamp = None
-    sk.dupacks = 0
-    sk.cwnd += len(acked) if not any(o.syn for o in acked) else 0
-    if sk.ca_state != "Open" and ack >= sk.high_seq:
-        sk.ca_state = "Open"
-    tcp_output.set_xmit_timer(sim, sk)
-    return len(acked)
-
-
-def rcv_ack(sim: Sim, sk: Sock, seg: Seg) -> bool:
-    """tcp_ack: False when the ACK is not acceptable."""
-    ack = seg.ack
-    if ack < sk.snd_una:
-        return sk.state == "ESTABLISHED"  # old ACK: ignored (tcp_ack returns 0)
-    if ack > sk.snd_nxt:
-        return False
-    sk.probes_out = 0
-    sk.rcv_tstamp = sim.now
-    prior = sk.snd_una
-    prior_packets = len(sk.rtx)
-    n = clean_rtx(sim, sk, ack, seg)
-    # tcp_ack_update_window: a non-SYN segment's window is scaled by the peer's shift
-    nwin = seg.window if seg.syn else seg.window << sk.snd_wscale
-    # tcp_may_update_window: an ACK that moves snd_wl1 on (a later sequence number) or
-    # offers more window sets FLAG_WIN_UPDATE, even when the window itself is unchanged
-    win_update = (
-        ack > prior or seg.seq > sk.snd_wl1 or (seg.seq == sk.snd_wl1 and nwin > sk.snd_wnd)
-    )
-    if win_update:
-        if nwin != sk.snd_wnd:
-            sk.snd_wnd = nwin
-        sk.snd_wl1 = seg.seq
-    sk.snd_una = max(sk.snd_una, ack)
-    # tcp_ack: only an ACK with none of FLAG_NOT_DUP (data, a window update, new data
-    # acknowledged) counts as a duplicate, so the peer's first ACK after its SYN-ACK (its
-    # sequence number one past snd_wl1) is a window update, not a duplicate ACK
-    dupack = n == 0 and seg.length == 0 and not seg.fin and ack == prior and not win_update
-    tcp_output.process_tlp_ack(sk, ack, ack > prior, dupack)
-    if dupack and sk.rtx:
-        sk.dupacks += 1
-        if sk.dupacks == 3:
-            sim.note(
-                msg("Three duplicate ACKs: fast retransmit of seq={seq}.", seq=sk.rtx[0].seq),
-                "tcp_fastretrans_alert",
-            )
-            sk.ca_state = "Recovery"
-            sk.high_seq = sk.snd_nxt
-            tcp_output.retransmit(sim, sk, sk.rtx[0], "fast")
-            tcp_output.rearm_rto(sim, sk)
-    if not prior_packets and sk.has_unsent():
-        ack_probe(sim, sk)
-    return True
-
-
-def ack_probe(sim: Sim, sk: Sock) -> None:
-    """tcp_ack_probe (tcp_ack's no_queue path: nothing in flight, data waiting): if the
-    window now takes the send head, stop the persist timer and reset its backoff; else
-    re-arm it with the current backoff, counted from this ACK."""
-    if tcp_output.head_fits_window(sk):
-        if sk.timer("probe0").armed:
-            sim.note(
-                msg("The window is open again ({w} bytes): probing stops.", w=sk.snd_wnd),
-                "tcp_ack_probe",
-            )
-        sk.stop("probe0")
-        sk.backoff = 0
-        return
-    when = tcp_output.probe0_when(sk)
-    sk.arm("probe0", sim.now + when)
-    sim.note(
-        msg(
-            "The window is still closed ({w} bytes): the persist timer is re-armed for {t} ms "
-            "from this ACK.",
-            w=sk.snd_wnd,
-            t=round(when, 3),
-        ),
-        "tcp_ack_probe",
-    )
 
 
 def data_queue(sim: Sim, sk: Sock, seg: Seg) -> None:

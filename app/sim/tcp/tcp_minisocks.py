@@ -9,12 +9,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from app.sim.core.i18n import msg
-from app.sim.tcp import calls, tcp_input, tcp_ipv4, tcp_output, wire
+from app.sim.tcp import calls, tcp_ack, tcp_input, tcp_ipv4, tcp_output, wire
 from app.sim.tcp.sock import (
     RFC_NAME,
     RTO_INIT,
     RTO_MAX,
-    RTO_MIN,
     TIMEWAIT_LEN,
     TW_ISN_GAP,
     Endpoint,
@@ -187,8 +186,7 @@ def synack_rtt_meas(sim: Sim, child: Sock, req: Req) -> None:
     if req.num_retrans:
         return
     m = max(1, int(round((sim.now - req.snt_synack) * 1000)))
-    child.rtt.sample(m, child.snd_una, child.snd_nxt)
-    child.rto = max(min(child.rtt.rto_s * 1000, RTO_MAX), RTO_MIN)
+    tcp_ack.rtt_sample(child, m)
 
 
 def make_child(sim: Sim, ep: Endpoint, lsn: Listener, req: Req, seg: Seg) -> Sock:

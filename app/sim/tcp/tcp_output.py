@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from app.sim.core.i18n import Message, msg
-from app.sim.tcp import wire
+from app.sim.tcp import tcp_sack, wire
 from app.sim.tcp.sock import (
     ATO_MIN,
     RTO_INIT,
@@ -182,29 +182,32 @@ def send_fin(sim: Sim, sk: Sock) -> None:
 
 
 def push(sim: Sim, sk: Sock, nagle: bool = True) -> bool:
-    """tcp_write_xmit: send new data (and a queued FIN) within cwnd and the peer's window;
+    """tcp_write_xmit (net/ipv4/tcp_output.c:2601): send new data (and a queued FIN) within cwnd and the peer's window;
     arm the persist timer when a zero window stops it; after new data, schedule a tail loss
     probe (tcp_schedule_loss_probe). True if it sent anything."""
     if sk.state in ("SYN_SENT", "SYN_RECV", "CLOSE", "LISTEN"):
         return False
     sent_any = False
+    head = sk.has_unsent()  # tcp_push_pending_frames runs tcp_write_xmit only with a send head
+    inflight = inflight0 = tcp_sack.packets_in_flight(sk)
     while True:
-        # retransmit segments marked lost first (after an RTO)
-        lost = next((o for o in sk.rtx if o.lost), None)
-        inflight = sum(1 for o in sk.rtx if not o.lost)
+        # tcp_cwnd_test (net/ipv4/tcp_output.c:2038): packets in flight (sacked and lost ones out, retransmissions in)
         if inflight >= sk.cwnd:
             break
-        if lost is not None:
-            lost.lost = False
-            retransmit(sim, sk, lost, "loss")
-            continue
         nxt = _next_segment(sim, sk, nagle)
         if nxt is None:
             break
         _send_new(sim, sk, *nxt)
+        inflight += 1
         sent_any = True
         if not nagle:
             break  # tcp_send_loss_probe sends one segment
+    if head and nagle:
+        limited = inflight >= sk.cwnd
+        if sent_any or limited:
+            cwnd_validate(sk, limited)
+    if sent_any and sk.ca_state in ("CWR", "Recovery"):
+        sk.prr_out += inflight - inflight0  # new data counts for PRR too
     if sent_any and nagle:
         schedule_loss_probe(sim, sk, advancing_rto=False)
     if not sent_any and not sk.rtx and sk.has_unsent() and not sk.timer("probe0").armed:
@@ -219,6 +222,21 @@ def push(sim: Sim, sk: Sock, nagle: bool = True) -> bool:
             "tcp_send_probe0",
         )
     return sent_any
+
+
+def cwnd_validate(sk: Sock, is_cwnd_limited: bool) -> None:
+    """tcp_cwnd_validate (net/ipv4/tcp_output.c:1870): once a window's data is acknowledged
+    (snd_una past cwnd_usage_seq), or when cwnd is full, or when more is out than recorded,
+    remember whether this window was cwnd-limited and how many packets were out. (The restart
+    after idle, tcp_cwnd_application_limited, is not modelled.)"""
+    if (
+        sk.snd_una >= sk.cwnd_usage_seq
+        or is_cwnd_limited
+        or (not sk.is_cwnd_limited and len(sk.rtx) > sk.max_packets_out)
+    ):
+        sk.is_cwnd_limited = is_cwnd_limited
+        sk.max_packets_out = len(sk.rtx)
+        sk.cwnd_usage_seq = sk.snd_nxt
 
 
 def _next_segment(sim: Sim, sk: Sock, nagle: bool = True) -> tuple[int, bool] | None:
@@ -289,6 +307,7 @@ def rearm_rto(sim: Sim, sk: Sock) -> None:
     """tcp_rearm_rto: the retransmission timer from the head's last transmission (or from
     now when a loss probe just went out); stopped when nothing is in flight."""
     sk.stop("loss_probe")
+    sk.stop("reo")  # the RTO, loss probe and RACK timers share icsk_retransmit_timer
     if not sk.rtx:
         sk.stop("retransmit")
         return
@@ -303,11 +322,11 @@ def rto_delta(sim: Sim, sk: Sock) -> float:
 
 def schedule_loss_probe(sim: Sim, sk: Sock, advancing_rto: bool) -> bool:
     """tcp_schedule_loss_probe: with tcp_early_retrans 3 or 4, SACK agreed, data in flight
-    and no recovery under way, arm the loss-probe timer (it replaces the RTO timer) for
+    and the state Open or CWR (not Disorder: something is SACKed or lost), arm the loss-probe timer (it replaces the RTO timer) for
     2 x srtt, plus TCP_RTO_MIN when one segment is out (a delayed ACK) or else 2 ms; 1 s
     with no RTT sample; never later than the RTO."""
     er = sim.p.sysctl.tcp_early_retrans
-    if er not in (3, 4) or not sk.rtx or not sk.sack_ok or sk.ca_state != "Open":
+    if er not in (3, 4) or not sk.rtx or not sk.sack_ok or sk.ca_state not in ("Open", "CWR"):
         return False
     srtt8 = sk.rtt.srtt_us
     if srtt8:
@@ -377,9 +396,42 @@ def xmit_probe(sim: Sim, sk: Sock, kind: str, src: str, text: Message) -> None:
     sk.probes_out += 1
 
 
+def xmit_retransmit_queue(sim: Sim, sk: Sock) -> None:
+    """tcp_xmit_retransmit_queue (net/ipv4/tcp_output.c:3291): from the head, retransmit the segments marked lost that are
+    neither SACKed nor already retransmitted, while cwnd leaves room and fewer
+    retransmissions than losses are out; each counts for PRR (prr_out) during a reduction.
+    Retransmitting the head re-arms the RTO (unless the RACK timer is pending)."""
+    if not sk.rtx:
+        return
+    head = sk.rtx[0]
+    rearm = False
+    inflight = tcp_sack.packets_in_flight(sk)
+    retrans, lost = tcp_sack.retrans_out(sk), tcp_sack.lost_out(sk)
+    for o in list(sk.rtx):
+        if sk.cwnd - inflight <= 0 or retrans >= lost:
+            break
+        if not o.lost or o.sacked or o.rexmit:
+            continue
+        retransmit(sim, sk, o, "loss")
+        inflight += 1
+        retrans += 1
+        if sk.ca_state in ("CWR", "Recovery"):
+            sk.prr_out += 1
+        if o is head and not sk.timer("reo").armed:
+            rearm = True
+    if rearm:
+        sk.stop("loss_probe")
+        sk.rtx_after = 0.0
+        sk.arm("retransmit", sim.now + sk.rto)
+
+
 def retransmit(sim: Sim, sk: Sock, o: OutSeg, why: str) -> None:
+    """tcp_retransmit_skb (net/ipv4/tcp_output.c:3261): the segment goes again and is a retransmission in flight
+    (TCPCB_SACKED_RETRANS); a loss probe (tcp_send_loss_probe) only marks it ever
+    retransmitted."""
     o.retrans += 1
     o.sent_ms = sim.now
+    o.rexmit = why != "tlp"
     if sk.retrans_stamp is None:
         sk.retrans_stamp = o.first_ms
     if o.syn:

@@ -13,7 +13,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from app.sim.core.i18n import msg
-from app.sim.tcp import calls, tcp_ipv4, tcp_minisocks, tcp_output
+from app.sim.tcp import (
+    calls,
+    tcp_input_loss,
+    tcp_ipv4,
+    tcp_minisocks,
+    tcp_output,
+    tcp_recovery,
+    tcp_sack,
+)
 from app.sim.tcp.sock import (
     ATO_MIN,
     RTO_INIT,
@@ -105,6 +113,30 @@ def timed_out(sim: Sim, sk: Sock, boundary: int, rto_base: float) -> bool:
     return sim.now - sk.retrans_stamp - timeout >= 0
 
 
+def enter_loss(sim: Sim, sk: Sock) -> None:
+    """tcp_enter_loss (net/ipv4/tcp_input.c:2137) with tcp_timeout_mark_lost (net/ipv4/tcp_input.c:2106): every segment not
+    SACKed is lost, except (RACK) those sent less than the last RTT ago, the head always;
+    ssthresh is recomputed unless this loss episode already did; cwnd = in flight + 1."""
+    if not sk.sack_ok:
+        sk.reno_sacked = 0
+    for i, o in enumerate(sk.rtx):
+        if i and tcp_recovery.skb_timeout(sim, sk, o, 0) > 0:
+            continue
+        tcp_sack.mark_skb_lost(sk, o)
+    order = tcp_recovery.CA_ORDER
+    if (
+        order[sk.ca_state] <= order["Disorder"]
+        or sk.high_seq <= sk.snd_una
+        or (sk.ca_state == "Loss" and not sk.retransmits)
+    ):
+        sk.prior_cwnd = sk.cwnd
+        sk.ssthresh = tcp_input_loss.cubic_ssthresh(sk)
+    sk.cwnd = tcp_sack.packets_in_flight(sk) + 1
+    sk.snd_cwnd_cnt = 0
+    sk.ca_state = "Loss"
+    sk.high_seq = sk.snd_nxt
+
+
 def timer_retransmit(sim: Sim, sk: Sock) -> None:
     """tcp_retransmit_timer and tcp_write_timeout."""
     if not sk.rtx or sk.state == "CLOSE":
@@ -136,15 +168,10 @@ def timer_retransmit(sim: Sim, sk: Sock) -> None:
         ),
         "tcp_retransmit_timer",
     )
-    for o in sk.rtx:
-        o.lost = True
     sk.tlp_high_seq = 0
-    sk.ca_state = "Loss"  # tcp_enter_loss
-    sk.high_seq = sk.snd_nxt
-    sk.cwnd = 1
+    enter_loss(sim, sk)
     sk.retransmits += 1
     head = sk.rtx[0]
-    head.lost = False
     tcp_output.retransmit(sim, sk, head, "rto")
     sk.backoff += 1
     sk.rtx_after = 0.0
@@ -287,8 +314,14 @@ def timer_fin_wait2(sim: Sim, sk: Sock) -> None:
 
 
 # Each object's timers by name (the name ``Obj.arm`` was given).
+def timer_reo(sim: Sim, sk: Sock) -> None:
+    """tcp_retransmit_timer's ICSK_TIME_REO_TIMEOUT case: tcp_rack_reo_timeout."""
+    tcp_recovery.reo_timeout(sim, sk)
+
+
 SOCK_TIMERS: dict[str, Callable[[Sim, Sock], None]] = {
     "retransmit": timer_retransmit,
+    "reo": timer_reo,
     "loss_probe": timer_loss_probe,
     "probe0": timer_probe0,
     "delack": timer_delack,

@@ -102,6 +102,19 @@ CHECKED: frozenset[tuple[str, str, int]] = frozenset(
         ("tcp_send_loss_probe", "net/ipv4/tcp_output.c", 2800),
         ("tcp_ack_update_rtt", "net/ipv4/tcp_input.c", 3087),
         ("tcp_dsack_set", "net/ipv4/tcp_input.c", 4440),
+        # the sender's SACK scoreboard, RACK and PRR: read in the v6.4 tree
+        ("tcp_check_sack_reordering", "net/ipv4/tcp_input.c", 1032),
+        ("tcp_check_dsack", "net/ipv4/tcp_input.c", 1249),
+        ("tcp_sacktag_write_queue", "net/ipv4/tcp_input.c", 1809),
+        ("tcp_enter_loss", "net/ipv4/tcp_input.c", 2137),
+        ("tcp_cwnd_reduction", "net/ipv4/tcp_input.c", 2625),
+        ("tcp_end_cwnd_reduction", "net/ipv4/tcp_input.c", 2651),
+        ("tcp_enter_recovery", "net/ipv4/tcp_input.c", 2801),
+        ("tcp_rack_detect_loss", "net/ipv4/tcp_recovery.c", 58),
+        ("tcp_rack_mark_lost", "net/ipv4/tcp_recovery.c", 95),
+        ("tcp_rack_reo_timeout", "net/ipv4/tcp_recovery.c", 149),
+        ("tcp_newreno_mark_lost", "net/ipv4/tcp_recovery.c", 217),
+        ("tcp_xmit_retransmit_queue", "net/ipv4/tcp_output.c", 3291),
     }
 )
 

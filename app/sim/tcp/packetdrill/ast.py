@@ -117,10 +117,12 @@ class Packet(Node):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Unsupported(Node):
     """A construct the model cannot run (``%{ python }%``, TFO, MPTCP, …): ``construct`` names
-    it for the "not supported" answer."""
+    it for the "not supported" answer. ``time``: a timed one (``+.01 %{ … }%``) still takes its
+    place on the script's clock, as packetdrill runs it at that time."""
 
     construct: str
     text: str = ""
+    time: EventTime | None = None
 
 
 Event = Comment | Option | Shell | Syscall | Packet | Unsupported

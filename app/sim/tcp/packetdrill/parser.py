@@ -153,7 +153,9 @@ class _Parser:
         self.last_line = tok.line
         if tok.kind == "python":
             self.i += 1
-            return Unsupported(**pos, construct="%{ python }% block", text=tok.text[:60])
+            return Unsupported(
+                line=tok.line, col=tok.col, construct="%{ python }% block", text=tok.text[:60]
+            )
         if tok.kind == "option":
             self.i += 1
             name, _, value = tok.text[2:].partition("=")
@@ -168,7 +170,13 @@ class _Parser:
             raise ScriptSyntaxError(tok.line, tok.col, msg("a time with no event after it"))
         if head.kind == "python":  # +0 %{ assert tcpi_… }%
             self.i += 1
-            return Unsupported(**pos, construct="%{ python }% block", text=head.text[:60])
+            return Unsupported(
+                line=tok.line,
+                col=tok.col,
+                construct="%{ python }% block",
+                text=head.text[:60],
+                time=time,
+            )
         if head.kind == "punct" and head.text in "<>":
             return self.packet(pos["line"], pos["col"], time)
         if head.kind == "word" and (nxt := self.peek(1)) is not None and nxt.text == "(":

@@ -295,6 +295,10 @@ class Runner:
             res.status = "unsupported"
             res.reasons.append(msg("not supported: {what}", what=ev.construct))
             res.expected = {"construct": ev.construct}
+            if ev.time is not None and ev.time.kind != "any":
+                base = self.last_ms if ev.time.kind == "rel" else 0.0
+                self.last_ms = base + ev.time.us / 1000
+                self.sim.advance(self.last_ms)  # packetdrill runs the block at its time
             return
         t = self.when(ev)
         if isinstance(ev, Packet) and ev.direction == ">":
