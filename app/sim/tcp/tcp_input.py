@@ -256,6 +256,7 @@ def rcv_synsent(sim: Sim, sk: Sock, seg: Seg) -> None:
         if sk.ecn_ok and not ("ECE" in seg.flags and "CWR" not in seg.flags):
             sk.ecn_ok = False  # tcp_ecn_rcv_synack: the peer did not agree
         clean_rtx(sim, sk, seg.ack, seg)
+        tcp_output.update_pacing_rate(sk)  # tcp_ack's tcp_cong_control: the SYN was out
         sk.snd_wnd = seg.window  # a SYN's window is never scaled
         sk.ever_connected = True
         sim.set_state(sk, "ESTABLISHED", "SYN+ACK", "tcp_finish_connect")
@@ -444,6 +445,8 @@ def ack_state_change(sim: Sim, sk: Sock, seg: Seg) -> bool:
             )
         sim.set_state(sk, "ESTABLISHED", "ACK", "tcp_rcv_state_process")
         init_transfer(sim, sk)
+        sk.snd_wnd = seg.window << sk.snd_wscale
+        tcp_output.update_pacing_rate(sk)  # tcp_rcv_state_process, v6.4 line 6583
         sim.note(
             msg(
                 "{ep}: the handshake's ACK arrives; TCP_SYN_RECV becomes TCP_ESTABLISHED.",
@@ -606,7 +609,9 @@ def rcv_ack(sim: Sim, sk: Sock, seg: Seg) -> bool:
             sk.high_seq = sk.snd_nxt
             tcp_output.retransmit(sim, sk, sk.rtx[0], "fast")
             tcp_output.rearm_rto(sim, sk)
-    if not prior_packets and sk.has_unsent():
+    if prior_packets:
+        tcp_output.update_pacing_rate(sk)  # tcp_cong_control; not on the no_queue path
+    elif sk.has_unsent():
         ack_probe(sim, sk)
     return True
 

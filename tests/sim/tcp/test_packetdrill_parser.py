@@ -114,6 +114,9 @@ def test_packets_flags_seq_ack_win_and_options() -> None:
     for flags in ("F.", "P.", "R", "R.", "FP."):
         ev = one(f"+0 > {flags} 1:1(0)")
         assert isinstance(ev, Packet) and ev.flags == flags
+    # packetdrill's grammar (parser.y, `flags`): `-` is a segment with no flag set
+    ev = one("+0 < - 1:1001(1000) win 20000")
+    assert isinstance(ev, Packet) and (ev.flags, ev.length) == ("", 1000)
 
 
 def test_any_options_and_no_options() -> None:
@@ -165,6 +168,7 @@ def test_sysctls_map_to_the_model_knobs() -> None:
         ("+0 bind(3, AF_INET6, ...) = 0", "IPv6"),
         ("+0 < udp (100)", "udp"),
         ("+0 ioctl(3, SIOCINQ, [0]) = 0", "ioctl"),
+        ("+0 < U. 1:101(100) ack 1 win 257 urg 100", "urgent"),
         ("`tc qdisc add dev tun0 root fq`", "tc"),
     ],
 )

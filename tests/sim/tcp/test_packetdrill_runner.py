@@ -279,3 +279,48 @@ def test_a_listeners_so_rcvbuf_sets_the_syn_acks_window_and_a_bare_fin_meets_a_z
     fin_acked = SMALL_RCVBUF.rsplit("\n", 2)[0] + "\n   +0 > . 1:1(0) ack 30002 win 0\n"
     later = run(parse(fin_acked))
     assert not later.verdict.passed and later.verdict.line == 12
+
+
+PSH_MARKS = """\
+    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
+   +0 setsockopt(3, SOL_SOCKET, SO_REUSEADDR, [1], 4) = 0
+   +0 bind(3, ..., ...) = 0
+   +0 listen(3, 1) = 0
+  +.1 < S 0:0(0) win 20000 <mss 1000>
+   +0 > S. 0:0(0) ack 1 <mss 1460>
+  +.1 < . 1:1(0) ack 1 win 20000
+   +0 accept(3, ..., ...) = 4
+   +0 write(4, ..., 15000) = 15000
+   +0 > {first} 1:10001(10000) ack 1
+ +.05 < . 1:1(0) ack 1001 win 10000
+   +0 > {middle} 10001:11001(1000) ack 1
+ +.05 < . 1:1(0) ack 11001 win 20000
+   +0 > {last} 11001:15001(4000) ack 1
+"""
+
+
+def test_psh_falls_where_6_4_puts_it_on_gso_packets_and_marked_skbs() -> None:
+    """tcp_sendmsg_locked cuts the 15000 bytes into skbs of half the peer's largest window
+    (tcp_xmit_size_goal: 10000); the first fills and goes alone (tcp_push_one), and
+    __tcp_transmit_skb sets PSH on every GSO packet, so 1:10001 carries it. tcp_push marks
+    the second skb, but the window lets one segment go: tso_fragment cuts a one-segment
+    packet off its front, without PSH. The rest ends the marked skb: PSH."""
+    want = {"first": "P.", "middle": ".", "last": "P."}
+    res = run(parse(PSH_MARKS.format(**want)))
+    assert res.verdict.passed, [(r.line, r.reasons) for r in res.lines if r.status != "match"]
+    for key, line in (("first", 10), ("middle", 12), ("last", 14)):
+        flipped = dict(want, **{key: "." if want[key] == "P." else "P."})
+        res = run(parse(PSH_MARKS.format(**flipped)))
+        assert not res.verdict.passed and res.verdict.line == line, key
+
+
+def test_a_forced_push_marks_an_skb_in_the_middle_of_a_write() -> None:
+    """forced_push (net/ipv4/tcp.c): with a 2000-byte largest window the skbs hold 1000
+    bytes; once more than half the window is written since the last push the full skb is
+    marked PSH, so the second of two segments carries it, the first does not."""
+    script = "\n".join(text("zero-window").split("\n")[:13]) + "\n"
+    one_by_one = script.replace("> P. 1:2001(2000) ack 1", "> . 1:1001(1000) ack 1")
+    res = run(parse(one_by_one + "   +0 > P. 1001:2001(1000) ack 1\n"))
+    assert res.verdict.passed, [(r.line, r.reasons) for r in res.lines if r.status != "match"]
+    res = run(parse(one_by_one.replace("> . 1:1001", "> P. 1:1001")))
+    assert not res.verdict.passed

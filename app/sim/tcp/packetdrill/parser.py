@@ -218,11 +218,18 @@ class _Parser:
         if first.kind == "punct" and first.text == "[":
             self.skip_event()
             return Unsupported(line=line, col=col, construct="AccECN / ECN (IP ECN field)")
-        flags = self.flags()
+        if first.kind == "punct" and first.text == "-":
+            self.i += 1
+            flags = ""  # packetdrill's grammar: `-` is a segment with no flag set
+        else:
+            flags = self.flags()
         bad = set(flags) - _FLAG_LETTERS
         if bad & set("EWA"):
             self.skip_event()
             return Unsupported(line=line, col=col, construct="AccECN / ECN (flags E, W, A)")
+        if "U" in bad:
+            self.skip_event()
+            return Unsupported(line=line, col=col, construct="urgent pointer (flag U)")
         if bad:
             raise ScriptSyntaxError(
                 first.line, first.col, msg("unknown TCP flags {f}", f="".join(sorted(bad)))

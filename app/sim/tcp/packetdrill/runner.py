@@ -210,7 +210,7 @@ class Runner:
             if seg.src == self.local:
                 if seg.syn:
                     self.local_isn = seg.seq
-                view = M.outbound_view(seg, self.sim._psh(seg), sim.now, self.local_isn)
+                view = M.outbound_view(seg, seg.psh, sim.now, self.local_isn)
             else:
                 view = {
                     "dir": "<",
@@ -403,7 +403,8 @@ class Runner:
             sent_ms=first.t_ms,
             **extra,
         )
-        return Sent(merged, first.t_ms, first.source, last.psh)
+        merged.psh = last.seg.psh  # packetdrill's aggregate takes the last packet's header
+        return Sent(merged, first.t_ms, first.source)
 
     def compare(self, p: Packet, sent: Sent, res: LineResult, t: float | None) -> None:
         seg = sent.seg
