@@ -31,6 +31,7 @@ from app.sim.tcp.sock import (
     Seg,
     Sock,
 )
+from app.sim.tcp.tcp_sack_rcv import dsack_set, ofo_dsack, sack_new_ofo, sack_remove
 
 if TYPE_CHECKING:
     from app.sim.tcp.driver import Sim
@@ -660,11 +661,14 @@ def data_queue(sim: Sim, sk: Sock, seg: Seg) -> None:
             sk.ack_sched = True
             return
         accept_data(sim, sk, seg.seq, seg.length, seg.fin, seg)
+        # tcp_ofo_queue (v6.4 line 4721): out-of-order data the in-order data covered again
+        dsack_high = sk.rcv_nxt
         while sk.ooo:
             sk.ooo.sort()
             s, n, f = sk.ooo[0]
             if s > sk.rcv_nxt:
                 break
+            dsack_high = ofo_dsack(sim, sk, s, s + n + (1 if f else 0), dsack_high)
             sk.ooo.pop(0)
             if s + n + (1 if f else 0) > sk.rcv_nxt:
                 cut = sk.rcv_nxt - s
@@ -718,42 +722,6 @@ def data_queue(sim: Sim, sk: Sock, seg: Seg) -> None:
         sack_new_ofo(sk, seg.seq, seg.end_seq)
     sk.ack_sched = True
     sk.ack_now = True
-
-
-def dsack_set(sim: Sim, sk: Sock, seq: int, end: int) -> None:
-    """tcp_dsack_set: with SACK agreed (and tcp_dsack, 1), the next ACK reports the
-    duplicate range as a D-SACK block, ahead of the SACK blocks."""
-    if sk.sack_ok:
-        sk.dsack = (seq, end)
-        sim.note(
-            msg("D-SACK: the next ACK reports {a}-{b} as received twice.", a=seq, b=end),
-            "tcp_dsack_set",
-        )
-
-
-def sack_new_ofo(sk: Sock, seq: int, end: int) -> None:
-    """tcp_sack_new_ofo_skb: extend the block the data touches and move it first (merging
-    any it now meets, tcp_sack_maybe_coalesce), or put a new block first (at most
-    TCP_NUM_SACKS)."""
-    for i, (a, b) in enumerate(sk.sacks):
-        if seq <= b and end >= a:  # tcp_sack_extend: touching or overlapping
-            blk = (min(a, seq), max(b, end))
-            rest = sk.sacks[:i] + sk.sacks[i + 1 :]
-            merged = [r for r in rest if r[1] < blk[0] or r[0] > blk[1]]
-            for r in rest:
-                if r not in merged:
-                    blk = (min(blk[0], r[0]), max(blk[1], r[1]))
-            sk.sacks = [blk, *merged]
-            return
-    sk.sacks = [(seq, end), *sk.sacks][: wire.TCP_NUM_SACKS]
-
-
-def sack_remove(sk: Sock) -> None:
-    """tcp_sack_remove: blocks RCV.NXT has reached go; none when nothing is out of order."""
-    if not sk.ooo:
-        sk.sacks = []
-        return
-    sk.sacks = [(a, b) for a, b in sk.sacks if a > sk.rcv_nxt]
 
 
 def incr_quickack(sk: Sock) -> None:

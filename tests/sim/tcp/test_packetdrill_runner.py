@@ -324,3 +324,29 @@ def test_a_forced_push_marks_an_skb_in_the_middle_of_a_write() -> None:
     assert res.verdict.passed, [(r.line, r.reasons) for r in res.lines if r.status != "match"]
     res = run(parse(one_by_one.replace("> . 1:1001", "> P. 1:1001")))
     assert not res.verdict.passed
+
+
+OFO_COVERED = """\
+    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
+   +0 setsockopt(3, SOL_SOCKET, SO_REUSEADDR, [1], 4) = 0
+   +0 bind(3, ..., ...) = 0
+   +0 listen(3, 1) = 0
+   +0 < S 0:0(0) win 20000 <mss 1000,sackOK,nop,nop,nop,wscale 7>
+   +0 > S. 0:0(0) ack 1 <...>
+  +.1 < . 1:1(0) ack 1 win 100
+   +0 accept(3, ..., ...) = 4
+   +0 < P. 1001:2001(1000) ack 1 win 100
+   +0 > . 1:1(0) ack 1 <nop,nop,sack 1001:2001>
+   +0 < P. 1:3001(3000) ack 1 win 100
+   +0 > . 1:1(0) ack 3001 <nop,nop,sack {dsack}>
+"""
+
+
+def test_ofo_data_covered_again_is_a_dsack_up_to_the_old_rcv_nxt() -> None:
+    """tcp_ofo_queue (6.4): queued 1001:2001 is covered again by 1:3001; tcp_dsack_extend
+    reports it from its start to the RCV.NXT the in-order data reached (1001:3001), not to
+    its own end (1001:2001, a 2025 kernel's answer)."""
+    res = run(parse(OFO_COVERED.format(dsack="1001:3001")))
+    assert res.verdict.passed, [(r.line, r.reasons) for r in res.lines if r.status != "match"]
+    res = run(parse(OFO_COVERED.format(dsack="1001:2001")))
+    assert not res.verdict.passed and res.verdict.line == 12
