@@ -835,6 +835,9 @@ def tcp_fin(sim: Sim, sk: Sock) -> None:
         tcp_output.send_ack(sim, sk, "ack", "tcp_fin")
         tcp_minisocks.time_wait(sim, sk, "TIME_WAIT", 0)
     sk.ooo = []
+    if sk.sack_ok:  # tcp_fin (v6.4 line 4413): tcp_sack_reset drops the SACK and D-SACK blocks
+        sk.sacks = []
+        sk.dsack = None
 
 
 def delayed_ack_timeout(sk: Sock) -> float:

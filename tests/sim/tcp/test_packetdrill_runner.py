@@ -350,3 +350,31 @@ def test_ofo_data_covered_again_is_a_dsack_up_to_the_old_rcv_nxt() -> None:
     assert res.verdict.passed, [(r.line, r.reasons) for r in res.lines if r.status != "match"]
     res = run(parse(OFO_COVERED.format(dsack="1001:2001")))
     assert not res.verdict.passed and res.verdict.line == 12
+
+
+RESENT_WITH_FIN = """\
+    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
+   +0 setsockopt(3, SOL_SOCKET, SO_REUSEADDR, [1], 4) = 0
+   +0 bind(3, ..., ...) = 0
+   +0 listen(3, 1) = 0
+   +0 < S 0:0(0) win 20000 <mss 1000,sackOK,nop,nop>
+   +0 > S. 0:0(0) ack 1 <...>
+  +.1 < . 1:1(0) ack 1 win 20000
+   +0 accept(3, ..., ...) = 4
+   +0 < . 1:501(500) ack 1 win 20000
+   +0 > . 1:1(0) ack 501
+   +0 < {flags} 1:801(800) ack 1 win 20000
+   +0~+.2 > . 1:1(0) ack {ack}{opts}
+"""
+
+
+def test_a_fin_drops_the_dsack_its_own_overlap_set() -> None:
+    """tcp_data_queue sets a D-SACK for the resent head of a segment (1:501), but when the
+    segment carries a FIN, tcp_fin's tcp_sack_reset clears it before the (delayed) ACK
+    goes: no SACK option. Without the FIN the D-SACK is reported."""
+    fin = run(parse(RESENT_WITH_FIN.format(flags="F.", ack=802, opts="")))
+    assert fin.verdict.passed, [(r.line, r.reasons) for r in fin.lines if r.status != "match"]
+    data = run(parse(RESENT_WITH_FIN.format(flags=".", ack=801, opts=" <nop,nop,sack 1:501>")))
+    assert data.verdict.passed, [(r.line, r.reasons) for r in data.lines if r.status != "match"]
+    no_fin_no_dsack = run(parse(RESENT_WITH_FIN.format(flags=".", ack=801, opts="")))
+    assert not no_fin_no_dsack.verdict.passed
