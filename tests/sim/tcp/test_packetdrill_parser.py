@@ -11,6 +11,7 @@ from app.sim.tcp.options import TcpOption
 from app.sim.tcp.packetdrill.ast import (
     Comment,
     Elided,
+    InfoAssert,
     ListArg,
     Name,
     Option,
@@ -117,6 +118,16 @@ def test_packets_flags_seq_ack_win_and_options() -> None:
     # packetdrill's grammar (parser.y, `flags`): `-` is a segment with no flag set
     ev = one("+0 < - 1:1001(1000) win 20000")
     assert isinstance(ev, Packet) and (ev.flags, ev.length) == ("", 1000)
+
+
+def test_a_cwnd_assertion_is_an_event_other_python_is_not() -> None:
+    """A timed ``%{ assert tcpi_snd_cwnd OP N[, message] }%`` is an InfoAssert; any other
+    python (another field, an expression) stays unsupported."""
+    ev = one("+0 %{ assert tcpi_snd_cwnd == 12, 'cwnd=%d' % tcpi_snd_cwnd }%")
+    assert isinstance(ev, InfoAssert)
+    assert (ev.field, ev.op, ev.value) == ("tcpi_snd_cwnd", "==", 12)
+    for text in ("+0 %{ assert tcpi_rto == 1 }%", "+0 %{ assert 1 <= tcpi_snd_cwnd <= 3 }%"):
+        assert isinstance(one(text), Unsupported)
 
 
 def test_any_options_and_no_options() -> None:

@@ -378,3 +378,16 @@ def test_a_fin_drops_the_dsack_its_own_overlap_set() -> None:
     assert data.verdict.passed, [(r.line, r.reasons) for r in data.lines if r.status != "match"]
     no_fin_no_dsack = run(parse(RESENT_WITH_FIN.format(flags=".", ack=801, opts="")))
     assert not no_fin_no_dsack.verdict.passed
+
+
+def test_a_cwnd_assertion_reads_the_models_cwnd_after_the_acks() -> None:
+    """Slow start (tcp_cong_avoid): each ACK of new data adds the segments it acknowledges,
+    so after the ACK of 1:1001 the 10-segment initial window is 11; the assertion is judged
+    at its time, after the ACK was processed."""
+    script = PSH_MARKS.format(first="P.", middle=".", last="P.").split("\n")
+    at_ack = "\n".join([*script[:11], "   +0 %{{ assert tcpi_snd_cwnd == {n} }}%", ""])
+    res = run(parse(at_ack.format(n=11)))
+    assert res.verdict.passed, [(r.line, r.reasons) for r in res.lines if r.status != "match"]
+    res = run(parse(at_ack.format(n=10)))
+    assert not res.verdict.passed and res.verdict.line == 12
+    assert res.lines[-1].got == {"field": "tcpi_snd_cwnd", "value": 11}

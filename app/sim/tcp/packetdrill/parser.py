@@ -17,6 +17,7 @@ from app.sim.tcp.packetdrill.ast import (
     Elided,
     Event,
     EventTime,
+    InfoAssert,
     ListArg,
     Name,
     Option,
@@ -61,6 +62,10 @@ UNSUPPORTED_OPTIONS: tuple[tuple[str, str], ...] = (
     (r"^(AccECN\w*|accecn\w*|AccECN0|AccECN1)$", "AccECN / ECN"),
 )
 _FLAG_LETTERS = frozenset("SFRP.")
+# the TCP_INFO fields an assertion may compare (app.sim.tcp.packetdrill.runner.INFO_FIELDS)
+_INFO_ASSERT = re.compile(
+    r"^%\{\s*assert\s+(tcpi_snd_cwnd)\s*(==|!=|<=|>=|<|>)\s*(\d+)\s*(?:,[^\n]*)?\}%$"
+)
 _SYSCTL = re.compile(r"^(net\.ipv4\.\w+)=(.*)$")
 _ARITH = re.compile(r"\$\(\(([0-9+\-* ]+)\)\)")
 
@@ -168,6 +173,10 @@ class _Parser:
             raise ScriptSyntaxError(tok.line, tok.col, msg("a time with no event after it"))
         if head.kind == "python":  # +0 %{ assert tcpi_… }%
             self.i += 1
+            m = _INFO_ASSERT.match(head.text)
+            if m is not None:
+                field, op, value = m.groups()
+                return InfoAssert(**pos, time=time, field=field, op=op, value=int(value))
             return Unsupported(**pos, construct="%{ python }% block", text=head.text[:60])
         if head.kind == "punct" and head.text in "<>":
             return self.packet(pos["line"], pos["col"], time)
