@@ -415,6 +415,10 @@ class Sock(Obj):
         self.pushed_seq = 0
         self.gso_segs = 0  # tp->gso_segs (tcp_xmit_size_goal)
         self.pacing_rate = PACING_UNSET  # sk_pacing_rate, bytes per second
+        # tcp_cwnd_validate's record of how much of cwnd the sender used
+        self.is_cwnd_limited = False
+        self.max_packets_out = 0
+        self.cwnd_usage_seq = 0
         self.snd_wl1 = 0
         self.recv_q = 0
         self.ooo: list[tuple[int, int, bool]] = []

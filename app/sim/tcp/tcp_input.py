@@ -563,7 +563,8 @@ def clean_rtx(sim: Sim, sk: Sock, ack: int, seg: Seg | None = None) -> int:
     sk.retransmits = 0
     sk.retrans_stamp = None
     sk.dupacks = 0
-    sk.cwnd += len(acked) if not any(o.syn for o in acked) else 0
+    if not any(o.syn for o in acked) and tcp_output.cwnd_limited(sk):
+        sk.cwnd += len(acked)  # tcp_cong_avoid: slow start, if tcp_is_cwnd_limited
     if sk.ca_state != "Open" and ack >= sk.high_seq:
         sk.ca_state = "Open"
     tcp_output.set_xmit_timer(sim, sk)

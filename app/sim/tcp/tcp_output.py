@@ -215,6 +215,9 @@ def push(sim: Sim, sk: Sock, nagle: bool = True, one: bool = False, force: bool 
         sent_any = True
         if not nagle or one:
             break  # tcp_send_loss_probe and tcp_push_one send one packet
+    limited = sum(1 for o in sk.rtx if not o.lost) >= sk.cwnd  # tcp_packets_in_flight >= cwnd
+    if sent_any or limited:
+        cwnd_validate(sk, limited)
     if sent_any and nagle:
         schedule_loss_probe(sim, sk, advancing_rto=False)
     if not sent_any and not sk.rtx and sk.has_unsent() and not sk.timer("probe0").armed:
@@ -229,6 +232,28 @@ def push(sim: Sim, sk: Sock, nagle: bool = True, one: bool = False, force: bool 
             "tcp_send_probe0",
         )
     return sent_any
+
+
+def cwnd_validate(sk: Sock, limited: bool) -> None:
+    """tcp_cwnd_validate (net/ipv4/tcp_output.c line 1870), at the end of tcp_write_xmit:
+    remember whether the window was cwnd-limited, else the most packets out, once per
+    window of data (cwnd_usage_seq). tcp_cwnd_application_limited (slow start after an idle
+    RTO) is left out."""
+    if (
+        sk.snd_una >= sk.cwnd_usage_seq
+        or limited
+        or (not sk.is_cwnd_limited and len(sk.rtx) > sk.max_packets_out)
+    ):
+        sk.is_cwnd_limited = limited
+        sk.max_packets_out = len(sk.rtx)
+        sk.cwnd_usage_seq = sk.snd_nxt
+
+
+def cwnd_limited(sk: Sock) -> bool:
+    """tcp_is_cwnd_limited (include/net/tcp.h line 1305): cwnd grows only while it limits
+    the sender, or, in slow start (always, in the model: it keeps no ssthresh), up to twice
+    the most packets out."""
+    return sk.is_cwnd_limited or sk.cwnd < 2 * sk.max_packets_out
 
 
 def _skb_end(sk: Sock, seq: int) -> int:

@@ -391,3 +391,29 @@ def test_a_cwnd_assertion_reads_the_models_cwnd_after_the_acks() -> None:
     res = run(parse(at_ack.format(n=10)))
     assert not res.verdict.passed and res.verdict.line == 12
     assert res.lines[-1].got == {"field": "tcpi_snd_cwnd", "value": 11}
+
+
+APP_LIMITED = """\
+    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
+   +0 setsockopt(3, SOL_SOCKET, SO_REUSEADDR, [1], 4) = 0
+   +0 bind(3, ..., ...) = 0
+   +0 listen(3, 1) = 0
+  +.1 < S 0:0(0) win 20000 <mss 1000>
+   +0 > S. 0:0(0) ack 1 <mss 1460>
+  +.1 < . 1:1(0) ack 1 win 20000
+   +0 accept(3, ..., ...) = 4
+   +0 write(4, ..., {n}) = {n}
+   +0 > P. 1:{end}({n}) ack 1
+ +.05 < . 1:1(0) ack {end} win 20000
+   +0 %{{ assert tcpi_snd_cwnd == {cwnd} }}%
+"""
+
+
+@pytest.mark.parametrize(("n", "cwnd"), [(3000, 10), (5000, 10), (6000, 16), (10000, 20)])
+def test_cwnd_grows_only_while_it_limits_the_sender(n: int, cwnd: int) -> None:
+    """tcp_cwnd_validate records the most packets out; tcp_is_cwnd_limited lets slow start
+    grow cwnd only below twice that: 3 or 5 segments out of 10 leave it at 10, 6 let the
+    ACK add 6, a full window adds 10."""
+    script = APP_LIMITED.format(n=n, end=n + 1, cwnd=cwnd)
+    res = run(parse(script))
+    assert res.verdict.passed, [(r.line, r.reasons) for r in res.lines if r.status != "match"]
