@@ -203,7 +203,10 @@ def push(sim: Sim, sk: Sock, nagle: bool = True, one: bool = False, force: bool 
             lost.lost = False
             retransmit(sim, sk, lost, "loss")
             continue
-        pkt = _next_packet(sim, sk, nagle and not force, sk.cwnd - inflight)
+        # tcp_cwnd_test (line 2038): at most half of cwnd per packet, so that at least two
+        # GSO packets are in flight
+        quota = min(max(sk.cwnd >> 1, 1), sk.cwnd - inflight)
+        pkt = _next_packet(sim, sk, nagle and not force, quota)
         if not pkt:
             break
         segs = [_send_new(sim, sk, n, fin) for n, fin in pkt]

@@ -417,3 +417,28 @@ def test_cwnd_grows_only_while_it_limits_the_sender(n: int, cwnd: int) -> None:
     script = APP_LIMITED.format(n=n, end=n + 1, cwnd=cwnd)
     res = run(parse(script))
     assert res.verdict.passed, [(r.line, r.reasons) for r in res.lines if r.status != "match"]
+
+
+HALF_CWND = """\
+    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
+   +0 setsockopt(3, SOL_SOCKET, SO_REUSEADDR, [1], 4) = 0
+   +0 bind(3, ..., ...) = 0
+   +0 listen(3, 1) = 0
+   +0 < S 0:0(0) win 65535 <mss 1000>
+   +0 > S. 0:0(0) ack 1 <mss 1460>
+   +0 < . 1:1(0) ack 1 win 65535
+   +0 accept(3, ..., ...) = 4
+   +0 write(4, ..., 10000) = 10000
+   +0 > {flags} 1:5001(5000) ack 1
+   +0 > P. 5001:10001(5000) ack 1
+"""
+
+
+def test_a_burst_is_at_least_two_gso_packets() -> None:
+    """With a near-zero RTT tcp_tso_autosize allows big TSO packets, but tcp_cwnd_test gives
+    each at most half of cwnd: the 10-segment window leaves as two 5-segment packets, each
+    with PSH (__tcp_transmit_skb)."""
+    res = run(parse(HALF_CWND.format(flags="P.")))
+    assert res.verdict.passed, [(r.line, r.reasons) for r in res.lines if r.status != "match"]
+    res = run(parse(HALF_CWND.format(flags=".")))
+    assert not res.verdict.passed and res.verdict.line == 10
