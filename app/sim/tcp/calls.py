@@ -254,6 +254,8 @@ def sendmsg(sim: Sim, sk: Sock, n: int) -> None:
     while n > 0:
         start = sk.wq[-2].end if len(sk.wq) > 1 else max(sk.snd_nxt, sk.iss + 1)
         if not sk.wq or sk.wq[-1].end - start >= goal:
+            if not sk.wq and established:  # tcp_skb_entail
+                tcp_output.slow_start_after_idle_check(sim, sk)
             sk.wq.append(Skb(sk.data_end))
             start = sk.data_end
         skb = sk.wq[-1]

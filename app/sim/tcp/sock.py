@@ -417,6 +417,7 @@ class Sock(Obj):
         self.pacing_rate = PACING_UNSET  # sk_pacing_rate, bytes per second
         # tcp_cwnd_validate's record of how much of cwnd the sender used
         self.is_cwnd_limited = False
+        self.lsndtime = 0.0  # tp->lsndtime: the last data sent (tcp_event_data_sent)
         self.max_packets_out = 0
         self.cwnd_usage_seq = 0
         self.snd_wl1 = 0

@@ -258,6 +258,7 @@ def rcv_synsent(sim: Sim, sk: Sock, seg: Seg) -> None:
             sk.ecn_ok = False  # tcp_ecn_rcv_synack: the peer did not agree
         clean_rtx(sim, sk, seg.ack, seg)
         tcp_output.update_pacing_rate(sk)  # tcp_ack's tcp_cong_control: the SYN was out
+        sk.lsndtime = sim.now  # tcp_finish_connect (v6.4 line 6083)
         sk.snd_wnd = seg.window  # a SYN's window is never scaled
         sk.ever_connected = True
         sim.set_state(sk, "ESTABLISHED", "SYN+ACK", "tcp_finish_connect")
@@ -448,6 +449,7 @@ def ack_state_change(sim: Sim, sk: Sock, seg: Seg) -> bool:
         init_transfer(sim, sk)
         sk.snd_wnd = seg.window << sk.snd_wscale
         tcp_output.update_pacing_rate(sk)  # tcp_rcv_state_process, v6.4 line 6583
+        sk.lsndtime = sim.now  # no spurious tcp_cwnd_restart on the first data (line 6586)
         sim.note(
             msg(
                 "{ep}: the handshake's ACK arrives; TCP_SYN_RECV becomes TCP_ESTABLISHED.",
@@ -593,6 +595,8 @@ def rcv_ack(sim: Sim, sk: Sock, seg: Seg) -> bool:
     if win_update:
         if nwin != sk.snd_wnd:
             sk.snd_wnd = nwin
+            if sk.has_unsent():
+                tcp_output.slow_start_after_idle_check(sim, sk)
         sk.snd_wl1 = seg.seq
     sk.snd_una = max(sk.snd_una, ack)
     # tcp_ack: only an ACK with none of FLAG_NOT_DUP (data, a window update, new data

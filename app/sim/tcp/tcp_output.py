@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from app.sim.core.i18n import Message, msg
+from app.sim.core.tcp import TCP_INIT_CWND
 from app.sim.tcp import wire
 from app.sim.tcp.sock import (
     ATO_MIN,
@@ -99,12 +100,41 @@ def ack_sent(sim: Sim, sk: Sock) -> None:
             sk.ato = ATO_MIN
 
 
+def slow_start_after_idle_check(sim: Sim, sk: Sock) -> None:
+    """tcp_slow_start_after_idle_check (include/net/tcp.h line 1420), when an skb joins an
+    empty write queue (tcp_skb_entail) or the peer's window changes with data waiting
+    (tcp_ack_update_window): with tcp_slow_start_after_idle, nothing in flight and no data
+    sent for more than an RTO, tcp_cwnd_restart (tcp_output.c line 142) halves cwnd once per
+    RTO of idleness, down to no less than the initial window."""
+    if not sim.p.sysctl.tcp_slow_start_after_idle or sk.rtx:
+        return
+    delta = sim.now - sk.lsndtime
+    if delta <= sk.rto:
+        return
+    restart = min(TCP_INIT_CWND, sk.cwnd)
+    cwnd = sk.cwnd
+    delta -= sk.rto
+    while delta > 0 and cwnd > restart:
+        cwnd >>= 1
+        delta -= sk.rto
+    if max(cwnd, restart) != sk.cwnd:
+        sim.note(
+            msg(
+                "Idle for more than an RTO: the congestion window restarts at {n} segments.",
+                n=max(cwnd, restart),
+            ),
+            "tcp_cwnd_restart",
+        )
+    sk.cwnd = max(cwnd, restart)
+
+
 def data_sent(sim: Sim, sk: Sock) -> None:
     """tcp_event_data_sent (__tcp_transmit_skb, for a segment with payload, after
-    tcp_event_ack_sent): a reply that leaves within ato of the last segment received
-    (now - lrcvtime < ato) puts the socket in ping-pong (interactive) mode,
+    tcp_event_ack_sent): lsndtime is now; a reply that leaves within ato of the last segment
+    received (now - lrcvtime < ato) puts the socket in ping-pong (interactive) mode,
     inet_csk_enter_pingpong_mode; TCP_PINGPONG_THRESH is 1 in 6.4. With ato still 0 (no
     data received yet) this never happens."""
+    sk.lsndtime = sim.now
     if not sk.pingpong and sim.now - sk.lrcvtime < sk.ato:
         sk.pingpong = True
         sim.note(
@@ -304,7 +334,7 @@ def _next_packet(sim: Sim, sk: Sock, nagle: bool, quota: int) -> list[tuple[int,
     mss = sk.mss_cache
     start = sk.snd_nxt + first[0]
     skb_end = _skb_end(sk, sk.snd_nxt)
-    limit = min(quota, tso_segs(sk, mss))
+    limit = min(quota, tso_segs(sk, mss, sim.p.sysctl.tcp_min_tso_segs))
     while not segs[-1][1] and segs[-1][0] == mss and len(segs) < limit and start < skb_end:
         nxt = _next_segment(sim, sk, start, nagle)
         if nxt is None:
@@ -321,11 +351,11 @@ GSO_MAX_SIZE = 65536 - (320 + 1)
 GSO_MAX_SEGS = 65535  # GSO_MAX_SEGS, the device's gso_max_segs
 PACING_SHIFT = 10  # sk_pacing_shift (sock_init_data, net/core/sock.c line 3436)
 TSO_RTT_LOG = 9  # net.ipv4.tcp_tso_rtt_log (tcp_sk_init, net/ipv4/tcp_ipv4.c line 3242)
-MIN_TSO_SEGS = 2  # net.ipv4.tcp_min_tso_segs (line 3241)
+MIN_TSO_SEGS = 2  # net.ipv4.tcp_min_tso_segs' default (line 3241; Sysctls.tcp_min_tso_segs)
 PACING_SS_RATIO = 200  # net.ipv4.tcp_pacing_ss_ratio (line 3246)
 
 
-def tso_segs(sk: Sock, mss: int) -> int:
+def tso_segs(sk: Sock, mss: int, min_tso_segs: int = MIN_TSO_SEGS) -> int:
     """tcp_tso_segs (line 1990) and tcp_tso_autosize (line 1970): how many segments one
     TSO packet may hold: the pacing rate's share of a 2^-10 s slot, plus sk_gso_max_size >>
     (min_rtt / 512 us), at most sk_gso_max_size, at least tcp_min_tso_segs."""
@@ -334,7 +364,7 @@ def tso_segs(sk: Sock, mss: int) -> int:
     if r < 32:
         nbytes += GSO_MAX_SIZE >> r
     nbytes = min(nbytes, GSO_MAX_SIZE)
-    return min(max(nbytes // mss, MIN_TSO_SEGS), GSO_MAX_SEGS)
+    return min(max(nbytes // mss, min_tso_segs), GSO_MAX_SEGS)
 
 
 def update_pacing_rate(sk: Sock) -> None:

@@ -154,6 +154,21 @@ def test_comments_options_and_shell_lines() -> None:
     assert s.events[4].line == 7
 
 
+def test_set_sysctls_py_settings_are_sysctls_and_its_restore_line_is_read() -> None:
+    """The selftests' set_sysctls.py writes /proc/sys/net/ipv4/X=V (lines may continue with
+    a backslash); the restore script it leaves is read as having nothing to undo."""
+    ev = one(
+        "`../common/defaults.sh\n../common/set_sysctls.py /proc/sys/net/ipv4/tcp_min_tso_segs=10"
+        " \\\n   /proc/sys/net/ipv4/tcp_slow_start_after_idle=0`"
+    )
+    assert isinstance(ev, Shell) and ev.defaults
+    assert ev.sysctls == (("tcp_min_tso_segs", "10"), ("tcp_slow_start_after_idle", "0"))
+    ev = one("`/tmp/sysctl_restore_${PPID}.sh`")
+    assert isinstance(ev, Shell) and ev.sysctls == ()
+    ev = one("`../common/set_sysctls.py /proc/sys/vm/x=1`")
+    assert isinstance(ev, Unsupported)
+
+
 def test_sysctls_map_to_the_model_knobs() -> None:
     """A sysctl that is a field of Sysctls is applied; others are listed as having no knob."""
     s = parse("`sysctl -q net.ipv4.tcp_syn_retries=3 net.ipv4.tcp_frto=0`\n")

@@ -442,3 +442,32 @@ def test_a_burst_is_at_least_two_gso_packets() -> None:
     assert res.verdict.passed, [(r.line, r.reasons) for r in res.lines if r.status != "match"]
     res = run(parse(HALF_CWND.format(flags=".")))
     assert not res.verdict.passed and res.verdict.line == 10
+
+
+AFTER_IDLE = """\
+`sysctl -q net.ipv4.tcp_slow_start_after_idle={on}`
+    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
+   +0 setsockopt(3, SOL_SOCKET, SO_REUSEADDR, [1], 4) = 0
+   +0 bind(3, ..., ...) = 0
+   +0 listen(3, 1) = 0
+  +.1 < S 0:0(0) win 20000 <mss 1000>
+   +0 > S. 0:0(0) ack 1 <mss 1460>
+  +.1 < . 1:1(0) ack 1 win 20000
+   +0 accept(3, ..., ...) = 4
+   +0 write(4, ..., 10000) = 10000
+   +0 > P. 1:10001(10000) ack 1
+  +.1 < . 1:1(0) ack 10001 win 20000
+   +0 %{{ assert tcpi_snd_cwnd == 20 }}%
+   +3 write(4, ..., 1000) = 1000
+   +0 > P. 10001:11001(1000) ack 1
+   +0 %{{ assert tcpi_snd_cwnd == {cwnd} }}%
+"""
+
+
+@pytest.mark.parametrize(("on", "cwnd"), [(1, 10), (0, 20)])
+def test_slow_start_after_idle_restarts_cwnd(on: int, cwnd: int) -> None:
+    """tcp_slow_start_after_idle_check (tcp_skb_entail): 3 s without sending, more than an
+    RTO, halves cwnd once per RTO down to the initial window (tcp_cwnd_restart); with the
+    sysctl off cwnd stays 20."""
+    res = run(parse(AFTER_IDLE.format(on=on, cwnd=cwnd)))
+    assert res.verdict.passed, [(r.line, r.reasons) for r in res.lines if r.status != "match"]

@@ -62,6 +62,11 @@ UNSUPPORTED_OPTIONS: tuple[tuple[str, str], ...] = (
     (r"^(AccECN\w*|accecn\w*|AccECN0|AccECN1)$", "AccECN / ECN"),
 )
 _FLAG_LETTERS = frozenset("SFRP.")
+# the selftests' common/set_sysctls.py writes /proc/sys/net/ipv4/X=V and leaves a script
+# /tmp/sysctl_restore_${PPID}.sh that undoes it; settings apply to the whole run, so the
+# restore line (at a script's end) has nothing left to undo
+_PROC_SYSCTL = re.compile(r"^/proc/sys/net/ipv4/(\w+)=(\S+)$")
+_RESTORE = re.compile(r"^/tmp/sysctl_restore_\$\{PPID\}\.sh$")
 # the TCP_INFO fields an assertion may compare (app.sim.tcp.packetdrill.runner.INFO_FIELDS)
 _INFO_ASSERT = re.compile(
     r"^%\{\s*assert\s+(tcpi_snd_cwnd)\s*(==|!=|<=|>=|<|>)\s*(\d+)\s*(?:,[^\n]*)?\}%$"
@@ -459,12 +464,24 @@ def shell(tok: Token) -> Event:
     body = tok.text[1:-1].strip()
     sysctls: list[tuple[str, str]] = []
     defaults = False
-    for cmd in re.split(r"\s*(?:;|&&|\n)\s*", body):
+    for cmd in re.split(r"\s*(?:;|&&|\n)\s*", body.replace("\\\n", " ")):
         words = cmd.split()
         if not words:
             continue
-        if words[0].endswith("defaults.sh"):
-            defaults = True
+        if words[0].endswith("defaults.sh") or _RESTORE.match(words[0]):
+            defaults = defaults or words[0].endswith("defaults.sh")
+            continue
+        if words[0].endswith("set_sysctls.py"):
+            for setting in words[1:]:
+                m = _PROC_SYSCTL.match(setting)
+                if m is None:
+                    return Unsupported(
+                        line=tok.line,
+                        col=tok.col,
+                        construct=f"sysctl {setting[:40]}",
+                        text=cmd[:60],
+                    )
+                sysctls.append((m.group(1), m.group(2)))
             continue
         if words[0] != "sysctl":
             return Unsupported(

@@ -610,4 +610,13 @@ def event_kind(ev: Event) -> str:
     return names.get(type(ev), "comment")
 
 
-__all__ = ["LineResult", "check_packet", "judge_info", "Result", "RunFrame", "RunLimitError", "Verdict", "run"]
+__all__ = [
+    "LineResult",
+    "check_packet",
+    "judge_info",
+    "Result",
+    "RunFrame",
+    "RunLimitError",
+    "Verdict",
+    "run",
+]
