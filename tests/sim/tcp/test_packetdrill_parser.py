@@ -193,7 +193,7 @@ def test_sysctls_map_to_the_model_knobs() -> None:
         ("+0 setsockopt(3, IPPROTO_TCP, TCP_MD5SIG, [1], 4) = 0", "MD5"),
         ("+0 bind(3, AF_INET6, ...) = 0", "IPv6"),
         ("+0 < udp (100)", "udp"),
-        ("+0 ioctl(3, SIOCINQ, [0]) = 0", "ioctl"),
+        ("+0 ioctl(3, SIOCOUTQ, [0]) = 0", "ioctl"),
         ("+0 < U. 1:101(100) ack 1 win 257 urg 100", "urgent"),
         ("`tc qdisc add dev tun0 root fq`", "tc"),
     ],

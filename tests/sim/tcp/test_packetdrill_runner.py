@@ -471,3 +471,30 @@ def test_slow_start_after_idle_restarts_cwnd(on: int, cwnd: int) -> None:
     sysctl off cwnd stays 20."""
     res = run(parse(AFTER_IDLE.format(on=on, cwnd=cwnd)))
     assert res.verdict.passed, [(r.line, r.reasons) for r in res.lines if r.status != "match"]
+
+
+NO_FLAGS = """\
+    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
+   +0 setsockopt(3, SOL_SOCKET, SO_REUSEADDR, [1], 4) = 0
+   +0 bind(3, ..., ...) = 0
+   +0 listen(3, 1) = 0
+   +0 < S 0:0(0) win 20000 <mss 1000>
+   +0 > S. 0:0(0) ack 1 <...>
+ +.01 < . 1:1(0) ack 1 win 20000
+   +0 accept(3, ..., ...) = 4
+   +0 ioctl(3, SIOCINQ, [0]) = -1 EINVAL (Invalid argument)
+ +.01 < - 1:501(500) win 20000
+   +0 ioctl(4, SIOCINQ, [{first}]) = 0
+ +.01 < P. 1:501(500) ack 1 win 20000
+   +0 ioctl(4, FIONREAD, [500]) = 0
+"""
+
+
+def test_siocinq_counts_unread_bytes_and_a_segment_without_ack_is_dropped() -> None:
+    """tcp_ioctl's SIOCINQ (tcp_inq): the bytes not read yet; EINVAL on a listener. A segment
+    with no flag at all (`-`) is dropped by tcp_rcv_established (no ACK, RST or SYN), so it
+    adds nothing; the same bytes with ACK do."""
+    res = run(parse(NO_FLAGS.format(first=0)))
+    assert res.verdict.passed, [(r.line, r.reasons) for r in res.lines if r.status != "match"]
+    res = run(parse(NO_FLAGS.format(first=500)))
+    assert not res.verdict.passed and res.verdict.line == 11

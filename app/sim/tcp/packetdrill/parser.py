@@ -36,9 +36,10 @@ SYSCALLS = frozenset(
     (
         *("socket", "bind", "listen", "accept", "connect", "write", "send", "sendto"),
         *("read", "recv", "recvfrom", "close", "shutdown", "setsockopt", "getsockopt"),
-        *("fcntl", "poll"),
+        *("fcntl", "poll", "ioctl"),
     )
 )
+IOCTLS = frozenset({"SIOCINQ", "FIONREAD"})  # the receive queue's bytes (tcp_ioctl)
 # Names whose presence anywhere in a syscall makes it out of scope, by the construct they use
 UNSUPPORTED_NAMES: tuple[tuple[str, str], ...] = (
     (r"^(TCP_FASTOPEN\w*|MSG_FASTOPEN)$", "TCP Fast Open (TFO)"),
@@ -355,6 +356,9 @@ class _Parser:
             return Unsupported(line=line, col=col, construct=construct)
         self.take()  # (
         args = self.args(")")
+        if name == "ioctl" and not (len(args) > 1 and _ioctl_name(args[1]) in IOCTLS):
+            self.skip_event()
+            return Unsupported(line=line, col=col, construct="system call ioctl")
         self.expect("punct", "=", msg("'=' and the expected return value"))
         self.skip_comments()
         ret = self.number(msg("the expected return value"))
@@ -456,6 +460,10 @@ def _names(args: tuple[Arg, ...]) -> list[str]:
         elif isinstance(a, StructArg):
             out.extend(_names(tuple(v for _, v in a.fields)))
     return out
+
+
+def _ioctl_name(a: Arg) -> str | None:
+    return a.names[0] if isinstance(a, Name) and len(a.names) == 1 else None
 
 
 def shell(tok: Token) -> Event:
