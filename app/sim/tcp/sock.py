@@ -17,8 +17,11 @@ not wrapped mod 2**32; no PAWS rejection (timestamps are echoed and give RTT sam
 old TSval is not dropped); the sender does not keep a SACK scoreboard (SACK blocks are
 written by the receiver; the sender's loss detection is three duplicate ACKs, the tail loss
 probe and the RTO: no RACK reordering timer, no F-RTO, no PRR); congestion control is slow
-start from 10 segments and 1 segment after an RTO; the send buffer is unbounded (send never
-blocks); the receive buffer is not autotuned (see app.sim.tcp.wire).
+start from 10 segments and 1 segment after an RTO, growing only while cwnd limits the sender
+(tcp_is_cwnd_limited) and restarting after an idle RTO (tcp_cwnd_restart); data leaves in
+MSS segments, grouped into the TSO packets 6.4 would send only to decide PSH (see
+app.sim.tcp.tcp_output.push); the send buffer is unbounded (send never blocks); the receive
+buffer is not autotuned (see app.sim.tcp.wire).
 """
 
 from __future__ import annotations
