@@ -100,11 +100,28 @@ def test_page_in_chinese(client: TestClient) -> None:
 
 def test_page_runs_a_script_with_unsupported_lines_and_marks_them(client: TestClient) -> None:
     """The page (unlike the API) runs past unsupported lines and shows them as such."""
-    script = (EXAMPLES / "basic-server.pkt").read_text() + "+0 %{ assert tcpi_snd_cwnd == 10 }%\n"
+    script = (EXAMPLES / "basic-server.pkt").read_text() + "+0 %{ assert tcpi_rto == 10 }%\n"
     r = client.post("/explainers/tcp/packetdrill", data={"script": script})
     assert r.status_code == 200
     assert 'data-status="unsupported"' in r.text
     assert "not supported: %{ python }% block" in r.text
+
+
+def test_page_checks_a_cwnd_assertion(client: TestClient) -> None:
+    """``%{ assert tcpi_snd_cwnd == N }%`` is checked against the model's cwnd: a wrong
+    value is a mismatch naming the field and both values."""
+    base = (EXAMPLES / "zero-window.pkt").read_text()
+    ok = client.post(
+        "/explainers/tcp/packetdrill",
+        data={"script": base + "+0 %{ assert tcpi_snd_cwnd >= 10, tcpi_snd_cwnd }%\n"},
+    )
+    assert ok.status_code == 200 and 'data-status="unsupported"' not in ok.text
+    bad = client.post(
+        "/explainers/tcp/packetdrill",
+        data={"script": base + "+0 %{ assert tcpi_snd_cwnd == 3 }%\n"},
+    )
+    assert bad.status_code == 200
+    assert "tcpi_snd_cwnd is" in bad.text and "expected == 3" in bad.text
 
 
 def test_page_over_64_kb_is_413(client: TestClient) -> None:

@@ -20,11 +20,13 @@ from app.sim.tcp.sock import (
     ACK_PUSHED,
     ACK_PUSHED2,
     RTO_INIT,
+    TCP_HEADER,
     TIMEWAIT_LEN,
     TW_ISN_GAP,
     Endpoint,
     Listener,
     Seg,
+    Skb,
     Sock,
     TimeWait,
 )
@@ -133,7 +135,7 @@ def call_connect(sim: Sim, ep: Endpoint, c: Call) -> str | None:
     sk.iss = tw_isn or ep.next_iss()
     sk.snd_una = sk.iss
     sk.snd_nxt = sk.iss
-    sk.write_seq = sk.iss + 1
+    sk.write_seq = sk.pushed_seq = sk.iss + 1
     sk.rto = RTO_INIT
     sk.err = None
     ep.ehash = sk
@@ -213,11 +215,68 @@ def call_send(sim: Sim, ep: Endpoint, c: Call) -> str | None:
     if sk.state in ("SYN_SENT", "SYN_RECV"):
         if sk.nonblock:
             return "EAGAIN"
-    sk.write_seq += n
     sim.note(msg("{n} bytes join the send queue.", n=n), "tcp_sendmsg_locked")
-    if sk.state not in ("SYN_SENT", "SYN_RECV"):
-        tcp_output.push(sim, sk)
+    sendmsg(sim, sk, n)
     return str(n)
+
+
+def size_goal(sk: Sock, mss: int) -> int:
+    """tcp_xmit_size_goal (net/ipv4/tcp.c line 891): an skb grows to sk_gso_max_size cut to
+    half the largest window the peer offered (tcp_bound_to_half_wnd, include/net/tcp.h line
+    655), in whole MSS (tp->gso_segs)."""
+    goal = tcp_output.GSO_MAX_SIZE
+    cutoff = sk.max_window >> 1 if sk.max_window > 536 else sk.max_window  # TCP_MSS_DEFAULT
+    if cutoff and goal > cutoff:
+        goal = max(cutoff, 68 - TCP_HEADER)
+    if goal < sk.gso_segs * mss or goal >= sk.gso_segs * mss + mss:
+        sk.gso_segs = min(goal // mss, tcp_output.GSO_MAX_SEGS)
+    return max(sk.gso_segs * mss, mss)
+
+
+def mark_push(sk: Sock, skb: Skb) -> None:
+    """tcp_mark_push (net/ipv4/tcp.c line 648): PSH on the skb; pushed_seq = write_seq."""
+    skb.psh = True
+    sk.pushed_seq = sk.write_seq
+
+
+def sendmsg(sim: Sim, sk: Sock, n: int) -> None:
+    """tcp_sendmsg_locked's copy loop (net/ipv4/tcp.c line 1217): the bytes fill the write
+    queue's unsent tail skb, then new skbs, each up to the size goal. The first byte copied
+    clears PSH from the skb it lands in. When an skb fills and more is to come: past half the
+    largest window since the last push (forced_push, line 654) the skb is marked PSH and
+    everything pending is pushed (__tcp_push_pending_frames); else, if it is the send head, it
+    goes alone (tcp_push_one). At the end tcp_push (line 702) marks the tail PSH and pushes.
+    (tcp_should_autocork is left out: it waits for a TX completion the model has no queue
+    for.)"""
+    goal = size_goal(sk, sk.mss_cache)
+    established = sk.state not in ("SYN_SENT", "SYN_RECV")
+    copied = 0
+    while n > 0:
+        start = sk.wq[-2].end if len(sk.wq) > 1 else max(sk.snd_nxt, sk.iss + 1)
+        if not sk.wq or sk.wq[-1].end - start >= goal:
+            if not sk.wq and established:  # tcp_skb_entail
+                tcp_output.slow_start_after_idle_check(sim, sk)
+            sk.wq.append(Skb(sk.data_end))
+            start = sk.data_end
+        skb = sk.wq[-1]
+        if not copied:
+            skb.psh = False
+        copy = min(goal - (skb.end - start), n)
+        skb.end += copy
+        sk.write_seq += copy
+        copied += copy
+        n -= copy
+        if n == 0 or not established:
+            continue
+        if sk.write_seq - sk.pushed_seq > sk.max_window >> 1:  # forced_push
+            mark_push(sk, skb)
+            tcp_output.push(sim, sk, force=True)
+        elif skb is sk.wq[0]:
+            tcp_output.push(sim, sk, one=True, force=True)
+    if sk.wq:
+        mark_push(sk, sk.wq[-1])
+    if established:
+        tcp_output.push(sim, sk)
 
 
 def call_recv(sim: Sim, ep: Endpoint, c: Call) -> str | None:

@@ -290,8 +290,6 @@ class Sim:
             options=options,
             scaled=scaled,
         )
-        sk = ep.fd if isinstance(ep.fd, Sock) else ep.ehash
-        seg.psh = isinstance(sk, Sock) and length > 0 and seq + length >= sk.data_end
         ep.sent += 1
         self.segments_total += 1
         seg.nth = ep.sent

@@ -26,7 +26,7 @@ from app.sim.tcp.state import TcpState
 # 6: TIME_WAIT takeover with timestamps; 7: active RST carries the window;
 # 8: the request sock is freed, not moved to TCP_SYN_RECV; 9: who drops a request sock;
 # 10: segments as 6.4 sends them (options, scaled windows, 1460 MSS, tail loss probes, SACK)
-SIM_VERSION = "tcp-13"
+SIM_VERSION = "tcp-14"
 ERRNOS = (
     "ECONNREFUSED",
     "ECONNRESET",

@@ -83,6 +83,10 @@ class Sysctls:
     tcp_retries2: int = 15
     tcp_early_retrans: int = 3
     tcp_ecn: int = 2
+    # tcp_cwnd_restart after an idle RTO (tcp_slow_start_after_idle_check) and the least
+    # segments per TSO packet (tcp_tso_autosize); 6.4's defaults (tcp_sk_init)
+    tcp_slow_start_after_idle: int = 1
+    tcp_min_tso_segs: int = 2
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -109,6 +113,8 @@ SYSCTL_INT_LIMITS: dict[str, tuple[int, int]] = {
     "tcp_retries2": (0, 255),
     "tcp_early_retrans": (0, 4),
     "tcp_ecn": (0, 2),
+    "tcp_slow_start_after_idle": (0, 1),
+    "tcp_min_tso_segs": (1, 65535),  # SYSCTL_ONE to gso_max_segs
 }
 SYSCTL_TRIPLES = frozenset({"tcp_rmem"})  # min, default, max bytes
 # Not knobs, because nothing the model does depends on them: tcp_wmem (the send buffer is

@@ -17,8 +17,10 @@ not wrapped mod 2**32; no PAWS rejection (timestamps are echoed and give RTT sam
 old TSval is not dropped); the sender keeps a SACK scoreboard and detects loss with RACK (or
 NewReno's duplicate ACKs without SACK), the tail loss probe and the RTO, and recovers with
 PRR and CUBIC's ssthresh (app.sim.tcp.tcp_sack, tcp_recovery, tcp_input_loss: no undo, no
-F-RTO); the send buffer is unbounded (send never blocks); the receive buffer is not
-autotuned (see app.sim.tcp.wire).
+F-RTO); cwnd grows only while it limits the sender (tcp_is_cwnd_limited) and restarts after
+an idle RTO (tcp_cwnd_restart); data leaves in MSS segments, grouped into the TSO packets 6.4
+would send only to decide PSH (see app.sim.tcp.tcp_output.push); the send buffer is unbounded
+(send never blocks); the receive buffer is not autotuned (see app.sim.tcp.wire).
 """
 
 from __future__ import annotations
@@ -87,6 +89,7 @@ EV_ARRIVE, EV_TIMER, EV_CALL = 0, 1, 2
 ACK_PUSHED = 1  # ICSK_ACK_PUSHED (include/net/inet_connection_sock.h)
 ACK_PUSHED2 = 2  # ICSK_ACK_PUSHED2
 TCP_HEADER = 20  # sizeof(struct tcphdr)
+PACING_UNSET = 2**64 - 1  # sk_pacing_rate = ~0UL (sock_init_data, net/core/sock.c line 3435)
 
 
 class Seg:
@@ -199,6 +202,35 @@ class Seg:
         }
 
 
+class SockRtt(RttEstimator):
+    """The socket's RTT estimator, which also keeps the smallest sample: ``tcp_min_rtt``
+    (tcp_update_rtt_min, net/ipv4/tcp_input.c line 3071; a windowed minimum in Linux, kept
+    over the whole connection here). U32_MAX (``~0U``) until the first sample."""
+
+    __slots__ = ("min_us",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.min_us = 0xFFFFFFFF
+
+    def sample(self, m: int, snd_una: int, snd_nxt: int) -> None:
+        self.min_us = min(self.min_us, m)
+        super().sample(m, snd_una, snd_nxt)
+
+
+class Skb:
+    """One unsent skb of the write queue: where it ends and whether ``tcp_mark_push`` has
+    marked it PSH. It starts where the previous one ends (the first at SND.NXT). Linux never
+    sends a segment across two skbs; when it sends part of one (tso_fragment, tcp_fragment),
+    the part left keeps the PSH mark and the part sent loses it."""
+
+    __slots__ = ("end", "psh")
+
+    def __init__(self, end: int, psh: bool = False) -> None:
+        self.end = end
+        self.psh = psh
+
+
 class OutSeg:
     """One transmitted, not yet acknowledged segment in the retransmission queue."""
 
@@ -208,6 +240,7 @@ class OutSeg:
         "first_ms",
         "length",
         "lost",
+        "psh",
         "retrans",
         "rexmit",
         "sacked",
@@ -228,6 +261,7 @@ class OutSeg:
         self.lost = False  # TCPCB_LOST
         self.sacked = False  # TCPCB_SACKED_ACKED
         self.rexmit = False  # TCPCB_SACKED_RETRANS: a retransmission in flight
+        self.psh = False  # it ended a PSH-marked skb: a retransmission carries PSH again
 
 
 def receive_space(p: TcpParams) -> tuple[bool, int]:
@@ -381,7 +415,18 @@ class Sock(Obj):
         self.rcv_nxt = 0
         self.rcv_wup = 0
         self.rcv_wnd = 0  # the window last advertised, in bytes
+        self.max_window = 0  # the largest window the peer offered (see snd_wnd)
         self.snd_wnd = 0  # the peer's window, in bytes (scaled)
+        # the write queue's unsent skbs (tcp_sendmsg_locked) and tp->pushed_seq (tcp_mark_push)
+        self.wq: list[Skb] = []
+        self.pushed_seq = 0
+        self.gso_segs = 0  # tp->gso_segs (tcp_xmit_size_goal)
+        self.pacing_rate = PACING_UNSET  # sk_pacing_rate, bytes per second
+        # tcp_cwnd_validate's record of how much of cwnd the sender used
+        self.is_cwnd_limited = False
+        self.lsndtime = 0.0  # tp->lsndtime: the last data sent (tcp_event_data_sent)
+        self.max_packets_out = 0
+        self.cwnd_usage_seq = 0
         self.snd_wl1 = 0
         self.recv_q = 0
         self.ooo: list[tuple[int, int, bool]] = []
@@ -391,7 +436,7 @@ class Sock(Obj):
         self.sock_done = False
         self.syn_retrans = 0  # retransmissions of our SYN (or SYN-ACK) in the handshake  # SOCK_DONE: the peer's FIN arrived (recv returns 0 first)
         self.err: str | None = None
-        self.rtt = RttEstimator()
+        self.rtt = SockRtt()
         self.rto = RTO_INIT
         self.rtx_after = 0.0  # the retransmit timer's interval when it is not the RTO (else 0)
         self.backoff = 0
@@ -416,10 +461,6 @@ class Sock(Obj):
         self.rack_rtt_us = 0
         self.rack_advanced = False
         self.reo_wnd_steps = 1
-        # tcp_cwnd_validate's record of how much of cwnd was used (tcp_is_cwnd_limited)
-        self.is_cwnd_limited = False
-        self.max_packets_out = 0
-        self.cwnd_usage_seq = 0
         self.quick = 0
         self.ato = 0.0
         self.pingpong = False
@@ -465,6 +506,19 @@ class Sock(Obj):
         self.tlp_retrans = False
 
     # --- derived -------------------------------------------------------------------------
+    @property
+    def snd_wnd(self) -> int:
+        return self._snd_wnd
+
+    @snd_wnd.setter
+    def snd_wnd(self, wnd: int) -> None:
+        """Every window the socket takes also raises tp->max_window (tcp_ack_update_window,
+        net/ipv4/tcp_input.c line 3552; tcp_create_openreq_child and
+        tcp_rcv_synsent_state_process for the SYN's)."""
+        self._snd_wnd = wnd
+        if wnd > self.max_window:
+            self.max_window = wnd
+
     def receive_window(self) -> int:
         """tcp_receive_window: what is left of the last advertised window."""
         return max(0, self.rcv_wup + self.rcv_wnd - self.rcv_nxt)

@@ -49,6 +49,7 @@ SOURCES: dict[str, SourceRef] = {
     "tcp_send_ack": _r("tcp_send_ack", _OUT, 3987),
     "tcp_send_delayed_ack": _r("tcp_send_delayed_ack", _OUT, 3892),
     "tcp_event_data_sent": _r("tcp_event_data_sent", _OUT, 161),
+    "tcp_cwnd_restart": _r("tcp_cwnd_restart", _OUT, 142),
     "tcp_send_synack": _r("tcp_send_synack", _OUT, 3474),
     "tcp_v4_send_synack": _r("tcp_v4_send_synack", _IPV4, 999),
     "tcp_retransmit_skb": _r("tcp_retransmit_skb", _OUT, 3261),

@@ -97,14 +97,18 @@ def clean_rtx(
     return flag | FLAG_SET_XMIT_TIMER, delivered
 
 
-def _window(sk: Sock, seg: Seg, prior: int) -> int:
+def _window(sim: Sim, sk: Sock, seg: Seg, prior: int) -> int:
     """tcp_ack_update_window (net/ipv4/tcp_input.c:3552): a non-SYN segment's window is scaled by the peer's shift;
     tcp_may_update_window (net/ipv4/tcp_input.c:3518) holds for an ACK that moves snd_wl1 on (a later sequence number) or
-    offers more window, even when the window itself is unchanged: FLAG_WIN_UPDATE."""
+    offers more window, even when the window itself is unchanged: FLAG_WIN_UPDATE. A window
+    that changes while data waits runs tcp_slow_start_after_idle_check."""
     ack = seg.ack
     nwin = seg.window if seg.syn else seg.window << sk.snd_wscale
     if ack > prior or seg.seq > sk.snd_wl1 or (seg.seq == sk.snd_wl1 and nwin > sk.snd_wnd):
-        sk.snd_wnd = nwin
+        if nwin != sk.snd_wnd:
+            sk.snd_wnd = nwin
+            if sk.has_unsent():
+                tcp_output.slow_start_after_idle_check(sim, sk)
         sk.snd_wl1 = seg.seq
         return FLAG_WIN_UPDATE
     return 0
@@ -132,7 +136,7 @@ def rcv_ack(sim: Sim, sk: Sock, seg: Seg) -> bool:
     flag = FLAG_SND_UNA_ADVANCED if ack > prior else 0
     if seg.length or seg.fin:
         flag |= FLAG_DATA
-    flag |= _window(sk, seg, prior)
+    flag |= _window(sim, sk, seg, prior)
     delivered = 0
     if sk.sack_ok and tcp_sack.blocks(seg):
         sflag, delivered = tcp_sack.sacktag_write_queue(sim, sk, seg, prior)
@@ -163,6 +167,7 @@ def rcv_ack(sim: Sim, sk: Sock, seg: Seg) -> bool:
     if flag & FLAG_SET_XMIT_TIMER:
         tcp_output.set_xmit_timer(sim, sk)
     tcp_input_loss.cong_control(sim, sk, delivered, sk.lost_count - lost_before, flag)
+    tcp_output.update_pacing_rate(sk)  # the end of tcp_cong_control; not on the no_queue path
     tcp_input_loss.xmit_recovery(sim, sk, rexmit)
     return True
 

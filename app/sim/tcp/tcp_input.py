@@ -31,6 +31,7 @@ from app.sim.tcp.sock import (
     Sock,
 )
 from app.sim.tcp.tcp_ack import clean_rtx, rcv_ack, ts_rtt_sample
+from app.sim.tcp.tcp_sack_rcv import dsack_set, ofo_dsack, sack_new_ofo, sack_remove
 
 if TYPE_CHECKING:
     from app.sim.tcp.driver import Sim
@@ -256,6 +257,8 @@ def rcv_synsent(sim: Sim, sk: Sock, seg: Seg) -> None:
         if sk.ecn_ok and not ("ECE" in seg.flags and "CWR" not in seg.flags):
             sk.ecn_ok = False  # tcp_ecn_rcv_synack: the peer did not agree
         clean_rtx(sim, sk, seg.ack, seg)
+        tcp_output.update_pacing_rate(sk)  # tcp_ack's tcp_cong_control: the SYN was out
+        sk.lsndtime = sim.now  # tcp_finish_connect (v6.4 line 6083)
         sk.snd_wnd = seg.window  # a SYN's window is never scaled
         sk.ever_connected = True
         sim.set_state(sk, "ESTABLISHED", "SYN+ACK", "tcp_finish_connect")
@@ -444,6 +447,9 @@ def ack_state_change(sim: Sim, sk: Sock, seg: Seg) -> bool:
             )
         sim.set_state(sk, "ESTABLISHED", "ACK", "tcp_rcv_state_process")
         init_transfer(sim, sk)
+        sk.snd_wnd = seg.window << sk.snd_wscale
+        tcp_output.update_pacing_rate(sk)  # tcp_rcv_state_process, v6.4 line 6583
+        sk.lsndtime = sim.now  # no spurious tcp_cwnd_restart on the first data (line 6586)
         sim.note(
             msg(
                 "{ep}: the handshake's ACK arrives; TCP_SYN_RECV becomes TCP_ESTABLISHED.",
@@ -550,11 +556,14 @@ def data_queue(sim: Sim, sk: Sock, seg: Seg) -> None:
             sk.ack_sched = True
             return
         accept_data(sim, sk, seg.seq, seg.length, seg.fin, seg)
+        # tcp_ofo_queue (v6.4 line 4721): out-of-order data the in-order data covered again
+        dsack_high = sk.rcv_nxt
         while sk.ooo:
             sk.ooo.sort()
             s, n, f = sk.ooo[0]
             if s > sk.rcv_nxt:
                 break
+            dsack_high = ofo_dsack(sim, sk, s, s + n + (1 if f else 0), dsack_high)
             sk.ooo.pop(0)
             if s + n + (1 if f else 0) > sk.rcv_nxt:
                 cut = sk.rcv_nxt - s
@@ -608,42 +617,6 @@ def data_queue(sim: Sim, sk: Sock, seg: Seg) -> None:
         sack_new_ofo(sk, seg.seq, seg.end_seq)
     sk.ack_sched = True
     sk.ack_now = True
-
-
-def dsack_set(sim: Sim, sk: Sock, seq: int, end: int) -> None:
-    """tcp_dsack_set: with SACK agreed (and tcp_dsack, 1), the next ACK reports the
-    duplicate range as a D-SACK block, ahead of the SACK blocks."""
-    if sk.sack_ok:
-        sk.dsack = (seq, end)
-        sim.note(
-            msg("D-SACK: the next ACK reports {a}-{b} as received twice.", a=seq, b=end),
-            "tcp_dsack_set",
-        )
-
-
-def sack_new_ofo(sk: Sock, seq: int, end: int) -> None:
-    """tcp_sack_new_ofo_skb: extend the block the data touches and move it first (merging
-    any it now meets, tcp_sack_maybe_coalesce), or put a new block first (at most
-    TCP_NUM_SACKS)."""
-    for i, (a, b) in enumerate(sk.sacks):
-        if seq <= b and end >= a:  # tcp_sack_extend: touching or overlapping
-            blk = (min(a, seq), max(b, end))
-            rest = sk.sacks[:i] + sk.sacks[i + 1 :]
-            merged = [r for r in rest if r[1] < blk[0] or r[0] > blk[1]]
-            for r in rest:
-                if r not in merged:
-                    blk = (min(blk[0], r[0]), max(blk[1], r[1]))
-            sk.sacks = [blk, *merged]
-            return
-    sk.sacks = [(seq, end), *sk.sacks][: wire.TCP_NUM_SACKS]
-
-
-def sack_remove(sk: Sock) -> None:
-    """tcp_sack_remove: blocks RCV.NXT has reached go; none when nothing is out of order."""
-    if not sk.ooo:
-        sk.sacks = []
-        return
-    sk.sacks = [(a, b) for a, b in sk.sacks if a > sk.rcv_nxt]
 
 
 def incr_quickack(sk: Sock) -> None:
@@ -757,6 +730,9 @@ def tcp_fin(sim: Sim, sk: Sock) -> None:
         tcp_output.send_ack(sim, sk, "ack", "tcp_fin")
         tcp_minisocks.time_wait(sim, sk, "TIME_WAIT", 0)
     sk.ooo = []
+    if sk.sack_ok:  # tcp_fin (v6.4 line 4413): tcp_sack_reset drops the SACK and D-SACK blocks
+        sk.sacks = []
+        sk.dsack = None
 
 
 def delayed_ack_timeout(sk: Sock) -> float:

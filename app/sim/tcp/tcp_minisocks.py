@@ -200,7 +200,7 @@ def make_child(sim: Sim, ep: Endpoint, lsn: Listener, req: Req, seg: Seg) -> Soc
     child.irs = irs
     child.snd_una = iss + 1
     child.snd_nxt = iss + 1
-    child.write_seq = iss + 1
+    child.write_seq = child.pushed_seq = iss + 1
     child.rcv_nxt = irs + 1
     child.rcv_wup = irs + 1
     child.snd_wl1 = irs

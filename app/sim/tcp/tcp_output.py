@@ -10,9 +10,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from app.sim.core.i18n import Message, msg
+from app.sim.core.tcp import TCP_INIT_CWND
 from app.sim.tcp import tcp_sack, wire
 from app.sim.tcp.sock import (
     ATO_MIN,
+    PACING_UNSET,
     RTO_INIT,
     RTO_MAX,
     RTO_MIN,
@@ -98,12 +100,45 @@ def ack_sent(sim: Sim, sk: Sock) -> None:
             sk.ato = ATO_MIN
 
 
+def slow_start_after_idle_check(sim: Sim, sk: Sock) -> None:
+    """tcp_slow_start_after_idle_check (include/net/tcp.h line 1420), when an skb joins an
+    empty write queue (tcp_skb_entail) or the peer's window changes with data waiting
+    (tcp_ack_update_window): with tcp_slow_start_after_idle, nothing in flight and no data
+    sent for more than an RTO, tcp_cwnd_restart (tcp_output.c line 142) sets ssthresh to
+    tcp_current_ssthresh and halves cwnd once per RTO of idleness, down to no less than the
+    initial window."""
+    if not sim.p.sysctl.tcp_slow_start_after_idle or sk.rtx:
+        return
+    delta = sim.now - sk.lsndtime
+    if delta <= sk.rto:
+        return
+    restart = min(TCP_INIT_CWND, sk.cwnd)
+    cwnd = sk.cwnd
+    # tcp_current_ssthresh (include/net/tcp.h line 1260): outside CWR/Recovery, at least 3/4 cwnd
+    if sk.ca_state not in ("CWR", "Recovery"):
+        sk.ssthresh = max(sk.ssthresh, (cwnd >> 1) + (cwnd >> 2))
+    delta -= sk.rto
+    while delta > 0 and cwnd > restart:
+        cwnd >>= 1
+        delta -= sk.rto
+    if max(cwnd, restart) != sk.cwnd:
+        sim.note(
+            msg(
+                "Idle for more than an RTO: the congestion window restarts at {n} segments.",
+                n=max(cwnd, restart),
+            ),
+            "tcp_cwnd_restart",
+        )
+    sk.cwnd = max(cwnd, restart)
+
+
 def data_sent(sim: Sim, sk: Sock) -> None:
     """tcp_event_data_sent (__tcp_transmit_skb, for a segment with payload, after
-    tcp_event_ack_sent): a reply that leaves within ato of the last segment received
-    (now - lrcvtime < ato) puts the socket in ping-pong (interactive) mode,
+    tcp_event_ack_sent): lsndtime is now; a reply that leaves within ato of the last segment
+    received (now - lrcvtime < ato) puts the socket in ping-pong (interactive) mode,
     inet_csk_enter_pingpong_mode; TCP_PINGPONG_THRESH is 1 in 6.4. With ato still 0 (no
     data received yet) this never happens."""
+    sk.lsndtime = sim.now
     if not sk.pingpong and sim.now - sk.lrcvtime < sk.ato:
         sk.pingpong = True
         sim.note(
@@ -181,10 +216,14 @@ def send_fin(sim: Sim, sk: Sock) -> None:
     push(sim, sk)
 
 
-def push(sim: Sim, sk: Sock, nagle: bool = True) -> bool:
-    """tcp_write_xmit (net/ipv4/tcp_output.c:2601): send new data (and a queued FIN) within cwnd and the peer's window;
+def push(sim: Sim, sk: Sock, nagle: bool = True, one: bool = False, force: bool = False) -> bool:
+    """tcp_write_xmit (net/ipv4/tcp_output.c line 2601): send new data (and a queued FIN)
+    within cwnd and the peer's window, one TSO packet at a time (:func:`_next_packet`);
     arm the persist timer when a zero window stops it; after new data, schedule a tail loss
-    probe (tcp_schedule_loss_probe). True if it sent anything."""
+    probe (tcp_schedule_loss_probe). ``one``: tcp_push_one's single packet (push_one);
+    ``force``: TCP_NAGLE_PUSH (__tcp_push_pending_frames from tcp_sendmsg_locked);
+    ``nagle=False``: tcp_send_loss_probe's one packet, with no loss probe scheduled. True
+    if it sent anything."""
     if sk.state in ("SYN_SENT", "SYN_RECV", "CLOSE", "LISTEN"):
         return False
     sent_any = False
@@ -194,16 +233,24 @@ def push(sim: Sim, sk: Sock, nagle: bool = True) -> bool:
         # tcp_cwnd_test (net/ipv4/tcp_output.c:2038): packets in flight (sacked and lost ones out, retransmissions in)
         if inflight >= sk.cwnd:
             break
-        nxt = _next_segment(sim, sk, nagle)
-        if nxt is None:
+        # tcp_cwnd_test (line 2038): at most half of cwnd per packet, so that at least two
+        # GSO packets are in flight
+        quota = min(max(sk.cwnd >> 1, 1), sk.cwnd - inflight)
+        pkt = _next_packet(sim, sk, nagle and not force, quota)
+        if not pkt:
             break
-        _send_new(sim, sk, *nxt)
-        inflight += 1
+        segs = [_send_new(sim, sk, n, fin) for n, fin in pkt]
+        # __tcp_transmit_skb (line 1281): every GSO packet (tcp_skb_pcount > 1) gets PSH; a
+        # one-segment packet has it only if it ends an skb tcp_mark_push marked (a part cut
+        # off the front of an skb loses it: tso_fragment, line 2149)
+        if len(segs) > 1 or sk.rtx[-1].psh:
+            segs[-1].psh = segs[-1].length > 0
+        inflight += len(segs)
         sent_any = True
-        if not nagle:
-            break  # tcp_send_loss_probe sends one segment
-    if head and nagle:
-        limited = inflight >= sk.cwnd
+        if not nagle or one:
+            break  # tcp_send_loss_probe and tcp_push_one send one packet
+    if head:
+        limited = inflight >= sk.cwnd  # tcp_packets_in_flight >= cwnd
         if sent_any or limited:
             cwnd_validate(sk, limited)
     if sent_any and sk.ca_state in ("CWR", "Recovery"):
@@ -224,60 +271,133 @@ def push(sim: Sim, sk: Sock, nagle: bool = True) -> bool:
     return sent_any
 
 
-def cwnd_validate(sk: Sock, is_cwnd_limited: bool) -> None:
-    """tcp_cwnd_validate (net/ipv4/tcp_output.c:1870): once a window's data is acknowledged
-    (snd_una past cwnd_usage_seq), or when cwnd is full, or when more is out than recorded,
-    remember whether this window was cwnd-limited and how many packets were out. (The restart
-    after idle, tcp_cwnd_application_limited, is not modelled.)"""
+def cwnd_validate(sk: Sock, limited: bool) -> None:
+    """tcp_cwnd_validate (net/ipv4/tcp_output.c line 1870), at the end of tcp_write_xmit:
+    remember whether the window was cwnd-limited, else the most packets out, once per
+    window of data (cwnd_usage_seq): once a window's data is acknowledged (snd_una past
+    cwnd_usage_seq), or when cwnd is full, or when more is out than recorded.
+    tcp_cwnd_application_limited (slow start after an idle RTO) is left out."""
     if (
         sk.snd_una >= sk.cwnd_usage_seq
-        or is_cwnd_limited
+        or limited
         or (not sk.is_cwnd_limited and len(sk.rtx) > sk.max_packets_out)
     ):
-        sk.is_cwnd_limited = is_cwnd_limited
+        sk.is_cwnd_limited = limited
         sk.max_packets_out = len(sk.rtx)
         sk.cwnd_usage_seq = sk.snd_nxt
 
 
-def _next_segment(sim: Sim, sk: Sock, nagle: bool = True) -> tuple[int, bool] | None:
-    """The next new segment at SND.NXT, as (bytes, FIN), or None when the window, Nagle or
-    silly-window avoidance holds it back (tcp_write_xmit's tcp_snd_wnd_test, tcp_nagle_test)."""
+def _skb_end(sk: Sock, seq: int) -> int:
+    """The end of the unsent skb that holds ``seq`` (no segment crosses two skbs)."""
+    return next((b.end for b in sk.wq if b.end > seq), sk.data_end)
+
+
+def _next_segment(
+    sim: Sim, sk: Sock, start: int | None = None, nagle: bool = True
+) -> tuple[int, bool] | None:
+    """The next new segment at ``start`` (SND.NXT), as (bytes, FIN), or None when the
+    window, Nagle or silly-window avoidance holds it back (tcp_write_xmit's
+    tcp_snd_wnd_test, tcp_nagle_test). A segment ends at its skb's end."""
     mss = sk.mss_cache
-    start = sk.snd_nxt
+    start = sk.snd_nxt if start is None else start
     data_left = sk.data_end - start
     wnd_end = sk.snd_una + sk.snd_wnd
     fin_pending = sk.fin_queued and start < sk.write_seq
     if data_left <= 0 and not fin_pending:
         return None
-    n = min(mss, max(data_left, 0), max(wnd_end - start, 0))
+    whole = min(mss, max(data_left, 0), max(_skb_end(sk, start) - start, 0))
+    n = min(whole, max(wnd_end - start, 0))
     fin = fin_pending and start + n == sk.data_end
     if n == 0 and not (fin and start + 1 <= wnd_end):
         return None
     if fin and n < data_left:
         fin = False
-    if 0 < n < mss and n < data_left and sk.rtx:
+    if 0 < n < whole and sk.rtx:
         return None  # wait for more window rather than send a runt (SWS avoidance)
-    if nagle and 0 < n < mss and not fin and any(0 < o.length < mss for o in sk.rtx):
+    last = start + n >= sk.data_end  # tcp_write_xmit: TCP_NAGLE_PUSH for all but the last skb
+    if nagle and last and 0 < n < mss and not fin and any(0 < o.length < mss for o in sk.rtx):
         return None  # Nagle with Minshall's rule: one small segment in flight at a time
     return n, fin
+
+
+def _next_packet(sim: Sim, sk: Sock, nagle: bool, quota: int) -> list[tuple[int, bool]]:
+    """The segments of the next packet tcp_write_xmit hands down: one skb, or its front
+    cut off by tso_fragment at ``min(cwnd_quota, tcp_tso_segs)`` segments
+    (tcp_mss_split_point, line 2004), within the peer's window. The model still sends MSS
+    segments; this says which of them one TSO packet holds."""
+    first = _next_segment(sim, sk, None, nagle)
+    if first is None:
+        return []
+    segs = [first]
+    mss = sk.mss_cache
+    start = sk.snd_nxt + first[0]
+    skb_end = _skb_end(sk, sk.snd_nxt)
+    limit = min(quota, tso_segs(sk, mss, sim.p.sysctl.tcp_min_tso_segs))
+    while not segs[-1][1] and segs[-1][0] == mss and len(segs) < limit and start < skb_end:
+        nxt = _next_segment(sim, sk, start, nagle)
+        if nxt is None:
+            break
+        segs.append(nxt)
+        start += nxt[0]
+    return segs
+
+
+# sk_gso_max_size: the device's GSO_LEGACY_MAX_SIZE (65536, include/linux/netdevice.h line
+# 2363) less MAX_TCP_HEADER + 1 (sk_dst_gso_max_size, net/core/sock.c line 2356; 320 with
+# LL_MAX_HEADER 128, the x86_64 configs' value)
+GSO_MAX_SIZE = 65536 - (320 + 1)
+GSO_MAX_SEGS = 65535  # GSO_MAX_SEGS, the device's gso_max_segs
+PACING_SHIFT = 10  # sk_pacing_shift (sock_init_data, net/core/sock.c line 3436)
+TSO_RTT_LOG = 9  # net.ipv4.tcp_tso_rtt_log (tcp_sk_init, net/ipv4/tcp_ipv4.c line 3242)
+MIN_TSO_SEGS = 2  # net.ipv4.tcp_min_tso_segs' default (line 3241; Sysctls.tcp_min_tso_segs)
+PACING_SS_RATIO = 200  # net.ipv4.tcp_pacing_ss_ratio (line 3246)
+PACING_CA_RATIO = 120  # net.ipv4.tcp_pacing_ca_ratio (line 3247)
+
+
+def tso_segs(sk: Sock, mss: int, min_tso_segs: int = MIN_TSO_SEGS) -> int:
+    """tcp_tso_segs (line 1990) and tcp_tso_autosize (line 1970): how many segments one
+    TSO packet may hold: the pacing rate's share of a 2^-10 s slot, plus sk_gso_max_size >>
+    (min_rtt / 512 us), at most sk_gso_max_size, at least tcp_min_tso_segs."""
+    nbytes = sk.pacing_rate >> PACING_SHIFT
+    r = sk.rtt.min_us >> TSO_RTT_LOG
+    if r < 32:
+        nbytes += GSO_MAX_SIZE >> r
+    nbytes = min(nbytes, GSO_MAX_SIZE)
+    return min(max(nbytes // mss, min_tso_segs), GSO_MAX_SEGS)
+
+
+def update_pacing_rate(sk: Sock) -> None:
+    """tcp_update_pacing_rate (net/ipv4/tcp_input.c line 896): mss * cwnd / srtt scaled by
+    200 % (tcp_pacing_ss_ratio) while cwnd is below half of ssthresh, else 120 %
+    (tcp_pacing_ca_ratio), with max(cwnd, packets_out); no srtt leaves it unscaled. Called by
+    tcp_cong_control after an ACK while data was out, and when a passive open completes."""
+    ratio = PACING_SS_RATIO if sk.cwnd < sk.ssthresh // 2 else PACING_CA_RATIO
+    rate = sk.mss_cache * ((1_000_000 // 100) << 3) * ratio
+    rate *= max(sk.cwnd, len(sk.rtx))
+    if sk.rtt.srtt_us:
+        rate //= sk.rtt.srtt_us
+    sk.pacing_rate = min(rate, PACING_UNSET)
 
 
 def head_fits_window(sk: Sock) -> bool:
     """tcp_ack_probe's test: the send head's end is within the peer's window (the head is
     at most one MSS of the unsent data, and the FIN if it is queued right after it)."""
-    n = min(sk.mss_cache, max(sk.data_end - sk.snd_nxt, 0))
+    n = min(sk.mss_cache, max(sk.data_end - sk.snd_nxt, 0), _skb_end(sk, sk.snd_nxt) - sk.snd_nxt)
     fin = 1 if sk.fin_queued and sk.snd_nxt + n == sk.data_end else 0
     return sk.snd_nxt + n + fin <= sk.snd_una + sk.snd_wnd
 
 
-def _send_new(sim: Sim, sk: Sock, n: int, fin: bool) -> None:
+def _send_new(sim: Sim, sk: Sock, n: int, fin: bool) -> Seg:
     """Queue ``n`` new bytes (and the FIN) for retransmission, send them, arm the RTO
-    (tcp_event_new_data_sent: when nothing was in flight, or over a loss probe)."""
+    (tcp_event_new_data_sent: when nothing was in flight, or over a loss probe). The
+    segment that ends an skb takes its PSH mark along (retransmissions carry it)."""
     start = sk.snd_nxt
     o = OutSeg(start, n, False, fin, sim.now)
     prior = bool(sk.rtx)
     sk.rtx.append(o)
     sk.snd_nxt = o.end
+    while sk.wq and sk.wq[0].end <= start + n:
+        o.psh = sk.wq.pop(0).psh and n > 0
     flags = ("FIN", "ACK") if fin else ("ACK",)
     if fin and n:
         text = msg("{ep} sends {n} bytes with FIN, seq={seq}.", ep=sk.ep.label, n=n, seq=start)
@@ -285,7 +405,7 @@ def _send_new(sim: Sim, sk: Sock, n: int, fin: bool) -> None:
         text = msg("{ep} sends FIN seq={seq}.", ep=sk.ep.label, seq=start)
     else:
         text = msg("{ep} sends {n} bytes, seq={seq}.", ep=sk.ep.label, n=n, seq=start)
-    transmit(
+    seg = transmit(
         sim,
         sk,
         flags,
@@ -301,6 +421,7 @@ def _send_new(sim: Sim, sk: Sock, n: int, fin: bool) -> None:
     sk.stop("probe0")
     if not prior or sk.timer("loss_probe").armed:
         rearm_rto(sim, sk)
+    return seg
 
 
 def rearm_rto(sim: Sim, sk: Sock) -> None:
@@ -440,7 +561,7 @@ def retransmit(sim: Sim, sk: Sock, o: OutSeg, why: str) -> None:
         return
     flags: tuple[str, ...] = ("FIN", "ACK") if o.fin else ("ACK",)
     src = "tcp_send_loss_probe" if why == "tlp" else "tcp_retransmit_skb"
-    transmit(
+    seg = transmit(
         sim,
         sk,
         flags,
@@ -459,6 +580,7 @@ def retransmit(sim: Sim, sk: Sock, o: OutSeg, why: str) -> None:
         if o.fin
         else msg("{ep} retransmits seq={seq} ({n} bytes).", ep=sk.ep.label, seq=o.seq, n=o.length),
     )
+    seg.psh = o.psh  # the skb's own flags: tcp_fragment left PSH on the part that ends it
     ack_sent(sim, sk)
     if o.length:
         data_sent(sim, sk)

@@ -11,6 +11,7 @@ from app.sim.tcp.options import TcpOption
 from app.sim.tcp.packetdrill.ast import (
     Comment,
     Elided,
+    InfoAssert,
     ListArg,
     Name,
     Option,
@@ -114,6 +115,19 @@ def test_packets_flags_seq_ack_win_and_options() -> None:
     for flags in ("F.", "P.", "R", "R.", "FP."):
         ev = one(f"+0 > {flags} 1:1(0)")
         assert isinstance(ev, Packet) and ev.flags == flags
+    # packetdrill's grammar (parser.y, `flags`): `-` is a segment with no flag set
+    ev = one("+0 < - 1:1001(1000) win 20000")
+    assert isinstance(ev, Packet) and (ev.flags, ev.length) == ("", 1000)
+
+
+def test_a_cwnd_assertion_is_an_event_other_python_is_not() -> None:
+    """A timed ``%{ assert tcpi_snd_cwnd OP N[, message] }%`` is an InfoAssert; any other
+    python (another field, an expression) stays unsupported."""
+    ev = one("+0 %{ assert tcpi_snd_cwnd == 12, 'cwnd=%d' % tcpi_snd_cwnd }%")
+    assert isinstance(ev, InfoAssert)
+    assert (ev.field, ev.op, ev.value) == ("tcpi_snd_cwnd", "==", 12)
+    for text in ("+0 %{ assert tcpi_rto == 1 }%", "+0 %{ assert 1 <= tcpi_snd_cwnd <= 3 }%"):
+        assert isinstance(one(text), Unsupported)
 
 
 def test_any_options_and_no_options() -> None:
@@ -140,6 +154,21 @@ def test_comments_options_and_shell_lines() -> None:
     assert s.events[4].line == 7
 
 
+def test_set_sysctls_py_settings_are_sysctls_and_its_restore_line_is_read() -> None:
+    """The selftests' set_sysctls.py writes /proc/sys/net/ipv4/X=V (lines may continue with
+    a backslash); the restore script it leaves is read as having nothing to undo."""
+    ev = one(
+        "`../common/defaults.sh\n../common/set_sysctls.py /proc/sys/net/ipv4/tcp_min_tso_segs=10"
+        " \\\n   /proc/sys/net/ipv4/tcp_slow_start_after_idle=0`"
+    )
+    assert isinstance(ev, Shell) and ev.defaults
+    assert ev.sysctls == (("tcp_min_tso_segs", "10"), ("tcp_slow_start_after_idle", "0"))
+    ev = one("`/tmp/sysctl_restore_${PPID}.sh`")
+    assert isinstance(ev, Shell) and ev.sysctls == ()
+    ev = one("`../common/set_sysctls.py /proc/sys/vm/x=1`")
+    assert isinstance(ev, Unsupported)
+
+
 def test_sysctls_map_to_the_model_knobs() -> None:
     """A sysctl that is a field of Sysctls is applied; others are listed as having no knob."""
     s = parse("`sysctl -q net.ipv4.tcp_syn_retries=3 net.ipv4.tcp_frto=0`\n")
@@ -164,7 +193,8 @@ def test_sysctls_map_to_the_model_knobs() -> None:
         ("+0 setsockopt(3, IPPROTO_TCP, TCP_MD5SIG, [1], 4) = 0", "MD5"),
         ("+0 bind(3, AF_INET6, ...) = 0", "IPv6"),
         ("+0 < udp (100)", "udp"),
-        ("+0 ioctl(3, SIOCINQ, [0]) = 0", "ioctl"),
+        ("+0 ioctl(3, SIOCOUTQ, [0]) = 0", "ioctl"),
+        ("+0 < U. 1:101(100) ack 1 win 257 urg 100", "urgent"),
         ("`tc qdisc add dev tun0 root fq`", "tc"),
     ],
 )

@@ -279,3 +279,222 @@ def test_a_listeners_so_rcvbuf_sets_the_syn_acks_window_and_a_bare_fin_meets_a_z
     fin_acked = SMALL_RCVBUF.rsplit("\n", 2)[0] + "\n   +0 > . 1:1(0) ack 30002 win 0\n"
     later = run(parse(fin_acked))
     assert not later.verdict.passed and later.verdict.line == 12
+
+
+PSH_MARKS = """\
+    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
+   +0 setsockopt(3, SOL_SOCKET, SO_REUSEADDR, [1], 4) = 0
+   +0 bind(3, ..., ...) = 0
+   +0 listen(3, 1) = 0
+  +.1 < S 0:0(0) win 20000 <mss 1000>
+   +0 > S. 0:0(0) ack 1 <mss 1460>
+  +.1 < . 1:1(0) ack 1 win 20000
+   +0 accept(3, ..., ...) = 4
+   +0 write(4, ..., 15000) = 15000
+   +0 > {first} 1:10001(10000) ack 1
+ +.05 < . 1:1(0) ack 1001 win 10000
+   +0 > {middle} 10001:11001(1000) ack 1
+ +.05 < . 1:1(0) ack 11001 win 20000
+   +0 > {last} 11001:15001(4000) ack 1
+"""
+
+
+def test_psh_falls_where_6_4_puts_it_on_gso_packets_and_marked_skbs() -> None:
+    """tcp_sendmsg_locked cuts the 15000 bytes into skbs of half the peer's largest window
+    (tcp_xmit_size_goal: 10000); the first fills and goes alone (tcp_push_one), and
+    __tcp_transmit_skb sets PSH on every GSO packet, so 1:10001 carries it. tcp_push marks
+    the second skb, but the window lets one segment go: tso_fragment cuts a one-segment
+    packet off its front, without PSH. The rest ends the marked skb: PSH."""
+    want = {"first": "P.", "middle": ".", "last": "P."}
+    res = run(parse(PSH_MARKS.format(**want)))
+    assert res.verdict.passed, [(r.line, r.reasons) for r in res.lines if r.status != "match"]
+    for key, line in (("first", 10), ("middle", 12), ("last", 14)):
+        flipped = dict(want, **{key: "." if want[key] == "P." else "P."})
+        res = run(parse(PSH_MARKS.format(**flipped)))
+        assert not res.verdict.passed and res.verdict.line == line, key
+
+
+def test_a_forced_push_marks_an_skb_in_the_middle_of_a_write() -> None:
+    """forced_push (net/ipv4/tcp.c): with a 2000-byte largest window the skbs hold 1000
+    bytes; once more than half the window is written since the last push the full skb is
+    marked PSH, so the second of two segments carries it, the first does not."""
+    script = "\n".join(text("zero-window").split("\n")[:13]) + "\n"
+    one_by_one = script.replace("> P. 1:2001(2000) ack 1", "> . 1:1001(1000) ack 1")
+    res = run(parse(one_by_one + "   +0 > P. 1001:2001(1000) ack 1\n"))
+    assert res.verdict.passed, [(r.line, r.reasons) for r in res.lines if r.status != "match"]
+    res = run(parse(one_by_one.replace("> . 1:1001", "> P. 1:1001")))
+    assert not res.verdict.passed
+
+
+OFO_COVERED = """\
+    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
+   +0 setsockopt(3, SOL_SOCKET, SO_REUSEADDR, [1], 4) = 0
+   +0 bind(3, ..., ...) = 0
+   +0 listen(3, 1) = 0
+   +0 < S 0:0(0) win 20000 <mss 1000,sackOK,nop,nop,nop,wscale 7>
+   +0 > S. 0:0(0) ack 1 <...>
+  +.1 < . 1:1(0) ack 1 win 100
+   +0 accept(3, ..., ...) = 4
+   +0 < P. 1001:2001(1000) ack 1 win 100
+   +0 > . 1:1(0) ack 1 <nop,nop,sack 1001:2001>
+   +0 < P. 1:3001(3000) ack 1 win 100
+   +0 > . 1:1(0) ack 3001 <nop,nop,sack {dsack}>
+"""
+
+
+def test_ofo_data_covered_again_is_a_dsack_up_to_the_old_rcv_nxt() -> None:
+    """tcp_ofo_queue (6.4): queued 1001:2001 is covered again by 1:3001; tcp_dsack_extend
+    reports it from its start to the RCV.NXT the in-order data reached (1001:3001), not to
+    its own end (1001:2001, a 2025 kernel's answer)."""
+    res = run(parse(OFO_COVERED.format(dsack="1001:3001")))
+    assert res.verdict.passed, [(r.line, r.reasons) for r in res.lines if r.status != "match"]
+    res = run(parse(OFO_COVERED.format(dsack="1001:2001")))
+    assert not res.verdict.passed and res.verdict.line == 12
+
+
+RESENT_WITH_FIN = """\
+    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
+   +0 setsockopt(3, SOL_SOCKET, SO_REUSEADDR, [1], 4) = 0
+   +0 bind(3, ..., ...) = 0
+   +0 listen(3, 1) = 0
+   +0 < S 0:0(0) win 20000 <mss 1000,sackOK,nop,nop>
+   +0 > S. 0:0(0) ack 1 <...>
+  +.1 < . 1:1(0) ack 1 win 20000
+   +0 accept(3, ..., ...) = 4
+   +0 < . 1:501(500) ack 1 win 20000
+   +0 > . 1:1(0) ack 501
+   +0 < {flags} 1:801(800) ack 1 win 20000
+   +0~+.2 > . 1:1(0) ack {ack}{opts}
+"""
+
+
+def test_a_fin_drops_the_dsack_its_own_overlap_set() -> None:
+    """tcp_data_queue sets a D-SACK for the resent head of a segment (1:501), but when the
+    segment carries a FIN, tcp_fin's tcp_sack_reset clears it before the (delayed) ACK
+    goes: no SACK option. Without the FIN the D-SACK is reported."""
+    fin = run(parse(RESENT_WITH_FIN.format(flags="F.", ack=802, opts="")))
+    assert fin.verdict.passed, [(r.line, r.reasons) for r in fin.lines if r.status != "match"]
+    data = run(parse(RESENT_WITH_FIN.format(flags=".", ack=801, opts=" <nop,nop,sack 1:501>")))
+    assert data.verdict.passed, [(r.line, r.reasons) for r in data.lines if r.status != "match"]
+    no_fin_no_dsack = run(parse(RESENT_WITH_FIN.format(flags=".", ack=801, opts="")))
+    assert not no_fin_no_dsack.verdict.passed
+
+
+def test_a_cwnd_assertion_reads_the_models_cwnd_after_the_acks() -> None:
+    """Slow start (tcp_cong_avoid): each ACK of new data adds the segments it acknowledges,
+    so after the ACK of 1:1001 the 10-segment initial window is 11; the assertion is judged
+    at its time, after the ACK was processed."""
+    script = PSH_MARKS.format(first="P.", middle=".", last="P.").split("\n")
+    at_ack = "\n".join([*script[:11], "   +0 %{{ assert tcpi_snd_cwnd == {n} }}%", ""])
+    res = run(parse(at_ack.format(n=11)))
+    assert res.verdict.passed, [(r.line, r.reasons) for r in res.lines if r.status != "match"]
+    res = run(parse(at_ack.format(n=10)))
+    assert not res.verdict.passed and res.verdict.line == 12
+    assert res.lines[-1].got == {"field": "tcpi_snd_cwnd", "value": 11}
+
+
+APP_LIMITED = """\
+    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
+   +0 setsockopt(3, SOL_SOCKET, SO_REUSEADDR, [1], 4) = 0
+   +0 bind(3, ..., ...) = 0
+   +0 listen(3, 1) = 0
+  +.1 < S 0:0(0) win 20000 <mss 1000>
+   +0 > S. 0:0(0) ack 1 <mss 1460>
+  +.1 < . 1:1(0) ack 1 win 20000
+   +0 accept(3, ..., ...) = 4
+   +0 write(4, ..., {n}) = {n}
+   +0 > P. 1:{end}({n}) ack 1
+ +.05 < . 1:1(0) ack {end} win 20000
+   +0 %{{ assert tcpi_snd_cwnd == {cwnd} }}%
+"""
+
+
+@pytest.mark.parametrize(("n", "cwnd"), [(3000, 10), (5000, 10), (6000, 16), (10000, 20)])
+def test_cwnd_grows_only_while_it_limits_the_sender(n: int, cwnd: int) -> None:
+    """tcp_cwnd_validate records the most packets out; tcp_is_cwnd_limited lets slow start
+    grow cwnd only below twice that: 3 or 5 segments out of 10 leave it at 10, 6 let the
+    ACK add 6, a full window adds 10."""
+    script = APP_LIMITED.format(n=n, end=n + 1, cwnd=cwnd)
+    res = run(parse(script))
+    assert res.verdict.passed, [(r.line, r.reasons) for r in res.lines if r.status != "match"]
+
+
+HALF_CWND = """\
+    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
+   +0 setsockopt(3, SOL_SOCKET, SO_REUSEADDR, [1], 4) = 0
+   +0 bind(3, ..., ...) = 0
+   +0 listen(3, 1) = 0
+   +0 < S 0:0(0) win 65535 <mss 1000>
+   +0 > S. 0:0(0) ack 1 <mss 1460>
+   +0 < . 1:1(0) ack 1 win 65535
+   +0 accept(3, ..., ...) = 4
+   +0 write(4, ..., 10000) = 10000
+   +0 > {flags} 1:5001(5000) ack 1
+   +0 > P. 5001:10001(5000) ack 1
+"""
+
+
+def test_a_burst_is_at_least_two_gso_packets() -> None:
+    """With a near-zero RTT tcp_tso_autosize allows big TSO packets, but tcp_cwnd_test gives
+    each at most half of cwnd: the 10-segment window leaves as two 5-segment packets, each
+    with PSH (__tcp_transmit_skb)."""
+    res = run(parse(HALF_CWND.format(flags="P.")))
+    assert res.verdict.passed, [(r.line, r.reasons) for r in res.lines if r.status != "match"]
+    res = run(parse(HALF_CWND.format(flags=".")))
+    assert not res.verdict.passed and res.verdict.line == 10
+
+
+AFTER_IDLE = """\
+`sysctl -q net.ipv4.tcp_slow_start_after_idle={on}`
+    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
+   +0 setsockopt(3, SOL_SOCKET, SO_REUSEADDR, [1], 4) = 0
+   +0 bind(3, ..., ...) = 0
+   +0 listen(3, 1) = 0
+  +.1 < S 0:0(0) win 20000 <mss 1000>
+   +0 > S. 0:0(0) ack 1 <mss 1460>
+  +.1 < . 1:1(0) ack 1 win 20000
+   +0 accept(3, ..., ...) = 4
+   +0 write(4, ..., 10000) = 10000
+   +0 > P. 1:10001(10000) ack 1
+  +.1 < . 1:1(0) ack 10001 win 20000
+   +0 %{{ assert tcpi_snd_cwnd == 20 }}%
+   +3 write(4, ..., 1000) = 1000
+   +0 > P. 10001:11001(1000) ack 1
+   +0 %{{ assert tcpi_snd_cwnd == {cwnd} }}%
+"""
+
+
+@pytest.mark.parametrize(("on", "cwnd"), [(1, 10), (0, 20)])
+def test_slow_start_after_idle_restarts_cwnd(on: int, cwnd: int) -> None:
+    """tcp_slow_start_after_idle_check (tcp_skb_entail): 3 s without sending, more than an
+    RTO, halves cwnd once per RTO down to the initial window (tcp_cwnd_restart); with the
+    sysctl off cwnd stays 20."""
+    res = run(parse(AFTER_IDLE.format(on=on, cwnd=cwnd)))
+    assert res.verdict.passed, [(r.line, r.reasons) for r in res.lines if r.status != "match"]
+
+
+NO_FLAGS = """\
+    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
+   +0 setsockopt(3, SOL_SOCKET, SO_REUSEADDR, [1], 4) = 0
+   +0 bind(3, ..., ...) = 0
+   +0 listen(3, 1) = 0
+   +0 < S 0:0(0) win 20000 <mss 1000>
+   +0 > S. 0:0(0) ack 1 <...>
+ +.01 < . 1:1(0) ack 1 win 20000
+   +0 accept(3, ..., ...) = 4
+   +0 ioctl(3, SIOCINQ, [0]) = -1 EINVAL (Invalid argument)
+ +.01 < - 1:501(500) win 20000
+   +0 ioctl(4, SIOCINQ, [{first}]) = 0
+ +.01 < P. 1:501(500) ack 1 win 20000
+   +0 ioctl(4, FIONREAD, [500]) = 0
+"""
+
+
+def test_siocinq_counts_unread_bytes_and_a_segment_without_ack_is_dropped() -> None:
+    """tcp_ioctl's SIOCINQ (tcp_inq): the bytes not read yet; EINVAL on a listener. A segment
+    with no flag at all (`-`) is dropped by tcp_rcv_established (no ACK, RST or SYN), so it
+    adds nothing; the same bytes with ACK do."""
+    res = run(parse(NO_FLAGS.format(first=0)))
+    assert res.verdict.passed, [(r.line, r.reasons) for r in res.lines if r.status != "match"]
+    res = run(parse(NO_FLAGS.format(first=500)))
+    assert not res.verdict.passed and res.verdict.line == 11

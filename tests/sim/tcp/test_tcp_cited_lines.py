@@ -77,6 +77,7 @@ CHECKED: frozenset[tuple[str, str, int]] = frozenset(
         ("tcp_connect", "net/ipv4/tcp_output.c", 3834),
         ("tcp_send_delayed_ack", "net/ipv4/tcp_output.c", 3892),
         ("tcp_event_data_sent", "net/ipv4/tcp_output.c", 161),
+        ("tcp_cwnd_restart", "net/ipv4/tcp_output.c", 142),
         ("tcp_send_ack", "net/ipv4/tcp_output.c", 3987),
         ("tcp_xmit_probe_skb", "net/ipv4/tcp_output.c", 4003),
         ("tcp_write_wakeup", "net/ipv4/tcp_output.c", 4036),

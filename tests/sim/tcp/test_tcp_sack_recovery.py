@@ -235,9 +235,9 @@ def test_without_sack_three_duplicate_acks_mark_the_head_lost() -> None:
 
 def test_a_timed_python_block_keeps_its_place_on_the_clock() -> None:
     """packetdrill runs ``+.05 %{ … }%`` 50 ms after the line before it: the model cannot run
-    the block (the line is unsupported), but the lines after it still count from its time."""
+    a block that is not a TCP_INFO assertion (the line is unsupported), but the lines after it still count from its time."""
     body = """
- +.05 %{ assert tcpi_snd_cwnd == 10 }%
+ +.05 %{ print(tcpi_rtt) }%
    +0 write(4, ..., 1000) = 1000
    +0 > P. 1:1001(1000) ack 1
 """

@@ -125,7 +125,19 @@ class Unsupported(Node):
     time: EventTime | None = None
 
 
-Event = Comment | Option | Shell | Syscall | Packet | Unsupported
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InfoAssert(Node):
+    """``+0 %{ assert tcpi_snd_cwnd == 10, tcpi_snd_cwnd }%``: the one python form the runner
+    checks, a comparison of a TCP_INFO field the model keeps with a number (the message after
+    the comma is not evaluated). Any other python is :class:`Unsupported`."""
+
+    time: EventTime
+    field: str
+    op: str
+    value: int
+
+
+Event = Comment | Option | Shell | Syscall | Packet | InfoAssert | Unsupported
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

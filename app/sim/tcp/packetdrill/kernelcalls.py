@@ -7,9 +7,11 @@ thread does while the script goes on."""
 from __future__ import annotations
 
 import errno as E
+import fcntl
 import select
 import socket
 import struct
+import termios
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -373,6 +375,25 @@ def try_pending(k: KernelRun, p: KPending) -> bool:
 
 
 Handler = Callable[["KernelRun", Syscall, "LineResult", float], None]
+
+
+def sys_ioctl(k: KernelRun, n: Syscall, res: LineResult, t: float) -> None:
+    """``ioctl(fd, SIOCINQ, [N])`` on the kernel's socket (FIONREAD is the same request)."""
+    if (f := _fd(k, n, res, t)) is None:
+        return
+    try:
+        raw = fcntl.ioctl(f.sock.fileno(), termios.FIONREAD, struct.pack("i", 0))
+    except OSError as e:
+        _finish(k, res, n, -1, E.errorcode.get(e.errno or 0, "EIO"), t)
+        return
+    value = int(struct.unpack("i", raw)[0])
+    _finish(k, res, n, 0, None, t)
+    res.got = {**(res.got or {}), "value": value}
+    want = _int(n.args[2]) if len(n.args) > 2 else None
+    if want is not None and want != value:
+        res.fail("value", msg("value {got}, expected {want}", got=value, want=want))
+
+
 HANDLERS: dict[str, Handler] = {
     "socket": sys_socket,
     "bind": sys_bind,
@@ -391,4 +412,5 @@ HANDLERS: dict[str, Handler] = {
     "getsockopt": sys_getsockopt,
     "fcntl": sys_fcntl,
     "poll": sys_poll,
+    "ioctl": sys_ioctl,
 }

@@ -17,6 +17,7 @@ from app.sim.tcp.packetdrill.ast import (
     Elided,
     Event,
     EventTime,
+    InfoAssert,
     ListArg,
     Name,
     Option,
@@ -35,9 +36,10 @@ SYSCALLS = frozenset(
     (
         *("socket", "bind", "listen", "accept", "connect", "write", "send", "sendto"),
         *("read", "recv", "recvfrom", "close", "shutdown", "setsockopt", "getsockopt"),
-        *("fcntl", "poll"),
+        *("fcntl", "poll", "ioctl"),
     )
 )
+IOCTLS = frozenset({"SIOCINQ", "FIONREAD"})  # the receive queue's bytes (tcp_ioctl)
 # Names whose presence anywhere in a syscall makes it out of scope, by the construct they use
 UNSUPPORTED_NAMES: tuple[tuple[str, str], ...] = (
     (r"^(TCP_FASTOPEN\w*|MSG_FASTOPEN)$", "TCP Fast Open (TFO)"),
@@ -61,6 +63,15 @@ UNSUPPORTED_OPTIONS: tuple[tuple[str, str], ...] = (
     (r"^(AccECN\w*|accecn\w*|AccECN0|AccECN1)$", "AccECN / ECN"),
 )
 _FLAG_LETTERS = frozenset("SFRP.")
+# the selftests' common/set_sysctls.py writes /proc/sys/net/ipv4/X=V and leaves a script
+# /tmp/sysctl_restore_${PPID}.sh that undoes it; settings apply to the whole run, so the
+# restore line (at a script's end) has nothing left to undo
+_PROC_SYSCTL = re.compile(r"^/proc/sys/net/ipv4/(\w+)=(\S+)$")
+_RESTORE = re.compile(r"^/tmp/sysctl_restore_\$\{PPID\}\.sh$")
+# the TCP_INFO fields an assertion may compare (app.sim.tcp.packetdrill.runner.INFO_FIELDS)
+_INFO_ASSERT = re.compile(
+    r"^%\{\s*assert\s+(tcpi_snd_cwnd)\s*(==|!=|<=|>=|<|>)\s*(\d+)\s*(?:,[^\n]*)?\}%$"
+)
 _SYSCTL = re.compile(r"^(net\.ipv4\.\w+)=(.*)$")
 _ARITH = re.compile(r"\$\(\(([0-9+\-* ]+)\)\)")
 
@@ -170,12 +181,12 @@ class _Parser:
             raise ScriptSyntaxError(tok.line, tok.col, msg("a time with no event after it"))
         if head.kind == "python":  # +0 %{ assert tcpi_… }%
             self.i += 1
+            m = _INFO_ASSERT.match(head.text)
+            if m is not None:
+                field, op, value = m.groups()
+                return InfoAssert(**pos, time=time, field=field, op=op, value=int(value))
             return Unsupported(
-                line=tok.line,
-                col=tok.col,
-                construct="%{ python }% block",
-                text=head.text[:60],
-                time=time,
+                **pos, construct="%{ python }% block", text=head.text[:60], time=time
             )
         if head.kind == "punct" and head.text in "<>":
             return self.packet(pos["line"], pos["col"], time)
@@ -226,11 +237,18 @@ class _Parser:
         if first.kind == "punct" and first.text == "[":
             self.skip_event()
             return Unsupported(line=line, col=col, construct="AccECN / ECN (IP ECN field)")
-        flags = self.flags()
+        if first.kind == "punct" and first.text == "-":
+            self.i += 1
+            flags = ""  # packetdrill's grammar: `-` is a segment with no flag set
+        else:
+            flags = self.flags()
         bad = set(flags) - _FLAG_LETTERS
         if bad & set("EWA"):
             self.skip_event()
             return Unsupported(line=line, col=col, construct="AccECN / ECN (flags E, W, A)")
+        if "U" in bad:
+            self.skip_event()
+            return Unsupported(line=line, col=col, construct="urgent pointer (flag U)")
         if bad:
             raise ScriptSyntaxError(
                 first.line, first.col, msg("unknown TCP flags {f}", f="".join(sorted(bad)))
@@ -342,6 +360,9 @@ class _Parser:
             return Unsupported(line=line, col=col, construct=construct)
         self.take()  # (
         args = self.args(")")
+        if name == "ioctl" and not (len(args) > 1 and _ioctl_name(args[1]) in IOCTLS):
+            self.skip_event()
+            return Unsupported(line=line, col=col, construct="system call ioctl")
         self.expect("punct", "=", msg("'=' and the expected return value"))
         self.skip_comments()
         ret = self.number(msg("the expected return value"))
@@ -445,18 +466,34 @@ def _names(args: tuple[Arg, ...]) -> list[str]:
     return out
 
 
+def _ioctl_name(a: Arg) -> str | None:
+    return a.names[0] if isinstance(a, Name) and len(a.names) == 1 else None
+
+
 def shell(tok: Token) -> Event:
     """A ```` `command` ```` line: the selftests' defaults.sh and ``sysctl`` settings; any
     other command is unsupported (the model has no shell)."""
     body = tok.text[1:-1].strip()
     sysctls: list[tuple[str, str]] = []
     defaults = False
-    for cmd in re.split(r"\s*(?:;|&&|\n)\s*", body):
+    for cmd in re.split(r"\s*(?:;|&&|\n)\s*", body.replace("\\\n", " ")):
         words = cmd.split()
         if not words:
             continue
-        if words[0].endswith("defaults.sh"):
-            defaults = True
+        if words[0].endswith("defaults.sh") or _RESTORE.match(words[0]):
+            defaults = defaults or words[0].endswith("defaults.sh")
+            continue
+        if words[0].endswith("set_sysctls.py"):
+            for setting in words[1:]:
+                m = _PROC_SYSCTL.match(setting)
+                if m is None:
+                    return Unsupported(
+                        line=tok.line,
+                        col=tok.col,
+                        construct=f"sysctl {setting[:40]}",
+                        text=cmd[:60],
+                    )
+                sysctls.append((m.group(1), m.group(2)))
             continue
         if words[0] != "sysctl":
             return Unsupported(

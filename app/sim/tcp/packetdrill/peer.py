@@ -16,7 +16,7 @@ from app.sim.core.sources import SourceRef
 from app.sim.tcp import tcp_ipv4
 from app.sim.tcp.driver import Sim
 from app.sim.tcp.params import TcpParams
-from app.sim.tcp.sock import EV_ARRIVE, EV_CALL, Seg, Sock
+from app.sim.tcp.sock import EV_ARRIVE, EV_CALL, Seg
 
 
 class RunLimit(Exception):
@@ -25,14 +25,17 @@ class RunLimit(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Sent:
-    """A segment the local endpoint sent: when, which kernel function, and whether
-    ``tcp_push`` would have marked it PSH (the model carries no PSH flag: the last segment of
-    the data written so far gets it, as ``tcp_mark_push`` marks a write's last skb)."""
+    """A segment the local endpoint sent: when, and which kernel function. Its PSH is the
+    model's (``Seg.psh``, set by app.sim.tcp.tcp_output as 6.4's ``__tcp_transmit_skb`` and
+    ``tcp_mark_push`` would), read when the runner compares it."""
 
     seg: Seg
     t_ms: float
     source: SourceRef | None
-    psh: bool
+
+    @property
+    def psh(self) -> bool:
+        return self.seg.psh
 
 
 class PeerSim(Sim):
@@ -59,16 +62,8 @@ class PeerSim(Sim):
         self.copies[seg.id] = 0  # the queued arrival becomes a no-op
         self.in_flight.pop(seg.id, None)
         source = self.sent_now[-1][1] if self.sent_now else None
-        self.outbox.append(Sent(seg, self.now, source, self._psh(seg)))
+        self.outbox.append(Sent(seg, self.now, source))
         return seg
-
-    def _psh(self, seg: Seg) -> bool:
-        if "PSH" in seg.flags:
-            return True
-        sk = self.ep.fd if isinstance(self.ep.fd, Sock) else self.ep.ehash
-        if seg.length <= 0 or not isinstance(sk, Sock):
-            return False
-        return seg.seq + seg.length >= sk.data_end
 
     def inject(self, seg: Seg) -> None:
         """An inbound packet of the script reaches ``tcp_v4_rcv`` now."""

@@ -18,6 +18,7 @@ import os
 import platform
 import select
 import shutil
+import socket
 import struct
 import subprocess
 import threading
@@ -31,6 +32,7 @@ from app.sim.tcp.packetdrill import kernelwire as W
 from app.sim.tcp.packetdrill.ast import (
     Comment,
     Event,
+    InfoAssert,
     Option,
     Packet,
     Script,
@@ -46,6 +48,7 @@ from app.sim.tcp.packetdrill.runner import (
     Verdict,
     check_packet,
     event_kind,
+    judge_info,
     verdict_of,
 )
 from app.sim.tcp.packetdrill.settings import DEFAULTS_SH
@@ -374,7 +377,9 @@ class KernelRun:
             res.reasons.append(msg("not supported: {what}", what=ev.construct))
             return
         t = self.when(ev)
-        if isinstance(ev, Packet) and ev.direction == ">":
+        if isinstance(ev, InfoAssert):
+            judge_info(ev, res, self.tcp_info_field(ev.field), self.on_time(t))
+        elif isinstance(ev, Packet) and ev.direction == ">":
             self.expect(ev, res, t)
         elif isinstance(ev, Packet):
             at = self.on_time(t)
@@ -389,7 +394,22 @@ class KernelRun:
             res.t_ms = round(at, 3)
             HANDLERS[ev.name](self, ev, res, at)
 
-    def when(self, ev: Packet | Syscall) -> float | None:
+    def tcp_info_field(self, name: str) -> int | None:
+        """A TCP_INFO field of the newest connection socket (packetdrill's socket under
+        test), read with getsockopt: tcpi_snd_cwnd is the u32 at offset 80 of struct
+        tcp_info (include/uapi/linux/tcp.h)."""
+        offsets = {"tcpi_snd_cwnd": 80}
+        for fd in sorted(self.fds, reverse=True):
+            s = self.fds[fd].sock
+            try:
+                s.getpeername()
+                raw = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
+            except OSError:
+                continue
+            return int(struct.unpack_from("I", raw, offsets[name])[0])
+        return None
+
+    def when(self, ev: Packet | Syscall | InfoAssert) -> float | None:
         tm = ev.time
         if tm.kind == "any":
             return None

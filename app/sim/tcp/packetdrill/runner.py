@@ -13,6 +13,7 @@ any time. Sysctls of shell lines (and the selftests' defaults.sh) apply from the
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +25,7 @@ from app.sim.tcp.packetdrill import model as M
 from app.sim.tcp.packetdrill.ast import (
     Comment,
     Event,
+    InfoAssert,
     Option,
     Packet,
     Script,
@@ -35,7 +37,7 @@ from app.sim.tcp.packetdrill.peer import PeerSim, RunLimit, Sent
 from app.sim.tcp.packetdrill.settings import knobs
 from app.sim.tcp.packetdrill.syscalls import PendingPoll, check_poll
 from app.sim.tcp.params import MAX_RCVBUF, TcpParams
-from app.sim.tcp.sock import Seg
+from app.sim.tcp.sock import Seg, Sock
 
 DEFAULT_TOLERANCE_US = 4000
 MAX_EVENTS = 20_000  # model events (timers, calls, segments) a run may take
@@ -210,7 +212,7 @@ class Runner:
             if seg.src == self.local:
                 if seg.syn:
                     self.local_isn = seg.seq
-                view = M.outbound_view(seg, self.sim._psh(seg), sim.now, self.local_isn)
+                view = M.outbound_view(seg, seg.psh, sim.now, self.local_isn)
             else:
                 view = {
                     "dir": "<",
@@ -301,7 +303,10 @@ class Runner:
                 self.sim.advance(self.last_ms)  # packetdrill runs the block at its time
             return
         t = self.when(ev)
-        if isinstance(ev, Packet) and ev.direction == ">":
+        if isinstance(ev, InfoAssert):
+            self.sim.advance(t if t is not None else self.sim.now)
+            check_info(self, ev, res)
+        elif isinstance(ev, Packet) and ev.direction == ">":
             self.expect_packet(ev, res, t)
         elif isinstance(ev, Packet):
             self.inject(ev, res, t)
@@ -309,7 +314,7 @@ class Runner:
             self.sim.advance(t if t is not None else self.sim.now)
             syscall(self, ev, res, t if t is not None else self.sim.now)
 
-    def when(self, ev: Packet | Syscall) -> float | None:
+    def when(self, ev: Packet | Syscall | InfoAssert) -> float | None:
         """The event's script time in ms (None for ``*``); moves the previous-event time."""
         tm = ev.time
         if tm.kind == "any":
@@ -407,7 +412,8 @@ class Runner:
             sent_ms=first.t_ms,
             **extra,
         )
-        return Sent(merged, first.t_ms, first.source, last.psh)
+        merged.psh = last.seg.psh  # packetdrill's aggregate takes the last packet's header
+        return Sent(merged, first.t_ms, first.source)
 
     def compare(self, p: Packet, sent: Sent, res: LineResult, t: float | None) -> None:
         seg = sent.seg
@@ -553,8 +559,54 @@ def check_times(script: Script) -> None:
             )
 
 
+# TCP_INFO fields an assertion may check, read from the model's socket (tcp_get_info,
+# net/ipv4/tcp.c: tcpi_snd_cwnd is tcp_snd_cwnd(tp), in segments)
+INFO_FIELDS: dict[str, Callable[[Sock], int]] = {"tcpi_snd_cwnd": lambda sk: sk.cwnd}
+_COMPARE: dict[str, Callable[[int, int], bool]] = {
+    "==": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
+    "<=": lambda a, b: a <= b,
+    ">=": lambda a, b: a >= b,
+    "<": lambda a, b: a < b,
+    ">": lambda a, b: a > b,
+}
+
+
+def check_info(r: Runner, ev: InfoAssert, res: LineResult) -> None:
+    """``%{ assert tcpi_snd_cwnd == N }%``: the field of the model's connection now."""
+    sk = r.sim.ep.fd if isinstance(r.sim.ep.fd, Sock) else r.sim.ep.ehash
+    judge_info(ev, res, INFO_FIELDS[ev.field](sk) if isinstance(sk, Sock) else None, r.sim.now)
+
+
+def judge_info(ev: InfoAssert, res: LineResult, got: int | None, at: float) -> None:
+    """Compare a TCP_INFO field (the model's or the kernel's) with the assertion."""
+    res.t_ms = round(at, 3)
+    res.expected = {"field": ev.field, "op": ev.op, "value": ev.value}
+    if got is None:
+        res.fail("field", msg("no connection to read {field} from", field=ev.field))
+        return
+    res.got = {"field": ev.field, "value": got}
+    if not _COMPARE[ev.op](got, ev.value):
+        res.fail(
+            "value",
+            msg(
+                "{field} is {got}, expected {op} {want}",
+                field=ev.field,
+                got=got,
+                op=ev.op,
+                want=ev.value,
+            ),
+        )
+
+
 def event_kind(ev: Event) -> str:
-    names = {Comment: "comment", Option: "option", Shell: "shell", Syscall: "syscall"}
+    names = {
+        Comment: "comment",
+        Option: "option",
+        Shell: "shell",
+        Syscall: "syscall",
+        InfoAssert: "assert",
+    }
     if isinstance(ev, Packet):
         return "packet"
     if isinstance(ev, Unsupported):
@@ -562,4 +614,13 @@ def event_kind(ev: Event) -> str:
     return names.get(type(ev), "comment")
 
 
-__all__ = ["LineResult", "check_packet", "Result", "RunFrame", "RunLimitError", "Verdict", "run"]
+__all__ = [
+    "LineResult",
+    "check_packet",
+    "judge_info",
+    "Result",
+    "RunFrame",
+    "RunLimitError",
+    "Verdict",
+    "run",
+]

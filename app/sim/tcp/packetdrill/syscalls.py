@@ -421,6 +421,26 @@ def judge_poll(
 
 
 Handler = Callable[["Runner", Syscall, "LineResult", float], None]
+
+
+def sys_ioctl(r: Runner, n: Syscall, res: LineResult, t: float) -> None:
+    """``ioctl(fd, SIOCINQ, [N])``: tcp_ioctl (net/ipv4/tcp.c line 602) answers tcp_inq,
+    the bytes received and not read yet (0 in SYN_SENT/SYN_RECV; EINVAL on a listener)."""
+    fd = _fd(r, n, res)
+    if fd is None:
+        return
+    if r.fds[fd].kind == "listener":
+        done(r, res, n, -1, "EINVAL", t, r.end_time(n, t))
+        return
+    sk = r.sim.ep.fd
+    value = sk.recv_q if isinstance(sk, Sock) and sk.state not in ("SYN_SENT", "SYN_RECV") else 0
+    done(r, res, n, 0, None, t, r.end_time(n, t))
+    res.got = {**(res.got or {}), "value": value}
+    want = _int(n.args[2]) if len(n.args) > 2 else None
+    if want is not None and want != value:
+        res.fail("value", msg("value {got}, expected {want}", got=value, want=want))
+
+
 HANDLERS: dict[str, Handler] = {
     "socket": sys_socket,
     "bind": sys_bind,
@@ -439,4 +459,5 @@ HANDLERS: dict[str, Handler] = {
     "getsockopt": sys_getsockopt,
     "fcntl": sys_fcntl,
     "poll": sys_poll,
+    "ioctl": sys_ioctl,
 }
