@@ -571,4 +571,3 @@ class Scheduler(BlockPool):
 
 def _pkey(r: Req) -> tuple[int, float]:
     return r.pkey
-
