@@ -3,14 +3,16 @@
 :func:`app.sim.serving.explainer.steps_json` builds the documented steps as Python objects; a
 4,096-request run has 4,761 steps whose ``waiting`` lists hold 9.4 million ids in all (75 of its
 86 MB of JSON), and building those lists took longer than the simulation. This writes the same
-JSON without them: each id is encoded once, and the queues are kept as the bytes of their JSON
-items, changed as the replay changes them — a request admitted from the head of the waiting
-queue moves the queue's start past its id, one arriving appends its id — so each step's
-``waiting`` is one slice of bytes (and the same object again when the step changed nothing).
+JSON without them: each id is encoded once. An FCFS waiting queue is the preempted requests
+put back at its front, then the arrivals not admitted yet, in arrival order (:class:`_Waiting`):
+every arrival's item is written once into one bytes object, and a step's ``waiting`` is the
+front's few items and a memoryview of a slice of that object (the same view again when the step
+changed nothing), so the 75 MB are copied only where the answer is written (the answer file).
 Priority scheduling inserts anywhere in the queue: its ``waiting`` is joined again on the steps
 that change it.
 
-``running`` and most of ``scheduled`` are kept the same way (:class:`_Running`): requests join
+``running`` and most of ``scheduled`` are kept as the bytes of their items (:class:`_Running`,
+:class:`_Queue`): requests join
 the running list at its end and mostly leave it from its head (the oldest finish first), and a
 step whose running requests each decode one token schedules them in that order, so its
 ``scheduled`` map is the running list's ``"id":1`` items as they stand, then the requests admitted
