@@ -12,9 +12,8 @@ Priority scheduling inserts anywhere in the queue: its ``waiting`` is joined aga
 that change it.
 
 ``running`` and most of ``scheduled`` are kept as the bytes of their items (:class:`_Running`,
-:class:`_Queue`): requests join
-the running list at its end and mostly leave it from its head (the oldest finish first), and a
-step whose running requests each decode one token schedules them in that order, so its
+:class:`_Queue`): requests join the running list at its end and mostly leave it from its head
+(the oldest finish first), and a step whose running requests each decode one token schedules them in that order, so its
 ``scheduled`` map is the running list's ``"id":1`` items as they stand, then the requests admitted
 (and a last one still in its prefill) written one by one. Any other step is written item by item.
 The output parses to exactly :func:`steps_json`'s value
