@@ -13,9 +13,10 @@ that change it.
 
 ``running`` and most of ``scheduled`` are kept as the bytes of their items (:class:`_Running`,
 :class:`_Queue`): requests join the running list at its end and mostly leave it from its head
-(the oldest finish first), and a step whose running requests each decode one token schedules them in that order, so its
-``scheduled`` map is the running list's ``"id":1`` items as they stand, then the requests admitted
-(and a last one still in its prefill) written one by one. Any other step is written item by item.
+(the oldest finish first), and a step whose running requests each decode one token schedules
+them in that order, so its ``scheduled`` map is the running list's ``"id":1`` items as they
+stand, then the requests admitted (and a last one still in its prefill) written one by one. Any
+other step is written item by item.
 The output parses to exactly :func:`steps_json`'s value
 (``tests/sim/serving/test_stepjson.py`` checks it on every preset and on workloads that
 exercise each queue move).
