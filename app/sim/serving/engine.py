@@ -202,7 +202,7 @@ class Scheduler(BlockPool):
         index walk does; a request preempted earlier in this loop is skipped."""
         running = self.running
         sched = self.sched
-        decoding = self.decoding
+        decode_one = self.decoding.append  # counted as decodes at the end
         mml = self.mml
         bs = self.bs
         caching = self.caching
@@ -225,10 +225,9 @@ class Scheduler(BlockPool):
                 if caching and comp % bs == 0:
                     self._cache_blocks(r, comp // bs)
                 sched[r] = 1
-                decoding.append(r)
+                decode_one(r)
                 budget -= 1
                 r.computed = comp
-                decode += 1
                 ctx += comp
                 continue
             if n == 1 and comp == r.cap and comp >= r.prompt_len and self.nfree and comp + 1 < mml:
@@ -240,10 +239,9 @@ class Scheduler(BlockPool):
                 if caching and comp // bs > r.num_cached:  # block_size 1: comp fills it
                     self._cache_blocks(r, comp // bs)
                 sched[r] = 1
-                decoding.append(r)
+                decode_one(r)
                 budget -= 1
                 r.computed = comp
-                decode += 1
                 ctx += comp
                 continue
             if 0 < thr < n:
@@ -288,7 +286,7 @@ class Scheduler(BlockPool):
             else:
                 prefill += n
             ctx += comp + n
-        return budget, prefill, decode, ctx
+        return budget, prefill, decode + len(self.decoding), ctx
 
     def _preempt_for(self, r: Req, nb: int) -> tuple[bool, int, int, int]:
         """The request cannot be scheduled: preempt the lowest-priority request (FCFS: the last
