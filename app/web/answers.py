@@ -72,7 +72,7 @@ class AnswerFiles:
                 os.close(fd)
 
 
-def put(fd: int, pieces: Sequence[bytes | bytearray]) -> int:
+def put(fd: int, pieces: Sequence[bytes | bytearray | memoryview]) -> int:
     """In a simulation process: ``pieces`` written one after another into the memory file
     ``fd`` (emptied first); answers the bytes written."""
     os.ftruncate(fd, 0)

@@ -57,11 +57,11 @@ def render_json(content: Any) -> bytes:
         ).encode("utf-8")
 
 
-def render_pieces(content: Mapping[str, Any]) -> list[bytes | bytearray]:
+def render_pieces(content: Mapping[str, Any]) -> list[bytes | bytearray | memoryview]:
     """:func:`render_json` of an object, as pieces that joined are its bytes: the pieces of
     each part an explainer wrote (:class:`EncodedJSON`) as they are, neither joined nor
     copied into the rest."""
-    pieces: list[bytes | bytearray] = []
+    pieces: list[bytes | bytearray | memoryview] = []
     for key, value in content.items():
         pieces.append(b"{" if not pieces else b",")
         pieces.append(render_json(str(key)) + b":")
@@ -96,7 +96,7 @@ class FastJSONResponse(JSONResponse):
             self.headers.add_vary_header("Accept-Encoding")
 
     def render(self, content: Any) -> bytes:
-        pieces: Sequence[bytes | bytearray]
+        pieces: Sequence[bytes | bytearray | memoryview]
         if isinstance(content, EncodedJSON):
             pieces = content.pieces
         elif isinstance(content, Mapping):

@@ -62,7 +62,7 @@ from app.web.simproc import LanePool, Limits, Recycle, Usage
 
 AnyTrace = Trace[Any, Any]
 # A run's API answer from its trace, as pieces of bytes (picklable: it goes to the process)
-Answer = Callable[[AnyTrace], Sequence[bytes | bytearray]]
+Answer = Callable[[AnyTrace], Sequence[bytes | bytearray | memoryview]]
 T = TypeVar("T")
 LOOP_STORE_WAIT_S = 0.25  # an event loop waits this long for the store when a run is submitted
 ANSWER_POLL_S = 0.005  # how often a waiter for an answer looks whether it is written

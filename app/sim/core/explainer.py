@@ -56,9 +56,9 @@ class EncodedJSON:
     :meth:`Explainer.public_json` gives for that part. An answer written piece by piece (a
     large run's, in its simulation process) takes the pieces without joining them first."""
 
-    pieces: tuple[bytes | bytearray, ...]
+    pieces: tuple[bytes | bytearray | memoryview, ...]
 
-    def __init__(self, *pieces: bytes | bytearray) -> None:
+    def __init__(self, *pieces: bytes | bytearray | memoryview) -> None:
         object.__setattr__(self, "pieces", pieces)
 
     @property

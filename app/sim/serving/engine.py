@@ -28,8 +28,8 @@ bench replays 4096 requests of 512 + 128 tokens in well under a second.
 from __future__ import annotations
 
 import heapq
-import operator
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TypeAlias
 
@@ -97,6 +97,11 @@ class Scheduler(BlockPool):
         self.clock = 0.0  # start of the current step (s)
         self.t_end = 0.0  # end of the last executed step (s)
         self.sched: dict[Req, int] = {}
+        # the requests of ``sched`` that the decode fast path scheduled (each samples one token
+        # in update_from_output), in order, and the others (also in order)
+        self.decoding: list[Req] = []
+        self.others: list[Req] = []
+        self.plain = all(r.tokens is None for r in self.reqs)  # no token ids kept
         self.preempt_events: list[PreemptEvent] = []
         self.admissions: list[Admission] = []
         self.finished_now: list[Req] = []
@@ -165,6 +170,8 @@ class Scheduler(BlockPool):
         """``Scheduler.schedule`` (L699), phase by phase, plus ``_update_after_schedule``
         (L1845): computed tokens advance as soon as a request is scheduled."""
         self.sched = {}
+        self.decoding = []
+        self.others = []
         self.preempt_events = []
         self.admissions = []
         if self.static:
@@ -195,6 +202,7 @@ class Scheduler(BlockPool):
         index walk does; a request preempted earlier in this loop is skipped."""
         running = self.running
         sched = self.sched
+        decode_one = self.decoding.append  # counted as decodes at the end
         mml = self.mml
         bs = self.bs
         caching = self.caching
@@ -217,9 +225,9 @@ class Scheduler(BlockPool):
                 if caching and comp % bs == 0:
                     self._cache_blocks(r, comp // bs)
                 sched[r] = 1
+                decode_one(r)
                 budget -= 1
                 r.computed = comp
-                decode += 1
                 ctx += comp
                 continue
             if n == 1 and comp == r.cap and comp >= r.prompt_len and self.nfree and comp + 1 < mml:
@@ -231,9 +239,9 @@ class Scheduler(BlockPool):
                 if caching and comp // bs > r.num_cached:  # block_size 1: comp fills it
                     self._cache_blocks(r, comp // bs)
                 sched[r] = 1
+                decode_one(r)
                 budget -= 1
                 r.computed = comp
-                decode += 1
                 ctx += comp
                 continue
             if 0 < thr < n:
@@ -270,6 +278,7 @@ class Scheduler(BlockPool):
                     self._cache_blocks(r, nf)
             # Schedule the request.
             sched[r] = n
+            self.others.append(r)
             budget -= n
             r.computed = comp + n
             if n == 1 and comp >= r.prompt_len:
@@ -277,7 +286,7 @@ class Scheduler(BlockPool):
             else:
                 prefill += n
             ctx += comp + n
-        return budget, prefill, decode, ctx
+        return budget, prefill, decode + len(self.decoding), ctx
 
     def _preempt_for(self, r: Req, nb: int) -> tuple[bool, int, int, int]:
         """The request cannot be scheduled: preempt the lowest-priority request (FCFS: the last
@@ -417,6 +426,7 @@ class Scheduler(BlockPool):
         if r.t_first_sched < 0:
             r.t_first_sched = self.clock
         self.sched[r] = n
+        self.others.append(r)
         self.admissions.append(
             Admission(req=r, hit_tokens=hit_tok, tokens=n, resumed=resumed, new_blocks=new_blocks)
         )
@@ -487,25 +497,24 @@ class Scheduler(BlockPool):
     def update_from_output(self, t_end: float) -> None:
         """``Scheduler.update_from_output``: every scheduled request that has caught up with
         its tokens samples one; ``check_stop`` (precomputed: see :func:`finish_point`) may
-        finish it, which frees its blocks at once."""
+        finish it, which frees its blocks at once.
+
+        The decode fast path's requests (``decoding``) have caught up and sampled before, so
+        they take a shorter loop when no token ids are kept and nothing was preempted; the
+        finished keep ``sched``'s order either way."""
         self.t_end = t_end
-        finished: list[Req] = []
         sched = self.sched
-        eos = self.cfg.eos_token_id
-        for r, c in zip(sched, map(_computed, sched), strict=True):
-            if c == r.num_tokens:
-                j = r.num_output + 1
-                r.num_output = j
-                r.num_tokens = c + 1
-                if r.tokens is not None:
-                    r.tokens.append(token_at(r.spec, j - 1, eos, r.filler))
-                if j == 1:
-                    r.t_first_token = t_end
-                elif t_end - r.t_last_token > r.max_itl:
-                    r.max_itl = t_end - r.t_last_token
-                r.t_last_token = t_end
-                if j == r.finish_out:
-                    finished.append(r)
+        if self.plain and not self.preempt_events:
+            finished = self._sample_decodes(t_end)
+            if self.others:
+                more = self._sample(self.others, t_end)
+                if more and finished:
+                    done = set(finished).union(more)
+                    finished = [r for r in sched if r in done]
+                else:
+                    finished = finished or more
+        else:
+            finished = self._sample(sched, t_end)
         self.tokens_processed += sum(sched.values())
         if finished:
             for r in finished:
@@ -519,9 +528,44 @@ class Scheduler(BlockPool):
             self.num_finished += len(finished)
         self.finished_now = finished
 
+    def _sample_decodes(self, t_end: float) -> list[Req]:
+        """The fast path's decodes sample their next token (none is a first token); returns
+        those that finish, in order."""
+        finished: list[Req] = []
+        for r in self.decoding:
+            j = r.num_output + 1
+            r.num_output = j
+            r.num_tokens += 1
+            itl = t_end - r.t_last_token
+            if itl > r.max_itl:
+                r.max_itl = itl
+            r.t_last_token = t_end
+            if j == r.finish_out:
+                finished.append(r)
+        return finished
+
+    def _sample(self, reqs: Iterable[Req], t_end: float) -> list[Req]:
+        """Each of ``reqs`` that has caught up with its tokens samples one; returns those that
+        finish, in order."""
+        finished: list[Req] = []
+        eos = self.cfg.eos_token_id
+        for r in reqs:
+            c = r.computed
+            if c == r.num_tokens:
+                j = r.num_output + 1
+                r.num_output = j
+                r.num_tokens = c + 1
+                if r.tokens is not None:
+                    r.tokens.append(token_at(r.spec, j - 1, eos, r.filler))
+                if j == 1:
+                    r.t_first_token = t_end
+                elif t_end - r.t_last_token > r.max_itl:
+                    r.max_itl = t_end - r.t_last_token
+                r.t_last_token = t_end
+                if j == r.finish_out:
+                    finished.append(r)
+        return finished
+
 
 def _pkey(r: Req) -> tuple[int, float]:
     return r.pkey
-
-
-_computed = operator.attrgetter("computed")

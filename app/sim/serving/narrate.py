@@ -8,7 +8,9 @@ finishing). Every sentence is a ``msg()`` with its figures as parameters.
 from __future__ import annotations
 
 from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from operator import itemgetter
 from typing import TypedDict
 
@@ -184,7 +186,14 @@ def _view(r: Req, n: int) -> ReqView:
     }
 
 
-def _pick(values: list[int], live: list[int], usable: int, code: str = "i") -> array[int]:
+@lru_cache(maxsize=4)
+def _every_block(num_blocks: int) -> array[int]:
+    """Blocks 1 … ``num_blocks - 1``: a frame's ``kv.blocks`` once every usable block is in use
+    or hashed (the frames of a run share it; pickled once)."""
+    return array("i", range(1, num_blocks))
+
+
+def _pick(values: list[int], live: Sequence[int], usable: int, code: str = "i") -> array[int]:
     """``values`` of the ``live`` blocks (ascending), as an int array. Once every usable block
     is in use or hashed (a warm prefix cache) that is the pool's own list past the null block:
     a slice. ``code``: the array's type code (flags fit a byte)."""
@@ -218,14 +227,20 @@ def snapshot(s: Scheduler, arrived: list[Req], index: int) -> FrameParts:
 
     usable = s.nblocks - 1
     used = usable - s.nfree
-    live = sorted(s.live)
+    live: Sequence[int]
+    if len(s.live) == usable:  # a warm cache: every usable block listed (one array, shared)
+        live = range(1, s.nblocks)
+        listed = _every_block(s.nblocks)
+    else:
+        live = sorted(s.live)
+        listed = array("i", live)
     kv: KVView = {
         "num_blocks": s.nblocks,
         "block_size": s.bs,
         "used": used,
         "free": s.nfree,
         "usage": used / usable,
-        "blocks": array("i", live),
+        "blocks": listed,
         "owner": _pick(s.owner, live, usable),
         "ref_cnt": _pick(s.ref, live, usable),
         "hashed": _pick(s.hashed, live, usable, "B"),

@@ -3,18 +3,20 @@
 :func:`app.sim.serving.explainer.steps_json` builds the documented steps as Python objects; a
 4,096-request run has 4,761 steps whose ``waiting`` lists hold 9.4 million ids in all (75 of its
 86 MB of JSON), and building those lists took longer than the simulation. This writes the same
-JSON without them: each id is encoded once, and the queues are kept as the bytes of their JSON
-items, changed as the replay changes them — a request admitted from the head of the waiting
-queue moves the queue's start past its id, one arriving appends its id — so each step's
-``waiting`` is one slice of bytes (and the same object again when the step changed nothing).
+JSON without them: each id is encoded once. An FCFS waiting queue is the preempted requests
+put back at its front, then the arrivals not admitted yet, in arrival order (:class:`_Waiting`):
+every arrival's item is written once into one bytes object, and a step's ``waiting`` is the
+front's few items and a memoryview of a slice of that object (the same view again when the step
+changed nothing), so the 75 MB are copied only where the answer is written (the answer file).
 Priority scheduling inserts anywhere in the queue: its ``waiting`` is joined again on the steps
 that change it.
 
-``running`` and most of ``scheduled`` are kept the same way (:class:`_Running`): requests join
-the running list at its end and mostly leave it from its head (the oldest finish first), and a
-step whose running requests each decode one token schedules them in that order, so its
-``scheduled`` map is the running list's ``"id":1`` items as they stand, then the requests admitted
-(and a last one still in its prefill) written one by one. Any other step is written item by item.
+``running`` and most of ``scheduled`` are kept as the bytes of their items (:class:`_Running`,
+:class:`_Queue`): requests join the running list at its end and mostly leave it from its head
+(the oldest finish first), and a step whose running requests each decode one token schedules
+them in that order, so its ``scheduled`` map is the running list's ``"id":1`` items as they
+stand, then the requests admitted (and a last one still in its prefill) written one by one. Any
+other step is written item by item.
 The output parses to exactly :func:`steps_json`'s value
 (``tests/sim/serving/test_stepjson.py`` checks it on every preset and on workloads that
 exercise each queue move).
@@ -23,6 +25,7 @@ exercise each queue move).
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 from collections import deque
 from collections.abc import Sequence
@@ -83,6 +86,62 @@ class _Queue:
                 body += b"]"
                 self._json = body
         return self._json
+
+
+class _Waiting:
+    """The FCFS waiting queue's JSON items, written without copying its ids per step.
+
+    Fresh arrivals join at the back and leave from the front; a preempted request goes back to
+    the very front. So the queue is always the preempted requests still waiting (``front``,
+    few) followed by a run of the arrivals never admitted yet, in arrival order: a slice of one
+    bytes object holding every arrival's item (``,"r5"``), built once. A step's ``waiting`` is
+    then ``front``'s items and a memoryview of that slice, whatever the queue's length."""
+
+    def __init__(self, led: list[bytes], arrivals: Sequence[int]) -> None:
+        self.led = led
+        self.arrivals = arrivals
+        self.all = memoryview(b"".join([led[i] for i in arrivals]))
+        self.offs = [0, *itertools.accumulate(len(led[i]) for i in arrivals)]
+        self.a = 0  # arrivals admitted (or past the head)
+        self.b = 0  # arrivals in so far
+        self.front: deque[int] = deque()
+        self._front: bytes | None = b""
+        self._run: memoryview | None = None
+
+    def arrive(self, i: int) -> None:
+        if self.arrivals[self.b] != i:  # pragma: no cover - arrivals replay in their order
+            raise AssertionError("replay diverged from the scheduler")
+        self.b += 1
+        self._run = None
+
+    def appendleft(self, i: int) -> None:
+        self.front.appendleft(i)
+        self._front = self._run = None  # the run's first comma depends on the front
+
+    def popleft(self, i: int) -> None:
+        """Admit the head, ``i``."""
+        if self.front:
+            head = self.front.popleft()
+            self._front = self._run = None
+        else:
+            head = self.arrivals[self.a] if self.a < self.b else -1
+            self.a += 1
+            self._run = None
+        if head != i:  # pragma: no cover - the scheduler only admits the queue head
+            raise AssertionError("replay diverged from the scheduler")
+
+    def items(self) -> tuple[bytes, memoryview]:
+        """The queue's items without the brackets: the front's (joined, as bytes) and the
+        arrivals' (a view), the first item's leading comma dropped."""
+        if self._front is None:
+            self._front = b"".join([self.led[i] for i in self.front])
+        if self._run is None:
+            start = self.offs[self.a]
+            if not self._front and self.a < self.b:
+                start += 1  # the first item overall: no comma before it
+            self._run = self.all[start : self.offs[self.b]]
+        front = self._front
+        return (front[1:] if front else front), self._run
 
 
 class _Running:
@@ -177,7 +236,9 @@ def steps_bytes(params: SchedulerParams, se: SchedulerSeries) -> bytes:
     return b"".join(steps_pieces(params, se))
 
 
-def steps_pieces(params: SchedulerParams, se: SchedulerSeries) -> list[bytes | bytearray]:
+def steps_pieces(
+    params: SchedulerParams, se: SchedulerSeries
+) -> list[bytes | bytearray | memoryview]:
     """:func:`steps_bytes` as the pieces that joined are those bytes (an answer written to a
     file or a socket piece by piece need not join its tens of megabytes first)."""
     ids = se["request_ids"]
@@ -189,12 +250,11 @@ def steps_pieces(params: SchedulerParams, se: SchedulerSeries) -> list[bytes | b
     priority = params.config.policy == "priority"
     hits_shown = params.config.enable_prefix_caching
     running = _Running(led, [b"," + o for o in ones])
-    fcfs: deque[int] = deque()
-    queue = _Queue()
+    queue = _Waiting(led, se["arrive_req"])
     ordered: list[tuple[int, float, str, int]] = []  # priority: (priority, arrival, id, idx)
-    ordered_json: bytes | None = b"[]"
+    ordered_json: bytes | None = b""  # priority: the waiting items, joined
     arrival_key: dict[int, float] = {}
-    out: list[bytes | bytearray] = [b"["]
+    out: list[bytes | bytearray | memoryview] = [b"["]
     for s in range(len(se["step"])):
         for j in range(se["arrive_off"][s], se["arrive_off"][s + 1]):
             i = se["arrive_req"][j]
@@ -204,8 +264,7 @@ def steps_pieces(params: SchedulerParams, se: SchedulerSeries) -> list[bytes | b
                 bisect.insort(ordered, (reqs[i].priority, arrival_key[i], ids[i], i))
                 ordered_json = None
             else:
-                fcfs.append(i)
-                queue.append(led[i])
+                queue.arrive(i)
         a, b = se["sched_off"][s], se["sched_off"][s + 1]
         pa, pb = se["preempt_off"][s], se["preempt_off"][s + 1]
         sched_req, sched_tokens = se["sched_req"][a:b], se["sched_tokens"][a:b]
@@ -220,30 +279,29 @@ def steps_pieces(params: SchedulerParams, se: SchedulerSeries) -> list[bytes | b
                 bisect.insort(ordered, (reqs[i].priority, arrival_key[i], ids[i], i))
                 ordered_json = None
             else:
-                fcfs.appendleft(i)
-                queue.appendleft(led[i])
+                queue.appendleft(i)
         aa, ab = se["admit_off"][s], se["admit_off"][s + 1]
         for j in range(aa, ab):
             i = se["admit_req"][j]
-            head = ordered.pop(0)[3] if priority else fcfs.popleft()
-            if head != i:  # pragma: no cover - the scheduler only admits the queue head
-                raise AssertionError("replay diverged from the scheduler")
             if priority:
+                if ordered.pop(0)[3] != i:  # pragma: no cover - only the head is admitted
+                    raise AssertionError("replay diverged from the scheduler")
                 ordered_json = None
             else:
-                queue.popleft(led[i])
+                queue.popleft(i)
             running.append(i)
         fa, fb = se["finish_off"][s], se["finish_off"][s + 1]
         finished = se["finish_req"][fa:fb]
         if finished:
             running.remove(finished)
-        waiting: bytes | bytearray
+        front: bytes
+        run: bytes | memoryview
         if priority:
             if ordered_json is None:
-                ordered_json = _id_list(enc, [e[3] for e in ordered])
-            waiting = ordered_json
+                ordered_json = b",".join([enc[e[3]] for e in ordered])
+            front, run = ordered_json, b""
         else:
-            waiting = queue.json()
+            front, run = queue.items()
         hits = (
             _id_map(keys, ones, se["admit_req"][aa:ab], se["admit_hit"][aa:ab])
             if hits_shown
@@ -253,7 +311,7 @@ def steps_pieces(params: SchedulerParams, se: SchedulerSeries) -> list[bytes | b
             out.append(b",")
         out += (
             b'{"step":%d,"t_start":%s,"t_end":%s,"scheduled":%s,"preempted":%s,"finished":%s,'
-            b'"running":%s,"waiting":'
+            b'"running":%s,"waiting":[%s'
             % (
                 se["step"][s],
                 _float(se["t_start"][s]),
@@ -262,9 +320,10 @@ def steps_pieces(params: SchedulerParams, se: SchedulerSeries) -> list[bytes | b
                 _id_list(enc, se["preempt_req"][pa:pb]),
                 _id_list(enc, finished),
                 running.names.json(),
+                front,
             ),
-            waiting,
-            b',"kv_blocks_used":%d,"kv_usage":%s,"prefix_hit_tokens":%s}'
+            run,
+            b'],"kv_blocks_used":%d,"kv_usage":%s,"prefix_hit_tokens":%s}'
             % (se["kv_blocks_used"][s], _float(se["kv_usage"][s]), hits),
         )
     out.append(b"]")

@@ -76,7 +76,7 @@ def _parts(sim: Explainer[Any], trace: Trace[Any, Any], lang: str | None) -> dic
 
 def answer_pieces(
     sim: Explainer[Any], lang: str, trace: Trace[Any, Any]
-) -> list[bytes | bytearray]:
+) -> list[bytes | bytearray | memoryview]:
     """A run's whole answer as pieces of JSON (joined: what :func:`trace_response` sends),
     narrations in ``lang``. A run the API waits for has it written in its simulation process,
     right after the simulation (``RunService.submit(answer=…)``, app.web.answers): the app
