@@ -203,8 +203,10 @@ def drop_priority_raising() -> bool:
     set is per thread, and every process started from the thread inherits it), so no program
     it starts can raise its own CPU priority. Chromium sets a nice value of its own on each of
     its threads (0, and -8 for the ones that draw) where it may: run as root, it undid the
-    lowered priority it was started with. Answers whether the kernel took it (not root: the
-    capability is not there to drop)."""
+    lowered priority it was started with. Without the capability, ``setpriority`` to a lower
+    nice value than a thread has fails with EACCES unless ``RLIMIT_NICE`` allows it (Linux 6.4:
+    ``set_one_prio`` in kernel/sys.c:196, ``can_nice`` in kernel/sched/core.c:7238). Answers
+    whether the kernel took it (not root: the capability is not there to drop)."""
     if _LIBC is None:
         return False
     try:
