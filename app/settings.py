@@ -69,6 +69,12 @@ class Settings(BaseSettings):
     expensive_runs_per_minute: int = 6  # per client, for runs expected to take over 1 s
     chromium: Path = Path("/usr/bin/chromium")  # PNG export draws in Debian's chromium
     export_nice: int = 15  # Chromium's CPU priority is lowered this much (as long runs')
+    # Each app worker keeps one Chromium for PNG exports (app.web.pngbrowser), replaced by a new
+    # one after this many PNGs or once its processes hold this many MB resident (summed), and
+    # closed after this many seconds without a PNG (0: never, for each).
+    export_browser_pngs: int = 200
+    export_browser_mb: int = 1024
+    export_browser_idle_s: float = 60.0
     # Let visitors run a script against this machine's own kernel as well as the model (in a
     # network namespace made for the run; needs root). Off by default: a public server should
     # not hand its kernel to anonymous visitors; turn it on for a lab or a lecture machine.

@@ -1,19 +1,17 @@
 """Export services, kept out of the route module: standalone SVG files, PNGs drawn by
-headless Chromium (Debian's ``chromium``, driven through Playwright; one browser at a time,
-results cached since traces are deterministic), and self-contained offline HTML documents whose
+headless Chromium (Debian's ``chromium``, driven through Playwright; one long-lived browser per
+app worker, drawing one PNG at a time: :mod:`app.web.pngbrowser`; results cached since traces
+are deterministic), and self-contained offline HTML documents whose
 local scripts and stylesheets are inlined."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import re
-import signal
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -28,6 +26,10 @@ from starlette.routing import Mount
 from app.sim.core import Message, Trace, msg
 from app.sim.core.cost import megabytes
 from app.web.player import player_context, reader_glossary
+from app.web.pngbrowser import CHROMIUM_ARGS as CHROMIUM_ARGS
+from app.web.pngbrowser import BrowserThread, Recycle
+from app.web.pngbrowser import browser_pids as browser_pids
+from app.web.pngbrowser import lower_thread_priority as lower_thread_priority
 from app.web.runs import Busy
 from app.web.sources import Source
 from app.web.templating import render, render_block
@@ -78,18 +80,6 @@ def standalone_svg(picture: str, *, css: str, theme: str) -> str:
     )
 
 
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    # WebGL charts draw in software on a server without a GPU
-    "--use-angle=swiftshader",
-    "--enable-unsafe-swiftshader",
-]
 PNG_CACHE_SIZE = 64
 FRAME_PAD = 8  # px of background around the picture in a PNG
 PNG_TIMEOUT_S = 30.0  # a Chromium still drawing after this is killed (answered 503)
@@ -169,57 +159,6 @@ class OfflineTooLarge(Exception):
         super().__init__(str(self.message))
 
 
-def _proc_children() -> dict[int, list[int]]:
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat[stat.rfind(")") + 2 :].split()[1])
-        children.setdefault(ppid, []).append(int(entry.name))
-    return children
-
-
-def _descendants(root: int, children: dict[int, list[int]]) -> set[int]:
-    out: set[int] = set()
-    todo = [root]
-    while todo:
-        for child in children.get(todo.pop(), ()):
-            if child not in out:
-                out.add(child)
-                todo.append(child)
-    return out
-
-
-def browser_pids() -> set[int]:
-    """The Chromium browser processes this process started (through Playwright's driver)."""
-    found = set()
-    for pid in _descendants(os.getpid(), _proc_children()):
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            continue
-        if b"--remote-debugging-pipe" in cmdline:
-            found.add(pid)
-    return found
-
-
-def kill_browsers(pids: set[int]) -> None:
-    """SIGKILL these browsers and every process under them (renderers, GPU, zygotes)."""
-    children = _proc_children()
-    victims = set(pids)
-    for pid in pids:
-        victims |= _descendants(pid, children)
-    for pid in victims:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            continue
-
-
 def png_css(picture: str) -> str:
     """Show only the picture area (charts drawn once per trace, then this step's picture), at
     the picture's own width, with nothing mid-transition."""
@@ -235,20 +174,15 @@ def png_css(picture: str) -> str:
     )
 
 
-def lower_thread_priority(nice: int) -> None:
-    """Lower the CPU priority of the calling thread by ``nice`` (Linux keeps a nice value per
-    thread, and a process started from the thread begins with it: Playwright's driver and the
-    Chromium it starts, several processes that took a whole core each at the app workers'
-    priority while pages waited). For good: a thread cannot raise it again unprivileged."""
-    if nice <= 0:
-        return
-    with contextlib.suppress(OSError, AttributeError):  # not Linux: the process's, or nothing
-        tid = threading.get_native_id()
-        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + nice))
+class _Stale(Exception):
+    """A reused browser could not open a page: it has gone (try once more in a new one)."""
 
 
 class PngRenderer:
-    """Draws PNGs in the configured Chromium, one at a time, and keeps the last few."""
+    """Draws PNGs in the configured Chromium, one at a time, and keeps the last few.
+
+    One Chromium per app worker, started on the first PNG and kept for the next ones (a fresh
+    browser context and page each), on one thread of its own (:mod:`app.web.pngbrowser`)."""
 
     def __init__(
         self,
@@ -257,18 +191,28 @@ class PngRenderer:
         timeout_s: float = PNG_TIMEOUT_S,
         nice: int = 0,
         wait_s: float = PNG_WAIT_S,
+        recycle: Recycle | None = None,
     ) -> None:
         self.chromium = chromium
         self.timeout_s = timeout_s
         self.wait_s = wait_s
         self.nice = nice  # the drawing thread's, so Playwright's driver's and Chromium's
-        self._lock = threading.Lock()  # one Chromium at a time: a small server has few cores
+        self.recycle = recycle or Recycle()
         self._cache: OrderedDict[tuple[Any, ...], bytes] = OrderedDict()
-        # PNGs are drawn on one thread of their own; requests wait for them without holding a
-        # request thread, and at most ``max_waiting`` wait (then 503).
-        self._thread: ThreadPoolExecutor | None = None
+        # PNGs are drawn on one thread of their own, which keeps the browser; requests wait
+        # for them without holding a request thread, and at most ``max_waiting`` wait (then 503).
+        self._thread: BrowserThread | None = None
+        self._thread_lock = threading.Lock()
         self.max_waiting = max_waiting
         self._waiting = 0
+
+    def _png_thread(self) -> BrowserThread:
+        with self._thread_lock:
+            if self._thread is None:
+                self._thread = BrowserThread(
+                    self.chromium, nice=self.nice, timeout_s=self.timeout_s, recycle=self.recycle
+                )
+            return self._thread
 
     async def render_async(
         self, html: str, *, scale: int, width: float, ready: str | None = None
@@ -277,14 +221,9 @@ class PngRenderer:
             raise Busy(10)
         self._waiting += 1
         try:
-            if self._thread is None:
-                self._thread = ThreadPoolExecutor(
-                    max_workers=1,
-                    thread_name_prefix="png",
-                    initializer=lower_thread_priority,
-                    initargs=(self.nice,),
-                )
-            future = self._thread.submit(self.render, html, scale=scale, width=width, ready=ready)
+            future = self._png_thread().submit(
+                lambda: self.render(html, scale=scale, width=width, ready=ready)
+            )
             try:
                 return await asyncio.wait_for(
                     asyncio.shield(asyncio.wrap_future(future)), self.wait_s
@@ -294,10 +233,18 @@ class PngRenderer:
         finally:
             self._waiting -= 1
 
+    def pids(self) -> tuple[int | None, int | None]:
+        """Playwright's driver's and the browser's process ids (``None``: no browser now)."""
+        thread = self._thread
+        return thread.pids() if thread is not None else (None, None)
+
     def close(self) -> None:
-        thread, self._thread = self._thread, None
+        """Close the browser and its thread (the app's shutdown); PNGs still waiting are
+        cancelled. A later PNG starts them again."""
+        with self._thread_lock:
+            thread, self._thread = self._thread, None
         if thread is not None:
-            thread.shutdown(wait=False, cancel_futures=True)
+            thread.close()
 
     def cached(self, key: tuple[Any, ...]) -> bytes | None:
         return self._cache.get(key)
@@ -309,80 +256,102 @@ class PngRenderer:
 
     def render(self, html: str, *, scale: int, width: float, ready: str | None = None) -> bytes:
         """Screenshot the picture area of ``html`` in headless Chromium, once ``ready`` (the
-        shown view's JS predicate, :attr:`WebView.export_ready`) holds. A Chromium still at it
-        after ``timeout_s`` is killed (:class:`PngUnavailable`)."""
+        shown view's JS predicate, :attr:`WebView.export_ready`) holds. A drawing still at it
+        after ``timeout_s`` is stopped: the browser is killed (:class:`PngUnavailable`), and
+        the next PNG starts a new one. Runs on the PNG thread (called elsewhere, it waits
+        for it there)."""
         if not self.chromium.exists():
             raise PngUnavailable(
                 f"PNG export needs Chromium at {self.chromium} (Debian: apt-get install chromium)"
             )
-        with self._lock:
-            before = browser_pids()
-            timed_out = threading.Event()
+        thread = self._png_thread()
+        if not thread.on_thread():
+            return thread.submit(
+                lambda: self.render(html, scale=scale, width=width, ready=ready)
+            ).result()
+        timed_out = threading.Event()
 
-            def kill() -> None:
-                timed_out.set()
-                kill_browsers(browser_pids() - before)
+        def stop() -> None:
+            timed_out.set()
+            thread.kill()
 
-            timer = threading.Timer(self.timeout_s, kill)
-            timer.daemon = True
-            timer.start()
-            try:
-                return self._draw(html, scale=scale, width=width, ready=ready)
-            except PngUnavailable:
-                if timed_out.is_set():
-                    raise PngUnavailable(
-                        msg(
-                            "Chromium took over {s} s to draw this PNG and was stopped",
-                            s=f"{self.timeout_s:g}",
-                        )
-                    ) from None
-                raise
-            finally:
-                timer.cancel()
+        timer = threading.Timer(self.timeout_s, stop)
+        timer.daemon = True
+        timer.start()
+        try:
+            for attempt in (1, 2):
+                try:
+                    data = self._draw(thread, html, scale=scale, width=width, ready=ready)
+                except _Stale as exc:  # a reused browser that had gone: once more, in a new one
+                    thread.discard()
+                    if attempt == 2 or timed_out.is_set():
+                        raise PngUnavailable(f"Chromium could not draw the PNG: {exc}") from None
+                    continue
+                except PngUnavailable:
+                    thread.discard()
+                    if timed_out.is_set():
+                        raise PngUnavailable(
+                            msg(
+                                "Chromium took over {s} s to draw this PNG and was stopped",
+                                s=f"{self.timeout_s:g}",
+                            )
+                        ) from None
+                    raise
+                if timed_out.is_set():  # drawn, but its browser is being killed
+                    thread.discard()
+                else:
+                    thread.drew()
+                return data
+            raise AssertionError("unreachable")  # pragma: no cover
+        finally:
+            timer.cancel()
 
-    def _draw(self, html: str, *, scale: int, width: float, ready: str | None) -> bytes:
+    def _draw(
+        self, thread: BrowserThread, html: str, *, scale: int, width: float, ready: str | None
+    ) -> bytes:
+        """Draw in a browser context and page of their own (closed after), on the PNG thread."""
         try:
             from playwright.sync_api import Error as PlaywrightError
             from playwright.sync_api import TimeoutError as PlaywrightTimeout
-            from playwright.sync_api import sync_playwright
         except ImportError as exc:  # pragma: no cover - a dependency of the project
             raise PngUnavailable("PNG export needs the playwright package") from exc
         try:
-            with sync_playwright() as pw:
-                browser = pw.chromium.launch(
-                    executable_path=str(self.chromium), headless=True, args=CHROMIUM_ARGS
-                )
+            browser, reused = thread.browser()
+        except (PlaywrightError, OSError) as exc:
+            raise PngUnavailable(f"Chromium could not start: {exc}") from exc
+        try:
+            context = browser.new_context(
+                viewport={"width": int(width) + 40, "height": 800}, device_scale_factor=scale
+            )
+            page = context.new_page()
+        except PlaywrightError as exc:
+            if reused:
+                raise _Stale(str(exc)) from exc
+            raise PngUnavailable(f"Chromium could not draw the PNG: {exc}") from exc
+        try:
+            page.route("**/*", lambda route: route.abort())  # the document is self-contained
+            page.set_default_timeout(self.timeout_s * 1000)
+            page.set_content(html, wait_until="load")
+            # what the view's scripts draw after load (charts): its own condition
+            if ready:
                 try:
-                    page = browser.new_page(
-                        viewport={"width": int(width) + 40, "height": 800},
-                        device_scale_factor=scale,
-                    )
-                    page.route(
-                        "**/*", lambda route: route.abort()
-                    )  # the document is self-contained
-                    page.set_default_timeout(self.timeout_s * 1000)
-                    page.set_content(html, wait_until="load")
-                    # what the view's scripts draw after load (charts): its own condition
-                    if ready:
-                        try:
-                            page.wait_for_function(ready, timeout=min(10_000, self.timeout_s * 500))
-                        except PlaywrightTimeout:
-                            pass  # draw what is there rather than nothing
-                    clip = page.evaluate(FRAME_JS, FRAME_PAD)
-                    if clip is None:
-                        return page.screenshot(type="png", full_page=True)
-                    # wide enough that nothing wraps or hides at the right edge
-                    needed = int(clip["x"] + clip["width"]) + 1
-                    if needed > int(width) + 40:
-                        page.set_viewport_size({"width": needed, "height": 800})
-                        clip = page.evaluate(FRAME_JS, FRAME_PAD)
-                    return page.screenshot(
-                        type="png", clip=clip, full_page=True, animations="disabled"
-                    )
-                finally:
-                    browser.close()
+                    page.wait_for_function(ready, timeout=min(10_000, self.timeout_s * 500))
+                except PlaywrightTimeout:
+                    pass  # draw what is there rather than nothing
+            clip = page.evaluate(FRAME_JS, FRAME_PAD)
+            if clip is None:
+                return page.screenshot(type="png", full_page=True)
+            # wide enough that nothing wraps or hides at the right edge
+            needed = int(clip["x"] + clip["width"]) + 1
+            if needed > int(width) + 40:
+                page.set_viewport_size({"width": needed, "height": 800})
+                clip = page.evaluate(FRAME_JS, FRAME_PAD)
+            return page.screenshot(type="png", clip=clip, full_page=True, animations="disabled")
         except PlaywrightError as exc:
             raise PngUnavailable(f"Chromium could not draw the PNG: {exc}") from exc
+        finally:
+            with contextlib.suppress(PlaywrightError):
+                context.close()
 
 
 def _script_text(text: str) -> str:

@@ -34,6 +34,7 @@ from app.web.loopwatch import LoopWatch
 from app.web.pagecache import PageFront
 from app.web.pagewarm import PageWarm, PageWarmer
 from app.web.plugin import Plugin
+from app.web.pngbrowser import Recycle
 from app.web.routes import api, handout, jobs, pages
 from app.web.runs import cross_site, current_client
 from app.web.site import Site
@@ -153,7 +154,15 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
     for plugin in app.state.site.plugins:  # an explainer's own words, after the site's catalog
         if plugin.web.locale is not None:
             i18n.add_catalog(plugin.web.locale)
-    app.state.pngs = PngRenderer(settings.chromium, nice=settings.export_nice)
+    app.state.pngs = PngRenderer(
+        settings.chromium,
+        nice=settings.export_nice,
+        recycle=Recycle(
+            pngs=settings.export_browser_pngs,
+            rss_mb=settings.export_browser_mb,
+            idle_s=settings.export_browser_idle_s,
+        ),
+    )
     errors.install(app)
     # Frame stores and chart libraries compress well.
     app.add_middleware(GZipMiddleware, minimum_size=2048, compresslevel=6)
