@@ -161,7 +161,9 @@ class Bbr(CongestionOps):
         self.bw = MinMax()
         self.extra_acked = [0, 0]
         self.probe_rtt_count = 0
-        self.probe_bw_steady = False  # _refresh_steady
+        self.mode = STARTUP  # (init sets the model; refresh_steady reads these first)
+        self.packet_conservation = 0
+        self.probe_bw_steady = False
         self.tso_goal = 2  # bbr_tso_segs_goal(), recomputed whenever the pacing rate changes
         self.dm_us = 0  # tp->delivered_mstamp in µs, set once per ACK by cong_control
         self.bdp_bw = self.bdp_gain = self.bdp_rtt = -1  # _bdp_inputs: nothing kept yet
@@ -209,7 +211,7 @@ class Bbr(CongestionOps):
         self.extra_acked_win_rtts = 0
         self.extra_acked_win_idx = 0
         self.extra_acked[0] = self.extra_acked[1] = 0
-        self._refresh_steady()
+        self.refresh_steady()
 
     def ssthresh(self, tp: Flow, now: float) -> int:
         """bbr_ssthresh: remember cwnd for after recovery; ssthresh itself is unchanged."""
@@ -267,7 +269,6 @@ class Bbr(CongestionOps):
             rs = RateSample()
             rs.losses = 1
             bbr_lt.sampling(self, tp, rs, now)
-            self._refresh_steady()
 
     def in_slow_start(self, tp: Flow) -> bool:
         """BBR's slow start is STARTUP (its ssthresh stays "infinite" throughout)."""
@@ -280,7 +281,6 @@ class Bbr(CongestionOps):
         self.full_bw = 0
         self.full_bw_cnt = 0
         bbr_lt.reset(self, tp)
-        self._refresh_steady()
         return tp.cwnd
 
     def tso_segs(self, tp: Flow) -> int:
@@ -310,27 +310,7 @@ class Bbr(CongestionOps):
             return
         dm = self.dm_us = trunc(tp.delivered_mstamp * 1e6)
         acked = rs.acked_sacked
-        filt = self.bw
-        # bbr_update_bw (as _update_bw) and bbr_update_ack_aggregation
-        interval_us = rs.interval_us
-        if rs.delivered >= 0 and interval_us > 0:
-            round_start = 0
-            if rs.prior_delivered >= self.next_rtt_delivered:
-                self.next_rtt_delivered = tp.delivered
-                self.rtt_cnt += 1
-                round_start = 1
-            self.round_start = round_start
-            sample = rs.delivered * BW_UNIT // interval_us
-            if (not rs.is_app_limited or sample >= filt.v[0]) and (
-                sample >= filt.v[2] or filt.quiet != self.rtt_cnt
-            ):
-                filt.running_max(BBR_BW_RTTS, self.rtt_cnt, sample)
-            bw = filt.v[0]
-            if acked > 0:
-                self._update_ack_aggregation(tp.cwnd, acked, bw, dm, round_start)
-        else:
-            self.round_start = 0
-            bw = filt.v[0]
+        bw = self._update_bw(tp, rs, now, dm, acked)
         # bbr_update_cycle_phase: with gain 1 the phase ends after one min_rtt
         if (
             dm - self.cycle_mstamp > self.min_rtt_us
@@ -380,14 +360,16 @@ class Bbr(CongestionOps):
         """bbr_main's steps for any ACK (cong_control's general case)."""
         dm = self.dm_us = trunc(tp.delivered_mstamp * 1e6)
         acked = rs.acked_sacked
-        bw, round_start = self._update_bw(tp, rs, now, dm, acked)
+        bw = self._update_bw(tp, rs, now, dm, acked)
         # bbr_update_cycle_phase
         mode = self.mode
-        if mode == PROBE_BW and self._is_next_cycle_phase(
-            tp, dm, rs.losses, rs.prior_in_flight, now
+        if mode == PROBE_BW and (
+            dm - self.cycle_mstamp > self.min_rtt_us
+            if self.pacing_gain == BBR_UNIT
+            else self._is_next_cycle_phase(tp, dm, rs.losses, rs.prior_in_flight, now)
         ):
             self._advance_cycle_phase(dm)
-        if round_start and not self.full_bw_reached:
+        if self.round_start and not self.full_bw_reached:
             self._check_full_bw_reached(rs)
         if mode <= DRAIN and (mode == DRAIN or self.full_bw_reached):  # STARTUP or DRAIN
             self._check_drain(tp, now)
@@ -404,58 +386,81 @@ class Bbr(CongestionOps):
             mode = self.mode
         # (bbr->idle_restart = 0 on delivery: only CA_EVENT_TX_START after idle sets it, which
         # a bulk sender never sees, so it stays 0)
-        gain, cwnd_gain = self._update_gains(mode)
+        if mode == PROBE_BW and not self.lt_use_bw:  # bbr_update_gains' usual case
+            gain = self.pacing_gain = BBR_PACING_GAIN[self.cycle_idx]
+            cwnd_gain = self.cwnd_gain = BBR_CWND_GAIN
+        else:
+            gain, cwnd_gain = self._update_gains(mode)
         # bbr_set_pacing_rate
-        rate = self._pacing_rate(tp, bw, gain)
+        if bw != self.rate_bw or gain != self.rate_gain:
+            self._pacing_rate(tp, bw, gain)
+        rate = self.rate
         if not self.has_seen_rtt and tp.srtt_us:
             self._init_pacing_rate_from_rtt(tp)
         if rate != tp.pacing_rate and (self.full_bw_reached or rate > tp.pacing_rate):
             self._set_rate(tp, rate)
         self._set_cwnd(tp, rs, acked, bw, cwnd_gain)
-        self._refresh_steady()
 
-    def _refresh_steady(self) -> None:
+    def refresh_steady(self) -> None:
         """``probe_bw_steady``: PROBE_BW without long-term sampling or packet conservation
         (what cong_control's shortcut needs besides its per-ACK tests). Set again wherever
-        those can change: init, set_state, undo_cwnd and the end of :meth:`_main`."""
+        those change: _set_mode, a round's start (packet conservation ends),
+        bbr_set_cwnd_to_recover_or_restore and the long-term sampler (bbr_lt.py)."""
         self.probe_bw_steady = self.mode == PROBE_BW and not (
             self.lt_use_bw or self.lt_is_sampling or self.packet_conservation
         )
 
-    def _update_bw(
-        self, tp: Flow, rs: RateSample, now: float, dm: int, acked: int
-    ) -> tuple[int, int]:
-        """bbr_update_bw (then bbr_update_ack_aggregation): a round ends when a segment sent
-        after it began is delivered; a valid sample feeds the long-term sampler and the max
-        filter. Returns the model's bw and whether a round started."""
+    def _update_bw(self, tp: Flow, rs: RateSample, now: float, dm: int, acked: int) -> int:
+        """bbr_update_bw then bbr_update_ack_aggregation (both paths of cong_control): a round
+        ends when a segment sent after it began is delivered (``round_start``); a valid sample
+        feeds the long-term sampler and the max filter. Returns the model's bw."""
         interval_us = rs.interval_us
         if rs.delivered < 0 or interval_us <= 0:
             self.round_start = 0
-            return (self.lt_bw if self.lt_use_bw else self.bw.v[0]), 0
+            return self.lt_bw if self.lt_use_bw else self.bw.v[0]
         round_start = 0
         if rs.prior_delivered >= self.next_rtt_delivered:
             self.next_rtt_delivered = tp.delivered
             self.rtt_cnt += 1
             round_start = 1
             self.packet_conservation = 0
+            self.refresh_steady()
         self.round_start = round_start
         if self.lt_use_bw or self.lt_is_sampling or rs.losses:  # else it returns at once
             bbr_lt.sampling(self, tp, rs, now)
-        self._bw_sample(rs.delivered * BW_UNIT // interval_us, rs.is_app_limited)
-        bw = self.lt_bw if self.lt_use_bw else self.bw.v[0]
-        if acked > 0:
-            self._update_ack_aggregation(tp.cwnd, acked, bw, dm, round_start)
-        return bw, round_start
-
-    def _bw_sample(self, sample: int, app_limited: bool) -> None:
-        """minmax_running_max, unless the sample is app-limited and below the max; a sample
-        below the third choice in a round that has already left the filter unchanged leaves it
-        unchanged again (MinMax.quiet)."""
+        # minmax_running_max, unless the sample is app-limited and below the max; a sample
+        # below the third choice in a round that has already left the filter unchanged leaves
+        # it unchanged again (MinMax.quiet)
+        sample = rs.delivered * BW_UNIT // interval_us
         filt = self.bw
-        if (not app_limited or sample >= filt.v[0]) and (
+        if (not rs.is_app_limited or sample >= filt.v[0]) and (
             sample >= filt.v[2] or filt.quiet != self.rtt_cnt
         ):
             filt.running_max(BBR_BW_RTTS, self.rtt_cnt, sample)
+        bw = self.lt_bw if self.lt_use_bw else filt.v[0]
+        if acked <= 0:
+            return bw
+        # bbr_update_ack_aggregation: extra_acked[] is the windowed max (over 5-10 rounds) of
+        # data ACKed beyond what bw explains since the epoch began, capped at cwnd
+        if round_start:
+            self._ack_aggregation_round()
+        epoch_us = dm - self.ack_epoch_mstamp
+        expected = bw * epoch_us // BW_UNIT if epoch_us > 0 else 0
+        epoch_acked = self.ack_epoch_acked
+        if epoch_acked <= expected or epoch_acked + acked >= BBR_ACK_EPOCH_ACKED_RESET_THRESH:
+            epoch_acked = expected = 0  # a new epoch starts at this ACK
+            self.ack_epoch_mstamp = dm
+        epoch_acked += acked
+        if epoch_acked > 0xFFFFF:
+            epoch_acked = 0xFFFFF
+        self.ack_epoch_acked = epoch_acked
+        extra = epoch_acked - expected
+        if extra > tp.cwnd:
+            extra = tp.cwnd
+        win = self.extra_acked
+        if extra > win[self.extra_acked_win_idx]:
+            win[self.extra_acked_win_idx] = extra if extra < 0xFFFF else 0xFFFF
+        return bw
 
     def _new_min_rtt(self, rtt_us: int, now: float) -> None:
         """bbr_update_min_rtt takes the sample: min_rtt, its stamp and the filter's expiry."""
@@ -471,31 +476,6 @@ class Bbr(CongestionOps):
             self.rate_gain = gain
             self.rate = ((bw * tp.mss * gain >> BBR_SCALE) * BBR_RATE_FACTOR) >> BW_SCALE
         return self.rate
-
-    def _update_ack_aggregation(
-        self, cwnd: int, acked: int, bw: int, dm: int, round_start: int
-    ) -> None:
-        """bbr_update_ack_aggregation: extra_acked[] is the windowed max (over 5-10 rounds) of
-        data ACKed beyond what bw explains since the epoch began (capped at ``cwnd``, the
-        flow's before this ACK)."""
-        if round_start:
-            self._ack_aggregation_round()
-        epoch_us = dm - self.ack_epoch_mstamp
-        expected = bw * epoch_us // BW_UNIT if epoch_us > 0 else 0
-        epoch_acked = self.ack_epoch_acked
-        if epoch_acked <= expected or epoch_acked + acked >= BBR_ACK_EPOCH_ACKED_RESET_THRESH:
-            epoch_acked = expected = 0  # a new epoch starts at this ACK
-            self.ack_epoch_mstamp = dm
-        epoch_acked += acked
-        if epoch_acked > 0xFFFFF:
-            epoch_acked = 0xFFFFF
-        self.ack_epoch_acked = epoch_acked
-        extra = epoch_acked - expected
-        if extra > cwnd:
-            extra = cwnd
-        win = self.extra_acked
-        if extra > win[self.extra_acked_win_idx]:
-            win[self.extra_acked_win_idx] = extra if extra < 0xFFFF else 0xFFFF
 
     def _update_gains(self, mode: int) -> tuple[int, int]:
         """bbr_update_gains: the pacing and cwnd gains of ``mode`` (set, and returned)."""
@@ -597,6 +577,7 @@ class Bbr(CongestionOps):
             cwnd = max(cwnd, self.prior_cwnd)
             self.packet_conservation = 0
         self.prev_ca_state = state
+        self.refresh_steady()
         if self.packet_conservation:
             return max(cwnd, tp.in_flight() + acked)
         tp.cwnd = cwnd
@@ -698,6 +679,7 @@ class Bbr(CongestionOps):
         if old is None:
             old = self.mode
         self.mode = mode
+        self.refresh_steady()
         detail = {
             "from": MODE_NAMES[old],
             "to": MODE_NAMES[mode],
