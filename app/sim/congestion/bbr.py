@@ -144,6 +144,7 @@ class Bbr(CongestionOps):
         "extra_acked_win_idx",
         "probe_rtt_count",
         "tso_goal",
+        "probe_bw_steady",
         "dm_us",
         "bdp_bw",
         "bdp_gain",
@@ -160,6 +161,9 @@ class Bbr(CongestionOps):
         self.bw = MinMax()
         self.extra_acked = [0, 0]
         self.probe_rtt_count = 0
+        self.mode = STARTUP  # (init sets the model; refresh_steady reads these first)
+        self.packet_conservation = 0
+        self.probe_bw_steady = False
         self.tso_goal = 2  # bbr_tso_segs_goal(), recomputed whenever the pacing rate changes
         self.dm_us = 0  # tp->delivered_mstamp in µs, set once per ACK by cong_control
         self.bdp_bw = self.bdp_gain = self.bdp_rtt = -1  # _bdp_inputs: nothing kept yet
@@ -207,6 +211,7 @@ class Bbr(CongestionOps):
         self.extra_acked_win_rtts = 0
         self.extra_acked_win_idx = 0
         self.extra_acked[0] = self.extra_acked[1] = 0
+        self.refresh_steady()
 
     def ssthresh(self, tp: Flow, now: float) -> int:
         """bbr_ssthresh: remember cwnd for after recovery; ssthresh itself is unchanged."""
@@ -285,183 +290,55 @@ class Bbr(CongestionOps):
     def cong_control(self, tp: Flow, rs: RateSample, now: float) -> None:
         """bbr_main: bbr_update_model, then bbr_set_pacing_rate and bbr_set_cwnd.
 
-        Every ACK comes here, so the model's short steps are inlined in the kernel's order, each
-        under its function's name, with the fields read more than once held in locals; the
-        ACK-aggregation estimate and the gains are methods of their own. The guards around
-        some calls are the callees' own first checks, hoisted. PROBE_BW's ACKs (nearly all of a
-        long run's) take :meth:`_main_probe_bw`, the same steps without those that cannot act.
+        Every ACK comes here. PROBE_BW's ACKs (nearly all of a long run's) are handled here,
+        with bbr_main's steps in the kernel's order, each under its function's name, less those
+        that cannot act: for an ACK that reports no loss, in a CA state that has not changed,
+        with the min_rtt filter unexpired, no long-term sampling and no packet conservation
+        (``probe_bw_steady`` and the per-ACK tests below), the long-term sampler returns at
+        once, the pipe is full (full_bw_reached is never cleared), STARTUP/DRAIN and PROBE_RTT
+        do not act, the gains are the cycle's and bbr_set_cwnd_to_recover_or_restore changes
+        nothing; bbr_set_cwnd is inlined. Every other ACK takes :meth:`_main`, the general
+        steps.
         """
-        if (
-            self.mode == PROBE_BW
+        if not (
+            self.probe_bw_steady
             and now < self.min_rtt_expires
             and not rs.losses
-            and not self.lt_use_bw
-            and not self.lt_is_sampling
             and tp.ca_state == self.prev_ca_state
-            and not self.packet_conservation
         ):
-            self._main_probe_bw(tp, rs, now)
-        else:
             self._main(tp, rs, now)
-
-    def _main(self, tp: Flow, rs: RateSample, now: float) -> None:
-        """bbr_main's steps for any ACK (cong_control's general case)."""
+            return
         dm = self.dm_us = trunc(tp.delivered_mstamp * 1e6)
         acked = rs.acked_sacked
-        # bbr_update_model → bbr_update_bw: a round ends when a segment sent after it began is
-        # delivered; a valid sample feeds the long-term sampler and the max filter
-        round_start = 0
-        interval_us = rs.interval_us
-        if rs.delivered >= 0 and interval_us > 0:
-            if rs.prior_delivered >= self.next_rtt_delivered:
-                self.next_rtt_delivered = tp.delivered
-                self.rtt_cnt += 1
-                round_start = 1
-                self.packet_conservation = 0
-            self.round_start = round_start
-            if self.lt_use_bw or self.lt_is_sampling or rs.losses:  # else it returns at once
-                bbr_lt.sampling(self, tp, rs, now)
-            sample = rs.delivered * BW_UNIT // interval_us
-            filt = self.bw
-            # minmax_running_max, unless the sample is app-limited and below the max; a
-            # sample below the third choice in a round that has already left the filter
-            # unchanged leaves it unchanged again (MinMax.quiet)
-            if (not rs.is_app_limited or sample >= filt.v[0]) and (
-                sample >= filt.v[2] or filt.quiet != self.rtt_cnt
-            ):
-                filt.running_max(BBR_BW_RTTS, self.rtt_cnt, sample)
-            bw = self.lt_bw if self.lt_use_bw else filt.v[0]
-            if acked > 0:
-                self._update_ack_aggregation(tp, acked, bw, dm, round_start)
-        else:
-            self.round_start = 0
-            bw = self.lt_bw if self.lt_use_bw else self.bw.v[0]
+        bw = self._update_bw(tp, rs, now, dm, acked)
         # bbr_update_cycle_phase: with gain 1 the phase ends after one min_rtt
-        mode = self.mode
-        if mode == PROBE_BW and (
-            dm - self.cycle_mstamp > self.min_rtt_us
-            if self.pacing_gain == BBR_UNIT
-            else self._is_next_cycle_phase(tp, rs, now)
-        ):
-            self._advance_cycle_phase(tp)
-        if round_start and not self.full_bw_reached:
-            self._check_full_bw_reached(rs)
-        if mode <= DRAIN and (mode == DRAIN or self.full_bw_reached):  # STARTUP or DRAIN
-            self._check_drain(tp, now)
-            mode = self.mode
-        # bbr_update_min_rtt: the sample and the 10 s filter (its jiffies compared as
-        # now·HZ ≥ stamp + window + 1, the same test without int(), and that as a time kept
-        # with the stamp: _min_rtt_expiry); PROBE_RTT in _update_probe_rtt
-        filter_expired = now >= self.min_rtt_expires
-        rtt_us = rs.rtt_us
-        if rtt_us >= 0 and (rtt_us < self.min_rtt_us or (filter_expired and not rs.is_ack_delayed)):
-            self.min_rtt_us = rtt_us
-            self.min_rtt_stamp = _jiffies(now)
-            self.min_rtt_expires = _min_rtt_expiry(self.min_rtt_stamp)
-        if filter_expired or mode == PROBE_RTT:
-            self._update_probe_rtt(tp, now, filter_expired)
-            mode = self.mode
-        # (bbr->idle_restart = 0 on delivery: only CA_EVENT_TX_START after idle sets it, which
-        # a bulk sender never sees, so it stays 0)
-        if mode == PROBE_BW and not self.lt_use_bw:  # bbr_update_gains' usual case
-            gain = self.pacing_gain = BBR_PACING_GAIN[self.cycle_idx]
-            cwnd_gain = self.cwnd_gain = BBR_CWND_GAIN
-        else:
-            gain, cwnd_gain = self._update_gains(mode)
-        # bbr_set_pacing_rate (bbr_rate_bytes_per_sec inlined, and kept from the last ACK
-        # while bw and the gain are the same)
-        if bw != self.rate_bw or gain != self.rate_gain:
-            self.rate_bw = bw
-            self.rate_gain = gain
-            self.rate = ((bw * tp.mss * gain >> BBR_SCALE) * BBR_RATE_FACTOR) >> BW_SCALE
-        rate = self.rate
-        if not self.has_seen_rtt and tp.srtt_us:
-            self._init_pacing_rate_from_rtt(tp)
-        if rate != tp.pacing_rate and (self.full_bw_reached or rate > tp.pacing_rate):
-            self._set_rate(tp, rate)
-        self._set_cwnd(tp, rs, acked, bw, cwnd_gain)
-
-    def _main_probe_bw(self, tp: Flow, rs: RateSample, now: float) -> None:
-        """bbr_main in PROBE_BW for an ACK that reports no loss, in a CA state that has not
-        changed, with the min_rtt filter unexpired and no long-term sampling (cong_control's
-        guard). Then the long-term sampler returns at once, the pipe is full (full_bw_reached
-        is never cleared), STARTUP/DRAIN and PROBE_RTT do not act, the gains are the cycle's,
-        and bbr_set_cwnd_to_recover_or_restore changes nothing; the rest is cong_control's
-        steps in the same order, with bbr_update_ack_aggregation and bbr_set_cwnd inlined."""
-        dm = self.dm_us = trunc(tp.delivered_mstamp * 1e6)
-        acked = rs.acked_sacked
-        filt = self.bw
-        # bbr_update_bw
-        interval_us = rs.interval_us
-        if rs.delivered >= 0 and interval_us > 0:
-            round_start = 0
-            if rs.prior_delivered >= self.next_rtt_delivered:
-                self.next_rtt_delivered = tp.delivered
-                self.rtt_cnt += 1
-                round_start = 1
-            self.round_start = round_start
-            sample = rs.delivered * BW_UNIT // interval_us
-            rtt_cnt = self.rtt_cnt
-            if (not rs.is_app_limited or sample >= filt.v[0]) and (
-                sample >= filt.v[2] or filt.quiet != rtt_cnt
-            ):
-                filt.running_max(BBR_BW_RTTS, rtt_cnt, sample)
-            bw = filt.v[0]
-            if acked > 0:
-                # bbr_update_ack_aggregation (as in _update_ack_aggregation)
-                if round_start:
-                    self._ack_aggregation_round()
-                epoch_us = dm - self.ack_epoch_mstamp
-                expected = bw * epoch_us // BW_UNIT if epoch_us > 0 else 0
-                epoch_acked = self.ack_epoch_acked
-                if (
-                    epoch_acked <= expected
-                    or epoch_acked + acked >= BBR_ACK_EPOCH_ACKED_RESET_THRESH
-                ):
-                    epoch_acked = expected = 0
-                    self.ack_epoch_mstamp = dm
-                epoch_acked += acked
-                if epoch_acked > 0xFFFFF:
-                    epoch_acked = 0xFFFFF
-                self.ack_epoch_acked = epoch_acked
-                extra = epoch_acked - expected
-                if extra > tp.cwnd:
-                    extra = tp.cwnd
-                win = self.extra_acked
-                if extra > win[self.extra_acked_win_idx]:
-                    win[self.extra_acked_win_idx] = extra if extra < 0xFFFF else 0xFFFF
-        else:
-            self.round_start = 0
-            bw = filt.v[0]
-        # bbr_update_cycle_phase
         if (
             dm - self.cycle_mstamp > self.min_rtt_us
             if self.pacing_gain == BBR_UNIT
-            else self._is_next_cycle_phase(tp, rs, now)
+            else self._is_next_cycle_phase(tp, dm, rs.losses, rs.prior_in_flight, now)
         ):
-            self._advance_cycle_phase(tp)
+            self._advance_cycle_phase(dm)
         # bbr_update_min_rtt: a new sample only (the filter has not expired)
         rtt_us = rs.rtt_us
-        min_rtt = self.min_rtt_us
-        if 0 <= rtt_us < min_rtt:
-            self.min_rtt_us = min_rtt = rtt_us
-            self.min_rtt_stamp = _jiffies(now)
-            self.min_rtt_expires = _min_rtt_expiry(self.min_rtt_stamp)
+        if 0 <= rtt_us < self.min_rtt_us:
+            self._new_min_rtt(rtt_us, now)
         # bbr_update_gains and bbr_set_pacing_rate (has_seen_rtt is set: srtt is, from the
         # handshake's sample, before the first ACK)
         cycle_idx = self.cycle_idx
         gain = self.pacing_gain = BBR_PACING_GAIN[cycle_idx]
         self.cwnd_gain = BBR_CWND_GAIN
         if bw != self.rate_bw or gain != self.rate_gain:
-            self.rate_bw = bw
-            self.rate_gain = gain
-            self.rate = ((bw * tp.mss * gain >> BBR_SCALE) * BBR_RATE_FACTOR) >> BW_SCALE
+            self._pacing_rate(tp, bw, gain)
         if self.rate != tp.pacing_rate:
             self._set_rate(tp, self.rate)
         # bbr_set_cwnd (as in _set_cwnd with full_bw_reached)
         cwnd = tp.cwnd
         if acked:
-            if bw != self.bdp_bw or self.bdp_gain != BBR_CWND_GAIN or min_rtt != self.bdp_rtt:
+            if (
+                bw != self.bdp_bw
+                or self.bdp_gain != BBR_CWND_GAIN
+                or self.min_rtt_us != self.bdp_rtt
+            ):
                 self._bdp_inputs(bw, BBR_CWND_GAIN)
             e0, e1 = self.extra_acked
             aggr = e0 if e0 > e1 else e1
@@ -479,11 +356,92 @@ class Bbr(CongestionOps):
             cwnd = tp.cwnd_clamp
         tp.cwnd = cwnd
 
-    def _update_ack_aggregation(
-        self, tp: Flow, acked: int, bw: int, dm: int, round_start: int
-    ) -> None:
-        """bbr_update_ack_aggregation: extra_acked[] is the windowed max (over 5-10 rounds) of
-        data ACKed beyond what bw explains since the epoch began."""
+    def _main(self, tp: Flow, rs: RateSample, now: float) -> None:
+        """bbr_main's steps for any ACK (cong_control's general case)."""
+        dm = self.dm_us = trunc(tp.delivered_mstamp * 1e6)
+        acked = rs.acked_sacked
+        bw = self._update_bw(tp, rs, now, dm, acked)
+        # bbr_update_cycle_phase
+        mode = self.mode
+        if mode == PROBE_BW and (
+            dm - self.cycle_mstamp > self.min_rtt_us
+            if self.pacing_gain == BBR_UNIT
+            else self._is_next_cycle_phase(tp, dm, rs.losses, rs.prior_in_flight, now)
+        ):
+            self._advance_cycle_phase(dm)
+        if self.round_start and not self.full_bw_reached:
+            self._check_full_bw_reached(rs)
+        if mode <= DRAIN and (mode == DRAIN or self.full_bw_reached):  # STARTUP or DRAIN
+            self._check_drain(tp, now)
+            mode = self.mode
+        # bbr_update_min_rtt: the sample and the 10 s filter (its jiffies compared as
+        # now·HZ ≥ stamp + window + 1, the same test without int(), and that as a time kept
+        # with the stamp: _min_rtt_expiry); PROBE_RTT in _update_probe_rtt
+        filter_expired = now >= self.min_rtt_expires
+        rtt_us = rs.rtt_us
+        if rtt_us >= 0 and (rtt_us < self.min_rtt_us or (filter_expired and not rs.is_ack_delayed)):
+            self._new_min_rtt(rtt_us, now)
+        if filter_expired or mode == PROBE_RTT:
+            self._update_probe_rtt(tp, now, filter_expired)
+            mode = self.mode
+        # (bbr->idle_restart = 0 on delivery: only CA_EVENT_TX_START after idle sets it, which
+        # a bulk sender never sees, so it stays 0)
+        if mode == PROBE_BW and not self.lt_use_bw:  # bbr_update_gains' usual case
+            gain = self.pacing_gain = BBR_PACING_GAIN[self.cycle_idx]
+            cwnd_gain = self.cwnd_gain = BBR_CWND_GAIN
+        else:
+            gain, cwnd_gain = self._update_gains(mode)
+        # bbr_set_pacing_rate
+        if bw != self.rate_bw or gain != self.rate_gain:
+            self._pacing_rate(tp, bw, gain)
+        rate = self.rate
+        if not self.has_seen_rtt and tp.srtt_us:
+            self._init_pacing_rate_from_rtt(tp)
+        if rate != tp.pacing_rate and (self.full_bw_reached or rate > tp.pacing_rate):
+            self._set_rate(tp, rate)
+        self._set_cwnd(tp, rs, acked, bw, cwnd_gain)
+
+    def refresh_steady(self) -> None:
+        """``probe_bw_steady``: PROBE_BW without long-term sampling or packet conservation
+        (what cong_control's shortcut needs besides its per-ACK tests). Set again wherever
+        those change: _set_mode, a round's start (packet conservation ends),
+        bbr_set_cwnd_to_recover_or_restore and the long-term sampler (bbr_lt.py)."""
+        self.probe_bw_steady = self.mode == PROBE_BW and not (
+            self.lt_use_bw or self.lt_is_sampling or self.packet_conservation
+        )
+
+    def _update_bw(self, tp: Flow, rs: RateSample, now: float, dm: int, acked: int) -> int:
+        """bbr_update_bw then bbr_update_ack_aggregation (both paths of cong_control): a round
+        ends when a segment sent after it began is delivered (``round_start``); a valid sample
+        feeds the long-term sampler and the max filter. Returns the model's bw."""
+        interval_us = rs.interval_us
+        if rs.delivered < 0 or interval_us <= 0:
+            self.round_start = 0
+            return self.lt_bw if self.lt_use_bw else self.bw.v[0]
+        round_start = 0
+        if rs.prior_delivered >= self.next_rtt_delivered:
+            self.next_rtt_delivered = tp.delivered
+            self.rtt_cnt += 1
+            round_start = 1
+            self.packet_conservation = 0
+            self.refresh_steady()
+        self.round_start = round_start
+        if self.lt_use_bw or self.lt_is_sampling or rs.losses:  # else it returns at once
+            bbr_lt.sampling(self, tp, rs, now)
+        # minmax_running_max, unless the sample is app-limited and below the max; a sample
+        # below the third choice in a round that has already left the filter unchanged leaves
+        # it unchanged again (MinMax.quiet)
+        sample = rs.delivered * BW_UNIT // interval_us
+        filt = self.bw
+        if (not rs.is_app_limited or sample >= filt.v[0]) and (
+            sample >= filt.v[2] or filt.quiet != self.rtt_cnt
+        ):
+            filt.running_max(BBR_BW_RTTS, self.rtt_cnt, sample)
+        bw = self.lt_bw if self.lt_use_bw else filt.v[0]
+        if acked <= 0:
+            return bw
+        # bbr_update_ack_aggregation: extra_acked[] is the windowed max (over 5-10 rounds) of
+        # data ACKed beyond what bw explains since the epoch began, capped at cwnd
         if round_start:
             self._ack_aggregation_round()
         epoch_us = dm - self.ack_epoch_mstamp
@@ -502,6 +460,22 @@ class Bbr(CongestionOps):
         win = self.extra_acked
         if extra > win[self.extra_acked_win_idx]:
             win[self.extra_acked_win_idx] = extra if extra < 0xFFFF else 0xFFFF
+        return bw
+
+    def _new_min_rtt(self, rtt_us: int, now: float) -> None:
+        """bbr_update_min_rtt takes the sample: min_rtt, its stamp and the filter's expiry."""
+        self.min_rtt_us = rtt_us
+        self.min_rtt_stamp = _jiffies(now)
+        self.min_rtt_expires = _min_rtt_expiry(self.min_rtt_stamp)
+
+    def _pacing_rate(self, tp: Flow, bw: int, gain: int) -> int:
+        """bbr_rate_bytes_per_sec(bw, gain) inlined, kept from the last ACK while bw and the
+        gain are the same."""
+        if bw != self.rate_bw or gain != self.rate_gain:
+            self.rate_bw = bw
+            self.rate_gain = gain
+            self.rate = ((bw * tp.mss * gain >> BBR_SCALE) * BBR_RATE_FACTOR) >> BW_SCALE
+        return self.rate
 
     def _update_gains(self, mode: int) -> tuple[int, int]:
         """bbr_update_gains: the pacing and cwnd gains of ``mode`` (set, and returned)."""
@@ -603,6 +577,7 @@ class Bbr(CongestionOps):
             cwnd = max(cwnd, self.prior_cwnd)
             self.packet_conservation = 0
         self.prev_ca_state = state
+        self.refresh_steady()
         if self.packet_conservation:
             return max(cwnd, tp.in_flight() + acked)
         tp.cwnd = cwnd
@@ -666,25 +641,31 @@ class Bbr(CongestionOps):
             self.bdp_cwnd = -(-(bw * min_rtt * gain >> BBR_SCALE) >> BW_SCALE)
         self.bdp_max_aggr = bw * BBR_EXTRA_ACKED_MAX_US >> BW_SCALE
 
-    def _is_next_cycle_phase(self, tp: Flow, rs: RateSample, now: float) -> bool:
-        """bbr_is_next_cycle_phase for a gain other than 1 (cong_control decides gain 1).
-        bbr_packets_in_net_at_edt and bbr_inflight only read, so they are asked only when the
-        phase length does not already decide."""
-        is_full_length = self.dm_us - self.cycle_mstamp > self.min_rtt_us
+    def _is_next_cycle_phase(
+        self, tp: Flow, dm: int, losses: int, prior_in_flight: int, now: float
+    ) -> bool:
+        """bbr_is_next_cycle_phase at delivered_mstamp ``dm`` (µs) for the ACK's losses and
+        prior_in_flight. bbr_packets_in_net_at_edt and bbr_inflight only read, so they are
+        asked only when the phase length does not already decide."""
+        is_full_length = dm - self.cycle_mstamp > self.min_rtt_us
+        gain = self.pacing_gain
+        if gain == BBR_UNIT:
+            return is_full_length
         bw = self.bw.v[0]
-        if self.pacing_gain > BBR_UNIT:
+        if gain > BBR_UNIT:
             return is_full_length and (
-                rs.losses > 0
-                or self._packets_in_net_at_edt(tp, rs.prior_in_flight, now)
-                >= self._inflight(tp, bw, self.pacing_gain)
+                losses > 0
+                or self._packets_in_net_at_edt(tp, prior_in_flight, now)
+                >= self._inflight(tp, bw, gain)
             )
         return is_full_length or self._packets_in_net_at_edt(
-            tp, rs.prior_in_flight, now
+            tp, prior_in_flight, now
         ) <= self._inflight(tp, bw, BBR_UNIT)
 
-    def _advance_cycle_phase(self, tp: Flow) -> None:
+    def _advance_cycle_phase(self, dm: int) -> None:
+        """bbr_advance_cycle_phase at delivered_mstamp ``dm`` (µs)."""
         self.cycle_idx = (self.cycle_idx + 1) & (CYCLE_LEN - 1)
-        self.cycle_mstamp = self.dm_us
+        self.cycle_mstamp = dm
 
     def _set_mode(
         self,
@@ -698,6 +679,7 @@ class Bbr(CongestionOps):
         if old is None:
             old = self.mode
         self.mode = mode
+        self.refresh_steady()
         detail = {
             "from": MODE_NAMES[old],
             "to": MODE_NAMES[mode],
@@ -715,7 +697,7 @@ class Bbr(CongestionOps):
 
     def reset_probe_bw_mode(self, tp: Flow, now: float, why: Message) -> None:
         self.cycle_idx = CYCLE_LEN - 1 - self.rng.randrange(BBR_CYCLE_RAND)
-        self._advance_cycle_phase(tp)
+        self._advance_cycle_phase(self.dm_us)
         self._set_mode(
             tp,
             PROBE_BW,

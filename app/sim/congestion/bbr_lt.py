@@ -33,6 +33,7 @@ def reset(bbr: Bbr, tp: Flow) -> None:
     bbr.lt_use_bw = 0
     bbr.lt_is_sampling = False
     reset_interval(bbr, tp)
+    bbr.refresh_steady()
 
 
 def interval_done(bbr: Bbr, tp: Flow, bw: int, now: float) -> None:
@@ -45,6 +46,7 @@ def interval_done(bbr: Bbr, tp: Flow, bw: int, now: float) -> None:
         ):
             bbr.lt_bw = (bw + bbr.lt_bw) >> 1
             bbr.lt_use_bw = 1
+            bbr.refresh_steady()
             bbr.pacing_gain = b.BBR_UNIT
             bbr.lt_rtt_cnt = 0
             tp.event(
@@ -79,6 +81,7 @@ def sampling(bbr: Bbr, tp: Flow, rs: RateSample, now: float) -> None:
             return
         reset_interval(bbr, tp)
         bbr.lt_is_sampling = True
+        bbr.refresh_steady()
     if rs.is_app_limited:
         reset(bbr, tp)
         return

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from math import inf, nextafter
+from typing import Any
 
 from app.sim.congestion.bbr import MIN_RTT_EXPIRES_J, _min_rtt_expiry
 from app.sim.congestion.flow import JIFFIES_BASE
@@ -59,16 +60,16 @@ def test_kept_bdp_and_pacing_rate_are_bbr_bdp_and_bbr_rate_bytes_per_sec() -> No
 
 
 def test_probe_bw_shortcut_is_bbr_main() -> None:
-    """Every ACK that cong_control hands to _main_probe_bw leaves BBR and the flow as the
-    general bbr_main steps (_main) leave them, from the same state: checked on copies, over
-    runs that reach PROBE_BW's gain cycle, a loss episode and PROBE_RTT."""
+    """Every ACK that cong_control handles itself (its PROBE_BW shortcut) leaves BBR and the
+    flow as the general bbr_main steps (_main) leave them, from the same state: checked on
+    copies, over runs that reach PROBE_BW's gain cycle, a loss episode and PROBE_RTT."""
     import copy
 
     from app.sim.congestion import parse
-    from app.sim.congestion.bbr import Bbr
+    from app.sim.congestion.bbr import PROBE_BW, Bbr
     from app.sim.congestion.engine import Engine
 
-    fast = Bbr._main_probe_bw
+    hook = Bbr.cong_control
     calls = checked = 0
 
     def state(ca: Bbr, tp: object) -> tuple[object, ...]:
@@ -80,15 +81,27 @@ def test_probe_bw_shortcut_is_bbr_main() -> None:
         )
         return (slots, list(ca.extra_acked), ca.bw.t, ca.bw.v, ca.bw.quiet, flow)
 
-    def checking(self: Bbr, tp: object, rs: object, now: float) -> None:
+    def checking(self: Bbr, tp: Any, rs: Any, now: float) -> None:
         nonlocal calls, checked
-        calls += 1
-        if calls % 7 or checked >= 1000:  # every 7th ACK, for a spread of the run
-            fast(self, tp, rs, now)  # type: ignore[arg-type]
+        # the shortcut's condition, as the kernel's state gives it (not the kept flag)
+        shortcut = (
+            self.mode == PROBE_BW
+            and now < self.min_rtt_expires
+            and not rs.losses
+            and not (self.lt_use_bw or self.lt_is_sampling or self.packet_conservation)
+            and tp.ca_state == self.prev_ca_state
+        )
+        assert self.probe_bw_steady == (
+            self.mode == PROBE_BW
+            and not (self.lt_use_bw or self.lt_is_sampling or self.packet_conservation)
+        )
+        calls += shortcut
+        if not shortcut or calls % 7 or checked >= 1000:  # every 7th, for a spread of the run
+            hook(self, tp, rs, now)
             return
         checked += 1
         ca2, tp2, rs2 = copy.deepcopy((self, tp, rs))
-        fast(self, tp, rs, now)  # type: ignore[arg-type]
+        hook(self, tp, rs, now)
         ca2._main(tp2, rs2, now)
         assert state(ca2, tp2) == state(self, tp), now
 
@@ -96,7 +109,7 @@ def test_probe_bw_shortcut_is_bbr_main() -> None:
         ({"rate_mbps": 10, "rtt_ms": 30, "buffer_packets": 60}, 1, 10.5, 500),
         ({"rate_mbps": 20, "rtt_ms": 20, "buffer_packets": 10}, 2, 4, 10),
     ]
-    Bbr._main_probe_bw = checking  # type: ignore[method-assign,assignment]
+    Bbr.cong_control = checking  # type: ignore[method-assign]
     try:
         for link, n, duration, least in runs:
             calls = checked = 0
@@ -104,4 +117,4 @@ def test_probe_bw_shortcut_is_bbr_main() -> None:
             Engine(parse({"link": link, "flows": flows, "duration_s": duration})).run()
             assert checked >= least, checked
     finally:
-        Bbr._main_probe_bw = fast  # type: ignore[method-assign]
+        Bbr.cong_control = hook  # type: ignore[method-assign]
