@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 from app.sim.core.errors import ParamError
 from app.sim.core.explainer import Explainer, JSONValue, Limits, Preset, Progress, ResultKind
 from app.sim.core.i18n import Message, msg
+from app.sim.core.share import share
 from app.sim.core.sources import LINUX_6_4, SourceProject
 from app.sim.core.trace import Field, Frame, Trace
 from app.sim.tcp import params as P
@@ -141,6 +142,8 @@ class TcpExplainer(Explainer[TcpParams, TcpState, None]):
                 mark = "rst"
             elif result != "ok":
                 mark = "error"
+            if frames:  # what did not change is held once (app.sim.core.share)
+                state = share(state, frames[-1].state)
             eps = state["endpoints"]
             prev = frames[-1].state["endpoints"] if frames else eps
             fields = (
@@ -155,6 +158,8 @@ class TcpExplainer(Explainer[TcpParams, TcpState, None]):
                     for key in _FIELD_KEYS
                 ),
             )
+            if frames:
+                fields = share(fields, frames[-1].fields)
             frames.append(
                 Frame(
                     index=len(frames),
