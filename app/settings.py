@@ -32,6 +32,10 @@ class Settings(BaseSettings):
     # Every finished run appends a JSON line here: predicted vs measured CPU and wall seconds,
     # the process's size (bench/soak.py reads it; None: not written).
     run_log: Path | None = None
+    # Each app worker appends its memory figures (resident, private, caches) here every
+    # memory_log_s seconds (app.web.memory.MemoryLog; bench/soak.py reads it; None: off).
+    memory_log: Path | None = None
+    memory_log_s: float = 10.0
     # Log each time an app worker's event loop is held longer than this (ms), with where it
     # was held (app.web.loopwatch; bench/soak.py turns it on). 0: off.
     loop_stall_ms: float = 0.0

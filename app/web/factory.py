@@ -113,6 +113,10 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
         trimmer.start()
         loop_watch = LoopWatch(settings.loop_stall_ms / 1000)
         loop_watch.start()
+        memory_log = memory.MemoryLog(
+            settings.memory_log, settings.memory_log_s, app.state.site.memory_probes()
+        )
+        memory_log.start()
         if settings.warm_presets:
             presets = [
                 (p.sim, p.sim.parse(dict(preset.params)))
@@ -129,6 +133,7 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
         finally:
             trimmer.stop()
             loop_watch.stop()
+            memory_log.stop()
             writer = getattr(app.state, "progress_writer", None)
             if writer is not None:
                 writer.close()

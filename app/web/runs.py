@@ -334,6 +334,11 @@ class RunService:
 
     # --- traces ------------------------------------------------------------------------------
 
+    @property
+    def trace_cache(self) -> TraceCache:
+        """Decoded traces kept in this process (monitoring: app.web.memory.MemoryLog)."""
+        return self._cache
+
     @staticmethod
     def key(explainer: Explainer[Any], params: Any) -> str:
         canonical = json.dumps(explainer.dump(params), sort_keys=True, separators=(",", ":"))

@@ -93,6 +93,9 @@ class TraceCache:
         self._items: OrderedDict[str, tuple[AnyTrace, int]] = OrderedDict()
         self._lock = threading.Lock()
 
+    def __len__(self) -> int:
+        return len(self._items)
+
     def get(self, key: str) -> AnyTrace | None:
         with self._lock:
             found = self._items.get(key)
