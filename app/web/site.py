@@ -66,7 +66,7 @@ class Site:
             "page_cache_mb": lambda: self.pages.used / mb,
             "page_cache_n": lambda: len(self.pages),
             "walkthroughs_n": lambda: len(self.walkthroughs),
-            "py_objects": lambda: len(gc.get_objects()),
+            "py_objects": lambda: len(gc.get_objects()),  # not frozen ones (app.web.gctune)
         }
 
     # --- explainers --------------------------------------------------------------------------
