@@ -20,19 +20,16 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import gc
 import json
 import os
 import sys
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 M_ARENA_MAX = -8  # mallopt parameter number (glibc malloc.h)
-TOP_KINDS = 12  # kinds of objects a memory log line counts
 
 
 def _libc() -> Any | None:
@@ -138,10 +135,8 @@ class MemoryLog:
                 line[name] = round(float(probe()), 1)
             except Exception:  # noqa: BLE001 - a probe that fails is left out
                 continue
-        # the kinds of objects the collector tracks, most numerous first: what accumulates
-        kinds = Counter(type(o).__qualname__ for o in gc.get_objects())
-        for kind, count in kinds.most_common(TOP_KINDS):
-            line[f"n:{kind}"] = count
+        # Not gc.get_objects(): it hands out tuples other threads are still building with
+        # tuple(generator), whose resize then fails (SystemError in a request: a soak's 500s).
         return line
 
     def _run(self) -> None:

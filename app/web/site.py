@@ -7,7 +7,6 @@ state, so two apps (a test app with its own explainers, say) never share anythin
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -66,7 +65,6 @@ class Site:
             "page_cache_mb": lambda: self.pages.used / mb,
             "page_cache_n": lambda: len(self.pages),
             "walkthroughs_n": lambda: len(self.walkthroughs),
-            "py_objects": lambda: len(gc.get_objects()),  # not frozen ones (app.web.gctune)
         }
 
     # --- explainers --------------------------------------------------------------------------
