@@ -6,8 +6,15 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
+from sqlalchemy import create_engine
+
+from app.web.classes.hub import Hub
+from app.web.memo import Memo
 from app.web.memory import MemoryLog
+from app.web.recordings import TRACES
 from bench.soak import memory_log_lines
 
 
@@ -38,3 +45,20 @@ def test_the_soak_names_what_grew_per_worker() -> None:
     (line,) = memory_log_lines(recs, t0=100.0)
     assert "app worker 7" in line
     assert "rss_mb 360 → 590" in line and "page_cache_mb 6 → 29" in line
+
+
+def test_recordings_traces_are_bounded_by_their_frames_not_only_their_count() -> None:
+    memo: Memo[str, Any] = Memo(TRACES.size, weigh=TRACES._weigh, budget=TRACES._budget)
+    memo.put("big", SimpleNamespace(frames=[0] * 15_000))
+    memo.put("other", SimpleNamespace(frames=[0] * 10_000))  # together over the budget
+    assert memo.get("big") is None and memo.get("other") is not None
+    for i in range(20):
+        memo.put(f"small{i}", SimpleNamespace(frames=[0] * 10))
+    assert len(memo) <= TRACES.size
+
+
+def test_a_class_hub_keeps_at_most_its_budget_of_encoded_events() -> None:
+    hub = Hub(create_engine("sqlite://"))
+    for i in range(64):
+        hub.encoded.put(("c", i, "en"), b"x" * (256 << 10))  # 16 MB in all
+    assert hub.encoded.weight <= 4 << 20 and len(hub.encoded) < 64
