@@ -3,9 +3,14 @@ left of the running runs, and only the share of queued work the lane has lately 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from app.settings import Settings
+from app.store.db import make_engine
 from app.web.eta import LaneClock
+from app.web.runs import RunService
 
 
 def test_the_pace_is_wall_time_per_predicted_second() -> None:
@@ -41,3 +46,16 @@ def test_a_free_process_means_no_wait() -> None:
     two = LaneClock(workers=2)
     assert two.eta(2.0, running=[(4.0, 0.0, 0.0)]) == pytest.approx(2.0)
     assert two.eta(2.0, running=[(4.0, 0.0, 0.0)], ahead=[3.0]) > 2.0
+
+
+def test_a_run_its_client_waits_for_goes_before_queued_jobs(tmp_path: Path) -> None:
+    """A run short enough to be answered in its request (its client's connection held) waits
+    ahead of every job, however long the jobs have waited; among each, shortest first."""
+    engine = make_engine(f"sqlite:///{tmp_path / 'due.db'}")
+    runs = RunService(Settings(database_url=str(engine.url), job_threshold_s=1.5), engine)
+    held_later = runs._due(now=100.0, expected=1.0)
+    job_earlier = runs._due(now=0.0, expected=2.0)
+    assert held_later < job_earlier
+    assert runs._due(0.0, 0.5) < runs._due(0.0, 1.0)  # held: shortest first
+    assert runs._due(0.0, 2.0) < runs._due(0.0, 3.0)  # jobs: shortest first
+    assert runs._due(0.0, 3.0) < runs._due(2.0, 2.0)  # a job's wait counts against its length
