@@ -18,7 +18,7 @@ class Settings(BaseSettings):
     root: Path = _repo_root()  # templates/, static/, content/ and node_modules/ live here
     database_url: str = ""  # default: sqlite:///<root>/data/stepscope.db
     trace_cache_mb: int = 64  # decoded traces kept in memory per app process (all presets fit)
-    page_cache_mb: int = 48  # rendered pages, frame chunks and exports kept per app process
+    page_cache_mb: int = 24  # rendered pages, frame chunks and exports kept per app process
     malloc_arenas: int = 2  # glibc malloc arenas per process (0: glibc's default, 8 per core)
     malloc_trim_s: float = 10.0  # free memory is given back to the system this often (0: never)
     sim_workers: int = 1  # simulation processes per app process, for longer runs
@@ -32,6 +32,10 @@ class Settings(BaseSettings):
     # Every finished run appends a JSON line here: predicted vs measured CPU and wall seconds,
     # the process's size (bench/soak.py reads it; None: not written).
     run_log: Path | None = None
+    # Each app worker appends its memory figures (resident, private, caches) here every
+    # memory_log_s seconds (app.web.memory.MemoryLog; bench/soak.py reads it; None: off).
+    memory_log: Path | None = None
+    memory_log_s: float = 10.0
     # Log each time an app worker's event loop is held longer than this (ms), with where it
     # was held (app.web.loopwatch; bench/soak.py turns it on). 0: off.
     loop_stall_ms: float = 0.0

@@ -980,6 +980,49 @@ def run_log(server: L.Server | None) -> Path | None:
     return None if server is None else Path(server.tmp.name) / "runs.jsonl"
 
 
+def memory_log(server: L.Server | None) -> Path | None:
+    return None if server is None else Path(server.tmp.name) / "memory.jsonl"
+
+
+def memory_log_lines(records: list[dict[str, Any]], t0: float) -> list[str]:
+    """What each app worker's memory log (``APP_MEMORY_LOG``, app.web.memory.MemoryLog) says
+    at 60 s and at the end, and the change: which of its caches and counts grew with it."""
+    by_pid: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for rec in records:
+        by_pid[int(rec["pid"])].append(rec)
+    lines = []
+    for pid, recs in sorted(by_pid.items()):
+        recs.sort(key=lambda r: float(r["time"]))
+        first = next((r for r in recs if float(r["time"]) - t0 >= 60), recs[0])
+        last = recs[-1]
+        parts = []
+        for name in last:
+            if name in ("pid", "time") or name not in first:
+                continue
+            a, b = float(first[name]), float(last[name])
+            parts.append(f"{name} {a:g} → {b:g}")
+        lines.append(f"   app worker {pid} at 60 s → end: " + "; ".join(parts))
+    return lines
+
+
+def report_memory_log(path: Path | None, t0: float) -> None:
+    print("\n== app workers' memory by part (APP_MEMORY_LOG, every 10 s)")
+    records = []
+    if path is not None and path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(rec, dict) and float(rec.get("time", 0)) >= t0:
+                records.append(rec)
+    if not records:
+        print("   not measured")
+        return
+    for line in memory_log_lines(records, t0):
+        print(line)
+
+
 async def soak(args: argparse.Namespace, base: str, server: L.Server | None) -> None:
     predictor = Predictor()
     adv = await prepare(base, args, predictor)
@@ -1021,6 +1064,7 @@ async def soak(args: argparse.Namespace, base: str, server: L.Server | None) -> 
     report_pss(pss)
     report_runs(adv)
     report_run_log(run_log(server), since)
+    report_memory_log(memory_log(server), since)
     report_stalls(server)
     if server is not None:
         print("\n   " + server.log_summary())
@@ -1050,6 +1094,7 @@ def main() -> None:
         server = L.Server(args.workers)  # --no-proxy-headers, as scripts/serve
         server.env["APP_TRUSTED_PROXIES"] = '["127.0.0.1"]'  # a reverse proxy on this host
         server.env["APP_RUN_LOG"] = str(run_log(server))
+        server.env["APP_MEMORY_LOG"] = str(memory_log(server))
         server.env["APP_LOOP_STALL_MS"] = str(LOOP_STALL_MS)
         print(f"starting the app on {server.url} with {args.workers} workers (SQLite, WAL)")
         server.start()

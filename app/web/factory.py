@@ -114,6 +114,10 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
         trimmer.start()
         loop_watch = LoopWatch(settings.loop_stall_ms / 1000)
         loop_watch.start()
+        memory_log = memory.MemoryLog(
+            settings.memory_log, settings.memory_log_s, app.state.site.memory_probes()
+        )
+        memory_log.start()
         if settings.warm_presets:
             presets = [
                 (p.sim, p.sim.parse(dict(preset.params)))
@@ -130,6 +134,7 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
         finally:
             trimmer.stop()
             loop_watch.stop()
+            memory_log.stop()
             writer = getattr(app.state, "progress_writer", None)
             if writer is not None:
                 writer.close()

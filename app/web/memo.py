@@ -44,6 +44,9 @@ class Memo(Generic[K, V]):
                 old, _ = self._items.popitem(last=False)
                 self.weight -= self._weights.pop(old, 0)
 
+    def __len__(self) -> int:
+        return len(self._items)
+
     def clear(self) -> None:
         with self._lock:
             self._items.clear()

@@ -20,7 +20,13 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import json
+import os
+import sys
 import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 M_ARENA_MAX = -8  # mallopt parameter number (glibc malloc.h)
@@ -75,6 +81,72 @@ class Trimmer:
     def _run(self) -> None:
         while not self._stop.wait(self.every_s):
             trim()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2)
+            self._thread = None
+
+
+def _proc_kb(path: str, fields: tuple[bytes, ...]) -> int:
+    total = 0
+    try:
+        with open(path, "rb") as f:
+            for line in f:
+                if line.startswith(fields):
+                    total += int(line.split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+    return total
+
+
+class MemoryLog:
+    """A daemon thread that appends one JSON line every ``every_s`` seconds to ``path``: this
+    process's resident and private memory (MB), Python's allocated blocks and what each of
+    ``probes`` answers (a cache's bytes, a map's entries): what ``bench/soak.py`` reads to tell
+    what grows in an app worker (``APP_MEMORY_LOG``)."""
+
+    def __init__(self, path: Path | None, every_s: float, probes: dict[str, Callable[[], float]]):
+        self.path, self.every_s, self.probes = path, every_s, probes
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self.path is None or self.every_s <= 0 or self._thread is not None:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="memory-log", daemon=True)
+        self._thread.start()
+
+    def sample(self) -> dict[str, float]:
+        line: dict[str, float] = {
+            "pid": os.getpid(),
+            "time": round(time.time(), 1),
+            "rss_mb": round(_proc_kb("/proc/self/status", (b"VmRSS:",)) / 1024, 1),
+            "private_mb": round(
+                _proc_kb("/proc/self/smaps_rollup", (b"Private_Clean:", b"Private_Dirty:")) / 1024,
+                1,
+            ),
+            "py_blocks": sys.getallocatedblocks(),
+        }
+        for name, probe in self.probes.items():
+            try:
+                line[name] = round(float(probe()), 1)
+            except Exception:  # noqa: BLE001 - a probe that fails is left out
+                continue
+        # Not gc.get_objects(): it hands out tuples other threads are still building with
+        # tuple(generator), whose resize then fails (SystemError in a request: a soak's 500s).
+        return line
+
+    def _run(self) -> None:
+        assert self.path is not None
+        while not self._stop.wait(self.every_s):
+            try:
+                with self.path.open("a", encoding="utf-8") as f:
+                    f.write(json.dumps(self.sample(), separators=(",", ":")) + "\n")
+            except OSError:
+                return
 
     def stop(self) -> None:
         self._stop.set()

@@ -144,6 +144,9 @@ class PageCache:
                 _, old = self._items.popitem(last=False)
                 self.used -= old.size
 
+    def __len__(self) -> int:
+        return len(self._items)
+
     def lookup(self, key: Key) -> Entry | None:
         return self._get(key)
 

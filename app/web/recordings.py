@@ -63,7 +63,10 @@ from app.web.sources import MAX_TOKEN, SiteDep, Source, decode_params, encode_pa
 from app.web.templating import render
 
 router = APIRouter()
-TRACES: Memo[str, Trace[Any, Any]] = Memo(16)  # built traces of recently opened recordings
+# Built traces of recently opened recordings, weighed in frames (a recording's trace may be as
+# large as a run's limits allow: 16 of them, counted alone, could hold gigabytes): ~20,000
+# frames is about the largest one trace may have, so one large one pushes the others out.
+TRACES: Memo[str, Trace[Any, Any]] = Memo(16, weigh=lambda t: len(t.frames), budget=20_000)
 ACCEPTED = (rparse.JSON_TYPE, rparse.CAPTURE_TYPE)
 MAX_TITLE = 120
 

@@ -36,22 +36,21 @@ import json
 import logging
 import multiprocessing
 import os
-import pickle
 import threading
 import time
 import zlib
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
 
 from sqlalchemy import Engine
 
 from app.settings import Settings
-from app.sim.core import Cancelled, EncodedJSON, Explainer, Frame, Trace, msg
+from app.sim.core import Cancelled, EncodedJSON, Explainer, Trace, msg
 from app.sim.core.cost import MAX_TRACE_BYTES, TraceTooLarge
 from app.store import repo
 from app.store.eviction import TraceEviction
@@ -59,6 +58,14 @@ from app.store.models import SharedJob
 from app.web import answers, joberrors
 from app.web.eta import LaneClock
 from app.web.simproc import LanePool, Limits, Recycle, Usage
+from app.web.tracecache import (  # noqa: F401 - decode_trace_sized, MEMORY_PER_…: the API of runs
+    MEMORY_PER_PICKLED_BYTE,
+    TraceCache,
+    decode_trace,
+    decode_trace_sized,
+    encode_trace,
+    pickle_trace,
+)
 
 AnyTrace = Trace[Any, Any]
 # A run's API answer from its trace, as pieces of bytes (picklable: it goes to the process)
@@ -175,65 +182,10 @@ def _stored() -> Future[bytes]:
     return done
 
 
-# Decoded, a trace takes 4.5 to 8 times the bytes of its pickle (tracemalloc, every explainer's
-# presets): the cache counts the upper end, so its bound is one in real memory. (Compressed
-# sizes say less: a trace is 18 to 86 times its stored bytes, as repetitive as it is.)
-MEMORY_PER_PICKLED_BYTE = 8
+HELD_AHEAD_S = 86_400.0  # a run answered in its request waits ahead of every job (see _due)
 WARM_CLAIM_S = 600  # a worker's claim to warm a preset at start-up holds this long
 
 
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector off while a trace is pickled or unpickled: both make (or
-    walk) hundreds of thousands of objects none of which is garbage, and the collections they
-    set off took as long as the pickling itself (the largest run of the API bench: 0.11 → 0.05 s
-    to pickle). Ends enabled if it was, whichever thread finishes last."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
-def encode_trace(trace: AnyTrace, limit: int | None = None) -> bytes:
-    """The trace pickled and compressed; over ``limit`` pickled bytes, :class:`TraceTooLarge`
-    (the hard cap on what a run produces, whatever its prediction said)."""
-    return zlib.compress(pickle_trace(trace, limit), 1)
-
-
-def pickle_trace(trace: AnyTrace, limit: int | None = None) -> bytes:
-    """The trace pickled (:func:`encode_trace` before compressing)."""
-    with _collector_paused():
-        raw = pickle.dumps(trace, protocol=pickle.HIGHEST_PROTOCOL)
-    if limit is not None and len(raw) > limit:
-        raise TraceTooLarge(len(raw), limit)
-    return raw
-
-
-def decode_trace(data: bytes) -> AnyTrace:
-    return decode_trace_sized(data)[0]
-
-
-def decode_trace_sized(data: bytes) -> tuple[AnyTrace, int]:
-    """The trace, and about how many bytes of memory it takes once decoded."""
-    raw = zlib.decompress(data)
-    # Only ever our own traces, from our own database.
-    with _collector_paused():
-        trace: AnyTrace = pickle.loads(raw)  # noqa: S301
-    if not _whole(trace, Trace) or not all(_whole(f, Frame) for f in trace.frames[:1]):
-        raise TypeError("not a whole trace (stored by a different version of its classes?)")
-    return trace, len(raw) * MEMORY_PER_PICKLED_BYTE
-
-
-def _whole(obj: object, cls: type) -> bool:
-    """``obj`` is a ``cls`` with every field set (a slotted dataclass pickled before a field
-    was added unpickles without it)."""
-    return isinstance(obj, cls) and all(hasattr(obj, f.name) for f in fields(cls))
-
-
-# --- the server side ---------------------------------------------------------------------------
 
 
 def run_record(job: Job, state: str, now: float) -> dict[str, Any]:
@@ -289,35 +241,6 @@ class Job:
     def touch(self) -> None:
         self.seen = time.monotonic()
 
-
-class TraceCache:
-    """Decoded traces in memory, least recently used first out, bounded in (estimated) bytes."""
-
-    def __init__(self, max_bytes: int) -> None:
-        self.max_bytes = max_bytes
-        self.used = 0
-        self._items: OrderedDict[str, tuple[AnyTrace, int]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: str) -> AnyTrace | None:
-        with self._lock:
-            found = self._items.get(key)
-            if found is None:
-                return None
-            self._items.move_to_end(key)
-            return found[0]
-
-    def put(self, key: str, trace: AnyTrace, size: int) -> None:
-        with self._lock:
-            # One trace may take at most an eighth: a few very large results (fetched once, by
-            # the API) must not push out everything the pages use.
-            if key in self._items or size > self.max_bytes // 8:
-                return
-            self._items[key] = (trace, size)
-            self.used += size
-            while self.used > self.max_bytes:
-                _, (_, old) = self._items.popitem(last=False)
-                self.used -= old
 
 
 class RunService:
@@ -411,6 +334,11 @@ class RunService:
         self._answers.close()
 
     # --- traces ------------------------------------------------------------------------------
+
+    @property
+    def trace_cache(self) -> TraceCache:
+        """Decoded traces kept in this process (monitoring: app.web.memory.MemoryLog)."""
+        return self._cache
 
     @staticmethod
     def key(explainer: Explainer[Any], params: Any) -> str:
@@ -519,8 +447,9 @@ class RunService:
             )
             self._jobs[key] = job
             self._order += 1
-            # shortest first, a run's wait counting against its length (app.web.eta)
-            due = time.monotonic() + expected
+            # shortest first, a run's wait counting against its length (app.web.eta); a run
+            # whose client waits for it in its request goes before every job
+            due = self._due(time.monotonic(), expected)
             heapq.heappush(self._pending[lane], (due, self._order, job, explainer, params))
         if expected > self.settings.job_threshold_s:
             # before it can finish (its end is written over this row); see _finished
@@ -535,20 +464,36 @@ class RunService:
         self._dispatch(lane)
         return job
 
+    def _due(self, now: float, expected: float) -> float:
+        """Where a run submitted ``now`` waits among its lane's (lowest first): its submission
+        plus its expected work, so shorter runs go first but a run that has waited is not
+        passed by every shorter one after it; a run short enough to be answered in its request
+        (at most ``job_threshold_s``: its client's connection is held) ahead of every job. A
+        soak's tcp runs of 0.9 s waited in the long lane behind queued jobs of minutes' work
+        until their clients gave up (60 s)."""
+        held = expected <= self.settings.job_threshold_s
+        return now + expected - (HELD_AHEAD_S if held else 0.0)
+
     def _eta(self, lane: str, expected: float) -> float:
         """Seconds until a run of ``expected`` submitted to ``lane`` now is stored (under the
-        lock; app.web.eta): the lane's running runs, those to be started before it, its own
-        work, at the pace the lane's last runs went. Waiting runs start in the order of their
+        lock; app.web.eta): what is left of the lane's running runs, the share of the work
+        queued before it that the lane has lately done (jobs cancelled or abandoned while they
+        wait leave without running), its own work, at the pace of the lane's last runs and of
+        those under way. Waiting runs start in the order of their
         submission time plus their expected work: shortest first, but a run that has waited is
         not passed by every shorter one that comes later (then its wait could not be told)."""
         now = time.monotonic()
         running = [
-            (job.expected_s, now - job.handed)
+            (job.expected_s, now - job.handed, float(self._progress[job.slot]))
             for job in self._jobs.values()
             if job.lane == lane and job.handed and job.state == "running"
         ]
-        due = now + expected
-        ahead = [job.expected_s for d, _, job, _, _ in self._pending[lane] if d <= due]
+        due = self._due(now, expected)
+        ahead = [
+            job.expected_s
+            for d, _, job, _, _ in self._pending[lane]
+            if d <= due and not self._cancel[job.slot]  # a cancelled one leaves unrun
+        ]
         return self._clocks[lane].eta(expected, running, ahead)
 
     # --- jobs every worker can answer for ----------------------------------------------------
@@ -835,9 +780,13 @@ class RunService:
                 break
             except Exception:  # noqa: BLE001 - the slot must be freed even if the store is down
                 time.sleep(0.05 * (attempt + 1))
+        clock = self._clocks[job.lane]
         if job.usage is not None and job.handed:
             store_s = time.monotonic() - job.handed - job.usage.wall_s
-            self._clocks[job.lane].record(job.usage.cpu_s, job.usage.wall_s, store_s)
+            clock.record(job.expected_s, job.usage.wall_s, store_s)
+        # how much of its queued work the lane did: none for a job that left while it waited
+        ran = 1.0 if state != "cancelled" else float(self._progress[job.slot]) if job.handed else 0
+        clock.ended(ran)
         self._log_run(job, state)
         with self._lock:
             if state == "done":

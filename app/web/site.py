@@ -7,7 +7,7 @@ state, so two apps (a test app with its own explainers, say) never share anythin
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from fastapi import HTTPException
@@ -55,6 +55,17 @@ class Site:
         # Facts of walkthroughs progress is recorded for (title, page, step count), by key and
         # language; presets and saved scenarios never change within a simulation version.
         self.walkthroughs: Memo[tuple[str, str], Any] = Memo(4096)
+
+    def memory_probes(self) -> dict[str, Callable[[], float]]:
+        """What this process's caches hold (app.web.memory.MemoryLog): bytes in MB, entries."""
+        mb = 1024 * 1024
+        return {
+            "trace_cache_mb": lambda: self.runs.trace_cache.used / mb,
+            "trace_cache_n": lambda: len(self.runs.trace_cache),
+            "page_cache_mb": lambda: self.pages.used / mb,
+            "page_cache_n": lambda: len(self.pages),
+            "walkthroughs_n": lambda: len(self.walkthroughs),
+        }
 
     # --- explainers --------------------------------------------------------------------------
 

@@ -103,7 +103,7 @@ def test_trace_cache_holds_no_more_than_its_bound(tmp_path: Path) -> None:
     their decoded size), then push the oldest out; one larger than an eighth is not kept."""
     engine = make_engine(f"sqlite:///{tmp_path / 'cache.db'}")
     init_db(engine)
-    settings = Settings(database_url=str(engine.url), trace_cache_mb=4)
+    settings = Settings(database_url=str(engine.url), trace_cache_mb=2)
     service = RunService(settings, engine)
     tcp = next(p for p in explainers.builtin() if p.name == "tcp")
     sizes = {}
@@ -117,7 +117,7 @@ def test_trace_cache_holds_no_more_than_its_bound(tmp_path: Path) -> None:
         assert service.cached(key) is not None
     cache = service._cache
     kept = [key for key, size in sizes.items() if size <= cache.max_bytes // 8]
-    assert sum(sizes[k] for k in kept) > cache.max_bytes, "the presets should overfill 4 MB"
+    assert sum(sizes[k] for k in kept) > cache.max_bytes, "the presets should overfill 2 MB"
     assert cache.used == sum(size for _, size in cache._items.values()) <= cache.max_bytes
     assert kept[-1] in cache._items and kept[0] not in cache._items
     assert all(key in kept for key in cache._items)

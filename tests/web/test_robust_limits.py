@@ -134,7 +134,7 @@ def _lines(log: Path) -> list[dict[str, Any]]:
 def test_the_eta_counts_the_runs_ahead_and_the_recent_pace() -> None:
     clock = LaneClock(workers=1)
     assert clock.eta(2.0) == pytest.approx(2.0)  # idle CPUs, a free process
-    clock.record(cpu_s=1.0, run_s=3.0, store_s=0.0)  # runs lately took 3× their CPU time
+    clock.record(expected_s=1.0, run_s=3.0, store_s=0.0)  # runs lately took 3× their work
     assert clock.slowdown > 1.0
     alone = clock.eta(2.0)
     assert alone == pytest.approx(2.0 * clock.slowdown)

@@ -19,7 +19,7 @@ from app.sim.core.errors import ParamError, ParamIssue
 from app.sim.core.i18n import msg
 
 # Pickled bytes of one trace at most. Decoded, a trace takes up to 8 times its pickle (see
-# app.web.runs.MEMORY_PER_PICKLED_BYTE) and its JSON up to twice: 50 MB pickled is at most
+# app.web.tracecache.MEMORY_PER_PICKLED_BYTE) and its JSON up to twice: 50 MB pickled is at most
 # ~400 MB in a worker's memory.
 MAX_TRACE_BYTES = 50_000_000
 

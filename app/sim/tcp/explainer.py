@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 from app.sim.core.errors import ParamError
 from app.sim.core.explainer import Explainer, JSONValue, Limits, Preset, Progress, ResultKind
 from app.sim.core.i18n import Message, msg
+from app.sim.core.share import share
 from app.sim.core.sources import LINUX_6_4, SourceProject
 from app.sim.core.trace import Field, Frame, Trace
 from app.sim.tcp import params as P
@@ -103,10 +104,12 @@ class TcpExplainer(Explainer[TcpParams, TcpState, None]):
         return 20 + 8 * len(params.script) + 4 * data + probes + 2 * dup + 4 * len(params.network)
 
     def expected_bytes(self, params: TcpParams) -> float:
-        """Frames × ~1.2 KB (both endpoints' sockets and queues, measured). About 4 frames a
-        call, one per 3 segments of data, and 6 per keepalive probe: an answered probe comes
-        every ``tcp_keepalive_time_s``, an unanswered one every ``tcp_keepalive_intvl_s`` (a
-        probe each second for an hour made the run's 20,000 frames, 21 MB)."""
+        """Frames × ~600 bytes pickled (both endpoints' sockets and queues; what a frame
+        shares with the one before is pickled once, app.sim.core.share: 360-620 bytes a frame
+        measured, bench/cost_calibration.py). About 4 frames a call, one per 3 segments of
+        data, and 6 per keepalive probe: an answered probe comes every ``tcp_keepalive_time_s``,
+        an unanswered one every ``tcp_keepalive_intvl_s`` (a probe each second for an hour made
+        the run's 20,000 frames, 7.2 MB; 21.9 MB before the frames shared their parts)."""
         data = sum(
             math.ceil((c.bytes or 0) / params.mss) for c in params.script if c.call == "send"
         )
@@ -115,7 +118,7 @@ class TcpExplainer(Explainer[TcpParams, TcpState, None]):
             s = params.sysctl
             probes = params.until_ms / (min(s.tcp_keepalive_time_s, s.tcp_keepalive_intvl_s) * 1000)
         frames = 10 + 4 * len(params.script) + data / 3 + 6 * probes + 3 * len(params.network)
-        return min(frames, MAX_FRAMES + 1) * 1200
+        return min(frames, MAX_FRAMES + 1) * 600
 
     # --- run ---------------------------------------------------------------------------------
     def run(self, params: TcpParams, progress: Progress | None = None) -> Trace[TcpState, None]:
@@ -141,6 +144,8 @@ class TcpExplainer(Explainer[TcpParams, TcpState, None]):
                 mark = "rst"
             elif result != "ok":
                 mark = "error"
+            if frames:  # what did not change is held once (app.sim.core.share)
+                state = share(state, frames[-1].state)
             eps = state["endpoints"]
             prev = frames[-1].state["endpoints"] if frames else eps
             fields = (
@@ -155,6 +160,8 @@ class TcpExplainer(Explainer[TcpParams, TcpState, None]):
                     for key in _FIELD_KEYS
                 ),
             )
+            if frames:
+                fields = share(fields, frames[-1].fields)
             frames.append(
                 Frame(
                     index=len(frames),

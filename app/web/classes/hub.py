@@ -43,7 +43,7 @@ class Hub:
         self._stop = threading.Event()
         self._listener: threading.Thread | None = None
         # each event's SSE bytes per language, encoded once for all this process's students
-        self.encoded: Memo[tuple[str, int, str], bytes] = Memo(1024)
+        self.encoded: Memo[tuple[str, int, str], bytes] = Memo(1024, weigh=len, budget=4 << 20)
 
     # --- students ------------------------------------------------------------------------
 
