@@ -21,10 +21,10 @@ the lane's processes, plus its own work, each at the pace (the recent runs' pace
 running runs' own pace so far where they have gone far enough to tell), plus the storing.
 Cheap: a few sums over the lane's runs, under the lane's lock.
 
-The soak of issue 24 (cwnd and tcp jobs, many abandoned by their clients) measured wall/eta
+The soak of issue 24 (long jobs, many abandoned by their clients) measured wall/eta
 between 0.20 and 3.22 with the slowdown per CPU second and every queued run counted in full:
 most runs finished in under half their eta (the runs ahead were cancelled before they ran, and
-the predictions of tcp run 1.5× the CPU used), the first runs of a burst in over twice it (no
+some explainers' predictions ran 1.5× the CPU used), the first runs of a burst in over twice it (no
 pace known yet: the running runs' own pace now says it). The API gives it to the client as ``eta_s`` beside ``expected_s``; the run log
 (``APP_RUN_LOG``) records it so ``bench/soak.py`` can hold each run's wall time to it.
 """

@@ -469,7 +469,7 @@ class RunService:
         plus its expected work, so shorter runs go first but a run that has waited is not
         passed by every shorter one after it; a run short enough to be answered in its request
         (at most ``job_threshold_s``: its client's connection is held) ahead of every job. A
-        soak's tcp runs of 0.9 s waited in the long lane behind queued jobs of minutes' work
+        soak's short runs of 0.9 s waited in the long lane behind queued jobs of minutes' work
         until their clients gave up (60 s)."""
         held = expected <= self.settings.job_threshold_s
         return now + expected - (HELD_AHEAD_S if held else 0.0)
