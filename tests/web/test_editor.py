@@ -20,7 +20,7 @@ HX = {"HX-Request": "true"}
 
 @pytest.fixture
 def client(shared_client: TestClient) -> TestClient:
-    """These tests fill in forms and run them: one app for the module (tests/web/conftest.py)."""
+    """These tests fill in forms and run them: one app for the module (tests/conftest.py)."""
     return shared_client
 
 

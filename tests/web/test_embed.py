@@ -24,7 +24,7 @@ RAW = {
 
 @pytest.fixture
 def client(shared_client: TestClient) -> TestClient:
-    """These tests only read pages: one app for the module (tests/web/conftest.py)."""
+    """These tests only read pages: one app for the module (tests/conftest.py)."""
     return shared_client
 
 

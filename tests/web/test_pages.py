@@ -18,7 +18,7 @@ PRESETS = [(e.name, p.slug) for e in SIMS.values() for p in e.presets]
 
 @pytest.fixture
 def client(shared_client: TestClient) -> TestClient:
-    """These tests only read pages: one app for the module (tests/web/conftest.py)."""
+    """These tests only read pages: one app for the module (tests/conftest.py)."""
     return shared_client
 
 

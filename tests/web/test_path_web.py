@@ -45,7 +45,7 @@ SKB_FIELDS = {
 
 @pytest.fixture
 def client(shared_client: TestClient) -> TestClient:
-    """These tests read pages and run scenarios: one app for the module (tests/web/conftest.py)."""
+    """These tests read pages and run scenarios: one app for the module (tests/conftest.py)."""
     return shared_client
 
 
