@@ -28,6 +28,26 @@ def client(settings: Settings) -> Iterator[TestClient]:
         yield c
 
 
+@pytest.fixture(scope="module")
+def _module_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    db = tmp_path_factory.mktemp("app") / "test.db"
+    with TestClient(
+        create_app(Settings(database_url=f"sqlite:///{db}")), raise_server_exceptions=False
+    ) as c:
+        yield c
+
+
+@pytest.fixture
+def shared_client(_module_app: TestClient) -> TestClient:
+    """One app (the default settings on a temporary SQLite file) for a whole test module, for
+    tests that only do what any visitor may (read pages, run and save scenarios): starting an
+    app and rendering its first pages per test cost more than most tests. A module opts in by
+    defining ``client`` as this. Each test starts as a new visitor (no
+    cookies); the app's stored runs and kept pages carry over, as they do between visitors."""
+    _module_app.cookies.clear()
+    return _module_app
+
+
 # --- one database per test, on SQLite and on PostgreSQL -----------------------------------
 # scripts/test starts a throw-away PostgreSQL and exports APP_TEST_POSTGRES_URL (and
 # APP_TEST_POSTGRES_REQUIRED=1); tests taking ``db_url`` run on both databases. Outside

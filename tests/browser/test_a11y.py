@@ -3,7 +3,9 @@ in both languages (run in Debian chromium through Playwright)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -28,6 +30,24 @@ PAGES = [
     "/examples/slides",
     "/recordings",
 ]
+
+
+@pytest.fixture(scope="module")
+def _tab(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, bypass_csp=True)
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def page(_tab: Any) -> Any:
+    """The pages checked here only load and are read: one tab for the module (a new context and
+    page per test cost more CPU than axe), each test a new visitor (no cookies, so no language
+    or session from the test before; these pages write no storage)."""
+    _tab.context.clear_cookies()
+    return _tab
 
 
 @pytest.mark.parametrize("lang", ["en", "zh-CN"])

@@ -31,6 +31,7 @@ there) lies wholly in view, clear of the controls.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -304,13 +305,28 @@ PROBE = r"""
 """
 
 
-def _open(browser: Any, url: str, viewport: dict[str, int]) -> tuple[Any, Any]:
-    context = browser.new_context(viewport=viewport, reduced_motion="reduce", bypass_csp=True)
-    page = context.new_page()
+@pytest.fixture(scope="module")
+def tab(browser: Any) -> Iterator[Any]:
+    """One browser tab for the whole module: a new context and page per walkthrough cost more
+    CPU than walking it (a renderer started and every script and style fetched and compiled
+    again). Each walkthrough loads its own page in it (:func:`_open`) as a new visitor."""
+    context = browser.new_context(viewport=DESKTOP, reduced_motion="reduce", bypass_csp=True)
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+
+
+def _open(page: Any, url: str, viewport: dict[str, int]) -> Any:
+    """Load ``url`` in the tab at ``viewport``, without cookies (a new visitor; the app keeps
+    nothing else in the browser unless a visitor picks a theme or starts a class), with the
+    probe, once the layout has settled."""
+    page.context.clear_cookies()
+    page.set_viewport_size(viewport)
     page.goto(url, wait_until="load")
     page.add_script_tag(content=PROBE)
     page.evaluate("__layout.settle()")
-    return context, page
+    return page
 
 
 def _walk(
@@ -336,39 +352,31 @@ def _tallest(heights: list[list[int]], which: int) -> int:
 
 @pytest.mark.parametrize(("explainer", "slug"), CASES, ids=[f"{e}-{s}" for e, s in CASES])
 def test_every_step_fits_one_screen_and_nothing_overlaps(
-    live_server: Any, browser: Any, explainer: str, slug: str
+    live_server: Any, tab: Any, explainer: str, slug: str
 ) -> None:
     """Each preset step: controls cover nothing and nothing covers them, labels don't overlap,
     picture, narration and note fit 1440×900 (page unscrolled, picture type ≥ 12 px as drawn)
     and a 960×600 embed, and on a phone the narration starts within a screen of the picture, in
     the light, dark and projector themes."""
     problems: list[str] = []
-    context, page = _open(
-        browser, f"{live_server.url}/explainers/{explainer}/presets/{slug}", DESKTOP
-    )
-    try:
-        count = int(page.evaluate("window.Stepscope.count"))
-        assert count > 0
-        found, heights = _walk(page, list(range(count)), "fit", "1440x900 light", TYPE_FLOOR)
-        problems += found
-        samples = sorted({0, count - 1, _tallest(heights, 0), _tallest(heights, 1)})
-        for theme in ("dark", "projector"):
-            _theme(page, theme)
-            problems += _walk(page, samples, "fit", f"1440x900 {theme}")[0]
-        page.set_viewport_size(PHONE)
-        for i, theme in enumerate(THEMES):
-            _theme(page, theme, resized=i == 0)
-            problems += _walk(page, samples, "phone", f"390x844 {theme}")[0]
-    finally:
-        context.close()
+    page = _open(tab, f"{live_server.url}/explainers/{explainer}/presets/{slug}", DESKTOP)
+    count = int(page.evaluate("window.Stepscope.count"))
+    assert count > 0
+    found, heights = _walk(page, list(range(count)), "fit", "1440x900 light", TYPE_FLOOR)
+    problems += found
+    samples = sorted({0, count - 1, _tallest(heights, 0), _tallest(heights, 1)})
+    for theme in ("dark", "projector"):
+        _theme(page, theme)
+        problems += _walk(page, samples, "fit", f"1440x900 {theme}")[0]
+    page.set_viewport_size(PHONE)
+    for i, theme in enumerate(THEMES):
+        _theme(page, theme, resized=i == 0)
+        problems += _walk(page, samples, "phone", f"390x844 {theme}")[0]
     embed = f"{live_server.url}/embed/{explainer}/presets/{slug}?theme=projector"
-    context, page = _open(browser, embed, EMBED)
-    try:
-        for theme in ("projector", "light", "dark"):
-            _theme(page, theme)
-            problems += _walk(page, samples, "fit", f"embed 960x600 {theme}")[0]
-    finally:
-        context.close()
+    page = _open(tab, embed, EMBED)
+    for theme in ("projector", "light", "dark"):
+        _theme(page, theme)
+        problems += _walk(page, samples, "fit", f"embed 960x600 {theme}")[0]
     assert not problems, f"{len(problems)} layout faults:\n" + "\n".join(problems[:25])
 
 
@@ -376,7 +384,7 @@ RECORDING_KINDS = ["capture", "tcp", "cwnd", "path"]
 
 
 @pytest.mark.parametrize("kind", RECORDING_KINDS)
-def test_recording_pages_fit_one_screen(live_server: Any, browser: Any, kind: str) -> None:
+def test_recording_pages_fit_one_screen(live_server: Any, tab: Any, kind: str) -> None:
     """A recording's page (/r/{id}) of each kind, uploaded through the API, in every theme and
     frame an ordinary walkthrough is checked in, by the same probe: every step at 1440×900 in
     the light theme (labels, type ≥ 12 px), its first, last and tallest steps in the dark and
@@ -384,27 +392,21 @@ def test_recording_pages_fit_one_screen(live_server: Any, browser: Any, kind: st
     (loaded in the projector theme, as the Embed menu offers)."""
     path = upload(live_server.url, kind)
     problems: list[str] = []
-    context, page = _open(browser, f"{live_server.url}{path}", DESKTOP)
-    try:
-        count = int(page.evaluate("window.Stepscope.count"))
-        found, heights = _walk(page, list(range(count)), "fit", "1440x900 light", TYPE_FLOOR)
-        problems += found
-        samples = sorted({0, count - 1, _tallest(heights, 0), _tallest(heights, 1)})
-        for theme in ("dark", "projector"):
-            _theme(page, theme)
-            problems += _walk(page, samples, "fit", f"1440x900 {theme}")[0]
-        page.set_viewport_size(PHONE)
-        for i, theme in enumerate(THEMES):
-            _theme(page, theme, resized=i == 0)
-            problems += _walk(page, samples, "phone", f"390x844 {theme}")[0]
-    finally:
-        context.close()
+    page = _open(tab, f"{live_server.url}{path}", DESKTOP)
+    count = int(page.evaluate("window.Stepscope.count"))
+    found, heights = _walk(page, list(range(count)), "fit", "1440x900 light", TYPE_FLOOR)
+    problems += found
+    samples = sorted({0, count - 1, _tallest(heights, 0), _tallest(heights, 1)})
+    for theme in ("dark", "projector"):
+        _theme(page, theme)
+        problems += _walk(page, samples, "fit", f"1440x900 {theme}")[0]
+    page.set_viewport_size(PHONE)
+    for i, theme in enumerate(THEMES):
+        _theme(page, theme, resized=i == 0)
+        problems += _walk(page, samples, "phone", f"390x844 {theme}")[0]
     embed = f"{live_server.url}/embed{path}?theme=projector"
-    context, page = _open(browser, embed, EMBED)
-    try:
-        for theme in ("projector", "light", "dark"):
-            _theme(page, theme)
-            problems += _walk(page, samples, "fit", f"embed 960x600 {theme}")[0]
-    finally:
-        context.close()
+    page = _open(tab, embed, EMBED)
+    for theme in ("projector", "light", "dark"):
+        _theme(page, theme)
+        problems += _walk(page, samples, "fit", f"embed 960x600 {theme}")[0]
     assert not problems, f"{len(problems)} layout faults:\n" + "\n".join(problems[:25])

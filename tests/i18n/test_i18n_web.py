@@ -27,6 +27,12 @@ def html_lang(text: str) -> str:
 # --- choosing the language -----------------------------------------------------------------
 
 
+@pytest.fixture
+def client(shared_client: TestClient) -> TestClient:
+    """These tests read pages as visitors: one app for the module (tests/conftest.py)."""
+    return shared_client
+
+
 @pytest.mark.parametrize(
     ("header", "want"),
     [

@@ -6,6 +6,7 @@ import json
 import re
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
 from app.web.explainers.cwnd.charts import EVENT_STYLE, MAX_POINTS, PLOTLY_JS, decimate
@@ -17,6 +18,12 @@ ISSUE_EXAMPLE = {
     "mss": 1448,
     "seed": 0,
 }
+
+
+@pytest.fixture
+def client(shared_client: TestClient) -> TestClient:
+    """These tests read pages and run scenarios: one app for the module (tests/conftest.py)."""
+    return shared_client
 
 
 def test_run_returns_the_series_contract(client: TestClient) -> None:

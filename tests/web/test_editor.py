@@ -8,6 +8,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
+import pytest
 from fastapi.testclient import TestClient
 
 from app.main import create_app
@@ -15,6 +16,12 @@ from app.settings import Settings
 from app.web.sources import decode_params
 
 HX = {"HX-Request": "true"}
+
+
+@pytest.fixture
+def client(shared_client: TestClient) -> TestClient:
+    """These tests fill in forms and run them: one app for the module (tests/conftest.py)."""
+    return shared_client
 
 
 def form(ops: list[dict], **extra: str) -> dict[str, str]:

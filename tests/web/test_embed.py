@@ -22,6 +22,12 @@ RAW = {
 }
 
 
+@pytest.fixture
+def client(shared_client: TestClient) -> TestClient:
+    """These tests only read pages: one app for the module (tests/conftest.py)."""
+    return shared_client
+
+
 def assert_frameable(r: object) -> None:
     assert r.headers["content-security-policy"].endswith("; frame-ancestors *")
     assert "x-frame-options" not in r.headers

@@ -16,6 +16,12 @@ SIMS = {p.name: p.sim for p in builtin()}
 PRESETS = [(e.name, p.slug) for e in SIMS.values() for p in e.presets]
 
 
+@pytest.fixture
+def client(shared_client: TestClient) -> TestClient:
+    """These tests only read pages: one app for the module (tests/conftest.py)."""
+    return shared_client
+
+
 def test_home_lists_explainers_and_walkthroughs(client: TestClient) -> None:
     """The home page links every explainer and every preset walkthrough."""
     html = client.get("/").text

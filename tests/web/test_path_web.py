@@ -43,6 +43,12 @@ SKB_FIELDS = {
 }
 
 
+@pytest.fixture
+def client(shared_client: TestClient) -> TestClient:
+    """These tests read pages and run scenarios: one app for the module (tests/conftest.py)."""
+    return shared_client
+
+
 def _svg(trace: PathTrace, index: int) -> ET.Element:
     return ET.fromstring(VIEW.picture(trace, trace.frames[index]))
 

@@ -12,7 +12,7 @@ import os
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields
 from pathlib import Path
@@ -23,7 +23,6 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.settings import Settings
-from app.store.db import init_db, make_engine
 from app.web import gctune
 from app.web.eta import LaneClock
 from app.web.exporting import PngRenderer, lower_thread_priority
@@ -49,37 +48,16 @@ class ApiLongHog(ApiHog, LongHog):
     name = "longhog"  # type: ignore[misc]
 
 
-@pytest.fixture
-def new_runs(tmp_path: Path) -> Iterator[Callable[..., RunService]]:
-    started: list[RunService] = []
-
-    def make(**overrides: Any) -> RunService:
-        settings = Settings(
-            database_url=f"sqlite:///{tmp_path / 'runs.db'}",
-            **{"sim_quick_workers": 0, "job_threshold_s": 1000, "sim_recycle_mb": 0, **overrides},
-        )
-        engine = make_engine(settings.database_url)
-        init_db(engine)
-        runs = RunService(settings, engine)
-        runs.start()
-        started.append(runs)
-        return runs
-
-    yield make
-    for runs in started:
-        runs.stop()
-
-
 # --- the memory one run may add ------------------------------------------------------------------
 
 
 def test_a_run_that_would_grow_its_process_past_its_allowance_fails_alone(
-    new_runs: Callable[..., RunService],
+    make_runs: Callable[..., RunService],
 ) -> None:
     """With APP_SIM_RUN_MB, a run that asks for more memory than that on top of what its
     process has fails with that limit named; the allowance is per run (two runs that each keep
     less than it both run, together more), and the same process goes on."""
-    runs = new_runs(sim_run_mb=64, sim_recycle_mb=0)
+    runs = make_runs(sim_run_mb=64, sim_recycle_mb=0)
     pids = runs._pools["long"].pids()
     with pytest.raises(SimLimitExceeded) as failed:
         runs.trace(HOG, HogParams(mb=512))
@@ -108,10 +86,10 @@ def test_over_the_run_allowance_the_api_answers_422_and_goes_on(tmp_path: Path) 
         assert ok.status_code == 200, ok.text
 
 
-def test_a_run_logs_the_memory_it_added(new_runs: Callable[..., RunService], tmp_path: Path) -> None:
+def test_a_run_logs_the_memory_it_added(make_runs: Callable[..., RunService], tmp_path: Path) -> None:
     """The run log says how far a run raised its process's resident memory at its peak."""
     log = tmp_path / "runs.jsonl"
-    runs = new_runs(run_log=log)
+    runs = make_runs(run_log=log)
     runs.trace(HOG, HogParams(keep_mb=48, tag=1))
     runs.trace(HOG, HogParams(tag=2))
     deadline = time.monotonic() + 30
@@ -145,11 +123,11 @@ def test_the_eta_counts_the_runs_ahead_and_the_recent_pace() -> None:
 
 
 def test_a_job_is_told_the_wait_of_the_runs_ahead_of_it(
-    new_runs: Callable[..., RunService],
+    make_runs: Callable[..., RunService],
 ) -> None:
     """A long run submitted behind another in the only process is given an eta_s that counts
     the one ahead, and the run log records it."""
-    runs = new_runs()
+    runs = make_runs()
     first = runs.submit(LongHog(), HogParams(sleep_s=1.0, tag=1), "a")
     second = runs.submit(LongHog(), HogParams(sleep_s=1.0, tag=2), "b")
     assert first.eta_s == pytest.approx(5.0)
@@ -284,12 +262,12 @@ class SizedHog(HogExplainer):
 
 
 def test_a_waiting_run_is_not_passed_by_every_shorter_one_after_it(
-    new_runs: Callable[..., RunService],
+    make_runs: Callable[..., RunService],
 ) -> None:
     """Waiting runs start shortest first, but the time a run has waited counts against its
     length: a run submitted later that is only a little shorter waits behind it (so the wait
     it was told holds), one much shorter still goes first."""
-    runs = new_runs()
+    runs = make_runs()
     sized = SizedHog()
 
     def submit(params: HogParams) -> str:

@@ -15,7 +15,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +27,6 @@ from fastapi.testclient import TestClient
 from app.main import create_app
 from app.settings import Settings
 from app.sim.core import Frame, ParamError, Progress, SourceRef, Trace, msg
-from app.store.db import init_db, make_engine
 from app.web.runs import Busy, Job, RunService
 from app.web.simproc import SimLimitExceeded, SimProcessDied
 from tests.contract.toy import CounterState, ToyExplainer
@@ -101,27 +100,6 @@ class HogExplainer(ToyExplainer):
 
 HOG = HogExplainer()
 KEPT: list[bytes] = []  # in a simulation process: what runs left behind
-
-
-@pytest.fixture
-def make_runs(tmp_path: Path) -> Iterator[Callable[..., RunService]]:
-    started: list[RunService] = []
-
-    def make(**overrides: Any) -> RunService:
-        settings = Settings(
-            database_url=f"sqlite:///{tmp_path / 'runs.db'}",
-            **{"sim_quick_workers": 0, "job_threshold_s": 1000, "sim_recycle_mb": 0, **overrides},
-        )
-        engine = make_engine(settings.database_url)
-        init_db(engine)
-        runs = RunService(settings, engine)
-        runs.start()
-        started.append(runs)
-        return runs
-
-    yield make
-    for runs in started:
-        runs.stop()
 
 
 def sim_pids(runs: RunService) -> list[int]:

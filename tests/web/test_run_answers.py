@@ -10,7 +10,7 @@ import multiprocessing
 import os
 import time
 import zlib as compress_module
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
@@ -23,7 +23,6 @@ from app import explainers
 from app.main import create_app
 from app.settings import Settings
 from app.sim.core import EncodedJSON, Trace
-from app.store.db import init_db, make_engine
 from app.web import answers, fastjson, i18n
 from app.web import runs as runs_module
 from app.web.plugin import Plugin
@@ -31,27 +30,6 @@ from app.web.routes.api import answer_pieces, trace_json
 from app.web.runs import RunService
 
 PLUGINS = {p.name: p for p in explainers.builtin()}
-
-
-@pytest.fixture
-def make_runs(tmp_path: Path) -> Iterator[Callable[..., RunService]]:
-    started: list[RunService] = []
-
-    def make(**overrides: Any) -> RunService:
-        settings = Settings(
-            database_url=f"sqlite:///{tmp_path / 'runs.db'}",
-            **{"sim_quick_workers": 0, "job_threshold_s": 1000, **overrides},
-        )
-        engine = make_engine(settings.database_url)
-        init_db(engine)
-        runs = RunService(settings, engine)
-        runs.start()
-        started.append(runs)
-        return runs
-
-    yield make
-    for runs in started:
-        runs.stop()
 
 
 def wait_for(check: Callable[[], bool], seconds: float = 30) -> None:

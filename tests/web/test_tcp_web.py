@@ -30,6 +30,12 @@ ISSUE_EXAMPLE: dict[str, Any] = {
 }
 
 
+@pytest.fixture
+def client(shared_client: TestClient) -> TestClient:
+    """These tests read pages and run scenarios: one app for the module (tests/conftest.py)."""
+    return shared_client
+
+
 def _c(t: float, ep: str, call: str, **kw: Any) -> dict[str, Any]:
     return {"t_ms": t, "endpoint": ep, "call": call, **kw}
 
