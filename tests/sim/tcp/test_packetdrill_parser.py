@@ -12,6 +12,7 @@ from app.sim.tcp.packetdrill.ast import (
     Comment,
     Elided,
     InfoAssert,
+    InfoCheck,
     ListArg,
     Name,
     Option,
@@ -125,9 +126,30 @@ def test_a_cwnd_assertion_is_an_event_other_python_is_not() -> None:
     python (another field, an expression) stays unsupported."""
     ev = one("+0 %{ assert tcpi_snd_cwnd == 12, 'cwnd=%d' % tcpi_snd_cwnd }%")
     assert isinstance(ev, InfoAssert)
-    assert (ev.field, ev.op, ev.value) == ("tcpi_snd_cwnd", "==", 12)
+    assert ev.checks == (InfoCheck(field="tcpi_snd_cwnd", op="==", value=12),)
     for text in ("+0 %{ assert tcpi_rto == 1 }%", "+0 %{ assert 1 <= tcpi_snd_cwnd <= 3 }%"):
         assert isinstance(one(text), Unsupported)
+
+
+def test_a_block_of_assertions_is_one_event_with_a_check_per_line() -> None:
+    """Several ``assert`` lines in one block, with messages and ``#`` comments: one check
+    each, TCP_CA_* names read as enum tcp_ca_state's values (Recovery is 3). Any other line
+    in the block, or an unknown TCP_CA_ name, leaves the whole block unsupported."""
+    block = (
+        "+.02 %{\nassert tcpi_ca_state == TCP_CA_Recovery, tcpi_ca_state\n"
+        "assert tcpi_sacked >= 2,tcpi_sacked  # two SACKed\n"
+        "assert tcpi_snd_ssthresh != 9\n}%"
+    )
+    ev = one(block)
+    assert isinstance(ev, InfoAssert)
+    assert [(c.field, c.op, c.value) for c in ev.checks] == [
+        ("tcpi_ca_state", "==", 3),
+        ("tcpi_sacked", ">=", 2),
+        ("tcpi_snd_ssthresh", "!=", 9),
+    ]
+    assert ev.time.us == 20000
+    for bad in ("x = 1", "assert tcpi_ca_state == TCP_CA_Nowhere", "assert tcpi_rtt > 0"):
+        assert isinstance(one(block.replace("assert tcpi_snd_ssthresh != 9", bad)), Unsupported)
 
 
 def test_any_options_and_no_options() -> None:

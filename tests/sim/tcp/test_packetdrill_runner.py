@@ -388,9 +388,29 @@ def test_a_cwnd_assertion_reads_the_models_cwnd_after_the_acks() -> None:
     at_ack = "\n".join([*script[:11], "   +0 %{{ assert tcpi_snd_cwnd == {n} }}%", ""])
     res = run(parse(at_ack.format(n=11)))
     assert res.verdict.passed, [(r.line, r.reasons) for r in res.lines if r.status != "match"]
-    res = run(parse(at_ack.format(n=10)))
+    res = run(parse(at_ack.format(n=9)))
     assert not res.verdict.passed and res.verdict.line == 12
-    assert res.lines[-1].got == {"field": "tcpi_snd_cwnd", "value": 11}
+    assert res.lines[-1].got == {"values": {"tcpi_snd_cwnd": 11}}
+
+
+def test_a_block_of_assertions_reads_the_models_tcp_info_fields() -> None:
+    """After the ACK of 1:1001 with nothing lost: ca_state Open (0), ssthresh still
+    TCP_INFINITE_SSTHRESH, ten segments out (1001:11001; tcpi_unacked is packets_out), none SACKed, lost
+    or resent, reordering 3 (net.ipv4.tcp_reordering). Every line must hold: one wrong value
+    fails the line, naming that field."""
+    script = PSH_MARKS.format(first="P.", middle=".", last="P.").split("\n")
+    block = (
+        "   +0 %{{\nassert tcpi_ca_state == TCP_CA_Open\nassert tcpi_unacked == {n}\n"
+        "assert tcpi_sacked == 0\nassert tcpi_lost == 0, tcpi_lost\nassert tcpi_retrans == 0\n"
+        "assert tcpi_reordering == 3\nassert tcpi_snd_ssthresh > 1000\n}}%"
+    )
+    at_ack = "\n".join([*script[:11], block, ""])
+    res = run(parse(at_ack.format(n=10)))
+    assert res.verdict.passed, [(r.line, r.reasons) for r in res.lines if r.status != "match"]
+    assert res.lines[-1].got["values"]["tcpi_unacked"] == 10
+    res = run(parse(at_ack.format(n=9)))
+    assert not res.verdict.passed and res.lines[-1].diffs == ["value"]
+    assert "tcpi_unacked is 10" in str(res.lines[-1].reasons[0])
 
 
 APP_LIMITED = """\

@@ -126,15 +126,24 @@ class Unsupported(Node):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class InfoAssert(Node):
-    """``+0 %{ assert tcpi_snd_cwnd == 10, tcpi_snd_cwnd }%``: the one python form the runner
-    checks, a comparison of a TCP_INFO field the model keeps with a number (the message after
-    the comma is not evaluated). Any other python is :class:`Unsupported`."""
+class InfoCheck:
+    """One ``assert tcpi_X OP N`` line: a TCP_INFO field, a comparison and a number (a
+    ``TCP_CA_*`` name stands for its value; the message after the comma is not evaluated)."""
 
-    time: EventTime
     field: str
     op: str
     value: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InfoAssert(Node):
+    """``+0 %{ assert tcpi_snd_cwnd == 10, tcpi_snd_cwnd }%``, or a block of such lines, one
+    per line: the one python form the runner checks, each a comparison of a TCP_INFO field the
+    model keeps (app.sim.tcp.packetdrill.tcpinfo) with a number; every one must hold. Any
+    other python is :class:`Unsupported`."""
+
+    time: EventTime
+    checks: tuple[InfoCheck, ...]
 
 
 Event = Comment | Option | Shell | Syscall | Packet | InfoAssert | Unsupported

@@ -18,6 +18,7 @@ from app.sim.tcp.packetdrill.ast import (
     Event,
     EventTime,
     InfoAssert,
+    InfoCheck,
     ListArg,
     Name,
     Option,
@@ -31,6 +32,7 @@ from app.sim.tcp.packetdrill.ast import (
     Unsupported,
 )
 from app.sim.tcp.packetdrill.lexer import ScriptSyntaxError, Token, tokenize
+from app.sim.tcp.packetdrill.tcpinfo import CA_STATES, OFFSETS
 
 SYSCALLS = frozenset(
     (
@@ -68,12 +70,31 @@ _FLAG_LETTERS = frozenset("SFRP.")
 # restore line (at a script's end) has nothing left to undo
 _PROC_SYSCTL = re.compile(r"^/proc/sys/net/ipv4/(\w+)=(\S+)$")
 _RESTORE = re.compile(r"^/tmp/sysctl_restore_\$\{PPID\}\.sh$")
-# the TCP_INFO fields an assertion may compare (app.sim.tcp.packetdrill.runner.INFO_FIELDS)
+# one line of a %{ }% block the runner checks: assert tcpi_X OP N[, message][# comment], the
+# field one of app.sim.tcp.packetdrill.tcpinfo's, N a number or a TCP_CA_* name
 _INFO_ASSERT = re.compile(
-    r"^%\{\s*assert\s+(tcpi_snd_cwnd)\s*(==|!=|<=|>=|<|>)\s*(\d+)\s*(?:,[^\n]*)?\}%$"
+    r"^assert\s+(tcpi_\w+)\s*(==|!=|<=|>=|<|>)\s*(\d+|TCP_CA_\w+)\s*(?:[,#][^\n]*)?$"
 )
 _SYSCTL = re.compile(r"^(net\.ipv4\.\w+)=(.*)$")
 _ARITH = re.compile(r"\$\(\(([0-9+\-* ]+)\)\)")
+
+
+def info_checks(block: str) -> tuple[InfoCheck, ...]:
+    """The assertions of a ``%{ … }%`` block, one per line; empty when any line is something
+    else (then the block is unsupported)."""
+    checks: list[InfoCheck] = []
+    for raw in block[2:-2].splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        m = _INFO_ASSERT.match(line)
+        if m is None or m[1] not in OFFSETS:
+            return ()
+        value = CA_STATES.get(m[3]) if m[3].startswith("TCP_CA_") else int(m[3])
+        if value is None:
+            return ()
+        checks.append(InfoCheck(field=m[1], op=m[2], value=value))
+    return tuple(checks)
 
 
 def parse(text: str) -> Script:
@@ -181,10 +202,9 @@ class _Parser:
             raise ScriptSyntaxError(tok.line, tok.col, msg("a time with no event after it"))
         if head.kind == "python":  # +0 %{ assert tcpi_… }%
             self.i += 1
-            m = _INFO_ASSERT.match(head.text)
-            if m is not None:
-                field, op, value = m.groups()
-                return InfoAssert(**pos, time=time, field=field, op=op, value=int(value))
+            checks = info_checks(head.text)
+            if checks:
+                return InfoAssert(**pos, time=time, checks=checks)
             return Unsupported(
                 **pos, construct="%{ python }% block", text=head.text[:60], time=time
             )

@@ -52,6 +52,7 @@ from app.sim.tcp.packetdrill.runner import (
     verdict_of,
 )
 from app.sim.tcp.packetdrill.settings import DEFAULTS_SH
+from app.sim.tcp.packetdrill.tcpinfo import INFO_LEN, OFFSETS
 
 MAX_KERNEL_S = 10.0  # a run's hard limit (wall clock, setup included)
 TUN_NAME = "pdk0"
@@ -378,7 +379,8 @@ class KernelRun:
             return
         t = self.when(ev)
         if isinstance(ev, InfoAssert):
-            judge_info(ev, res, self.tcp_info_field(ev.field), self.on_time(t))
+            at = self.on_time(t)
+            judge_info(ev, res, self.tcp_info([c.field for c in ev.checks]), at)
         elif isinstance(ev, Packet) and ev.direction == ">":
             self.expect(ev, res, t)
         elif isinstance(ev, Packet):
@@ -394,19 +396,22 @@ class KernelRun:
             res.t_ms = round(at, 3)
             HANDLERS[ev.name](self, ev, res, at)
 
-    def tcp_info_field(self, name: str) -> int | None:
-        """A TCP_INFO field of the newest connection socket (packetdrill's socket under
-        test), read with getsockopt: tcpi_snd_cwnd is the u32 at offset 80 of struct
-        tcp_info (include/uapi/linux/tcp.h)."""
-        offsets = {"tcpi_snd_cwnd": 80}
+    def tcp_info(self, names: list[str]) -> dict[str, int] | None:
+        """TCP_INFO fields of the newest connection socket (packetdrill's socket under test),
+        read with getsockopt at their offsets in struct tcp_info (tcpinfo.OFFSETS, checked
+        in v6.4's include/uapi/linux/tcp.h: tcpi_snd_cwnd is the u32 at offset 80)."""
         for fd in sorted(self.fds, reverse=True):
             s = self.fds[fd].sock
             try:
                 s.getpeername()
-                raw = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
+                raw = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, INFO_LEN)
             except OSError:
                 continue
-            return int(struct.unpack_from("I", raw, offsets[name])[0])
+            out: dict[str, int] = {}
+            for name in names:
+                off, fmt = OFFSETS[name]
+                out[name] = int(struct.unpack_from(fmt, raw, off)[0])
+            return out
         return None
 
     def when(self, ev: Packet | Syscall | InfoAssert) -> float | None:

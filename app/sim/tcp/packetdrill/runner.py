@@ -36,8 +36,10 @@ from app.sim.tcp.packetdrill.ast import (
 from app.sim.tcp.packetdrill.peer import PeerSim, RunLimit, Sent
 from app.sim.tcp.packetdrill.settings import knobs
 from app.sim.tcp.packetdrill.syscalls import PendingPoll, check_poll
+from app.sim.tcp.packetdrill.tcpinfo import CA_STATES
 from app.sim.tcp.params import MAX_RCVBUF, TcpParams
 from app.sim.tcp.sock import Seg, Sock
+from app.sim.tcp.tcp_sack import lost_out, retrans_out, sacked_out
 
 DEFAULT_TOLERANCE_US = 4000
 MAX_EVENTS = 20_000  # model events (timers, calls, segments) a run may take
@@ -559,9 +561,20 @@ def check_times(script: Script) -> None:
             )
 
 
-# TCP_INFO fields an assertion may check, read from the model's socket (tcp_get_info,
-# net/ipv4/tcp.c: tcpi_snd_cwnd is tcp_snd_cwnd(tp), in segments)
-INFO_FIELDS: dict[str, Callable[[Sock], int]] = {"tcpi_snd_cwnd": lambda sk: sk.cwnd}
+# TCP_INFO fields an assertion may check, read from the model's socket as tcp_get_info
+# (net/ipv4/tcp.c, v6.4 lines 3854-3911; app.sim.tcp.packetdrill.tcpinfo) fills them for a
+# connection: tcp_snd_cwnd(tp) and tp->snd_ssthresh in segments, icsk_ca_state as enum
+# tcp_ca_state, tp->packets_out, sacked_out, lost_out, retrans_out and reordering
+INFO_FIELDS: dict[str, Callable[[Sock], int]] = {
+    "tcpi_snd_cwnd": lambda sk: sk.cwnd,
+    "tcpi_snd_ssthresh": lambda sk: sk.ssthresh,
+    "tcpi_ca_state": lambda sk: CA_STATES["TCP_CA_" + sk.ca_state],
+    "tcpi_unacked": lambda sk: sk.packets_out,
+    "tcpi_sacked": sacked_out,
+    "tcpi_lost": lost_out,
+    "tcpi_retrans": retrans_out,
+    "tcpi_reordering": lambda sk: sk.reordering,
+}
 _COMPARE: dict[str, Callable[[int, int], bool]] = {
     "==": lambda a, b: a == b,
     "!=": lambda a, b: a != b,
@@ -573,30 +586,37 @@ _COMPARE: dict[str, Callable[[int, int], bool]] = {
 
 
 def check_info(r: Runner, ev: InfoAssert, res: LineResult) -> None:
-    """``%{ assert tcpi_snd_cwnd == N }%``: the field of the model's connection now."""
+    """``%{ assert tcpi_X OP N }%`` (one or several): the fields of the model's connection now."""
     sk = r.sim.ep.fd if isinstance(r.sim.ep.fd, Sock) else r.sim.ep.ehash
-    judge_info(ev, res, INFO_FIELDS[ev.field](sk) if isinstance(sk, Sock) else None, r.sim.now)
+    values = None
+    if isinstance(sk, Sock):
+        values = {c.field: INFO_FIELDS[c.field](sk) for c in ev.checks}
+    judge_info(ev, res, values, r.sim.now)
 
 
-def judge_info(ev: InfoAssert, res: LineResult, got: int | None, at: float) -> None:
-    """Compare a TCP_INFO field (the model's or the kernel's) with the assertion."""
+def judge_info(ev: InfoAssert, res: LineResult, values: dict[str, int] | None, at: float) -> None:
+    """Compare TCP_INFO fields (the model's or the kernel's) with every assertion of the
+    line: each one that does not hold is a difference."""
     res.t_ms = round(at, 3)
-    res.expected = {"field": ev.field, "op": ev.op, "value": ev.value}
-    if got is None:
-        res.fail("field", msg("no connection to read {field} from", field=ev.field))
+    res.expected = {
+        "asserts": [{"field": c.field, "op": c.op, "value": c.value} for c in ev.checks]
+    }
+    if values is None:
+        res.fail("field", msg("no connection to read {field} from", field=ev.checks[0].field))
         return
-    res.got = {"field": ev.field, "value": got}
-    if not _COMPARE[ev.op](got, ev.value):
-        res.fail(
-            "value",
-            msg(
-                "{field} is {got}, expected {op} {want}",
-                field=ev.field,
-                got=got,
-                op=ev.op,
-                want=ev.value,
-            ),
-        )
+    res.got = {"values": values}
+    for c in ev.checks:
+        if not _COMPARE[c.op](values[c.field], c.value):
+            res.fail(
+                "value",
+                msg(
+                    "{field} is {got}, expected {op} {want}",
+                    field=c.field,
+                    got=values[c.field],
+                    op=c.op,
+                    want=c.value,
+                ),
+            )
 
 
 def event_kind(ev: Event) -> str:
