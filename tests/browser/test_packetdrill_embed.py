@@ -44,7 +44,8 @@ def test_the_embed_of_a_shared_script_steps_with_the_keys(
     live_server: Any, page: Any, browser: Any
 ) -> None:
     src = _embed_src(live_server, page)
-    context, frame = _open(browser, src, EMBED)
+    context = browser.new_context(viewport=EMBED, reduced_motion="reduce", bypass_csp=True)
+    frame = _open(context.new_page(), src, EMBED)
     try:
         count = int(frame.evaluate("window.Stepscope.count"))
         assert count > 10
@@ -78,7 +79,8 @@ def test_the_embed_of_a_shared_script_steps_with_the_keys(
 def test_the_embed_speaks_the_pages_language(live_server: Any, page: Any, browser: Any) -> None:
     src = _embed_src(live_server, page, lang="zh-CN")
     assert "lang=zh-CN" in src
-    context, frame = _open(browser, src, EMBED)
+    context = browser.new_context(viewport=EMBED, reduced_motion="reduce", bypass_csp=True)
+    frame = _open(context.new_page(), src, EMBED)
     try:
         assert frame.get_attribute("html", "lang") == "zh-CN"
         assert frame.get_attribute("html", "data-theme") == "projector"
