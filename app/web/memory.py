@@ -18,8 +18,6 @@ Neither changes what Python keeps; on a C library other than glibc both do nothi
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import json
 import os
 import sys
@@ -27,25 +25,13 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+
+from app.web.libc import LIBC, has
 
 M_ARENA_MAX = -8  # mallopt parameter number (glibc malloc.h)
 
 
-def _libc() -> Any | None:
-    name = ctypes.util.find_library("c")
-    if not name:
-        return None
-    try:
-        libc = ctypes.CDLL(name)
-        libc.mallopt  # noqa: B018 - glibc only
-        libc.malloc_trim  # noqa: B018
-    except (OSError, AttributeError):
-        return None
-    return libc
-
-
-_LIBC = _libc()
+_LIBC = LIBC if has("mallopt", "malloc_trim") else None  # glibc only
 
 
 def limit_arenas(count: int) -> bool:

@@ -29,8 +29,6 @@ each PNG gets a fresh browser context and page of its own, closed after it:
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import itertools
 import logging
 import os
@@ -42,6 +40,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
+
+from app.web.libc import LIBC
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser
@@ -185,17 +185,7 @@ def tree_rss_mb(root: int) -> float:
     return total / 1024
 
 
-def _libc() -> Any | None:
-    name = ctypes.util.find_library("c")
-    if not name:
-        return None
-    try:
-        return ctypes.CDLL(name, use_errno=True)
-    except OSError:
-        return None
-
-
-_LIBC = _libc()
+_LIBC = LIBC
 
 
 def drop_priority_raising() -> bool:

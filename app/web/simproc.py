@@ -35,8 +35,6 @@ after a grace period), so a killed master leaves no worker holding the port.
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import logging
 import math
 import os
@@ -56,6 +54,7 @@ from typing import Any, TypeVar
 
 from app.sim.core import Message, msg
 from app.web import memory
+from app.web.libc import LIBC
 
 log = logging.getLogger("stepscope")
 T = TypeVar("T")
@@ -126,17 +125,7 @@ class _CpuExceeded(BaseException):
 # --- dying with the parent -----------------------------------------------------------------------
 
 
-def _libc() -> Any | None:
-    name = ctypes.util.find_library("c")
-    if not name:
-        return None
-    try:
-        return ctypes.CDLL(name, use_errno=True)
-    except OSError:
-        return None
-
-
-_LIBC = _libc()
+_LIBC = LIBC
 
 
 def set_parent_death_signal(sig: int) -> bool:

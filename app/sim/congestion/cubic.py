@@ -140,6 +140,17 @@ def cubic_root(a: int) -> int:
     return ((x * 341) & U32) >> 10
 
 
+def recalc_ssthresh(cwnd: int, last_max_cwnd: int) -> tuple[int, int]:
+    """cubictcp_recalc_ssthresh's arithmetic (:341): (ssthresh, the new last_max_cwnd). W_max
+    is cwnd, or less with fast convergence when the loss came below the last W_max; ssthresh
+    is cwnd·β, at least 2."""
+    if cwnd < last_max_cwnd and FAST_CONVERGENCE:
+        last_max_cwnd = (cwnd * (BICTCP_BETA_SCALE + BETA)) // (2 * BICTCP_BETA_SCALE)
+    else:
+        last_max_cwnd = cwnd
+    return max((cwnd * BETA) // BICTCP_BETA_SCALE, 2), last_max_cwnd
+
+
 def k_seconds(w_max: int, cwnd: int) -> float:
     """K in seconds exactly as bictcp_update computes it for an epoch starting at ``cwnd``."""
     if w_max <= cwnd:
@@ -214,12 +225,8 @@ class Cubic(CongestionOps):
         """cubictcp_recalc_ssthresh (:341): end the epoch, set W_max, return cwnd·β."""
         self._close_epoch(tp, now)
         self.epoch_start = 0
-        cwnd = tp.cwnd
-        if cwnd < self.last_max_cwnd and FAST_CONVERGENCE:
-            self.last_max_cwnd = (cwnd * (BICTCP_BETA_SCALE + BETA)) // (2 * BICTCP_BETA_SCALE)
-        else:
-            self.last_max_cwnd = cwnd
-        return max((cwnd * BETA) // BICTCP_BETA_SCALE, 2)
+        ssthresh, self.last_max_cwnd = recalc_ssthresh(tp.cwnd, self.last_max_cwnd)
+        return ssthresh
 
     def loss_text(self, tp: Flow, cwnd: int, ssthresh: int) -> tuple[dict[str, float], Message]:
         w_max = self.last_max_cwnd

@@ -455,7 +455,6 @@ class Sock(Obj):
         self.reord_seen = 0
         self.reno_sacked = 0  # sacked_out without SACK: duplicate ACKs counted
         self.lost_count = 0  # tp->lost: segments ever marked lost
-        self.min_rtt_us = 0  # 0: no sample yet
         self.rack_mstamp_us = 0
         self.rack_end_seq = 0
         self.rack_rtt_us = 0

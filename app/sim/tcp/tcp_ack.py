@@ -31,10 +31,8 @@ if TYPE_CHECKING:
 
 def rtt_sample(sk: Sock, m_us: int) -> None:
     """tcp_ack_update_rtt (net/ipv4/tcp_input.c:3087): one RTT sample (µs): min_rtt
-    (tcp_update_rtt_min, net/ipv4/tcp_input.c:3071), srtt and the
-    RTO."""
-    if not sk.min_rtt_us or m_us < sk.min_rtt_us:
-        sk.min_rtt_us = m_us
+    (tcp_update_rtt_min, net/ipv4/tcp_input.c:3071, kept by the socket's SockRtt), srtt and
+    the RTO."""
     sk.rtt.sample(m_us, sk.snd_una, sk.snd_nxt)
     sk.rto = max(min(sk.rtt.rto_s * 1000, RTO_MAX), RTO_MIN)
 

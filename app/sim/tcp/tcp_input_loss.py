@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from app.sim.congestion.cubic import BETA, BICTCP_BETA_SCALE, FAST_CONVERGENCE
+from app.sim.congestion.cubic import recalc_ssthresh
 from app.sim.core.i18n import msg
 from app.sim.core.tcp import TCP_INFINITE_SSTHRESH
 from app.sim.tcp import tcp_output, tcp_recovery, tcp_sack
@@ -45,12 +45,8 @@ def in_cwnd_reduction(sk: Sock) -> bool:
 def cubic_ssthresh(sk: Sock) -> int:
     """cubictcp_recalc_ssthresh (net/ipv4/tcp_cubic.c:341): cwnd × 717/1024 (at least 2); W_max is
     cwnd, or less with fast convergence when the loss came below the last W_max."""
-    cwnd = sk.cwnd
-    if cwnd < sk.cubic_w_max and FAST_CONVERGENCE:
-        sk.cubic_w_max = (cwnd * (BICTCP_BETA_SCALE + BETA)) // (2 * BICTCP_BETA_SCALE)
-    else:
-        sk.cubic_w_max = cwnd
-    return max((cwnd * BETA) // BICTCP_BETA_SCALE, 2)
+    ssthresh, sk.cubic_w_max = recalc_ssthresh(sk.cwnd, sk.cubic_w_max)
+    return ssthresh
 
 
 def init_cwnd_reduction(sim: Sim, sk: Sock) -> None:

@@ -32,8 +32,9 @@ def us(ms: float) -> int:
 
 
 def min_rtt_us(sk: Sock) -> int:
-    """tcp_min_rtt (include/net/tcp.h:753): ~0U before the first sample."""
-    return sk.min_rtt_us if sk.min_rtt_us else 0xFFFFFFFF
+    """tcp_min_rtt (include/net/tcp.h:753): ~0U before the first sample (kept by the
+    socket's RTT estimator, :class:`app.sim.tcp.sock.SockRtt`)."""
+    return sk.rtt.min_us
 
 
 def sent_after(t1: int, t2: int, seq1: int, seq2: int) -> bool:
