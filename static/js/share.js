@@ -205,18 +205,25 @@
   const walkthrough = player.dataset.walkthrough || "";
   let first = true;
   let pending = null;
+  // progressSaved names the step the server took (not the step shown when it answered).
+  function send() {
+    pending = null;
+    const sent = step;
+    fetch("/api/v1/progress", {
+      method: "POST", credentials: "same-origin", keepalive: true,
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ walkthrough, step: sent }),
+    }).then((r) => { player.dataset.progressSaved = r.ok ? String(sent) : "error"; }, () => {});
+  }
   function report() {
     if (!walkthrough || player.dataset.embed === "1") return;
     if (pending) window.clearTimeout(pending);
-    pending = window.setTimeout(() => {
-      pending = null;
-      fetch("/api/v1/progress", {
-        method: "POST", credentials: "same-origin", keepalive: true,
-        headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ walkthrough, step }),
-      }).then((r) => { player.dataset.progressSaved = r.ok ? String(step) : "error"; }, () => {});
-    }, 400);
+    pending = window.setTimeout(send, 400);
   }
+  // A reader who steps and leaves within the 400 ms still has that step saved (keepalive).
+  window.addEventListener("pagehide", () => {
+    if (pending) { window.clearTimeout(pending); send(); }
+  });
 
   document.addEventListener("stepscope:step", (ev) => {
     step = ev.detail.step;

@@ -215,6 +215,30 @@ def test_progress_is_remembered_for_continue(live_server, browser) -> None:
         ctx.close()
 
 
+def test_leaving_right_after_a_step_still_saves_it(live_server, browser) -> None:
+    """The progress save waits 400 ms for more steps; leaving the page before then sends it
+    at once (pagehide), so reopening offers the step the reader left at."""
+    ctx = browser.new_context(bypass_csp=True)
+    page = ctx.new_page()
+    try:
+        url = f"{live_server.url}/explainers/skb/presets/clone-retransmit"
+        page.goto(url)
+        for _ in range(2):
+            page.keyboard.press("ArrowRight")
+        page.goto(url)  # at once: the debounced save has not gone yet
+        text = ""
+        for _ in range(20):  # the keepalive save may land just after this page's request
+            if page.locator("#resume-link").count():
+                text = page.inner_text("#resume-link")
+                if text == "Continue at step 2":
+                    break
+            page.wait_for_timeout(250)
+            page.goto(url)
+        assert text == "Continue at step 2"
+    finally:
+        ctx.close()
+
+
 def test_a_step_link_visit_is_remembered_for_continue(live_server, browser) -> None:
     """Opening a walkthrough at ``?step=N`` (no stepping) counts as reaching step N: the home
     page's "continue where you left off" lists it."""
