@@ -89,6 +89,12 @@ def test_an_undecodable_stored_trace_is_run_again_and_replaced(
     fresh = client.post("/api/v1/explainers/skb/run", json=SKB)
     assert fresh.status_code == 200
     engine = _engine(client)
+    # the answer goes before the trace is stored: wait for that write, or it could land after
+    # the damaged payload below and replace it
+    for _ in range(200):
+        if _stored(engine, key) is not None:
+            break
+        time.sleep(0.05)
     with repo.session_for(engine) as db:
         repo.delete_trace(db=db, key=key)
     _store(engine, key, _broken_payloads(sim, params)[damage])
