@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from app.sim.core.i18n import msg
-from app.sim.tcp import tcp_minisocks, tcp_output, wire
+from app.sim.tcp import sndbuf, tcp_minisocks, tcp_output, wire
 from app.sim.tcp.params import Call
 from app.sim.tcp.sock import (
     ACK_PUSHED,
@@ -213,11 +213,71 @@ def call_send(sim: Sim, ep: Endpoint, c: Call) -> str | None:
         sim.note(msg("Sending is shut down or the connection is gone: EPIPE."))
         return "EPIPE"
     if sk.state in ("SYN_SENT", "SYN_RECV"):
-        if sk.nonblock:
+        if sk.nonblock or c.nonblock:
             return "EAGAIN"
+    ep.send_total = n
+    ep.send_left = sendmsg(sim, sk, n)
+    if ep.send_left:
+        return send_wait(sim, ep, sk, c)
     sim.note(msg("{n} bytes join the send queue.", n=n), "tcp_sendmsg_locked")
-    sendmsg(sim, sk, n)
     return str(n)
+
+
+def send_wait(sim: Sim, ep: Endpoint, sk: Sock, c: Call) -> str | None:
+    """tcp_sendmsg_locked's wait_for_space: sk_stream_wait_memory (net/core/stream.c line
+    118) sleeps until the writer is woken with memory free; non-blocking, it returns the
+    bytes copied so far, or EAGAIN when there are none (do_eagain; SOCK_NOSPACE stays set)."""
+    copied = ep.send_total - ep.send_left
+    if c.nonblock:
+        ep.send_left = 0
+        sim.note(
+            msg(
+                "The send buffer is full ({q} of {b} bytes queued) and the socket is "
+                "non-blocking: send() returns the {n} bytes it copied.",
+                q=sk.wmem_queued,
+                b=sk.sndbuf,
+                n=copied,
+            ),
+            "sk_stream_wait_memory",
+        )
+        return str(copied) if copied else "EAGAIN"
+    sim.note(
+        msg(
+            "The send buffer is full ({q} of {b} bytes queued, {n} bytes copied): the "
+            "writer sleeps until ACKs free space.",
+            q=sk.wmem_queued,
+            b=sk.sndbuf,
+            n=copied,
+        ),
+        "sk_stream_wait_memory",
+    )
+    return None
+
+
+def poll_send(sim: Sim, ep: Endpoint, c: Call) -> str | None:
+    """A writer sleeping in sk_stream_wait_memory: an error or a send shutdown ends the
+    wait (do_error: the bytes copied so far, else the error); else, once
+    sk_stream_write_space woke it and memory is free, it copies on (tcp_sendmsg_locked)."""
+    sk = ep.fd
+    copied = ep.send_total - ep.send_left
+    if sk is None or sk.err is not None or sk.snd_shut:
+        ep.send_left = 0
+        if copied:
+            return str(copied)
+        if sk is not None and sk.err is not None:
+            err, sk.err = sk.err, None
+            return err
+        return "EPIPE"
+    if not sk.write_wake:
+        return None
+    sk.write_wake = False
+    if not sndbuf.memory_free(sim, sk):
+        sk.nospace = True
+        return None
+    ep.send_left = sendmsg(sim, sk, ep.send_left, copied)
+    if ep.send_left:
+        return send_wait(sim, ep, sk, c)
+    return str(ep.send_total)
 
 
 def size_goal(sk: Sock, mss: int) -> int:
@@ -239,30 +299,42 @@ def mark_push(sk: Sock, skb: Skb) -> None:
     sk.pushed_seq = sk.write_seq
 
 
-def sendmsg(sim: Sim, sk: Sock, n: int) -> None:
+def sendmsg(sim: Sim, sk: Sock, n: int, copied: int = 0) -> int:
     """tcp_sendmsg_locked's copy loop (net/ipv4/tcp.c line 1217): the bytes fill the write
-    queue's unsent tail skb, then new skbs, each up to the size goal. The first byte copied
-    clears PSH from the skb it lands in. When an skb fills and more is to come: past half the
-    largest window since the last push (forced_push, line 654) the skb is marked PSH and
-    everything pending is pushed (__tcp_push_pending_frames); else, if it is the send head, it
-    goes alone (tcp_push_one). At the end tcp_push (line 702) marks the tail PSH and pushes.
-    (tcp_should_autocork is left out: it waits for a TX completion the model has no queue
-    for.)"""
+    queue's unsent tail skb, then new skbs, each up to the size goal. A new skb needs
+    sk_stream_memory_free (line 1320; app.sim.tcp.sndbuf); else the loop goes to
+    wait_for_space (line 1443): SOCK_NOSPACE, and what was copied is pushed (tcp_push with
+    TCP_NAGLE_PUSH). The first byte copied clears PSH from the skb it lands in. When an skb
+    fills and more is to come: past half the largest window since the last push (forced_push,
+    line 654) the skb is marked PSH and everything pending is pushed
+    (__tcp_push_pending_frames); else, if it is the send head, it goes alone (tcp_push_one).
+    At the end tcp_push (line 702) marks the tail PSH and pushes. (tcp_should_autocork is
+    left out: it waits for a TX completion the model has no queue for.) ``copied``: bytes
+    this call copied before it slept. Returns the bytes not copied (0: all)."""
     goal = size_goal(sk, sk.mss_cache)
     established = sk.state not in ("SYN_SENT", "SYN_RECV")
-    copied = 0
     while n > 0:
         start = sk.wq[-2].end if len(sk.wq) > 1 else max(sk.snd_nxt, sk.iss + 1)
         if not sk.wq or sk.wq[-1].end - start >= goal:
+            if not sndbuf.memory_free(sim, sk):
+                sk.nospace = True  # wait_for_space
+                if copied and sk.wq:
+                    mark_push(sk, sk.wq[-1])
+                    if established:
+                        tcp_output.push(sim, sk, force=True)
+                sk.nospace = True  # sk_stream_wait_memory sets it again before it sleeps
+                sk.write_wake = False
+                return n
             if not sk.wq and established:  # tcp_skb_entail
                 tcp_output.slow_start_after_idle_check(sim, sk)
-            sk.wq.append(Skb(sk.data_end))
+            sk.wq.append(sndbuf.entail(sk))
             start = sk.data_end
         skb = sk.wq[-1]
         if not copied:
             skb.psh = False
         copy = min(goal - (skb.end - start), n)
         skb.end += copy
+        sndbuf.charge(sk, skb, copy)
         sk.write_seq += copy
         copied += copy
         n -= copy
@@ -277,6 +349,7 @@ def sendmsg(sim: Sim, sk: Sock, n: int) -> None:
         mark_push(sk, sk.wq[-1])
     if established:
         tcp_output.push(sim, sk)
+    return 0
 
 
 def call_recv(sim: Sim, ep: Endpoint, c: Call) -> str | None:
@@ -488,6 +561,7 @@ def done(sim: Sim, sk: Sock, event: str, func: str, already: bool = False) -> No
         sim.set_state(sk, "CLOSE", event, "tcp_done")
     sk.stop_all()
     sk.rtx = []
+    sndbuf.purge(sk)
     sk.rcv_shut = True
     sk.snd_shut = True
     if sk.ep.ehash is sk:
@@ -540,10 +614,12 @@ POLLS: dict[str, CallHandler] = {
     "connect": poll_connect,
     "accept": poll_accept,
     "recv": poll_recv,
+    "send": poll_send,
 }
 # ... and the function each returns from.
 RETURNS_FROM: dict[str, str] = {
     "connect": "__inet_stream_connect",
     "accept": "inet_csk_accept",
     "recv": "tcp_recvmsg_locked",
+    "send": "tcp_sendmsg_locked",
 }

@@ -371,6 +371,8 @@ class Sim:
             c = ep.blocked
             res = calls.POLLS[c.call](self, ep, c)
             if res is None:
+                if self.notes or self.sent_now:  # it ran on (a writer woken) and blocks again
+                    self.flush("call", call=self.call_state(ep, c, "blocked"))
                 continue
             ep.blocked = None
             self.notes.insert(

@@ -27,7 +27,8 @@ from app.sim.tcp.state import TcpState
 # 6: TIME_WAIT takeover with timestamps; 7: active RST carries the window;
 # 8: the request sock is freed, not moved to TCP_SYN_RECV; 9: who drops a request sock;
 # 10: segments as 6.4 sends them (options, scaled windows, 1460 MSS, tail loss probes, SACK)
-SIM_VERSION = "tcp-14"
+# ... 15: the send buffer (tcp_wmem, SO_SNDBUF, sk_stream_wait_memory; params gain sndbuf)
+SIM_VERSION = "tcp-15"
 ERRNOS = (
     "ECONNREFUSED",
     "ECONNRESET",

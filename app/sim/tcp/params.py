@@ -80,6 +80,11 @@ class Sysctls:
     tcp_sack: int = 1
     tcp_window_scaling: int = 1
     tcp_rmem: tuple[int, int, int] = (4096, 131072, 6291456)
+    # the send buffer (app.sim.tcp.sndbuf): sk_sndbuf starts at tcp_wmem[1] (tcp_init_sock)
+    # and tcp_sndbuf_expand grows it up to tcp_wmem[2]; tcp_notsent_lowat bounds the unsent
+    # bytes (tcp_stream_memory_free). 6.4's defaults (tcp_init, tcp_sk_init)
+    tcp_wmem: tuple[int, int, int] = (4096, 16384, 4194304)
+    tcp_notsent_lowat: int = 4294967295
     tcp_retries2: int = 15
     tcp_early_retrans: int = 3
     tcp_ecn: int = 2
@@ -97,6 +102,7 @@ class TcpParams:
     rtt_ms: float = 20.0
     mss: int = 1460  # advmss: the MTU (1500) less 40 bytes of IPv4 and TCP headers
     rcvbuf: int | None = None  # SO_RCVBUF's receive space; None: tcp_rmem[1]'s
+    sndbuf: int | None = None  # SO_SNDBUF's value (doubled by the kernel); None: tcp_wmem's
     client_iss: int = 1000
     server_iss: int = 5000
     sysctl: Sysctls = field(default_factory=Sysctls)
@@ -115,10 +121,10 @@ SYSCTL_INT_LIMITS: dict[str, tuple[int, int]] = {
     "tcp_ecn": (0, 2),
     "tcp_slow_start_after_idle": (0, 1),
     "tcp_min_tso_segs": (1, 65535),  # SYSCTL_ONE to gso_max_segs
+    "tcp_notsent_lowat": (0, 4294967295),
 }
-SYSCTL_TRIPLES = frozenset({"tcp_rmem"})  # min, default, max bytes
-# Not knobs, because nothing the model does depends on them: tcp_wmem (the send buffer is
-# unbounded), tcp_frto (no F-RTO after an RTO), tcp_retries1 (it only makes the kernel re-check
+SYSCTL_TRIPLES = frozenset({"tcp_rmem", "tcp_wmem"})  # min, default, max bytes
+# Not knobs, because nothing the model does depends on them: tcp_frto (no F-RTO after an RTO), tcp_retries1 (it only makes the kernel re-check
 # the route). A packetdrill script that sets them is told the model has no knob for them.
 SYSCTL_FLOAT_LIMITS: dict[str, tuple[float, float]] = {
     "tcp_fin_timeout_s": (1, 120),
@@ -166,7 +172,7 @@ def parse(raw: Any) -> TcpParams:
 
     if not isinstance(raw, dict):
         raise ParamError.single((), msg("expected an object with a script"))
-    known = {"script", "network", "until_ms", "rtt_ms", "mss", "rcvbuf", "client_iss"}
+    known = {"script", "network", "until_ms", "rtt_ms", "mss", "rcvbuf", "sndbuf", "client_iss"}
     known |= {"server_iss", "sysctl"}
     for k in raw:
         if k not in known:
@@ -196,6 +202,10 @@ def parse(raw: Any) -> TcpParams:
     if rcvbuf is not None and (not _int(rcvbuf) or not 0 < rcvbuf <= MAX_RCVBUF):
         bad(("rcvbuf",), _int_range(1, MAX_RCVBUF))
         rcvbuf = None
+    sndbuf = raw.get("sndbuf")
+    if sndbuf is not None and (not _int(sndbuf) or not 0 < sndbuf <= MAX_MEM):
+        bad(("sndbuf",), _int_range(1, MAX_MEM))
+        sndbuf = None
     isss: dict[str, int] = {}
     for key, default in (("client_iss", 1000), ("server_iss", 5000)):
         v = raw.get(key, default)
@@ -213,6 +223,7 @@ def parse(raw: Any) -> TcpParams:
         rtt_ms=float(rtt),
         mss=mss,
         rcvbuf=rcvbuf,
+        sndbuf=sndbuf,
         client_iss=isss["client_iss"],
         server_iss=isss["server_iss"],
         sysctl=sysctl,
@@ -423,7 +434,7 @@ def _parse_sysctl(raw: object, bad: Bad) -> Sysctls:
 
 
 def _parse_triple(v: object) -> tuple[int, int, int] | None:
-    """tcp_rmem: three byte counts, min <= default <= max."""
+    """tcp_rmem, tcp_wmem: three byte counts, min <= default <= max."""
     if not isinstance(v, list | tuple) or len(v) != 3:
         return None
     if not all(_int(x) and 1 <= x <= MAX_MEM for x in v):
@@ -462,7 +473,7 @@ def dump(p: TcpParams) -> dict[str, Any]:
         network.append({n.kind: body})
     out: dict[str, Any] = {"script": script, "network": network, "until_ms": p.until_ms}
     defaults = TcpParams(script=())
-    for key in ("rtt_ms", "mss", "rcvbuf", "client_iss", "server_iss"):
+    for key in ("rtt_ms", "mss", "rcvbuf", "sndbuf", "client_iss", "server_iss"):
         if getattr(p, key) != getattr(defaults, key):
             out[key] = getattr(p, key)
     sd = Sysctls()

@@ -222,13 +222,28 @@ class Skb:
     """One unsent skb of the write queue: where it ends and whether ``tcp_mark_push`` has
     marked it PSH. It starts where the previous one ends (the first at SND.NXT). Linux never
     sends a segment across two skbs; when it sends part of one (tso_fragment, tcp_fragment),
-    the part left keeps the PSH mark and the part sent loses it."""
+    the part left keeps the PSH mark and the part sent loses it. ``truesize``: skb->truesize,
+    the memory it charges to sk_wmem_queued (app.sim.tcp.sndbuf)."""
 
-    __slots__ = ("end", "psh")
+    __slots__ = ("end", "psh", "truesize")
 
-    def __init__(self, end: int, psh: bool = False) -> None:
+    def __init__(self, end: int, psh: bool = False, truesize: int = 0) -> None:
         self.end = end
         self.psh = psh
+        self.truesize = truesize
+
+
+class TxSkb:
+    """One skb of the retransmission queue as the send buffer counts it: the bytes it holds
+    (``seq`` to ``end``) and its truesize (app.sim.tcp.sndbuf). The model's segments
+    (:class:`OutSeg`) stay MSS-sized; these only keep sk_wmem_queued."""
+
+    __slots__ = ("end", "seq", "truesize")
+
+    def __init__(self, seq: int, end: int, truesize: int) -> None:
+        self.seq = seq
+        self.end = end
+        self.truesize = truesize
 
 
 class OutSeg:
@@ -262,6 +277,19 @@ class OutSeg:
         self.sacked = False  # TCPCB_SACKED_ACKED
         self.rexmit = False  # TCPCB_SACKED_RETRANS: a retransmission in flight
         self.psh = False  # it ended a PSH-marked skb: a retransmission carries PSH again
+
+
+# SK_WMEM_MAX (include/net/sock.h line 2889), net.core.wmem_max's default: SO_SNDBUF's cap
+WMEM_MAX = 212992
+SKB_STRUCT = 256  # SKB_DATA_ALIGN(sizeof(struct sk_buff)): 232 bytes on x86_64, 64-aligned
+# TCP_SKB_MIN_TRUESIZE * 2 (include/net/sock.h lines 2540-2542)
+SOCK_MIN_SNDBUF = 2 * (2048 + SKB_STRUCT)
+
+
+def so_sndbuf(val: int) -> int:
+    """sk_setsockopt's SO_SNDBUF (net/core/sock.c line 1141): at most net.core.wmem_max,
+    doubled (for the skbs' overhead), at least SOCK_MIN_SNDBUF."""
+    return max(min(val, WMEM_MAX) * 2, SOCK_MIN_SNDBUF)
 
 
 def receive_space(p: TcpParams) -> tuple[bool, int]:
@@ -420,6 +448,16 @@ class Sock(Obj):
         # the write queue's unsent skbs (tcp_sendmsg_locked) and tp->pushed_seq (tcp_mark_push)
         self.wq: list[Skb] = []
         self.pushed_seq = 0
+        # the send buffer (app.sim.tcp.sndbuf): the retransmission queue's skbs, sk_sndbuf,
+        # SOCK_SNDBUF_LOCK, sk_wmem_queued, SOCK_NOSPACE, and a writer woken by
+        # sk_stream_write_space
+        self.txq: list[TxSkb] = []
+        wmem = sim.p.sysctl.tcp_wmem
+        self.sndbuf_locked = sim.p.sndbuf is not None
+        self.sndbuf = wmem[1] if sim.p.sndbuf is None else so_sndbuf(sim.p.sndbuf)
+        self.wmem_queued = 0
+        self.nospace = False
+        self.write_wake = False
         self.gso_segs = 0  # tp->gso_segs (tcp_xmit_size_goal)
         self.pacing_rate = PACING_UNSET  # sk_pacing_rate, bytes per second
         # tcp_cwnd_validate's record of how much of cwnd the sender used
@@ -551,6 +589,9 @@ class Endpoint:
         self.fd: Sock | None = None  # the connection socket the script holds
         self.waiting: list[Call] = []
         self.blocked: Call | None = None
+        # a send() that blocked: its size and the bytes it has still to copy
+        self.send_total = 0
+        self.send_left = 0
         self.sent = 0  # segments sent so far (for nth)
 
     def next_iss(self) -> int:

@@ -35,6 +35,9 @@ SOURCES: dict[str, SourceRef] = {
     "tcp_sendmsg_locked": _r("tcp_sendmsg_locked", _TCP, 1217),
     "tcp_recvmsg_locked": _r("tcp_recvmsg_locked", _TCP, 2419),
     "tcp_cleanup_rbuf": _r("tcp_cleanup_rbuf", _TCP, 1624),
+    # the send buffer (app.sim.tcp.sndbuf)
+    "sk_stream_wait_memory": _r("sk_stream_wait_memory", "net/core/stream.c", 118),
+    "sk_stream_write_space": _r("sk_stream_write_space", "net/core/stream.c", 30),
     "inet_shutdown": _r("inet_shutdown", _AF, 869),
     "tcp_shutdown": _r("tcp_shutdown", _TCP, 2797),
     "tcp_close_state": _r("tcp_close_state", _TCP, 2782),

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from app.sim.core.i18n import msg
-from app.sim.tcp import tcp_input_loss, tcp_output, tcp_recovery, tcp_sack
+from app.sim.tcp import sndbuf, tcp_input_loss, tcp_output, tcp_recovery, tcp_sack
 from app.sim.tcp.sock import RTO_MAX, RTO_MIN, OutSeg, Seg, Sock
 from app.sim.tcp.tcp_sack import (
     FLAG_CA_ALERT,
@@ -83,6 +83,7 @@ def clean_rtx(
     prior_fack = tcp_sack.highest_sack_seq(sk)
     sk.snd_una = ack  # tcp_snd_una_update, before the queue is cleaned
     flag, delivered = _acked_marks(sim, sk, acked, ack, prior_fack)
+    sndbuf.acked(sk, ack)
     if fresh:
         rtt_sample(sk, max(1, int(round((sim.now - fresh[-1].first_ms) * 1000))))
     elif sk.ts_ok and seg is not None and seg.tsecr:

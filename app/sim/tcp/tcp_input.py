@@ -12,7 +12,7 @@ import math
 from typing import TYPE_CHECKING
 
 from app.sim.core.i18n import Message, msg
-from app.sim.tcp import calls, tcp_ipv4, tcp_minisocks, tcp_output, wire
+from app.sim.tcp import calls, sndbuf, tcp_ipv4, tcp_minisocks, tcp_output, wire
 from app.sim.tcp.sock import (
     ACK_PUSHED,
     ACK_PUSHED2,
@@ -369,7 +369,8 @@ def rcv_sync(sim: Sim, sk: Sock, seg: Seg) -> None:
     if not rcv_text(sim, sk, seg):
         return
     if sk.state != "CLOSE" and sk.ep.ehash is sk:
-        tcp_output.push(sim, sk)
+        tcp_output.push(sim, sk)  # tcp_data_snd_check (line 5508)
+        sndbuf.check_space(sim, sk)
         ack_snd_check(sim, sk)
 
 
@@ -535,6 +536,7 @@ def init_transfer(sim: Sim, sk: Sock) -> None:
         )
     if sk.syn_retrans > 1:
         sk.cwnd = 1
+    sndbuf.init_buffer_space(sim, sk)
     wire.init_buffer_space(sk)
 
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from app.sim.core.i18n import Message, msg
 from app.sim.core.tcp import TCP_INIT_CWND
-from app.sim.tcp import tcp_sack, wire
+from app.sim.tcp import sndbuf, tcp_sack, wire
 from app.sim.tcp.sock import (
     ATO_MIN,
     PACING_UNSET,
@@ -239,7 +239,10 @@ def push(sim: Sim, sk: Sock, nagle: bool = True, one: bool = False, force: bool 
         pkt = _next_packet(sim, sk, nagle and not force, quota)
         if not pkt:
             break
+        head_skb, start = (sk.wq[0] if sk.wq else None), sk.snd_nxt
         segs = [_send_new(sim, sk, n, fin) for n, fin in pkt]
+        sndbuf.sent(sk, head_skb, start, start + sum(n for n, _ in pkt))
+        sndbuf.check_space(sim, sk)  # tcp_event_new_data_sent (line 85)
         # __tcp_transmit_skb (line 1281): every GSO packet (tcp_skb_pcount > 1) gets PSH; a
         # one-segment packet has it only if it ends an skb tcp_mark_push marked (a part cut
         # off the front of an skb loses it: tso_fragment, line 2149)
@@ -559,6 +562,9 @@ def retransmit(sim: Sim, sk: Sock, o: OutSeg, why: str) -> None:
         sk.syn_retrans += 1
         send_syn(sim, sk, retrans=True)
         return
+    if o.length:  # tcp_fragment: the segment goes as an skb of its own (app.sim.tcp.sndbuf)
+        sndbuf.split(sk, o.seq)
+        sndbuf.split(sk, o.seq + o.length)
     flags: tuple[str, ...] = ("FIN", "ACK") if o.fin else ("ACK",)
     src = "tcp_send_loss_probe" if why == "tlp" else "tcp_retransmit_skb"
     seg = transmit(

@@ -34,6 +34,8 @@ CHECKED: frozenset[tuple[str, str, int]] = frozenset(
         ("cookie_v4_check", "net/ipv4/syncookies.c", 325),
         ("tcp_sendmsg_locked", "net/ipv4/tcp.c", 1217),
         ("tcp_cleanup_rbuf", "net/ipv4/tcp.c", 1624),
+        ("sk_stream_write_space", "net/core/stream.c", 30),
+        ("sk_stream_wait_memory", "net/core/stream.c", 118),
         ("tcp_recvmsg_locked", "net/ipv4/tcp.c", 2419),
         ("tcp_set_state", "net/ipv4/tcp.c", 2692),
         ("tcp_close_state", "net/ipv4/tcp.c", 2782),

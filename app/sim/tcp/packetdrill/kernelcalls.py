@@ -62,6 +62,7 @@ class KPending:
     want_ms: float
     count: int = 0  # bytes still to send / to read at most
     sent: int = 0
+    tried: bool = False  # a send that has copied what it could once and now sleeps
     entries: list[StructArg] = field(default_factory=list)  # a poll's {fd, events}
     deadline: float = float("inf")  # a poll's timeout (script ms)
 
@@ -119,8 +120,12 @@ def _block(
     count: int = 0,
     sent: int = 0,
 ) -> None:
-    """The call would block: EAGAIN on a non-blocking descriptor, else it waits."""
+    """The call would block: EAGAIN on a non-blocking descriptor (a send that copied some
+    bytes first returns their count, as tcp_sendmsg_locked does), else it waits."""
     if f.nonblock:
+        if sent:
+            _finish(k, res, n, sent, None, t)
+            return
         _finish(k, res, n, -1, "EINPROGRESS" if op == "connect" else "EAGAIN", t)
         return
     res.expected = {"call": n.name, "ret": n.ret, "errno": n.errno}
@@ -129,6 +134,8 @@ def _block(
 
 def sys_socket(k: KernelRun, n: Syscall, res: LineResult, t: float) -> None:
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    if k.congestion is not None:  # see KernelRun.congestion
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, k.congestion.encode())
     _finish(k, res, n, _alloc(k, s, n.ret), None, t)
 
 
@@ -356,6 +363,13 @@ def _try(k: KernelRun, p: KPending) -> bool:
         elif p.op == "recv":
             ret = len(s.recv(p.count))
         else:
+            # a blocking writer sleeps in sk_stream_wait_memory until sk_stream_write_space
+            # wakes it, which is when tcp_poll would say POLLOUT (__sk_stream_is_writeable):
+            # after its first go, the socket (non-blocking underneath) is only tried then,
+            # not whenever memory is free
+            if p.tried and not select.select([], [s], [], 0)[1]:
+                return False
+            p.tried = True
             while p.sent < p.count:
                 p.sent += s.send(bytes(min(p.count - p.sent, 65536)))
             ret = p.sent

@@ -222,6 +222,10 @@ class KernelRun:
     fds: dict[int, KFd] = field(default_factory=dict)
     pending: list[KPending] = field(default_factory=list)
     applied: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # the congestion control a script's sysctl asked for when the namespace refused it
+    # (a child namespace may only pick from init_net's tcp_allowed_congestion_control):
+    # every socket the script opens gets it with TCP_CONGESTION instead (CAP_NET_ADMIN)
+    congestion: str | None = None
 
     def __post_init__(self) -> None:
         for ev in self.script.events:  # the script's own --tolerance_usecs wins
@@ -282,6 +286,10 @@ class KernelRun:
             done = [f"{k}={v}" for k, v in kvs if f"{k}={v}" in ok]
             skipped = [f"{k}={v}" for k, v in kvs if f"{k}={v}" not in ok]
             self.applied[line] = {"applied": done, "not_set": skipped}
+            for k, v in kvs:
+                if k == "net.ipv4.tcp_congestion_control" and f"{k}={v}" in skipped:
+                    self.congestion = v
+                    self.applied[line]["per_socket"] = [f"TCP_CONGESTION={v}"]
 
     # --- time and the TUN device --------------------------------------------------------------
     def now_ms(self) -> float:

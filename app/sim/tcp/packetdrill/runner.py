@@ -51,11 +51,13 @@ MAX_SIM_MS = 600_000.0  # simulated time a script may span: 10 minutes
 ADVMSS = 1460
 
 
-def rcvbuf_before_open(script: Script) -> int | None:
+def rcvbuf_before_open(script: Script, opt: str = "SO_RCVBUF") -> int | None:
     """SO_RCVBUF set before listen() or connect(): the model's ``rcvbuf`` (the space its
     windows may offer; the kernel doubles the value for overhead and offers half of that,
     tcp_full_space). A listener's value is the request sock's and its child's (the SYN-ACK's
-    window and scale, tcp_openreq_init_rwin). None when the script sets none in time."""
+    window and scale, tcp_openreq_init_rwin). None when the script sets none in time.
+    ``opt="SO_SNDBUF"``: the model's ``sndbuf`` the same way (sk_clone_lock copies a
+    listener's sk_sndbuf and its lock to the child)."""
     from app.sim.tcp.packetdrill.syscalls import SOL_RCVBUF_ARGS, _int, _name
 
     for ev in script.events:
@@ -64,7 +66,7 @@ def rcvbuf_before_open(script: Script) -> int | None:
         if ev.name in ("listen", "connect"):
             return None
         if ev.name == "setsockopt" and len(ev.args) > SOL_RCVBUF_ARGS:
-            if _name(ev.args[2]) == "SO_RCVBUF":
+            if _name(ev.args[2]) == opt:
                 v = _int(ev.args[3])
                 if v is not None and 0 < v <= MAX_RCVBUF:
                     return v
@@ -187,6 +189,7 @@ class Runner:
             until_ms=MAX_SIM_MS,
             mss=ADVMSS,
             rcvbuf=rcvbuf_before_open(script),
+            sndbuf=rcvbuf_before_open(script, "SO_SNDBUF"),
             sysctl=self.knobs.sysctls,
             client_iss=0,  # the local ISN is packetdrill's 0, so the narration's numbers are
             server_iss=0,  # the script's

@@ -10,9 +10,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from app.sim.core.i18n import Message, msg
+from app.sim.tcp import sndbuf
 from app.sim.tcp.packetdrill.ast import Arg, Elided, ListArg, Name, StructArg, Syscall
 from app.sim.tcp.params import Call
-from app.sim.tcp.sock import Sock
+from app.sim.tcp.sock import Sock, so_sndbuf
 
 if TYPE_CHECKING:
     from app.sim.tcp.packetdrill.runner import LineResult, Pending, Runner
@@ -199,7 +200,7 @@ def sys_send(r: Runner, n: Syscall, res: LineResult, t: float) -> None:
             res, msg("a send size the model cannot take (1 to {max} bytes)", max=10_000_000)
         )
         return
-    model_call(r, n, res, t, fd, _call(r, "send", bytes=size))
+    model_call(r, n, res, t, fd, _call(r, "send", bytes=size, nonblock=r.fds[fd].nonblock))
 
 
 def sys_recv(r: Runner, n: Syscall, res: LineResult, t: float) -> None:
@@ -259,7 +260,12 @@ def sys_setsockopt(r: Runner, n: Syscall, res: LineResult, t: float) -> None:
             unsupported(res, f"setsockopt {opt} value")
             return
         # sock_setsockopt doubles SO_RCVBUF/SO_SNDBUF for bookkeeping overhead
-        fdo.opts[opt] = 2 * v if opt in ("SO_RCVBUF", "SO_SNDBUF") else v
+        fdo.opts[opt] = 2 * v if opt == "SO_RCVBUF" else v
+        if opt == "SO_SNDBUF":
+            fdo.opts[opt] = so_sndbuf(v)
+            sk = r.sim.ep.fd
+            if fdo.kind == "conn" and isinstance(sk, Sock):
+                sndbuf.set_sndbuf(r.sim, sk, v)  # a live socket's: app.sim.tcp.sndbuf
     done(r, res, n, 0, None, t, r.end_time(n, t))
 
 
@@ -276,8 +282,12 @@ def sys_getsockopt(r: Runner, n: Syscall, res: LineResult, t: float) -> None:
         if isinstance(sk, Sock):
             sk.err = None  # sock_error reads and clears sk_err
         value: int | str = err or 0
+    elif opt == "SO_SNDBUF" and fdo.kind == "conn" and isinstance(r.sim.ep.fd, Sock):
+        value = r.sim.ep.fd.sndbuf  # sk_sndbuf, grown by tcp_sndbuf_expand unless locked
     elif opt in fdo.opts:
         value = fdo.opts[opt]
+    elif opt == "SO_SNDBUF":
+        value = r.sim.p.sysctl.tcp_wmem[1]  # tcp_init_sock
     else:
         unsupported(res, msg("getsockopt {opt} (the model has no value for it)", opt=str(opt)))
         return
@@ -340,7 +350,12 @@ def revents(r: Runner, fd: int) -> set[str]:
     if sk.recv_q > 0:
         out |= {"POLLIN", "POLLRDNORM"}
     if not sk.snd_shut and sk.state in ("ESTABLISHED", "CLOSE_WAIT"):
-        out |= {"POLLOUT", "POLLWRNORM"}
+        # tcp_poll (net/ipv4/tcp.c line 565): writeable, else SOCK_NOSPACE so that ACKs
+        # freeing space run sk_stream_write_space
+        if sndbuf.is_writeable(r.sim, sk):
+            out |= {"POLLOUT", "POLLWRNORM"}
+        else:
+            sk.nospace = True
     return out
 
 
