@@ -30,7 +30,14 @@ pytestmark = pytest.mark.kernel
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "content" / "packetdrill"
 # The real kernel passes these (content/tcp-packetdrill-kernel-check.md).
-KERNEL_PASSES = ("basic-client", "basic-server", "close-paths", "delayed-ack", "rst-challenge-ack")
+KERNEL_PASSES = (
+    "basic-client",
+    "basic-server",
+    "close-paths",
+    "delayed-ack",
+    "rst-challenge-ack",
+    "send-buffer",
+)
 # The kernel differs from the script here: a TSO burst split by tcp_tso_autosize, a
 # zero window split by tcp_write_xmit. Every line before the first difference must match.
 KERNEL_DIFFERS = {"fast-retransmit": 12, "zero-window": 13}
@@ -195,3 +202,37 @@ def test_poll_waits_for_the_kernel_and_times_out() -> None:
     blocked = next(x for x in r.lines if x.line == 8)
     assert blocked.got is not None and blocked.got["revents"] == ["POLLIN"]
     assert blocked.got["t_ms"] >= 55.0  # returned when the data came, not at once
+
+
+NONBLOCKING_WRITE = """`sysctl -q net.ipv4.tcp_congestion_control=cubic`
+    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
+   +0 setsockopt(3, SOL_SOCKET, SO_SNDBUF, [4000], 4) = 0
+   +0...0.100 connect(3, ..., ...) = 0
+   +0 > S 0:0(0) <...>
+  +.1 < S. 0:0(0) ack 1 win 4000 <mss 1000>
+   +0 > . 1:1(0) ack 1
+   +0 fcntl(3, F_SETFL, O_RDWR|O_NONBLOCK) = 0
+   +0 write(3, ..., 12000) = 6000
+   +0 > P. 1:2001(2000) ack 1
+   +0 > P. 2001:4001(2000) ack 1
+   +0 write(3, ..., 1000) = -1 EAGAIN (Resource temporarily unavailable)
+   +0 poll([{fd=3, events=POLLOUT, revents=0}], 1, 0) = 0
+  +.05 < . 1:1(0) ack 2001 win 4000
+   +0 > P. 4001:6001(2000) ack 1
+   +0 poll([{fd=3, events=POLLOUT, revents=0}], 1, 0) = 0
+  +.05 < . 1:1(0) ack 4001 win 4000
+   +0 poll([{fd=3, events=POLLOUT, revents=POLLOUT}], 1, 0) = 1
+   +0 write(3, ..., 12000) = 4000
+   +0 > P. 6001:8001(2000) ack 1
+"""
+
+
+@needs_kernel
+def test_a_non_blocking_write_to_a_full_send_buffer_as_the_model_says() -> None:
+    """The kernel returns the bytes it copied (6000), then EAGAIN, and says POLLOUT at the
+    same ACK as the model (tcp_poll's __sk_stream_is_writeable), as
+    tests/sim/tcp/test_tcp_sndbuf.py has the model do."""
+    script = parse(NONBLOCKING_WRITE)
+    r = run_kernel(script, TOLERANCE_US)
+    bad = [(x.line, [m.render() for m in x.reasons]) for x in r.lines if x.status != "match"]
+    assert r.verdict.passed, [b for b in bad if b[1]]

@@ -378,6 +378,9 @@ def _try(k: KernelRun, p: KPending) -> bool:
     except OSError as e:
         if p.op == "connect" and e.errno == E.ENOTCONN:
             return False
+        if p.op == "send" and p.sent:  # an error after some bytes: their count (do_error)
+            done(k, p.res, p.node, p.sent, None, k.now_ms(), p.want_ms)
+            return True
         done(k, p.res, p.node, -1, _errname(e), k.now_ms(), p.want_ms)
         return True
     done(k, p.res, p.node, ret, None, k.now_ms(), p.want_ms)

@@ -58,6 +58,7 @@ EXAMPLES: dict[str, Message] = {
     "delayed-ack": msg("Delayed ACK and ping-pong mode"),
     "ping-pong": msg("Ping-pong mode: ACKs ride on replies until the timer fires"),
     "zero-window": msg("Zero window and the persist timer"),
+    "send-buffer": msg("A write bigger than the send buffer blocks (SO_SNDBUF)"),
     "fast-retransmit": msg("Fast retransmit after three duplicate ACKs"),
 }
 
