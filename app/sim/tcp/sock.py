@@ -19,8 +19,9 @@ NewReno's duplicate ACKs without SACK), the tail loss probe and the RTO, and rec
 PRR and CUBIC's ssthresh (app.sim.tcp.tcp_sack, tcp_recovery, tcp_input_loss: no undo, no
 F-RTO); cwnd grows only while it limits the sender (tcp_is_cwnd_limited) and restarts after
 an idle RTO (tcp_cwnd_restart); data leaves in MSS segments, grouped into the TSO packets 6.4
-would send only to decide PSH (see app.sim.tcp.tcp_output.push); the send buffer is unbounded
-(send never blocks); the receive buffer is not autotuned (see app.sim.tcp.wire).
+would send only to decide PSH (see app.sim.tcp.tcp_output.push); the send buffer counts each
+skb's truesize against sk_sndbuf, and a write blocks on it (app.sim.tcp.sndbuf); the receive
+buffer is not autotuned (see app.sim.tcp.wire).
 """
 
 from __future__ import annotations

@@ -326,7 +326,7 @@ POLL_BITS = ("POLLIN", "POLLOUT", "POLLERR", "POLLHUP", "POLLRDHUP", "POLLRDNORM
 
 def revents(r: Runner, fd: int) -> set[str]:
     """tcp_poll's answer for the model's socket (tcp.c): readable data or a FIN, writable once
-    connected (the model's send buffer never fills), errors and hang-ups."""
+    connected while the send buffer is writeable (app.sim.tcp.sndbuf), errors and hang-ups."""
     fdo = r.fds.get(fd)
     ep = r.sim.ep
     out: set[str] = set()

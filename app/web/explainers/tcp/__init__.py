@@ -15,6 +15,7 @@ from app.sim.tcp.params import (
     MAX_EVENTS,
     MAX_ISS,
     MAX_LISTEN_QUEUE,
+    MAX_MEM,
     MAX_NTH,
     MAX_RCVBUF,
     MAX_UNTIL_MS,
@@ -86,6 +87,10 @@ _SYSCTL_FIELDS = (
     FieldSpec(
         key="tcp_rmem", label=msg("tcp_rmem"), kind="ids", unit=msg("min, default, max bytes")
     ),
+    FieldSpec(
+        key="tcp_wmem", label=msg("tcp_wmem"), kind="ids", unit=msg("min, default, max bytes")
+    ),
+    _sysctl("tcp_notsent_lowat", msg("tcp_notsent_lowat"), _BYTES),
     _sysctl("tcp_retries2", msg("tcp_retries2")),
     _sysctl("tcp_early_retrans", msg("tcp_early_retrans"), msg("0–4; 3, 4: tail loss probe")),
     _sysctl("tcp_ecn", msg("tcp_ecn"), msg("0–2; 1: ask for ECN")),
@@ -107,6 +112,13 @@ EDITOR = EditorSpec(
                     1,
                     MAX_RCVBUF,
                     unit=msg("bytes; empty: tcp_rmem's default"),
+                ),
+                whole(
+                    "sndbuf",
+                    msg("SO_SNDBUF"),
+                    1,
+                    MAX_MEM,
+                    unit=msg("bytes (doubled); empty: tcp_wmem's default"),
                 ),
                 whole("client_iss", msg("client ISS"), 0, MAX_ISS),
                 whole("server_iss", msg("server ISS"), 0, MAX_ISS),
