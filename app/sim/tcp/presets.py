@@ -281,6 +281,15 @@ _RAW: list[tuple[str, Any, dict[str, Any]]] = [
         },
     ),
     (
+        "sack-recovery",
+        msg("One segment lost: SACK blocks, RACK and PRR recover it"),
+        {
+            "script": [*_OPEN, _c(50, "client", "send", bytes=28960), _c(50, "server", "recv")],
+            "network": [{"drop": {"from": "client", "nth": 6}}],
+            "until_ms": 300,
+        },
+    ),
+    (
         "challenge-ack",
         msg("A SYN on a live connection gets a challenge ACK (RFC 5961)"),
         {

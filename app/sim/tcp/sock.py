@@ -263,6 +263,7 @@ class OutSeg:
         "sent_ms",
         "seq",
         "syn",
+        "tx",
     )
 
     def __init__(self, seq: int, length: int, syn: bool, fin: bool, now: float) -> None:
@@ -278,6 +279,9 @@ class OutSeg:
         self.sacked = False  # TCPCB_SACKED_ACKED
         self.rexmit = False  # TCPCB_SACKED_RETRANS: a retransmission in flight
         self.psh = False  # it ended a PSH-marked skb: a retransmission carries PSH again
+        # the order of its last transmission among the socket's (Sock.tx_count): RACK's
+        # tie-break between transmissions at one instant of the model's clock
+        self.tx = 0
 
 
 # SK_WMEM_MAX (include/net/sock.h line 2889), net.core.wmem_max's default: SO_SNDBUF's cap
@@ -493,9 +497,11 @@ class Sock(Obj):
         self.reordering = 3  # net.ipv4.tcp_reordering
         self.reord_seen = 0
         self.reno_sacked = 0  # sacked_out without SACK: duplicate ACKs counted
+        self.reno_delivered = 0  # tp->delivered's share from those duplicate ACKs
         self.lost_count = 0  # tp->lost: segments ever marked lost
         self.rack_mstamp_us = 0
-        self.rack_end_seq = 0
+        self.rack_tx = 0  # the reference's transmission order (OutSeg.tx), for ties
+        self.tx_count = 0  # transmissions of data so far (OutSeg.tx)
         self.rack_rtt_us = 0
         self.rack_advanced = False
         self.reo_wnd_steps = 1

@@ -59,7 +59,7 @@ def _acked_marks(
             reord = o.seq
         if not o.sacked and sk.sack_ok:
             delivered += 1
-            tcp_recovery.rack_advance(sim, sk, o.retrans > 0, o.end, o.sent_ms)
+            tcp_recovery.rack_advance(sim, sk, o.retrans > 0, o.tx, o.sent_ms)
         flag |= FLAG_SYN_ACKED if o.syn else FLAG_DATA_ACKED
     sk.rtx = [o for o in sk.rtx if o.end > ack]
     if not sk.sack_ok:
@@ -155,6 +155,7 @@ def rcv_ack(sim: Sim, sk: Sock, seg: Seg) -> bool:
     tcp_output.process_tlp_ack(sk, ack, ack > prior, not flag & FLAG_NOT_DUP)
     rexmit = False
     lost_before = sk.lost_count
+    reno_before = sk.reno_delivered
     if not flag & FLAG_NOT_DUP or flag & FLAG_CA_ALERT or sk.ca_state != "Open":
         dup = not flag & (FLAG_SND_UNA_ADVANCED | FLAG_NOT_DUP | FLAG_DSACKING_ACK)
         if dup:
@@ -163,6 +164,9 @@ def rcv_ack(sim: Sim, sk: Sock, seg: Seg) -> bool:
                 "tcp_fastretrans_alert",
             )
         flag, rexmit = tcp_input_loss.fastretrans_alert(sim, sk, prior, 1 if dup else 0, flag)
+    # tcp_newly_delivered (net/ipv4/tcp_input.c:3745): without SACK, the duplicate ACKs that
+    # tcp_add_reno_sack counted were delivered too (tcp_count_delivered), so PRR sees them
+    delivered += sk.reno_delivered - reno_before
     if flag & FLAG_SET_XMIT_TIMER:
         tcp_output.set_xmit_timer(sim, sk)
     tcp_input_loss.cong_control(sim, sk, delivered, sk.lost_count - lost_before, flag)

@@ -396,6 +396,8 @@ def _send_new(sim: Sim, sk: Sock, n: int, fin: bool) -> Seg:
     segment that ends an skb takes its PSH mark along (retransmissions carry it)."""
     start = sk.snd_nxt
     o = OutSeg(start, n, False, fin, sim.now)
+    sk.tx_count += 1
+    o.tx = sk.tx_count
     prior = bool(sk.rtx)
     sk.rtx.append(o)
     sk.snd_nxt = o.end
@@ -555,6 +557,8 @@ def retransmit(sim: Sim, sk: Sock, o: OutSeg, why: str) -> None:
     retransmitted."""
     o.retrans += 1
     o.sent_ms = sim.now
+    sk.tx_count += 1
+    o.tx = sk.tx_count
     o.rexmit = why != "tlp"
     if sk.retrans_stamp is None:
         sk.retrans_stamp = o.first_ms

@@ -37,9 +37,14 @@ def min_rtt_us(sk: Sock) -> int:
     return sk.rtt.min_us
 
 
-def sent_after(t1: int, t2: int, seq1: int, seq2: int) -> bool:
-    """tcp_skb_sent_after (include/net/tcp.h:1181): later, or at the same time with a later end."""
-    return t1 > t2 or (t1 == t2 and seq1 > seq2)
+def sent_after(t1: int, t2: int, tx1: int, tx2: int) -> bool:
+    """tcp_skb_sent_after (include/net/tcp.h:1181): later, or at the same time with a later
+    end. Linux's µs clock moves between the ACKs it processes, so two transmissions at one
+    µs belong to one burst, where a later end is a later send. The model's clock does not
+    move within an instant: a retransmission and new data sent for different ACKs of one
+    instant share a time. So the tie goes to the later transmission (OutSeg.tx), which is
+    what the kernel's distinct times say."""
+    return t1 > t2 or (t1 == t2 and tx1 > tx2)
 
 
 def reo_wnd(sk: Sock) -> int:
@@ -59,7 +64,7 @@ def skb_timeout(sim: Sim, sk: Sock, o: OutSeg, wnd: int) -> int:
     return sk.rack_rtt_us + wnd - (us(sim.now) - us(o.sent_ms))
 
 
-def rack_advance(sim: Sim, sk: Sock, ever_retrans: bool, end_seq: int, xmit_ms: float) -> None:
+def rack_advance(sim: Sim, sk: Sock, ever_retrans: bool, tx: int, xmit_ms: float) -> None:
     """tcp_rack_advance (net/ipv4/tcp_recovery.c:118): a (S)ACKed segment's send time becomes RACK's reference when it is
     the most recently sent; a retransmission ACKed sooner than min_rtt is ambiguous and
     skipped."""
@@ -69,9 +74,9 @@ def rack_advance(sim: Sim, sk: Sock, ever_retrans: bool, end_seq: int, xmit_ms: 
         return
     sk.rack_advanced = True
     sk.rack_rtt_us = rtt
-    if sent_after(xmit, sk.rack_mstamp_us, end_seq, sk.rack_end_seq):
+    if sent_after(xmit, sk.rack_mstamp_us, tx, sk.rack_tx):
         sk.rack_mstamp_us = xmit
-        sk.rack_end_seq = end_seq
+        sk.rack_tx = tx
 
 
 def detect_loss(sim: Sim, sk: Sock) -> tuple[int, int]:
@@ -81,11 +86,11 @@ def detect_loss(sim: Sim, sk: Sock) -> tuple[int, int]:
     wnd = reo_wnd(sk)
     timeout = 0
     newly = 0
-    order = sorted((o for o in sk.rtx if not o.sacked), key=lambda o: (us(o.sent_ms), o.end))
+    order = sorted((o for o in sk.rtx if not o.sacked), key=lambda o: (us(o.sent_ms), o.tx))
     for o in order:
         if o.lost and not o.rexmit:
             continue
-        if not sent_after(sk.rack_mstamp_us, us(o.sent_ms), sk.rack_end_seq, o.end):
+        if not sent_after(sk.rack_mstamp_us, us(o.sent_ms), sk.rack_tx, o.tx):
             break
         remaining = skb_timeout(sim, sk, o, wnd)
         if remaining <= 0:

@@ -139,7 +139,7 @@ def sacktag_one(sim: Sim, sk: Sock, o: OutSeg, state: dict[str, int]) -> None:
     retransmitted one below the highest SACK is reordering; TCPCB_SACKED_ACKED is set."""
     if o.end <= sk.snd_una or o.sacked:
         return
-    tcp_recovery.rack_advance(sim, sk, o.retrans > 0, o.end, o.sent_ms)
+    tcp_recovery.rack_advance(sim, sk, o.retrans > 0, o.tx, o.sent_ms)
     if o.rexmit:
         if o.lost:
             o.lost = False
@@ -210,7 +210,9 @@ def add_reno_sack(sk: Sock, num_dupack: int) -> int:
     prior = sk.reno_sacked
     sk.reno_sacked += num_dupack
     limit_reno_sacked(sk)
-    return max(0, sk.reno_sacked - prior)
+    delivered = max(0, sk.reno_sacked - prior)
+    sk.reno_delivered += delivered  # tcp_count_delivered: tcp_ack's tcp_newly_delivered sees it
+    return delivered
 
 
 def limit_reno_sacked(sk: Sock) -> None:

@@ -45,6 +45,7 @@ EXPECTED: dict[str, tuple[list[str], list[str]]] = {
     "syn-cookies": (OPEN_C, ["CLOSED", "LISTEN", "ESTABLISHED"]),
     "keepalive": (OPEN_C + ["CLOSED"], OPEN_S + ["LISTEN"]),
     "zero-window": (OPEN_C, OPEN_S),
+    "sack-recovery": (OPEN_C, OPEN_S),
     "challenge-ack": (
         OPEN_C + ["CLOSED", "SYN_SENT", "ESTABLISHED"],
         OPEN_S + ["LISTEN"] + OPEN_S[2:],
