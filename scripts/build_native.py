@@ -60,6 +60,13 @@ GROUPS: dict[str, list[str]] = {
         "app/sim/congestion/rwnd.py",
         "app/sim/congestion/sender.py",
     ],
+    "serving": [
+        "app/sim/serving/blockpool.py",
+        "app/sim/serving/engine.py",
+        "app/sim/serving/latency.py",
+        "app/sim/serving/request.py",
+        "app/sim/serving/run.py",
+    ],
 }
 
 
