@@ -33,7 +33,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 NATIVE = ROOT / ".native"
 MANIFEST = NATIVE / "manifest.json"
-OPT_LEVEL = "2"  # gcc -O2 with mypyc's own optimisations; -O3 compiles longer for no gain here
+# mypyc's opt level, also gcc's -O: 1 runs as fast as 2 here (BBR x1, CUBIC x1, the 4096-request
+# scheduler bench) and compiles in two thirds of the CPU time; 0 runs slower than pure Python.
+OPT_LEVEL = os.environ.get("NATIVE_OPT_LEVEL", "1")
+# gcc runs on every CPU, one extension each (build_ext --parallel): the groups' libraries and the
+# modules' small extensions. A group's library is one C file (mypyc's multi_file splits it per
+# module so that gcc could compile it in parallel, but took as much CPU and ran slower).
+JOBS = os.cpu_count() or 1
 
 # The hot modules, per group. A native base class must be compiled in its subclasses' group
 # (RttEstimator with Flow), so app.sim.core's two hot modules join the congestion group.
@@ -124,12 +130,14 @@ def compile_groups(groups: list[str]) -> None:
     work.mkdir(parents=True, exist_ok=True)
     out = Path(tempfile.mkdtemp(prefix="out-", dir=NATIVE))
     try:
+        t0 = time.perf_counter()
         exts = mypycify(
             [p for g in groups for p in GROUPS[g]],
             separate=[(list(GROUPS[g]), lib_name(g)) for g in groups],
             opt_level=OPT_LEVEL,
             target_dir=str(work / "c"),
         )
+        t1 = time.perf_counter()
         setup(
             name="stepscope-native",
             ext_modules=exts,
@@ -141,8 +149,12 @@ def compile_groups(groups: list[str]) -> None:
                 "--build-temp",
                 str(work / "obj"),
                 "--parallel",
-                str(os.cpu_count() or 1),
+                str(JOBS),
             ],
+        )
+        print(
+            f"native: mypyc (type check, C) {t1 - t0:.1f} s, "
+            f"gcc {time.perf_counter() - t1:.1f} s"
         )
         for g in groups:
             dest = NATIVE / g
