@@ -10,6 +10,10 @@ average is printed before and after.
     .venv/bin/python bench/cwnd_speed.py            # all scenarios, 3 runs each
     .venv/bin/python bench/cwnd_speed.py --runs 5
     .venv/bin/python bench/cwnd_speed.py --opcodes "bbr x1"   # where the per-ACK work goes
+    APP_NATIVE=0 .venv/bin/python bench/cwnd_speed.py       # the pure-Python modules
+
+The ``code`` column says whether the mypyc-compiled modules ran (``scripts/build_native.py``
+builds them; ``app/sim/native.py`` loads them only while they match the sources).
 
 ``--opcodes`` runs 5 simulated seconds of one scenario under an opcode tracer and prints the
 bytecodes executed per ACK in each function of the simulator (slow: one to two minutes). Time per
@@ -60,6 +64,9 @@ def one(name: str, runs: int) -> dict[str, object]:
     from app.sim.congestion.run import simulate
 
     import_s = time.perf_counter() - t0
+    import app.sim.congestion.engine as engine
+    from app.sim.native import compiled
+
     cc, n, _target = SCENARIOS[name]
     params = parse(raw(cc, n))
     walls, cpus = [], []
@@ -76,6 +83,7 @@ def one(name: str, runs: int) -> dict[str, object]:
     cached = time.perf_counter() - w
     s = trace.summary
     return {
+        "native": compiled(engine),
         "import_s": import_s,
         "walls": walls,
         "cpus": cpus,
@@ -150,7 +158,7 @@ def main() -> None:
     print(
         f"{'scenario':10} {'wall best':>9} {'median':>7} {'cpu':>6} {'target':>7} "
         f"{'pkts':>8} {'pkts/s wall':>11} {'events/s':>9} {'peak RSS':>9} {'cached':>9} "
-        f"{'ns-3':>6}"
+        f"{'ns-3':>6} {'code':>6}"
     )
     for name in args.only:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -173,11 +181,13 @@ def main() -> None:
             f"{name:10} {best:8.3f}s {statistics.median(r['walls']):6.3f}s "
             f"{cpu:5.2f}s {verdict:>7} {r['packets']:8d} "
             f"{r['packets'] / best:11,.0f} {r['events'] / best:9,.0f} "
-            f"{r['rss_mb']:7.1f}MB {r['cached_s'] * 1e6:7.1f}µs {NS3[name]:5.1f}s"
+            f"{r['rss_mb']:7.1f}MB {r['cached_s'] * 1e6:7.1f}µs {NS3[name]:5.1f}s "
+            f"{'native' if r['native'] else 'pure':>6}"
         )
     print(
         "pkts = data packets offered to the bottleneck; events = ACKs + timers + samples; "
         "peak RSS includes the interpreter; cached = repeat of run() on the same params; "
+        "code = native when the mypyc build ran (scripts/build_native.py; APP_NATIVE=0: pure); "
         f"target: best cpu; load average now {os.getloadavg()[0]:.2f}"
     )
 

@@ -38,4 +38,7 @@ if { [ ! -x /usr/bin/chromium ] || [ ! -d /usr/share/fonts/opentype/noto ]; } &&
 fi
 # gettext catalogs: .po files are committed, the .mo files the app reads are built here.
 .venv/bin/pybabel compile -d app/locale --use-fuzzy >/dev/null
+# The simulations' hot modules compiled by mypyc into .native/ (skipped when current; without a
+# compiler it warns and the pure-Python modules run): scripts/build_native.py, app/sim/native.py.
+.venv/bin/python scripts/build_native.py
 mkdir -p data

@@ -8,9 +8,13 @@ the model, whose parts follow Linux's files: ``link.py`` (the bottleneck), ``rec
 
 from __future__ import annotations
 
-from app.sim.congestion.explainer import CwndExplainer
-from app.sim.congestion.params import CwndParams, dump, parse
-from app.sim.congestion.run import SIM_VERSION, run
-from app.sim.congestion.scenarios import PRESETS
+from app.sim.native import use_native
+
+use_native(__name__, __path__)  # the compiled hot modules, when built and current
+
+from app.sim.congestion.explainer import CwndExplainer  # noqa: E402
+from app.sim.congestion.params import CwndParams, dump, parse  # noqa: E402
+from app.sim.congestion.run import SIM_VERSION, run  # noqa: E402
+from app.sim.congestion.scenarios import PRESETS  # noqa: E402
 
 __all__ = ["SIM_VERSION", "CwndExplainer", "CwndParams", "PRESETS", "dump", "parse", "run"]

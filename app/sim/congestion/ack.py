@@ -219,8 +219,9 @@ class AckProcessing(Recovery):
         f.delivered += delivered
         rtt_us = self.ack_update_rtt(f, now, pkt, una_adv)
         ca = f.ca
-        if ca.pkts_acked is not None:
-            ca.pkts_acked(f, rtt_us, now)
+        pkts_acked = ca.pkts_acked
+        if pkts_acked is not None:
+            pkts_acked(f, rtt_us, now)
         # RACK: the newest delivered transmission marks everything sent before it as lost
         if pkt[1] > f.rack_xmit:
             f.rack_xmit = pkt[1]

@@ -29,6 +29,7 @@ from app.sim.core.tcp import HZ, TCP_INFINITE_SSTHRESH, TCP_INIT_CWND
 
 if TYPE_CHECKING:
     from app.sim.congestion.flow import Flow
+    from app.sim.congestion.reno import CongControl
 
 BW_SCALE = 24
 BW_UNIT = 1 << BW_SCALE
@@ -287,7 +288,12 @@ class Bbr(CongestionOps):
         """The burst size: bbr_tso_segs_goal, recomputed whenever the pacing rate changes."""
         return self.tso_goal
 
-    def cong_control(self, tp: Flow, rs: RateSample, now: float) -> None:
+    @property
+    def cong_control(self) -> CongControl | None:
+        """BBR's ``cong_control`` hook: :meth:`bbr_main`."""
+        return self.bbr_main
+
+    def bbr_main(self, tp: Flow, rs: RateSample, now: float) -> None:
         """bbr_main: bbr_update_model, then bbr_set_pacing_rate and bbr_set_cwnd.
 
         Every ACK comes here. PROBE_BW's ACKs (nearly all of a long run's) are handled here,

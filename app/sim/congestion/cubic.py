@@ -27,6 +27,7 @@ from app.sim.core.tcp import HZ
 
 if TYPE_CHECKING:
     from app.sim.congestion.flow import Flow
+    from app.sim.congestion.reno import PktsAcked
 
 BICTCP_BETA_SCALE = 1024
 BICTCP_HZ = 10  # t is kept in 2^-10 s units
@@ -437,7 +438,12 @@ class Cubic(CongestionOps):
         if self.epoch_start and tp.epochs and tp.epochs[-1]["t_end"] is None:
             tp.epochs[-1]["t_end"] = round(now, 6)
 
-    def pkts_acked(self, tp: Flow, rtt_us: int, now: float) -> None:
+    @property
+    def pkts_acked(self) -> PktsAcked | None:
+        """CUBIC's ``pkts_acked`` hook: :meth:`cubictcp_acked`."""
+        return self.cubictcp_acked
+
+    def cubictcp_acked(self, tp: Flow, rtt_us: int, now: float) -> None:
         """cubictcp_acked: keep delay_min; run HyStart while in slow start from cwnd 16."""
         if rtt_us < 0:
             return

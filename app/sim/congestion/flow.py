@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
+from app.sim.congestion.narration import Narration as Narration  # a stored trace's old path
 from app.sim.core.events import EventQueue, Timer
 from app.sim.core.i18n import Message
 from app.sim.core.tcp import TCP_INFINITE_SSTHRESH as TCP_INFINITE_SSTHRESH
@@ -45,21 +46,6 @@ SND_CWND_CLAMP = 0xFFFFFFFF
 # app_limited)
 Pkt = tuple[int, float, bool, int, float, float, int]
 DUPTHRESH = 3  # net.ipv4.tcp_reordering: RACK skips its reorder window once this many SACKed
-
-
-class Narration(str):
-    """An event's sentence: the English text (a ``str``, so JSON and tests read it as before)
-    that remembers the :class:`Message` it was rendered from."""
-
-    message: Message
-
-    def __new__(cls, message: Message) -> Narration:
-        self = super().__new__(cls, message.render())
-        self.message = message
-        return self
-
-    def __reduce__(self) -> tuple[type[Narration], tuple[Message]]:
-        return (Narration, (self.message,))
 
 
 class RateSample:
@@ -299,7 +285,7 @@ class Flow(RttEstimator):
         self.first_tx_mstamp = start
         self.app_limited = 0
         self.lost = 0
-        self.pacing_rate = 0.0  # bytes per second (sk_pacing_rate)
+        self.pacing_rate: int | float = 0.0  # bytes per second (sk_pacing_rate)
         self.wstamp = start  # tcp_wstamp_ns, in seconds
         self.pace_timer = Timer(q, EV_PACE, self.index)  # wakes the sender at wstamp
         self.rs = RateSample()

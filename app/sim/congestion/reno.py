@@ -86,12 +86,24 @@ class CongestionOps:
     """
 
     name: ClassVar[str] = ""
-    # Optional hooks: None unless the algorithm has one. A subclass defines a method of the
-    # same name; the engine tests ``is not None`` as the kernel tests the function pointer.
-    pkts_acked: PktsAcked | None = None
-    cong_control: CongControl | None = None
     series_keys: ClassVar[tuple[str, ...]] = ()
     """Time series this algorithm adds to every flow's ``series`` (filled by ``record``)."""
+
+    # Optional hooks: None unless the algorithm has one, as the kernel tests the function
+    # pointer (``if (icsk->icsk_ca_ops->cong_control)``). A subclass that has one overrides the
+    # property to return its method (a property, not a class attribute a method of the same
+    # name shadows: mypyc, scripts/build_native.py, compiles such an attribute as an instance
+    # slot, which a subclass's method would not override).
+
+    @property
+    def pkts_acked(self) -> PktsAcked | None:
+        """``pkts_acked``: one ACK's RTT sample (CUBIC's cubictcp_acked)."""
+        return None
+
+    @property
+    def cong_control(self) -> CongControl | None:
+        """``cong_control``: set cwnd and the pacing rate from a rate sample (BBR's bbr_main)."""
+        return None
 
     @classmethod
     def create(cls, rng: random.Random) -> CongestionOps:
@@ -128,8 +140,9 @@ class CongestionOps:
 
     def acked_and_cong_avoid(self, tp: Flow, acked: int, rtt_us: int, now: float) -> None:
         """``pkts_acked`` then ``cong_avoid``: what an in-order ACK in state Open runs."""
-        if self.pkts_acked is not None:
-            self.pkts_acked(tp, rtt_us, now)
+        pkts_acked = self.pkts_acked
+        if pkts_acked is not None:
+            pkts_acked(tp, rtt_us, now)
         self.cong_avoid(tp, acked, now)
 
     # -- the model's narration and outputs --------------------------------------------------

@@ -9,6 +9,12 @@ and bounded to ``TCP_RTO_MAX``.
 
 from __future__ import annotations
 
+try:  # mypyc reads this decorator; mypy_extensions comes with mypy, a test dependency
+    from mypy_extensions import mypyc_attr
+except ImportError:  # pragma: no cover - only the app installed: nothing is compiled
+    from app.sim.native import mypyc_attr
+
+
 HZ = 1000  # jiffies per second (CONFIG_HZ_1000)
 
 # include/net/tcp.h
@@ -37,6 +43,7 @@ def rto_jiffies_s(rto_us: int) -> float:
     return -(-rto_us // 1000) / HZ
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # app.sim.tcp's SockRtt stays interpreted
 class RttEstimator:
     """The RTT fields of ``tcp_sock`` (srtt_us ×8, mdev_us ×4, mdev_max_us, rttvar_us,
     rtt_seq) and the RTO they give (``rto_s``), updated by :meth:`sample`."""

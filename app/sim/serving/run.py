@@ -15,6 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypedDict, TypeVar
 
+try:  # mypyc reads this decorator; mypy_extensions comes with mypy, a test dependency
+    from mypy_extensions import mypyc_attr
+except ImportError:  # pragma: no cover - only the app installed: nothing is compiled
+    from app.sim.native import mypyc_attr
+
 from app.sim.serving.engine import Scheduler
 from app.sim.serving.latency import step_seconds
 from app.sim.serving.params import SchedulerParams
@@ -81,7 +86,8 @@ class SchedulerSeries(TypedDict):
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@mypyc_attr(native_class=False)  # mypyc (scripts/build_native.py): a generic dataclass stays a
+@dataclass(frozen=True, slots=True, kw_only=True)  # Python class
 class RunResult(Generic[T]):
     series: SchedulerSeries
     snapshots: tuple[tuple[int, T], ...]  # (series index, snapshot) in step order

@@ -9,6 +9,7 @@ from typing import Any
 from app.sim.congestion.bbr import MIN_RTT_EXPIRES_J, _min_rtt_expiry
 from app.sim.congestion.flow import JIFFIES_BASE
 from app.sim.core.tcp import HZ
+from tests.native import pure_python
 
 
 def test_min_rtt_expiry_is_the_jiffies_test_as_a_time() -> None:
@@ -59,6 +60,7 @@ def test_kept_bdp_and_pacing_rate_are_bbr_bdp_and_bbr_rate_bytes_per_sec() -> No
     assert seen > 20
 
 
+@pure_python  # replaces/overrides a method compiled code calls directly
 def test_probe_bw_shortcut_is_bbr_main() -> None:
     """Every ACK that cong_control handles itself (its PROBE_BW shortcut) leaves BBR and the
     flow as the general bbr_main steps (_main) leave them, from the same state: checked on
@@ -69,7 +71,7 @@ def test_probe_bw_shortcut_is_bbr_main() -> None:
     from app.sim.congestion.bbr import PROBE_BW, Bbr
     from app.sim.congestion.engine import Engine
 
-    hook = Bbr.cong_control
+    hook = Bbr.bbr_main
     calls = checked = 0
 
     def state(ca: Bbr, tp: object) -> tuple[object, ...]:
@@ -109,7 +111,7 @@ def test_probe_bw_shortcut_is_bbr_main() -> None:
         ({"rate_mbps": 10, "rtt_ms": 30, "buffer_packets": 60}, 1, 10.5, 500),
         ({"rate_mbps": 20, "rtt_ms": 20, "buffer_packets": 10}, 2, 4, 10),
     ]
-    Bbr.cong_control = checking  # type: ignore[method-assign]
+    Bbr.bbr_main = checking  # type: ignore[method-assign]
     try:
         for link, n, duration, least in runs:
             calls = checked = 0
@@ -117,4 +119,4 @@ def test_probe_bw_shortcut_is_bbr_main() -> None:
             Engine(parse({"link": link, "flows": flows, "duration_s": duration})).run()
             assert checked >= least, checked
     finally:
-        Bbr.cong_control = hook  # type: ignore[method-assign]
+        Bbr.bbr_main = hook  # type: ignore[method-assign]

@@ -17,6 +17,7 @@ from app.sim.congestion.params import parse
 from app.sim.core.sources import SourceRef
 from app.sim.core.tcp import rto_jiffies_s
 from tests.linux_v64 import require_v6_4, v6_4_file
+from tests.native import pure_python
 
 LINK = {"rate_mbps": 10, "rtt_ms": 40, "buffer_bdp": 1}
 
@@ -96,6 +97,7 @@ def test_initial_receive_window_and_quick_acks() -> None:
     assert initial_rcv_wnd(4000) == 64000 and initial_quickacks(4000) == 8
 
 
+@pure_python  # replaces/overrides a method compiled code calls directly
 def test_receiver_acks_the_first_16_segments_at_once() -> None:
     """tcp_incr_quickack (net/ipv4/tcp_input.c): with the default 65160-byte window the
     receiver ACKs each of the first 16 segments at once, then every second segment

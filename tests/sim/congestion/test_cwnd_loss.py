@@ -14,6 +14,7 @@ from app.sim.congestion.params import dump, parse
 from app.sim.congestion.run import run as run_trace
 from app.sim.congestion.scenarios import PRESETS
 from app.sim.core.errors import ParamError
+from tests.native import pure_python
 from tests.sim.congestion.test_cwnd_fixes import _until, after_rto_ack
 
 LINK = {"rate_mbps": 10, "rtt_ms": 40, "buffer_bdp": 1}
@@ -234,6 +235,7 @@ def _one_drop(comp: int) -> _Recorder:
     return eng
 
 
+@pure_python  # replaces/overrides a method compiled code calls directly
 def test_receiver_compresses_sacks_after_three_dupacks() -> None:
     """__tcp_ack_snd_check: with out-of-order data queued the first TCP_FASTRETRANS_THRESH (3)
     duplicate ACKs go at once, then the receiver waits min(tcp_comp_sack_delay_ns = 1 ms,

@@ -16,6 +16,7 @@ from app.sim.congestion.reno import Reno
 from app.sim.congestion.run import run
 from app.sim.congestion.scenarios import PRESETS
 from app.sim.core.errors import ParamError
+from tests.native import pure_python
 
 ECN_LINK = {
     "rate_mbps": 10,
@@ -179,6 +180,7 @@ def _ecn_engine() -> tuple[Engine, Flow]:
     return eng, f
 
 
+@pure_python  # replaces/overrides a method compiled code calls directly
 def test_receiver_echoes_ece_until_a_segment_with_cwr_arrives() -> None:
     """__tcp_ecn_check_ce: a CE segment sets TCP_ECN_DEMAND_CWR and quick-ACK mode (2), so it
     is ACKed at once with ECE (tcp_ecn_send) and so is every ACK after it; tcp_ecn_accept_cwr
@@ -199,6 +201,7 @@ def test_receiver_echoes_ece_until_a_segment_with_cwr_arrives() -> None:
     assert len(f.ackq) == n + 1 and not f.ackq[-1][2] & ecn.ECE_BIT  # ICSK_ACK_NOW, no ECE
 
 
+@pure_python  # replaces/overrides a method compiled code calls directly
 def test_cwr_ends_only_beyond_high_seq() -> None:
     """tcp_fastretrans_alert: CWR is held until an ACK goes *beyond* high_seq (snd_una ==
     high_seq is not enough, so the CWR flag has reached the receiver); then cwnd = ssthresh."""
@@ -216,6 +219,7 @@ def test_cwr_ends_only_beyond_high_seq() -> None:
     assert f.ca_state == CA_OPEN and f.cwnd == 20
 
 
+@pure_python  # replaces/overrides a method compiled code calls directly
 def test_a_loss_during_cwr_enters_recovery_without_a_second_cut() -> None:
     """tcp_enter_recovery: tcp_in_cwnd_reduction is true in CWR, so tcp_init_cwnd_reduction is
     skipped: ssthresh, prior_cwnd and high_seq stay those of the CWR."""

@@ -1,0 +1,201 @@
+"""The mypyc-compiled hot modules (scripts/build_native.py, app/sim/native.py): loaded when built
+from the sources on disk, never when ``APP_NATIVE=0`` or a source changed, and giving every
+preset's trace exactly as the pure modules do.
+
+Needs the build (``.venv/bin/python scripts/build_native.py``, which scripts/_bootstrap.sh
+runs); without it (no C compiler) these tests skip and the pure modules are what runs.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+import build_native  # noqa: E402
+
+from app.sim.native import compiled  # noqa: E402
+from tests.contract.trace_digest import DIGESTS  # noqa: E402
+
+MODULES = {
+    group: [p.removesuffix(".py").replace("/", ".") for p in paths]
+    for group, paths in build_native.GROUPS.items()
+}
+COMPILED = [m for mods in MODULES.values() for m in mods]
+# the explainers whose simulations run compiled code (app.sim.core's hot modules serve tcp too)
+EXPLAINERS = ("cwnd", "scheduler", "tcp")
+
+
+def _built() -> bool:
+    have = build_native.read_manifest()
+    return all(have.get(g) == build_native.wanted(g) for g in build_native.GROUPS)
+
+
+pytestmark = pytest.mark.skipif(
+    not _built(), reason="no current native build (scripts/build_native.py)"
+)
+
+
+def _child(code: str, native: bool, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("APP_NATIVE", "APP_NATIVE_DIR")}
+    if not native:
+        env["APP_NATIVE"] = "0"
+    env["PYTHONPATH"] = str(cwd)
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+    )
+
+
+WHICH = (
+    "import importlib, json\n"
+    f"mods = {COMPILED!r}\n"
+    "print(json.dumps({m: importlib.import_module(m).__file__ for m in mods}))\n"
+)
+
+
+def test_the_compiled_modules_are_imported() -> None:
+    """With the build current, every module of every group is its extension, in this process
+    (the test run's) and in a fresh one; ``APP_NATIVE=0`` gives the ``.py`` files."""
+    out = _child(WHICH, native=True)
+    assert out.returncode == 0, out.stderr
+    files = json.loads(out.stdout)
+    native = ROOT / ".native"
+    for group, mods in MODULES.items():
+        for m in mods:
+            assert Path(files[m]).is_relative_to(native / group), (m, files[m])
+            assert not files[m].endswith(".py")
+    assert "RuntimeWarning" not in out.stderr
+    if os.environ.get("APP_NATIVE") != "0":
+        import importlib
+
+        assert all(compiled(importlib.import_module(m)) for m in COMPILED)
+
+    pure = _child(WHICH, native=False)
+    assert pure.returncode == 0, pure.stderr
+    for m, f in json.loads(pure.stdout).items():
+        assert f == str(ROOT / (m.replace(".", "/") + ".py")), (m, f)
+
+
+DIGEST = (
+    "import json\n"
+    "from app.explainers import builtin\n"
+    "from app.sim.native import compiled\n"
+    "import app.sim.congestion.engine as e\n"
+    "from tests.contract.trace_digest import digest\n"
+    f"names = {EXPLAINERS!r}\n"
+    "out = {'compiled': compiled(e)}\n"
+    "for plugin in builtin():\n"
+    "    sim = plugin.sim\n"
+    "    if sim.name in names:\n"
+    "        out[sim.name] = {p.slug: digest(sim.run(sim.parse(dict(p.params))))\n"
+    "                         for p in sim.presets}\n"
+    "print(json.dumps(out))\n"
+)
+
+
+def test_every_preset_digest_is_the_same_both_ways() -> None:
+    """Every preset of the explainers that run compiled code gives the recorded trace digest
+    with the compiled modules and with the pure ones (two fresh processes)."""
+    results = []
+    for native in (True, False):
+        out = _child(DIGEST, native)
+        assert out.returncode == 0, out.stderr
+        results.append(json.loads(out.stdout))
+    with_native, pure = results
+    assert with_native.pop("compiled") is True and pure.pop("compiled") is False
+    assert with_native == pure
+    recorded = json.loads(DIGESTS.read_text(encoding="utf-8"))
+    for name in EXPLAINERS:
+        assert with_native[name], name
+        for slug, d in with_native[name].items():
+            assert recorded[name][slug] == d, (name, slug)
+
+
+def _copy_tree(dest: Path) -> None:
+    shutil.copytree(
+        ROOT / "app", dest / "app", ignore=shutil.ignore_patterns("__pycache__", "locale")
+    )
+    shutil.copytree(ROOT / ".native", dest / ".native", ignore=shutil.ignore_patterns(".build"))
+
+
+def test_an_edited_source_falls_back_to_pure_python(tmp_path: Path) -> None:
+    """On a copy of the tree: the copy's build is used as built; once a compiled module's
+    source is edited, its whole group runs the pure modules, with one warning naming the file."""
+    _copy_tree(tmp_path)
+    probe = "import app.sim.congestion.flow as f, app.sim.core.events as e; print(f.__file__); print(e.__file__)"
+    fresh = _child(probe, native=True, cwd=tmp_path)
+    assert fresh.returncode == 0, fresh.stderr
+    assert all(".native" in line for line in fresh.stdout.split()), fresh.stdout
+    flow = tmp_path / "app/sim/congestion/flow.py"
+    flow.write_text(flow.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
+    edited = _child(probe, native=True, cwd=tmp_path)
+    assert edited.returncode == 0, edited.stderr
+    assert edited.stdout.split() == [
+        str(tmp_path / "app/sim/congestion/flow.py"),
+        str(tmp_path / "app/sim/core/events.py"),  # same group: pure as well
+    ]
+    assert edited.stderr.count("RuntimeWarning") == 1, edited.stderr
+    assert "app/sim/congestion/flow.py changed" in edited.stderr
+
+
+def test_stored_traces_name_no_compiled_class() -> None:
+    """A stored trace (the pickle the store keeps, app.web.tracecache) of every preset decodes
+    to the same trace and refers to no class of a compiled module, so a stored trace reads the
+    same with or without the build; one stored before Narration moved out of the compiled
+    flow module (``app.sim.congestion.flow.Narration``) still reads."""
+    from app.explainers import builtin
+    from app.sim.congestion.narration import Narration
+    from app.sim.core import msg
+    from app.web.tracecache import decode_trace, encode_trace
+    from tests.contract.trace_digest import digest
+
+    for plugin in builtin():
+        sim = plugin.sim
+        if sim.name not in EXPLAINERS:
+            continue
+        for preset in sim.presets:
+            trace = sim.run(sim.parse(dict(preset.params)))
+            raw = pickle.dumps(trace, protocol=pickle.HIGHEST_PROTOCOL)
+            assert not any(m.encode() in raw for m in COMPILED), (sim.name, preset.slug)
+            assert digest(decode_trace(encode_trace(trace))) == digest(trace)
+    old = pickle.dumps(Narration(msg("ssthresh = {ssthresh}", ssthresh=7)), protocol=2)
+    old = old.replace(b"app.sim.congestion.narration", b"app.sim.congestion.flow")
+    assert b"app.sim.congestion.flow" in old
+    back = pickle.loads(old)  # noqa: S301 - our own bytes
+    assert isinstance(back, Narration) and back == "ssthresh = 7"
+
+
+def _which_code_runs() -> tuple[bool, int]:
+    """In a simulation process: whether the congestion engine is compiled, and a run's ACKs."""
+    import app.sim.congestion.engine as engine
+    from app.sim.congestion import parse
+    from app.sim.congestion.run import simulate
+
+    link = {"rate_mbps": 10, "rtt_ms": 40, "buffer_bdp": 1}
+    trace = simulate(parse({"link": link, "flows": [{"cc": "bbr"}], "duration_s": 1}))
+    return compiled(engine), int(trace.summary["acks_simulated"])
+
+
+@pytest.mark.skipif(os.environ.get("APP_NATIVE") == "0", reason="this process runs pure Python")
+def test_simulation_processes_run_native_code() -> None:
+    """The app's simulation processes (app.web.simproc, forked from a worker) run the compiled
+    modules their parent loaded."""
+    import app.sim.congestion  # noqa: F401 - loaded before the fork, as in an app worker
+    from app.web.simproc import LanePool, Limits
+
+    pool = LanePool(multiprocessing.get_context("fork"), 1, Limits(0, 0.0))
+    try:
+        native, acks = pool.submit(_which_code_runs).result(timeout=300)
+    finally:
+        pool.shutdown()
+    assert native is True
+    assert acks > 100
