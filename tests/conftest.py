@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import secrets
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -63,11 +64,12 @@ def _postgres_admin_url() -> str | None:
     pytest.skip("no PostgreSQL (scripts/test starts one and sets APP_TEST_POSTGRES_URL)")
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A fresh, empty database URL: a SQLite file, or a new database on the test PostgreSQL."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'test.db'}"
+@contextmanager
+def _fresh_database(kind: str, directory: Path) -> Iterator[str]:
+    """A fresh, empty database URL of ``kind``: a SQLite file in ``directory``, or a new
+    database on the test PostgreSQL (dropped after)."""
+    if kind == "sqlite":
+        yield f"sqlite:///{directory / 'test.db'}"
         return
     admin_url = make_url(_postgres_admin_url() or "")
     name = f"t_{secrets.token_hex(6)}"
@@ -80,3 +82,30 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh, empty database URL: a SQLite file, or a new database on the test PostgreSQL."""
+    with _fresh_database(request.param, tmp_path) as url:
+        yield url
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def module_db_url(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """``db_url`` for a whole test module: one fresh database of each kind, its tests grouped
+    by kind (the ``[sqlite]`` / ``[postgresql]`` ids are the same)."""
+    with _fresh_database(request.param, tmp_path_factory.mktemp("db")) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def module_db_client(module_db_url: str) -> Iterator[TestClient]:
+    """One app (default settings) on ``module_db_url`` for the whole module; a test takes it
+    through a ``client`` fixture of its module that clears the cookies (a new visitor)."""
+    with TestClient(
+        create_app(Settings(database_url=module_db_url)), raise_server_exceptions=False
+    ) as c:
+        yield c

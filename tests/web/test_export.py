@@ -8,6 +8,7 @@ import re
 import struct
 import xml.etree.ElementTree as ET
 import zlib
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,34 @@ RAW = {
     ]
 }
 SVG = "{http://www.w3.org/2000/svg}"
+
+
+@pytest.fixture(scope="module")
+def _export_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    """One app for the module: each app starts its own Chromium on its first PNG, and runs
+    every trace it shows again (the cwnd default alone takes seconds), which cost more than
+    the tests. The client's quota of long runs (6 a minute; the module draws some 30 PNGs) is
+    raised: :func:`test_exports_count_against_the_clients_long_run_quota` tests it on an app
+    of its own."""
+    db = tmp_path_factory.mktemp("export") / "test.db"
+    settings = Settings(database_url=f"sqlite:///{db}", expensive_runs_per_minute=1000)
+    with TestClient(create_app(settings), raise_server_exceptions=False) as c:
+        yield c
+
+
+@pytest.fixture
+def client(_export_app: TestClient) -> TestClient:
+    """The module's app as a new visitor (no cookies) with nothing drawn or kept yet: no PNG
+    and no page or export kept from an earlier test (tests count what is drawn, and one asks
+    for a file its limit refuses). Only the stored traces carry over."""
+    _export_app.cookies.clear()
+    app: Any = _export_app.app
+    app.state.pngs._cache.clear()
+    pages = app.state.site.pages
+    with pages._lock:
+        pages._items.clear()
+        pages.used = 0
+    return _export_app
 
 
 def page_stage(client: TestClient, url: str, step: int) -> str:
@@ -393,14 +422,13 @@ def _on_a_thread(render: Any, html: str, scale: int, width: float, ready: str | 
         return pool.submit(render, html, scale=scale, width=width, ready=ready).result()
 
 
-def test_the_png_is_taken_once_the_ready_condition_holds(settings: Settings) -> None:
-    """What a view's scripts draw after load is in the PNG when it declares it as ready."""
-    from app.web.exporting import PngRenderer
-
+def test_the_png_is_taken_once_the_ready_condition_holds(client: TestClient) -> None:
+    """What a view's scripts draw after load is in the PNG when it declares it as ready (drawn
+    by the app's own renderer, whose Chromium the module's PNGs started already)."""
     html = (
         "<body style='margin:0;background:#fff'><script>setTimeout(() => {"
         " document.body.style.background = '#0000ff'; window.drawn = true; }, 400)</script></body>"
     )
-    renderer = PngRenderer(settings.chromium)
+    renderer = client.app.state.pngs  # type: ignore[attr-defined]
     data = _on_a_thread(renderer.render, html, 1, 50, ready="() => window.drawn === true")
     assert png_pixels(data, limit=1)[2][0][:3] == bytes.fromhex("0000ff")

@@ -23,6 +23,16 @@ def settings(db_url: str) -> Settings:
     return Settings(database_url=db_url)
 
 
+@pytest.fixture
+def client(module_db_client: TestClient) -> TestClient:
+    """One app per database for the module (tests/conftest.py), each test a new visitor: an
+    app and a database per test cost more than most of these tests. What earlier tests
+    uploaded stays stored, as other visitors' recordings do: a test counts what it stores
+    itself (:func:`stored` before and after)."""
+    module_db_client.cookies.clear()
+    return module_db_client
+
+
 def stored(client: TestClient) -> int:
     with repo.session_for(client.app.state.engine) as db:  # type: ignore[attr-defined]
         return repo.recording_count(db=db)
@@ -196,15 +206,17 @@ def test_path_recording_keeps_stacks_and_a_kind_without_a_view_gets_a_summary(
 def test_hostile_json_gets_a_422_naming_the_field_and_nothing_is_stored(
     client: TestClient, body: bytes, loc_part: str
 ) -> None:
+    before = stored(client)
     r = client.post(
         "/api/v1/recordings", content=body, headers={"Content-Type": "application/json"}
     )
     assert r.status_code == 422, r.text
     assert any(loc_part in ".".join(map(str, d["loc"])) for d in r.json()["detail"]), r.text
-    assert stored(client) == 0
+    assert stored(client) == before
 
 
 def test_too_many_events_is_refused(client: TestClient) -> None:
+    before = stored(client)
     ev = '{"t_ms":0,"event":"tcp:tcp_probe","fields":{}}'
     text = (
         '{"format":"stepscope-recording","schema":1,"kind":"cwnd","events":['
@@ -215,11 +227,12 @@ def test_too_many_events_is_refused(client: TestClient) -> None:
         "/api/v1/recordings", content=text.encode(), headers={"Content-Type": "application/json"}
     )
     assert r.status_code in (413, 422), r.text
-    assert stored(client) == 0
+    assert stored(client) == before
 
 
 def test_three_hundred_thousand_small_events_name_the_limit(client: TestClient) -> None:
     """Under 5 MB but over 200,000 events: 422 naming events and the limit."""
+    before = stored(client)
     text = (
         '{"format":"stepscope-recording","schema":1,"kind":"cwnd","events":['
         + ",".join(["{}"] * 300_000)
@@ -232,10 +245,11 @@ def test_three_hundred_thousand_small_events_name_the_limit(client: TestClient) 
     assert r.status_code == 422, r.text
     (issue,) = r.json()["detail"]
     assert issue["loc"] == ["body", "events"] and "200000" in issue["msg"]
-    assert stored(client) == 0
+    assert stored(client) == before
 
 
 def test_wrong_type_and_oversized_bodies(client: TestClient) -> None:
+    before = stored(client)
     r = client.post("/api/v1/recordings", content=b"hello", headers={"Content-Type": "text/plain"})
     assert r.status_code == 415
     assert PCAP in r.json()["detail"] and "application/json" in r.json()["detail"]
@@ -243,10 +257,11 @@ def test_wrong_type_and_oversized_bodies(client: TestClient) -> None:
         "/api/v1/recordings", content=b"\0" * (6 * 1024 * 1024), headers={"Content-Type": PCAP}
     )
     assert r.status_code == 413 and "5 MB" in r.json()["detail"]
-    assert stored(client) == 0
+    assert stored(client) == before
 
 
 def test_bad_captures_name_the_byte_offset(client: TestClient) -> None:
+    before = stored(client)
     good = pcap(handshake_data_close())
     huge = bytearray(good)
     huge[24 + 8 : 24 + 12] = (0xFFFFFFF0).to_bytes(4, "little")  # first record claims ~4 GB
@@ -259,12 +274,13 @@ def test_bad_captures_name_the_byte_offset(client: TestClient) -> None:
         r = client.post("/api/v1/recordings", content=body, headers={"Content-Type": PCAP})
         assert r.status_code == 422, (name, r.text)
         assert "byte" in r.json()["detail"][0]["msg"], (name, r.text)
-    assert stored(client) == 0
+    assert stored(client) == before
 
 
 def test_the_upload_form_round_trip(client: TestClient) -> None:
     """The page's form posts multipart: the recording opens, and both lists show it; a bad
     file answers the form again with the error, in the reader's language."""
+    before = stored(client)
     assert client.get("/recordings").status_code == 200
     client.get("/")  # the probe cookie: this browser keeps cookies, so it gets a session
     r = client.post(
@@ -289,7 +305,7 @@ def test_the_upload_form_round_trip(client: TestClient) -> None:
         data={"kind": "recording"},
     )
     assert bad_zh.status_code == 422 and re.search(r"[\u4e00-\u9fff]", bad_zh.text)
-    assert stored(client) == 1
+    assert stored(client) == before + 1
 
 
 def test_embed_and_unknown_ids(client: TestClient) -> None:
@@ -512,13 +528,13 @@ def _sleepy(recording: dict[str, Any], overrides: dict[str, Any]) -> Any:
 
 
 def test_a_build_that_waits_past_its_limit_is_a_503_naming_it(
-    client: TestClient, db_url: str
+    client: TestClient, module_db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A request waits for its recording's build at most twice APP_SIM_CPU_S and a margin:
     past it, BuildWaitExceeded, answered 503 with Retry-After and a sentence naming the wait."""
     from app.web.recbuild import BuildWaitExceeded, RecordingBuilder
 
-    builder = RecordingBuilder(Settings(database_url=db_url, sim_cpu_s=0.5), margin_s=0)
+    builder = RecordingBuilder(Settings(database_url=module_db_url, sim_cpu_s=0.5), margin_s=0)
     try:
         assert builder.build(_sleepy, {"x": 1}, {"s": 0}) == {"x": 1}
         with pytest.raises(BuildWaitExceeded) as waited:
@@ -532,7 +548,7 @@ def test_a_build_that_waits_past_its_limit_is_a_503_naming_it(
     def refuse(*_: Any) -> Any:
         raise waited.value
 
-    site.recording_builder.build = refuse
+    monkeypatch.setattr(site.recording_builder, "build", refuse)  # this test's only
     page = client.get(f"/r/{rid}?rtt_ms=33")
     assert page.status_code == 503 and page.headers["retry-after"] == "5"
     assert "APP_SIM_CPU_S" in page.text

@@ -31,6 +31,15 @@ def settings(db_url: str) -> Settings:
     return Settings(database_url=db_url)
 
 
+@pytest.fixture
+def client(module_db_client: TestClient) -> TestClient:
+    """One app per database for the module (tests/conftest.py), each test a new visitor: an
+    app and a database per test cost more than these tests. Links made by one test stay in the
+    database, as other visitors' links do; none of these tests counts the stored ones."""
+    module_db_client.cookies.clear()
+    return module_db_client
+
+
 def share(client: TestClient, body: dict) -> object:
     return client.post("/api/v1/scenarios", json=body)
 
