@@ -339,7 +339,11 @@ def steps_pieces(
             front, run = ordered_json, b""
         else:
             front, run = queue.items()
-        hits = _id_map(keys, ones, admit_req[aa:ab], admit_hit[aa:ab]) if hits_shown else b"{}"
+        hits = (
+            _id_map(keys, ones, admit_req[aa:ab], admit_hit[aa:ab])
+            if hits_shown and aa != ab
+            else b"{}"
+        )
         head = (
             b'%s{"step":%d,"t_start":%s,"t_end":%s,"scheduled":%s,"preempted":%s,"finished":%s,'
             b'"running":%s,"waiting":[%s'
@@ -349,8 +353,8 @@ def steps_pieces(
                 starts[s],
                 ends[s],
                 scheduled,
-                _id_list(enc, preempted),
-                _id_list(enc, finished),
+                _id_list(enc, preempted) if preempted else b"[]",
+                _id_list(enc, finished) if finished else b"[]",
                 running.names.json(),
                 front,
             )
