@@ -265,7 +265,7 @@ def test_a_large_answer_goes_from_its_pages_to_the_client(
 ) -> None:
     """An answer sent from the pages it was written into (made "large" here) reaches the
     client whole, plain (its length said) or gzipped, and its pages go back once sent."""
-    for module, name in ((answers, "MAP_AT"), (fastjson, "VIEW_AT"), (fastjson, "GZIP_AT")):
+    for module, name in ((answers, "MAP_AT"), (fastjson, "STREAM_AT"), (fastjson, "GZIP_AT")):
         monkeypatch.setattr(module, name, 1024)
     monkeypatch.setattr(fastjson, "FIRST_BYTES", 100)
     taken: list[Any] = []
@@ -294,6 +294,29 @@ def test_a_large_answer_goes_from_its_pages_to_the_client(
         assert r.json() == documented(site.get("scheduler"), site.runs.cached(key), "en")
         files = site.runs._answers
         wait_for(lambda: sum(files.in_use(s) for s in range(len(files._fds))) == 0)
+        # asked again: from the stored trace, its pieces sent a chunk at a time
+        again = client.post(
+            "/api/v1/explainers/scheduler/run", json=SCHED, headers={"Accept-Encoding": encoding}
+        )
+        assert again.status_code == 200 and taken == [memoryview]
+        assert again.json() == r.json()
+        if not zipped:
+            assert int(again.headers["content-length"]) == len(again.content)
+
+
+def test_many_pieces_go_a_chunk_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A streamed answer's messages join to its pieces; small pieces are joined up to about
+    CHUNK_BYTES, a larger one goes alone, and the first message is bytes (a view's first
+    FIRST_BYTES copied: the GZip middleware compares the first body with itself)."""
+    monkeypatch.setattr(fastjson, "CHUNK_BYTES", 100)
+    monkeypatch.setattr(fastjson, "FIRST_BYTES", 10)
+    big = memoryview(b"v" * 250)
+    small = [str(i).encode() * 7 for i in range(40)]
+    for pieces in ([big, *small], [*small, big, b"x" * 120, *small], small, [big]):
+        chunks = list(fastjson._chunks(pieces))
+        assert b"".join(chunks) == b"".join(pieces)
+        assert isinstance(chunks[0], bytes) and len(chunks[0]) <= 100 + 14
+        assert all(len(c) < 100 + 14 or len(c) >= 120 for c in chunks)
 
 
 def test_the_answer_is_sent_while_the_trace_is_still_being_stored(
