@@ -20,12 +20,13 @@ both alike:
   Python objects, encoded with the standard library by Starlette's ``JSONResponse``, from the
   trace the worker reads back from the store once the simulation process has stored it);
 * ``after``: the API as it is (``app.web.routes.api``: a new run's answer written in its
-  simulation process and read from the run slot's memory file, ``app.web.answers``; a kept
-  trace's by ``trace_response``).
+  simulation process into the run slot's memory file and sent from those pages, ``app.web.
+  answers``; a kept trace's by ``trace_response``).
 
 Printed per server: the median and best wall time of the request (until the last byte is
-read), the server's CPU time for it (every process of the server: app and simulation), the
-client's, and the answer's size; the load average before and after. Other work on the machine
+read), the server's CPU time for it (every process of the server: app and simulation; then
+the app worker's own, the rest being its simulation processes'), the client's, and the
+answer's size; the load average before and after. Other work on the machine
 stretches the wall times; the CPU times say what the request costs.
 
     .venv/bin/python bench/api_speed.py                  # 4096 requests, 7 runs
@@ -156,6 +157,13 @@ class Server:
     def cpu_s(self) -> float:
         return L.tree_cpu_s(self.proc.pid) if self.proc else float("nan")
 
+    def app_cpu_s(self) -> float:
+        """The app worker's own CPU time (its threads; not its simulation processes)."""
+        if self.proc is None:
+            return float("nan")
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / L.CLK_TCK
+
     def stop(self) -> None:
         if self.proc is not None:
             self.proc.terminate()
@@ -174,6 +182,7 @@ class Server:
 class Sample:
     wall: float
     server_cpu: float
+    app_cpu: float  # of server_cpu, the app worker's own (the rest: simulation processes)
     client_cpu: float
     size: int
     status: str
@@ -192,7 +201,8 @@ def fetch(conn: http.client.HTTPConnection, method: str, path: str, body: bytes 
 def run_once(server: Server, body: bytes, keep: list[bytes] | None = None) -> Sample:
     """POST ``body``, following a job (202) to its result; the whole answer is read."""
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=300)
-    cpu0, c0, t0 = server.cpu_s(), time.process_time(), time.perf_counter()
+    cpu0, app0 = server.cpu_s(), server.app_cpu_s()
+    c0, t0 = time.process_time(), time.perf_counter()
     try:
         resp, data = fetch(conn, "POST", API, body)
         status = str(resp.status)
@@ -207,7 +217,7 @@ def run_once(server: Server, body: bytes, keep: list[bytes] | None = None) -> Sa
     wall, client = time.perf_counter() - t0, time.process_time() - c0
     if keep is not None:
         keep.append(data)
-    return Sample(wall, server.cpu_s() - cpu0, client, len(data), status)
+    return Sample(wall, server.cpu_s() - cpu0, server.app_cpu_s() - app0, client, len(data), status)
 
 
 def line(label: str, samples: list[Sample]) -> str:
@@ -216,7 +226,8 @@ def line(label: str, samples: list[Sample]) -> str:
     statuses = sorted({s.status for s in samples})
     return (
         f"  {label:<22} wall median {statistics.median(walls):.3f} s (best {min(walls):.3f})"
-        f" | server CPU median {statistics.median(cpus):.3f} s (best {min(cpus):.3f})"
+        f" | server CPU median {statistics.median(cpus):.3f} s (best {min(cpus):.3f};"
+        f" app {statistics.median(s.app_cpu for s in samples):.3f})"
         f" | client CPU {statistics.median(s.client_cpu for s in samples):.3f} s"
         f" | {samples[0].size / 1e6:.1f} MB | HTTP {', '.join(statuses)}"
     )
@@ -230,19 +241,26 @@ def load_average() -> str:
 def bench(servers: dict[str, Server], n: int, runs: int, check: bool) -> None:
     fresh: dict[str, list[Sample]] = {m: [] for m in servers}
     kept: dict[str, list[Sample]] = {m: [] for m in servers}
+    settled: dict[str, list[float]] = {m: [] for m in servers}  # CPU until asked again
     first: dict[str, bytes] = {}  # --check: each server's first answer
     for k in range(runs):
         body = json.dumps(workload(n, TAGS[k % len(TAGS)])).encode()
         for mode, server in servers.items():  # in turn: the load falls on both alike
             answers: list[bytes] | None = [] if check and k == 0 else None
+            cpu0 = server.cpu_s()
             fresh[mode].append(run_once(server, body, answers))
             time.sleep(SETTLE[0])  # the answer comes before the trace is stored: let it be
+            settled[mode].append(server.cpu_s() - cpu0)
             kept[mode].append(run_once(server, body))
             if answers:
                 first[mode] = answers[0]
     print(f"{n} requests, {runs} runs; {load_average()}")
     for mode in servers:
         print(line(f"{mode}: run", fresh[mode]))
+        print(
+            f"  {mode + ': run, stored':<22} server CPU until asked again (the trace compressed"
+            f" and stored too) median {statistics.median(settled[mode]):.3f} s"
+        )
         print(line(f"{mode}: kept trace", kept[mode]))
     if check and len(first) == len(servers) > 1:
         parsed = [json.loads(a) for a in first.values()]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import sys
 import time
 import zlib as compress_module
 from collections.abc import Callable
@@ -63,7 +64,7 @@ def test_a_forked_process_writes_the_pieces_and_the_worker_reads_them_once() -> 
         pieces: list[Any] = [b"x" * (i % 7) + str(i).encode() for i in range(answers.IOV_BATCH * 3)]
         pieces[5] = b""
         pieces[9] = bytearray(b"[1,2]")
-        pieces.append(b"y" * (3 << 20))
+        pieces.append(b"y" * (answers.MAP_AT // 2))  # under MAP_AT: read
         expected = b"".join(pieces)
         ctx = multiprocessing.get_context("fork")
         ours, theirs = ctx.Pipe()
@@ -73,7 +74,8 @@ def test_a_forked_process_writes_the_pieces_and_the_worker_reads_them_once() -> 
         child.join(10)
         assert size == len(expected)
         assert os.fstat(files.fd(0)).st_size == 0  # the other slot's file is untouched
-        assert files.take(1, size) == expected
+        got = files.take(1, size)
+        assert isinstance(got, bytes) and got == expected
         assert os.fstat(files.fd(1)).st_size == 0  # emptied once read
         assert answers.put(files.fd(1), [b"ab", b"c"]) == 3  # written again from empty
         assert files.take(1, 3) == b"abc"
@@ -81,6 +83,55 @@ def test_a_forked_process_writes_the_pieces_and_the_worker_reads_them_once() -> 
             files.take(1, 10)  # fewer bytes than said: refused, not a short answer
     finally:
         files.close()
+
+
+def _put_in_child(fd: int, pieces: list[bytes]) -> int:
+    ctx = multiprocessing.get_context("fork")
+    ours, theirs = ctx.Pipe()
+    child = ctx.Process(target=_write_in_child, args=(fd, pieces, theirs))
+    child.start()
+    size: int = ours.recv()
+    child.join(10)
+    return size
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="memfd and hole punching are Linux's")
+def test_a_large_answer_is_sent_from_its_pages_which_go_back_once_sent() -> None:
+    """An answer of MAP_AT bytes or more is a view of the pages the process wrote (not read
+    into the worker); the slot's next answer is written after it while it is being sent, and
+    its pages go back to the system when the last view of them is gone."""
+    files = answers.AnswerFiles(1)
+    try:
+        assert files.mapped
+        fd = files.fd(0)
+        first = [b'["', b"a" * (2 * answers.MAP_AT), b'"]']
+        size = _put_in_child(fd, first)
+        view = files.take(0, size)
+        assert isinstance(view, memoryview) and bytes(view) == b"".join(first)
+        assert files.in_use(0) == size
+        head = view[:10]  # a view of the view holds the pages too
+        del view
+        assert files.in_use(0) == size
+        second = [b'["', b"b" * answers.MAP_AT, b'"]']
+        size2 = _put_in_child(fd, second)  # the next run, while the first is being sent
+        assert bytes(head) == b'["aaaaaaaa'  # not written over
+        view2 = files.take(0, size2)
+        assert bytes(view2) == b"".join(second)
+        del head
+        assert files.in_use(0) == size2  # the first answer's pages went back
+        del view2
+        assert files.in_use(0) == 0
+        assert os.fstat(fd).st_blocks == 0  # all of them
+        assert _put_in_child(fd, [b"[1]"]) == 3  # nothing left: written from the start
+        assert os.fstat(fd).st_size == 3
+        assert files.take(0, 3) == b"[1]"
+        assert os.fstat(fd).st_size == 0
+        view3 = files.take(0, _put_in_child(fd, first))
+        files.clear(0)  # (a run that ended) keeps what is being sent
+        assert bytes(view3[-3:]) == b'a"]'
+    finally:
+        files.close()
+    del view3  # after the files are closed: nothing is written to a closed descriptor
 
 
 def test_the_pieces_are_the_json_orjson_writes() -> None:
@@ -205,6 +256,67 @@ def test_the_run_route_answers_from_the_simulation_process(
             again = client.post(f"/api/v1/explainers/scheduler/run?lang={lang}", json=body)
             assert again.status_code == 200 and len(taken) == count  # from the store
             assert again.json() == r.json()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="memfd and hole punching are Linux's")
+@pytest.mark.parametrize("encoding", ["identity", "gzip"])
+def test_a_large_answer_goes_from_its_pages_to_the_client(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, encoding: str
+) -> None:
+    """An answer sent from the pages it was written into (made "large" here) reaches the
+    client whole, plain (its length said) or gzipped, and its pages go back once sent."""
+    for module, name in ((answers, "MAP_AT"), (fastjson, "STREAM_AT"), (fastjson, "GZIP_AT")):
+        monkeypatch.setattr(module, name, 1024)
+    monkeypatch.setattr(fastjson, "FIRST_BYTES", 100)
+    taken: list[Any] = []
+    take = answers.AnswerFiles.take
+
+    def recording_take(self: answers.AnswerFiles, slot: int, size: int) -> bytes | memoryview:
+        got = take(self, slot, size)
+        taken.append(type(got))
+        return got
+
+    monkeypatch.setattr(answers.AnswerFiles, "take", recording_take)
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'api.db'}", warm_presets=False)
+    with TestClient(create_app(settings)) as client:
+        r = client.post(
+            "/api/v1/explainers/scheduler/run", json=SCHED, headers={"Accept-Encoding": encoding}
+        )
+        assert r.status_code == 200 and taken == [memoryview]
+        zipped = encoding == "gzip"
+        assert r.headers.get("content-encoding") == ("gzip" if zipped else None)
+        if not zipped:
+            assert int(r.headers["content-length"]) == len(r.content) > 1024
+        site = client.app.state.site  # type: ignore[attr-defined]
+        sim = site.get("scheduler").sim
+        key = site.runs.key(sim, sim.parse(SCHED))
+        wait_for(partial(stored, site.runs, key))
+        assert r.json() == documented(site.get("scheduler"), site.runs.cached(key), "en")
+        files = site.runs._answers
+        wait_for(lambda: sum(files.in_use(s) for s in range(len(files._fds))) == 0)
+        # asked again: from the stored trace, its pieces sent a chunk at a time
+        again = client.post(
+            "/api/v1/explainers/scheduler/run", json=SCHED, headers={"Accept-Encoding": encoding}
+        )
+        assert again.status_code == 200 and taken == [memoryview]
+        assert again.json() == r.json()
+        if not zipped:
+            assert int(again.headers["content-length"]) == len(again.content)
+
+
+def test_many_pieces_go_a_chunk_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A streamed answer's messages join to its pieces; small pieces are joined up to about
+    CHUNK_BYTES, a larger one goes alone, and the first message is bytes (a view's first
+    FIRST_BYTES copied: the GZip middleware compares the first body with itself)."""
+    monkeypatch.setattr(fastjson, "CHUNK_BYTES", 100)
+    monkeypatch.setattr(fastjson, "FIRST_BYTES", 10)
+    big = memoryview(b"v" * 250)
+    small = [str(i).encode() * 7 for i in range(40)]
+    for pieces in ([big, *small], [*small, big, b"x" * 120, *small], small, [big]):
+        chunks = list(fastjson._chunks(pieces))
+        assert b"".join(chunks) == b"".join(pieces)
+        assert isinstance(chunks[0], bytes) and len(chunks[0]) <= 100 + 14
+        assert all(len(c) < 100 + 14 or len(c) >= 120 for c in chunks)
 
 
 def test_the_answer_is_sent_while_the_trace_is_still_being_stored(

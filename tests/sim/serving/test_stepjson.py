@@ -6,6 +6,7 @@ escaping, the prefix-cache hits shown or not)."""
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import pytest
@@ -108,6 +109,17 @@ def test_queue_bytes() -> None:
     for item in (b',"dd"', b',"c"', b',"b"'):
         q.popleft(item)
     assert q.json() == b"[]"
+
+
+def test_floats_are_written_as_one_by_one() -> None:
+    """A column's floats written at once are each float's own JSON (``null`` where
+    ``json.dumps`` would write a non-standard NaN or Infinity)."""
+    finite = [0.0, -0.0, 1e-05, 0.1 + 0.2, 1e22, 123456.789, -2.5]
+    assert stepjson._floats(finite) == [stepjson._float(x) for x in finite]
+    assert [json.loads(t) for t in stepjson._floats(finite)] == finite
+    odd = [1.5, math.inf, -math.inf, math.nan, 2.0]
+    assert stepjson._floats(odd) == [b"1.5", b"null", b"null", b"null", b"2.0"]
+    assert stepjson._floats([]) == []
 
 
 def test_the_explainer_answers_with_these_bytes() -> None:
