@@ -236,3 +236,31 @@ def test_a_non_blocking_write_to_a_full_send_buffer_as_the_model_says() -> None:
     r = run_kernel(script, TOLERANCE_US)
     bad = [(x.line, [m.render() for m in x.reasons]) for x in r.lines if x.status != "match"]
     assert r.verdict.passed, [b for b in bad if b[1]]
+
+
+TSO_OFF = """`sysctl -q net.ipv4.tcp_congestion_control=cubic`
+`ethtool -K tun0 tso off gso off`
+    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
+   +0 setsockopt(3, SOL_TCP, TCP_NODELAY, [1], 4) = 0
+   +0...0.100 connect(3, ..., ...) = 0
+   +0 > S 0:0(0) <...>
+  +.1 < S. 0:0(0) ack 1 win 20000 <mss 1000,nop,wscale 0>
+   +0 > . 1:1(0) ack 1
+   +0 write(3, ..., 100) = 100
+   +0 > P. 1:101(100) ack 1
+   +0 write(3, ..., 2100) = 2100
+   +0 > . 101:1101(1000) ack 1
+   +0 > P. 1101:2101(1000) ack 1
+   +0 > P. 2101:2201(100) ack 1
+"""
+
+
+@needs_kernel
+def test_a_device_without_tso_gets_one_segment_per_packet_as_the_model_says() -> None:
+    """The runner opens its TUN device without TSO for the script's ethtool line: the
+    kernel's 2-segment GSO packet arrives as two, PSH on the second (tcp_gso_segment), and
+    TCP_NODELAY lets the 100-byte tail go at once, as tests/sim/tcp/test_packetdrill_offloads.py
+    has the model do."""
+    r = run_kernel(parse(TSO_OFF), TOLERANCE_US)
+    bad = [(x.line, [m.render() for m in x.reasons]) for x in r.lines if x.status != "match"]
+    assert r.verdict.passed, [b for b in bad if b[1]]

@@ -131,6 +131,7 @@ def call_connect(sim: Sim, ep: Endpoint, c: Call) -> str | None:
         sk = Sock(sim, ep)
         ep.fd = sk
     sk.keepalive = c.keepalive
+    sk.nodelay = c.nodelay
     sk.nonblock = c.nonblock
     sk.iss = tw_isn or ep.next_iss()
     sk.snd_una = sk.iss
@@ -189,6 +190,7 @@ def poll_accept(sim: Sim, ep: Endpoint, c: Call) -> str | None:
     child = lsn.accept_q.pop(0)
     child.held = True
     child.keepalive = c.keepalive
+    child.nodelay = c.nodelay  # sk_clone_lock copies the listener's tp->nonagle
     ep.fd = child
     sim.note(
         msg("accept() returns the child socket, now {st}.", st="TCP_" + child.state),

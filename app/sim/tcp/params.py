@@ -53,6 +53,7 @@ class Call:
     half_open: int = 0  # listen: spoofed half-open requests already in the SYN queue
     nonblock: bool = False  # connect: O_NONBLOCK (returns EINPROGRESS)
     keepalive: bool = False  # connect/accept: SO_KEEPALIVE
+    nodelay: bool = False  # connect/accept: TCP_NODELAY (set by the packetdrill runner)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

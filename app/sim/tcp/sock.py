@@ -519,6 +519,7 @@ class Sock(Obj):
         self.probes_out = 0
         self.keepalive = False
         self.linger0 = False
+        self.nodelay = False  # TCP_NODELAY: tp->nonagle's TCP_NAGLE_OFF (no Nagle test)
         self.nonblock = False
         self.listener: Listener | None = None
         self.init_options(sim, ep)

@@ -236,7 +236,8 @@ def push(sim: Sim, sk: Sock, nagle: bool = True, one: bool = False, force: bool 
         # tcp_cwnd_test (line 2038): at most half of cwnd per packet, so that at least two
         # GSO packets are in flight
         quota = min(max(sk.cwnd >> 1, 1), sk.cwnd - inflight)
-        pkt = _next_packet(sim, sk, nagle and not force, quota)
+        # tcp_nagle_test: TCP_NAGLE_PUSH (force) or TCP_NAGLE_OFF (TCP_NODELAY) skip Nagle
+        pkt = _next_packet(sim, sk, nagle and not force and not sk.nodelay, quota)
         if not pkt:
             break
         head_skb, start = (sk.wq[0] if sk.wq else None), sk.snd_nxt

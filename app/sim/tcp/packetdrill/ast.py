@@ -81,12 +81,15 @@ class Option(Node):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Shell(Node):
-    """A ```` `command` ```` line: ``sysctl`` settings (``net.ipv4.tcp_sack=1``) and the
-    selftests' ``defaults.sh``; other commands are unsupported."""
+    """A ```` `command` ```` line: ``sysctl`` settings (``net.ipv4.tcp_sack=1``), the
+    selftests' ``defaults.sh`` and ``ethtool -K`` of the tun device's TSO/GSO; other commands
+    are unsupported."""
 
     command: str
     sysctls: tuple[tuple[str, str], ...] = ()
     defaults: bool = False  # runs the selftests' defaults.sh
+    # ``ethtool -K <dev> tso off gso off``: the tun device's offloads, (feature, on)
+    offloads: tuple[tuple[str, bool], ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -495,6 +495,7 @@ def shell(tok: Token) -> Event:
     other command is unsupported (the model has no shell)."""
     body = tok.text[1:-1].strip()
     sysctls: list[tuple[str, str]] = []
+    offloads: list[tuple[str, bool]] = []
     defaults = False
     for cmd in re.split(r"\s*(?:;|&&|\n)\s*", body.replace("\\\n", " ")):
         words = cmd.split()
@@ -515,6 +516,12 @@ def shell(tok: Token) -> Event:
                     )
                 sysctls.append((m.group(1), m.group(2)))
             continue
+        if words[0] == "ethtool":
+            feats = _ethtool(words)
+            if isinstance(feats, str):
+                return Unsupported(line=tok.line, col=tok.col, construct=feats, text=cmd[:60])
+            offloads.extend(feats)
+            continue
         if words[0] != "sysctl":
             return Unsupported(
                 line=tok.line, col=tok.col, construct=f"shell command {words[0]}", text=cmd[:60]
@@ -527,8 +534,30 @@ def shell(tok: Token) -> Event:
                 )
             sysctls.append((m.group(1).removeprefix("net.ipv4."), _arith(m.group(2).strip('"'))))
     return Shell(
-        line=tok.line, col=tok.col, command=body, sysctls=tuple(sysctls), defaults=defaults
+        line=tok.line,
+        col=tok.col,
+        command=body,
+        sysctls=tuple(sysctls),
+        defaults=defaults,
+        offloads=tuple(offloads),
     )
+
+
+ETHTOOL_FEATURES = frozenset({"tso", "gso"})
+
+
+def _ethtool(words: list[str]) -> list[tuple[str, bool]] | str:
+    """``ethtool -K <dev> tso off gso off``: the TSO/GSO settings of the tun device (which
+    decide whether the kernel hands it TSO packets or MSS-sized ones); any other ethtool
+    use or feature is unsupported (the construct's name, as a string)."""
+    if len(words) < 5 or words[1] not in ("-K", "--features", "--offload") or not len(words) % 2:
+        return "ethtool " + " ".join(words[1:2])
+    out: list[tuple[str, bool]] = []
+    for feat, value in zip(words[3::2], words[4::2], strict=True):
+        if feat not in ETHTOOL_FEATURES or value not in ("on", "off"):
+            return f"ethtool feature {feat}"
+        out.append((feat, value == "on"))
+    return out
 
 
 def _sysctl_words(cmd: str) -> list[str]:

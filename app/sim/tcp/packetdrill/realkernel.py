@@ -49,6 +49,7 @@ from app.sim.tcp.packetdrill.runner import (
     check_packet,
     event_kind,
     judge_info,
+    tso_on,
     verdict_of,
 )
 from app.sim.tcp.packetdrill.settings import DEFAULTS_SH
@@ -263,7 +264,9 @@ class KernelRun:
         self.tun = os.open("/dev/net/tun", os.O_RDWR | os.O_NONBLOCK)
         ifr = struct.pack("16sH22x", TUN_NAME.encode(), _IFF_TUN | _IFF_NO_PI | _IFF_VNET_HDR)
         fcntl.ioctl(self.tun, _TUNSETIFF, ifr)
-        fcntl.ioctl(self.tun, _TUNSETOFFLOAD, _TUN_F_CSUM | _TUN_F_TSO4)  # GSO, as packetdrill
+        # GSO, as packetdrill's device; without TSO when the script turns it off (ethtool)
+        offload = _TUN_F_CSUM | (_TUN_F_TSO4 if tso_on(self.script) else 0)
+        fcntl.ioctl(self.tun, _TUNSETOFFLOAD, offload)
         n = self.ns
         _ip("-n", n, "link", "set", "lo", "up")
         _ip("-n", n, "link", "set", TUN_NAME, "up")

@@ -182,6 +182,9 @@ class Runner:
         opts = syn.options or () if syn is not None else ()
         self.peer_wscale = next((o.values[0] for o in opts if o.kind == "wscale"), 0)
         self.knobs = knobs(script)
+        # the tun device takes TSO packets unless the script turns TSO off (ethtool -K … tso
+        # off): then the kernel segments in software and every packet is one segment
+        self.tso = tso_on(script)
         if not self.knobs.window_scaling:
             self.peer_wscale = 0
         params = TcpParams(
@@ -295,6 +298,11 @@ class Runner:
             res.status = "comment"
             if isinstance(ev, Shell):
                 res.got = self.knobs.applied(ev)
+                if ev.offloads:
+                    res.got = {
+                        **res.got,
+                        "offloads": [offload_text(f, on) for f, on in ev.offloads],
+                    }
             elif isinstance(ev, Option):
                 res.got = {"option": ev.name, "value": ev.value}
             return
@@ -384,7 +392,7 @@ class Runner:
         back (same instant, contiguous, data only) are joined up to the expected end."""
         seg = first.seg
         want_end = p.end + self.local_isn
-        if not seg.length or seg.syn or seg.rst or seg.seq + seg.length >= want_end:
+        if not self.tso or not seg.length or seg.syn or seg.rst or seg.seq + seg.length >= want_end:
             return first
         joined, last = [first], first
         box = self.sim.outbox
@@ -463,6 +471,22 @@ class Runner:
 
     def verdict(self) -> Verdict:
         return verdict_of(self.lines)
+
+
+def tso_on(script: Script) -> bool:
+    """Whether the tun device keeps TSO: the last ``ethtool -K … tso on|off`` of the
+    script's shell lines (they apply from the start, as sysctls do), else on."""
+    on = True
+    for ev in script.events:
+        if isinstance(ev, Shell):
+            for feat, value in ev.offloads:
+                if feat == "tso":
+                    on = value
+    return on
+
+
+def offload_text(feat: str, on: bool) -> str:
+    return f"{feat} {'on' if on else 'off'}"
 
 
 def verdict_of(lines: list[LineResult]) -> Verdict:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from app.sim.core.i18n import Message, msg
-from app.sim.tcp import sndbuf
+from app.sim.tcp import sndbuf, tcp_output
 from app.sim.tcp.packetdrill.ast import Arg, Elided, ListArg, Name, StructArg, Syscall
 from app.sim.tcp.params import Call
 from app.sim.tcp.sock import Sock, so_sndbuf
@@ -173,16 +173,22 @@ def sys_listen(r: Runner, n: Syscall, res: LineResult, t: float) -> None:
     model_call(r, n, res, t, fd, _call(r, "listen", backlog=max(0, min(backlog or 0, 4096))))
 
 
+def _nodelay(r: Runner, fd: int) -> bool:
+    """TCP_NODELAY set on the descriptor (a listener's passes to its children)."""
+    return bool(r.fds[fd].opts.get("TCP_NODELAY"))
+
+
 def sys_connect(r: Runner, n: Syscall, res: LineResult, t: float) -> None:
     fd = _fd(r, n, res)
     if fd is not None:
-        model_call(r, n, res, t, fd, _call(r, "connect", nonblock=r.fds[fd].nonblock))
+        c = _call(r, "connect", nonblock=r.fds[fd].nonblock, nodelay=_nodelay(r, fd))
+        model_call(r, n, res, t, fd, c)
 
 
 def sys_accept(r: Runner, n: Syscall, res: LineResult, t: float) -> None:
     fd = _fd(r, n, res)
     if fd is not None:
-        model_call(r, n, res, t, fd, _call(r, "accept"))
+        model_call(r, n, res, t, fd, _call(r, "accept", nodelay=_nodelay(r, fd)))
 
 
 def _bytes(n: Syscall) -> int | None:
@@ -261,11 +267,17 @@ def sys_setsockopt(r: Runner, n: Syscall, res: LineResult, t: float) -> None:
             return
         # sock_setsockopt doubles SO_RCVBUF/SO_SNDBUF for bookkeeping overhead
         fdo.opts[opt] = 2 * v if opt == "SO_RCVBUF" else v
+        sk = r.sim.ep.fd
+        live = fdo.kind == "conn" and isinstance(sk, Sock)
         if opt == "SO_SNDBUF":
             fdo.opts[opt] = so_sndbuf(v)
-            sk = r.sim.ep.fd
-            if fdo.kind == "conn" and isinstance(sk, Sock):
+            if live and isinstance(sk, Sock):
                 sndbuf.set_sndbuf(r.sim, sk, v)  # a live socket's: app.sim.tcp.sndbuf
+        if opt == "TCP_NODELAY" and live and isinstance(sk, Sock):
+            # __tcp_sock_set_nodelay: TCP_NAGLE_OFF, and what Nagle held goes now
+            sk.nodelay = bool(v)
+            if v:
+                tcp_output.push(r.sim, sk, force=True)
     done(r, res, n, 0, None, t, r.end_time(n, t))
 
 

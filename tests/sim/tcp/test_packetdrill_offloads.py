@@ -1,0 +1,68 @@
+"""Two set-up lines the kernel's Nagle selftest needs: ``ethtool -K <dev> tso off gso off``
+(the tun device takes MSS-sized packets: the runner stops joining the model's segments into
+TSO packets, and the real-kernel runner opens its device without TSO) and TCP_NODELAY
+(tp->nonagle's TCP_NAGLE_OFF: tcp_nagle_test no longer holds a small segment). Our own
+scripts."""
+
+from __future__ import annotations
+
+from app.sim.tcp.packetdrill.ast import Shell, Unsupported
+from app.sim.tcp.packetdrill.parser import parse
+from app.sim.tcp.packetdrill.runner import run, tso_on
+
+
+def _shell(text: str) -> Shell | Unsupported:
+    ev = parse(text).events[0]
+    assert isinstance(ev, Shell | Unsupported)
+    return ev
+
+
+def test_ethtool_tso_and_gso_are_read_other_features_are_not_supported() -> None:
+    ev = _shell("`ethtool -K tun0 tso off gso off`\n")
+    assert isinstance(ev, Shell) and ev.offloads == (("tso", False), ("gso", False))
+    assert not tso_on(parse("`ethtool -K tun0 tso off`\n"))
+    assert tso_on(parse("`ethtool -K tun0 gso off`\n"))
+    bad = _shell("`ethtool -K tun0 gro off`\n")
+    assert isinstance(bad, Unsupported) and bad.construct == "ethtool feature gro"
+    other = _shell("`ethtool -s tun0 speed 10`\n")
+    assert isinstance(other, Unsupported) and other.construct.startswith("ethtool")
+
+
+CLIENT = """{setup}
+    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
+   +0 setsockopt(3, SOL_TCP, TCP_NODELAY, [{nodelay}], 4) = 0
+   +0...0.100 connect(3, ..., ...) = 0
+   +0 > S 0:0(0) <...>
+  +.1 < S. 0:0(0) ack 1 win 20000 <mss 1000,nop,wscale 0>
+   +0 > . 1:1(0) ack 1
+   +0 write(3, ..., 100) = 100
+   +0 > P. 1:101(100) ack 1
+   +0 write(3, ..., 2100) = 2100
+{packets}
+"""
+TSO = "   +0 > P. 101:2101(2000) ack 1\n   +0 > P. 2101:2201(100) ack 1"
+NO_TSO = "   +0 > . 101:1101(1000) ack 1\n   +0 > P. 1101:2101(1000) ack 1\n   +0 > P. 2101:2201(100) ack 1"
+
+
+def test_without_tso_each_segment_is_a_packet_and_psh_ends_each_gso_packet() -> None:
+    """A 2000-byte GSO packet (two segments, PSH from __tcp_transmit_skb) reaches a tun
+    device without TSO as two packets: software GSO (tcp_gso_segment) leaves PSH on the
+    last. The runner compares the model's segments one by one then; with TSO it joins them."""
+    off = "`ethtool -K tun0 tso off gso off`"
+    assert run(parse(CLIENT.format(setup=off, nodelay=1, packets=NO_TSO))).verdict.passed
+    assert run(parse(CLIENT.format(setup="", nodelay=1, packets=TSO))).verdict.passed
+    joined = run(parse(CLIENT.format(setup=off, nodelay=1, packets=TSO)))
+    assert not joined.verdict.passed
+    first = next(r for r in joined.lines if r.status == "mismatch")
+    assert first.got is not None and first.got["len"] == 1000
+
+
+def test_tcp_nodelay_sends_the_small_tail_at_once_nagle_holds_it() -> None:
+    """tcp_nagle_test: with TCP_NODELAY the 100-byte tail goes with the rest; without it, a
+    small segment (the first write's) is still unacknowledged, so Nagle holds the tail
+    (tcp_nagle_check, Minshall's rule) until an ACK."""
+    assert run(parse(CLIENT.format(setup="", nodelay=1, packets=TSO))).verdict.passed
+    held = run(parse(CLIENT.format(setup="", nodelay=0, packets=TSO)))
+    assert not held.verdict.passed
+    first = next(r for r in held.lines if r.status == "mismatch")
+    assert first.expected is not None and first.expected["seq"] == 2101
