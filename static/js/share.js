@@ -135,13 +135,18 @@
   updateEmbed();
 
   // --- Export --------------------------------------------------------------------------------
+  // A picture export (SVG, PNG) is drawn in the theme the reader sees (light, dark, projector).
   function updateExports() {
+    const theme = document.documentElement.dataset.theme || "light";
     document.querySelectorAll("a[data-export]").forEach((a) => {
       const u = new URL(a.getAttribute("href"), window.location.href);
       u.searchParams.set("step", String(step));
+      u.searchParams.set("theme", theme);
       a.setAttribute("href", u.pathname + u.search);
     });
   }
+  new MutationObserver(updateExports).observe(document.documentElement, { attributes: true, attributeFilter: ["data-theme"] });
+  updateExports();
 
   const png = document.querySelector('a[data-export="png"]');
   const pngStatus = $("export-status");
