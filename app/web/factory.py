@@ -105,7 +105,7 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
         # The database is created or upgraded when the app starts, not when it is imported;
         # the simulation workers are forked before the server starts its threads.
         init_db(app.state.engine)
-        memory.limit_arenas(settings.malloc_arenas)  # before the threads and workers start
+        memory.tune_heap(settings.malloc_arenas)  # before the threads and workers start
         if gctune.configure(settings.gc_threshold) and settings.warm_presets:
             gctune.freeze()  # what a server's worker has from the start: modules, templates
         app.state.site.runs.start()

@@ -29,18 +29,14 @@ import asyncio
 import contextlib
 import contextvars
 import ctypes
-import gc
 import hashlib
 import heapq
 import json
 import logging
-import multiprocessing
-import os
 import threading
 import time
-import zlib
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -58,6 +54,7 @@ from app.store.models import SharedJob
 from app.web import answers, joberrors
 from app.web.eta import LaneClock
 from app.web.simproc import LanePool, Limits, Recycle, Usage
+from app.web.simworker import Answer, InheritedFd, Ran, init_worker, sim_context, simulate
 from app.web.tracecache import (  # noqa: F401 - decode_trace_sized, MEMORY_PER_…: the API of runs
     MEMORY_PER_PICKLED_BYTE,
     TraceCache,
@@ -68,8 +65,6 @@ from app.web.tracecache import (  # noqa: F401 - decode_trace_sized, MEMORY_PER_
 )
 
 AnyTrace = Trace[Any, Any]
-# A run's API answer from its trace, as pieces of bytes (picklable: it goes to the process)
-Answer = Callable[[AnyTrace], Sequence[bytes | bytearray | memoryview]]
 T = TypeVar("T")
 LOOP_STORE_WAIT_S = 0.25  # an event loop waits this long for the store when a run is submitted
 ANSWER_POLL_S = 0.005  # how often a waiter for an answer looks whether it is written
@@ -130,51 +125,6 @@ def on_event_loop() -> bool:
     return True
 
 
-# --- the worker side ---------------------------------------------------------------------------
-
-# What a run hands back: its trace as stored, and the bytes of the API answer it wrote into its
-# slot's answer file (app.web.answers; -1: none)
-Ran = tuple[bytes, int]
-
-_progress: Any = None  # shared array of progress fractions, one slot per queued/running run
-_cancel: Any = None  # shared array of cancel flags
-_answered: Any = None  # shared array: a slot's answer is in its answer file (its size + 1)
-
-
-def _init_worker(progress: Any, cancel: Any, nice: int = 0, answered: Any = None) -> None:
-    global _progress, _cancel, _answered
-    _progress, _cancel, _answered = progress, cancel, answered
-    if nice > 0:
-        os.nice(nice)
-    # Everything this process was forked with (the app worker's whole heap) out of the cyclic
-    # collector's sight: it is never garbage here, and each full collection walked all of it,
-    # writing to every page it touched (copies of the worker's pages), during the runs.
-    gc.freeze()
-
-
-def _simulate(
-    explainer: Explainer[Any], params: Any, slot: int, answer: tuple[Answer, int] | None = None
-) -> Ran:
-    """Run in a worker process: the trace, pickled and compressed (or Cancelled); with
-    ``answer`` (its builder and the slot's answer file), the API's answer written there."""
-    progress, cancel = _progress, _cancel
-
-    def report(done: float, total: float) -> None:
-        if cancel[slot]:
-            raise Cancelled
-        progress[slot] = done / total if total > 0 else 0.0
-
-    trace = explainer.run(params, report)
-    if answer is None:
-        return encode_trace(trace, limit=MAX_TRACE_BYTES), -1
-    build, fd = answer
-    raw = pickle_trace(trace, limit=MAX_TRACE_BYTES)  # over the cap: no answer (a 422)
-    size = answers.put(fd, build(trace))
-    if _answered is not None:  # the worker may send it now, while the trace is compressed
-        _answered[slot] = size + 1
-    return zlib.compress(raw, 1), size
-
-
 def _stored() -> Future[bytes]:
     """A settled future standing for a result that is in the trace store."""
     done: Future[bytes] = Future()
@@ -184,8 +134,6 @@ def _stored() -> Future[bytes]:
 
 HELD_AHEAD_S = 86_400.0  # a run answered in its request waits ahead of every job (see _due)
 WARM_CLAIM_S = 600  # a worker's claim to warm a preset at start-up holds this long
-
-
 
 
 def run_record(job: Job, state: str, now: float) -> dict[str, Any]:
@@ -242,7 +190,6 @@ class Job:
         self.seen = time.monotonic()
 
 
-
 class RunService:
     def __init__(self, settings: Settings, engine: Engine) -> None:
         self.settings = settings
@@ -259,7 +206,7 @@ class RunService:
             nice = max(0, settings.sim_quick_nice)
             self._lanes["quick"] = (quick, nice, list(range(first, first + quick + queue)))
         slots = sum(len(free) for _, _, free in self._lanes.values())
-        ctx = multiprocessing.get_context("fork")
+        ctx = sim_context()  # the fork server (app.web.simworker)
         self._answers = answers.AnswerFiles(slots)  # before any fork: the processes inherit them
         self._answered = ctx.Array(ctypes.c_longlong, slots, lock=False)
         self._progress = ctx.Array(ctypes.c_double, slots, lock=False)
@@ -298,16 +245,16 @@ class RunService:
     def start(self) -> None:
         """Fork the workers now, and start the watchdog. They die with this process, hold none
         of its sockets, and run within memory and CPU limits (see app.web.simproc)."""
-        limits = Limits(
-            self.settings.sim_memory_mb, self.settings.sim_cpu_s, self.settings.sim_run_mb
-        )
+        s = self.settings
+        limits = Limits(s.sim_memory_mb, s.sim_cpu_s, s.sim_run_mb, s.malloc_arenas)
         recycle = Recycle(self.settings.sim_recycle_mb, self.settings.sim_recycle_runs)
         with self._lock:
             if not self._pools:
                 for lane, (workers, nice, _) in self._lanes.items():
-                    initargs = (self._progress, self._cancel, nice, self._answered)
+                    files = [InheritedFd(self._answers.fd(slot)) for slot in self._lanes[lane][2]]
+                    initargs = (self._progress, self._cancel, nice, self._answered, files)
                     self._pools[lane] = LanePool(
-                        self._ctx, workers, limits, _init_worker, initargs, recycle
+                        self._ctx, workers, limits, init_worker, initargs, recycle
                     )
         if self._watchdog is None:
             self._stop.clear()
@@ -597,7 +544,7 @@ class RunService:
                 self._busy[lane] += 1
                 job.handed = time.monotonic()
                 answer = None if job.answer is None else (job.answer, self._answers.fd(job.slot))
-                ran = pool.submit_measured(_simulate, explainer, params, job.slot, answer)
+                ran = pool.submit_measured(simulate, explainer, params, job.slot, answer)
                 handed.append((job, ran))
         # Outside the lock: a run already over calls back at once, and the callback takes it.
         for job, inner in handed:
