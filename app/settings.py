@@ -78,7 +78,7 @@ class Settings(BaseSettings):
     # closed after this many seconds without a PNG (0: never, for each).
     export_browser_pngs: int = 200
     export_browser_mb: int = 1024
-    export_browser_idle_s: float = 60.0
+    export_browser_idle_s: float = 5.0
     # Let visitors run a script against this machine's own kernel as well as the model (in a
     # network namespace made for the run; needs root). Off by default: a public server should
     # not hand its kernel to anonymous visitors; turn it on for a lab or a lecture machine.

@@ -34,7 +34,7 @@ from app.web.loopwatch import LoopWatch
 from app.web.pagecache import PageFront
 from app.web.pagewarm import PageWarm, PageWarmer
 from app.web.plugin import Plugin
-from app.web.pngbrowser import Recycle
+from app.web.pngbrowser import Recycle, server_lock_path
 from app.web.routes import api, handout, jobs, pages
 from app.web.runs import cross_site, current_client
 from app.web.site import Site
@@ -167,6 +167,7 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
             rss_mb=settings.export_browser_mb,
             idle_s=settings.export_browser_idle_s,
         ),
+        lock=server_lock_path(),  # one browser at a time among the server's workers
     )
     errors.install(app)
     # Frame stores and chart libraries compress well.

@@ -4,11 +4,17 @@ small whatever their app worker holds, large blocks handed back as they are free
 from __future__ import annotations
 
 import os
+import threading
+import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
+from app.settings import Settings
 from app.web import memory, simworker
+from app.web.exporting import PngRenderer
+from app.web.pngbrowser import BrowserBusy, Recycle, ServerLock
 from app.web.runs import RunService
 from app.web.simworker import InheritedFd
 from tests.web.test_robust_processes import HOG, HogParams, sim_pids, wait_for
@@ -85,3 +91,54 @@ def test_large_blocks_go_back_to_the_system_when_freed_without_a_trim() -> None:
     assert held - base > 60
     assert freed - base < 20, (base, held, freed)
     del pins
+
+
+# --- one export browser in the server ----------------------------------------------------------
+
+
+def test_a_worker_waiting_for_the_browser_lock_is_seen_and_gets_it(tmp_path: Path) -> None:
+    """One worker's browser holds the server's lock; another that waits is seen by the holder
+    (which then closes its browser) and gets the lock once it is released; one that waits
+    longer than its drawing may take gives up (BrowserBusy, a "could not start")."""
+    path = tmp_path / "png.lock"
+    holder, other = ServerLock(path), ServerLock(path)
+    try:
+        holder.acquire(1.0)
+        assert holder.held and not holder.wanted()
+        with pytest.raises(BrowserBusy):
+            other.acquire(0.2)
+        assert not other.held and not holder.wanted()  # it no longer waits
+        got = threading.Event()
+        waiter = threading.Thread(target=lambda: (other.acquire(60.0), got.set()), daemon=True)
+        waiter.start()
+        deadline = time.monotonic() + 60
+        while not holder.wanted():
+            assert time.monotonic() < deadline, "the holder never saw the waiter"
+            time.sleep(0.02)
+        assert not got.is_set()
+        holder.release()
+        waiter.join(60)
+        assert got.is_set() and other.held
+    finally:
+        holder.close()
+        other.close()
+
+
+def test_two_workers_never_hold_a_browser_at_once(settings: Settings, tmp_path: Path) -> None:
+    """Two renderers (two app workers) sharing the server's lock: the second one's PNG is drawn
+    once the first one's browser, kept otherwise (no idle limit), has closed for it."""
+    lock = tmp_path / "png.lock"
+    keep = Recycle(pngs=0, rss_mb=0, idle_s=0)
+    first = PngRenderer(settings.chromium, recycle=keep, lock=lock)
+    second = PngRenderer(settings.chromium, recycle=keep, lock=lock)
+    page = "<body style='margin:0'><div class='stage-wrap'><p>one</p></div></body>"
+    try:
+        assert first.render(page, scale=1, width=200)[:4] == b"\x89PNG"
+        assert first.pids()[1] is not None
+        assert second.render(page, scale=1, width=200)[:4] == b"\x89PNG"
+        assert second.pids()[1] is not None and first.pids() == (None, None)
+        assert first.render(page, scale=1, width=200)[:4] == b"\x89PNG"
+        assert first.pids()[1] is not None and second.pids() == (None, None)
+    finally:
+        first.close()
+        second.close()
