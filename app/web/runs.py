@@ -52,7 +52,7 @@ from app.store import repo
 from app.store.eviction import TraceEviction
 from app.store.models import SharedJob
 from app.web import answers, joberrors
-from app.web.eta import LaneClock
+from app.web.eta import Biases, LaneClock
 from app.web.simproc import LanePool, Limits, Recycle, Usage
 from app.web.simworker import Answer, InheritedFd, Ran, init_worker, sim_context, simulate
 from app.web.tracecache import (  # noqa: F401 - decode_trace_sized, MEMORY_PER_…: the API of runs
@@ -220,7 +220,10 @@ class RunService:
             lane: [] for lane in self._lanes
         }
         self._busy = dict.fromkeys(self._lanes, 0)  # runs handed to each lane's workers
-        self._clocks = {lane: LaneClock(workers) for lane, (workers, _, _) in self._lanes.items()}
+        biases = Biases()  # each explainer's CPU per predicted second, for every lane
+        self._clocks = {
+            lane: LaneClock(workers, biases) for lane, (workers, _, _) in self._lanes.items()
+        }
         self._order = 0
         self._jobs: dict[str, Job] = {}
         self._ended: OrderedDict[str, Job] = OrderedDict()  # finished jobs, for status pages
@@ -390,7 +393,7 @@ class RunService:
                 future=future,
                 lane=lane,
                 answer=answer,
-                eta_s=self._eta(lane, expected),
+                eta_s=self._eta(lane, expected, explainer.name),
             )
             self._jobs[key] = job
             self._order += 1
@@ -421,27 +424,28 @@ class RunService:
         held = expected <= self.settings.job_threshold_s
         return now + expected - (HELD_AHEAD_S if held else 0.0)
 
-    def _eta(self, lane: str, expected: float) -> float:
+    def _eta(self, lane: str, expected: float, explainer: str = "") -> float:
         """Seconds until a run of ``expected`` submitted to ``lane`` now is stored (under the
         lock; app.web.eta): what is left of the lane's running runs, the share of the work
         queued before it that the lane has lately done (jobs cancelled or abandoned while they
-        wait leave without running), its own work, at the pace of the lane's last runs and of
-        those under way. Waiting runs start in the order of their
+        wait leave without running), its own work, each at its explainer's measured CPU per
+        predicted second times the lane's recent slowdown (the lane's pace until measured) and
+        that of the runs under way. Waiting runs start in the order of their
         submission time plus their expected work: shortest first, but a run that has waited is
         not passed by every shorter one that comes later (then its wait could not be told)."""
         now = time.monotonic()
         running = [
-            (job.expected_s, now - job.handed, float(self._progress[job.slot]))
+            (job.expected_s, now - job.handed, float(self._progress[job.slot]), job.explainer)
             for job in self._jobs.values()
             if job.lane == lane and job.handed and job.state == "running"
         ]
         due = self._due(now, expected)
         ahead = [
-            job.expected_s
+            (job.expected_s, job.explainer)
             for d, _, job, _, _ in self._pending[lane]
             if d <= due and not self._cancel[job.slot]  # a cancelled one leaves unrun
         ]
-        return self._clocks[lane].eta(expected, running, ahead)
+        return self._clocks[lane].eta(expected, running, ahead, explainer)
 
     # --- jobs every worker can answer for ----------------------------------------------------
     # A client polls its job through any of the app's workers (each keep-alive connection lands
@@ -730,7 +734,7 @@ class RunService:
         clock = self._clocks[job.lane]
         if job.usage is not None and job.handed:
             store_s = time.monotonic() - job.handed - job.usage.wall_s
-            clock.record(job.expected_s, job.usage.wall_s, store_s)
+            clock.record(job.expected_s, job.usage.wall_s, store_s, job.usage.cpu_s, job.explainer)
         # how much of its queued work the lane did: none for a job that left while it waited
         ran = 1.0 if state != "cancelled" else float(self._progress[job.slot]) if job.handed else 0
         clock.ended(ran)

@@ -13,6 +13,7 @@ import pytest
 
 from app.settings import Settings
 from app.web import memory, simworker
+from app.web.eta import LaneClock
 from app.web.exporting import PngRenderer
 from app.web.pngbrowser import BrowserBusy, Recycle, ServerLock
 from app.web.runs import RunService
@@ -142,3 +143,36 @@ def test_two_workers_never_hold_a_browser_at_once(settings: Settings, tmp_path: 
     finally:
         first.close()
         second.close()
+
+
+# --- the eta: each explainer at its own measured pace -------------------------------------------
+
+
+def test_each_explainer_goes_at_its_own_measured_pace() -> None:
+    """Two explainers share a lane: one uses 0.5 CPU s per predicted second, the other 1.0,
+    and the lane's processes get half a CPU (2 wall s per CPU s). Each run is told its own
+    explainer's pace, not the lane's mixed one; one never measured gets the lane's."""
+    clock = LaneClock(workers=1)
+    for _ in range(30):
+        clock.record(expected_s=2.0, run_s=2.0, store_s=0.0, cpu_s=1.0, explainer="light")
+        clock.record(expected_s=2.0, run_s=4.0, store_s=0.0, cpu_s=2.0, explainer="heavy")
+    assert clock.eta(2.0, explainer="light") == pytest.approx(2.0, rel=0.01)
+    assert clock.eta(2.0, explainer="heavy") == pytest.approx(4.0, rel=0.01)
+    mixed = clock.eta(2.0, explainer="new")
+    assert 2.0 < mixed < 4.0  # the lane's pace: between the two
+    # queued work counts at each one's pace too: a heavy run ahead waits 4 s, a light one 2 s
+    assert clock.eta(2.0, ahead=[(2.0, "heavy")], explainer="light") == pytest.approx(6.0, rel=0.01)
+    assert clock.eta(2.0, ahead=[(2.0, "light")], explainer="light") == pytest.approx(4.0, rel=0.01)
+
+
+def test_a_running_run_tells_the_slowdown_now() -> None:
+    """A run under way that has gone at 4 wall s per CPU s (its explainer's bias known) makes
+    the next run's estimate slower than the lane's past slowdown alone (1.0)."""
+    clock = LaneClock(workers=2)
+    for _ in range(30):
+        clock.record(expected_s=1.0, run_s=1.0, store_s=0.0, cpu_s=1.0, explainer="x")
+    calm = clock.eta(1.0, explainer="x")
+    # predicted 4 s, a quarter done after 4 s: 4 wall s per predicted (= CPU) second
+    busy = clock.eta(1.0, running=[(4.0, 4.0, 0.25, "x")], explainer="x")
+    assert calm == pytest.approx(1.0, rel=0.01)
+    assert busy == pytest.approx(1.0 * (1.0 + 4.0) / 2, rel=0.01)
