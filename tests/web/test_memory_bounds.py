@@ -3,11 +3,15 @@ small whatever their app worker holds, large blocks handed back as they are free
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -176,3 +180,48 @@ def test_a_running_run_tells_the_slowdown_now() -> None:
     busy = clock.eta(1.0, running=[(4.0, 4.0, 0.25, "x")], explainer="x")
     assert calm == pytest.approx(1.0, rel=0.01)
     assert busy == pytest.approx(1.0 * (1.0 + 4.0) / 2, rel=0.01)
+
+
+# --- the soak's figures ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def soak() -> ModuleType:
+    root = Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(root / "bench"))
+    spec = importlib.util.spec_from_file_location("soak_bounds", root / "bench" / "soak.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def _run(expected: float, eta: float, wall: float) -> dict[str, Any]:
+    return {
+        "explainer": "skb",
+        "key": f"{expected}{eta}{wall}",
+        "lane": "quick",
+        "state": "done",
+        "expected_s": expected,
+        "eta_s": eta,
+        "cpu_s": wall / 2,
+        "run_s": wall / 2,
+        "wall_s": wall,
+        "queued_s": 0.0,
+        "private_mb": 20.0,
+        "pid": 7,
+        "time": 1000.0,
+    }
+
+
+def test_tiny_runs_are_held_to_their_eta_with_the_same_floor_on_both_sides(
+    soak: ModuleType,
+) -> None:
+    """A run told 9 ms that took 6 ms is within 2× of its eta (both count as 50 ms); one told
+    9 ms that took 150 ms, or told 1 s that took 0.3 s, is not."""
+    lines = soak.run_log_lines(
+        [_run(0.001, 0.009, 0.006), _run(0.001, 0.009, 0.15), _run(0.5, 1.0, 0.3)]
+    )
+    total = next(line for line in lines if "their predicted work" in line)
+    assert "whose wall time is outside 2× of the eta they were given: 2;" in total
