@@ -17,7 +17,7 @@ class Settings(BaseSettings):
 
     root: Path = _repo_root()  # templates/, static/, content/ and node_modules/ live here
     database_url: str = ""  # default: sqlite:///<root>/data/stepscope.db
-    trace_cache_mb: int = 64  # decoded traces kept in memory per app process (all presets fit)
+    trace_cache_mb: int = 64  # decoded traces per app process: presets pinned, others in a quarter
     page_cache_mb: int = 24  # rendered pages, frame chunks and exports kept per app process
     malloc_arenas: int = 2  # glibc malloc arenas per process (0: glibc's default, 8 per core)
     malloc_trim_s: float = 10.0  # free memory is given back to the system this often (0: never)

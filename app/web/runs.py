@@ -229,7 +229,9 @@ class RunService:
         self._ended: OrderedDict[str, Job] = OrderedDict()  # finished jobs, for status pages
         self._lock = threading.Lock()
         self._log_lock = threading.Lock()
-        self._cache = TraceCache(settings.trace_cache_mb * 1024 * 1024)
+        # the presets (free_keys) pinned; others in a quarter, full soon (app.web.tracecache)
+        cache_bytes = settings.trace_cache_mb * 1024 * 1024
+        self._cache = TraceCache(cache_bytes, others_bytes=cache_bytes // 4)
         # Keys of runs nobody is charged for (the presets: a fixed set, each run once per store)
         self.free_keys: set[str] = set()
         self._stop = threading.Event()
@@ -315,7 +317,7 @@ class RunService:
             with repo.session_for(self.engine) as db:
                 repo.delete_trace(db=db, key=key)
             return None
-        self._cache.put(key, trace, size)
+        self._cache.put(key, trace, size, pinned=key in self.free_keys)
         return trace
 
     def _keep(self, key: str, explainer: Explainer[Any], data: bytes) -> None:

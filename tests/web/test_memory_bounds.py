@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -22,6 +22,7 @@ from app.web.exporting import PngRenderer
 from app.web.pngbrowser import BrowserBusy, Recycle, ServerLock
 from app.web.runs import RunService
 from app.web.simworker import InheritedFd
+from app.web.tracecache import TraceCache
 from tests.web.test_robust_processes import HOG, HogParams, sim_pids, wait_for
 
 
@@ -225,3 +226,28 @@ def test_tiny_runs_are_held_to_their_eta_with_the_same_floor_on_both_sides(
     )
     total = next(line for line in lines if "their predicted work" in line)
     assert "whose wall time is outside 2× of the eta they were given: 2;" in total
+
+
+# --- the trace cache: presets pinned, the others in a small share ----------------------------
+
+
+def test_pinned_traces_stay_and_the_others_keep_to_their_share() -> None:
+    """Presets (pinned) are never pushed out by other runs' results, which take at most their
+    share (and what the pinned ones leave), least recently used first out."""
+    mb = 1 << 20
+    cache = TraceCache(64 * mb, others_bytes=16 * mb)
+    trace = cast(Any, object())
+    for i in range(6):
+        cache.put(f"preset{i}", trace, 7 * mb, pinned=True)
+    for i in range(20):
+        cache.put(f"run{i}", trace, 4 * mb)
+    assert all(cache.get(f"preset{i}") is trace for i in range(6))
+    assert cache.pinned_used == 42 * mb
+    assert cache.used - cache.pinned_used <= 16 * mb
+    assert [cache.get(f"run{i}") is not None for i in (15, 16, 17, 18, 19)] == [False] + [True] * 4
+    # pinned ones past the whole bound are kept as others (and pushed out like them)
+    small = TraceCache(8 * mb, others_bytes=2 * mb)
+    small.put("a", trace, 1 * mb, pinned=True)
+    for i in range(10):
+        small.put(f"p{i}", trace, 1 * mb, pinned=True)
+    assert small.pinned_used == 8 * mb and small.used <= 8 * mb
