@@ -36,6 +36,10 @@ seconds per predicted second, :class:`Biases`, shared by the lanes of an app wor
 lane's *slowdown* (wall seconds per CPU second in its processes: what else shares the CPUs),
 each a moving average; the running runs' own pace corrects the slowdown now. An explainer not
 measured yet goes at the lane's pace, as before.
+
+A queued job counts as its client follows it (``RunService._eta``): fully if someone waits for
+it or asked about it since its 202, not at all if nobody has for a few seconds after it (it will
+be cancelled unrun), the lane's recent kept share while too new to tell.
 """
 
 from __future__ import annotations
@@ -56,7 +60,9 @@ MIN_CPU_S = 0.01  # runs that used less CPU say little about the slowdown
 # (-1: not known) and its explainer ("": not known); a queued one: its predicted work (and
 # explainer). The shorter tuples of earlier versions are taken too.
 Running = tuple[float, float] | tuple[float, float, float] | tuple[float, float, float, str]
-Ahead = float | tuple[float, str]
+# … and how much of a queued run's work counts (1: someone follows it; 0: its client left; None:
+# not known, the lane's recent kept share)
+Ahead = float | tuple[float, str] | tuple[float, str, float | None]
 
 
 class Biases:
@@ -146,7 +152,7 @@ class LaneClock:
                 self.kept,
             )
         busy = [_running(r) for r in running]
-        queue = [(float(a), "") if isinstance(a, int | float) else a for a in ahead]
+        queue = [_ahead(a) for a in ahead]
         names = {explainer, *(b[3] for b in busy), *(q[1] for q in queue)}
         bias = {name: self.biases.get(name) for name in names}
         live, live_slow = [], []
@@ -170,7 +176,7 @@ class LaneClock:
             (1.0 - done) * e * pace_of(name) if done >= 0 else max(0.0, e * pace_of(name) - since)
             for e, since, done, name in busy
         )
-        queued = sum(e * pace_of(name) for e, name in queue) * kept
+        queued = sum(e * pace_of(name) * (kept if w is None else w) for e, name, w in queue)
         # a free process at once; else the work ahead shared out over the lane's processes
         wait = 0.0 if len(busy) < self.workers and not queued else (left + queued) / self.workers
         return wait + expected_s * pace_of(explainer) + store
@@ -181,3 +187,10 @@ def _running(r: Running) -> tuple[float, float, float, str]:
     done = float(r[2]) if len(r) > 2 else -1.0
     name = str(r[3]) if len(r) > 3 else ""
     return float(r[0]), float(r[1]), done, name
+
+
+def _ahead(a: Ahead) -> tuple[float, str, float | None]:
+    """A queued run as (predicted work, explainer, share of it that counts or None)."""
+    if isinstance(a, int | float):
+        return float(a), "", None
+    return float(a[0]), str(a[1]), a[2] if len(a) > 2 else None

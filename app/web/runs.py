@@ -136,6 +136,21 @@ HELD_AHEAD_S = 86_400.0  # a run answered in its request waits ahead of every jo
 WARM_CLAIM_S = 600  # a worker's claim to warm a preset at start-up holds this long
 
 
+ABANDONED_S = 3.0  # a waiting job nobody asked about since this long after its 202 is left
+
+
+def _followed(job: Job, now: float) -> float | None:
+    """How much of a waiting job's work a run queued behind it waits for (app.web.eta): all of
+    it if someone waits for it, asked about it since it was submitted or it warms a preset;
+    none if nobody has since :data:`ABANDONED_S` after its submission (its client left: it is
+    cancelled, unrun, once ``job_idle_s`` has passed; the soaks' abandoned jobs made the
+    estimates of the runs behind them 2-4 times too long); ``None`` (the lane's recent share)
+    for one too new to tell."""
+    if job.waiters or job.warm or job.seen - job.started > 0.5:
+        return 1.0
+    return 0.0 if now - job.started > ABANDONED_S else None
+
+
 def run_record(job: Job, state: str, now: float) -> dict[str, Any]:
     """One line of the run log: the prediction, and what the run took. ``cpu_s`` is the
     simulation process's own CPU time for the run (what ``expected_seconds`` predicts, whatever
@@ -443,7 +458,7 @@ class RunService:
         ]
         due = self._due(now, expected)
         ahead = [
-            (job.expected_s, job.explainer)
+            (job.expected_s, job.explainer, _followed(job, now))
             for d, _, job, _, _ in self._pending[lane]
             if d <= due and not self._cancel[job.slot]  # a cancelled one leaves unrun
         ]

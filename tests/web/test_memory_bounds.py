@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 from types import ModuleType
 from typing import Any, cast
@@ -17,10 +18,11 @@ import pytest
 
 from app.settings import Settings
 from app.web import memory, simworker
+from app.web import runs as runs_module
 from app.web.eta import LaneClock
 from app.web.exporting import PngRenderer
 from app.web.pngbrowser import BrowserBusy, Recycle, ServerLock
-from app.web.runs import RunService
+from app.web.runs import Job, RunService
 from app.web.simworker import InheritedFd
 from app.web.tracecache import TraceCache
 from tests.web.test_robust_processes import HOG, HogParams, sim_pids, wait_for
@@ -251,3 +253,26 @@ def test_pinned_traces_stay_and_the_others_keep_to_their_share() -> None:
     for i in range(10):
         small.put(f"p{i}", trace, 1 * mb, pinned=True)
     assert small.pinned_used == 8 * mb and small.used <= 8 * mb
+
+
+def test_queued_jobs_count_as_their_clients_follow_them() -> None:
+    """A job ahead whose client left (never asked about it after its 202) adds nothing to the
+    wait of a run behind it (it will be cancelled unrun); one someone follows adds all of its
+    work, whatever share the lane has lately done; one too new to tell, that share."""
+    clock = LaneClock(workers=1)
+    for _ in range(30):
+        clock.ended(0.0)  # lately, queued jobs were abandoned
+    assert clock.eta(1.0, ahead=[(4.0, "", 0.0)]) == pytest.approx(1.0)
+    assert clock.eta(1.0, ahead=[(4.0, "", 1.0)]) == pytest.approx(5.0)
+    assert clock.eta(1.0, ahead=[(4.0, "", None)]) < 1.1
+
+    def job(started: float, seen: float, waiters: int = 0) -> Job:
+        return Job(
+            key="k", explainer="x", slot=0, expected_s=4.0, future=Future(), started=started,
+            seen=seen, waiters=waiters,
+        )  # fmt: skip
+
+    assert runs_module._followed(job(100.0, 100.0), now=110.0) == 0.0  # left after its 202
+    assert runs_module._followed(job(100.0, 105.0), now=110.0) == 1.0  # polled since
+    assert runs_module._followed(job(100.0, 100.0, waiters=1), now=110.0) == 1.0
+    assert runs_module._followed(job(100.0, 100.0), now=101.0) is None  # too new to tell
