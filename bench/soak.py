@@ -118,6 +118,13 @@ def cmdline(pid: int) -> str:
         return "?"
 
 
+def full_cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return "?"
+
+
 @dataclass
 class ProcWatch:
     """App workers (the master's children) and simulation processes (theirs) over time."""
@@ -127,6 +134,7 @@ class ProcWatch:
     sims: set[int] = field(default_factory=set)
     worker_deaths: list[tuple[float, int]] = field(default_factory=list)
     sim_exits: int = 0
+    servers: int = 0  # the app workers' fork servers (app.web.simworker), at most
     orphans: dict[int, str] = field(default_factory=dict)
     counts: list[tuple[float, int, int]] = field(default_factory=list)
 
@@ -135,9 +143,19 @@ class ProcWatch:
             return
         live = {p for p in children(self.master) if "resource_tracker" not in cmdline(p)}
         self.worker_deaths += [(t, p) for p in self.workers - live]
-        sims = {c for w in live for c in children(w)}
+        sims: set[int] = set()
+        servers: set[int] = set()
+        for c in (c for w in live for c in children(w)):
+            cmd = full_cmdline(c)
+            if (
+                "multiprocessing.forkserver" in cmd
+            ):  # a worker's fork server: its children run the simulations
+                servers.add(c)
+                sims |= children(c)
+            elif "chromium" not in cmd and "playwright" not in cmd:
+                sims.add(c)
         self.sim_exits += len(self.sims - sims)
-        self.workers, self.sims = live, sims
+        self.workers, self.sims, self.servers = live, sims, max(self.servers, len(servers))
         self.counts.append((t, len(live), len(sims)))
         for p in session_members(self.master) - set(L.tree_pids(self.master)):
             self.orphans.setdefault(p, cmdline(p))
@@ -169,7 +187,8 @@ class ProcWatch:
         )
         print(
             f"   simulation processes: {min(ss)}-{max(ss)} alive; {self.sim_exits} exited and "
-            "were replaced (a run over its limit may end its process)"
+            "were replaced (a run over its limit may end its process, one that grew is replaced "
+            f"after its run); started by {self.servers} fork servers"
         )
         print(
             f"   processes of the server's session that are not descendants of its master: "
