@@ -17,7 +17,7 @@ class Settings(BaseSettings):
 
     root: Path = _repo_root()  # templates/, static/, content/ and node_modules/ live here
     database_url: str = ""  # default: sqlite:///<root>/data/stepscope.db
-    trace_cache_mb: int = 64  # decoded traces kept in memory per app process (all presets fit)
+    trace_cache_mb: int = 64  # decoded traces per app process: presets pinned, others in a quarter
     page_cache_mb: int = 24  # rendered pages, frame chunks and exports kept per app process
     malloc_arenas: int = 2  # glibc malloc arenas per process (0: glibc's default, 8 per core)
     malloc_trim_s: float = 10.0  # free memory is given back to the system this often (0: never)
@@ -78,7 +78,7 @@ class Settings(BaseSettings):
     # closed after this many seconds without a PNG (0: never, for each).
     export_browser_pngs: int = 200
     export_browser_mb: int = 1024
-    export_browser_idle_s: float = 60.0
+    export_browser_idle_s: float = 5.0
     # Let visitors run a script against this machine's own kernel as well as the model (in a
     # network namespace made for the run; needs root). Off by default: a public server should
     # not hand its kernel to anonymous visitors; turn it on for a lab or a lecture machine.

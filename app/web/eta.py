@@ -27,6 +27,19 @@ most runs finished in under half their eta (the runs ahead were cancelled before
 some explainers' predictions ran 1.5× the CPU used), the first runs of a burst in over twice it (no
 pace known yet: the running runs' own pace now says it). The API gives it to the client as ``eta_s`` beside ``expected_s``; the run log
 (``APP_RUN_LOG``) records it so ``bench/soak.py`` can hold each run's wall time to it.
+
+Per explainer: each explainer's predictions have a bias of their own (the soaks measured CPU per
+predicted second from 0.6 for one to 1.0 for another), and a lane runs several explainers: one
+pace for the lane made a run of one explainer inherit another's bias (a quick-lane run told
+0.24 s took 0.64 s). So, once runs have told it, a run's pace is its explainer's *bias* (CPU
+seconds per predicted second, :class:`Biases`, shared by the lanes of an app worker) times the
+lane's *slowdown* (wall seconds per CPU second in its processes: what else shares the CPUs),
+each a moving average; the running runs' own pace corrects the slowdown now. An explainer not
+measured yet goes at the lane's pace, as before.
+
+A queued job counts as its client follows it (``RunService._eta``): fully if someone waits for
+it or asked about it since its 202, not at all if nobody has for a few seconds after it (it will
+be cancelled unrun), the lane's recent kept share while too new to tell.
 """
 
 from __future__ import annotations
@@ -41,27 +54,74 @@ LIVE_MIN_S = 0.5  # a running run's pace counts once it has run this long…
 LIVE_MIN_DONE = 0.05  # …and done this share of its work
 
 
+MIN_CPU_S = 0.01  # runs that used less CPU say little about the slowdown
+
+# A running run: its predicted work, seconds since it started in a process, the share of it done
+# (-1: not known) and its explainer ("": not known); a queued one: its predicted work (and
+# explainer). The shorter tuples of earlier versions are taken too.
+Running = tuple[float, float] | tuple[float, float, float] | tuple[float, float, float, str]
+# … and how much of a queued run's work counts (1: someone follows it; 0: its client left; None:
+# not known, the lane's recent kept share)
+Ahead = float | tuple[float, str] | tuple[float, str, float | None]
+
+
+class Biases:
+    """Each explainer's measured CPU seconds per predicted second (a moving average)."""
+
+    def __init__(self) -> None:
+        self._bias: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def record(self, explainer: str, ratio: float) -> None:
+        ratio = min(MAX_PACE, max(MIN_PACE, ratio))
+        with self._lock:
+            old = self._bias.get(explainer)
+            self._bias[explainer] = ratio if old is None else old + ALPHA * (ratio - old)
+
+    def get(self, explainer: str) -> float | None:
+        with self._lock:
+            return self._bias.get(explainer)
+
+
 class LaneClock:
     """What one lane's recent runs measured, and the wait a new run can expect from it."""
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, biases: Biases | None = None) -> None:
         self.workers = max(1, workers)
         self.pace = 1.0  # wall seconds per predicted second in the lane's processes, lately
+        self.slow = 1.0  # wall seconds per CPU second in the lane's processes, lately
+        self.slow_known = False  # a run has measured it
         self.store_s = 0.0  # from a process's end to the stored result, lately
         self.kept = 1.0  # share of the work queued in the lane that was done, lately
+        self.biases = biases if biases is not None else Biases()
         self._lock = threading.Lock()
 
     @property
     def slowdown(self) -> float:  # the name of earlier versions
         return self.pace
 
-    def record(self, expected_s: float, run_s: float, store_s: float) -> None:
+    def record(
+        self,
+        expected_s: float,
+        run_s: float,
+        store_s: float,
+        cpu_s: float | None = None,
+        explainer: str = "",
+    ) -> None:
         """A run predicted at ``expected_s`` of work ended in a process after ``run_s`` of wall
-        time, then took ``store_s`` until its result was stored."""
+        time (``cpu_s`` of CPU time there, where known, for ``explainer``), then took
+        ``store_s`` until its result was stored."""
         with self._lock:
             if expected_s >= MIN_EXPECTED_S and run_s > 0:
                 ratio = min(MAX_PACE, max(MIN_PACE, run_s / expected_s))
                 self.pace += ALPHA * (ratio - self.pace)
+                if cpu_s is not None and cpu_s >= MIN_CPU_S and explainer:
+                    slow = min(MAX_PACE, max(MIN_PACE, run_s / cpu_s))
+                    self.slow = (
+                        slow if not self.slow_known else self.slow + ALPHA * (slow - self.slow)
+                    )
+                    self.slow_known = True
+                    self.biases.record(explainer, cpu_s / expected_s)
             self.store_s += ALPHA * (max(0.0, store_s) - self.store_s)
 
     def ended(self, done: float) -> None:
@@ -74,29 +134,63 @@ class LaneClock:
     def eta(
         self,
         expected_s: float,
-        running: Iterable[tuple[float, float] | tuple[float, float, float]] = (),
-        ahead: Iterable[float] = (),
+        running: Iterable[Running] = (),
+        ahead: Iterable[Ahead] = (),
+        explainer: str = "",
     ) -> float:
-        """Seconds until the result of a run of ``expected_s`` of work submitted now, with
-        ``running`` runs in the lane's processes (their predicted work, seconds since they
-        started there and, where known, the share of it done) and the ``ahead`` runs (their
-        predicted work) to be started before it."""
+        """Seconds until the result of a run of ``expected_s`` of work (of ``explainer``, where
+        known) submitted now, with ``running`` runs in the lane's processes (their predicted
+        work, seconds since they started there and, where known, the share of it done and
+        their explainer) and the ``ahead`` runs (their predicted work, and explainer) to be
+        started before it."""
         with self._lock:
-            pace, store, kept = self.pace, self.store_s, self.kept
-        busy = [(r[0], r[1], r[2] if len(r) > 2 else -1.0) for r in running]
-        live = [
-            since / (done * e)
-            for e, since, done in busy
-            if since >= LIVE_MIN_S and done >= LIVE_MIN_DONE and e >= MIN_EXPECTED_S
-        ]
+            pace, slow, known, store, kept = (
+                self.pace,
+                self.slow,
+                self.slow_known,
+                self.store_s,
+                self.kept,
+            )
+        busy = [_running(r) for r in running]
+        queue = [_ahead(a) for a in ahead]
+        names = {explainer, *(b[3] for b in busy), *(q[1] for q in queue)}
+        bias = {name: self.biases.get(name) for name in names}
+        live, live_slow = [], []
+        for e, since, done, name in busy:
+            if since >= LIVE_MIN_S and done >= LIVE_MIN_DONE and e >= MIN_EXPECTED_S:
+                live.append(since / (done * e))  # its own pace so far
+                b = bias.get(name)
+                if b is not None:
+                    live_slow.append(since / (done * e * b))
         if live:  # the runs under way say how fast the lane goes now
             now_pace = min(MAX_PACE, max(MIN_PACE, sum(live) / len(live)))
             pace = (pace + now_pace) / 2
+        if live_slow and known:
+            slow = (slow + min(MAX_PACE, max(MIN_PACE, sum(live_slow) / len(live_slow)))) / 2
+
+        def pace_of(name: str) -> float:
+            b = bias.get(name) if known else None
+            return pace if b is None else b * slow
+
         left = sum(
-            (1.0 - done) * e * pace if done >= 0 else max(0.0, e * pace - since)
-            for e, since, done in busy
+            (1.0 - done) * e * pace_of(name) if done >= 0 else max(0.0, e * pace_of(name) - since)
+            for e, since, done, name in busy
         )
-        queued = sum(ahead) * pace * kept
+        queued = sum(e * pace_of(name) * (kept if w is None else w) for e, name, w in queue)
         # a free process at once; else the work ahead shared out over the lane's processes
         wait = 0.0 if len(busy) < self.workers and not queued else (left + queued) / self.workers
-        return wait + expected_s * pace + store
+        return wait + expected_s * pace_of(explainer) + store
+
+
+def _running(r: Running) -> tuple[float, float, float, str]:
+    """A running run as (predicted work, seconds since it started, share done or -1, explainer)."""
+    done = float(r[2]) if len(r) > 2 else -1.0
+    name = str(r[3]) if len(r) > 3 else ""
+    return float(r[0]), float(r[1]), done, name
+
+
+def _ahead(a: Ahead) -> tuple[float, str, float | None]:
+    """A queued run as (predicted work, explainer, share of it that counts or None)."""
+    if isinstance(a, int | float):
+        return float(a), "", None
+    return float(a[0]), str(a[1]), a[2] if len(a) > 2 else None

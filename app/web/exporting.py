@@ -192,12 +192,14 @@ class PngRenderer:
         nice: int = 0,
         wait_s: float = PNG_WAIT_S,
         recycle: Recycle | None = None,
+        lock: Path | None = None,
     ) -> None:
         self.chromium = chromium
         self.timeout_s = timeout_s
         self.wait_s = wait_s
         self.nice = nice  # the drawing thread's, so Playwright's driver's and Chromium's
         self.recycle = recycle or Recycle()
+        self.lock = lock  # the server's browser lock (app.web.pngbrowser.ServerLock; None: none)
         self._cache: OrderedDict[tuple[Any, ...], bytes] = OrderedDict()
         # PNGs are drawn on one thread of their own, which keeps the browser; requests wait
         # for them without holding a request thread, and at most ``max_waiting`` wait (then 503).
@@ -210,7 +212,11 @@ class PngRenderer:
         with self._thread_lock:
             if self._thread is None:
                 self._thread = BrowserThread(
-                    self.chromium, nice=self.nice, timeout_s=self.timeout_s, recycle=self.recycle
+                    self.chromium,
+                    nice=self.nice,
+                    timeout_s=self.timeout_s,
+                    recycle=self.recycle,
+                    lock=self.lock,
                 )
             return self._thread
 

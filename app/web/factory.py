@@ -34,7 +34,7 @@ from app.web.loopwatch import LoopWatch
 from app.web.pagecache import PageFront
 from app.web.pagewarm import PageWarm, PageWarmer
 from app.web.plugin import Plugin
-from app.web.pngbrowser import Recycle
+from app.web.pngbrowser import Recycle, server_lock_path
 from app.web.routes import api, handout, jobs, pages
 from app.web.runs import cross_site, current_client
 from app.web.site import Site
@@ -105,7 +105,7 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
         # The database is created or upgraded when the app starts, not when it is imported;
         # the simulation workers are forked before the server starts its threads.
         init_db(app.state.engine)
-        memory.limit_arenas(settings.malloc_arenas)  # before the threads and workers start
+        memory.tune_heap(settings.malloc_arenas)  # before the threads and workers start
         if gctune.configure(settings.gc_threshold) and settings.warm_presets:
             gctune.freeze()  # what a server's worker has from the start: modules, templates
         app.state.site.runs.start()
@@ -167,6 +167,7 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
             rss_mb=settings.export_browser_mb,
             idle_s=settings.export_browser_idle_s,
         ),
+        lock=server_lock_path(),  # one browser at a time among the server's workers
     )
     errors.install(app)
     # Frame stores and chart libraries compress well.

@@ -28,7 +28,13 @@ from pathlib import Path
 
 from app.web.libc import LIBC, has
 
-M_ARENA_MAX = -8  # mallopt parameter number (glibc malloc.h)
+M_ARENA_MAX = -8  # mallopt parameter numbers (glibc malloc.h)
+M_MMAP_THRESHOLD = -3
+# Allocations from this size up get pages of their own (mmap), given back the moment they are
+# freed. glibc's own threshold starts at 128 KB but rises to the largest block freed so far (up
+# to 32 MB): after one answer of megabytes, every later one came from the heap, where a block
+# freed below a live one stays resident until a trim finds its pages wholly free.
+MMAP_THRESHOLD = 1 << 20
 
 
 _LIBC = LIBC if has("mallopt", "malloc_trim") else None  # glibc only
@@ -40,6 +46,20 @@ def limit_arenas(count: int) -> bool:
     if _LIBC is None or count <= 0:
         return False
     return bool(_LIBC.mallopt(M_ARENA_MAX, count))
+
+
+def fix_mmap_threshold(size: int = MMAP_THRESHOLD) -> bool:
+    """Blocks of ``size`` bytes and more are mapped on their own and unmapped when freed, for
+    good (setting it stops glibc raising it after large frees). Answers whether it was taken."""
+    if _LIBC is None or size <= 0:
+        return False
+    return bool(_LIBC.mallopt(M_MMAP_THRESHOLD, size))
+
+
+def tune_heap(arenas: int) -> bool:
+    """:func:`limit_arenas` and :func:`fix_mmap_threshold`, before this process starts threads."""
+    limited = limit_arenas(arenas)
+    return fix_mmap_threshold() and limited
 
 
 def trim() -> bool:

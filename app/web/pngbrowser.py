@@ -17,6 +17,13 @@ each PNG gets a fresh browser context and page of its own, closed after it:
   :attr:`Recycle.rss_mb` MB (resident, summed), it is closed after the PNG it drew; the next
   PNG starts a new one. After :attr:`Recycle.idle_s` s without a PNG it is closed too: an idle
   server holds no Chromium.
+* **one at a time in the server**: a Chromium and its driver take about 550-700 MB resident
+  (summed over their processes), and each app worker kept one: the soaks of issue 24 saw 2.1 GB
+  of browsers at once. A worker holds a lock file of the server's (:class:`ServerLock`: ``flock``
+  on a file named after uvicorn's master, so every worker of one server shares it) for as long
+  as its browser lives; a worker that has a PNG to draw waits for it (within the drawing's
+  time limit) and says so, and the holder closes its browser after the PNG it is drawing, or at
+  once when idle, when another waits.
 * **stopped from outside**: :meth:`BrowserThread.kill` SIGKILLs the browser's processes from
   any thread (the hard timeout of a drawing); the Playwright call under way fails at once.
 * **dies with its worker**: the driver reads its commands from a pipe of the app worker's and
@@ -29,12 +36,15 @@ each PNG gets a fresh browser context and page of its own, closed after it:
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import itertools
 import logging
 import os
 import queue
 import signal
+import tempfile
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -60,6 +70,12 @@ CHROMIUM_ARGS = [
     # WebGL charts draw in software on a server without a GPU
     "--use-angle=swiftshader",
     "--enable-unsafe-swiftshader",
+    # fewer processes, each holding its own copy of Chromium's libraries and heap (its summed
+    # resident memory with the driver's: about 690 -> 530 MB after a PNG): the GPU work in the
+    # browser process, no zygote, one renderer for every page
+    "--in-process-gpu",
+    "--no-zygote",
+    "--renderer-process-limit=1",
 ]
 # A switch Chromium ignores, on the browser process's command line: how its processes are
 # found (to measure, to kill), whatever else this process runs.
@@ -78,7 +94,95 @@ class Recycle:
 
     pngs: int = 200
     rss_mb: float = 1024.0
-    idle_s: float = 60.0
+    idle_s: float = 5.0
+
+
+WAIT_POLL_S = 0.05  # a worker waiting for the server's browser lock tries this often
+IDLE_POLL_S = 0.25  # an idle browser's thread looks this often whether another worker waits
+
+
+class BrowserBusy(OSError):
+    """Another app worker's browser did not close within the time a drawing may take (an
+    OSError: the browser could not be started, as when it cannot be run)."""
+
+    def __init__(self) -> None:
+        super().__init__("another app worker's PNG browser is still drawing")
+
+
+def server_lock_path() -> Path:
+    """The lock file every app worker of this server shares: named after the process that
+    started them (uvicorn's master; a process's own parent when it runs alone)."""
+    return Path(tempfile.gettempdir()) / f"stepscope-png-{os.getuid()}-{os.getppid()}.lock"
+
+
+class ServerLock:
+    """At most one browser in the server (see the module's docstring): an exclusive ``flock``
+    on ``path`` while a browser lives, and a shared one on ``path``+``.wait`` while waiting for
+    it, which the holder sees (:meth:`wanted`). ``None``: no lock (every worker its own)."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._fd: int | None = None
+        self._wait_fd: int | None = None
+        self.held = False
+
+    def _open(self) -> tuple[int, int] | None:
+        if self.path is None:
+            return None
+        if self._fd is None or self._wait_fd is None:
+            flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC
+            self._fd = os.open(self.path, flags, 0o600)
+            self._wait_fd = os.open(f"{self.path}.wait", flags, 0o600)
+        return self._fd, self._wait_fd
+
+    def acquire(self, timeout_s: float) -> None:
+        """Hold the lock (:class:`BrowserBusy` if another worker's browser lives on past
+        ``timeout_s``)."""
+        fds = self._open()
+        if fds is None or self.held:
+            self.held = True
+            return
+        fd, wait_fd = fds
+        deadline = time.monotonic() + timeout_s
+        fcntl.flock(wait_fd, fcntl.LOCK_SH)  # the holder sees someone waits
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise BrowserBusy from None
+                    time.sleep(WAIT_POLL_S)
+        finally:
+            fcntl.flock(wait_fd, fcntl.LOCK_UN)
+        self.held = True
+
+    def wanted(self) -> bool:
+        """Whether another worker waits for the lock (held here)."""
+        fds = self._open()
+        if fds is None or not self.held:
+            return False
+        try:
+            fcntl.flock(fds[1], fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(fds[1], fcntl.LOCK_UN)
+        return False
+
+    def release(self) -> None:
+        if self.held and self._fd is not None:
+            with contextlib.suppress(OSError):
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+        self.held = False
+
+    def close(self) -> None:
+        self.release()
+        for fd in (self._fd, self._wait_fd):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._fd = self._wait_fd = None
 
 
 # --- processes -----------------------------------------------------------------------------------
@@ -359,12 +463,19 @@ class BrowserThread:
     (launching one if needed) and :meth:`drew` / :meth:`discard` say how a PNG went."""
 
     def __init__(
-        self, chromium: Path, *, nice: int = 0, timeout_s: float = 30.0, recycle: Recycle
+        self,
+        chromium: Path,
+        *,
+        nice: int = 0,
+        timeout_s: float = 30.0,
+        recycle: Recycle,
+        lock: Path | None = None,
     ) -> None:
         self.chromium = chromium
         self.nice = nice
         self.timeout_s = timeout_s
         self.recycle = recycle
+        self.lock = ServerLock(lock)  # one browser in the server (None: one per worker)
         self.launched = 0  # browsers started (monitoring, tests)
         self._session: _Session | None = None
         self._calls: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
@@ -442,7 +553,12 @@ class BrowserThread:
             self.discard()
             session = None
         if session is None:
-            session = self._session = _Session(self.chromium, self.timeout_s)
+            self.lock.acquire(self.timeout_s)  # BrowserBusy: another worker's lives on
+            try:
+                session = self._session = _Session(self.chromium, self.timeout_s)
+            except BaseException:
+                self.lock.release()
+                raise
             self.launched += 1
         return session.browser, session.drawn > 0
 
@@ -456,27 +572,49 @@ class BrowserThread:
         session, limit = self._session, self.recycle
         if session is None or not session.drawn:
             return
-        if (0 < limit.pngs <= session.drawn) or (0 < limit.rss_mb < session.rss_mb()):
+        if (
+            (0 < limit.pngs <= session.drawn)
+            or (0 < limit.rss_mb < session.rss_mb())
+            or (self._calls.empty() and self.lock.wanted())  # another worker's turn
+        ):
             self.discard()
 
     def discard(self) -> None:
-        """Close the browser (the next PNG starts a new one)."""
+        """Close the browser (the next PNG starts a new one) and let another worker have one."""
         session = self._session
         if session is not None:
             try:
                 session.close()
             finally:
                 self._session = None
+                self.lock.release()
+
+    def _next_call(self) -> _Call | None:
+        """The next call for the thread; with a browser, ``queue.Empty`` once it has been idle
+        for ``recycle.idle_s`` or another worker waits for the server's browser lock."""
+        if self._session is None:
+            return self._calls.get()
+        idle = self.recycle.idle_s
+        until = time.monotonic() + idle if idle > 0 else None
+        while True:
+            wait = IDLE_POLL_S if until is None else min(IDLE_POLL_S, until - time.monotonic())
+            if wait <= 0:
+                raise queue.Empty
+            try:
+                return self._calls.get(timeout=wait)
+            except queue.Empty:
+                if self.lock.wanted():
+                    raise
+                continue
 
     def _loop(self) -> None:
         lower_thread_priority(self.nice)
         try:
             while True:
-                idle = self.recycle.idle_s if self._session is not None else None
                 try:
-                    call = self._calls.get(timeout=idle if idle else None)
+                    call = self._next_call()
                 except queue.Empty:
-                    self.discard()  # idle: an idle server holds no Chromium
+                    self.discard()  # idle, or wanted elsewhere: an idle server holds no Chromium
                     continue
                 if call is None:
                     return
@@ -490,3 +628,4 @@ class BrowserThread:
                 self._retire_if_due()
         finally:
             self.discard()
+            self.lock.close()

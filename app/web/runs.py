@@ -29,18 +29,14 @@ import asyncio
 import contextlib
 import contextvars
 import ctypes
-import gc
 import hashlib
 import heapq
 import json
 import logging
-import multiprocessing
-import os
 import threading
 import time
-import zlib
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -56,8 +52,9 @@ from app.store import repo
 from app.store.eviction import TraceEviction
 from app.store.models import SharedJob
 from app.web import answers, joberrors
-from app.web.eta import LaneClock
+from app.web.eta import Biases, LaneClock
 from app.web.simproc import LanePool, Limits, Recycle, Usage
+from app.web.simworker import Answer, InheritedFd, Ran, init_worker, sim_context, simulate
 from app.web.tracecache import (  # noqa: F401 - decode_trace_sized, MEMORY_PER_…: the API of runs
     MEMORY_PER_PICKLED_BYTE,
     TraceCache,
@@ -68,8 +65,6 @@ from app.web.tracecache import (  # noqa: F401 - decode_trace_sized, MEMORY_PER_
 )
 
 AnyTrace = Trace[Any, Any]
-# A run's API answer from its trace, as pieces of bytes (picklable: it goes to the process)
-Answer = Callable[[AnyTrace], Sequence[bytes | bytearray | memoryview]]
 T = TypeVar("T")
 LOOP_STORE_WAIT_S = 0.25  # an event loop waits this long for the store when a run is submitted
 ANSWER_POLL_S = 0.005  # how often a waiter for an answer looks whether it is written
@@ -130,51 +125,6 @@ def on_event_loop() -> bool:
     return True
 
 
-# --- the worker side ---------------------------------------------------------------------------
-
-# What a run hands back: its trace as stored, and the bytes of the API answer it wrote into its
-# slot's answer file (app.web.answers; -1: none)
-Ran = tuple[bytes, int]
-
-_progress: Any = None  # shared array of progress fractions, one slot per queued/running run
-_cancel: Any = None  # shared array of cancel flags
-_answered: Any = None  # shared array: a slot's answer is in its answer file (its size + 1)
-
-
-def _init_worker(progress: Any, cancel: Any, nice: int = 0, answered: Any = None) -> None:
-    global _progress, _cancel, _answered
-    _progress, _cancel, _answered = progress, cancel, answered
-    if nice > 0:
-        os.nice(nice)
-    # Everything this process was forked with (the app worker's whole heap) out of the cyclic
-    # collector's sight: it is never garbage here, and each full collection walked all of it,
-    # writing to every page it touched (copies of the worker's pages), during the runs.
-    gc.freeze()
-
-
-def _simulate(
-    explainer: Explainer[Any], params: Any, slot: int, answer: tuple[Answer, int] | None = None
-) -> Ran:
-    """Run in a worker process: the trace, pickled and compressed (or Cancelled); with
-    ``answer`` (its builder and the slot's answer file), the API's answer written there."""
-    progress, cancel = _progress, _cancel
-
-    def report(done: float, total: float) -> None:
-        if cancel[slot]:
-            raise Cancelled
-        progress[slot] = done / total if total > 0 else 0.0
-
-    trace = explainer.run(params, report)
-    if answer is None:
-        return encode_trace(trace, limit=MAX_TRACE_BYTES), -1
-    build, fd = answer
-    raw = pickle_trace(trace, limit=MAX_TRACE_BYTES)  # over the cap: no answer (a 422)
-    size = answers.put(fd, build(trace))
-    if _answered is not None:  # the worker may send it now, while the trace is compressed
-        _answered[slot] = size + 1
-    return zlib.compress(raw, 1), size
-
-
 def _stored() -> Future[bytes]:
     """A settled future standing for a result that is in the trace store."""
     done: Future[bytes] = Future()
@@ -186,6 +136,19 @@ HELD_AHEAD_S = 86_400.0  # a run answered in its request waits ahead of every jo
 WARM_CLAIM_S = 600  # a worker's claim to warm a preset at start-up holds this long
 
 
+ABANDONED_S = 3.0  # a waiting job nobody asked about since this long after its 202 is left
+
+
+def _followed(job: Job, now: float) -> float | None:
+    """How much of a waiting job's work a run queued behind it waits for (app.web.eta): all of
+    it if someone waits for it, asked about it since it was submitted or it warms a preset;
+    none if nobody has since :data:`ABANDONED_S` after its submission (its client left: it is
+    cancelled, unrun, once ``job_idle_s`` has passed; the soaks' abandoned jobs made the
+    estimates of the runs behind them 2-4 times too long); ``None`` (the lane's recent share)
+    for one too new to tell."""
+    if job.waiters or job.warm or job.seen - job.started > 0.5:
+        return 1.0
+    return 0.0 if now - job.started > ABANDONED_S else None
 
 
 def run_record(job: Job, state: str, now: float) -> dict[str, Any]:
@@ -242,7 +205,6 @@ class Job:
         self.seen = time.monotonic()
 
 
-
 class RunService:
     def __init__(self, settings: Settings, engine: Engine) -> None:
         self.settings = settings
@@ -259,7 +221,7 @@ class RunService:
             nice = max(0, settings.sim_quick_nice)
             self._lanes["quick"] = (quick, nice, list(range(first, first + quick + queue)))
         slots = sum(len(free) for _, _, free in self._lanes.values())
-        ctx = multiprocessing.get_context("fork")
+        ctx = sim_context()  # the fork server (app.web.simworker)
         self._answers = answers.AnswerFiles(slots)  # before any fork: the processes inherit them
         self._answered = ctx.Array(ctypes.c_longlong, slots, lock=False)
         self._progress = ctx.Array(ctypes.c_double, slots, lock=False)
@@ -273,13 +235,18 @@ class RunService:
             lane: [] for lane in self._lanes
         }
         self._busy = dict.fromkeys(self._lanes, 0)  # runs handed to each lane's workers
-        self._clocks = {lane: LaneClock(workers) for lane, (workers, _, _) in self._lanes.items()}
+        biases = Biases()  # each explainer's CPU per predicted second, for every lane
+        self._clocks = {
+            lane: LaneClock(workers, biases) for lane, (workers, _, _) in self._lanes.items()
+        }
         self._order = 0
         self._jobs: dict[str, Job] = {}
         self._ended: OrderedDict[str, Job] = OrderedDict()  # finished jobs, for status pages
         self._lock = threading.Lock()
         self._log_lock = threading.Lock()
-        self._cache = TraceCache(settings.trace_cache_mb * 1024 * 1024)
+        # the presets (free_keys) pinned; others in a quarter, full soon (app.web.tracecache)
+        cache_bytes = settings.trace_cache_mb * 1024 * 1024
+        self._cache = TraceCache(cache_bytes, others_bytes=cache_bytes // 4)
         # Keys of runs nobody is charged for (the presets: a fixed set, each run once per store)
         self.free_keys: set[str] = set()
         self._stop = threading.Event()
@@ -298,16 +265,16 @@ class RunService:
     def start(self) -> None:
         """Fork the workers now, and start the watchdog. They die with this process, hold none
         of its sockets, and run within memory and CPU limits (see app.web.simproc)."""
-        limits = Limits(
-            self.settings.sim_memory_mb, self.settings.sim_cpu_s, self.settings.sim_run_mb
-        )
+        s = self.settings
+        limits = Limits(s.sim_memory_mb, s.sim_cpu_s, s.sim_run_mb, s.malloc_arenas)
         recycle = Recycle(self.settings.sim_recycle_mb, self.settings.sim_recycle_runs)
         with self._lock:
             if not self._pools:
                 for lane, (workers, nice, _) in self._lanes.items():
-                    initargs = (self._progress, self._cancel, nice, self._answered)
+                    files = [InheritedFd(self._answers.fd(slot)) for slot in self._lanes[lane][2]]
+                    initargs = (self._progress, self._cancel, nice, self._answered, files)
                     self._pools[lane] = LanePool(
-                        self._ctx, workers, limits, _init_worker, initargs, recycle
+                        self._ctx, workers, limits, init_worker, initargs, recycle
                     )
         if self._watchdog is None:
             self._stop.clear()
@@ -365,7 +332,7 @@ class RunService:
             with repo.session_for(self.engine) as db:
                 repo.delete_trace(db=db, key=key)
             return None
-        self._cache.put(key, trace, size)
+        self._cache.put(key, trace, size, pinned=key in self.free_keys)
         return trace
 
     def _keep(self, key: str, explainer: Explainer[Any], data: bytes) -> None:
@@ -443,7 +410,7 @@ class RunService:
                 future=future,
                 lane=lane,
                 answer=answer,
-                eta_s=self._eta(lane, expected),
+                eta_s=self._eta(lane, expected, explainer.name),
             )
             self._jobs[key] = job
             self._order += 1
@@ -474,27 +441,28 @@ class RunService:
         held = expected <= self.settings.job_threshold_s
         return now + expected - (HELD_AHEAD_S if held else 0.0)
 
-    def _eta(self, lane: str, expected: float) -> float:
+    def _eta(self, lane: str, expected: float, explainer: str = "") -> float:
         """Seconds until a run of ``expected`` submitted to ``lane`` now is stored (under the
         lock; app.web.eta): what is left of the lane's running runs, the share of the work
         queued before it that the lane has lately done (jobs cancelled or abandoned while they
-        wait leave without running), its own work, at the pace of the lane's last runs and of
-        those under way. Waiting runs start in the order of their
+        wait leave without running), its own work, each at its explainer's measured CPU per
+        predicted second times the lane's recent slowdown (the lane's pace until measured) and
+        that of the runs under way. Waiting runs start in the order of their
         submission time plus their expected work: shortest first, but a run that has waited is
         not passed by every shorter one that comes later (then its wait could not be told)."""
         now = time.monotonic()
         running = [
-            (job.expected_s, now - job.handed, float(self._progress[job.slot]))
+            (job.expected_s, now - job.handed, float(self._progress[job.slot]), job.explainer)
             for job in self._jobs.values()
             if job.lane == lane and job.handed and job.state == "running"
         ]
         due = self._due(now, expected)
         ahead = [
-            job.expected_s
+            (job.expected_s, job.explainer, _followed(job, now))
             for d, _, job, _, _ in self._pending[lane]
             if d <= due and not self._cancel[job.slot]  # a cancelled one leaves unrun
         ]
-        return self._clocks[lane].eta(expected, running, ahead)
+        return self._clocks[lane].eta(expected, running, ahead, explainer)
 
     # --- jobs every worker can answer for ----------------------------------------------------
     # A client polls its job through any of the app's workers (each keep-alive connection lands
@@ -597,7 +565,7 @@ class RunService:
                 self._busy[lane] += 1
                 job.handed = time.monotonic()
                 answer = None if job.answer is None else (job.answer, self._answers.fd(job.slot))
-                ran = pool.submit_measured(_simulate, explainer, params, job.slot, answer)
+                ran = pool.submit_measured(simulate, explainer, params, job.slot, answer)
                 handed.append((job, ran))
         # Outside the lock: a run already over calls back at once, and the callback takes it.
         for job, inner in handed:
@@ -783,7 +751,7 @@ class RunService:
         clock = self._clocks[job.lane]
         if job.usage is not None and job.handed:
             store_s = time.monotonic() - job.handed - job.usage.wall_s
-            clock.record(job.expected_s, job.usage.wall_s, store_s)
+            clock.record(job.expected_s, job.usage.wall_s, store_s, job.usage.cpu_s, job.explainer)
         # how much of its queued work the lane did: none for a job that left while it waited
         ran = 1.0 if state != "cancelled" else float(self._progress[job.slot]) if job.handed else 0
         clock.ended(ran)

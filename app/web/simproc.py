@@ -1,15 +1,18 @@
 """Simulation processes that die with their worker, hold nothing of the server's, and cannot
 take more than their share of memory or CPU.
 
-The app workers fork their simulation processes (see :mod:`app.web.runs`). A fork inherits all
-of its parent: uvicorn's signal handlers (a handler that only sets a flag on a server the child
+The app workers start their simulation processes (see :mod:`app.web.runs`) from a fork server of
+their own (:mod:`app.web.simworker`; forked from the worker where there is none). A fork
+inherits all of its parent: uvicorn's signal handlers (a handler that only sets a flag on a server the child
 does not run, so SIGTERM did nothing), every socket (the listening one too: a child left behind
 kept the port bound, and the next ``scripts/serve`` failed with "Address already in use"), and
 no tie to its parent's life (a worker killed by the OOM killer left its children running). So
 each simulation process, as it starts (:func:`init_process`):
 
 * gets ``PR_SET_PDEATHSIG`` = SIGKILL (``prctl(2)``) and a thread that checks ``getppid()``
-  twice a second (a parent that died before the ``prctl`` call, or a kernel without it);
+  twice a second (a parent that died before the ``prctl`` call, or a kernel without it), and
+  that its app worker lives (started by the fork server, whose parent the worker is: the fork
+  server exits when the worker's end of its pipe closes, and the kernel then ends this one);
 * restores the default handling of SIGTERM, SIGINT and SIGHUP and drops the signal wakeup fd;
 * swaps every inherited socket for ``/dev/null`` (``dup2``: the fd number stays taken, so an
   object that still thinks it owns the socket closes nothing else);
@@ -139,8 +142,18 @@ def set_parent_death_signal(sig: int) -> bool:
         return False
 
 
-def _watch_parent(parent: int, sig: int, grace_s: float) -> None:
-    while os.getppid() == parent:
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (exists and is not a zombie waiting for its parent)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2 :].split()[0] not in (b"Z", b"X")
+
+
+def _watch_parent(parent: int, sig: int, grace_s: float, owner: int | None = None) -> None:
+    while os.getppid() == parent and (owner is None or alive(owner)):
         threading.Event().wait(WATCH_PARENT_S)
     if sig != signal.SIGKILL:
         with contextlib.suppress(OSError):
@@ -149,12 +162,15 @@ def _watch_parent(parent: int, sig: int, grace_s: float) -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-def follow_parent(parent: int, sig: int = signal.SIGKILL, grace_s: float = 0.0) -> None:
+def follow_parent(
+    parent: int, sig: int = signal.SIGKILL, grace_s: float = 0.0, owner: int | None = None
+) -> None:
     """End this process when ``parent`` (its parent's pid now) dies: ``sig`` at once from the
-    kernel, and from a watchdog thread if the kernel did not (then SIGKILL ``grace_s`` later)."""
+    kernel, and from a watchdog thread if the kernel did not (then SIGKILL ``grace_s`` later);
+    and when ``owner`` dies, if given (the app worker of a process its fork server started)."""
     set_parent_death_signal(sig)
     threading.Thread(
-        target=_watch_parent, args=(parent, sig, grace_s), name="parent-watch", daemon=True
+        target=_watch_parent, args=(parent, sig, grace_s, owner), name="parent-watch", daemon=True
     ).start()
 
 
@@ -166,8 +182,8 @@ def follow_master() -> None:
     import multiprocessing
 
     master = multiprocessing.parent_process()
-    if master is None or master.pid is None:
-        return
+    if master is None or master.pid is None or master.pid != os.getppid():
+        return  # not a process the master started (a fork server's child that imported us)
     follow_parent(master.pid, signal.SIGTERM, MASTER_GRACE_S)
 
 
@@ -210,6 +226,7 @@ class Limits:
     memory_mb: int  # address space of a simulation process (0: no limit)
     cpu_s: float  # CPU seconds of one run (0: no limit)
     run_mb: int = 0  # address space one run may add to its process (0: no limit)
+    arenas: int = 0  # glibc malloc arenas (app.web.memory.tune_heap; 0: glibc's default)
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,10 +288,16 @@ def apply_memory_limit(mb: int) -> None:
 def init_process(
     parent: int, limits: Limits, then: Callable[..., None] | None, args: tuple[Any, ...]
 ) -> None:
-    """The first thing a simulation process does (its pool's initializer)."""
+    """The first thing a simulation process does (its pool's initializer). ``parent`` is the
+    app process the pool belongs to: this process's parent, or (started by the fork server,
+    app.web.simworker) its grandparent, whose death ends the fork server and so this process
+    (and, should that fail, the watchdog thread, which watches both)."""
     global _limits
-    follow_parent(parent)
-    if os.getppid() != parent:  # the parent died before the kernel was told
+    # before any thread: started by the fork server, nothing of the worker's settings is here
+    memory.tune_heap(limits.arenas)
+    direct = os.getppid()
+    follow_parent(direct, owner=None if direct == parent else parent)
+    if os.getppid() != direct or not alive(parent):  # died before the kernel was told
         os.kill(os.getpid(), signal.SIGKILL)
     restore_signals()
     release_sockets()

@@ -24,8 +24,7 @@ from app import explainers
 from app.main import create_app
 from app.settings import Settings
 from app.sim.core import EncodedJSON, Trace
-from app.web import answers, fastjson, i18n
-from app.web import runs as runs_module
+from app.web import answers, fastjson, i18n, simworker
 from app.web.plugin import Plugin
 from app.web.routes.api import answer_pieces, trace_json
 from app.web.runs import RunService
@@ -324,15 +323,17 @@ def test_the_answer_is_sent_while_the_trace_is_still_being_stored(
 ) -> None:
     """The simulation process flags its answer as soon as it is written: the waiter has it
     while the process still compresses the trace (made slow here), which is stored after."""
-    compress = runs_module.zlib.compress
+    compress = simworker.zlib.compress
 
     def slow_compress(data: bytes, level: int = -1) -> bytes:
         time.sleep(1.5)
         return compress(data, level)
 
-    # the processes fork with it (the run module's zlib is the one module: patched only there)
+    # the processes fork with it (the run module's zlib is the one module: patched only there),
+    # forked from this process rather than started by the fork server
     slow_zlib = SimpleNamespace(compress=slow_compress, decompress=compress_module.decompress)
-    monkeypatch.setattr(runs_module, "zlib", slow_zlib)
+    monkeypatch.setattr(simworker, "zlib", slow_zlib)
+    monkeypatch.setattr(simworker, "START_METHOD", "fork")
     sim = PLUGINS["scheduler"].sim
     runs = make_runs()
     params = sim.parse(SCHED)

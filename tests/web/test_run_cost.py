@@ -20,6 +20,7 @@ from app.main import create_app
 from app.settings import Settings
 from app.sim.core.cost import TraceTooLarge
 from app.web import runs as runs_module
+from app.web import simworker
 from app.web.routes import api
 
 PLUGINS = {p.name: p for p in builtin()}
@@ -96,7 +97,9 @@ def test_a_trace_over_the_cap_is_refused_after_the_run(
     """Whatever the prediction said, a worker does not hand back a trace over the cap."""
     sim_class = type(PLUGINS["path"].sim)
     monkeypatch.setattr(sim_class, "expected_bytes", lambda self, params: 0.0)
-    monkeypatch.setattr(runs_module, "MAX_TRACE_BYTES", 100_000)  # before the workers fork
+    # the cap in the simulation processes too: forked from this process, patched before
+    monkeypatch.setattr(simworker, "MAX_TRACE_BYTES", 100_000)
+    monkeypatch.setattr(simworker, "START_METHOD", "fork")
     with TestClient(create_app(settings)) as client:
         r = client.post("/api/v1/explainers/path/run", json=VETH)
         assert r.status_code == 422, r.text

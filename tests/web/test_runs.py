@@ -22,6 +22,7 @@ from app.main import create_app
 from app.settings import Settings
 from app.store.db import init_db, make_engine
 from app.web import runs as runs_module
+from app.web import simworker
 from app.web.runs import RunService
 from app.web.simproc import Usage
 from app.web.sources import encode_params
@@ -245,7 +246,7 @@ def test_a_run_over_at_once_does_not_lock_the_service(tmp_path: Path) -> None:
     init_db(engine)
     runs = RunService(settings, engine)
     runs._pools["long"] = DonePool()  # type: ignore[assignment]
-    runs_module._init_worker(runs._progress, runs._cancel)
+    simworker.init_worker(runs._progress, runs._cancel)
     skb = next(p for p in explainers.builtin() if p.name == "skb").sim
     for size in (100, 200):
         params = skb.parse({"ops": [{"op": "alloc_skb", "size": size}]})
