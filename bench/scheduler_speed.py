@@ -12,12 +12,16 @@ dependency.
 
     .venv/bin/python bench/scheduler_speed.py            # 256, 4096, 10000 requests, 5 runs
     .venv/bin/python bench/scheduler_speed.py --runs 3 --sizes 4096
+    APP_NATIVE=0 .venv/bin/python bench/scheduler_speed.py   # the pure-Python modules
+
+The first line says which ran: the mypyc-compiled modules (scripts/build_native.py) or pure Python.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import os
 import statistics
 import sys
 import time
@@ -161,7 +165,14 @@ def main() -> None:
     ap.add_argument("--vllm", action="store_true", help="also try vLLM's own Scheduler")
     args = ap.parse_args()
     ex = SchedulerExplainer()
-    print(f"python {sys.version.split()[0]}; {args.runs} runs each; times in seconds")
+    import app.sim.serving.engine as engine
+    from app.sim.native import compiled
+
+    code = "native (mypyc)" if compiled(engine) else "pure Python"
+    print(
+        f"python {sys.version.split()[0]}; {code}; {args.runs} runs each; times in seconds; "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
     for n in args.sizes:
         params = ex.parse(workload(n))
         walls, cpus, trace = timed(lambda p=params: ex.run(p), args.runs)

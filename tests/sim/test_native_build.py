@@ -8,6 +8,7 @@ runs); without it (no C compiler) these tests skip and the pure modules are what
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import multiprocessing
 import os
@@ -19,12 +20,14 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
-import build_native  # noqa: E402
+from app.sim.native import compiled
+from tests.contract.trace_digest import DIGESTS
 
-from app.sim.native import compiled  # noqa: E402
-from tests.contract.trace_digest import DIGESTS  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location("build_native", ROOT / "scripts/build_native.py")
+assert _spec is not None and _spec.loader is not None
+build_native = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(build_native)
 
 MODULES = {
     group: [p.removesuffix(".py").replace("/", ".") for p in paths]
@@ -75,8 +78,6 @@ def test_the_compiled_modules_are_imported() -> None:
             assert not files[m].endswith(".py")
     assert "RuntimeWarning" not in out.stderr
     if os.environ.get("APP_NATIVE") != "0":
-        import importlib
-
         assert all(compiled(importlib.import_module(m)) for m in COMPILED)
 
     pure = _child(WHICH, native=False)

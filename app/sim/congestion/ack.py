@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import heapq
 from math import trunc
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from app.sim.congestion import ecn, rwnd
 from app.sim.congestion import loss as lossrec
@@ -42,7 +42,7 @@ from app.sim.core.tcp import TCP_RTO_MAX_US, TCP_RTO_MIN_US
 if TYPE_CHECKING:
     from app.sim.congestion.reno import CongControl
 
-TCP_TS_HZ = 1000  # include/net/tcp.h: the TCP timestamp clock (TSval) ticks every ms
+TCP_TS_HZ: Final = 1000  # include/net/tcp.h: the TCP timestamp clock (TSval) ticks every ms
 
 
 class AckProcessing(Recovery):

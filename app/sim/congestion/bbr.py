@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import random
 from math import inf, nextafter, trunc
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from app.sim.congestion import bbr_lt
 from app.sim.congestion.flow import CA_LOSS, CA_OPEN, CA_RECOVERY, JIFFIES_BASE, RateSample
@@ -31,48 +31,51 @@ if TYPE_CHECKING:
     from app.sim.congestion.flow import Flow
     from app.sim.congestion.reno import CongControl
 
-BW_SCALE = 24
-BW_UNIT = 1 << BW_SCALE
-BBR_SCALE = 8
-BBR_UNIT = 1 << BBR_SCALE
+BW_SCALE: Final = 24
+BW_UNIT: Final = 1 << BW_SCALE
+BBR_SCALE: Final = 8
+BBR_UNIT: Final = 1 << BBR_SCALE
 
-STARTUP, DRAIN, PROBE_BW, PROBE_RTT = range(4)
+STARTUP: Final = 0
+DRAIN: Final = 1
+PROBE_BW: Final = 2
+PROBE_RTT: Final = 3
 MODE_NAMES = ("STARTUP", "DRAIN", "PROBE_BW", "PROBE_RTT")
 
-CYCLE_LEN = 8
-BBR_BW_RTTS = CYCLE_LEN + 2  # max-bw filter window, in rounds
-BBR_MIN_RTT_WIN_SEC = 10
-BBR_PROBE_RTT_MODE_MS = 200
-BBR_MIN_TSO_RATE = 1_200_000  # bit/s
-BBR_PACING_MARGIN_PERCENT = 1
-BBR_HIGH_GAIN = BBR_UNIT * 2885 // 1000 + 1  # 739
-BBR_DRAIN_GAIN = BBR_UNIT * 1000 // 2885  # 88
-BBR_CWND_GAIN = BBR_UNIT * 2  # 512
+CYCLE_LEN: Final = 8
+BBR_BW_RTTS: Final = CYCLE_LEN + 2  # max-bw filter window, in rounds
+BBR_MIN_RTT_WIN_SEC: Final = 10
+BBR_PROBE_RTT_MODE_MS: Final = 200
+BBR_MIN_TSO_RATE: Final = 1_200_000  # bit/s
+BBR_PACING_MARGIN_PERCENT: Final = 1
+BBR_HIGH_GAIN: Final = BBR_UNIT * 2885 // 1000 + 1  # 739
+BBR_DRAIN_GAIN: Final = BBR_UNIT * 1000 // 2885  # 88
+BBR_CWND_GAIN: Final = BBR_UNIT * 2  # 512
 BBR_PACING_GAIN = (BBR_UNIT * 5 // 4, BBR_UNIT * 3 // 4) + (BBR_UNIT,) * 6
-BBR_CYCLE_RAND = 7
-BBR_CWND_MIN_TARGET = 4
-BBR_FULL_BW_THRESH = BBR_UNIT * 5 // 4
-BBR_FULL_BW_CNT = 3
-BBR_LT_INTVL_MIN_RTTS = 4
-BBR_LT_LOSS_THRESH = 50
-BBR_LT_BW_RATIO = BBR_UNIT // 8
-BBR_LT_BW_DIFF = 4000 // 8
-BBR_LT_BW_MAX_RTTS = 48
-BBR_EXTRA_ACKED_GAIN = BBR_UNIT
-BBR_EXTRA_ACKED_WIN_RTTS = 5
-BBR_ACK_EPOCH_ACKED_RESET_THRESH = 1 << 20
-BBR_EXTRA_ACKED_MAX_US = 100 * 1000
+BBR_CYCLE_RAND: Final = 7
+BBR_CWND_MIN_TARGET: Final = 4
+BBR_FULL_BW_THRESH: Final = BBR_UNIT * 5 // 4
+BBR_FULL_BW_CNT: Final = 3
+BBR_LT_INTVL_MIN_RTTS: Final = 4
+BBR_LT_LOSS_THRESH: Final = 50
+BBR_LT_BW_RATIO: Final = BBR_UNIT // 8
+BBR_LT_BW_DIFF: Final = 4000 // 8
+BBR_LT_BW_MAX_RTTS: Final = 48
+BBR_EXTRA_ACKED_GAIN: Final = BBR_UNIT
+BBR_EXTRA_ACKED_WIN_RTTS: Final = 5
+BBR_ACK_EPOCH_ACKED_RESET_THRESH: Final = 1 << 20
+BBR_EXTRA_ACKED_MAX_US: Final = 100 * 1000
 
 # bbr_rate_bytes_per_sec's factor after the gain: µs per s, less the pacing margin
-BBR_RATE_FACTOR = 1_000_000 // 100 * (100 - BBR_PACING_MARGIN_PERCENT)
+BBR_RATE_FACTOR: Final = 1_000_000 // 100 * (100 - BBR_PACING_MARGIN_PERCENT)
 # bbr_update_min_rtt's filter expires when jiffies > min_rtt_stamp + 10 s of jiffies, i.e.
 # when now·HZ ≥ min_rtt_stamp + this (jiffies = int(now·HZ) + JIFFIES_BASE)
-MIN_RTT_EXPIRES_J = BBR_MIN_RTT_WIN_SEC * HZ - JIFFIES_BASE + 1
+MIN_RTT_EXPIRES_J: Final = BBR_MIN_RTT_WIN_SEC * HZ - JIFFIES_BASE + 1
 
-SK_PACING_SHIFT = 10  # sk_pacing_shift default: ~1 ms of data per TSO burst
-GSO_LEGACY_MAX_SIZE = 65536
-MAX_TCP_HEADER = 320
-U32 = 0xFFFFFFFF
+SK_PACING_SHIFT: Final = 10  # sk_pacing_shift default: ~1 ms of data per TSO burst
+GSO_LEGACY_MAX_SIZE: Final = 65536
+MAX_TCP_HEADER: Final = 320
+U32: Final = 0xFFFFFFFF
 
 
 def _jiffies(now: float) -> int:

@@ -17,7 +17,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from app.sim.congestion.flow import CA_LOSS, JIFFIES_BASE, sk_pacing_rate
 from app.sim.congestion.reno import CongestionOps, tcp_slow_start
@@ -29,29 +29,29 @@ if TYPE_CHECKING:
     from app.sim.congestion.flow import Flow
     from app.sim.congestion.reno import PktsAcked
 
-BICTCP_BETA_SCALE = 1024
-BICTCP_HZ = 10  # t is kept in 2^-10 s units
-BETA = 717  # /1024 = 0.7002
-BIC_SCALE = 41
-FAST_CONVERGENCE = True
-TCP_FRIENDLINESS = True
+BICTCP_BETA_SCALE: Final = 1024
+BICTCP_HZ: Final = 10  # t is kept in 2^-10 s units
+BETA: Final = 717  # /1024 = 0.7002
+BIC_SCALE: Final = 41
+FAST_CONVERGENCE: Final = True
+TCP_FRIENDLINESS: Final = True
 # cubictcp_register: the scale factors precomputed at module load
-BETA_SCALE = 8 * (BICTCP_BETA_SCALE + BETA) // 3 // (BICTCP_BETA_SCALE - BETA)  # 15
-CUBE_RTT_SCALE = BIC_SCALE * 10  # 410 -> C = 410/1024 = 0.4004 segments/s³
+BETA_SCALE: Final = 8 * (BICTCP_BETA_SCALE + BETA) // 3 // (BICTCP_BETA_SCALE - BETA)  # 15
+CUBE_RTT_SCALE: Final = BIC_SCALE * 10  # 410 -> C = 410/1024 = 0.4004 segments/s³
 CUBE_FACTOR = (1 << (10 + 3 * BICTCP_HZ)) // (BIC_SCALE * 10)  # 2^40 / 410
-C = CUBE_RTT_SCALE / 1024
+C: Final = CUBE_RTT_SCALE / 1024
 
-HYSTART_ACK_TRAIN = 0x1
-HYSTART_DELAY = 0x2
-HYSTART_DETECT = HYSTART_ACK_TRAIN | HYSTART_DELAY
-HYSTART_LOW_WINDOW = 16
-HYSTART_ACK_DELTA_US = 2000
-HYSTART_MIN_SAMPLES = 8
-HYSTART_DELAY_MIN = 4000
-HYSTART_DELAY_MAX = 16000
-GSO_MAX_SIZE = 65536  # sk_gso_max_size for hystart_ack_delay
+HYSTART_ACK_TRAIN: Final = 0x1
+HYSTART_DELAY: Final = 0x2
+HYSTART_DETECT: Final = HYSTART_ACK_TRAIN | HYSTART_DELAY
+HYSTART_LOW_WINDOW: Final = 16
+HYSTART_ACK_DELTA_US: Final = 2000
+HYSTART_MIN_SAMPLES: Final = 8
+HYSTART_DELAY_MIN: Final = 4000
+HYSTART_DELAY_MAX: Final = 16000
+GSO_MAX_SIZE: Final = 65536  # sk_gso_max_size for hystart_ack_delay
 
-U32 = 0xFFFFFFFF
+U32: Final = 0xFFFFFFFF
 
 # cbrt table for cubic_root: cube roots of the top 6 bits, hand-tuned in the kernel (Willy
 # Tarreau). These are data, not code: index i holds the first guess for a = i << 3b.

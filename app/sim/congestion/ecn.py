@@ -35,7 +35,7 @@ path for plain in-order ACKs, which requires a count of 0, never sees an echo.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from app.sim.congestion.flow import CA_CWR, CA_DISORDER, CA_RECOVERY, Flow, ss_or_none
 from app.sim.congestion.red import DROP, MARK, Red
@@ -45,10 +45,12 @@ if TYPE_CHECKING:
     from app.sim.congestion.receiver import Receiver
     from app.sim.congestion.recovery import Recovery
 
-ECE_BIT = 1 << 30  # set in an ACK's SACK count when the ACK has ECE
+ECE_BIT: Final = 1 << 30  # set in an ACK's SACK count when the ACK has ECE
 # A data segment's ECN bits as the RED path hands them to the receiver: the IP field's ECT(0)
 # and CE, and the TCP header's CWR flag
-ECT, CE, CWR = 1, 2, 4
+ECT: Final = 1
+CE: Final = 2
+CWR: Final = 4
 
 
 def transmit(eng: Receiver, red: Red, f: Flow, seq: int, now: float, retrans: bool) -> None:

@@ -16,7 +16,7 @@ lazy :class:`~app.sim.core.events.Timer` entries in the engine's event queue.
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from app.sim.congestion.narration import Narration as Narration  # a stored trace's old path
 from app.sim.core.events import EventQueue, Timer
@@ -28,24 +28,33 @@ if TYPE_CHECKING:
     from app.sim.congestion.reno import CongControl, CongestionOps
 
 # enum tcp_ca_state (include/uapi/linux/tcp.h)
-CA_OPEN, CA_DISORDER, CA_CWR, CA_RECOVERY, CA_LOSS = range(5)
+CA_OPEN: Final = 0
+CA_DISORDER: Final = 1
+CA_CWR: Final = 2
+CA_RECOVERY: Final = 3
+CA_LOSS: Final = 4
 CA_NAMES = ("Open", "Disorder", "CWR", "Recovery", "Loss")
 
 # Event kinds in the engine's queue (``kind`` of an EventQueue entry)
-EV_ACK, EV_PACE, EV_DELACK, EV_RTO, EV_SAMPLE, EV_START = range(6)
-EV_COMPACK = 6  # the receiver's compressed-SACK timer (tcp_compressed_ack_kick)
+EV_ACK: Final = 0
+EV_PACE: Final = 1
+EV_DELACK: Final = 2
+EV_RTO: Final = 3
+EV_SAMPLE: Final = 4
+EV_START: Final = 5
+EV_COMPACK: Final = 6  # the receiver's compressed-SACK timer (tcp_compressed_ack_kick)
 
-TCP_MAX_QUICKACKS = 16  # include/net/tcp.h
-TCP_RMEM_DEFAULT = 131072  # net.ipv4.tcp_rmem[1]: a new socket's sk_rcvbuf
-TCP_ADV_WIN_SCALE = 1  # net.ipv4.tcp_adv_win_scale in 6.4: half the buffer is window
-JIFFIES_BASE = 1 << 20  # keeps jiffies non-zero: CUBIC treats epoch_start == 0 as "no epoch"
-SND_CWND_CLAMP = 0xFFFFFFFF
+TCP_MAX_QUICKACKS: Final = 16  # include/net/tcp.h
+TCP_RMEM_DEFAULT: Final = 131072  # net.ipv4.tcp_rmem[1]: a new socket's sk_rcvbuf
+TCP_ADV_WIN_SCALE: Final = 1  # net.ipv4.tcp_adv_win_scale in 6.4: half the buffer is window
+JIFFIES_BASE: Final = 1 << 20  # keeps jiffies non-zero: CUBIC treats epoch_start == 0 as "no epoch"
+SND_CWND_CLAMP: Final = 0xFFFFFFFF
 
 # A data segment as the sender transmitted it (what tcp_skb_cb and tcp_rate_skb_sent keep):
 # (seq, sent at, is a retransmission, tp->delivered, delivered_mstamp, first_tx_mstamp,
 # app_limited)
 Pkt = tuple[int, float, bool, int, float, float, int]
-DUPTHRESH = 3  # net.ipv4.tcp_reordering: RACK skips its reorder window once this many SACKed
+DUPTHRESH: Final = 3  # net.ipv4.tcp_reordering: RACK skips its reorder window once this many SACKed
 
 
 class RateSample:
@@ -465,5 +474,5 @@ def sk_pacing_rate(tp: Flow) -> float:
     return tp.mss * ratio / 100 * max(tp.cwnd, tp.snd_nxt - tp.snd_una) / (tp.srtt_us / 8e6)
 
 
-MAX_EVENTS_PER_FLOW = 4000
-MAX_EVENTS_TOTAL = 8000  # per run: a flow keeps max(500, 8000 / flows); the rest are counted
+MAX_EVENTS_PER_FLOW: Final = 4000
+MAX_EVENTS_TOTAL: Final = 8000  # per run: a flow keeps max(500, 8000 / flows); the rest are counted

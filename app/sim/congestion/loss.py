@@ -42,7 +42,7 @@ tcp_recovery.c or tcp_timer.c runs the kernel function it follows:
 from __future__ import annotations
 
 import heapq
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from app.sim.congestion.flow import CA_CWR, CA_OPEN, CA_RECOVERY, EV_COMPACK, Flow, ss_or_none
 from app.sim.core.i18n import Param, msg
@@ -51,12 +51,12 @@ if TYPE_CHECKING:
     from app.sim.congestion.receiver import Receiver
     from app.sim.congestion.recovery import Recovery
 
-TCP_FRTO = 2  # net.ipv4.tcp_frto default: the SACK-enhanced F-RTO of RFC 5682
-TCP_COMP_SACK_NR = 44  # net.ipv4.tcp_comp_sack_nr default
-TCP_COMP_SACK_DELAY_S = 1e-3  # net.ipv4.tcp_comp_sack_delay_ns default (1 ms)
-TCP_FASTRETRANS_THRESH = 3  # include/net/tcp.h: duplicate ACKs sent before compressing
-TCP_TIMEOUT_MIN_S = 2e-3  # TCP_TIMEOUT_MIN, 2 jiffies at HZ = 1000
-MAX_ROUNDS = 12  # slow-start rounds recorded per flow
+TCP_FRTO: Final = 2  # net.ipv4.tcp_frto default: the SACK-enhanced F-RTO of RFC 5682
+TCP_COMP_SACK_NR: Final = 44  # net.ipv4.tcp_comp_sack_nr default
+TCP_COMP_SACK_DELAY_S: Final = 1e-3  # net.ipv4.tcp_comp_sack_delay_ns default (1 ms)
+TCP_FASTRETRANS_THRESH: Final = 3  # include/net/tcp.h: duplicate ACKs sent before compressing
+TCP_TIMEOUT_MIN_S: Final = 2e-3  # TCP_TIMEOUT_MIN, 2 jiffies at HZ = 1000
+MAX_ROUNDS: Final = 12  # slow-start rounds recorded per flow
 _NEVER = 1 << 62
 
 

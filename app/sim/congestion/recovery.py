@@ -28,6 +28,8 @@ Simplifications, each a deliberate choice (what Linux does differs as said):
 
 from __future__ import annotations
 
+from typing import Final
+
 from app.sim.congestion import ecn
 from app.sim.congestion import loss as lossrec
 from app.sim.congestion.flow import (
@@ -46,7 +48,7 @@ from app.sim.congestion.sender import Sender
 from app.sim.core.i18n import Param, msg
 from app.sim.core.tcp import TCP_INFINITE_SSTHRESH, TCP_RTO_MAX_US
 
-RTO_MAX_S = TCP_RTO_MAX_US / 1e6
+RTO_MAX_S: Final = TCP_RTO_MAX_US / 1e6
 
 
 class Recovery(Sender):

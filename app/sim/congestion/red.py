@@ -27,9 +27,14 @@ Random numbers come from the run's ``random.Random(seed)``.
 from __future__ import annotations
 
 import random
+from typing import Final
 
-RED_DONT_MARK, RED_PROB_MARK, RED_HARD_MARK = range(3)
-PASS, MARK, DROP = range(3)  # what red_enqueue does with one packet
+RED_DONT_MARK: Final = 0
+RED_PROB_MARK: Final = 1
+RED_HARD_MARK: Final = 2
+PASS: Final = 0  # what red_enqueue does with one packet
+MARK: Final = 1
+DROP: Final = 2
 
 
 def tc_red_eval_ewma(qmin: float, burst: float) -> int:

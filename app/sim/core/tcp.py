@@ -9,31 +9,33 @@ and bounded to ``TCP_RTO_MAX``.
 
 from __future__ import annotations
 
+from typing import Final
+
 try:  # mypyc reads this decorator; mypy_extensions comes with mypy, a test dependency
     from mypy_extensions import mypyc_attr
 except ImportError:  # pragma: no cover - only the app installed: nothing is compiled
     from app.sim.native import mypyc_attr
 
 
-HZ = 1000  # jiffies per second (CONFIG_HZ_1000)
+HZ: Final = 1000  # jiffies per second (CONFIG_HZ_1000)
 
 # include/net/tcp.h
-TCP_RTO_MIN_US = 200_000  # TCP_RTO_MIN = HZ/5
-TCP_RTO_MAX_US = 120_000_000  # TCP_RTO_MAX = 120*HZ
-TCP_TIMEOUT_INIT_S = 1.0  # TCP_TIMEOUT_INIT = 1*HZ: the RTO before any RTT sample (RFC 6298)
-TCP_TIMEOUT_MIN_S = 2 / HZ  # TCP_TIMEOUT_MIN = 2 jiffies
-TCP_DELACK_MIN_S = 0.040  # TCP_DELACK_MIN = HZ/25 (also TCP_ATO_MIN)
-TCP_DELACK_MAX_S = 0.200  # TCP_DELACK_MAX = HZ/5
-TCP_INIT_CWND = 10  # TCP_INIT_CWND (RFC 6928's IW10)
-TCP_INFINITE_SSTHRESH = 0x7FFFFFFF
-TCP_SYN_RETRIES = 6  # net.ipv4.tcp_syn_retries
-TCP_SYNACK_RETRIES = 5  # net.ipv4.tcp_synack_retries
-TCP_FIN_TIMEOUT_S = 60.0  # net.ipv4.tcp_fin_timeout (TCP_FIN_TIMEOUT = TCP_TIMEWAIT_LEN)
-TCP_TIMEWAIT_LEN_S = 60.0  # TCP_TIMEWAIT_LEN = 60*HZ
-TCP_KEEPALIVE_TIME_S = 7200.0  # net.ipv4.tcp_keepalive_time
-TCP_KEEPALIVE_INTVL_S = 75.0  # net.ipv4.tcp_keepalive_intvl
-TCP_KEEPALIVE_PROBES = 9  # net.ipv4.tcp_keepalive_probes
-TCP_RETRIES2 = 15  # net.ipv4.tcp_retries2
+TCP_RTO_MIN_US: Final = 200_000  # TCP_RTO_MIN = HZ/5
+TCP_RTO_MAX_US: Final = 120_000_000  # TCP_RTO_MAX = 120*HZ
+TCP_TIMEOUT_INIT_S: Final = 1.0  # TCP_TIMEOUT_INIT = 1*HZ: the RTO before any RTT sample (RFC 6298)
+TCP_TIMEOUT_MIN_S: Final = 2 / HZ  # TCP_TIMEOUT_MIN = 2 jiffies
+TCP_DELACK_MIN_S: Final = 0.040  # TCP_DELACK_MIN = HZ/25 (also TCP_ATO_MIN)
+TCP_DELACK_MAX_S: Final = 0.200  # TCP_DELACK_MAX = HZ/5
+TCP_INIT_CWND: Final = 10  # TCP_INIT_CWND (RFC 6928's IW10)
+TCP_INFINITE_SSTHRESH: Final = 0x7FFFFFFF
+TCP_SYN_RETRIES: Final = 6  # net.ipv4.tcp_syn_retries
+TCP_SYNACK_RETRIES: Final = 5  # net.ipv4.tcp_synack_retries
+TCP_FIN_TIMEOUT_S: Final = 60.0  # net.ipv4.tcp_fin_timeout (TCP_FIN_TIMEOUT = TCP_TIMEWAIT_LEN)
+TCP_TIMEWAIT_LEN_S: Final = 60.0  # TCP_TIMEWAIT_LEN = 60*HZ
+TCP_KEEPALIVE_TIME_S: Final = 7200.0  # net.ipv4.tcp_keepalive_time
+TCP_KEEPALIVE_INTVL_S: Final = 75.0  # net.ipv4.tcp_keepalive_intvl
+TCP_KEEPALIVE_PROBES: Final = 9  # net.ipv4.tcp_keepalive_probes
+TCP_RETRIES2: Final = 15  # net.ipv4.tcp_retries2
 
 
 def rto_jiffies_s(rto_us: int) -> float:

@@ -31,15 +31,21 @@ import heapq
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import Final, TypeAlias
 
 from app.sim.serving.blockpool import BlockPool
 from app.sim.serving.params import SchedulerParams
 from app.sim.serving.request import FINISHED, PREEMPTED, RUNNING, WAITING, Req, token_at
 
 # Why the waiting loop stopped admitting (one per step).
-STOP_EMPTY, STOP_BUDGET, STOP_MAX_SEQS, STOP_HOL, STOP_KV_FULL, STOP_KV, STOP_PREEMPTED = range(7)
-STOP_STATIC_BATCH = 7  # static batching: a batch is running, nobody joins it
+STOP_EMPTY: Final = 0
+STOP_BUDGET: Final = 1
+STOP_MAX_SEQS: Final = 2
+STOP_HOL: Final = 3
+STOP_KV_FULL: Final = 4
+STOP_KV: Final = 5
+STOP_PREEMPTED: Final = 6
+STOP_STATIC_BATCH: Final = 7  # static batching: a batch is running, nobody joins it
 
 # (why, the request at the head of the queue, two figures the narration quotes)
 Stop: TypeAlias = tuple[int, Req | None, int, int]

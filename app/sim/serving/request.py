@@ -7,10 +7,15 @@ is known when it is created (:func:`finish_point`).
 
 from __future__ import annotations
 
+from typing import Final
+
 from app.sim.serving.params import RequestSpec
 
 # RequestStatus, reduced to what the scheduler tells apart (``is_finished(s) = s > PREEMPTED``).
-WAITING, RUNNING, PREEMPTED, FINISHED = 0, 1, 2, 3
+WAITING: Final = 0
+RUNNING: Final = 1
+PREEMPTED: Final = 2
+FINISHED: Final = 3
 
 
 def token_at(spec: RequestSpec, j: int, eos: int, filler: int) -> int:

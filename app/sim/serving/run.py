@@ -13,7 +13,7 @@ import operator
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Generic, TypedDict, TypeVar
+from typing import Final, Generic, TypedDict, TypeVar
 
 try:  # mypyc reads this decorator; mypy_extensions comes with mypy, a test dependency
     from mypy_extensions import mypyc_attr
@@ -25,7 +25,7 @@ from app.sim.serving.latency import step_seconds
 from app.sim.serving.params import SchedulerParams
 from app.sim.serving.request import FINISHED, Req
 
-MAX_FRAMES = 200
+MAX_FRAMES: Final = 200
 _idx = operator.attrgetter("idx")
 
 
