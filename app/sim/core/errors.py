@@ -41,6 +41,13 @@ class ParamIssue:
     def as_dict(self, gettext: Callable[[str], str] | None = None) -> dict[str, object]:
         return {"loc": list(self.loc), "msg": self.text(gettext), "type": "value_error"}
 
+    def __reduce__(self) -> tuple[Callable[..., ParamIssue], tuple[tuple[str | int, ...], Message]]:
+        return (_issue, (self.loc, self.message))
+
+
+def _issue(loc: tuple[str | int, ...], message: Message) -> ParamIssue:
+    return ParamIssue(loc=loc, msg=message)
+
 
 class ParamError(ValueError):
     """Parameters a simulation refuses; carries every issue found, not just the first."""
@@ -48,6 +55,11 @@ class ParamError(ValueError):
     def __init__(self, issues: list[ParamIssue]) -> None:
         self.issues = tuple(issues)
         super().__init__("; ".join(f"{_fmt(i.loc)}: {i.msg}" for i in issues))
+
+    def __reduce__(self) -> tuple[type[ParamError], tuple[list[ParamIssue]]]:
+        # pickled whole (a run refused inside a simulation process comes back to the worker as
+        # this error, a 422, not as a broken process pool)
+        return (type(self), (list(self.issues),))
 
     @classmethod
     def single(cls, loc: tuple[str | int, ...], msg: Message | str) -> ParamError:
