@@ -13,7 +13,7 @@ edited ``.py`` is never shadowed by a stale ``.so``. A group whose manifest alre
 skipped (nothing is compiled), which makes this script cheap to call from
 ``scripts/_bootstrap.sh`` on every start.
 
-Without a C compiler, Python headers or mypyc (mypy is a test dependency), it prints one warning
+Without a C compiler, Python headers or mypyc (it comes with mypy, a dependency), it prints one warning
 and exits 0: the pure-Python modules are used, with identical results, only slower.
 """
 
@@ -184,7 +184,7 @@ def main() -> int:
     started = time.perf_counter()
     entries = {g: wanted(g) for g in stale}  # the sources as they are when compiling starts
     try:
-        import mypyc  # noqa: F401  (a test dependency: absent where only the app is installed)
+        import mypyc  # noqa: F401  (installed with mypy; absent from a hand-made environment)
 
         compile_groups(stale)
     except (Exception, SystemExit) as e:  # noqa: BLE001 - any failure leaves pure Python in use
