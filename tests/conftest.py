@@ -29,24 +29,29 @@ def client(settings: Settings) -> Iterator[TestClient]:
         yield c
 
 
-@pytest.fixture(scope="module")
-def _module_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+@pytest.fixture(scope="session")
+def _session_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
     db = tmp_path_factory.mktemp("app") / "test.db"
-    with TestClient(
-        create_app(Settings(database_url=f"sqlite:///{db}")), raise_server_exceptions=False
-    ) as c:
+    # One app for every module of a pytest worker that opts in, all from one client address:
+    # the per-client quotas (new sessions an hour, long runs a minute; tested on apps of their
+    # own) would otherwise refuse a test for what other modules' tests did before it.
+    settings = Settings(
+        database_url=f"sqlite:///{db}", expensive_runs_per_minute=1000, sessions_per_client=100_000
+    )
+    with TestClient(create_app(settings), raise_server_exceptions=False) as c:
         yield c
 
 
 @pytest.fixture
-def shared_client(_module_app: TestClient) -> TestClient:
-    """One app (the default settings on a temporary SQLite file) for a whole test module, for
-    tests that only do what any visitor may (read pages, run and save scenarios): starting an
-    app and rendering its first pages per test cost more than most tests. A module opts in by
-    defining ``client`` as this. Each test starts as a new visitor (no
-    cookies); the app's stored runs and kept pages carry over, as they do between visitors."""
-    _module_app.cookies.clear()
-    return _module_app
+def shared_client(_session_app: TestClient) -> TestClient:
+    """One app (default settings but the per-client quotas, on a temporary SQLite file) for
+    every test module of a pytest worker that opts in, for tests that only do what any visitor
+    may (read pages, run and save scenarios): starting an app, running every preset's trace and
+    rendering its pages again per test, or per module, cost more than most tests. A module opts
+    in by defining ``client`` as this. Each test starts as a new visitor (no cookies); the app's
+    stored runs and kept pages carry over, as they do between visitors."""
+    _session_app.cookies.clear()
+    return _session_app
 
 
 # --- one database per test, on SQLite and on PostgreSQL -----------------------------------

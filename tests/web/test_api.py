@@ -21,6 +21,13 @@ INT_FIELDS = (
 )
 
 
+@pytest.fixture
+def client(shared_client: TestClient) -> TestClient:
+    """These tests only read pages and run scenarios, as any visitor may: the worker's one app
+    (tests/conftest.py), as a new visitor."""
+    return shared_client
+
+
 def run(client: TestClient, body: object):
     return client.post("/api/v1/explainers/skb/run", json=body)
 

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import pytest
 from fastapi.testclient import TestClient
 
 ZH = {"accept-language": "zh-CN,zh;q=0.9"}
+
+
+@pytest.fixture
+def client(shared_client: TestClient) -> TestClient:
+    """These tests only read pages and run scenarios, as any visitor may: the worker's one app
+    (tests/conftest.py), as a new visitor."""
+    return shared_client
 
 
 def test_ecn_preset_page_shows_cwr_marks_lesson_and_red_counters(client: TestClient) -> None:

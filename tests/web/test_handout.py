@@ -5,12 +5,20 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from fastapi.testclient import TestClient
 
 from app.explainers import builtin
 from app.sim.core import Message
 from app.web.player import transcript
 from app.web.sources import encode_params
+
+
+@pytest.fixture
+def client(shared_client: TestClient) -> TestClient:
+    """These tests only read pages and run scenarios, as any visitor may: the worker's one app
+    (tests/conftest.py), as a new visitor."""
+    return shared_client
 
 
 def _plugin(name: str):  # type: ignore[no-untyped-def]

@@ -6,9 +6,17 @@ import re
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
 from app.web.player import PICTURE_BUDGET, within_budget
+
+
+@pytest.fixture
+def client(shared_client: TestClient) -> TestClient:
+    """These tests only read pages and run scenarios, as any visitor may: the worker's one app
+    (tests/conftest.py), as a new visitor."""
+    return shared_client
 
 
 def _frames(sizes: list[int]) -> list[Any]:
