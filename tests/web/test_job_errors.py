@@ -15,6 +15,7 @@ from app.sim.core import ParamError, msg
 from app.sim.core.cost import TraceTooLarge
 from app.web import joberrors
 from app.web.simproc import SimLimitExceeded, SimProcessDied
+from tests.native import pure_python
 
 ZH_CPU = "这个模拟需要的 CPU 时间超过单次运行允许的 1 秒（APP_SIM_CPU_S）；请选择更小的参数"
 EN_CPU = "this simulation needs more than the 1 s of CPU time a run may use (APP_SIM_CPU_S)"
@@ -56,6 +57,7 @@ def test_text_stored_otherwise_is_shown_as_it_is() -> None:
     assert not stored.startswith(joberrors.PREFIX) and len(stored) == joberrors.MAX_STORED
 
 
+@pure_python  # needs a run that takes seconds: the pure modules' pace
 def test_a_failed_job_reads_in_the_pages_language_on_every_worker(tmp_path: Path) -> None:
     """A job over the CPU limit fails; its state, asked in Chinese (the page's cookie or
     ``?lang=zh``), from the worker that ran it and from another, says why in Chinese; asked

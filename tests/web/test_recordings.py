@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 from app.main import create_app
 from app.settings import Settings
 from app.store import repo
+from tests.native import pure_python
 from tests.recordings.pcaps import handshake_data_close, pcap
 
 PCAP = "application/vnd.tcpdump.pcap"
@@ -496,6 +497,7 @@ def test_png_of_a_recording_follows_its_overrides(client: TestClient) -> None:
 HEAVY = "rate_mbit=100&rtt_ms=40&buffer_bytes=500000&cc=cubic&duration_ms=160000"
 
 
+@pure_python  # needs a run that takes seconds: the pure modules' pace
 def test_a_recordings_build_over_the_cpu_limit_is_a_422_naming_it(db_url: str) -> None:
     """A recording's view is built within a run's limits: the cwnd overlay asked to run the
     model for 160 s at 100 Mbit/s (inside the explainer's work limit, over 1 s of CPU) with

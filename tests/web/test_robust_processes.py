@@ -30,6 +30,7 @@ from app.sim.core import Frame, ParamError, Progress, SourceRef, Trace, msg
 from app.web.runs import Busy, Job, RunService
 from app.web.simproc import SimLimitExceeded, SimProcessDied
 from tests.contract.toy import CounterState, ToyExplainer
+from tests.native import pure_python
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -143,6 +144,7 @@ def test_a_run_over_the_cpu_limit_fails_alone(make_runs: Callable[..., RunServic
     assert sim_pids(runs) == before
 
 
+@pure_python  # needs a run that takes seconds: the pure modules' pace
 def test_over_the_cpu_limit_the_api_answers_422_naming_it(tmp_path: Path) -> None:
     """Through the API the limit is a 422 whose detail names APP_SIM_CPU_S, not a 500; the
     server goes on serving."""

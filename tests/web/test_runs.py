@@ -27,6 +27,7 @@ from app.web.runs import RunService
 from app.web.simproc import Usage
 from app.web.sources import encode_params
 from tests.browser.conftest import LiveServer
+from tests.native import pure_python
 
 
 def cwnd(duration: float, rate: float = 50, seed: int = 0) -> dict[str, Any]:
@@ -425,6 +426,7 @@ def test_editor_refuses_forms_sent_by_other_sites(make_client: Callable[..., Tes
     assert ok.status_code == 303
 
 
+@pure_python  # needs a run that takes seconds: the pure modules' pace
 def test_every_worker_answers_for_a_job_another_one_runs(
     make_client: Callable[..., TestClient],
 ) -> None:
@@ -459,6 +461,7 @@ def test_every_worker_answers_for_a_job_another_one_runs(
     assert result.status_code == 200 and result.json()["sim_version"].startswith("cwnd-")
 
 
+@pure_python  # needs a run that takes seconds: the pure modules' pace
 def test_a_shared_job_is_not_cancelled_while_the_store_cannot_say_who_asked(
     make_client: Callable[..., TestClient], monkeypatch: pytest.MonkeyPatch
 ) -> None:
