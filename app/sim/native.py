@@ -119,3 +119,11 @@ def mypyc_attr(*_args: str, **_kwargs: object) -> Callable[[T], T]:
     """``mypy_extensions.mypyc_attr`` where mypy is not installed: changes nothing (a module
     with it is then never compiled either)."""
     return lambda cls: cls
+
+
+def pace(module: object, pure: float, native: float) -> float:
+    """A rate an explainer's cost model uses (work per second, seconds per byte): ``native``
+    when ``module`` (one of its compiled hot modules) was loaded compiled, else ``pure`` — the
+    compiled modules do the same work several times faster, and the server's predictions
+    (lanes, jobs, quotas, etas) should say so."""
+    return native if compiled(module) else pure

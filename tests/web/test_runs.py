@@ -277,6 +277,7 @@ def test_simulations_run_at_lower_cpu_priority(make_client: Callable[..., TestCl
     assert unchanged._pools["quick"].submit(os.nice, 0).result(timeout=30) == base
 
 
+@pure_python  # the longest preset is predicted over a second only at the pure modules' pace
 def test_expensive_runs_are_rate_limited_per_client(make_client: Callable[..., TestClient]) -> None:
     """Runs expected to take over a second count against a per-client quota (429 past it);
     cheap runs and presets (however long) do not."""

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.sim.congestion import engine
 from app.sim.congestion.params import MAX_PACKET_EVENTS, CwndParams, dump, parse
 from app.sim.congestion.run import SIM_VERSION, CwndTrace, run
 from app.sim.congestion.scenarios import DEFAULT_PRESET, PRESETS
 from app.sim.core import LINUX_6_4, Explainer, Limits, Progress, msg
+from app.sim.core.cost import SECONDS_PER_BYTE
+from app.sim.native import pace
 
 
 class CwndExplainer(Explainer[CwndParams]):
@@ -24,9 +27,16 @@ class CwndExplainer(Explainer[CwndParams]):
     source = LINUX_6_4
     presets = PRESETS
     default_preset = DEFAULT_PRESET
-    # About 500 k packet events per second of one core (bench/cwnd_speed.py).
-    # measured (bench/cost_calibration.py), with the series it produces counted apart
-    limits = Limits(max_work=MAX_PACKET_EVENTS, unit=msg("packet events"), work_per_second=600_000)
+    # Packet events per second of one core, measured (bench/cost_calibration.py) with the
+    # series it produces counted apart: ~600 k in pure Python, ~2 M compiled (docs/native.md).
+    limits = Limits(
+        max_work=MAX_PACKET_EVENTS,
+        unit=msg("packet events"),
+        work_per_second=pace(engine, 600_000, 2_000_000),
+        # its series are cheaper to build and store per byte than the kernel explainers' frames
+        # (measured compiled; the pure figure is the shared default)
+        seconds_per_byte=pace(engine, SECONDS_PER_BYTE, 1.2e-7),
+    )
 
     def parse(self, raw: Any) -> CwndParams:
         return parse(raw)
