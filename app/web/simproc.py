@@ -182,8 +182,14 @@ def follow_master() -> None:
     import multiprocessing
 
     master = multiprocessing.parent_process()
-    if master is None or master.pid is None or master.pid != os.getppid():
-        return  # not a process the master started (a fork server's child that imported us)
+    if master is None or master.pid is None:
+        return
+    if master.pid != os.getppid():
+        if not alive(master.pid):
+            # the master died while it started this worker (it restarts a killed worker at
+            # once; killed itself a moment later, it left this one to init): end now
+            os.kill(os.getpid(), signal.SIGTERM)
+        return  # else not a process the master started (a fork server's child that imported us)
     follow_parent(master.pid, signal.SIGTERM, MASTER_GRACE_S)
 
 
