@@ -72,6 +72,7 @@ GROUPS: dict[str, list[str]] = {
         "app/sim/serving/latency.py",
         "app/sim/serving/request.py",
         "app/sim/serving/run.py",
+        "app/sim/serving/stepjson.py",
     ],
 }
 

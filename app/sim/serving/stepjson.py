@@ -108,7 +108,7 @@ class _Waiting:
         self.led = led
         self.arrivals = arrivals
         self.all = memoryview(b"".join([led[i] for i in arrivals]))
-        self.offs = [0, *itertools.accumulate(len(led[i]) for i in arrivals)]
+        self.offs = [0, *itertools.accumulate([len(led[i]) for i in arrivals])]
         self.a = 0  # arrivals admitted (or past the head)
         self.b = 0  # arrivals in so far
         self.front: deque[int] = deque()

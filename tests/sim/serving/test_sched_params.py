@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+from dataclasses import FrozenInstanceError, fields
 from typing import Any
 
 import pytest
@@ -10,7 +12,14 @@ from hypothesis import strategies as st
 
 from app.sim.core.errors import ParamError
 from app.sim.serving import SchedulerExplainer
-from app.sim.serving.params import MAX_REQUESTS, SchedulerConfig, dump, parse
+from app.sim.serving.params import (
+    MAX_REQUESTS,
+    RequestSpec,
+    SchedulerConfig,
+    SchedulerParams,
+    dump,
+    parse,
+)
 
 EX = SchedulerExplainer()
 
@@ -176,3 +185,31 @@ def test_parse_dump_round_trip(raw: dict[str, Any]) -> None:
     p = EX.parse(raw)
     assert EX.parse(EX.dump(p)) == p
     assert dump(p) == EX.dump(p)
+
+
+@settings(max_examples=60, deadline=None)
+@given(raw_params())
+def test_pickle_round_trip(raw: dict[str, Any]) -> None:
+    """Params pickled (as a run's are for its simulation process: requests as columns) read
+    back equal, field for field, frozen and hashable as parsed."""
+    p = EX.parse(raw)
+    back = pickle.loads(pickle.dumps(p, pickle.HIGHEST_PROTOCOL))
+    assert back == p and hash(back) == hash(p)
+    for got, want in zip(back.requests, p.requests, strict=True):
+        assert type(got) is RequestSpec
+        assert [getattr(got, f.name) for f in fields(RequestSpec)] == [
+            getattr(want, f.name) for f in fields(RequestSpec)
+        ]
+    with pytest.raises(FrozenInstanceError):
+        back.requests[0].max_tokens = 1  # type: ignore[misc]
+
+
+def test_pickle_of_no_requests_and_a_damaged_column() -> None:
+    p = SchedulerParams(config=SchedulerConfig(), requests=())
+    assert pickle.loads(pickle.dumps(p)) == p
+    rebuild, (config, latency, n, columns) = parse(
+        body({"id": "a", "prompt_tokens": 5})
+    ).__reduce__()
+    columns[3] = []
+    with pytest.raises(ValueError, match="wrong length"):
+        rebuild(config, latency, n, columns)

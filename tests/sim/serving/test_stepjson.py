@@ -17,6 +17,7 @@ from app.sim.serving import stepjson
 from app.sim.serving.explainer import steps_json
 from app.sim.serving.run import simulate
 from app.sim.serving.stepjson import HEADROOM, _Queue, steps_bytes
+from tests.native import pure_python
 
 
 def same_steps(raw: dict[str, Any]) -> list[Any]:
@@ -80,6 +81,7 @@ def test_ids_that_need_escaping() -> None:
     assert {rid for s in steps for rid in s["waiting"]} == set(ids[2:])
 
 
+@pure_python  # the compiled module reads COMPACT_AT as it was built, not the patched global
 def test_a_large_queue_past_its_compaction(monkeypatch: pytest.MonkeyPatch) -> None:
     """A thousand waiting ids, the bytes popped dropped every few hundred bytes (a megabyte in
     use) and preemptions into the room before the head."""
