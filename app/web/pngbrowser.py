@@ -109,10 +109,17 @@ class BrowserBusy(OSError):
         super().__init__("another app worker's PNG browser is still drawing")
 
 
-def server_lock_path() -> Path:
-    """The lock file every app worker of this server shares: named after the process that
-    started them (uvicorn's master; a process's own parent when it runs alone)."""
-    return Path(tempfile.gettempdir()) / f"stepscope-png-{os.getuid()}-{os.getppid()}.lock"
+def server_lock_path() -> Path | None:
+    """The lock file every app worker of this server shares, named after the process that
+    started them (uvicorn's master with ``--workers``); ``None`` for an app that runs alone (one
+    process: nothing to share a browser with — and several apps in one process, as tests make
+    them, would otherwise wait on each other's lock for good)."""
+    import multiprocessing
+
+    master = multiprocessing.parent_process()
+    if master is None or master.pid is None or master.pid != os.getppid():
+        return None
+    return Path(tempfile.gettempdir()) / f"stepscope-png-{os.getuid()}-{master.pid}.lock"
 
 
 class ServerLock:
