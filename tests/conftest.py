@@ -29,7 +29,7 @@ def client(settings: Settings) -> Iterator[TestClient]:
         yield c
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")  # torn down with its module, not at the session's end
 def _session_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
     db = tmp_path_factory.mktemp("app") / "test.db"
     # One app for every module of a pytest worker that opts in, all from one client address:

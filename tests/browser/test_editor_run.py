@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from tests.native import pure_python
+
 pytestmark = pytest.mark.browser
 
 
+@pure_python  # compiled, no cwnd run is predicted over the 1.5 s job threshold
 def test_editor_run_of_a_long_run_reaches_its_walkthrough(live_server, page) -> None:
     """cubic-lfn made twice as long is expected to take 3 s (over the 1.5 s job threshold):
     Run navigates to the custom page (no second site header inside the form), the job page
