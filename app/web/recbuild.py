@@ -3,8 +3,8 @@
 A recording's view (``RecordingView.trace``) may run a model (an overlay may run its
 explainer's simulation for the recording's parameters) and always walks the user's file, so
 it gets what a simulation run gets: it runs in a simulation process of its own
-(:class:`~app.web.simproc.LanePool`, one process per app process, forked when the app starts)
-under the same hard limits, ``APP_SIM_CPU_S`` seconds of CPU and ``APP_SIM_MEMORY_MB`` of
+(:class:`~app.web.simproc.LanePool`, one process per app process, started by the same fork
+server as the runs' processes, app.web.simworker) under the same hard limits, ``APP_SIM_CPU_S`` seconds of CPU and ``APP_SIM_MEMORY_MB`` of
 address space. Over either it fails alone with
 :class:`~app.web.simproc.SimLimitExceeded` (HTTP 422 naming the limit, app.web.failures); a
 process that died answers :class:`~app.web.simproc.SimProcessDied` (503 with ``Retry-After``).
@@ -17,7 +17,6 @@ gets :class:`BuildWaitExceeded` (503 naming that wait). Builds are cached by the
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import threading
 from collections.abc import Callable, Mapping
@@ -27,6 +26,7 @@ from typing import Any
 from app.settings import Settings
 from app.sim.core import Message, ParamError, ParamIssue, Trace, msg
 from app.web.simproc import LanePool, Limits, Recycle
+from app.web.simworker import sim_context
 
 Build = Callable[[Mapping[str, Any], Mapping[str, Any]], Trace[Any, Any]]
 WAIT_MARGIN_S = 10.0  # beyond two CPU limits: forking the process, handing the trace back
@@ -82,9 +82,11 @@ class RecordingBuilder:
         self._pool: LanePool | None = None
 
     def start(self) -> None:
-        """Fork the process now, when the app starts (as RunService.start does): a process
-        forked later, from a request's thread, would inherit whatever files the app opened in
-        the meantime (a pipe to a child process stays open while it lives)."""
+        """Start the process now, when the app starts (as RunService.start does). It comes from
+        the fork server, not from this process: a copy of this process would hold every file
+        it has open (a pipe to a child process, such as a browser driver's stdin, then never
+        reaches its end, and that child never exits), and a replacement forked after a build
+        over a limit would copy whatever the app opened by then."""
         self._lane()
 
     def _lane(self) -> LanePool:
@@ -92,7 +94,7 @@ class RecordingBuilder:
             if self._pool is None:
                 s = self.settings
                 self._pool = LanePool(
-                    multiprocessing.get_context("fork"),
+                    sim_context(),
                     1,
                     Limits(s.sim_memory_mb, s.sim_cpu_s),
                     _lower_priority,
