@@ -25,6 +25,7 @@ from app.settings import Settings
 from app.sim.tcp.packetdrill.parser import parse
 from app.sim.tcp.packetdrill.realkernel import KernelResult, run_kernel, unavailable
 from app.sim.tcp.packetdrill.runner import RunLimitError
+from tests.pdscripts import CLIENT, NO_TSO, NONBLOCK
 
 pytestmark = pytest.mark.kernel
 
@@ -204,27 +205,7 @@ def test_poll_waits_for_the_kernel_and_times_out() -> None:
     assert blocked.got["t_ms"] >= 55.0  # returned when the data came, not at once
 
 
-NONBLOCKING_WRITE = """`sysctl -q net.ipv4.tcp_congestion_control=cubic`
-    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
-   +0 setsockopt(3, SOL_SOCKET, SO_SNDBUF, [4000], 4) = 0
-   +0...0.100 connect(3, ..., ...) = 0
-   +0 > S 0:0(0) <...>
-  +.1 < S. 0:0(0) ack 1 win 4000 <mss 1000>
-   +0 > . 1:1(0) ack 1
-   +0 fcntl(3, F_SETFL, O_RDWR|O_NONBLOCK) = 0
-   +0 write(3, ..., 12000) = 6000
-   +0 > P. 1:2001(2000) ack 1
-   +0 > P. 2001:4001(2000) ack 1
-   +0 write(3, ..., 1000) = -1 EAGAIN (Resource temporarily unavailable)
-   +0 poll([{fd=3, events=POLLOUT, revents=0}], 1, 0) = 0
-  +.05 < . 1:1(0) ack 2001 win 4000
-   +0 > P. 4001:6001(2000) ack 1
-   +0 poll([{fd=3, events=POLLOUT, revents=0}], 1, 0) = 0
-  +.05 < . 1:1(0) ack 4001 win 4000
-   +0 poll([{fd=3, events=POLLOUT, revents=POLLOUT}], 1, 0) = 1
-   +0 write(3, ..., 12000) = 4000
-   +0 > P. 6001:8001(2000) ack 1
-"""
+NONBLOCKING_WRITE = "`sysctl -q net.ipv4.tcp_congestion_control=cubic`" + NONBLOCK
 
 
 @needs_kernel
@@ -238,21 +219,9 @@ def test_a_non_blocking_write_to_a_full_send_buffer_as_the_model_says() -> None:
     assert r.verdict.passed, [b for b in bad if b[1]]
 
 
-TSO_OFF = """`sysctl -q net.ipv4.tcp_congestion_control=cubic`
-`ethtool -K tun0 tso off gso off`
-    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
-   +0 setsockopt(3, SOL_TCP, TCP_NODELAY, [1], 4) = 0
-   +0...0.100 connect(3, ..., ...) = 0
-   +0 > S 0:0(0) <...>
-  +.1 < S. 0:0(0) ack 1 win 20000 <mss 1000,nop,wscale 0>
-   +0 > . 1:1(0) ack 1
-   +0 write(3, ..., 100) = 100
-   +0 > P. 1:101(100) ack 1
-   +0 write(3, ..., 2100) = 2100
-   +0 > . 101:1101(1000) ack 1
-   +0 > P. 1101:2101(1000) ack 1
-   +0 > P. 2101:2201(100) ack 1
-"""
+TSO_OFF = "`sysctl -q net.ipv4.tcp_congestion_control=cubic`\n" + CLIENT.format(
+    setup="`ethtool -K tun0 tso off gso off`", nodelay=1, packets=NO_TSO
+)
 
 
 @needs_kernel

@@ -9,6 +9,7 @@ from __future__ import annotations
 from app.sim.tcp.packetdrill.ast import Shell, Unsupported
 from app.sim.tcp.packetdrill.parser import parse
 from app.sim.tcp.packetdrill.runner import run, tso_on
+from tests.pdscripts import CLIENT, NO_TSO, TSO
 
 
 def _shell(text: str) -> Shell | Unsupported:
@@ -26,22 +27,6 @@ def test_ethtool_tso_and_gso_are_read_other_features_are_not_supported() -> None
     assert isinstance(bad, Unsupported) and bad.construct == "ethtool feature gro"
     other = _shell("`ethtool -s tun0 speed 10`\n")
     assert isinstance(other, Unsupported) and other.construct.startswith("ethtool")
-
-
-CLIENT = """{setup}
-    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
-   +0 setsockopt(3, SOL_TCP, TCP_NODELAY, [{nodelay}], 4) = 0
-   +0...0.100 connect(3, ..., ...) = 0
-   +0 > S 0:0(0) <...>
-  +.1 < S. 0:0(0) ack 1 win 20000 <mss 1000,nop,wscale 0>
-   +0 > . 1:1(0) ack 1
-   +0 write(3, ..., 100) = 100
-   +0 > P. 1:101(100) ack 1
-   +0 write(3, ..., 2100) = 2100
-{packets}
-"""
-TSO = "   +0 > P. 101:2101(2000) ack 1\n   +0 > P. 2101:2201(100) ack 1"
-NO_TSO = "   +0 > . 101:1101(1000) ack 1\n   +0 > P. 1101:2101(1000) ack 1\n   +0 > P. 2101:2201(100) ack 1"
 
 
 def test_without_tso_each_segment_is_a_packet_and_psh_ends_each_gso_packet() -> None:

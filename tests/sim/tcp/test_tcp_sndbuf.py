@@ -18,6 +18,7 @@ from app.sim.tcp.packetdrill.runner import Result, run
 from app.sim.tcp.params import Call, NetEvent, Sysctls, TcpParams
 from app.sim.tcp.sock import SOCK_MIN_SNDBUF, WMEM_MAX, Sock, so_sndbuf
 from tests.linux_v64 import require_v6_4, v6_4_file
+from tests.pdscripts import NONBLOCK
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "content" / "packetdrill" / "send-buffer.pkt"
 
@@ -130,29 +131,6 @@ def test_a_blocking_write_sleeps_until_an_ack_leaves_half_of_the_queue_free() ->
     line = next(r for r in res.lines if r.kind == "syscall" and r.got and r.got["call"] == "write")
     assert line.status == "mismatch" and "time" in line.diffs
     assert line.got is not None and line.got["t_ms"] == 300.0
-
-
-NONBLOCK = """
-    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
-   +0 setsockopt(3, SOL_SOCKET, SO_SNDBUF, [4000], 4) = 0
-   +0...0.100 connect(3, ..., ...) = 0
-   +0 > S 0:0(0) <...>
-  +.1 < S. 0:0(0) ack 1 win 4000 <mss 1000>
-   +0 > . 1:1(0) ack 1
-   +0 fcntl(3, F_SETFL, O_RDWR|O_NONBLOCK) = 0
-   +0 write(3, ..., 12000) = 6000
-   +0 > P. 1:2001(2000) ack 1
-   +0 > P. 2001:4001(2000) ack 1
-   +0 write(3, ..., 1000) = -1 EAGAIN (Resource temporarily unavailable)
-   +0 poll([{fd=3, events=POLLOUT, revents=0}], 1, 0) = 0
-  +.05 < . 1:1(0) ack 2001 win 4000
-   +0 > P. 4001:6001(2000) ack 1
-   +0 poll([{fd=3, events=POLLOUT, revents=0}], 1, 0) = 0
-  +.05 < . 1:1(0) ack 4001 win 4000
-   +0 poll([{fd=3, events=POLLOUT, revents=POLLOUT}], 1, 0) = 1
-   +0 write(3, ..., 12000) = 4000
-   +0 > P. 6001:8001(2000) ack 1
-"""
 
 
 def test_a_non_blocking_write_returns_what_it_copied_then_eagain_and_pollout_follows() -> None:

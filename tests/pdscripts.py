@@ -1,0 +1,46 @@
+"""Our own packetdrill scripts that both the model's tests (tests/sim/tcp) and the real
+kernel's (tests/kernel) run: one copy, so the two sides check the same lines."""
+
+from __future__ import annotations
+
+# A non-blocking writer against a 4000-byte SO_SNDBUF (doubled to 8000): the bytes copied
+# before the buffer fills, EAGAIN, and POLLOUT once ACKs free enough (tcp_poll).
+NONBLOCK = """
+    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
+   +0 setsockopt(3, SOL_SOCKET, SO_SNDBUF, [4000], 4) = 0
+   +0...0.100 connect(3, ..., ...) = 0
+   +0 > S 0:0(0) <...>
+  +.1 < S. 0:0(0) ack 1 win 4000 <mss 1000>
+   +0 > . 1:1(0) ack 1
+   +0 fcntl(3, F_SETFL, O_RDWR|O_NONBLOCK) = 0
+   +0 write(3, ..., 12000) = 6000
+   +0 > P. 1:2001(2000) ack 1
+   +0 > P. 2001:4001(2000) ack 1
+   +0 write(3, ..., 1000) = -1 EAGAIN (Resource temporarily unavailable)
+   +0 poll([{fd=3, events=POLLOUT, revents=0}], 1, 0) = 0
+  +.05 < . 1:1(0) ack 2001 win 4000
+   +0 > P. 4001:6001(2000) ack 1
+   +0 poll([{fd=3, events=POLLOUT, revents=0}], 1, 0) = 0
+  +.05 < . 1:1(0) ack 4001 win 4000
+   +0 poll([{fd=3, events=POLLOUT, revents=POLLOUT}], 1, 0) = 1
+   +0 write(3, ..., 12000) = 4000
+   +0 > P. 6001:8001(2000) ack 1
+"""
+
+
+# A client with TCP_NODELAY writing 100 then 2100 bytes to a peer with MSS 1000: {setup} is a
+# set-up line (e.g. an ethtool one), {packets} the segments expected for the second write.
+CLIENT = """{setup}
+    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
+   +0 setsockopt(3, SOL_TCP, TCP_NODELAY, [{nodelay}], 4) = 0
+   +0...0.100 connect(3, ..., ...) = 0
+   +0 > S 0:0(0) <...>
+  +.1 < S. 0:0(0) ack 1 win 20000 <mss 1000,nop,wscale 0>
+   +0 > . 1:1(0) ack 1
+   +0 write(3, ..., 100) = 100
+   +0 > P. 1:101(100) ack 1
+   +0 write(3, ..., 2100) = 2100
+{packets}
+"""
+TSO = "   +0 > P. 101:2101(2000) ack 1\n   +0 > P. 2101:2201(100) ack 1"
+NO_TSO = "   +0 > . 101:1101(1000) ack 1\n   +0 > P. 1101:2101(1000) ack 1\n   +0 > P. 2101:2201(100) ack 1"
