@@ -24,7 +24,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from app.settings import Settings
-from app.sim.core import Message, ParamError, ParamIssue, Trace, msg
+from app.sim.core import Message, Trace, msg
 from app.web.simproc import LanePool, Limits, Recycle
 from app.web.simworker import sim_context
 
@@ -54,17 +54,6 @@ def wait_limit_s(settings: Settings, margin_s: float = WAIT_MARGIN_S) -> float |
     """How long a request waits for its build: the build before it and its own may each take
     the CPU limit (None: no CPU limit, no wait limit)."""
     return 2 * settings.sim_cpu_s + margin_s if settings.sim_cpu_s > 0 else None
-
-
-def _in_process(
-    fn: Build, recording: dict[str, Any], overrides: dict[str, Any]
-) -> tuple[Trace[Any, Any] | None, list[ParamIssue] | None]:
-    """In the simulation process: the trace, or the issues of the ParamError the view raised
-    (a ParamError does not unpickle as itself: its issues cross, and the caller raises it)."""
-    try:
-        return fn(recording, overrides), None
-    except ParamError as exc:
-        return None, list(exc.issues)
 
 
 def _lower_priority(nice: int) -> None:
@@ -108,16 +97,13 @@ class RecordingBuilder:
     ) -> Trace[Any, Any]:
         """``fn(recording, overrides)`` in the simulation process, within its limits (blocks:
         call it off the event loop). Its ParamError (bad overrides) comes back as raised."""
-        future = self._lane().submit(_in_process, fn, dict(recording), dict(overrides))
+        future = self._lane().submit(fn, dict(recording), dict(overrides))
         limit = wait_limit_s(self.settings, self.margin_s)
         try:
-            trace, issues = future.result(timeout=limit)
+            return future.result(timeout=limit)
         except FutureTimeout:
             future.cancel()
             raise BuildWaitExceeded(limit or 0.0) from None
-        if trace is None:
-            raise ParamError(issues or [])
-        return trace
 
     def close(self) -> None:
         with self._lock:
