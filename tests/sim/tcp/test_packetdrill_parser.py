@@ -218,6 +218,9 @@ def test_sysctls_map_to_the_model_knobs() -> None:
         ("+0 ioctl(3, SIOCOUTQ, [0]) = 0", "ioctl"),
         ("+0 < U. 1:101(100) ack 1 win 257 urg 100", "urgent"),
         ("`tc qdisc add dev tun0 root fq`", "tc"),
+        # a shell line at a time: the model applies settings from the start only
+        ("+.07 `sysctl -q net.ipv4.tcp_timestamps=0`", "timed shell command sysctl"),
+        ("+0 `tc qdisc delete dev tun0 root`", "timed shell command tc"),
     ],
 )
 def test_unsupported_constructs_are_named_not_crashes(text: str, construct: str) -> None:

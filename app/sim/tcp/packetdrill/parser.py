@@ -208,6 +208,11 @@ class _Parser:
             return Unsupported(
                 **pos, construct="%{ python }% block", text=head.text[:60], time=time
             )
+        if head.kind == "shell":  # +.07 `sysctl …`: settings apply only from the start here
+            self.i += 1
+            words = head.text[1:-1].split()
+            what = f"timed shell command {words[0] if words else ''}".rstrip()
+            return Unsupported(**pos, construct=what, text=head.text[:60], time=time)
         if head.kind == "punct" and head.text in "<>":
             return self.packet(pos["line"], pos["col"], time)
         if head.kind == "word" and (nxt := self.peek(1)) is not None and nxt.text == "(":
