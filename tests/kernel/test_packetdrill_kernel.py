@@ -36,6 +36,7 @@ KERNEL_PASSES = (
     "basic-server",
     "close-paths",
     "delayed-ack",
+    "ping-pong",
     "rst-challenge-ack",
     "send-buffer",
 )
