@@ -250,6 +250,33 @@ def test_syntax_errors_name_line_and_column(text: str, line: int, col: int) -> N
     assert f"line {line}, column {col}" in str(exc.value)
 
 
+_RANGE_CASES = [
+    # (a packet line, the column of its bad number, the field, the largest value that fits)
+    ("+0 < P. 1:{n}({m}) ack 1", 11, "end", ("4294967297", "4294967296"), ("65536", "65535")),
+    ("+0 < P. 1:{n}({m}) ack 1", 17, "length", ("70001", "70000"), ("65536", "65535")),
+    ("+0 < . 1:1(0) ack {n}", 19, "ack", ("4294967296",), ("4294967295",)),
+    ("+0 < . 1:1(0) ack 1 win {n}", 25, "win", ("65536",), ("65535",)),
+    ("+0 < S 0:0(0) win 10 <mss {n}>", 27, "mss", ("65536",), ("65535",)),
+    ("+0 < S 0:0(0) win 10 <wscale {n}>", 30, "wscale", ("256",), ("255",)),
+    ("+0 < S 0:0(0) win 10 <TS val {n} ecr 0>", 30, "TS val", ("4294967296",), ("4294967295",)),
+    ("+0 < . 1:1(0) ack 1 <sack 1:{n}>", 29, "sack", ("4294967296",), ("4294967295",)),
+]
+
+
+@pytest.mark.parametrize(("pattern", "col", "field", "bad", "fits"), _RANGE_CASES)
+def test_a_packets_numbers_out_of_range_name_line_and_column(
+    pattern: str, col: int, field: str, bad: tuple[str, ...], fits: tuple[str, ...]
+) -> None:
+    """As packetdrill's parser.y checks them (is_valid_u32: sequence, ack, SACK and TS
+    numbers; is_valid_u16: payload length, window, mss; is_valid_u8: wscale); the largest
+    value that fits parses."""
+    with pytest.raises(ScriptSyntaxError) as exc:
+        parse(pattern.format(n=bad[0], m=bad[-1]))
+    assert (exc.value.line, exc.value.col) == (1, col)
+    assert f"{field} {bad[-1] if field == 'length' else bad[0]} out of range" in str(exc.value)
+    parse(pattern.format(n=fits[0], m=fits[-1]))
+
+
 _PIECES = [
     "0 ",
     "+0 ",
