@@ -44,3 +44,31 @@ CLIENT = """{setup}
 """
 TSO = "   +0 > P. 101:2101(2000) ack 1\n   +0 > P. 2101:2201(100) ack 1"
 NO_TSO = "   +0 > . 101:1101(1000) ack 1\n   +0 > P. 1101:2101(1000) ack 1\n   +0 > P. 2101:2201(100) ack 1"
+
+
+# A blocking writer on that buffer, ended by a reset. {write} is the blocked write: after
+# copying 6000 bytes it returns their count and leaves sk_err for the next write, which gets
+# ECONNRESET; or, after a non-blocking write filled the buffer, it copies nothing and returns
+# ECONNRESET itself. Either way sock_error consumed sk_err, and a reset connection's
+# sk_shutdown holds SEND_SHUTDOWN: every later write gets EPIPE.
+_RESET_OPEN = NONBLOCK.split("   +0 fcntl")[0]
+RESET_AFTER_COPY = _RESET_OPEN + (
+    "   +0...0.050 write(3, ..., 12000) = 6000\n"
+    "   +0 > P. 1:2001(2000) ack 1\n"
+    "   +0 > P. 2001:4001(2000) ack 1\n"
+    " +.05 < R. 1:1(0) ack 1 win 0\n"
+    "   +0 write(3, ..., 1000) = -1 ECONNRESET (Connection reset by peer)\n"
+    "   +0 write(3, ..., 1000) = -1 EPIPE (Broken pipe)\n"
+    "   +0 write(3, ..., 1000) = -1 EPIPE (Broken pipe)\n"
+)
+RESET_BEFORE_COPY = _RESET_OPEN + (
+    "   +0 fcntl(3, F_SETFL, O_RDWR|O_NONBLOCK) = 0\n"
+    "   +0 write(3, ..., 12000) = 6000\n"
+    "   +0 > P. 1:2001(2000) ack 1\n"
+    "   +0 > P. 2001:4001(2000) ack 1\n"
+    "   +0 fcntl(3, F_SETFL, O_RDWR) = 0\n"
+    "   +0...0.050 write(3, ..., 1000) = -1 ECONNRESET (Connection reset by peer)\n"
+    " +.05 < R. 1:1(0) ack 1 win 0\n"
+    "   +0 write(3, ..., 1000) = -1 EPIPE (Broken pipe)\n"
+    "   +0 write(3, ..., 1000) = -1 EPIPE (Broken pipe)\n"
+)

@@ -25,7 +25,7 @@ from app.settings import Settings
 from app.sim.tcp.packetdrill.parser import parse
 from app.sim.tcp.packetdrill.realkernel import KernelResult, run_kernel, unavailable
 from app.sim.tcp.packetdrill.runner import RunLimitError
-from tests.pdscripts import CLIENT, NO_TSO, NONBLOCK
+from tests.pdscripts import CLIENT, NO_TSO, NONBLOCK, RESET_AFTER_COPY, RESET_BEFORE_COPY
 
 pytestmark = pytest.mark.kernel
 
@@ -36,6 +36,7 @@ KERNEL_PASSES = (
     "basic-server",
     "close-paths",
     "delayed-ack",
+    "ping-pong",
     "rst-challenge-ack",
     "send-buffer",
 )
@@ -215,6 +216,21 @@ def test_a_non_blocking_write_to_a_full_send_buffer_as_the_model_says() -> None:
     tests/sim/tcp/test_tcp_sndbuf.py has the model do."""
     script = parse(NONBLOCKING_WRITE)
     r = run_kernel(script, TOLERANCE_US)
+    bad = [(x.line, [m.render() for m in x.reasons]) for x in r.lines if x.status != "match"]
+    assert r.verdict.passed, [b for b in bad if b[1]]
+
+
+@needs_kernel
+@pytest.mark.parametrize("body", [RESET_AFTER_COPY, RESET_BEFORE_COPY], ids=["copied", "none"])
+def test_a_reset_ends_a_blocked_write_and_later_writes_get_epipe_as_the_model_says(
+    body: str,
+) -> None:
+    """A blocked write ended by a reset: its bytes and then ECONNRESET on the next write, or
+    ECONNRESET itself when it had copied none; EPIPE after that, as
+    tests/sim/tcp/test_tcp_sndbuf.py has the model do. The runner returns the bytes of a
+    blocked write whose socket polls POLLERR/POLLHUP without a send() that would consume
+    sk_err (it used to, and the next write got EPIPE)."""
+    r = run_kernel(parse("`sysctl -q net.ipv4.tcp_congestion_control=cubic`" + body), TOLERANCE_US)
     bad = [(x.line, [m.render() for m in x.reasons]) for x in r.lines if x.status != "match"]
     assert r.verdict.passed, [b for b in bad if b[1]]
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 
 API = "/api/v1/explainers/tcp/packetdrill"
@@ -49,6 +50,34 @@ def test_unsupported_construct_is_422_naming_line_and_construct(client: TestClie
     assert r.status_code == 422
     d = r.json()["detail"][0]
     assert "line 2" in d["msg"] and "python" in d["msg"]
+
+
+@pytest.mark.parametrize(
+    ("line1", "words"),
+    [
+        ("`sysctl -q net.ipv4.tcp_rmem=abc`", "tcp_rmem=abc"),
+        ('`sysctl -q net.ipv4.tcp_wmem="4096 1 1"`', "tcp_wmem=4096 1 1"),
+        ("`sysctl -q net.ipv4.tcp_syn_retries=-7`", "tcp_syn_retries=-7"),
+        ("--tolerance_usecs=5000000", "--tolerance_usecs"),
+        ("--tolerance_usecs=abc", "--tolerance_usecs"),
+    ],
+)
+def test_a_bad_setting_in_the_script_is_422_naming_its_line(
+    client: TestClient, line1: str, words: str
+) -> None:
+    """A sysctl the model has, set to a value it cannot take, and a tolerance option out of
+    the request's own range, are bad input on their line (not a knob 'the model lacks', nor
+    a tolerance that bypasses the request's limit); the page answers the same."""
+    script = f"{line1}\n0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n"
+    r = client.post(API, json={"script": script})
+    assert r.status_code == 422
+    d = r.json()["detail"][0]
+    assert d["loc"][-2:] == ["script", 1]
+    assert d["msg"].startswith("line 1: ") and words in d["msg"]
+    page = client.post("/explainers/tcp/packetdrill", data={"script": script})
+    assert page.status_code == 422 and words in page.text
+    fine = client.post(API, json={"script": script.replace(line1, "--tolerance_usecs=10000")})
+    assert fine.status_code == 200 and fine.json()["tolerance_us"] == 10000
 
 
 def test_run_limit_is_422_with_the_limit(client: TestClient) -> None:

@@ -413,7 +413,7 @@ def _parse_sysctl(raw: object, bad: Bad) -> Sysctls:
                 continue
             values[k] = float(v)
         elif k in SYSCTL_TRIPLES:
-            triple = _parse_triple(v)
+            triple = parse_triple(v)
             if triple is None:
                 bad(
                     loc,
@@ -434,7 +434,7 @@ def _parse_sysctl(raw: object, bad: Bad) -> Sysctls:
     return Sysctls(**values)
 
 
-def _parse_triple(v: object) -> tuple[int, int, int] | None:
+def parse_triple(v: object) -> tuple[int, int, int] | None:
     """tcp_rmem, tcp_wmem: three byte counts, min <= default <= max."""
     if not isinstance(v, list | tuple) or len(v) != 3:
         return None

@@ -218,6 +218,9 @@ def test_sysctls_map_to_the_model_knobs() -> None:
         ("+0 ioctl(3, SIOCOUTQ, [0]) = 0", "ioctl"),
         ("+0 < U. 1:101(100) ack 1 win 257 urg 100", "urgent"),
         ("`tc qdisc add dev tun0 root fq`", "tc"),
+        # a shell line at a time: the model applies settings from the start only
+        ("+.07 `sysctl -q net.ipv4.tcp_timestamps=0`", "timed shell command sysctl"),
+        ("+0 `tc qdisc delete dev tun0 root`", "timed shell command tc"),
     ],
 )
 def test_unsupported_constructs_are_named_not_crashes(text: str, construct: str) -> None:
@@ -245,6 +248,33 @@ def test_syntax_errors_name_line_and_column(text: str, line: int, col: int) -> N
         parse(text)
     assert (exc.value.line, exc.value.col) == (line, col)
     assert f"line {line}, column {col}" in str(exc.value)
+
+
+_RANGE_CASES = [
+    # (a packet line, the column of its bad number, the field, the largest value that fits)
+    ("+0 < P. 1:{n}({m}) ack 1", 11, "end", ("4294967297", "4294967296"), ("65536", "65535")),
+    ("+0 < P. 1:{n}({m}) ack 1", 17, "length", ("70001", "70000"), ("65536", "65535")),
+    ("+0 < . 1:1(0) ack {n}", 19, "ack", ("4294967296",), ("4294967295",)),
+    ("+0 < . 1:1(0) ack 1 win {n}", 25, "win", ("65536",), ("65535",)),
+    ("+0 < S 0:0(0) win 10 <mss {n}>", 27, "mss", ("65536",), ("65535",)),
+    ("+0 < S 0:0(0) win 10 <wscale {n}>", 30, "wscale", ("256",), ("255",)),
+    ("+0 < S 0:0(0) win 10 <TS val {n} ecr 0>", 30, "TS val", ("4294967296",), ("4294967295",)),
+    ("+0 < . 1:1(0) ack 1 <sack 1:{n}>", 29, "sack", ("4294967296",), ("4294967295",)),
+]
+
+
+@pytest.mark.parametrize(("pattern", "col", "field", "bad", "fits"), _RANGE_CASES)
+def test_a_packets_numbers_out_of_range_name_line_and_column(
+    pattern: str, col: int, field: str, bad: tuple[str, ...], fits: tuple[str, ...]
+) -> None:
+    """As packetdrill's parser.y checks them (is_valid_u32: sequence, ack, SACK and TS
+    numbers; is_valid_u16: payload length, window, mss; is_valid_u8: wscale); the largest
+    value that fits parses."""
+    with pytest.raises(ScriptSyntaxError) as exc:
+        parse(pattern.format(n=bad[0], m=bad[-1]))
+    assert (exc.value.line, exc.value.col) == (1, col)
+    assert f"{field} {bad[-1] if field == 'length' else bad[0]} out of range" in str(exc.value)
+    parse(pattern.format(n=fits[0], m=fits[-1]))
 
 
 _PIECES = [

@@ -273,7 +273,8 @@ def test_a_listeners_so_rcvbuf_sets_the_syn_acks_window_and_a_bare_fin_meets_a_z
     """SO_RCVBUF set before listen() is the request sock's space (tcp_openreq_init_rwin, via
     tcp_full_space): the SYN-ACK offers 18980 with wscale 0. Once the window is zero,
     tcp_data_queue drops a segment at rcv_nxt, a bare FIN too (its end_seq is past its seq),
-    and ACKs rcv_nxt at once: 6.4 does not yet accept the FIN there."""
+    and ACKs rcv_nxt at once (tcp_input.c line 5039): 6.4 does not yet accept the FIN there
+    (2bd99aef1b19, "tcp: accept bare FIN packets under memory pressure", 2024)."""
     res = run(parse(SMALL_RCVBUF))
     assert res.verdict.passed, [(r.line, r.reasons) for r in res.lines if r.status != "match"]
     fin_acked = SMALL_RCVBUF.rsplit("\n", 2)[0] + "\n   +0 > . 1:1(0) ack 30002 win 0\n"
@@ -345,11 +346,39 @@ OFO_COVERED = """\
 def test_ofo_data_covered_again_is_a_dsack_up_to_the_old_rcv_nxt() -> None:
     """tcp_ofo_queue (6.4): queued 1001:2001 is covered again by 1:3001; tcp_dsack_extend
     reports it from its start to the RCV.NXT the in-order data reached (1001:3001), not to
-    its own end (1001:2001, a 2025 kernel's answer)."""
+    its own end (1001:2001, the answer since a041f70e573e, 2025)."""
     res = run(parse(OFO_COVERED.format(dsack="1001:3001")))
     assert res.verdict.passed, [(r.line, r.reasons) for r in res.lines if r.status != "match"]
     res = run(parse(OFO_COVERED.format(dsack="1001:2001")))
     assert not res.verdict.passed and res.verdict.line == 12
+
+
+FIN_WITH_AN_OLD_ACK = """\
+    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
+   +0...0.050 connect(3, ..., ...) = 0
+   +0 > S 0:0(0) <...>
+ +.05 < S. 0:0(0) ack 1 win 10000 <mss 1000,sackOK,nop,nop>
+   +0 > . 1:1(0) ack 1
+ +.01 shutdown(3, SHUT_WR) = 0
+   +0 > F. 1:1(0) ack 1
+ +.05 < . 202:202(0) ack 2 win 10000
+ +.01 < F. 1:201(200) ack 1 win 10000
+   +0 > . 2:2(0) ack {ack}
+"""
+
+
+def test_a_fin_whose_ack_is_older_than_snd_una_gets_a_challenge_ack_in_fin_wait2() -> None:
+    """The peer's ACK of our FIN overtook its own data and FIN, sent before it with ack 1.
+    6.4's tcp_rcv_state_process (net/ipv4/tcp_input.c lines 6538-6547) takes tcp_ack's 0
+    for an ACK below snd_una as not acceptable: a challenge ACK of rcv_nxt (ack 1), and the
+    segment, FIN included, is dropped. Acknowledging it (ack 202) is the 2024 change
+    795a7dfbc3d9 ("net: tcp: accept old ack during closing"), later than 6.4."""
+    res = run(parse(FIN_WITH_AN_OLD_ACK.format(ack=1)))
+    assert res.verdict.passed, [(r.line, r.reasons) for r in res.lines if r.status != "match"]
+    assert res.lines[-1].source is not None
+    assert res.lines[-1].source.function == "tcp_send_challenge_ack"
+    later = run(parse(FIN_WITH_AN_OLD_ACK.format(ack=202)))
+    assert not later.verdict.passed and later.verdict.line == 10
 
 
 RESENT_WITH_FIN = """\

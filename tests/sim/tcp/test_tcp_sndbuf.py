@@ -18,7 +18,7 @@ from app.sim.tcp.packetdrill.runner import Result, run
 from app.sim.tcp.params import Call, NetEvent, Sysctls, TcpParams
 from app.sim.tcp.sock import SOCK_MIN_SNDBUF, WMEM_MAX, Sock, so_sndbuf
 from tests.linux_v64 import require_v6_4, v6_4_file
-from tests.pdscripts import NONBLOCK
+from tests.pdscripts import NONBLOCK, RESET_AFTER_COPY, RESET_BEFORE_COPY
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "content" / "packetdrill" / "send-buffer.pkt"
 
@@ -50,6 +50,19 @@ CITED: tuple[tuple[str, str, int, str], ...] = (
     ("tcp_stream_memory_free", "net/ipv4/tcp_ipv4.c", 3088, "bool tcp_stream_memory_free("),
     ("sk_stream_write_space", "net/core/stream.c", 30, "void sk_stream_write_space("),
     ("sk_stream_wait_memory", "net/core/stream.c", 118, "int sk_stream_wait_memory("),
+    (
+        "sk_stream_wait_memory",
+        "net/core/stream.c",
+        133,
+        "if (sk->sk_err || (sk->sk_shutdown & SEND_SHUTDOWN))",
+    ),
+    ("sk_stream_wait_connect", "net/core/stream.c", 63, "int err = sock_error(sk);"),
+    ("sk_stream_error", "net/core/stream.c", 187, "err = sock_error(sk) ? : -EPIPE;"),
+    ("sock_error", "include/net/sock.h", 2476, "static inline int sock_error("),
+    ("tcp_done", "net/ipv4/tcp.c", 4652, "WRITE_ONCE(sk->sk_shutdown, SHUTDOWN_MASK);"),
+    ("tcp_sendmsg_locked", "net/ipv4/tcp.c", 1468, "if (copied + copied_syn)"),
+    ("tcp_poll", "net/ipv4/tcp.c", 545, "if (shutdown == SHUTDOWN_MASK || state == TCP_CLOSE)"),
+    ("tcp_poll", "net/ipv4/tcp.c", 594, "if (READ_ONCE(sk->sk_err) ||"),
     ("tcp_event_new_data_sent", "net/ipv4/tcp_output.c", 85, "tcp_check_space(sk);"),
     ("tcp_fragment", "net/ipv4/tcp_output.c", 1527, "int tcp_fragment("),
     ("tcp_trim_head", "net/ipv4/tcp_output.c", 1663, "int tcp_trim_head("),
@@ -114,7 +127,8 @@ def test_tcp_sndbuf_expand_at_establishment(mss: int, sndbuf: int) -> None:
 
 def test_so_sndbuf_locks_the_size_against_tcp_sndbuf_expand() -> None:
     body = OPEN_CLIENT.format(mss=1460, sndbuf=20000).replace(
-        "[16384], [4]) = 0", "[16384], [4]) = 0\n+0 setsockopt(3, SOL_SOCKET, SO_SNDBUF, [10000], 4) = 0"
+        "[16384], [4]) = 0",
+        "[16384], [4]) = 0\n+0 setsockopt(3, SOL_SOCKET, SO_SNDBUF, [10000], 4) = 0",
     )
     assert_passes(script(body))
 
@@ -140,18 +154,23 @@ def test_a_non_blocking_write_returns_what_it_copied_then_eagain_and_pollout_fol
     assert_passes(script(NONBLOCK))
 
 
-def test_a_reset_ends_a_blocked_write_with_the_bytes_copied_then_the_error() -> None:
-    """sk_stream_wait_memory returns on sk_err; tcp_sendmsg_locked's do_error returns the
-    bytes already copied, and the next write gets the error (sk_stream_error: sock_error,
-    ECONNRESET)."""
-    body = NONBLOCK.split("   +0 fcntl")[0] + (
-        "   +0...0.050 write(3, ..., 12000) = 6000\n"
-        "   +0 > P. 1:2001(2000) ack 1\n"
-        "   +0 > P. 2001:4001(2000) ack 1\n"
-        " +.05 < R. 1:1(0) ack 1 win 0\n"
-        "   +0 write(3, ..., 1000) = -1 ECONNRESET (Connection reset by peer)\n"
-    )
+@pytest.mark.parametrize("body", [RESET_AFTER_COPY, RESET_BEFORE_COPY], ids=["copied", "none"])
+def test_a_reset_ends_a_blocked_write_and_later_writes_get_epipe(body: str) -> None:
+    """sk_stream_wait_memory (net/core/stream.c line 133) wakes on sk_err. A write that had
+    copied bytes returns them (tcp_sendmsg_locked's do_error, net/ipv4/tcp.c line 1468) and
+    leaves sk_err, so the next write's sk_stream_wait_connect reads it: ECONNRESET. One that
+    had copied none returns the error itself (sk_stream_error's sock_error). sock_error
+    clears sk_err (include/net/sock.h line 2476) and tcp_done set SHUTDOWN_MASK (net/ipv4/tcp.c
+    line 4652), SEND_SHUTDOWN with it, so every write after that gets EPIPE. This machine's
+    kernel answers the same (tests/kernel/test_packetdrill_kernel.py)."""
     assert_passes(script(body))
+    again = body.replace(
+        "-1 EPIPE (Broken pipe)\n", "-1 ECONNRESET (Connection reset by peer)\n", 1
+    )
+    res = script(again)
+    assert not res.verdict.passed
+    assert res.verdict.line == body.count("\n") - 1
+    assert "EPIPE" in res.verdict.reason.render()
 
 
 def _check_queues(sim: Sim, _f: dict[str, Any]) -> None:

@@ -345,6 +345,15 @@ def _try_poll(k: KernelRun, p: KPending) -> bool:
     return True
 
 
+def _ended(s: socket.socket) -> bool:
+    """The socket has an error or is shut down, read without consuming sk_err: tcp_poll
+    (net/ipv4/tcp.c lines 545 and 594) says POLLHUP for SHUTDOWN_MASK or TCP_CLOSE (a reset
+    or a timeout ends in tcp_done), POLLERR while sk_err is set."""
+    po = select.poll()
+    po.register(s, select.POLLOUT)
+    return any(ev & (select.POLLERR | select.POLLHUP) for _, ev in po.poll(0))
+
+
 def _try(k: KernelRun, p: KPending) -> bool:
     """Try the call once more without blocking; True when it returned (and was judged)."""
     assert p.fd is not None  # only a poll has none
@@ -369,6 +378,13 @@ def _try(k: KernelRun, p: KPending) -> bool:
             # not whenever memory is free
             if p.tried and not select.select([], [s], [], 0)[1]:
                 return False
+            if p.tried and p.sent and _ended(s):
+                # sk_stream_wait_memory woke on sk_err or SEND_SHUTDOWN: tcp_sendmsg_locked's
+                # do_error returns the bytes copied and leaves sk_err for the next call
+                # (net/core/stream.c line 133, net/ipv4/tcp.c line 1468); a send() here
+                # would consume it (sk_stream_wait_connect's sock_error)
+                done(k, p.res, p.node, p.sent, None, k.now_ms(), p.want_ms)
+                return True
             p.tried = True
             while p.sent < p.count:
                 p.sent += s.send(bytes(min(p.count - p.sent, 65536)))

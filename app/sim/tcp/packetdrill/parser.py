@@ -65,6 +65,8 @@ UNSUPPORTED_OPTIONS: tuple[tuple[str, str], ...] = (
     (r"^(AccECN\w*|accecn\w*|AccECN0|AccECN1)$", "AccECN / ECN"),
 )
 _FLAG_LETTERS = frozenset("SFRP.")
+# packetdrill's parser.y: is_valid_u32 / u16 / u8 for a packet's numbers
+U32, U16, U8 = 2**32 - 1, 2**16 - 1, 2**8 - 1
 # the selftests' common/set_sysctls.py writes /proc/sys/net/ipv4/X=V and leaves a script
 # /tmp/sysctl_restore_${PPID}.sh that undoes it; settings apply to the whole run, so the
 # restore line (at a script's end) has nothing left to undo
@@ -151,7 +153,9 @@ class _Parser:
         while (t := self.peek()) is not None and t.kind != "nl":
             self.i += 1
 
-    def number(self, what: Message) -> int:
+    def number(self, what: Message, field: str | None = None, hi: int = U32) -> int:
+        """An integer; with ``field``, one within 0..hi, as packetdrill's parser.y checks a
+        packet's numbers (is_valid_u32/u16/u8: \"TCP window value out of range\", …)."""
         self.skip_comments()
         tok = self.take()
         neg = False
@@ -161,7 +165,14 @@ class _Parser:
         if tok.kind != "num" or "." in tok.text:
             raise self.error(tok, what)
         v = int(tok.text, 16) if tok.text[:2].lower() == "0x" else int(tok.text)
-        return -v if neg else v
+        v = -v if neg else v
+        if field is not None and not 0 <= v <= hi:
+            raise ScriptSyntaxError(
+                tok.line,
+                tok.col,
+                msg("{field} {v} out of range (0 to {hi})", field=field, v=v, hi=hi),
+            )
+        return v
 
     # --- script ------------------------------------------------------------------------------
     def script(self) -> Script:
@@ -208,6 +219,11 @@ class _Parser:
             return Unsupported(
                 **pos, construct="%{ python }% block", text=head.text[:60], time=time
             )
+        if head.kind == "shell":  # +.07 `sysctl …`: settings apply only from the start here
+            self.i += 1
+            words = head.text[1:-1].split()
+            what = f"timed shell command {words[0] if words else ''}".rstrip()
+            return Unsupported(**pos, construct=what, text=head.text[:60], time=time)
         if head.kind == "punct" and head.text in "<>":
             return self.packet(pos["line"], pos["col"], time)
         if head.kind == "word" and (nxt := self.peek(1)) is not None and nxt.text == "(":
@@ -273,11 +289,11 @@ class _Parser:
             raise ScriptSyntaxError(
                 first.line, first.col, msg("unknown TCP flags {f}", f="".join(sorted(bad)))
             )
-        seq = self.number(msg("a sequence number (start:end(length))"))
+        seq = self.number(msg("a sequence number (start:end(length))"), "start")
         self.expect("punct", ":", msg("':' in start:end(length)"))
-        end = self.number(msg("the end sequence number"))
+        end = self.number(msg("the end sequence number"), "end")
         self.expect("punct", "(", msg("'(' before the length"))
-        length = self.number(msg("the payload length"))
+        length = self.number(msg("the payload length"), "length", U16)
         self.expect("punct", ")", msg("')' after the length"))
         if end - seq != length:
             raise ScriptSyntaxError(
@@ -289,9 +305,9 @@ class _Parser:
         while not self.at_end_of_event():
             tok = self.take()
             if tok.kind == "word" and tok.text == "ack":
-                ack = self.number(msg("an acknowledgement number"))
+                ack = self.number(msg("an acknowledgement number"), "ack")
             elif tok.kind == "word" and tok.text == "win":
-                win = self.number(msg("a window"))
+                win = self.number(msg("a window"), "win", U16)
             elif tok.kind == "punct" and tok.text == "<":
                 opts = self.options(line, col)
                 if isinstance(opts, Unsupported):
@@ -343,12 +359,15 @@ class _Parser:
             if name in ("nop", "eol", "sackOK"):
                 out.append(TcpOption(name))  # type: ignore[arg-type]
             elif name in ("mss", "wscale"):
-                out.append(TcpOption(name, (self.number(msg("a number after {o}", o=name)),)))  # type: ignore[arg-type]
+                v = self.number(
+                    msg("a number after {o}", o=name), name, U16 if name == "mss" else U8
+                )
+                out.append(TcpOption(name, (v,)))  # type: ignore[arg-type]
             elif name == "TS":
                 self.expect("word", "val", msg("val after TS"))
-                val = self.number(msg("the TS value"))
+                val = self.number(msg("the TS value"), "TS val")
                 self.expect("word", "ecr", msg("ecr after TS val N"))
-                out.append(TcpOption("TS", (val, self.number(msg("the TS echo reply")))))
+                out.append(TcpOption("TS", (val, self.number(msg("the TS echo reply"), "TS ecr"))))
             elif name == "sack":
                 out.append(TcpOption("sack", self.sack_blocks()))
             else:
@@ -362,9 +381,9 @@ class _Parser:
     def sack_blocks(self) -> tuple[int, ...]:
         vals: list[int] = []
         while (t := self.peek()) is not None and t.kind == "num":
-            vals.append(self.number(msg("a SACK block start")))
+            vals.append(self.number(msg("a SACK block start"), "sack"))
             self.expect("punct", ":", msg("':' in a SACK block"))
-            vals.append(self.number(msg("a SACK block end")))
+            vals.append(self.number(msg("a SACK block end"), "sack"))
         if not vals:
             tok = self.take()
             raise self.error(tok, msg("SACK blocks (left:right)"))

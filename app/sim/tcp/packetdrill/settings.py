@@ -1,8 +1,10 @@
 """Shell lines of a script mapped to the model's knobs: ``sysctl -q net.ipv4.tcp_X=V``
 settings and the kernel selftests' ``defaults.sh``. A setting whose name is a field of
 :class:`app.sim.tcp.params.Sysctls` (``tcp_fin_timeout`` → ``tcp_fin_timeout_s``) is applied
-(within the range ``params.parse`` allows); any other is listed as having no knob in the model.
-The mapping reads the fields, so knobs added to ``Sysctls`` later are picked up unchanged."""
+(within the range ``params.parse`` allows); one whose value is not of its type or out of that
+range is listed as a bad value (the web layer answers 422 naming its line); any other is listed
+as having no knob in the model. The mapping reads the fields, so knobs added to ``Sysctls``
+later are picked up unchanged."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.sim.tcp.packetdrill.ast import Script, Shell
-from app.sim.tcp.params import SYSCTL_FLOAT_LIMITS, SYSCTL_INT_LIMITS, Sysctls
+from app.sim.tcp.params import SYSCTL_FLOAT_LIMITS, SYSCTL_INT_LIMITS, Sysctls, parse_triple
 
 # What the kernel selftests' defaults.sh sets (tools/testing/selftests/net/packetdrill/
 # defaults.sh), as name=value facts; the fast-open key and the qdisc are left out.
@@ -72,8 +74,8 @@ def convert(key: str, value: str) -> Any:
             fv = float(value)
             flo, fhi = SYSCTL_FLOAT_LIMITS.get(key, (0.0, float(2**32)))
             return fv if flo <= fv <= fhi else None
-        if isinstance(default, tuple):
-            return tuple(int(x, 0) for x in value.split())
+        if isinstance(default, tuple):  # tcp_rmem / tcp_wmem: min <= default <= max bytes
+            return parse_triple([int(x, 0) for x in value.split()])
     except ValueError:
         return None
     return value if isinstance(default, str) else None
@@ -89,15 +91,18 @@ def knobs(script: Script) -> Knobs:
         settings = [*(DEFAULTS_SH if ev.defaults else ()), *ev.sysctls]
         applied: list[str] = []
         ignored: list[str] = []
+        bad: list[str] = []
         for name, value in settings:
             if name == "tcp_window_scaling":
                 window_scaling = value.strip() != "0"
             key = knob_name(name)
             v = convert(key, value) if key is not None else None
             if key is None or v is None:
-                ignored.append(f"{name}={value}")
+                (ignored if key is None else bad).append(f"{name}={value}")
                 continue
             values[key] = v
             applied.append(f"{name}={value}")
         per_line[ev.line] = {"applied": applied, "no_model_knob": ignored}
+        if bad:
+            per_line[ev.line]["bad_value"] = bad
     return Knobs(sysctls=Sysctls(**values), window_scaling=window_scaling, per_line=per_line)

@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 
 from app.sim.core import ParamError, ParamIssue, msg
 from app.sim.core.i18n import Message
-from app.sim.tcp.packetdrill.ast import Script
+from app.sim.tcp.packetdrill.ast import Option, Script
 from app.sim.tcp.packetdrill.lexer import ScriptSyntaxError
 from app.sim.tcp.packetdrill.parser import parse
 from app.sim.tcp.packetdrill.realkernel import (
@@ -40,6 +40,7 @@ from app.sim.tcp.packetdrill.runner import (
     RunLimitError,
     run,
 )
+from app.sim.tcp.packetdrill.settings import knobs
 from app.web import i18n
 from app.web.errors import wants_json
 from app.web.templating import render
@@ -105,6 +106,9 @@ def check(script: str, *, allow_unsupported: bool) -> Script:
             ("script", exc.line, exc.col),
             msg("line {line}, column {col}: {why}", line=exc.line, col=exc.col, why=exc.why),
         ) from None
+    bad = _bad_settings(parsed)
+    if bad:
+        raise ParamError(bad)
     if parsed.unsupported and not allow_unsupported:
         raise ParamError(
             [
@@ -116,6 +120,40 @@ def check(script: str, *, allow_unsupported: bool) -> Script:
             ]
         )
     return parsed
+
+
+def _bad_settings(parsed: Script) -> list[ParamIssue]:
+    """A sysctl the model has, set to a value it cannot take (not a number, out of its range),
+    and a ``--tolerance_usecs`` that is not a whole number of µs within the request's limit:
+    each names its line."""
+    issues = [
+        ParamIssue(
+            loc=("script", line),
+            msg=msg(
+                "line {line}: {setting} is not a value the model takes for this sysctl",
+                line=line,
+                setting=setting,
+            ),
+        )
+        for line, got in sorted(knobs(parsed).per_line.items())
+        for setting in got.get("bad_value", ())
+    ]
+    for ev in parsed.events:
+        if isinstance(ev, Option) and ev.name == "tolerance_usecs":
+            v = ev.value.strip()
+            if not (v.isdigit() and int(v) <= MAX_TOLERANCE_US):
+                issues.append(
+                    ParamIssue(
+                        loc=("script", ev.line),
+                        msg=msg(
+                            "line {line}: --tolerance_usecs must be a whole number of "
+                            "microseconds from 0 to {max}",
+                            line=ev.line,
+                            max=MAX_TOLERANCE_US,
+                        ),
+                    )
+                )
+    return issues
 
 
 def execute(parsed: Script, tolerance_us: int) -> Result:
