@@ -51,7 +51,7 @@ from app.web.exporting import (
     offline_document,
 )
 from app.web.memo import Memo
-from app.web.player import FRAME_CHUNK_MAX, reader_glossary, render_frames, render_player
+from app.web.player import FRAME_CHUNK_MAX, render_frame_chunk, render_player
 from app.web.plugin import Plugin, RecordingView
 from app.web.quotas import check_recording_quota
 from app.web.recbuild import RETRY_AFTER_S, BuildWaitExceeded, RecordingBuilder
@@ -520,19 +520,8 @@ def recording_frames(
     start: int = Query(0, ge=0, le=1_000_000),
     count: int = Query(60, ge=1, le=FRAME_CHUNK_MAX),
 ) -> Response:
-    row = _row(request, recording_id)
-    found = view_for(site, row.kind)
-    if found is None:
-        raise HTTPException(404, i18n.render(msg("No explainer shows this kind of recording.")))
-    plugin, view = found
-    overrides = overrides_of(request)
-    trace = _trace(site.recording_builder, view, row, overrides)
-    source = _recording_source(plugin, view, row, overrides, trace)
-    frames = render_frames(
-        source.plugin, trace, start, start + count, None, reader_glossary(request)
-    )
-    ctx = {"frames": frames, "count": len(trace.frames), "trace": trace, "ended_label": ""}
-    return render(request, "partials/frame_templates.html", ctx)
+    source, trace = _opened(request, site, recording_id)
+    return render_frame_chunk(request, source.plugin, trace, start, count)
 
 
 @router.get("/r/{recording_id}/embed", include_in_schema=False)
