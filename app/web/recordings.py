@@ -46,16 +46,12 @@ from app.store.models import Recording
 from app.web import i18n
 from app.web.deps import Autoplay, Controls, StepQuery, Theme, Visitor
 from app.web.errors import param_error_detail, response_language, wants_json
-from app.web.exporting import (
-    OfflineTooLarge,
-    offline_document,
-)
 from app.web.memo import Memo
 from app.web.player import FRAME_CHUNK_MAX, render_frame_chunk, render_player
 from app.web.plugin import Plugin, RecordingView
 from app.web.quotas import check_recording_quota
 from app.web.recbuild import RETRY_AFTER_S, BuildWaitExceeded, RecordingBuilder
-from app.web.routes.export import frame_picture, step_png
+from app.web.routes.export import attachment, frame_picture, offline_response, step_png
 from app.web.security import same_site_form
 from app.web.sessions import ensure_visitor
 from app.web.site import Site
@@ -578,14 +574,8 @@ def recording_export_html(
 ) -> Response:
     """A recording's player as one offline HTML file (every step inside), like a run's."""
     source, trace = _opened(request, site, recording_id)
-    try:
-        html = offline_document(
-            request, source, trace, step=step, theme=theme, charge=site.runs.charge_client
-        )
-    except OfflineTooLarge as exc:
-        return JSONResponse({"detail": i18n.render(exc.message)}, status_code=413)
     name = f"stepscope-recording-{recording_id}.html"
-    return HTMLResponse(html, headers={"Content-Disposition": f'attachment; filename="{name}"'})
+    return offline_response(request, site, source, trace, step=step, theme=theme, name=name)
 
 
 @router.get(
@@ -610,11 +600,7 @@ async def recording_export_png(
     if isinstance(data, Response):
         return data
     name = f"stepscope-recording-{recording_id}-step{index}.png"
-    return Response(
-        data,
-        media_type="image/png",
-        headers={"Content-Disposition": f'attachment; filename="{name}"'},
-    )
+    return Response(data, media_type="image/png", headers=attachment(name))
 
 
 def install(app: FastAPI) -> None:
