@@ -63,7 +63,6 @@ router = APIRouter()
 # large as a run's limits allow: 16 of them, counted alone, could hold gigabytes): ~20,000
 # frames is about the largest one trace may have, so one large one pushes the others out.
 TRACES: Memo[str, Trace[Any, Any]] = Memo(16, weigh=lambda t: len(t.frames), budget=20_000)
-ACCEPTED = (rparse.JSON_TYPE, rparse.CAPTURE_TYPE)
 MAX_TITLE = 120
 
 # --- finding the view, storing, reading --------------------------------------------------------
