@@ -47,7 +47,7 @@ from app.web import i18n
 from app.web.deps import Autoplay, Controls, StepQuery, Theme, Visitor
 from app.web.errors import param_error_detail, response_language, wants_json
 from app.web.memo import Memo
-from app.web.player import FRAME_CHUNK_MAX, render_frame_chunk, render_player
+from app.web.player import FRAME_CHUNK_MAX, render_embed, render_frame_chunk, render_player
 from app.web.plugin import Plugin, RecordingView
 from app.web.quotas import check_recording_quota
 from app.web.recbuild import RETRY_AFTER_S, BuildWaitExceeded, RecordingBuilder
@@ -479,8 +479,14 @@ def _summary_page(request: Request, row: Recording, status: int = 200) -> Respon
 
 
 def _player(
-    request: Request, site: Site, recording_id: str, step: int | None, **extra: Any
+    request: Request,
+    site: Site,
+    recording_id: str,
+    step: int | None,
+    embed: tuple[str, str, bool] | None = None,
 ) -> Response:
+    """The player over a recording, or with ``embed`` = (controls, theme, autoplay) its
+    chrome-free one (whose "open in Stepscope" link keeps this view and its overrides)."""
     row = _row(request, recording_id)
     found = view_for(site, row.kind)
     if found is None:
@@ -494,9 +500,12 @@ def _player(
             raise
         return _summary_page(request, row)
     source = _recording_source(plugin, view, row, overrides, trace)
-    if extra.get("embed"):  # the embed's "open in Stepscope" link: this view, overrides and all
-        extra["page_url"] = str(request.base_url).rstrip("/") + source.page_path
-    return render_player(request, source, trace, step=step, **extra)
+    if embed is None:
+        return render_player(request, source, trace, step=step)
+    controls, theme, autoplay = embed
+    return render_embed(
+        request, source, trace, step=step, controls=controls, theme=theme, autoplay=autoplay
+    )
 
 
 @router.get("/r/{recording_id}", response_class=HTMLResponse, include_in_schema=False)
@@ -536,17 +545,7 @@ def recording_embed(
     autoplay: Autoplay = False,
 ) -> Response:
     """A recording's player without the site's chrome, for an iframe."""
-    return _player(
-        request,
-        site,
-        recording_id,
-        step,
-        template="embed/player.html",
-        embed=True,
-        controls=controls,
-        theme=theme,
-        autoplay=autoplay,
-    )
+    return _player(request, site, recording_id, step, (controls, theme, autoplay))
 
 
 def _opened(
