@@ -24,6 +24,7 @@ from app.record.recorder import (
     kernel_ok,
     open_tracefs,
     record,
+    stop_children,
 )
 from app.record.tracefs import Instance, RecordError, Tracefs
 from app.sim.core.i18n import Message, msg, reader_gettext
@@ -285,7 +286,7 @@ def run_record(kind: str, args: argparse.Namespace, cmd: list[str]) -> int:
             for t, inst in made:  # the instance, then tracefs (if we mounted it)
                 t.release(inst)
                 t.close()
-            _stop(proc)
+            stop_children(proc)
     if proc and proc[0].returncode:
         notes.append(f"the command exited with status {proc[0].returncode}")
     doc = output.build(
@@ -299,18 +300,6 @@ def run_record(kind: str, args: argparse.Namespace, cmd: list[str]) -> int:
         notes=got.notes,
     )
     return _finish(doc, args.out, got)
-
-
-def _stop(proc: list[subprocess.Popen[bytes]]) -> None:
-    """Terminate the command we started (our own child only)."""
-    for p in proc:
-        if p.poll() is None:
-            p.terminate()
-            try:
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
 
 
 def _finish(doc: dict[str, Any], out: str, got: Collected) -> int:

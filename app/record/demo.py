@@ -28,7 +28,7 @@ from typing import Any
 import app
 from app.record import output
 from app.record.filters import FlowFilter
-from app.record.recorder import Collected, Stopper, open_tracefs, record
+from app.record.recorder import Collected, Stopper, open_tracefs, record, stop_children
 from app.record.tcpcalls import CALLS, DEMO_PRESETS, RUNNER
 from app.record.tracefs import Instance, RecordError, Tracefs
 from app.sim.core.i18n import msg
@@ -99,14 +99,7 @@ class Lab:
         return p
 
     def close(self) -> None:
-        for p in self.procs:  # our own children, by handle
-            if p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+        stop_children(self.procs)
         self.procs.clear()
         for ns in reversed(self.namespaces):
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)

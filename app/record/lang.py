@@ -7,24 +7,24 @@
 3. else English (``C``, ``POSIX``, ``en_US.UTF-8`` and every other locale too).
 
 The words are the site's gettext catalogs (``app/locale``, the same ids the web pages use),
-read here with the standard library only: this module must not import the web app (FastAPI,
-Starlette) just to print a line. A compiled ``.mo`` is read when it is as new as its ``.po``;
-otherwise the ``.po`` is compiled in memory (Babel); with neither the ids (English) are shown.
+read by :func:`app.catalogs.load_catalog` with the standard library only: this module must
+not import the web app (FastAPI, Starlette) just to print a line. A compiled ``.mo`` is read
+when it is as new as its ``.po``; otherwise the ``.po`` is compiled in memory (Babel); with
+neither the ids (English) are shown.
 """
 
 from __future__ import annotations
 
 import gettext as gettext_module
-import io
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache
-from pathlib import Path
 
-LOCALE_DIR = Path(__file__).resolve().parent.parent / "locale"
-DOMAIN = "messages"
-DEFAULT = "en"
-# Language tag (what --lang takes) → gettext locale directory.
-LANGUAGES: dict[str, str] = {"en": "en", "zh-CN": "zh_CN"}
+from app.catalogs import DEFAULT as DEFAULT
+from app.catalogs import DOMAIN as DOMAIN
+from app.catalogs import LANGUAGES as LANGUAGES
+from app.catalogs import LOCALE_DIR as LOCALE_DIR
+from app.catalogs import load_catalog
+
 ENV_VARS = ("LC_ALL", "LC_MESSAGES", "LANG")
 OPTION = "--lang"
 
@@ -77,26 +77,8 @@ def translations(lang: str) -> gettext_module.NullTranslations:
     folder = LANGUAGES.get(lang)
     if folder is None:
         return gettext_module.NullTranslations()
-    return _load(LOCALE_DIR / folder / "LC_MESSAGES")
+    return load_catalog(LOCALE_DIR / folder / "LC_MESSAGES", DOMAIN)
 
 
 def gettext_for(lang: str) -> Callable[[str], str]:
     return translations(lang).gettext
-
-
-def _load(base: Path) -> gettext_module.NullTranslations:
-    mo, po = base / f"{DOMAIN}.mo", base / f"{DOMAIN}.po"
-    if mo.is_file() and (not po.is_file() or mo.stat().st_mtime >= po.stat().st_mtime):
-        with mo.open("rb") as fp:
-            return gettext_module.GNUTranslations(fp)
-    if po.is_file():
-        from babel.messages.mofile import write_mo  # only when the .mo is missing or stale
-        from babel.messages.pofile import read_po
-
-        with po.open("rb") as fp:
-            catalog = read_po(fp)
-        buf = io.BytesIO()
-        write_mo(buf, catalog)
-        buf.seek(0)
-        return gettext_module.GNUTranslations(buf)
-    return gettext_module.NullTranslations()

@@ -6,9 +6,10 @@ from __future__ import annotations
 import os
 import select
 import signal
+import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import FrameType
@@ -71,6 +72,19 @@ class Stopper:
         finally:
             for s, h in old.items():
                 signal.signal(s, h)
+
+
+def stop_children(procs: Sequence[subprocess.Popen[Any]]) -> None:
+    """Terminate the commands we started (our own children, by handle): SIGTERM, then SIGKILL
+    after 5 s."""
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
 
 
 @dataclass

@@ -21,7 +21,6 @@ so a new explainer's words need no edit of the shared files.
 from __future__ import annotations
 
 import gettext as gettext_module
-import io
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -34,15 +33,15 @@ from urllib.parse import parse_qsl, urlencode
 from starlette.types import Message as AsgiMessage
 from starlette.types import Receive, Scope, Send
 
+from app.catalogs import DEFAULT as DEFAULT
+from app.catalogs import DOMAIN as DOMAIN
+from app.catalogs import LANGUAGES as LANGUAGES
+from app.catalogs import LOCALE_DIR as LOCALE_DIR
+from app.catalogs import load_catalog
 from app.sim.core import Message
 from app.sim.core.i18n import reader_gettext
 from app.web.asgi import HttpMiddleware
 
-LOCALE_DIR = Path(__file__).resolve().parent.parent / "locale"
-DOMAIN = "messages"
-DEFAULT = "en"
-# Language tag (what URLs, cookies and <html lang> say) → gettext locale directory.
-LANGUAGES: dict[str, str] = {"en": "en", "zh-CN": "zh_CN"}
 # What the language switch shows: each language in its own words.
 NAMES: dict[str, str] = {"en": "English", "zh-CN": "中文"}
 COOKIE = "stepscope_lang"
@@ -172,34 +171,10 @@ def translations(lang: str) -> gettext_module.NullTranslations:
     folder = LANGUAGES.get(lang)
     if folder is None:
         return gettext_module.NullTranslations()
-    catalog = _load(LOCALE_DIR / folder / "LC_MESSAGES")
+    catalog = load_catalog(LOCALE_DIR / folder / "LC_MESSAGES", DOMAIN)
     for extra in _plugin_catalogs:
-        catalog.add_fallback(_load(extra / folder / "LC_MESSAGES"))
+        catalog.add_fallback(load_catalog(extra / folder / "LC_MESSAGES", DOMAIN))
     return catalog
-
-
-def _load(base: Path) -> gettext_module.NullTranslations:
-    """The catalog in ``base``: its .mo when it is as new as the .po, else the .po compiled in
-    memory; an empty catalog when there is neither."""
-    mo, po = base / f"{DOMAIN}.mo", base / f"{DOMAIN}.po"
-    if mo.is_file() and (not po.is_file() or mo.stat().st_mtime >= po.stat().st_mtime):
-        with mo.open("rb") as fp:
-            return gettext_module.GNUTranslations(fp)
-    if po.is_file():
-        return _compile_in_memory(po)
-    return gettext_module.NullTranslations()
-
-
-def _compile_in_memory(po: Path) -> gettext_module.NullTranslations:
-    from babel.messages.mofile import write_mo
-    from babel.messages.pofile import read_po
-
-    with po.open("rb") as fp:
-        catalog = read_po(fp)
-    buf = io.BytesIO()
-    write_mo(buf, catalog)
-    buf.seek(0)
-    return gettext_module.GNUTranslations(buf)
 
 
 def current() -> str:

@@ -238,3 +238,44 @@ def render_player(
     ctx = player_context(source, trace, step=step, glossary=reader_glossary(request))
     ctx.update(extra)
     return render(request, template, ctx)
+
+
+def render_embed(
+    request: Request,
+    source: Source,
+    trace: Trace[Any, Any],
+    *,
+    step: int | None,
+    controls: str,
+    theme: str,
+    autoplay: bool,
+) -> HTMLResponse:
+    """The player without the site's chrome, for an iframe; its "open in Stepscope" link goes
+    to ``source``'s page."""
+    return render_player(
+        request,
+        source,
+        trace,
+        step=step,
+        template="embed/player.html",
+        embed=True,
+        controls=controls,
+        theme=theme,
+        autoplay=autoplay,
+        page_url=str(request.base_url).rstrip("/") + source.page_path,
+    )
+
+
+def render_frame_chunk(
+    request: Request,
+    plugin: Plugin,
+    trace: Trace[Any, Any],
+    start: int,
+    count: int,
+    lesson: Lesson | None = None,
+) -> HTMLResponse:
+    """Frame templates ``start``..``start+count`` of ``trace``: the ones a player fetches
+    beyond its page's window."""
+    frames = render_frames(plugin, trace, start, start + count, lesson, reader_glossary(request))
+    ctx = {"frames": frames, "count": len(trace.frames), "trace": trace, "ended_label": ""}
+    return render(request, "partials/frame_templates.html", ctx)

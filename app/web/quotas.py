@@ -10,6 +10,7 @@ takes the right-most ``X-Forwarded-For`` hop that is not a trusted proxy).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from fastapi import HTTPException, Request
 
@@ -26,70 +27,76 @@ def client_key(request: Request) -> str:
     return repo.address_key(request.client.host if request.client else "unknown")
 
 
-def check_share_quota(request: Request, now: float | None = None) -> None:
-    """Count one share for this session and this client; 429 with Retry-After past a quota
-    (over the last hour, a sliding window: :func:`repo.take_hit`)."""
-    settings = request.app.state.settings
+def _minutes(retry_after: int) -> int:
+    return (retry_after + 59) // 60
+
+
+def _too_many(retry_after: int, text: Message) -> HTTPException:
+    """429 with Retry-After and the reason in the reader's language."""
+    return HTTPException(429, i18n.render(text), headers={"Retry-After": str(retry_after)})
+
+
+def _count(
+    request: Request,
+    prefix: str,
+    quotas: tuple[int, int],
+    refusal: Callable[[int, Message, int], Message],
+    now: float | None,
+) -> None:
+    """Count one hit for this session (when it has one) and this client under ``prefix``;
+    ``quotas`` = (per session, per client) over the last hour, a sliding window
+    (:func:`repo.take_hit`). Past one: 429 saying ``refusal(limit, who, minutes)``."""
     clock = now if now is not None else time.time()
+    per_session, per_client = quotas
     keys: list[tuple[str, int, Message]] = [
-        (client_key(request), settings.share_quota_per_client, msg("from this address"))
+        (f"{prefix}{client_key(request)}", per_client, msg("from this address"))
     ]
     sid = visitor_id(request)
     if sid is not None:
-        keys.insert(0, (f"session:{sid}", settings.share_quota_per_session, msg("per browser")))
+        keys.insert(0, (f"{prefix}session:{sid}", per_session, msg("per browser")))
     with repo.session_for(request.app.state.engine) as db:
         for key, limit, who in keys:
             retry_after = repo.take_hit(db=db, key=key, limit=limit, window_s=WINDOW_S, now=clock)
             if retry_after:
-                raise HTTPException(
-                    429,
-                    i18n.render(
-                        msg(
-                            "At most {limit} scenarios can be shared per hour {who}; "
-                            "try again in {minutes} minutes.",
-                            limit=limit,
-                            who=who,
-                            minutes=(retry_after + 59) // 60,
-                        )
-                    ),
-                    headers={"Retry-After": str(retry_after)},
-                )
+                raise _too_many(retry_after, refusal(limit, who, _minutes(retry_after)))
+
+
+def check_share_quota(request: Request, now: float | None = None) -> None:
+    """Count one share for this session and this client; 429 with Retry-After past
+    ``share_quota_per_session`` / ``share_quota_per_client`` in the last hour."""
+    settings = request.app.state.settings
+    _count(
+        request,
+        "",
+        (settings.share_quota_per_session, settings.share_quota_per_client),
+        lambda limit, who, minutes: msg(
+            "At most {limit} scenarios can be shared per hour {who}; "
+            "try again in {minutes} minutes.",
+            limit=limit,
+            who=who,
+            minutes=minutes,
+        ),
+        now,
+    )
 
 
 def check_recording_quota(request: Request, now: float | None = None) -> None:
     """Count one upload of a recording for this session and this client; 429 with Retry-After
     past ``recording_quota_per_session`` / ``recording_quota_per_client`` in the last hour."""
     settings = request.app.state.settings
-    clock = now if now is not None else time.time()
-    keys: list[tuple[str, int, Message]] = [
-        (
-            f"rec:{client_key(request)}",
-            settings.recording_quota_per_client,
-            msg("from this address"),
-        )
-    ]
-    sid = visitor_id(request)
-    if sid is not None:
-        keys.insert(
-            0, (f"rec:session:{sid}", settings.recording_quota_per_session, msg("per browser"))
-        )
-    with repo.session_for(request.app.state.engine) as db:
-        for key, limit, who in keys:
-            retry_after = repo.take_hit(db=db, key=key, limit=limit, window_s=WINDOW_S, now=clock)
-            if retry_after:
-                raise HTTPException(
-                    429,
-                    i18n.render(
-                        msg(
-                            "At most {limit} recordings can be uploaded per hour {who}; "
-                            "try again in {minutes} minutes.",
-                            limit=limit,
-                            who=who,
-                            minutes=(retry_after + 59) // 60,
-                        )
-                    ),
-                    headers={"Retry-After": str(retry_after)},
-                )
+    _count(
+        request,
+        "rec:",
+        (settings.recording_quota_per_session, settings.recording_quota_per_client),
+        lambda limit, who, minutes: msg(
+            "At most {limit} recordings can be uploaded per hour {who}; "
+            "try again in {minutes} minutes.",
+            limit=limit,
+            who=who,
+            minutes=minutes,
+        ),
+        now,
+    )
 
 
 def _refused(request: Request) -> Memo[str, float]:
@@ -119,15 +126,12 @@ def check_session_quota(request: Request, now: float | None = None) -> None:
         if retry_after:
             refusals.put(key, clock + retry_after)
     if retry_after:
-        raise HTTPException(
-            429,
-            i18n.render(
-                msg(
-                    "At most {limit} new visitor sessions can start per hour from this "
-                    "address; try again in {minutes} minutes.",
-                    limit=limit,
-                    minutes=(retry_after + 59) // 60,
-                )
+        raise _too_many(
+            retry_after,
+            msg(
+                "At most {limit} new visitor sessions can start per hour from this "
+                "address; try again in {minutes} minutes.",
+                limit=limit,
+                minutes=_minutes(retry_after),
             ),
-            headers={"Retry-After": str(retry_after)},
         )

@@ -46,16 +46,12 @@ from app.store.models import Recording
 from app.web import i18n
 from app.web.deps import Autoplay, Controls, StepQuery, Theme, Visitor
 from app.web.errors import param_error_detail, response_language, wants_json
-from app.web.exporting import (
-    OfflineTooLarge,
-    offline_document,
-)
 from app.web.memo import Memo
-from app.web.player import FRAME_CHUNK_MAX, reader_glossary, render_frames, render_player
+from app.web.player import FRAME_CHUNK_MAX, render_embed, render_frame_chunk, render_player
 from app.web.plugin import Plugin, RecordingView
 from app.web.quotas import check_recording_quota
 from app.web.recbuild import RETRY_AFTER_S, BuildWaitExceeded, RecordingBuilder
-from app.web.routes.export import frame_picture, step_png
+from app.web.routes.export import attachment, frame_picture, offline_response, step_png
 from app.web.security import same_site_form
 from app.web.sessions import ensure_visitor
 from app.web.site import Site
@@ -67,7 +63,6 @@ router = APIRouter()
 # large as a run's limits allow: 16 of them, counted alone, could hold gigabytes): ~20,000
 # frames is about the largest one trace may have, so one large one pushes the others out.
 TRACES: Memo[str, Trace[Any, Any]] = Memo(16, weigh=lambda t: len(t.frames), budget=20_000)
-ACCEPTED = (rparse.JSON_TYPE, rparse.CAPTURE_TYPE)
 MAX_TITLE = 120
 
 # --- finding the view, storing, reading --------------------------------------------------------
@@ -484,8 +479,14 @@ def _summary_page(request: Request, row: Recording, status: int = 200) -> Respon
 
 
 def _player(
-    request: Request, site: Site, recording_id: str, step: int | None, **extra: Any
+    request: Request,
+    site: Site,
+    recording_id: str,
+    step: int | None,
+    embed: tuple[str, str, bool] | None = None,
 ) -> Response:
+    """The player over a recording, or with ``embed`` = (controls, theme, autoplay) its
+    chrome-free one (whose "open in Stepscope" link keeps this view and its overrides)."""
     row = _row(request, recording_id)
     found = view_for(site, row.kind)
     if found is None:
@@ -499,9 +500,12 @@ def _player(
             raise
         return _summary_page(request, row)
     source = _recording_source(plugin, view, row, overrides, trace)
-    if extra.get("embed"):  # the embed's "open in Stepscope" link: this view, overrides and all
-        extra["page_url"] = str(request.base_url).rstrip("/") + source.page_path
-    return render_player(request, source, trace, step=step, **extra)
+    if embed is None:
+        return render_player(request, source, trace, step=step)
+    controls, theme, autoplay = embed
+    return render_embed(
+        request, source, trace, step=step, controls=controls, theme=theme, autoplay=autoplay
+    )
 
 
 @router.get("/r/{recording_id}", response_class=HTMLResponse, include_in_schema=False)
@@ -520,19 +524,8 @@ def recording_frames(
     start: int = Query(0, ge=0, le=1_000_000),
     count: int = Query(60, ge=1, le=FRAME_CHUNK_MAX),
 ) -> Response:
-    row = _row(request, recording_id)
-    found = view_for(site, row.kind)
-    if found is None:
-        raise HTTPException(404, i18n.render(msg("No explainer shows this kind of recording.")))
-    plugin, view = found
-    overrides = overrides_of(request)
-    trace = _trace(site.recording_builder, view, row, overrides)
-    source = _recording_source(plugin, view, row, overrides, trace)
-    frames = render_frames(
-        source.plugin, trace, start, start + count, None, reader_glossary(request)
-    )
-    ctx = {"frames": frames, "count": len(trace.frames), "trace": trace, "ended_label": ""}
-    return render(request, "partials/frame_templates.html", ctx)
+    source, trace = _opened(request, site, recording_id)
+    return render_frame_chunk(request, source.plugin, trace, start, count)
 
 
 @router.get("/r/{recording_id}/embed", include_in_schema=False)
@@ -552,17 +545,7 @@ def recording_embed(
     autoplay: Autoplay = False,
 ) -> Response:
     """A recording's player without the site's chrome, for an iframe."""
-    return _player(
-        request,
-        site,
-        recording_id,
-        step,
-        template="embed/player.html",
-        embed=True,
-        controls=controls,
-        theme=theme,
-        autoplay=autoplay,
-    )
+    return _player(request, site, recording_id, step, (controls, theme, autoplay))
 
 
 def _opened(
@@ -589,14 +572,8 @@ def recording_export_html(
 ) -> Response:
     """A recording's player as one offline HTML file (every step inside), like a run's."""
     source, trace = _opened(request, site, recording_id)
-    try:
-        html = offline_document(
-            request, source, trace, step=step, theme=theme, charge=site.runs.charge_client
-        )
-    except OfflineTooLarge as exc:
-        return JSONResponse({"detail": i18n.render(exc.message)}, status_code=413)
     name = f"stepscope-recording-{recording_id}.html"
-    return HTMLResponse(html, headers={"Content-Disposition": f'attachment; filename="{name}"'})
+    return offline_response(request, site, source, trace, step=step, theme=theme, name=name)
 
 
 @router.get(
@@ -621,11 +598,7 @@ async def recording_export_png(
     if isinstance(data, Response):
         return data
     name = f"stepscope-recording-{recording_id}-step{index}.png"
-    return Response(
-        data,
-        media_type="image/png",
-        headers={"Content-Disposition": f'attachment; filename="{name}"'},
-    )
+    return Response(data, media_type="image/png", headers=attachment(name))
 
 
 def install(app: FastAPI) -> None:

@@ -47,7 +47,6 @@ VENDOR_PREFIX = "/vendor/"
 VENDOR_FILES: dict[str, tuple[str, ...]] = {
     "htmx.org": ("dist/htmx.min.js",),
     "idiomorph": ("dist/idiomorph.min.js",),
-    "plotly.js-basic-dist-min": ("plotly-basic.min.js",),
     # the example deck, and decks that embed Stepscope (any theme, any plugin)
     "reveal.js": (
         "dist/reset.css",

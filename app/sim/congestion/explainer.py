@@ -6,14 +6,14 @@ from typing import Any
 
 from app.sim.congestion import engine
 from app.sim.congestion.params import MAX_PACKET_EVENTS, CwndParams, dump, parse
-from app.sim.congestion.run import SIM_VERSION, CwndTrace, run
+from app.sim.congestion.run import SIM_VERSION, CwndSeries, CwndState, CwndTrace, run
 from app.sim.congestion.scenarios import DEFAULT_PRESET, PRESETS
 from app.sim.core import LINUX_6_4, Explainer, Limits, Progress, msg
 from app.sim.core.cost import SECONDS_PER_BYTE
 from app.sim.native import pace
 
 
-class CwndExplainer(Explainer[CwndParams]):
+class CwndExplainer(Explainer[CwndParams, CwndState, CwndSeries]):
     """Reno, CUBIC and BBR on a dumbbell; each step jumps to the next notable event."""
 
     name = "cwnd"

@@ -193,7 +193,7 @@ def parse(raw: Any) -> CwndParams:
     seed = c.integer(raw, "seed", (), default=0, ge=0, le=2**63 - 1)
     sample_ms = _number(c, raw, "sample_ms", (), 10.0, ge=1, le=10_000, unit="ms")
     comp_sack_nr = c.integer(raw, "comp_sack_nr", (), default=COMP_SACK_NR, ge=0, le=255)
-    connect = _choice(c, raw, "connect", (), CONNECTS)
+    connect = c.choice(raw, "connect", (), CONNECTS)
 
     if flows:
         for i, f in enumerate(flows):
@@ -269,25 +269,6 @@ def _number(
     return default if value is None else value
 
 
-def _choice(
-    c: Checker, raw: Mapping[str, Any], key: str, loc: tuple[str | int, ...], names: tuple[str, ...]
-) -> str:
-    """One of ``names`` (the first when absent); an issue, and the first, otherwise."""
-    value = raw.get(key, names[0])
-    if isinstance(value, str) and value in names:
-        return value
-    c.add(
-        (*loc, key),
-        msg(
-            "{field} must be one of {names}; you gave {what}",
-            field=key,
-            names=", ".join(names),
-            what=describe(value),
-        ),
-    )
-    return names[0]
-
-
 def _parse_link(c: Checker, raw: Any) -> LinkParams | None:
     loc: tuple[str | int, ...] = ("link",)
     if raw is None:
@@ -312,7 +293,7 @@ def _parse_link(c: Checker, raw: Any) -> LinkParams | None:
         )
     rtt = c.number(raw, "rtt_ms", loc, required=True, gt=0, le=MAX_RTT_MS, unit="ms")
     loss = c.number(raw, "loss_rate", loc, default=0.0, ge=0, le=0.5)
-    aqm = _choice(c, raw, "aqm", loc, AQMS)
+    aqm = c.choice(raw, "aqm", loc, AQMS)
     red_min = c.number(raw, "red_min_packets", loc, default=None, ge=0, le=MAX_BUFFER_PACKETS)
     red_max = c.number(raw, "red_max_packets", loc, default=None, gt=0, le=MAX_BUFFER_PACKETS)
     max_p = c.number(raw, "red_max_p", loc, default=RED_MAX_P_DEFAULT, gt=0, le=1)

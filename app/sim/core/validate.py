@@ -65,6 +65,33 @@ class Checker:
                     ),
                 )
 
+    def choice(
+        self,
+        raw: Mapping[str, Any],
+        key: str,
+        loc: tuple[str | int, ...],
+        options: tuple[str, ...],
+        default: str | None = None,
+    ) -> str:
+        """``raw[key]``, one of ``options``; ``default`` (the first option unless given) when
+        it is absent, and after recording an issue when it is none of them."""
+        fallback = options[0] if default is None else default
+        if key not in raw:
+            return fallback
+        value = raw[key]
+        if isinstance(value, str) and value in options:
+            return value
+        self.add(
+            (*loc, key),
+            msg(
+                "{field} must be one of {names}; you gave {what}",
+                field=key,
+                names=", ".join(options),
+                what=describe(value),
+            ),
+        )
+        return fallback
+
     def number(
         self,
         raw: Mapping[str, Any],

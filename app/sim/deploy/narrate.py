@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TypedDict
 
 from app.sim.core import Field, Frame, Message, SourceRef, msg
+from app.sim.core.i18n import Param
 from app.sim.deploy import sources as src
 from app.sim.deploy.plan import MFU, Plan, weight_format
 from app.sim.deploy.tables import GiB
@@ -150,40 +151,34 @@ def _parallel(pl: Plan) -> Step:
             kv=m.num_kv_heads,
         )
         return text, src.LLAMA_ATTENTION, fields, "refused"
-    stage = pl.limiting
+    # the figures both sentences quote (an MLA model has no KV heads to split)
+    split: dict[str, Param] = {
+        "model": m.name,
+        "n": p.num_gpus,
+        "gpu": p.gpu.name,
+        "mem": gib(p.gpu.memory_bytes),
+        "tp": tp,
+        "per": m.num_attention_heads // tp,
+        "heads": m.num_attention_heads,
+        "pp": pp,
+        "layers": pl.limiting.layers,
+        "total": m.num_layers,
+    }
     if m.mla:
         text = msg(
             "{model} on {n} × {gpu} ({mem} each). Tensor parallel {tp} gives each GPU {per} of "
             "the {heads} attention heads; MLA caches one compressed latent per token, the same "
             "on every GPU. Pipeline parallel {pp} gives this GPU {layers} of the {total} layers.",
-            model=m.name,
-            n=p.num_gpus,
-            gpu=p.gpu.name,
-            mem=gib(p.gpu.memory_bytes),
-            tp=tp,
-            per=m.num_attention_heads // tp,
-            heads=m.num_attention_heads,
-            pp=pp,
-            layers=stage.layers,
-            total=m.num_layers,
+            **split,
         )
     else:
         text = msg(
             "{model} on {n} × {gpu} ({mem} each). Tensor parallel {tp} gives each GPU {per} of "
             "the {heads} attention heads and {kv_per} of the {kv} KV heads. Pipeline parallel "
             "{pp} gives this GPU {layers} of the {total} layers.",
-            model=m.name,
-            n=p.num_gpus,
-            gpu=p.gpu.name,
-            mem=gib(p.gpu.memory_bytes),
-            tp=tp,
-            per=m.num_attention_heads // tp,
-            heads=m.num_attention_heads,
+            **split,
             kv_per=pl.layout.kv_heads_rank,
             kv=m.num_kv_heads,
-            pp=pp,
-            layers=stage.layers,
-            total=m.num_layers,
         )
     return text, src.VERIFY_PARALLEL, fields, "ok"
 

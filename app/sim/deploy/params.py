@@ -283,22 +283,6 @@ def _gpu(c: Checker, raw: Any) -> GpuSpec | None:
     )
 
 
-def _choice(c: Checker, raw: Mapping[str, Any], key: str, choices: tuple[str, ...]) -> str:
-    v = raw.get(key, choices[0])
-    if v not in choices:
-        c.add(
-            (key,),
-            msg(
-                "{key} must be one of {choices}; you gave {what}",
-                key=key,
-                choices=", ".join(choices),
-                what=describe(v),
-            ),
-        )
-        return choices[0]
-    return str(v)
-
-
 def parse(raw: Any) -> DeployParams:
     """Validate JSON-shaped params; raise ParamError naming every bad field."""
     if not isinstance(raw, Mapping):
@@ -311,8 +295,8 @@ def parse(raw: Any) -> DeployParams:
     gpu = _gpu(c, raw.get("gpu", "h100-80gb"))
     tp = c.integer(raw, "tensor_parallel_size", (), default=1, ge=1, le=MAX_PARALLEL)
     pp = c.integer(raw, "pipeline_parallel_size", (), default=1, ge=1, le=MAX_PARALLEL)
-    dtype = _choice(c, raw, "dtype", DTYPES)
-    kv_dtype = _choice(c, raw, "kv_cache_dtype", KV_DTYPES)
+    dtype = c.choice(raw, "dtype", (), DTYPES)
+    kv_dtype = c.choice(raw, "kv_cache_dtype", (), KV_DTYPES)
     util = c.number(raw, "gpu_memory_utilization", (), default=GPU_MEMORY_UTILIZATION, gt=0, le=1)
     seqs_d, budget_d = batch_defaults(gpu) if gpu else (256, 2048)
     mml_d = model.max_position_embeddings if model else 131072

@@ -18,10 +18,11 @@ Geometry (head, data, tail, end, len, data_len, truesize, users, dataref, frags)
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any
 
 from app.sim.skbuff.machine import SkbMachine
 from app.sim.skbuff.ops import Op
+from app.sim.skbuff.state import API_INT_FIELDS, RegionView, SkbGeometry
 
 MAX_SKB_FRAGS = 17
 SKB_STRUCT = 256  # SKB_DATA_ALIGN(sizeof(struct sk_buff))
@@ -35,57 +36,20 @@ TCP_HLEN = 32  # 20 + 12 bytes of timestamp option
 GRO_MAX_SIZE = 65536  # dev->gro_ipv4_max_size default (GRO_LEGACY_MAX_SIZE)
 
 
-class Region(TypedDict):
-    start: int
-    end: int
-    label: str
-    kind: str
+class SkbView(SkbGeometry):
+    """One sk_buff as a path frame shows it: the sk_buff explainer's geometry plus the inner
+    header offsets, the frag_list's length and the owner."""
 
-
-class SkbView(TypedDict):
-    """One sk_buff as a frame shows it: the sk_buff explainer's fields plus header offsets."""
-
-    name: str
-    head: int
-    data: int
-    tail: int
-    end: int
-    len: int
-    data_len: int
-    truesize: int
-    headroom: int
-    tailroom: int
-    users: int
-    dataref: int
-    nr_frags: int
-    mac_header: int | None
-    network_header: int | None
-    transport_header: int | None
     inner_mac_header: int | None  # set by skb_reset_inner_headers (tunnels)
     inner_network_header: int | None
     inner_transport_header: int | None
-    gso_size: int
-    gso_segs: int
     frag_list: int
     sk: str | None  # skb->sk: which socket owns the skb ("sender", "receiver") or None
     destructor: str | None  # skb->destructor: what runs when the owner lets go
-    alloc: str
-    regions: list[Region]
 
 
 API_FIELDS = (
-    "head",
-    "data",
-    "tail",
-    "end",
-    "len",
-    "data_len",
-    "truesize",
-    "headroom",
-    "tailroom",
-    "users",
-    "dataref",
-    "nr_frags",
+    *API_INT_FIELDS,
     "mac_header",
     "network_header",
     "transport_header",
@@ -153,7 +117,7 @@ class PathSkbs:
         snap = self.m.snapshot_skb(name)
         ex = self.extra[name]
         h = self.hdr[name]
-        regions: list[Region] = [
+        regions: list[RegionView] = [
             {"start": r["start"], "end": r["end"], "label": r["label"], "kind": r["kind"]}
             for r in snap["regions"]
         ]

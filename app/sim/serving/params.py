@@ -269,25 +269,6 @@ class _Checker(Checker):
             return default
         return v
 
-    def choice(
-        self, raw: Mapping[str, Any], key: str, loc: Loc, default: str, options: tuple[str, ...]
-    ) -> str:
-        if key not in raw:
-            return default
-        v = raw[key]
-        if v not in options:
-            self.add(
-                (*loc, key),
-                msg(
-                    "{key} must be one of {options}; you gave {what}",
-                    key=key,
-                    options=", ".join(options),
-                    what=describe(v),
-                ),
-            )
-            return default
-        return str(v)
-
     def int_list(
         self, raw: Mapping[str, Any], key: str, loc: Loc, *, max_len: int
     ) -> tuple[int, ...] | None:
@@ -356,7 +337,7 @@ def _parse_config(c: _Checker, raw: Any) -> SchedulerConfig:
         ),
         enable_prefix_caching=c.boolean(raw, "enable_prefix_caching", loc, d.enable_prefix_caching),
         policy="priority"
-        if c.choice(raw, "policy", loc, d.policy, ("fcfs", "priority")) == "priority"
+        if c.choice(raw, "policy", loc, ("fcfs", "priority"), d.policy) == "priority"
         else "fcfs",
         watermark=c.number_or_default(raw, "watermark", loc, d.watermark, ge=0.0, lt=1.0),
         max_model_len=c.integer(raw, "max_model_len", loc, d.max_model_len, ge=2, le=MAX_MODEL_LEN),
@@ -365,7 +346,7 @@ def _parse_config(c: _Checker, raw: Any) -> SchedulerConfig:
         ),
         eos_token_id=c.integer(raw, "eos_token_id", loc, d.eos_token_id, ge=0, le=MAX_TOKEN_ID),
         batching="static"
-        if c.choice(raw, "batching", loc, d.batching, ("continuous", "static")) == "static"
+        if c.choice(raw, "batching", loc, ("continuous", "static"), d.batching) == "static"
         else "continuous",
     )
     if len(c.issues) == before:
@@ -510,7 +491,7 @@ def _parse_latency(c: _Checker, raw: Any) -> LatencyParams:
         c.add(loc, msg("latency must be an object; you gave {what}", what=describe(raw)))
         return d
     c.unknown(raw, _LATENCY_KEYS, loc)
-    mode = c.choice(raw, "mode", loc, d.mode, ("roofline", "linear"))
+    mode = c.choice(raw, "mode", loc, ("roofline", "linear"), d.mode)
 
     def real(key: str) -> float:
         lo, hi = LATENCY_RANGES[key]

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from app.sim.core import msg
 from app.sim.skbuff.ops import MAX_SKBS, Op
-from app.sim.skbuff.share import copy_header_fields
+from app.sim.skbuff.share import clone_skb, copy_header_fields
 from app.sim.skbuff.skb import Skb, Step, Text, World, make_step, null_step
 
 IHL = 20  # an IPv4 header without options
@@ -144,21 +144,8 @@ def ip_frag_reasm(w: World, op: Op) -> Step:
     orefdst = s.dst
     sb, hb = w.buf(s), w.buf(head)
     # inet_frag_reasm_prepare: a clone of skb takes its place in the queue ...
-    fp = Skb(
-        name=_fp_name(w),
-        buffer=s.buffer,
-        end=s.end,
-        truesize=s.truesize,
-        data=s.data,
-        tail=s.tail,
-        len=s.len,
-        data_len=s.data_len,
-        origin="skb_clone",
-        fclone="unavailable",
-        cloned=True,
-    )
-    copy_header_fields(fp, s)
-    fp.pp_recycle = s.pp_recycle
+    fp = clone_skb(s, _fp_name(w))
+    fp.fclone, fp.cloned = "unavailable", True
     fp.dst = None  # _skb_refdst was set aside (0) while ip_frag_reasm runs
     w.skbs[fp.name] = fp
     sb.dataref += 1

@@ -26,6 +26,7 @@ from app.sim.skbuff.skb import (
     Step,
     Text,
     World,
+    grew,
     make_step,
     null_step,
 )
@@ -109,14 +110,9 @@ def skb_add_rx_frag(w: World, op: Op) -> Step:
         page=page,
         len_b_frags_1=len(b.frags) - 1,
         n_frags=len(b.frags),
-        l0=l0,
-        len=s.len,
-        dl0=dl0,
-        data_len=s.data_len,
-        t0=t0,
-        truesize=s.truesize,
         ts=ts,
         ts_why=ts_why,
+        **grew(s, l0, dl0, t0),
     )
     notes: list[Text] = []
     if s.origin == "tcp_stream_alloc_skb":
@@ -157,15 +153,10 @@ def skb_fill_page_desc(w: World, op: Op) -> Step:
         size=size,
         page=page,
         offset=offset,
-        l0=l0,
-        len=s.len,
-        dl0=dl0,
-        data_len=s.data_len,
-        t0=t0,
-        truesize=s.truesize,
         i=i,
         i_1=i + 1,
         seq_note=seq_note,
+        **grew(s, l0, dl0, t0),
     )
     notes: tuple[Text, ...] = ()
     if w.skb_cloned(s):
@@ -470,17 +461,12 @@ def _gro_done(w: World, op: Op, g: _Gro, merged: _Merged, seg_len: int) -> Step:
         name=s.name,
         offset=offset,
         name2=p.name,
-        l0=l0,
         seg_len=seg_len,
         how=merged.how,
-        len=p.len,
-        dl0=dl0,
-        data_len=p.data_len,
-        t0=t0,
-        truesize=p.truesize,
         gro_count=p.gro_count,
         freed=merged.freed,
         held=held,
+        **grew(p, l0, dl0, t0),
     )
     return make_step(op, p.name, "ok", text)
 
@@ -536,15 +522,10 @@ def skb_gro_receive_list(w: World, op: Op) -> Step:
     )
     text = msg(
         "UDP fraglist GRO (udp_gro_receive_segment, on a device with NETIF_F_GRO_FRAGLIST; in 6.4 TCP never uses it): skb_gro_receive_list checks {l0} + {s_len_off} < 65536 and chains '{name}' onto '{name2}''s frag_list (after NAPI_GRO_CB(p)->last).{pulled} '{name2}' grows by the rest of it: len {l0} → {len}, data_len {dl0} → {data_len}, truesize {t0} → {truesize}. '{name}' loses its destructor and now belongs to '{name2}'.",
-        len=p.len,
         s_len_off=s.len + off,
         name=s.name,
         name2=p.name,
         pulled=pulled,
-        l0=l0,
-        dl0=dl0,
-        data_len=p.data_len,
-        t0=t0,
-        truesize=p.truesize,
+        **grew(p, l0, dl0, t0),
     )
     return make_step(op, p.name, "ok", text)

@@ -10,6 +10,7 @@ from app.sim.skbuff.machine import SkbMachine
 from app.sim.skbuff.ops import SkbParams
 from app.sim.skbuff.skb import BUG_RESULTS
 from app.sim.skbuff.state import (
+    API_INT_FIELDS,
     BYTE_FIELDS,
     DIFF_FIELDS,
     TABLE_FIELDS,
@@ -93,23 +94,6 @@ def run(params: SkbParams, progress: Progress | None = None) -> SkbTrace:
         summary=summary,
         ended_early=ended,
     )
-
-
-ApiField = Literal[
-    "head",
-    "data",
-    "tail",
-    "end",
-    "len",
-    "data_len",
-    "truesize",
-    "headroom",
-    "tailroom",
-    "users",
-    "dataref",
-    "nr_frags",
-]
-API_INT_FIELDS: tuple[ApiField, ...] = get_args(ApiField)
 
 
 # What else the model knows of each skb and the API gives (documented in README.md, "For skb

@@ -93,19 +93,7 @@ def skb_clone(w: World, op: Op) -> Step:
     src = w.skbs[op.src or "skb"]
     b = w.buf(src)
     fast = src.fclone == "orig" and src.pair is not None and w.fclone_refs[src.pair] == 1
-    n = Skb(
-        name=op.skb,
-        buffer=src.buffer,
-        end=src.end,
-        truesize=src.truesize,
-        data=src.data,
-        tail=src.tail,
-        len=src.len,
-        data_len=src.data_len,
-        origin="skb_clone",
-    )
-    copy_header_fields(n, src)
-    n.pp_recycle = src.pp_recycle  # __skb_clone: C(pp_recycle)
+    n = clone_skb(src, op.skb)
     if fast:
         if src.pair is None:
             raise RuntimeError("internal: a fast clone without its fclone pair")
@@ -255,6 +243,26 @@ def pskb_copy(w: World, op: Op) -> Step:
         truesize=n.truesize,
     )
     return make_step(op, n.name, "ok", text, mark="clone")
+
+
+def clone_skb(src: Skb, name: str) -> Skb:
+    """__skb_clone's new sk_buff: ``src``'s data (same buffer, pointers and lengths, no
+    reference taken here), its header fields and C(pp_recycle); which sk_buff it is (fclone)
+    is the caller's."""
+    n = Skb(
+        name=name,
+        buffer=src.buffer,
+        end=src.end,
+        truesize=src.truesize,
+        data=src.data,
+        tail=src.tail,
+        len=src.len,
+        data_len=src.data_len,
+        origin="skb_clone",
+    )
+    copy_header_fields(n, src)
+    n.pp_recycle = src.pp_recycle
+    return n
 
 
 def copy_header_fields(n: Skb, src: Skb) -> None:

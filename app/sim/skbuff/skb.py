@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from app.sim.core import Message, SourceRef, msg
+from app.sim.core.i18n import Param
 from app.sim.skbuff.sources import KNOWN_CALLERS, SOURCES, UNCHECKED_CALLERS
 
 if TYPE_CHECKING:  # ops.py takes SHINFO from here for its size limits
@@ -268,3 +269,16 @@ def copy_regions(src: list[Region], lo: int, hi: int, shift: int) -> list[Region
         if e > s:
             out.append(Region(s + shift, e + shift, r.label, r.kind))
     return out
+
+
+def grew(s: Skb, l0: int, dl0: int, t0: int) -> dict[str, Param]:
+    """The figures of "len {l0} → {len}, data_len {dl0} → {data_len}, truesize {t0} →
+    {truesize}": what adding paged data to ``s`` changed, from the values before."""
+    return {
+        "l0": l0,
+        "len": s.len,
+        "dl0": dl0,
+        "data_len": s.data_len,
+        "t0": t0,
+        "truesize": s.truesize,
+    }

@@ -3,7 +3,7 @@ so the picture, the JSON API and the tests read the same names (``Trace[SkbState
 
 from __future__ import annotations
 
-from typing import NotRequired, TypedDict
+from typing import Literal, NotRequired, TypedDict, get_args
 
 from app.sim.core.trace import Trace
 
@@ -42,8 +42,9 @@ class UargView(TypedDict):
     refcnt: int
 
 
-class SkbSnapshot(TypedDict):
-    """One sk_buff as a frame shows it (``SkbMachine.snapshot_skb``); offsets from ``head``."""
+class SkbGeometry(TypedDict):
+    """What every view of one sk_buff shows (this explainer's frames and the path walks'
+    :class:`app.sim.path.skb.SkbView`): the pointers and counters, offsets from ``head``."""
 
     name: str
     head: int
@@ -57,11 +58,41 @@ class SkbSnapshot(TypedDict):
     tailroom: int
     users: int
     dataref: int
-    dataref_nohdr: int
     nr_frags: int
+    mac_header: int | None
+    network_header: int | None
+    transport_header: int | None
+    gso_size: int
+    gso_segs: int
+    alloc: str
+    regions: list[RegionView]
+
+
+# The integer fields the JSON API gives of every skb, in this order (the path explainer's API
+# adds its own after them).
+ApiField = Literal[
+    "head",
+    "data",
+    "tail",
+    "end",
+    "len",
+    "data_len",
+    "truesize",
+    "headroom",
+    "tailroom",
+    "users",
+    "dataref",
+    "nr_frags",
+]
+API_INT_FIELDS: tuple[ApiField, ...] = get_args(ApiField)
+
+
+class SkbSnapshot(SkbGeometry):
+    """One sk_buff as a frame shows it (``SkbMachine.snapshot_skb``)."""
+
+    dataref_nohdr: int
     headlen: int
     buffer: str
-    alloc: str
     alloc_bytes: int
     frags: list[FragView]
     frag_list: list[str]
@@ -73,19 +104,13 @@ class SkbSnapshot(TypedDict):
     ip_summed: str
     csum_start: int
     csum_offset: int
-    gso_size: int
-    gso_segs: int
     gso_type: list[str]
     drop_reason: str | None
     shinfo_flags: list[str]
     uarg: UargView | None
     dst: str | None
     pp_recycle: bool
-    mac_header: int | None
-    network_header: int | None
-    transport_header: int | None
     status: str
-    regions: list[RegionView]
 
 
 class BufferView(TypedDict):

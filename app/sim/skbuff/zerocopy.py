@@ -25,6 +25,7 @@ from app.sim.skbuff.skb import (
     Text,
     Uarg,
     World,
+    grew,
     make_step,
     null_step,
 )
@@ -154,12 +155,6 @@ def skb_zerocopy_iter_stream(w: World, op: Op) -> Step:
         n1=len(b.frags) - 1,
         size=size,
         start=start,
-        l0=l0,
-        len=s.len,
-        dl0=dl0,
-        data_len=s.data_len,
-        t0=t0,
-        truesize=s.truesize,
         pagebytes=truesize,
         ref=msg(
             " skb_zcopy_set points skb_shinfo(skb)->destructor_arg at {uarg} and takes a reference for it (refcnt {r0} → {r1}); its flags join the skb's: SKBFL_ZEROCOPY_ENABLE, SKBFL_SHARED_FRAG (someone else, the user, can write these pages) and SKBFL_DONT_ORPHAN.",
@@ -170,6 +165,7 @@ def skb_zerocopy_iter_stream(w: World, op: Op) -> Step:
         if new_ref
         else msg(" The skb already points to {uarg}; no new reference.", uarg=u.name),
         seq=seq,
+        **grew(s, l0, dl0, t0),
     )
     notes = (
         msg(

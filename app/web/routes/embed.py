@@ -12,33 +12,10 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from app.web.deps import Autoplay, Controls, StepQuery, Theme
-from app.web.player import render_player
-from app.web.sources import SiteDep, Source, preset_source, run_source, scenario_source
+from app.web.player import render_embed
+from app.web.sources import SiteDep, preset_source, run_source, scenario_source
 
 router = APIRouter(prefix="/embed", tags=["embed"])
-
-
-def _render(
-    request: Request,
-    site: SiteDep,
-    source: Source,
-    step: int | None,
-    controls: str,
-    theme: str,
-    autoplay: bool,
-) -> Response:
-    return render_player(
-        request,
-        source,
-        run_source(site, source),
-        step=step,
-        template="embed/player.html",
-        embed=True,
-        controls=controls,
-        theme=theme,
-        autoplay=autoplay,
-        page_url=str(request.base_url).rstrip("/") + source.page_path,
-    )
 
 
 @router.get("/s/{scenario_id}", response_class=HTMLResponse)
@@ -59,5 +36,14 @@ def embed_page(
     else:
         source = preset_source(params["name"], site, params.get("slug"))
     return site.pages.respond(
-        request, lambda: _render(request, site, source, step, controls, theme, autoplay)
+        request,
+        lambda: render_embed(
+            request,
+            source,
+            run_source(site, source),
+            step=step,
+            controls=controls,
+            theme=theme,
+            autoplay=autoplay,
+        ),
     )

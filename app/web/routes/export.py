@@ -51,8 +51,29 @@ def _filename(source: Source, suffix: str) -> str:
     return f"stepscope-{re.sub(r'[^A-Za-z0-9_-]', '_', stem)}{suffix}"
 
 
-def _attachment(name: str) -> dict[str, str]:
+def attachment(name: str) -> dict[str, str]:
     return {"Content-Disposition": f'attachment; filename="{name}"'}
+
+
+def offline_response(
+    request: Request,
+    site: Site,
+    source: Source,
+    trace: Trace[Any, Any],
+    *,
+    step: int | None,
+    theme: str,
+    name: str,
+) -> Response:
+    """The offline HTML file as an attachment called ``name``, or 413 naming the limit. A
+    file that takes over a second to build counts against the client's quota."""
+    try:
+        html = offline_document(
+            request, source, trace, step=step, theme=theme, charge=site.runs.charge_client
+        )
+    except OfflineTooLarge as exc:
+        return JSONResponse({"detail": i18n.render(exc.message)}, status_code=413)
+    return HTMLResponse(html, headers=attachment(name))
 
 
 def frame_picture(
@@ -89,7 +110,7 @@ def export_svg(
         css = "\n".join([app_css(request), *view_css(request, source.plugin.web.styles)])
         svg = standalone_svg(picture, css=css, theme=theme)
         name = _filename(source, f"-step{index}.svg")
-        return Response(svg, media_type="image/svg+xml", headers=_attachment(name))
+        return Response(svg, media_type="image/svg+xml", headers=attachment(name))
 
     return site.pages.respond(request, produce)
 
@@ -188,7 +209,7 @@ async def _png(
     if isinstance(data, Response):
         return data
     headers = {
-        **_attachment(_filename(source, f"-step{index}.png")),
+        **attachment(_filename(source, f"-step{index}.png")),
         "Cache-Control": "public, max-age=3600",
     }
     return Response(data, media_type="image/png", headers=headers)
@@ -208,7 +229,7 @@ def export_json(request: Request, site: SiteDep, source: QuerySource) -> Respons
             "count": len(trace.frames),
             **trace_json(source.plugin, trace),
         }
-        return JSONResponse(body, headers=_attachment(_filename(source, ".json")))
+        return JSONResponse(body, headers=attachment(_filename(source, ".json")))
 
     return site.pages.respond(request, produce)
 
@@ -233,13 +254,7 @@ def export_html(
 
     def produce() -> Response:
         trace = run_source(site, source)
-        try:
-            # a file that takes over a second to build counts against the client's quota
-            html = offline_document(
-                request, source, trace, step=step, theme=theme, charge=site.runs.charge_client
-            )
-        except OfflineTooLarge as exc:
-            return JSONResponse({"detail": i18n.render(exc.message)}, status_code=413)
-        return HTMLResponse(html, headers=_attachment(_filename(source, ".html")))
+        name = _filename(source, ".html")
+        return offline_response(request, site, source, trace, step=step, theme=theme, name=name)
 
     return site.pages.respond(request, produce)

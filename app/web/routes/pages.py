@@ -14,7 +14,7 @@ from app.store.repo import TITLE_MAX
 from app.web import i18n
 from app.web.deps import StepQuery, Visitor
 from app.web.editor import editor_context, form_to_raw, issues_by_name, json_chosen
-from app.web.player import FRAME_CHUNK_MAX, reader_glossary, render_frames, render_player
+from app.web.player import FRAME_CHUNK_MAX, render_frame_chunk, render_player
 from app.web.runs import Busy, JobStarted, RateLimited
 from app.web.security import same_site_form
 from app.web.site import Site
@@ -145,11 +145,7 @@ def frames_fragment(
 
     def produce() -> Response:
         trace = run_source(site, source)
-        frames = render_frames(
-            source.plugin, trace, start, start + count, source.lesson, reader_glossary(request)
-        )
-        ctx = {"frames": frames, "count": len(trace.frames), "trace": trace, "ended_label": ""}
-        return render(request, "partials/frame_templates.html", ctx)
+        return render_frame_chunk(request, source.plugin, trace, start, count, source.lesson)
 
     return site.pages.respond(request, produce, shared=True)
 

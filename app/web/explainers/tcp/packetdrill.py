@@ -211,10 +211,6 @@ def _kernel_unavailable_response(why: Message) -> JSONResponse:
     )
 
 
-def _msg_text(m: Message | None) -> str | None:
-    return None if m is None else str(m)
-
-
 def line_json(r: LineResult, text: str) -> dict[str, Any]:
     return {
         "line": r.line,

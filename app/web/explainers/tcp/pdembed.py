@@ -26,12 +26,11 @@ from app.sim.tcp.packetdrill.runner import DEFAULT_TOLERANCE_US, LineResult, Res
 from app.web import i18n
 from app.web.deps import Autoplay, Controls, StepQuery, Theme
 from app.web.explainers.tcp import packetdrill as pd
-from app.web.player import FRAME_CHUNK_MAX, reader_glossary, render_frames, render_player
+from app.web.player import FRAME_CHUNK_MAX, render_embed, render_frame_chunk
 from app.web.plugin import Plugin
 from app.web.site import Site
 from app.web.sources import SiteDep, Source
 from app.web.svgtext import advance, attr, esc
-from app.web.templating import render
 
 # One column, as wide as an embed's picture box (960 px less the narration): the verdict, the
 # script around the step's line, then the ladder; every text at 16 px, so the player need not
@@ -450,17 +449,14 @@ def packetdrill_embed(
     """A packetdrill run's player without the site's chrome, for an iframe in slides."""
     source = _opened(request, site, s, example, tolerance_us)
     assert source.built is not None
-    return render_player(
+    return render_embed(
         request,
         source,
         source.built,
         step=step,
-        template="embed/player.html",
-        embed=True,
         controls=controls,
         theme=theme,
         autoplay=autoplay,
-        page_url=str(request.base_url).rstrip("/") + source.page_path,
     )
 
 
@@ -478,8 +474,4 @@ def packetdrill_embed_frames(
     source = _opened(request, site, s, example, tolerance_us)
     trace = source.built
     assert trace is not None
-    frames = render_frames(
-        source.plugin, trace, start, start + count, None, reader_glossary(request)
-    )
-    ctx = {"frames": frames, "count": len(trace.frames), "trace": trace, "ended_label": ""}
-    return render(request, "partials/frame_templates.html", ctx)
+    return render_frame_chunk(request, source.plugin, trace, start, count)
