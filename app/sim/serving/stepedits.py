@@ -1,0 +1,318 @@
+"""``steps[]`` of the scheduler's API answer in its compact form (``"steps_encoding": "edits"``).
+
+The documented steps (:func:`app.sim.serving.explainer.steps_json`) repeat each step's whole
+``running`` and ``waiting`` lists and ``scheduled`` map: a 4,096-request run's 4,761 steps hold
+9.4 million waiting ids (75 of its 86 MB of JSON), though a step changes those lists by a few
+items. The compact form sends each list as an *edit* of the same list one step before, and the
+scheduled tokens as runs; every other field of a step is as documented. Step ``k`` is::
+
+    {"step", "t_start", "t_end",
+     "scheduled_edit": EDIT, "scheduled_tokens": [[count, tokens], …],
+     "preempted", "finished", "running_edit": EDIT, "waiting_edit": EDIT,
+     "kv_blocks_used", "kv_usage", "prefix_hit_tokens"}
+
+An EDIT is a JSON array whose items, in order, make the list: a string is an id, put there; a
+pair ``[start, stop]`` of integers is the items ``start`` to ``stop - 1`` of the list one step
+before (``[0, n]``: all ``n`` of them, unchanged). Before the first step every list is empty.
+``scheduled_edit`` edits the ids of ``scheduled`` (the map's keys in its order);
+``scheduled_tokens`` gives their tokens in the same order as runs: ``[[3, 1], [1, 512]]`` is
+three ids with 1 token, then one with 512. :func:`decode_steps` turns the compact steps back
+into the documented ones (``tests/sim/serving/test_stepedits.py``: equal on every preset and
+on workloads that exercise each queue move; ``bench/api_speed.py --check``: on the bench's).
+
+The waiting queue is replayed as :func:`~app.sim.serving.explainer.steps_json` replays it
+(arrivals at its end; FCFS puts a preempted request back at its front, priority scheduling in
+its order; admissions from its front), and its edit is kept as those moves happen
+(:class:`_Edit`): the queue itself, thousands of ids, is never walked. ``running`` and
+``scheduled`` (tens to hundreds of ids) are compared with the list one step before
+(:func:`_diff`).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Sequence
+from json.encoder import encode_basestring
+from typing import Any
+
+from app.sim.serving.params import SchedulerParams
+from app.sim.serving.run import SchedulerSeries
+
+ENCODING = "edits"  # the answer's ``steps_encoding`` for this form
+COMPACT_FORM_DOC = """\
+The answer has `"steps_encoding": "edits"`, and each step's `scheduled`, `running` \
+and `waiting` are given as edits of the step before's: `scheduled_edit` (the ids of `scheduled`, \
+in order), `scheduled_tokens` (their tokens as runs `[count, tokens]`), `running_edit`, \
+`waiting_edit`. An edit is a list of items that, in order, make the list: a string is an id; \
+`[start, stop]` is items `start`..`stop - 1` of the list one step before (before the first step \
+every list is empty). Every other field is as documented. 4,096 requests: 1.5 MB instead of \
+87 MB. `?form=full` gives the steps as full lists (docs/api.md)."""
+
+
+class _Edit:
+    """The edit that turns a list (of ``length`` items, one step before) into the list as it is
+    now, kept as the list changes by single insertions and deletions: ``segs`` in order, each
+    ``(start, stop)``, a range of the old list (``start >= 0``), or ``(-1, i)``, request ``i``
+    put there."""
+
+    def __init__(self) -> None:
+        self.segs: list[tuple[int, int]] = []
+        self.length = 0
+
+    def insert(self, pos: int, i: int) -> None:
+        segs = self.segs
+        self.length += 1
+        if pos == self.length - 1:  # at the end: the usual case
+            segs.append((-1, i))
+            return
+        at = 0
+        for k in range(len(segs)):
+            a, b = segs[k]
+            n = b - a if a >= 0 else 1
+            if pos == at:
+                segs.insert(k, (-1, i))
+                return
+            if pos < at + n:  # inside a range: split it
+                o = pos - at
+                segs[k : k + 1] = [(a, a + o), (-1, i), (a + o, b)]
+                return
+            at += n
+        segs.append((-1, i))  # pragma: no cover - pos == length - 1 is handled above
+
+    def delete(self, pos: int) -> None:
+        segs = self.segs
+        self.length -= 1
+        at = 0
+        for k in range(len(segs)):
+            a, b = segs[k]
+            n = b - a if a >= 0 else 1
+            if pos < at + n:
+                if a < 0 or n == 1:
+                    del segs[k]
+                elif pos == at:
+                    segs[k] = (a + 1, b)
+                elif pos == at + n - 1:
+                    segs[k] = (a, b - 1)
+                else:
+                    o = pos - at
+                    segs[k : k + 1] = [(a, a + o), (a + o + 1, b)]
+                return
+            at += n
+        raise IndexError(pos)  # pragma: no cover - the replay deletes what is there
+
+    def json(self, enc: list[bytes]) -> bytes:
+        """The edit as JSON; afterwards the list as it is now is the "one step before"."""
+        items = [b"[%d,%d]" % (a, b) if a >= 0 else enc[b] for a, b in self.segs]
+        self.segs = [(0, self.length)] if self.length else []
+        return b"[" + b",".join(items) + b"]"
+
+
+def _same_run(before: Sequence[int], p: int, now: Sequence[int], j: int) -> int:
+    """How many items of ``now`` from ``j`` on equal those of ``before`` from ``p`` on (at
+    least the first): slices compared whole, then halved (a few comparisons, not one a
+    item)."""
+    n = min(len(before) - p, len(now) - j)
+    if now[j : j + n] == before[p : p + n]:
+        return n
+    lo, hi = 1, n  # now[j:j+lo] equals, now[j:j+hi] does not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if now[j : j + mid] == before[p : p + mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _diff(before: Sequence[int], now: Sequence[int], enc: list[bytes]) -> bytes:
+    """The EDIT (as JSON) that makes ``now`` from ``before`` (lists of distinct requests, of one
+    type): runs of ``before`` found by position and compared as slices, the rest as ids."""
+    items: list[bytes] = []
+    j = 0
+    m = len(now)
+    while j < m:
+        x = now[j]
+        try:
+            p = before.index(x)
+        except ValueError:
+            items.append(enc[x])
+            j += 1
+            continue
+        n = _same_run(before, p, now, j)
+        items.append(b"[%d,%d]" % (p, p + n))
+        j += n
+    return b"[" + b",".join(items) + b"]"
+
+
+def _runs(tokens: Sequence[int]) -> bytes:
+    """``[[count, value], …]`` of ``tokens``: runs found as :func:`_same_run` finds them."""
+    items: list[bytes] = []
+    j = 0
+    m = len(tokens)
+    while j < m:
+        v = tokens[j]
+        n = 1
+        if j + 1 < m and tokens[j + 1] == v:  # a run: measured by comparing slices
+            n = _same_run(tokens, j, tokens, j + 1) + 1
+        items.append(b"[%d,%d]" % (n, v))
+        j += n
+    return b"[" + b",".join(items) + b"]"
+
+
+def _floats(xs: Sequence[float]) -> list[bytes]:
+    """Each of ``xs`` as ``json.dumps`` writes it, in one ``repr`` of the list."""
+    if not xs:
+        return []
+    text = repr([float(x) for x in xs]).encode()
+    if b"n" in text:  # inf or nan somewhere (a finite float's repr has no "n")
+        return [repr(float(x)).encode() if math.isfinite(x) else b"null" for x in xs]
+    return text[1:-1].split(b", ")
+
+
+def _id_list(enc: list[bytes], idx: Sequence[int]) -> bytes:
+    return b"[" + b",".join([enc[i] for i in idx]) + b"]"
+
+
+def _id_map(keys: list[bytes], idx: Sequence[int], values: Sequence[int]) -> bytes:
+    items = [keys[i] + b"%d" % v for i, v in zip(idx, values, strict=True)]
+    return b"{" + b",".join(items) + b"}"
+
+
+def edit_steps_bytes(params: SchedulerParams, se: SchedulerSeries) -> bytes:
+    """The compact ``steps`` as JSON (a list of step objects, see the module's doc)."""
+    ids = se["request_ids"]
+    enc = [encode_basestring(str(i)).encode() for i in ids]
+    keys = [e + b":" for e in enc]
+    reqs = params.requests
+    priority = params.config.policy == "priority"
+    hits_shown = params.config.enable_prefix_caching
+    running: list[int] = []
+    last_running: list[int] = []
+    last_scheduled: Sequence[int] = ()
+    waiting = _Edit()
+    ordered: list[tuple[int, float, str, int]] = []  # priority: (priority, arrival, id, idx)
+    arrival_key: dict[int, float] = {}
+    arrive_off, arrive_req = se["arrive_off"], se["arrive_req"]
+    sched_off, sched_req, sched_tokens = se["sched_off"], se["sched_req"], se["sched_tokens"]
+    preempt_off, preempt_req = se["preempt_off"], se["preempt_req"]
+    admit_off, admit_req, admit_hit = se["admit_off"], se["admit_req"], se["admit_hit"]
+    finish_off, finish_req = se["finish_off"], se["finish_req"]
+    t_start, steps, kv_blocks = se["t_start"], se["step"], se["kv_blocks_used"]
+    starts, ends, usages = _floats(t_start), _floats(se["t_end"]), _floats(se["kv_usage"])
+    out: list[bytes] = []
+    for s in range(len(steps)):
+        for j in range(arrive_off[s], arrive_off[s + 1]):
+            i = arrive_req[j]
+            at = reqs[i].arrival_time
+            arrival_key[i] = t_start[s] if at is None else at
+            if priority:
+                item = (reqs[i].priority, arrival_key[i], ids[i], i)
+                k = bisect.bisect(ordered, item)
+                ordered.insert(k, item)
+                waiting.insert(k, i)
+            else:
+                waiting.insert(waiting.length, i)
+        pa, pb = preempt_off[s], preempt_off[s + 1]
+        for j in range(pa, pb):
+            i = preempt_req[j]
+            running.remove(i)
+            if priority:
+                item = (reqs[i].priority, arrival_key[i], ids[i], i)
+                k = bisect.bisect(ordered, item)
+                ordered.insert(k, item)
+                waiting.insert(k, i)
+            else:
+                waiting.insert(0, i)
+        aa, ab = admit_off[s], admit_off[s + 1]
+        for j in range(aa, ab):
+            i = admit_req[j]
+            if priority:
+                if ordered.pop(0)[3] != i:  # pragma: no cover - only the head is admitted
+                    raise AssertionError("replay diverged from the scheduler")
+            waiting.delete(0)
+            running.append(i)
+        fa, fb = finish_off[s], finish_off[s + 1]
+        for j in range(fa, fb):
+            running.remove(finish_req[j])
+        a, b = sched_off[s], sched_off[s + 1]
+        scheduled = sched_req[a:b]
+        hits = (
+            _id_map(keys, admit_req[aa:ab], admit_hit[aa:ab]) if hits_shown and aa != ab else b"{}"
+        )
+        out.append(
+            b'{"step":%d,"t_start":%s,"t_end":%s,"scheduled_edit":%s,"scheduled_tokens":%s,'
+            b'"preempted":%s,"finished":%s,"running_edit":%s,"waiting_edit":%s,'
+            b'"kv_blocks_used":%d,"kv_usage":%s,"prefix_hit_tokens":%s}'
+            % (
+                steps[s],
+                starts[s],
+                ends[s],
+                _diff(last_scheduled, scheduled, enc),
+                _runs(sched_tokens[a:b]),
+                _id_list(enc, preempt_req[pa:pb]),
+                _id_list(enc, finish_req[fa:fb]),
+                _diff(last_running, running, enc),
+                waiting.json(enc),
+                kv_blocks[s],
+                usages[s],
+                hits,
+            )
+        )
+        last_scheduled, last_running = scheduled, list(running)
+    return b"[" + b",".join(out) + b"]"
+
+
+# --- decoding (clients, tests and the bench: not the server's path) ----------------------------
+
+
+def apply_edit(before: list[Any], edit: list[Any]) -> list[Any]:
+    """The list an EDIT makes from ``before``: ids as they are, ``[start, stop]`` ranges of
+    ``before`` copied."""
+    out: list[Any] = []
+    for item in edit:
+        if isinstance(item, str):
+            out.append(item)
+        else:
+            start, stop = item
+            out.extend(before[start:stop])
+    return out
+
+
+def decode_steps(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The documented ``steps[]`` of the compact one (parsed JSON in, parsed JSON out)."""
+    scheduled: list[Any] = []
+    running: list[Any] = []
+    waiting: list[Any] = []
+    out: list[dict[str, Any]] = []
+    for st in steps:
+        scheduled = apply_edit(scheduled, st["scheduled_edit"])
+        tokens = [v for count, v in st["scheduled_tokens"] for _ in range(count)]
+        running = apply_edit(running, st["running_edit"])
+        waiting = apply_edit(waiting, st["waiting_edit"])
+        out.append(
+            {
+                "step": st["step"],
+                "t_start": st["t_start"],
+                "t_end": st["t_end"],
+                "scheduled": dict(zip(scheduled, tokens, strict=True)),
+                "preempted": st["preempted"],
+                "finished": st["finished"],
+                "running": running,
+                "waiting": waiting,
+                "kv_blocks_used": st["kv_blocks_used"],
+                "kv_usage": st["kv_usage"],
+                "prefix_hit_tokens": st["prefix_hit_tokens"],
+            }
+        )
+    return out
+
+
+def decode_answer(answer: dict[str, Any]) -> dict[str, Any]:
+    """The documented answer (``?form=full``) of a compact one (``"steps_encoding": "edits"``);
+    any other answer as it is."""
+    if answer.get("steps_encoding") != ENCODING:
+        return answer
+    out = {k: v for k, v in answer.items() if k != "steps_encoding"}
+    out["steps"] = decode_steps(answer["steps"])
+    return out
