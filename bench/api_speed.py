@@ -21,7 +21,12 @@ both alike:
   trace the worker reads back from the store once the simulation process has stored it);
 * ``after``: the API as it is (``app.web.routes.api``: a new run's answer written in its
   simulation process into the run slot's memory file and sent from those pages, ``app.web.
-  answers``; a kept trace's by ``trace_response``).
+  answers``; a kept trace's by ``trace_response``). Its default answer has the steps in their
+  compact form (``"steps_encoding": "edits"``, docs/api.md); ``--form full`` asks it for the
+  steps as full lists, the answer as it was before that form.
+
+``--check`` decodes each server's first answer (``app.sim.serving.stepedits.decode_answer``)
+and compares it with the same params' ``?form=full`` answer, and the servers' with each other.
 
 Printed per server: the median and best wall time of the request (until the last byte is
 read), the server's CPU time for it (every process of the server: app and simulation; then
@@ -31,6 +36,7 @@ stretches the wall times; the CPU times say what the request costs.
 
     .venv/bin/python bench/api_speed.py                  # 4096 requests, 7 runs
     .venv/bin/python bench/api_speed.py --sizes 256 4096 --runs 5 --check
+    .venv/bin/python bench/api_speed.py --runs 5 --modes after --form full   # the full lists
     .venv/bin/python bench/api_speed.py --runs 3 --gzip
 """
 
