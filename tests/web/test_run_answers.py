@@ -26,6 +26,7 @@ from app.settings import Settings
 from app.sim.core import EncodedJSON, Trace
 from app.web import answers, fastjson, i18n, simworker
 from app.web.plugin import Plugin
+from app.web.routes import api as api_routes
 from app.web.routes.api import answer_pieces, trace_json
 from app.web.runs import RunService
 
@@ -359,3 +360,18 @@ def test_the_answer_is_sent_while_the_trace_is_still_being_stored(
     assert trace is not None
     assert decoded(PLUGINS["scheduler"], got.data) == documented(PLUGINS["scheduler"], trace, "en")
     assert os.fstat(runs._answers.fd(job.slot)).st_size == 0
+
+
+def test_a_joined_run_is_answered_in_its_own_language_and_form() -> None:
+    """A request that joins a run someone else started takes that run's answer only when it
+    was built as its own would be (the same explainer, language and form); else its answer is
+    written from the trace (``run_explainer``)."""
+    sim = PLUGINS["scheduler"].sim
+    mine = partial(answer_pieces, sim, "en", "compact")
+    assert api_routes._same_answer(partial(answer_pieces, sim, "en", "compact"), mine)
+    assert not api_routes._same_answer(partial(answer_pieces, sim, "en", "full"), mine)
+    assert not api_routes._same_answer(partial(answer_pieces, sim, "zh", "compact"), mine)
+    assert not api_routes._same_answer(
+        partial(answer_pieces, PLUGINS["skb"].sim, "en", "compact"), mine
+    )
+    assert not api_routes._same_answer(None, mine)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import bisect
 import math
+from array import array
 from collections.abc import Sequence
 from json.encoder import encode_basestring
 from typing import Any
@@ -103,9 +104,17 @@ class _Edit:
 
     def json(self, enc: list[bytes]) -> bytes:
         """The edit as JSON; afterwards the list as it is now is the "one step before"."""
+        segs = self.segs
+        if not segs or (len(segs) == 1 and segs[0] == (0, self.length)):
+            return _unchanged(self.length)
         items = [b"[%d,%d]" % (a, b) if a >= 0 else enc[b] for a, b in self.segs]
         self.segs = [(0, self.length)] if self.length else []
         return b"[" + b",".join(items) + b"]"
+
+
+def _unchanged(n: int) -> bytes:
+    """The EDIT of a list of ``n`` items that did not change."""
+    return b"[[0,%d]]" % n if n else b"[]"
 
 
 def _same_run(before: Sequence[int], p: int, now: Sequence[int], j: int) -> int:
@@ -125,17 +134,18 @@ def _same_run(before: Sequence[int], p: int, now: Sequence[int], j: int) -> int:
     return lo
 
 
-def _diff(before: Sequence[int], now: Sequence[int], enc: list[bytes]) -> bytes:
-    """The EDIT (as JSON) that makes ``now`` from ``before`` (lists of distinct requests, of one
-    type): runs of ``before`` found by position and compared as slices, the rest as ids."""
+def _diff(before: array[int], now: array[int], enc: list[bytes]) -> bytes:
+    """The EDIT (as JSON) that makes ``now`` from ``before`` (arrays of distinct requests, of
+    one type): each run of ``before`` found by its first id's position and measured by
+    comparing slices (:func:`_same_run`), the rest as ids."""
+    pos = dict(zip(before, range(len(before)), strict=True))
     items: list[bytes] = []
     j = 0
     m = len(now)
     while j < m:
         x = now[j]
-        try:
-            p = before.index(x)
-        except ValueError:
+        p = pos.get(x, -1)
+        if p < 0:
             items.append(enc[x])
             j += 1
             continue
@@ -187,14 +197,16 @@ def edit_steps_bytes(params: SchedulerParams, se: SchedulerSeries) -> bytes:
     reqs = params.requests
     priority = params.config.policy == "priority"
     hits_shown = params.config.enable_prefix_caching
-    running: list[int] = []
-    last_running: list[int] = []
-    last_scheduled: Sequence[int] = ()
+    arrive_off, arrive_req = se["arrive_off"], se["arrive_req"]
+    sched_off, sched_req, sched_tokens = se["sched_off"], se["sched_req"], se["sched_tokens"]
+    running: list[int] = []  # the running list (its edit kept as it changes, as waiting's)
+    running_edit = _Edit()
+    last_scheduled: array[int] = sched_req[0:0]
+    last_tokens: array[int] = sched_tokens[0:0]
+    last_runs = b"[]"
     waiting = _Edit()
     ordered: list[tuple[int, float, str, int]] = []  # priority: (priority, arrival, id, idx)
     arrival_key: dict[int, float] = {}
-    arrive_off, arrive_req = se["arrive_off"], se["arrive_req"]
-    sched_off, sched_req, sched_tokens = se["sched_off"], se["sched_req"], se["sched_tokens"]
     preempt_off, preempt_req = se["preempt_off"], se["preempt_req"]
     admit_off, admit_req, admit_hit = se["admit_off"], se["admit_req"], se["admit_hit"]
     finish_off, finish_req = se["finish_off"], se["finish_req"]
@@ -216,7 +228,9 @@ def edit_steps_bytes(params: SchedulerParams, se: SchedulerSeries) -> bytes:
         pa, pb = preempt_off[s], preempt_off[s + 1]
         for j in range(pa, pb):
             i = preempt_req[j]
-            running.remove(i)
+            k = running.index(i)
+            del running[k]
+            running_edit.delete(k)
             if priority:
                 item = (reqs[i].priority, arrival_key[i], ids[i], i)
                 k = bisect.bisect(ordered, item)
@@ -232,11 +246,23 @@ def edit_steps_bytes(params: SchedulerParams, se: SchedulerSeries) -> bytes:
                     raise AssertionError("replay diverged from the scheduler")
             waiting.delete(0)
             running.append(i)
+            running_edit.insert(running_edit.length, i)
         fa, fb = finish_off[s], finish_off[s + 1]
         for j in range(fa, fb):
-            running.remove(finish_req[j])
+            k = running.index(finish_req[j])
+            del running[k]
+            running_edit.delete(k)
         a, b = sched_off[s], sched_off[s + 1]
-        scheduled = sched_req[a:b]
+        scheduled, tokens = sched_req[a:b], sched_tokens[a:b]
+        # most steps schedule the requests of the step before (4,096 requests: 3,023 of 4,761
+        # steps change no list): said in one item
+        if scheduled == last_scheduled:
+            scheduled_edit = _unchanged(b - a)
+        else:
+            scheduled_edit = _diff(last_scheduled, scheduled, enc)
+        if tokens != last_tokens:
+            last_runs = _runs(tokens)
+        last_scheduled, last_tokens = scheduled, tokens
         hits = (
             _id_map(keys, admit_req[aa:ab], admit_hit[aa:ab]) if hits_shown and aa != ab else b"{}"
         )
@@ -248,18 +274,17 @@ def edit_steps_bytes(params: SchedulerParams, se: SchedulerSeries) -> bytes:
                 steps[s],
                 starts[s],
                 ends[s],
-                _diff(last_scheduled, scheduled, enc),
-                _runs(sched_tokens[a:b]),
-                _id_list(enc, preempt_req[pa:pb]),
-                _id_list(enc, finish_req[fa:fb]),
-                _diff(last_running, running, enc),
+                scheduled_edit,
+                last_runs,
+                _id_list(enc, preempt_req[pa:pb]) if pa != pb else b"[]",
+                _id_list(enc, finish_req[fa:fb]) if fa != fb else b"[]",
+                running_edit.json(enc),
                 waiting.json(enc),
                 kv_blocks[s],
                 usages[s],
                 hits,
             )
         )
-        last_scheduled, last_running = scheduled, list(running)
     return b"[" + b",".join(out) + b"]"
 
 

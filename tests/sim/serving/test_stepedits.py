@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import random
 import sys
+from array import array
 from pathlib import Path
 from typing import Any
 
@@ -137,7 +138,8 @@ def test_edits_of_lists_changed_at_random() -> None:
         names = [f"r{i}" for i in before]
         want = [f"r{i}" for i in now]
         assert apply_edit(names, json.loads(edit.json(enc))) == want
-        assert apply_edit(names, json.loads(stepedits._diff(before, now, enc))) == want
+        diff = stepedits._diff(array("i", before), array("i", now), enc)
+        assert apply_edit(names, json.loads(diff)) == want
         before = now
     for tokens in ([], [1], [5, 5], [1, 1, 1, 512, 1, 7, 7], [3] * 100 + [1]):
         runs = json.loads(stepedits._runs(tokens))
