@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import html as htmllib
 import re
+import time
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
+from app.main import create_app
+from app.settings import Settings
 from app.sim.serving import SchedulerExplainer
 from app.sim.serving.presets import PRESETS
 from app.sim.serving.stepedits import decode_answer
@@ -432,3 +436,32 @@ def test_chinese_player_page_has_chinese_labels(client: TestClient) -> None:
     assert "预填充块" in texts and "解码" in texts
     for english in ("prefill chunk", "decode", "waiting", "running", "recompute", "unspent"):
         assert not re.search(rf"(?<![A-Za-z]){english}(?![A-Za-z])", texts), english
+
+
+def test_a_job_answers_in_the_form_its_run_was_asked_for(tmp_path: Path) -> None:
+    """A run that became a job (202) says where its result is, in the form the run was asked
+    for: ``?form=full`` carried over, the compact one by default; both decode alike."""
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'job.db'}", job_threshold_s=0.0)
+    with TestClient(create_app(settings)) as c:
+        results = {}
+        statuses = []
+        for query in ("?form=full", ""):  # the second from the trace the first stored
+            r = c.post(API + query, json=ISSUE_EXAMPLE)
+            statuses.append(r.status_code)
+            if r.status_code == 200:
+                results[query] = r.json()
+                continue
+            assert r.status_code == 202, r.text
+            url = r.json()["result_url"]
+            assert url.endswith(query) and ("?" in url) == bool(query)
+            for _ in range(600):
+                got = c.get(url)
+                if got.status_code == 200:
+                    break
+                time.sleep(0.05)
+            assert got.status_code == 200
+            results[query] = got.json()
+        assert statuses == [202, 200]
+        assert results[""]["steps_encoding"] == "edits"
+        assert "steps_encoding" not in results["?form=full"]
+        assert decode_answer(results[""]) == results["?form=full"]
