@@ -47,8 +47,8 @@ and `waiting` are given as edits of the step before's: `scheduled_edit` (the ids
 in order), `scheduled_tokens` (their tokens as runs `[count, tokens]`), `running_edit`, \
 `waiting_edit`. An edit is a list of items that, in order, make the list: a string is an id; \
 `[start, stop]` is items `start`..`stop - 1` of the list one step before (before the first step \
-every list is empty). Every other field is as documented. 4,096 requests: 1.5 MB instead of \
-87 MB. `?form=full` gives the steps as full lists (docs/api.md)."""
+every list is empty). Every other field is as documented. The steps of 4,096 requests: 1.5 MB \
+instead of 85 MB. `?form=full` gives the steps as full lists (docs/api.md)."""
 
 
 class _Edit:

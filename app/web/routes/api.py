@@ -142,6 +142,10 @@ def add_run_route(router: APIRouter, site: Site) -> None:
     @router.post(
         "/explainers/{name}/run",
         responses={
+            200: {
+                "description": "The run's answer, in the form `form` asks for (the compact one "
+                "by default: each explainer's is described under `form`; docs/api.md)"
+            },
             202: {"description": "A long run: follow the job at the `Location` URL"},
             422: {"description": "Invalid params, located by `loc`"},
             429: {"description": "Too many long runs from this client"},
