@@ -99,9 +99,10 @@ def answer_pieces(
     sim: Explainer[Any], lang: str, form: Form, trace: Trace[Any, Any]
 ) -> list[bytes | bytearray | memoryview]:
     """A run's whole answer as pieces of JSON (joined: what :func:`trace_response` sends),
-    narrations in ``lang``, in ``form``. A run the API waits for has it written in its simulation process,
-    right after the simulation (``RunService.submit(answer=…)``, app.web.answers): the app
-    worker then sends bytes, without unpickling the trace or writing megabytes of JSON."""
+    narrations in ``lang``, in ``form``. A run the API waits for has it written in its
+    simulation process, right after the simulation (``RunService.submit(answer=…)``,
+    app.web.answers): the app worker then sends bytes, without unpickling the trace or writing
+    megabytes of JSON."""
     return render_pieces(_parts(sim, trace, lang, form))
 
 
