@@ -20,12 +20,14 @@ three ids with 1 token, then one with 512. :func:`decode_steps` turns the compac
 into the documented ones (``tests/sim/serving/test_stepedits.py``: equal on every preset and
 on workloads that exercise each queue move; ``bench/api_speed.py --check``: on the bench's).
 
-The waiting queue is replayed as :func:`~app.sim.serving.explainer.steps_json` replays it
-(arrivals at its end; FCFS puts a preempted request back at its front, priority scheduling in
-its order; admissions from its front), and its edit is kept as those moves happen
-(:class:`_Edit`): the queue itself, thousands of ids, is never walked. ``running`` and
-``scheduled`` (tens to hundreds of ids) are compared with the list one step before
-(:func:`_diff`).
+The queues are replayed as :func:`~app.sim.serving.explainer.steps_json` replays them (waiting:
+arrivals at its end, FCFS puts a preempted request back at its front, priority scheduling in its
+order, admissions from its front; running: admissions at its end, preempted and finished
+requests out), and each one's edit is kept as those moves happen (:class:`_Edit`): the waiting
+queue, thousands of ids, is never walked. ``scheduled`` is not a queue: a step's ids are
+compared with the step before's as int arrays, equal on most steps (3,023 of the 4,761), else
+diffed (:func:`_diff`: runs of the old list found through a map of positions and measured by
+comparing slices). 4,096 requests: 1.5 MB, written in 0.038 s compiled (0.059 s pure; load 5).
 """
 
 from __future__ import annotations
