@@ -21,7 +21,12 @@ both alike:
   trace the worker reads back from the store once the simulation process has stored it);
 * ``after``: the API as it is (``app.web.routes.api``: a new run's answer written in its
   simulation process into the run slot's memory file and sent from those pages, ``app.web.
-  answers``; a kept trace's by ``trace_response``).
+  answers``; a kept trace's by ``trace_response``). Its default answer has the steps in their
+  compact form (``"steps_encoding": "edits"``, docs/api.md); ``--form full`` asks it for the
+  steps as full lists, the answer as it was before that form.
+
+``--check`` decodes each server's first answer (``app.sim.serving.stepedits.decode_answer``)
+and compares it with the same params' ``?form=full`` answer, and the servers' with each other.
 
 Printed per server: the median and best wall time of the request (until the last byte is
 read), the server's CPU time for it (every process of the server: app and simulation; then
@@ -31,6 +36,7 @@ stretches the wall times; the CPU times say what the request costs.
 
     .venv/bin/python bench/api_speed.py                  # 4096 requests, 7 runs
     .venv/bin/python bench/api_speed.py --sizes 256 4096 --runs 5 --check
+    .venv/bin/python bench/api_speed.py --runs 5 --modes after --form full   # the full lists
     .venv/bin/python bench/api_speed.py --runs 3 --gzip
 """
 
@@ -189,6 +195,7 @@ class Sample:
 
 
 ACCEPT: dict[str, str] = {}  # --gzip: Accept-Encoding: gzip, as browsers, httpx and requests send
+FORM = [""]  # --form full: "?form=full", the steps as full lists (the answer before "edits")
 
 
 def fetch(conn: http.client.HTTPConnection, method: str, path: str, body: bytes | None) -> Any:
@@ -204,13 +211,13 @@ def run_once(server: Server, body: bytes, keep: list[bytes] | None = None) -> Sa
     cpu0, app0 = server.cpu_s(), server.app_cpu_s()
     c0, t0 = time.process_time(), time.perf_counter()
     try:
-        resp, data = fetch(conn, "POST", API, body)
+        resp, data = fetch(conn, "POST", API + FORM[0], body)
         status = str(resp.status)
         if resp.status == 202:
             result = json.loads(data)["result_url"]
             while resp.status == 202:
                 time.sleep(0.05)
-                resp, data = fetch(conn, "GET", result, None)
+                resp, data = fetch(conn, "GET", result + FORM[0], None)
             status = f"202→{resp.status}"
     finally:
         conn.close()
@@ -262,10 +269,35 @@ def bench(servers: dict[str, Server], n: int, runs: int, check: bool) -> None:
             f" and stored too) median {statistics.median(settled[mode]):.3f} s"
         )
         print(line(f"{mode}: kept trace", kept[mode]))
-    if check and len(first) == len(servers) > 1:
-        parsed = [json.loads(a) for a in first.values()]
-        same = all(p == parsed[0] for p in parsed[1:])
-        print(f"  answers parsed equal: {same}")
+    if check:
+        check_meaning(servers, n, first)
+
+
+def check_meaning(servers: dict[str, Server], n: int, first: dict[str, bytes]) -> None:
+    """--check: each server's first answer, parsed and decoded (a compact answer's steps as
+    full lists: ``app.sim.serving.stepedits.decode_answer``), equals the documented answer of
+    the same params, asked again with ``?form=full`` (the trace is kept by now), and the
+    servers' answers equal each other."""
+    from app.sim.serving.stepedits import decode_answer
+
+    body = json.dumps(workload(n, TAGS[0])).encode()
+    decoded: dict[str, Any] = {}
+    for mode, answer in first.items():
+        conn = http.client.HTTPConnection("127.0.0.1", servers[mode].port, timeout=300)
+        try:
+            _, full = fetch(conn, "POST", API + "?form=full", body)
+        finally:
+            conn.close()
+        parsed = json.loads(answer)
+        decoded[mode] = decode_answer(parsed)
+        print(
+            f"  {mode}: answer {len(answer) / 1e6:.1f} MB"
+            f" ({parsed.get('steps_encoding', 'full')}), ?form=full {len(full) / 1e6:.1f} MB;"
+            f" decoded equals ?form=full: {decoded[mode] == json.loads(full)}"
+        )
+    if len(decoded) > 1:
+        values = list(decoded.values())
+        print(f"  answers decoded equal across servers: {all(v == values[0] for v in values)}")
 
 
 def main() -> None:
@@ -273,7 +305,11 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="*", default=[4096])
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--modes", nargs="*", choices=MODES, default=list(MODES))
-    ap.add_argument("--check", action="store_true", help="parse and compare the answers")
+    ap.add_argument(
+        "--check",
+        action="store_true",
+        help="decode the answers and compare their meaning (with ?form=full, across servers)",
+    )
     ap.add_argument(
         "--gzip", action="store_true", help="ask for gzip (the server compresses the answer)"
     )
@@ -284,6 +320,13 @@ def main() -> None:
         help="seconds between a run and asking for it again (its trace is stored after the "
         "answer is sent)",
     )
+    ap.add_argument(
+        "--form",
+        choices=("compact", "full"),
+        default="compact",
+        help="the answer's form (full: the steps as full lists, as the API answered before"
+        " its compact form; a before server answers full either way)",
+    )
     ap.add_argument("--serve", choices=MODES, help=argparse.SUPPRESS)
     ap.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -291,10 +334,13 @@ def main() -> None:
         serve(args.serve, args.port)
         return
     SETTLE[0] = args.settle
+    FORM[0] = "?form=full" if args.form == "full" else ""
     if args.gzip:
         ACCEPT["Accept-Encoding"] = "gzip"
         args.check = False  # the answers are compressed
-    print(f"python {sys.version.split()[0]}; {load_average()}; gzip: {args.gzip}")
+    print(
+        f"python {sys.version.split()[0]}; {load_average()}; gzip: {args.gzip}; form: {args.form}"
+    )
     servers = {mode: Server(mode) for mode in args.modes}
     try:
         for server in servers.values():

@@ -73,6 +73,7 @@ GROUPS: dict[str, list[str]] = {
         "app/sim/serving/request.py",
         "app/sim/serving/run.py",
         "app/sim/serving/stepjson.py",
+        "app/sim/serving/stepedits.py",
     ],
 }
 

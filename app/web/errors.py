@@ -41,6 +41,11 @@ ISSUES_MAX = 50  # issues in one answer
 SHOWN_ID_MAX = 64  # characters of an unknown id quoted back (ids are 16)
 
 
+def _form_query(request: Request) -> str:
+    """``?form=full`` when the run was asked for in the full form, so its job's result is too."""
+    return "?form=full" if request.query_params.get("form") == "full" else ""
+
+
 def clamp_text(text: str, limit: int = MSG_MAX) -> str:
     """``text`` cut to ``limit`` characters, ending in "…" when cut; a lone surrogate quoted
     from the input becomes U+FFFD (it cannot be written out as UTF-8)."""
@@ -161,7 +166,8 @@ def install(app: FastAPI) -> None:
                 "job": job.key,
                 "state": job.state,
                 "status_url": status_url,
-                "result_url": f"{status_url}/result",
+                # the run's answer in the form it was asked for (app.web.routes.api)
+                "result_url": f"{status_url}/result" + _form_query(request),
                 "expected_s": round(job.expected_s, 1),
                 "eta_s": round(job.eta_s, 1),
             }

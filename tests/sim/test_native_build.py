@@ -124,7 +124,7 @@ def test_every_preset_digest_is_the_same_both_ways() -> None:
 STEPS = (
     "import hashlib, json\n"
     "from app.sim.native import compiled\n"
-    "from app.sim.serving import SchedulerExplainer, stepjson\n"
+    "from app.sim.serving import SchedulerExplainer, stepedits, stepjson\n"
     "from app.sim.serving.run import simulate\n"
     "ex = SchedulerExplainer()\n"
     "def pressure(policy):\n"
@@ -136,18 +136,21 @@ STEPS = (
     "    return {'config': cfg, 'requests': reqs}\n"
     "raws = {p.slug: dict(p.params) for p in ex.presets}\n"
     "raws |= {'pressure-' + pol: pressure(pol) for pol in ('fcfs', 'priority')}\n"
-    "out = {'compiled': compiled(stepjson)}\n"
+    "out = {'compiled': compiled(stepjson) and compiled(stepedits)}\n"
     "for name, raw in raws.items():\n"
     "    p = ex.parse(raw)\n"
-    "    body = stepjson.steps_bytes(p, simulate(p).series)\n"
-    "    out[name] = [len(body), hashlib.sha256(body).hexdigest()]\n"
+    "    se = simulate(p).series\n"
+    "    body = stepjson.steps_bytes(p, se)\n"
+    "    edits = stepedits.edit_steps_bytes(p, se)\n"
+    "    out[name] = [len(body), hashlib.sha256(body).hexdigest(), hashlib.sha256(edits).hexdigest()]\n"
     "print(json.dumps(out))\n"
 )
 
 
 def test_scheduler_steps_json_is_the_same_bytes_both_ways() -> None:
-    """The scheduler's ``steps[]`` JSON (app.sim.serving.stepjson, compiled in the serving
-    group) is byte for byte the same with the compiled modules and the pure ones: every preset
+    """The scheduler's ``steps[]`` JSON (app.sim.serving.stepjson, and its compact form,
+    stepedits: both compiled in the serving group) is byte for byte the same with the compiled
+    modules and the pure ones: every preset
     and preempting workloads under both policies, ids that need escaping."""
     results = []
     for native in (True, False):

@@ -48,11 +48,14 @@ def test_the_answer_parses_to_the_documented_json(plugin: Plugin, raw: Any, lang
     trace = plugin.sim.run(plugin.sim.parse(raw))
     token = i18n.use(lang)
     try:
-        body = FastJSONResponse(trace_parts(plugin, trace)).body
+        full = FastJSONResponse(trace_parts(plugin, trace, form="full")).body
+        compact = FastJSONResponse(trace_parts(plugin, trace)).body
         expected = documented(plugin, trace)
     finally:
         i18n.reset(token)
-    assert json.loads(body) == expected
+    assert json.loads(full) == expected
+    assert plugin.sim.decode_compact(json.loads(compact)) == expected
+    assert (compact == full) is (plugin.sim.compact_form is None)
 
 
 def test_some_explainer_writes_a_part_itself() -> None:
@@ -102,8 +105,11 @@ def test_run_and_job_result_answer_the_same_json(client: TestClient, plugin: Plu
             break
         time.sleep(0.05)
         trace = site.runs.cached(key)
-    assert r.json() == documented(plugin, trace)
+    assert plugin.sim.decode_compact(r.json()) == documented(plugin, trace)
     assert client.get(f"/api/v1/jobs/{key}/result").json() == r.json()
+    full = client.post(f"/api/v1/explainers/{plugin.name}/run?form=full", json=preset.params)
+    assert full.json() == documented(plugin, trace)
+    assert client.get(f"/api/v1/jobs/{key}/result?form=full").json() == full.json()
 
 
 def test_openapi_documents_the_run_answer_as_json(client: TestClient) -> None:

@@ -190,7 +190,8 @@ def test_png_steps_differ(client: TestClient) -> None:
 
 @pytest.mark.parametrize("name", EXPLAINERS)
 def test_json_export_is_the_whole_trace(client: TestClient, name: str) -> None:
-    """The JSON holds every frame of the page, the canonical params and the sim_version."""
+    """The JSON holds every frame of the page, the canonical params and the sim_version, and
+    the run API's full answer."""
     ex = SIMS.get(name)
     preset = ex.preset(ex.default_preset)
     r = client.get(f"/export/json?explainer={name}&preset={preset.slug}")
@@ -200,7 +201,8 @@ def test_json_export_is_the_whole_trace(client: TestClient, name: str) -> None:
     assert body["count"] == int(re.search(r'data-count="(\d+)"', page).group(1))
     assert body["explainer"] == name and body["sim_version"] == ex.sim_version
     assert body["params"] == ex.dump(ex.parse(dict(preset.params)))
-    run = client.post(f"/api/v1/explainers/{name}/run", json=dict(preset.params)).json()
+    # the export is the full answer (docs/api.md), as the API's ``?form=full`` gives it
+    run = client.post(f"/api/v1/explainers/{name}/run?form=full", json=dict(preset.params)).json()
     assert {k: v for k, v in body.items() if k in run} == run
 
 

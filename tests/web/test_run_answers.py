@@ -26,6 +26,7 @@ from app.settings import Settings
 from app.sim.core import EncodedJSON, Trace
 from app.web import answers, fastjson, i18n, simworker
 from app.web.plugin import Plugin
+from app.web.routes import api as api_routes
 from app.web.routes.api import answer_pieces, trace_json
 from app.web.runs import RunService
 
@@ -47,6 +48,11 @@ def stored(runs: RunService, key: str) -> bool:
 def documented(plugin: Plugin, trace: Trace[Any, Any], lang: str) -> Any:
     with i18n.speaking(lang):
         return json.loads(json.dumps(trace_json(plugin, trace)))
+
+
+def decoded(plugin: Plugin, answer: bytes | Any) -> Any:
+    """An answer (compact by default) as the documented JSON."""
+    return plugin.sim.decode_compact(json.loads(answer) if isinstance(answer, bytes) else answer)
 
 
 # --- the memory files ----------------------------------------------------------------------------
@@ -177,13 +183,15 @@ def test_the_answer_from_the_simulation_process_is_the_documented_json(
     runs = make_runs()
     params = plugin.sim.parse(preset.params)
     key = runs.key(plugin.sim, params)
-    job = runs.submit(plugin.sim, params, key, answer=partial(answer_pieces, plugin.sim, lang))
+    job = runs.submit(
+        plugin.sim, params, key, answer=partial(answer_pieces, plugin.sim, lang, "compact")
+    )
     got = runs.wait_answer(job, plugin.sim)
     assert isinstance(got, EncodedJSON)
     wait_for(lambda: job.state == "done")  # stored once its waiter has the answer
     trace = runs.cached(key)  # stored as well, for the pages and the next ask
     assert trace is not None
-    assert json.loads(got.data) == documented(plugin, trace, lang)
+    assert decoded(plugin, got.data) == documented(plugin, trace, lang)
     assert os.fstat(runs._answers.fd(job.slot)).st_size == 0
     assert job.answered is None  # handed to its waiter, not kept with the job
 
@@ -195,12 +203,14 @@ def test_a_second_waiter_and_a_run_without_an_answer_get_the_trace(
     runs = make_runs()
     params = sim.parse(SCHED)
     key = runs.key(sim, params)
-    job = runs.submit(sim, params, key, answer=partial(answer_pieces, sim, "en"))
+    job = runs.submit(sim, params, key, answer=partial(answer_pieces, sim, "en", "compact"))
     first = runs.wait_answer(job, sim)
     assert isinstance(first, EncodedJSON)
     again = runs.wait_answer(job, sim)  # the answer was taken: the trace
     assert isinstance(again, Trace)
-    assert json.loads(first.data) == documented(PLUGINS["scheduler"], again, "en")
+    assert decoded(PLUGINS["scheduler"], first.data) == documented(
+        PLUGINS["scheduler"], again, "en"
+    )
     other = sim.parse({**SCHED, "requests": SCHED["requests"][:5]})
     plain = runs.submit(sim, other, runs.key(sim, other))  # no answer asked for
     assert isinstance(runs.wait_answer(plain, sim), Trace)
@@ -211,7 +221,7 @@ def test_an_answer_nobody_waits_for_is_not_kept(make_runs: Callable[..., RunServ
     runs = make_runs()
     params = sim.parse(SCHED)
     key = runs.key(sim, params)
-    job = runs.submit(sim, params, key, answer=partial(answer_pieces, sim, "en"))
+    job = runs.submit(sim, params, key, answer=partial(answer_pieces, sim, "en", "compact"))
     wait_for(lambda: job.state == "done")
     assert job.answered is None
     assert os.fstat(runs._answers.fd(job.slot)).st_size == 0
@@ -250,7 +260,9 @@ def test_the_run_route_answers_from_the_simulation_process(
             key = site.runs.key(sim, sim.parse(body))
             wait_for(partial(stored, site.runs, key))  # stored after it answered
             trace = site.runs.cached(key)
-            assert r.json() == documented(site.get("scheduler"), trace, lang)
+            assert decoded(site.get("scheduler"), r.json()) == documented(
+                site.get("scheduler"), trace, lang
+            )
             count = len(taken)
             again = client.post(f"/api/v1/explainers/scheduler/run?lang={lang}", json=body)
             assert again.status_code == 200 and len(taken) == count  # from the store
@@ -290,7 +302,8 @@ def test_a_large_answer_goes_from_its_pages_to_the_client(
         sim = site.get("scheduler").sim
         key = site.runs.key(sim, sim.parse(SCHED))
         wait_for(partial(stored, site.runs, key))
-        assert r.json() == documented(site.get("scheduler"), site.runs.cached(key), "en")
+        plugin = site.get("scheduler")
+        assert decoded(plugin, r.json()) == documented(plugin, site.runs.cached(key), "en")
         files = site.runs._answers
         wait_for(lambda: sum(files.in_use(s) for s in range(len(files._fds))) == 0)
         # asked again: from the stored trace, its pieces sent a chunk at a time
@@ -338,12 +351,27 @@ def test_the_answer_is_sent_while_the_trace_is_still_being_stored(
     runs = make_runs()
     params = sim.parse(SCHED)
     key = runs.key(sim, params)
-    job = runs.submit(sim, params, key, answer=partial(answer_pieces, sim, "en"))
+    job = runs.submit(sim, params, key, answer=partial(answer_pieces, sim, "en", "compact"))
     got = runs.wait_answer(job, sim)
     assert isinstance(got, EncodedJSON)
     assert job.state == "running" and runs.cached(key) is None  # not stored yet
     wait_for(lambda: job.state == "done")
     trace = runs.cached(key)
     assert trace is not None
-    assert json.loads(got.data) == documented(PLUGINS["scheduler"], trace, "en")
+    assert decoded(PLUGINS["scheduler"], got.data) == documented(PLUGINS["scheduler"], trace, "en")
     assert os.fstat(runs._answers.fd(job.slot)).st_size == 0
+
+
+def test_a_joined_run_is_answered_in_its_own_language_and_form() -> None:
+    """A request that joins a run someone else started takes that run's answer only when it
+    was built as its own would be (the same explainer, language and form); else its answer is
+    written from the trace (``run_explainer``)."""
+    sim = PLUGINS["scheduler"].sim
+    mine = partial(answer_pieces, sim, "en", "compact")
+    assert api_routes._same_answer(partial(answer_pieces, sim, "en", "compact"), mine)
+    assert not api_routes._same_answer(partial(answer_pieces, sim, "en", "full"), mine)
+    assert not api_routes._same_answer(partial(answer_pieces, sim, "zh", "compact"), mine)
+    assert not api_routes._same_answer(
+        partial(answer_pieces, PLUGINS["skb"].sim, "en", "compact"), mine
+    )
+    assert not api_routes._same_answer(None, mine)

@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import html as htmllib
 import re
+import time
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
+from app.main import create_app
+from app.settings import Settings
 from app.sim.serving import SchedulerExplainer
 from app.sim.serving.presets import PRESETS
+from app.sim.serving.stepedits import decode_answer
 from app.web.explainers.scheduler import EDITOR
 from app.web.explainers.scheduler import derive as dv
 from app.web.explainers.scheduler.picture import picture
@@ -53,10 +58,11 @@ REQUEST_KEYS = {"id", "ttft", "tpot", "e2e", "num_preemptions", "finish_reason"}
 def test_run_returns_steps_requests_and_summary(client: TestClient) -> None:
     """POST …/scheduler/run answers steps[] (the issue's keys), requests[] (latency, preemptions,
     finish reason) and a summary; every prompt and output token is scheduled exactly once."""
-    r = client.post(API, json=ISSUE_EXAMPLE)
+    r = client.post(API + "?form=full", json=ISSUE_EXAMPLE)
     assert r.status_code == 200, r.text
     body = r.json()
     assert set(body) >= {"steps", "requests", "summary"}
+    assert "steps_encoding" not in body
     assert body["steps"] and all(STEP_KEYS <= set(s) for s in body["steps"])
     assert [q["id"] for q in body["requests"]] == ["r1", "r2", "r3"]
     for q in body["requests"]:
@@ -69,6 +75,29 @@ def test_run_returns_steps_requests_and_summary(client: TestClient) -> None:
     assert total == (200 + 20 - 1) + (120 + 8 - 1) + (30 + 12 - 1)
     assert all(n <= 256 for s in body["steps"] for n in [sum(s["scheduled"].values())])
     assert body["steps"][-1]["running"] == [] and body["steps"][-1]["waiting"] == []
+
+
+def test_the_default_answer_is_compact_and_decodes_to_the_full_one(client: TestClient) -> None:
+    """Without ``form`` the steps' lists come as edits (``"steps_encoding": "edits"``): decoded
+    (app.sim.serving.stepedits), the answer is the ``?form=full`` one; ``form`` is checked."""
+    compact = client.post(API, json=ISSUE_EXAMPLE)
+    full = client.post(API + "?form=full", json=ISSUE_EXAMPLE)
+    assert compact.status_code == full.status_code == 200
+    body = compact.json()
+    assert body["steps_encoding"] == "edits"
+    assert all("running_edit" in s and "running" not in s for s in body["steps"])
+    assert decode_answer(body) == full.json()
+    assert body["requests"] == full.json()["requests"]
+    bad = client.post(API + "?form=short", json=ISSUE_EXAMPLE)
+    assert bad.status_code == 422 and bad.json()["detail"][0]["loc"] == ["query", "form"]
+
+
+def test_openapi_describes_the_compact_form(client: TestClient) -> None:
+    spec = client.get("/openapi.json").json()
+    run = spec["paths"]["/api/v1/explainers/{name}/run"]["post"]
+    form = next(p for p in run["parameters"] if p["name"] == "form")
+    assert form["schema"]["enum"] == ["compact", "full"]
+    assert "`scheduler`:" in form["description"] and "waiting_edit" in form["description"]
 
 
 @pytest.mark.parametrize(
@@ -407,3 +436,32 @@ def test_chinese_player_page_has_chinese_labels(client: TestClient) -> None:
     assert "预填充块" in texts and "解码" in texts
     for english in ("prefill chunk", "decode", "waiting", "running", "recompute", "unspent"):
         assert not re.search(rf"(?<![A-Za-z]){english}(?![A-Za-z])", texts), english
+
+
+def test_a_job_answers_in_the_form_its_run_was_asked_for(tmp_path: Path) -> None:
+    """A run that became a job (202) says where its result is, in the form the run was asked
+    for: ``?form=full`` carried over, the compact one by default; both decode alike."""
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'job.db'}", job_threshold_s=0.0)
+    with TestClient(create_app(settings)) as c:
+        results = {}
+        statuses = []
+        for query in ("?form=full", ""):  # the second from the trace the first stored
+            r = c.post(API + query, json=ISSUE_EXAMPLE)
+            statuses.append(r.status_code)
+            if r.status_code == 200:
+                results[query] = r.json()
+                continue
+            assert r.status_code == 202, r.text
+            url = r.json()["result_url"]
+            assert url.endswith(query) and ("?" in url) == bool(query)
+            for _ in range(600):
+                got = c.get(url)
+                if got.status_code == 200:
+                    break
+                time.sleep(0.05)
+            assert got.status_code == 200
+            results[query] = got.json()
+        assert statuses == [202, 200]
+        assert results[""]["steps_encoding"] == "edits"
+        assert "steps_encoding" not in results["?form=full"]
+        assert decode_answer(results[""]) == results["?form=full"]

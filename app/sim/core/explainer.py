@@ -12,7 +12,9 @@ An explainer is a subclass of :class:`Explainer` ``[P]`` (``P`` is its frozen pa
   total)`` now and then (in ``limits.unit``); the callback raises :class:`Cancelled` to stop it.
 * ``public_json(trace)`` is the explainer's documented JSON (``POST /api/v1/explainers/NAME/run``);
   ``public_json_parts(trace)`` the same, with any top-level part that is quicker written straight
-  to JSON given as its bytes (:class:`EncodedJSON`): the API answers from it.
+  to JSON given as its bytes (:class:`EncodedJSON`): the API answers from it. An explainer
+  whose answer is large may give a compact form of it (``public_json_parts(trace, compact=True)``,
+  described by ``compact_form``; decoded, exactly ``public_json``): the API's default.
 * Declarations: ``presets`` (each with a lesson), ``source`` (the project steps cite),
   ``result_kinds`` (what a frame's ``result`` can be, with its wording) and ``limits``.
 
@@ -121,6 +123,9 @@ class Explainer(ABC, Generic[P, S, X]):
     result_kinds: ClassVar[tuple[ResultKind, ...]] = (
         ResultKind(key="ok", label=Message("ok"), tone="ok"),
     )
+    # The explainer's compact API answer, if it has one: what it changes, for the API's docs
+    # (OpenAPI). The API answers in it unless asked ``?form=full`` (:meth:`public_json`).
+    compact_form: ClassVar[str | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Every explainer's ``parse`` first refuses what no explainer can take (an integer too
@@ -166,13 +171,21 @@ class Explainer(ABC, Generic[P, S, X]):
 
     # --- derived, shared by every explainer -------------------------------------------------
 
-    def public_json_parts(self, trace: Trace[S, X]) -> Mapping[str, JSONValue | EncodedJSON]:
+    def public_json_parts(
+        self, trace: Trace[S, X], compact: bool = False
+    ) -> Mapping[str, JSONValue | EncodedJSON]:
         """:meth:`public_json`, each top-level part as a value or already written as JSON
         (:class:`EncodedJSON`; parsed, the same value): what the API encodes and sends. An
         explainer whose answer is large writes its big parts itself, skipping the Python
         objects; ``frames`` stays a list (the API renders each narration in the request's
-        language)."""
+        language). ``compact``: the explainer's compact form of the answer if it has one
+        (:attr:`compact_form`; the API's default, ``?form=full`` asks for the documented one)."""
         return self.public_json(trace)
+
+    def decode_compact(self, answer: dict[str, JSONValue]) -> dict[str, JSONValue]:
+        """The documented answer (``?form=full``, parsed) of the API's default one, parsed: the
+        compact form decoded (:attr:`compact_form`); any other answer as it is."""
+        return answer
 
     def preset(self, slug: str) -> Preset | None:
         return next((p for p in self.presets if p.slug == slug), None)

@@ -40,7 +40,7 @@ from app.sim.core.i18n import msg
 from app.sim.core.sources import VLLM_0_33
 from app.sim.core.trace import Frame, Trace
 from app.sim.native import pace
-from app.sim.serving import engine
+from app.sim.serving import engine, stepedits
 from app.sim.serving import params as sp
 from app.sim.serving.narrate import FrameParts, StepState, snapshot
 from app.sim.serving.params import SchedulerParams
@@ -112,6 +112,7 @@ class SchedulerExplainer(Explainer[SchedulerParams, StepState, SchedulerSeries])
         ResultKind(key="preempt", label=msg("preemption"), tone="warn"),
         ResultKind(key="blocked", label=msg("head-of-line blocked"), tone="warn"),
     )
+    compact_form = stepedits.COMPACT_FORM_DOC
 
     def parse(self, raw: JSONValue) -> SchedulerParams:
         p = sp.parse(raw)
@@ -175,14 +176,28 @@ class SchedulerExplainer(Explainer[SchedulerParams, StepState, SchedulerSeries])
             "summary": dict(trace.summary),
         }
 
-    def public_json_parts(self, trace: SchedulerTrace) -> dict[str, JSONValue | EncodedJSON]:
+    def public_json_parts(
+        self, trace: SchedulerTrace, compact: bool = False
+    ) -> dict[str, JSONValue | EncodedJSON]:
         """:meth:`public_json` with ``steps`` written straight to JSON (app.sim.serving.stepjson:
-        a large run's ``waiting`` lists are most of its answer)."""
+        a large run's ``waiting`` lists are most of its answer); ``compact``: with
+        ``"steps_encoding": "edits"`` and ``steps`` in that form (app.sim.serving.stepedits:
+        each step's lists as edits of the step before's)."""
+        if compact:
+            return {
+                "steps_encoding": stepedits.ENCODING,
+                "steps": EncodedJSON(stepedits.edit_steps_bytes(trace.params, trace.series)),
+                "requests": trace.series["requests"],
+                "summary": dict(trace.summary),
+            }
         return {
             "steps": EncodedJSON(*steps_pieces(trace.params, trace.series)),
             "requests": trace.series["requests"],  # written as they are, not copied
             "summary": dict(trace.summary),
         }
+
+    def decode_compact(self, answer: dict[str, JSONValue]) -> dict[str, JSONValue]:
+        return stepedits.decode_answer(answer)
 
 
 def _frame(i: int, parts: FrameParts) -> Frame[StepState]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import threading
 from functools import partial
-from typing import Any
+from typing import Any, Literal
 
-from fastapi import APIRouter, Body, Request, Response
+from fastapi import APIRouter, Body, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from app.sim.core import EncodedJSON, Explainer, Trace
@@ -56,32 +56,54 @@ def trace_json(plugin: Plugin, trace: Trace[Any, Any]) -> dict[str, Any]:
     return _localized({"sim_version": trace.sim_version, **plugin.sim.public_json(trace)}, trace)
 
 
-def trace_parts(plugin: Plugin, trace: Trace[Any, Any], lang: str | None = None) -> dict[str, Any]:
+Form = Literal["compact", "full"]
+FORM_DOC = (
+    "`compact` (default): the explainer's compact answer where it has one; `full`: the "
+    "documented JSON with every list written out (what `compact` decodes to)."
+)
+
+
+def form_query(site: Site) -> Any:
+    """The ``form`` query parameter, its description naming each explainer's compact form
+    (``Explainer.compact_form``)."""
+    forms = "".join(
+        f"\n- `{p.name}`: {p.sim.compact_form}" for p in site.plugins if p.sim.compact_form
+    )
+    return Query("compact", description=FORM_DOC + ("\n\nCompact forms:" + forms if forms else ""))
+
+
+def trace_parts(
+    plugin: Plugin, trace: Trace[Any, Any], lang: str | None = None, form: Form = "compact"
+) -> dict[str, Any]:
     """:func:`trace_json` with the parts the explainer writes as JSON itself left as their
-    bytes (``Explainer.public_json_parts``): what the API sends."""
-    return _parts(plugin.sim, trace, lang)
+    bytes (``Explainer.public_json_parts``), in its compact form unless ``form`` is ``full``:
+    what the API sends."""
+    return _parts(plugin.sim, trace, lang, form)
 
 
-def _parts(sim: Explainer[Any], trace: Trace[Any, Any], lang: str | None) -> dict[str, Any]:
+def _parts(
+    sim: Explainer[Any], trace: Trace[Any, Any], lang: str | None, form: Form = "compact"
+) -> dict[str, Any]:
     lang = lang or i18n.current()
     # words an explainer renders into its JSON (a deployment's reason) are the reader's, also
     # in a simulation process writing the answer, where no request set the language
     reader = reader_gettext.set(i18n.gettext_for(lang))
     try:
-        parts = sim.public_json_parts(trace)
+        parts = sim.public_json_parts(trace, compact=form == "compact")
     finally:
         reader_gettext.reset(reader)
     return _localized({"sim_version": trace.sim_version, **parts}, trace, lang)
 
 
 def answer_pieces(
-    sim: Explainer[Any], lang: str, trace: Trace[Any, Any]
+    sim: Explainer[Any], lang: str, form: Form, trace: Trace[Any, Any]
 ) -> list[bytes | bytearray | memoryview]:
     """A run's whole answer as pieces of JSON (joined: what :func:`trace_response` sends),
-    narrations in ``lang``. A run the API waits for has it written in its simulation process,
-    right after the simulation (``RunService.submit(answer=…)``, app.web.answers): the app
-    worker then sends bytes, without unpickling the trace or writing megabytes of JSON."""
-    return render_pieces(_parts(sim, trace, lang))
+    narrations in ``lang``, in ``form``. A run the API waits for has it written in its
+    simulation process, right after the simulation (``RunService.submit(answer=…)``,
+    app.web.answers): the app worker then sends bytes, without unpickling the trace or writing
+    megabytes of JSON."""
+    return render_pieces(_parts(sim, trace, lang, form))
 
 
 def _localized(
@@ -99,11 +121,13 @@ def _localized(
     return body
 
 
-def trace_response(plugin: Plugin, trace: Trace[Any, Any], gzip: bool = False) -> Response:
-    """A run's answer, written by orjson (app.web.fastjson; ``gzip``: the client accepts it);
-    call it off the event loop: it may be megabytes. Every explainer's runs and job results are
-    answered through it."""
-    return FastJSONResponse(trace_parts(plugin, trace), gzip=gzip)
+def trace_response(
+    plugin: Plugin, trace: Trace[Any, Any], gzip: bool = False, form: Form = "compact"
+) -> Response:
+    """A run's answer, written by orjson (app.web.fastjson; ``gzip``: the client accepts it),
+    in ``form``; call it off the event loop: it may be megabytes. Every explainer's runs and
+    job results are answered through it."""
+    return FastJSONResponse(trace_parts(plugin, trace, form=form), gzip=gzip)
 
 
 def add_run_route(router: APIRouter, site: Site) -> None:
@@ -114,10 +138,15 @@ def add_run_route(router: APIRouter, site: Site) -> None:
         preset = p.sim.preset(p.sim.default_preset)
         if preset is not None:
             examples[p.name] = {"summary": str(preset.title), "value": dict(preset.params)}
+    form_doc = form_query(site)
 
     @router.post(
         "/explainers/{name}/run",
         responses={
+            200: {
+                "description": "The run's answer, in the form `form` asks for (the compact one "
+                "by default: each explainer's is described under `form`; docs/api.md)"
+            },
             202: {"description": "A long run: follow the job at the `Location` URL"},
             422: {"description": "Invalid params, located by `loc`"},
             429: {"description": "Too many long runs from this client"},
@@ -129,6 +158,7 @@ def add_run_route(router: APIRouter, site: Site) -> None:
         site: SiteDep,
         plugin: PluginDep,
         params: Any = Body(..., openapi_examples=examples),
+        form: Form = form_doc,
     ) -> Response:
         """Run a scenario: validate the params exactly as the pages do, then return the trace.
         A run expected to take more than a second or so answers 202 with a job URL instead; a
@@ -140,24 +170,33 @@ def add_run_route(router: APIRouter, site: Site) -> None:
         found = await run_in_threadpool(runs.cached, key)
         if found is None:
             # the answer is built in the simulation process, as soon as the run ends
-            answer = partial(answer_pieces, plugin.sim, i18n.current())
+            answer = partial(answer_pieces, plugin.sim, i18n.current(), form)
             job = runs.submit(plugin.sim, parsed, key, answer=answer)
             if job.expected_s > site.settings.job_threshold_s:
                 raise JobStarted(job)
-            done = await wait_watching(request, runs, job, plugin)
+            # a run joined (the same params asked just before) may be building another
+            # language's or form's answer: then this one is written from the trace
+            own = job.answer is answer or _same_answer(job.answer, answer)
+            done = await wait_watching(request, runs, job, plugin, take_answer=own)
             if isinstance(done, EncodedJSON):  # megabytes: compressed (if at all) off the loop
                 return await run_in_threadpool(partial(FastJSONResponse, done, gzip=gzip))
             found = done
         # megabytes of JSON for a large trace: built in a worker thread, not on the event loop
-        return await run_in_threadpool(trace_response, plugin, found, gzip)
+        return await run_in_threadpool(trace_response, plugin, found, gzip, form)
+
+
+def _same_answer(theirs: object, mine: partial[Any]) -> bool:
+    """Whether a joined job's answer is built as this request's would be (the same explainer,
+    language and form)."""
+    return isinstance(theirs, partial) and theirs.func is mine.func and theirs.args == mine.args
 
 
 async def wait_watching(
-    request: Request, runs: RunService, job: Job, plugin: Plugin
+    request: Request, runs: RunService, job: Job, plugin: Plugin, take_answer: bool = True
 ) -> Trace[Any, Any] | EncodedJSON:
     """Wait for ``job`` in a worker thread while watching the client: if it disconnects, the
     run is cancelled (unless someone else waits for the same run). The answer its simulation
-    process built, if it built one for this client; else the trace."""
+    process built, if it built one for this client (``take_answer``); else the trace."""
     gone = threading.Event()
     done = asyncio.Event()
 
@@ -170,7 +209,8 @@ async def wait_watching(
 
     watcher = asyncio.create_task(watch())
     try:
-        return await run_in_threadpool(runs.wait_answer, job, plugin.sim, gone.is_set)
+        wait = runs.wait_answer if take_answer else runs.wait
+        return await run_in_threadpool(wait, job, plugin.sim, gone.is_set)
     finally:
         done.set()
         await watcher

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import JSONResponse, Response
 
 from app.sim.core import msg
 from app.web import i18n, joberrors
 from app.web.fastjson import accepts_gzip
 from app.web.jobowners import client_of, owners_of
-from app.web.routes.api import trace_response
+from app.web.routes.api import FORM_DOC, Form, trace_response
 from app.web.sources import SiteDep
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["api"])
@@ -88,15 +88,20 @@ def job_status(key: str, request: Request, site: SiteDep) -> JSONResponse:
         410: {"description": "The job ended without a result"},
     },
 )
-def job_result(key: str, request: Request, site: SiteDep) -> Response:
-    """The run's JSON (as ``POST /api/v1/explainers/{name}/run`` answers) once the job is done,
-    to anyone (it is what its params give); while it runs (202) or after it ended without a
-    result (410), only for a client that was answered with this job."""
+def job_result(
+    key: str,
+    request: Request,
+    site: SiteDep,
+    form: Annotated[Form, Query(description=FORM_DOC + " As the run's `form`.")] = "compact",
+) -> Response:
+    """The run's JSON (as ``POST /api/v1/explainers/{name}/run`` answers, in ``form``) once the
+    job is done, to anyone (it is what its params give); while it runs (202) or after it ended
+    without a result (410), only for a client that was answered with this job."""
     runs = site.runs
     gzip = accepts_gzip(request.headers.get("accept-encoding"))
     trace = runs.cached(_checked(key))
     if trace is not None:
-        return trace_response(site.plugin(trace.explainer), trace, gzip)
+        return trace_response(site.plugin(trace.explainer), trace, gzip, form)
     job = runs.job(_owned(request, key))
     state, progress = (job.state, runs.progress(job)) if job is not None else ("", 0.0)
     if job is None:
@@ -107,7 +112,7 @@ def job_result(key: str, request: Request, site: SiteDep) -> Response:
         if state == "done":  # stored by its worker just now: read it from the store
             trace = runs.cached(key)
             if trace is not None:
-                return trace_response(site.plugin(trace.explainer), trace, gzip)
+                return trace_response(site.plugin(trace.explainer), trace, gzip, form)
     if state == "running":
         return JSONResponse(
             {"job": key, "state": "running", "progress": round(progress, 4)},
