@@ -410,7 +410,7 @@ def _render(
             s["fields"] = compare_rows(s)
             s["narration"] = [data["frames"][i] for i in s["frames"]]
     share = _share_url(text, tolerance_us, example) if res is not None else None
-    ctx: dict[str, Any] = {
+    ctx: dict[str, object] = {
         "examples": EXAMPLES,
         "example": example,
         "script": text,
@@ -477,5 +477,5 @@ def _diff_keys(diffs: list[str]) -> set[str]:
     return set(diffs) | ({"t_ms"} if "time" in diffs else set())
 
 
-def _cell(v: Any) -> Any:
+def _cell(v: object) -> object:
     return ",".join(v) if isinstance(v, list) else v
