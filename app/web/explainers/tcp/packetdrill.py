@@ -15,7 +15,7 @@ import base64
 import binascii
 import zlib
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypedDict
 
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
@@ -353,7 +353,9 @@ def page_run(
     if too_big(script):
         if wants_json(request):
             return _too_big_response()
-        issues = [{"loc": ["script"], "msg": str(msg("the script is over {n} KB", n=64))}]
+        issues: list[Issue] = [
+            {"loc": ["script"], "msg": str(msg("the script is over {n} KB", n=64))}
+        ]
         return _render(request, script, tolerance_us, None, None, issues, status=413)
     return _page(request, script, tolerance_us, None, kernel=kernel)
 
@@ -367,7 +369,7 @@ def _page(
     except ParamError as exc:
         return _render(request, text, tolerance_us, example, None, _issues(request, exc), 422)
     kres: KernelResult | None = None
-    notes: list[dict[str, Any]] = []
+    notes: list[Issue] = []
     if kernel:  # the model's run is shown either way; the kernel's, when it could run
         why = _kernel_refused(request)
         try:
@@ -383,7 +385,14 @@ def _page(
     return _render(request, text, tolerance_us, example, res, notes, status=200, kres=kres)
 
 
-def _issues(request: Request, exc: ParamError) -> list[dict[str, Any]]:
+class Issue(TypedDict):
+    """A problem the page lists: where (as the 422 answer's ``loc``) and what, in words."""
+
+    loc: list[str | int]
+    msg: str
+
+
+def _issues(request: Request, exc: ParamError) -> list[Issue]:
     lang = i18n.language_of(request)
     return [{"loc": list(i.loc), "msg": i18n.render(i.message, lang)} for i in exc.issues]
 
@@ -394,7 +403,7 @@ def _render(
     tolerance_us: int,
     example: str | None,
     res: Result | None,
-    issues: list[dict[str, Any]],
+    issues: list[Issue],
     status: int,
     kres: KernelResult | None = None,
 ) -> Response:
