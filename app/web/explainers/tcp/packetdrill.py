@@ -170,6 +170,8 @@ def execute_kernel(parsed: Script, tolerance_us: int) -> KernelResult:
         raise ParamError.single(("kernel",), exc.why) from None
 
 
+# The run as the JSON API answers it and the page reads it: JSON objects (the runner keeps a
+# line's expected/got and a frame's segment as dicts) that the page adds to, hence dict[str, Any].
 def kernel_line_json(r: LineResult) -> dict[str, Any]:
     return {
         "status": r.status,
