@@ -27,6 +27,7 @@ AnyTrace = Trace[Any, Any]
 
 # An explainer's frame-state and series types: its view is a ``WebView[State, Series]`` whose
 # functions receive ``Trace[State, Series]``, checked by mypy against its ``Explainer[P, S, X]``.
+P = TypeVar("P", default=Any)
 S = TypeVar("S", default=Any)
 X = TypeVar("X", default=Any)
 
@@ -96,16 +97,21 @@ class WebView(Generic[S, X]):
     # "What happens next?": the question this view asks at a step of a trace (live classes and
     # "quiz me"), or None at a step it has none for; see app.web.quiz
     question: Callable[[Trace[S, X], int], Question | None] | None = None
-    # a user's recordings of the kinds this explainer shows beside its model (see RecordingView)
+    # a user's recordings of the kinds this explainer shows beside its model (see RecordingView).
+    # Its trace's types are its own (a recording's state is not the model's): ``Any`` here stands
+    # for "some pair"; each view's ``RecordingView[R, Y]`` declaration checks that its ``trace``
+    # produces what its ``picture`` and ``static`` take.
     recording: RecordingView[Any, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Plugin:
-    """One explainer: its simulation (the contract) and its web view."""
+class Plugin(Generic[P, S, X]):
+    """One explainer: its simulation (the contract) and its web view. ``Plugin(sim=..., web=...)``
+    infers ``P, S, X`` from the simulation, so mypy rejects a view whose functions take another
+    trace than the one the simulation's ``run`` produces."""
 
-    sim: Explainer[Any]
-    web: WebView
+    sim: Explainer[P, S, X]
+    web: WebView[S, X]
     # Where the explainer sits in the suggested course on the home page (lower comes first:
     # from the packet's own structure up to whole deployments) and the
     # slug of the walkthrough a newcomer should start it with ("" = its first preset).

@@ -4,6 +4,7 @@ a link/flows editor and the compare page."""
 from __future__ import annotations
 
 from app.sim.congestion.params import AQMS, CC_NAMES, CONNECTS, MAX_FLOWS
+from app.sim.congestion.run import CwndSeries, CwndState
 from app.sim.core import msg
 from app.web.editor import EditorSpec, FieldSpec, Group, OneOf, Rows, number, whole
 from app.web.explainers.cwnd.charts import PLOTLY_JS, PLOTLY_PACKAGE
@@ -74,7 +75,7 @@ EDITOR = EditorSpec(
     ),
 )
 
-VIEW = WebView(
+VIEW: WebView[CwndState, CwndSeries] = WebView(
     picture=picture,
     static=static,
     scripts=(

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import Any
 
+from app.sim.congestion.recorded import RecordedSeries
+from app.sim.congestion.run import CwndEvent, CwndSeries
 from app.sim.core import Message, msg
 
 # plotly.js "basic" (scatter, bar, pie on cartesian axes) from npm, about a quarter of the full
@@ -64,6 +66,14 @@ ROW_HEIGHTS = (0.40, 0.18, 0.18, 0.18)
 ROW_GAP = 0.065
 AXIS_OF = {key: axis for key, axis, _ in ROWS}
 
+# What the cwnd chart draws: a run's series or a recording's (the machine and the model as two
+# flows). A flow's series is the sampled lists app.sim.congestion.run's docstring names plus its
+# ``events`` (CwndEvent); the simulation keeps it a ``dict[str, Any]``, so it stays one here.
+ChartSeries = CwndSeries | RecordedSeries
+FlowSeries = Mapping[str, Any]
+# A Plotly figure, layout or trace: JSON for plotly.js, as open-ended as its schema.
+PlotlyJSON = dict[str, Any]
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Line:
@@ -83,7 +93,7 @@ def _colour(i: int) -> str:
     return PALETTE[i % len(PALETTE)]
 
 
-def _num(v: Any) -> float | None:
+def _num(v: object) -> float | None:
     """A finite number, or None (gaps, the "infinite" ssthresh sentinel)."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
@@ -101,7 +111,7 @@ def _round(v: float | None, digits: int) -> float | int | None:
 
 def decimate(
     t: Sequence[float],
-    y: Sequence[Any],
+    y: Sequence[object],
     *,
     t0: float,
     t1: float,
@@ -187,7 +197,7 @@ def zoom_windows(
 
 def decimate_zoomed(
     t: Sequence[float],
-    y: Sequence[Any],
+    y: Sequence[object],
     *,
     t0: float,
     t1: float,
@@ -255,7 +265,7 @@ def _lines(cc: str, *, overlay: bool, paced: bool) -> list[Line]:
     return lines
 
 
-def x_span(series: Mapping[str, Any]) -> tuple[float, float]:
+def x_span(series: ChartSeries) -> tuple[float, float]:
     ts: list[float] = []
     for flow in series.get("flows", ()):
         t = flow.get("t") or []
@@ -267,9 +277,9 @@ def x_span(series: Mapping[str, Any]) -> tuple[float, float]:
     return (min(ts), max(ts)) if ts else (0.0, 1.0)
 
 
-def row_maxima(series: Mapping[str, Any], *, show_overlay: bool = True) -> dict[str, float]:
+def row_maxima(series: ChartSeries, *, show_overlay: bool = True) -> dict[str, float]:
     """The highest value each chart row shows (for a y-range shared between charts)."""
-    flows: Sequence[Mapping[str, Any]] = series.get("flows", ())
+    flows: Sequence[FlowSeries] = series.get("flows", ())
     any_bbr = any(f.get("cc") == "bbr" for f in flows)
     top = {key: 0.0 for key, _, _ in ROWS}
     for flow in flows:
@@ -288,7 +298,7 @@ def row_maxima(series: Mapping[str, Any], *, show_overlay: bool = True) -> dict[
     return top
 
 
-def shared_ranges(all_series: Iterable[Mapping[str, Any]]) -> dict[str, list[float]]:
+def shared_ranges(all_series: Iterable[ChartSeries]) -> dict[str, list[float]]:
     """One y-range per row covering every given trace, so side-by-side charts compare by eye."""
     top = {key: 0.0 for key, _, _ in ROWS}
     for series in all_series:
@@ -308,7 +318,7 @@ def _nice(v: float) -> float:
     return float(10 * p)  # pragma: no cover - the loop always returns
 
 
-def _event_y(ev: Mapping[str, Any]) -> float | None:
+def _event_y(ev: CwndEvent) -> float | None:
     detail = ev.get("detail") or {}
     state = ev.get("state") or {}
     return _num(detail.get("cwnd", state.get("cwnd")))
@@ -325,7 +335,7 @@ def _domains() -> dict[str, list[float]]:
     return out
 
 
-def _embed(figure: Mapping[str, Any], div_id: str, *, height: int, label: str) -> str:
+def _embed(figure: PlotlyJSON, div_id: str, *, height: int, label: str) -> str:
     """A placeholder plus the figure as JSON; static/explainers/cwnd/charts.js draws it once
     plotly.js has loaded, so the page shows before the library is parsed."""
     data = json.dumps(figure, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
@@ -338,7 +348,7 @@ def _embed(figure: Mapping[str, Any], div_id: str, *, height: int, label: str) -
     )
 
 
-def _base_layout(height: int, title: str) -> dict[str, Any]:
+def _base_layout(height: int, title: str) -> PlotlyJSON:
     return {
         "height": height,
         "margin": {"l": 56, "r": 12, "t": 56 if title else 28, "b": 40},
@@ -354,7 +364,7 @@ def _base_layout(height: int, title: str) -> dict[str, Any]:
     }
 
 
-def _axis(**extra: Any) -> dict[str, Any]:
+def _axis(**extra: object) -> PlotlyJSON:
     return {
         "gridcolor": "#d5d9df",
         "linecolor": "#d5d9df",
@@ -366,20 +376,20 @@ def _axis(**extra: Any) -> dict[str, Any]:
 
 
 def cwnd_figure_json(
-    series: Mapping[str, Any],
+    series: ChartSeries,
     *,
     title: str = "",
     show_overlay: bool = True,
     y_ranges: Mapping[str, Sequence[float]] | None = None,
     windows: Sequence[tuple[float, float]] = (),
-) -> dict[str, Any]:
+) -> PlotlyJSON:
     """cwnd (+ ssthresh, CUBIC targets, events), queue, RTT and pacing/delivery rate over one
     time axis, as a Plotly figure dict (``windows``: x-ranges the page zooms to, sampled
     finer; see :func:`zoom_windows`)."""
-    flows: Sequence[Mapping[str, Any]] = series.get("flows", ())
+    flows: Sequence[FlowSeries] = series.get("flows", ())
     any_bbr = any(f.get("cc") == "bbr" for f in flows)
     t0, t1 = x_span(series)
-    data: list[dict[str, Any]] = []
+    data: list[PlotlyJSON] = []
     for i, flow in enumerate(flows):
         cc = str(flow.get("cc", ""))
         # a flow may name itself (a recording's overlay: "machine", "model"), else its number
@@ -453,7 +463,7 @@ def cwnd_figure_json(
 
 def _cwnd_layout(
     title: str, y_ranges: Mapping[str, Sequence[float]] | None, t0: float, t1: float
-) -> dict[str, Any]:
+) -> PlotlyJSON:
     layout = _base_layout(FIGURE_HEIGHT, title)
     domains = _domains()
     layout["xaxis"] = _axis(
@@ -466,7 +476,7 @@ def _cwnd_layout(
     annotations = []
     for key, axis, label in ROWS:
         name = "yaxis" if axis == "y" else f"yaxis{axis[1:]}"
-        extra: dict[str, Any] = {"domain": domains[key], "anchor": "x", "rangemode": "tozero"}
+        extra: PlotlyJSON = {"domain": domains[key], "anchor": "x", "rangemode": "tozero"}
         if y_ranges and key in y_ranges:
             extra["range"] = list(y_ranges[key])
             extra["autorange"] = False
@@ -501,9 +511,7 @@ def _cwnd_layout(
     return layout
 
 
-def _event_traces(
-    flows: Sequence[Mapping[str, Any]], *, t0: float, t1: float
-) -> list[dict[str, Any]]:
+def _event_traces(flows: Sequence[FlowSeries], *, t0: float, t1: float) -> list[PlotlyJSON]:
     """One marker trace per event kind (all flows), at most one mark per flow per column."""
     span = t1 - t0 if t1 > t0 else 1.0
     kinds: dict[str, list[tuple[float, float, int]]] = {}
@@ -559,7 +567,7 @@ def _event_traces(
 
 
 def cwnd_figure(
-    series: Mapping[str, Any],
+    series: ChartSeries,
     *,
     div_id: str,
     title: str = "",

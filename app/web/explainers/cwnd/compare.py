@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
@@ -35,7 +35,7 @@ def compare(
     buffer_bdp: Annotated[float, Query()] = 1.0,
     duration_s: Annotated[float, Query()] = 30.0,
 ) -> Response:
-    form: dict[str, Any] = {
+    form: dict[str, object] = {
         "algos": algos,
         "rate_mbps": rate_mbps,
         "rtt_ms": rtt_ms,
@@ -57,7 +57,7 @@ def compare(
         failed = {"panels": [], "form": form, "algos": ALGOS, "chosen": [], "issues": exc.issues}
         status = 200 if request.headers.get("HX-Request") == "true" else 422
         return render(request, TEMPLATE, failed, status_code=status)
-    ctx: dict[str, Any] = {
+    ctx: dict[str, object] = {
         "panels": panels,
         "form": {**form, "algos": ",".join(chosen)},
         "algos": ALGOS,
@@ -107,6 +107,6 @@ def _run(
     return trace
 
 
-def _panel(i: int, cc: str, trace: CwndTrace, ranges: dict[str, list[float]]) -> dict[str, Any]:
+def _panel(i: int, cc: str, trace: CwndTrace, ranges: dict[str, list[float]]) -> dict[str, object]:
     chart = cwnd_figure(trace.series, div_id=f"compare-{i}", title=cc.upper(), y_ranges=ranges)
     return {"cc": cc, "chart": Markup(chart), "summary": Markup(summary_table(trace.summary))}

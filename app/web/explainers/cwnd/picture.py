@@ -18,7 +18,13 @@ from app.sim.congestion.run import CwndState, CwndTrace
 from app.sim.core import Frame, Message, msg
 from app.sim.core.i18n import Param, join
 from app.web import i18n
-from app.web.explainers.cwnd.charts import cwnd_figure, fairness_figure, x_span, zoom_windows
+from app.web.explainers.cwnd.charts import (
+    FlowSeries,
+    cwnd_figure,
+    fairness_figure,
+    x_span,
+    zoom_windows,
+)
 
 
 def _t(message: Message | str) -> str:
@@ -26,7 +32,7 @@ def _t(message: Message | str) -> str:
     return escape(i18n.render(message))
 
 
-def _at(flow: Mapping[str, Any], key: str, t: float) -> Any:
+def _at(flow: FlowSeries, key: str, t: float) -> Any:
     """A sampled series at ``t``: the first sample at or after it (every ``sample_ms``)."""
     times = flow.get("t") or []
     values = flow.get(key) or []
@@ -41,18 +47,18 @@ def _at(flow: Mapping[str, Any], key: str, t: float) -> Any:
 Moment = Mapping[str, object]
 
 
-def _now(moment: Moment, flow: Mapping[str, Any], key: str, t: float) -> Any:
+def _now(moment: Moment, flow: FlowSeries, key: str, t: float) -> Any:
     """``key`` at this step: the event's own value, else the sampled series at ``t``."""
     value = moment.get(key)
     return value if value is not None else _at(flow, key, t)
 
 
-def _mode(moment: Moment, flow: Mapping[str, Any], t: float) -> Any:
+def _mode(moment: Moment, flow: FlowSeries, t: float) -> Any:
     """BBR's mode at this step: the one a mode change enters, else the sampled mode."""
     return moment.get("to") if moment.get("event") == "bbr_mode" else _at(flow, "bbr_mode", t)
 
 
-def _pills(label: Message, options: tuple[str, ...], current: Any) -> str:
+def _pills(label: Message, options: tuple[str, ...], current: object) -> str:
     items = "".join(
         f'<li class="pill on" aria-current="true">{opt}</li>'
         if opt == current
@@ -65,7 +71,7 @@ def _pills(label: Message, options: tuple[str, ...], current: Any) -> str:
     )
 
 
-def _cubic_driver(flow: Mapping[str, Any], t: float) -> str:
+def _cubic_driver(flow: FlowSeries, t: float) -> str:
     """Which of CUBIC's two targets sets cwnd growth at ``t``: the cubic W(t) or W_est."""
     w_cubic, w_est = _at(flow, "w_cubic", t), _at(flow, "w_est", t)
     if not isinstance(w_cubic, (int, float)) or not isinstance(w_est, (int, float)):
@@ -89,7 +95,7 @@ def _cubic_driver(flow: Mapping[str, Any], t: float) -> str:
     )
 
 
-def _bbr_model(moment: Moment, flow: Mapping[str, Any], t: float) -> str:
+def _bbr_model(moment: Moment, flow: FlowSeries, t: float) -> str:
     """BBR's model at ``t``: bottleneck bandwidth, min_rtt and the pacing gain it applies (as
     the narration words them: bandwidth to 0.1 Mbit/s, min_rtt to 0.01 ms)."""
     bw, rtt = _now(moment, flow, "bw_mbps", t), _now(moment, flow, "min_rtt_ms", t)
@@ -104,7 +110,7 @@ def _bbr_model(moment: Moment, flow: Mapping[str, Any], t: float) -> str:
     return f'<p class="moment-detail">{_t(join(" · ", bits))}</p>' if bits else ""
 
 
-def _options(trace: CwndTrace, moment: Moment, idx: int, flow: Mapping[str, Any], t: float) -> str:
+def _options(trace: CwndTrace, moment: Moment, idx: int, flow: FlowSeries, t: float) -> str:
     """The flow's receive window against what is in flight, and its ECN marks, if it has them."""
     flows = trace.summary.get("flows", ())
     info = flows[idx] if idx < len(flows) else {}
@@ -192,7 +198,7 @@ def static(trace: CwndTrace) -> str:
     return "".join(html)
 
 
-def _num(value: Any, spec: str = ".1f") -> str:
+def _num(value: object, spec: str = ".1f") -> str:
     """A summary number, or a dash where the run produced none (e.g. no RTT sample yet)."""
     return format(value, spec) if isinstance(value, (int, float)) else "–"
 

@@ -16,7 +16,12 @@ from html import escape
 from typing import Any
 
 from app.sim.congestion.params import CC_NAMES
-from app.sim.congestion.recorded import RecordedState, RecordedTrace, recorded_trace
+from app.sim.congestion.recorded import (
+    RecordedSeries,
+    RecordedState,
+    RecordedTrace,
+    recorded_trace,
+)
 from app.sim.core import Frame, Message, msg
 from app.web import i18n
 from app.web.explainers.cwnd.charts import cwnd_figure, x_span, zoom_windows
@@ -27,7 +32,7 @@ def _t(message: Message | str) -> str:
     return escape(i18n.render(message))
 
 
-def _v(value: Any, spec: str = ".0f", none: str = "–") -> str:
+def _v(value: object, spec: str = ".0f", none: str = "–") -> str:
     return format(value, spec) if isinstance(value, (int, float)) else none
 
 
@@ -80,7 +85,7 @@ def static(trace: RecordedTrace) -> str:
     """The chart (machine and model over one time axis, zooming like a run's) and, under the
     step's card, the comparison table."""
     times = [f.time if f.time is not None else 0.0 for f in trace.frames]
-    series: Mapping[str, Any] = trace.series
+    series = trace.series
     t0, t1 = x_span(series)
     windows, steps = zoom_windows(times, t0, t1)
     zoom = json.dumps({"full": [t0, t1], "windows": windows, "steps": steps}, separators=(",", ":"))
@@ -192,7 +197,7 @@ def comparison_table(summary: Mapping[str, Any]) -> str:
     )
 
 
-RECORDING: RecordingView[RecordedState, Any] = RecordingView(
+RECORDING: RecordingView[RecordedState, RecordedSeries] = RecordingView(
     kinds=("cwnd",),
     trace=recorded_trace,
     picture=picture,

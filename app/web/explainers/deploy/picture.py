@@ -9,7 +9,6 @@ as data attributes for tests and scripts."""
 from __future__ import annotations
 
 from html import escape
-from typing import Any
 
 from app.sim.core import Frame, Message, msg
 from app.sim.deploy import DeployTrace
@@ -24,11 +23,13 @@ BAR_H = 44
 INNER = W - 2 * PAD
 
 
-def attr(value: Any) -> str:
+def attr(value: object) -> str:
     return escape(str(value), quote=True)
 
 
-def text(x: float, y: float, body: Any, cls: str = "", anchor: str = "start", id: str = "") -> str:
+def text(
+    x: float, y: float, body: object, cls: str = "", anchor: str = "start", id: str = ""
+) -> str:
     c = f' class="{cls}"' if cls else ""
     a = f' text-anchor="{anchor}"' if anchor != "start" else ""
     i = f' id="{id}"' if id else ""

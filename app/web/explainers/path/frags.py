@@ -9,28 +9,32 @@ from html import escape
 from typing import Any
 
 from app.sim.core import msg
+from app.sim.skbuff.state import FragView, SkbSnapshot, SkbState
 from app.web.explainers.path.geometry import SUMMARY_ROW, WIDTH, attr
 from app.web.explainers.skb.layout import text_width
 from app.web.explainers.skb.picture import X0 as SKB_X0
+
+# A frame's skb state here is the sk_buff explainer's (SkbState) as the path's replay or the frame's
+# own fields give it: partial (only what the picture draws), so it is read with .get() as a mapping.
 
 
 def frag_list_members(state: Mapping[str, Any]) -> set[str]:
     return {str(m) for s in state.get("skbs", ()) for m in s.get("frag_list", ())}
 
 
-def _frag_text(frag: Mapping[str, Any]) -> str:
+def _frag_text(frag: FragView) -> str:
     refs = f" · refs {frag['refs']}" if frag.get("refs") else ""
     return f"{frag.get('page', 'page')} +{int(frag.get('offset', 0))} · {int(frag.get('size', 0))} B{refs}"
 
 
-def _frag_key(frag: Mapping[str, Any]) -> tuple[int, int, int]:
+def _frag_key(frag: FragView) -> tuple[int, int, int]:
     return (int(frag.get("offset", 0)), int(frag.get("size", 0)), int(frag.get("refs", 0)))
 
 
 Chip = tuple[str, str, bool, dict[str, str]]  # (id, text, lit, data attributes)
 
 
-def _frag_chips(name: str, frags: list[Mapping[str, Any]], before: list[Any] | None) -> list[Chip]:
+def _frag_chips(name: str, frags: list[FragView], before: list[FragView] | None) -> list[Chip]:
     """Runs of alike frags as one counted chip; frags this step added or changed form their
     own runs, lit. ``before`` is the same skb's frags when the walk last showed it (None: not
     shown before, nothing is lit)."""
@@ -63,7 +67,7 @@ def _frag_chips(name: str, frags: list[Mapping[str, Any]], before: list[Any] | N
 
 
 def _summary_rows(
-    state: Mapping[str, Any], old: Mapping[str, Mapping[str, Any]]
+    state: SkbState, old: Mapping[str, SkbSnapshot]
 ) -> list[tuple[str, str, list[Chip]]]:
     """(row id, caption, chips) for each frags array and frag_list of the frame's skbs; ``old``
     is each skb as the walk last showed it before this step (what changed since is lit). Clones
@@ -126,9 +130,7 @@ def _summary_rows(
     return rows
 
 
-def frags_summary(
-    state: Mapping[str, Any], old: Mapping[str, Mapping[str, Any]], y: float
-) -> tuple[str, float]:
+def frags_summary(state: SkbState, old: Mapping[str, SkbSnapshot], y: float) -> tuple[str, float]:
     """The frags / frag_list rows at ``y`` (in the sk_buff picture's coordinates), and their
     height. Chips wrap onto a further row when the width runs out."""
     out: list[str] = []

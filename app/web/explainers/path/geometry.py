@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from html import escape
-from typing import Any
 
 from app.sim.core import Message, msg
 
@@ -103,12 +102,12 @@ HOOK_SHORT = {
 TCP_LAYERS = frozenset({"tcp", "socket"})
 
 
-def attr(value: Any) -> str:
+def attr(value: object) -> str:
     """``value`` escaped for an XML attribute."""
     return escape(str(value), quote=True)
 
 
-def lane_of(state: Mapping[str, Any]) -> str:
+def lane_of(state: Mapping[str, object]) -> str:
     """The lane a frame's layer is drawn in."""
     return LAYER_LANE.get(str(state.get("layer")), "core")
 

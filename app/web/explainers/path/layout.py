@@ -4,12 +4,11 @@ frame's point on the lanes, the hooks' runs and label rows, and each frame's sk_
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from typing import Any, cast
 
 from app.sim.core import Frame, Trace
 from app.sim.path.explainer import PathTrace
-from app.sim.skbuff.state import SkbState, SkbTrace
+from app.sim.skbuff.state import SkbSnapshot, SkbState, SkbTrace
 from app.web import i18n
 from app.web.explainers.path.geometry import (
     HOOK_ROWS_Y,
@@ -118,7 +117,7 @@ def _part_key(
 
 
 PartKey = tuple[object, ...]
-Recipe = tuple[int, dict[str, Mapping[str, Any]]]  # a step showing the part, the `old` it reads
+Recipe = tuple[int, dict[str, SkbSnapshot]]  # a step showing the part, the `old` it reads
 
 
 def _parts(
@@ -134,7 +133,7 @@ def _parts(
     keys: dict[int, PartKey] = {}
     recipes: dict[PartKey, Recipe] = {}
     tallest = 0.0
-    seen: dict[str, Mapping[str, Any]] = {}  # each skb as the walk last showed it
+    seen: dict[str, SkbSnapshot] = {}  # each skb as the walk last showed it
     for sf in skb_trace.frames:
         if sf.state["skbs"]:
             key = (

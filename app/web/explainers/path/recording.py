@@ -6,7 +6,6 @@ recording lacks. The trace comes from :func:`app.sim.path.recorded.recorded_trac
 from __future__ import annotations
 
 from html import escape
-from typing import Any
 
 from app.sim.core import Frame, Message, msg
 from app.sim.path.recorded import PATH_NAMES, RecordedPathState, RecordedPathTrace, recorded_trace
@@ -102,7 +101,7 @@ def picture(trace: RecordedPathTrace, frame: Frame[RecordedPathState]) -> str:
 def static(trace: RecordedPathTrace) -> str:
     """One line on the whole recording: packets, events, which walks."""
     s = trace.summary
-    paths: dict[str, Any] = s.get("paths", {})
+    paths: dict[str, int] = s.get("paths", {})  # walk -> packets
     kinds = ", ".join(
         f"{i18n.render(PATH_NAMES[k]) if k in PATH_NAMES else k} × {n}" for k, n in paths.items()
     )

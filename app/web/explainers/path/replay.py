@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from app.sim.core import Message, ParamError, msg
 from app.sim.path import walks
@@ -30,12 +30,31 @@ from app.sim.skbuff import SkbExplainer
 from app.sim.skbuff.machine import SkbMachine
 from app.sim.skbuff.ops import MAX_OPS, MAX_SKBS, Op
 from app.sim.skbuff.skb import DATAREF_MASK, Step
+from app.sim.skbuff.state import SkbSnapshot
 from app.web.memo import Memo
 
 SKB = SkbExplainer()
 _FIELDS = ("size", "len", "offset", "truesize", "nhead", "ntail", "label", "seq", "mss", "start")
 # Weighed in frames: a 32-packet veth walk's replay and layout hold ~75 MB (2,240 frames).
 CACHE: Memo[tuple[str, str], Replay] = Memo(16, weigh=lambda r: r.frames, budget=4000)
+
+
+class HeadBuffer(TypedDict):
+    """A head buffer as a partial snapshot keeps it (a subset of the sk_buff explainer's
+    ``BufferView``)."""
+
+    size: int
+    end: int
+    dataref: int
+    freed: bool
+    alloc: str
+
+
+class PartialSnapshot(TypedDict):
+    """``SkbMachine.snapshot()`` of a few skbs: them and their head buffers."""
+
+    skbs: list[SkbSnapshot]
+    buffers: dict[str, HeadBuffer]
 
 
 class _RecordingMachine(SkbMachine):
@@ -54,7 +73,7 @@ class _RecordingMachine(SkbMachine):
             self.kin.setdefault(op.skb, set()).add(op.src)
         return super().apply(op)
 
-    def partial_snapshot(self, name: str) -> dict[str, Any]:
+    def partial_snapshot(self, name: str) -> PartialSnapshot:
         """``snapshot()`` restricted to ``name``, its frag_list and the skbs sharing its head
         (a whole snapshot per frame would cost O(skbs) each, O(frames²) a walk)."""
         me = self.skbs[name]
@@ -89,7 +108,7 @@ class _RecordingSkbs(PathSkbs):
         self.rec = _RecordingMachine()
         self.m = self.rec
         self.tracer: Tracer | None = None
-        self.snaps: dict[int, dict[str, Any]] = {}
+        self.snaps: dict[int, PartialSnapshot] = {}
 
     def view(self, name: str) -> SkbView:
         out = super().view(name)
@@ -101,7 +120,7 @@ class _RecordingSkbs(PathSkbs):
 @dataclass(frozen=True, slots=True)
 class Replay:
     log: tuple[tuple[int, Op], ...]
-    snaps: dict[int, dict[str, Any]]
+    snaps: dict[int, PartialSnapshot]
     frames: int
 
 
@@ -232,7 +251,7 @@ def snapshot(rep: Replay, index: int, view: SkbView) -> dict[str, Any] | None:
     for s in snap["skbs"]:  # clones sharing the head buffer, still alive
         if s is not me and s["buffer"] == me["buffer"] and s["status"] == "live":
             keep.append(s)
-    keep = [dict(s) for s in keep]
+    keep = [s.copy() for s in keep]
     keep[0]["len"] = view["len"]
     keep[0]["data_len"] = view["data_len"]
     keep[0]["truesize"] = view["truesize"]

@@ -13,7 +13,7 @@ from app.sim.core import Frame, Message, msg
 from app.sim.path.engine import PathState
 from app.sim.path.skb import SkbView
 from app.sim.skbuff.skb import SHINFO
-from app.sim.skbuff.state import SkbState, SkbTrace
+from app.sim.skbuff.state import RegionView, SkbSnapshot, SkbState, SkbTrace
 from app.web.explainers.path.frags import frag_list_members, frags_summary
 from app.web.explainers.path.geometry import HDR_STRIP, LEGEND_ROW, WIDTH
 from app.web.explainers.path.legend import legend_row
@@ -28,11 +28,14 @@ from app.web.explainers.skb.scene import SceneMemo
 REGION_LABELS: dict[str, Message] = {"frame": msg("frame"), "headers": msg("headers")}
 
 
-def _region(region: Mapping[str, Any]) -> Mapping[str, Any]:
+def _region(region: RegionView) -> RegionView:
     label = REGION_LABELS.get(str(region.get("label")))
     return region if label is None else {**region, "label": str(label)}
 
 
+# The states below are the sk_buff explainer's (SkbState) but partial: a replay's snapshot keeps
+# only the frame's skb and its kin, a frame without one only its own fields. They stay mappings
+# read with .get() until layout.skb_frames hands them to the sk_buff picture as SkbState.
 def drawn_state(state: Mapping[str, Any]) -> dict[str, Any]:
     """What the sk_buff picture draws for a frame: the head buffers and their skbs, without the
     frags and the frag_list (the summary rows show those) and without skbs that only sit on a
@@ -73,7 +76,7 @@ def skb_part(
     widest: Frame[SkbState],
     index: int,
     full: SkbTrace,
-    old: Mapping[str, Mapping[str, Any]],
+    old: Mapping[str, SkbSnapshot],
     *,
     draw: bool = True,
     scenes: SceneMemo | None = None,
@@ -100,7 +103,7 @@ def skb_part(
     return SkbPart(head=head, rest=rest + d.body + summary + legend + "</svg>", height=y, axis=axis)
 
 
-def summary_key(state: Mapping[str, Any]) -> str | None:
+def summary_key(state: SkbState) -> str | None:
     """What of ``state`` the frags summary reads (None: no frags or frag_list, no summary)."""
     skbs = state.get("skbs", ())
     if not any(s.get("frags") or s.get("frag_list") for s in skbs):
@@ -110,7 +113,7 @@ def summary_key(state: Mapping[str, Any]) -> str | None:
     )
 
 
-def old_key(state: Mapping[str, Any], old: Mapping[str, Mapping[str, Any]]) -> tuple[object, ...]:
+def old_key(state: SkbState, old: Mapping[str, SkbSnapshot]) -> tuple[object, ...]:
     """What of ``old`` (each skb as the walk last showed it) the frags summary of ``state``
     reads: the frags and frag_list of the skbs that have either, as they were."""
     out: list[object] = []
@@ -122,7 +125,7 @@ def old_key(state: Mapping[str, Any], old: Mapping[str, Mapping[str, Any]]) -> t
     return tuple(out)
 
 
-def summary_names(state: Mapping[str, Any]) -> list[str]:
+def summary_names(state: SkbState) -> list[str]:
     """The skbs whose earlier frags or frag_list the frags summary of ``state`` reads."""
     return [
         str(s.get("name")) for s in state.get("skbs", ()) if s.get("frags") or s.get("frag_list")

@@ -8,13 +8,14 @@ the same workload with one setting changed: ``batching`` (continuous ↔ static,
 from __future__ import annotations
 
 import copy
-from typing import Annotated, Any
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, TypedDict
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 from markupsafe import Markup
 
-from app.sim.core import Message, ParamError, ParamIssue, msg
+from app.sim.core import Message, ParamError, ParamIssue, Preset, msg
 from app.sim.serving.explainer import SchedulerTrace
 from app.web.errors import wants_json
 from app.web.explainers.scheduler.timeline import LAYOUT, charts, gantt, summary_rows
@@ -38,7 +39,7 @@ VARY_LABELS: dict[str, Message] = {
     "prefix_caching": msg("prefix caching on ↔ off"),
     "policy": msg("policy (fcfs ↔ priority)"),
 }
-DEFAULTS: dict[str, Any] = {
+DEFAULTS: dict[str, str | bool] = {
     "batching": "continuous",
     "enable_chunked_prefill": True,
     "enable_prefix_caching": True,
@@ -59,7 +60,7 @@ def _varied(raw: dict[str, Any], vary: str) -> tuple[dict[str, Any], str, str]:
     return other, f"{key}={_show(now)}", f"{key}={_show(config[key])}"
 
 
-def _show(v: Any) -> str:
+def _show(v: object) -> str:
     return ("true" if v else "false") if isinstance(v, bool) else str(v)
 
 
@@ -111,7 +112,22 @@ def compare(
     return render(request, TEMPLATE, _ctx(presets, form, panels, rows, ()))
 
 
-def _ctx(presets: Any, form: Any, panels: Any, rows: Any, issues: Any) -> dict[str, Any]:
+class Panel(TypedDict):
+    """One config's column of the page (the template reads these keys)."""
+
+    label: str
+    gantt: Markup
+    charts: Markup
+    summary: list[tuple[Message, str]]
+
+
+def _ctx(
+    presets: Mapping[str, Preset],
+    form: dict[str, str],
+    panels: list[Panel],
+    rows: list[tuple[Message, str, str]],
+    issues: Sequence[ParamIssue],
+) -> dict[str, object]:
     return {
         "panels": panels,
         "rows": rows,
@@ -141,7 +157,7 @@ def _run(site: Site, plugin: Plugin, raw: dict[str, Any], label: str) -> Schedul
     return trace
 
 
-def _panel(trace: SchedulerTrace, label: str, i: int, span: int) -> dict[str, Any]:
+def _panel(trace: SchedulerTrace, label: str, i: int, span: int) -> Panel:
     """One config's timeline and charts, on a step axis shared with the other config."""
     return {
         "label": label,

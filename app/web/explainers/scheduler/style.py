@@ -10,7 +10,6 @@ full em: a legend or a heading in Chinese takes the room it needs, never the Eng
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from app.web.svgtext import advance, attr
 
@@ -62,7 +61,9 @@ def fit(s: str, room: float, size: float = 13.0, *, mono: bool = False) -> str:
     return s.rstrip() + "…"
 
 
-def text(x: float, y: float, body: str, cls: str = "", anchor: str = "start", **extra: Any) -> str:
+def text(
+    x: float, y: float, body: str, cls: str = "", anchor: str = "start", **extra: object
+) -> str:
     """An SVG ``<text>``; ``extra`` keyword names become attributes (``_`` → ``-``)."""
     more = "".join(f' {k.replace("_", "-")}="{attr(v)}"' for k, v in extra.items())
     c = f' class="{cls}"' if cls else ""

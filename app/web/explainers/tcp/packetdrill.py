@@ -15,7 +15,7 @@ import base64
 import binascii
 import zlib
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypedDict
 
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
@@ -170,6 +170,8 @@ def execute_kernel(parsed: Script, tolerance_us: int) -> KernelResult:
         raise ParamError.single(("kernel",), exc.why) from None
 
 
+# The run as the JSON API answers it and the page reads it: JSON objects (the runner keeps a
+# line's expected/got and a frame's segment as dicts) that the page adds to, hence dict[str, Any].
 def kernel_line_json(r: LineResult) -> dict[str, Any]:
     return {
         "status": r.status,
@@ -353,7 +355,9 @@ def page_run(
     if too_big(script):
         if wants_json(request):
             return _too_big_response()
-        issues = [{"loc": ["script"], "msg": str(msg("the script is over {n} KB", n=64))}]
+        issues: list[Issue] = [
+            {"loc": ["script"], "msg": str(msg("the script is over {n} KB", n=64))}
+        ]
         return _render(request, script, tolerance_us, None, None, issues, status=413)
     return _page(request, script, tolerance_us, None, kernel=kernel)
 
@@ -367,7 +371,7 @@ def _page(
     except ParamError as exc:
         return _render(request, text, tolerance_us, example, None, _issues(request, exc), 422)
     kres: KernelResult | None = None
-    notes: list[dict[str, Any]] = []
+    notes: list[Issue] = []
     if kernel:  # the model's run is shown either way; the kernel's, when it could run
         why = _kernel_refused(request)
         try:
@@ -383,7 +387,14 @@ def _page(
     return _render(request, text, tolerance_us, example, res, notes, status=200, kres=kres)
 
 
-def _issues(request: Request, exc: ParamError) -> list[dict[str, Any]]:
+class Issue(TypedDict):
+    """A problem the page lists: where (as the 422 answer's ``loc``) and what, in words."""
+
+    loc: list[str | int]
+    msg: str
+
+
+def _issues(request: Request, exc: ParamError) -> list[Issue]:
     lang = i18n.language_of(request)
     return [{"loc": list(i.loc), "msg": i18n.render(i.message, lang)} for i in exc.issues]
 
@@ -394,7 +405,7 @@ def _render(
     tolerance_us: int,
     example: str | None,
     res: Result | None,
-    issues: list[dict[str, Any]],
+    issues: list[Issue],
     status: int,
     kres: KernelResult | None = None,
 ) -> Response:
@@ -410,7 +421,7 @@ def _render(
             s["fields"] = compare_rows(s)
             s["narration"] = [data["frames"][i] for i in s["frames"]]
     share = _share_url(text, tolerance_us, example) if res is not None else None
-    ctx: dict[str, Any] = {
+    ctx: dict[str, object] = {
         "examples": EXAMPLES,
         "example": example,
         "script": text,
@@ -477,5 +488,5 @@ def _diff_keys(diffs: list[str]) -> set[str]:
     return set(diffs) | ({"t_ms"} if "time" in diffs else set())
 
 
-def _cell(v: Any) -> Any:
+def _cell(v: object) -> object:
     return ",".join(v) if isinstance(v, list) else v

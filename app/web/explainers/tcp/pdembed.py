@@ -78,6 +78,7 @@ class _PdSim(TcpExplainer):
 PD_SIM = _PdSim()
 
 
+# A segment here is the runner's RunFrame.segment (a JSON object) plus its frame and time.
 def _seg_text(seg: dict[str, Any]) -> str:
     """A segment as a script writes it: ``P. 1:2001(2000) ack 1 win 65535``."""
     text = f"{seg.get('flags') or '.'} {seg.get('seq')}:{seg.get('end', seg.get('seq'))}"

@@ -6,7 +6,6 @@ app/sim/tcp/recorded.py; the generic recordings pages (``/r/{id}``) find this vi
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from app.sim.core import Frame, Trace, msg
 from app.sim.tcp.recorded import RecordedState, build
@@ -50,7 +49,7 @@ def _head(eps: list[str], state: RecordedState) -> list[str]:
     return out
 
 
-def _arrow(row: int, seg: Mapping[str, Any], eps: list[str], current: bool) -> str:
+def _arrow(row: int, seg: Mapping[str, object], eps: list[str], current: bool) -> str:
     src = str(seg.get("from"))
     left_to_right = not eps or src == eps[0]
     x1, x2 = (LANES[0], LANES[1]) if left_to_right else (LANES[1], LANES[0])

@@ -5,7 +5,6 @@ deeper."""
 from __future__ import annotations
 
 from html import escape
-from typing import Any
 
 from app.sim.core import Message, msg
 from app.sim.tcp.state import EndpointState, TcpState
@@ -96,8 +95,8 @@ def draw_panel(
     for n, (key, label) in enumerate(_vars_for(e)):
         col = n % 2
         xx = 10 + col * 148
-        val: Any = e[key]  # type: ignore[literal-required]
-        old: Any = pe[key]  # type: ignore[literal-required]
+        val: object = e[key]  # type: ignore[literal-required]
+        old: object = pe[key]  # type: ignore[literal-required]
         shown = "—" if val is None else (f"{val:g}" if isinstance(val, float) else str(val))
         out.append(f'<text class="muted" x="{xx}" y="{y}">{esc(str(label))}</text>')
         out.append(_value(xx + 62, y, shown, val != old, "mono"))
