@@ -52,7 +52,7 @@ from app.store import repo
 from app.store.eviction import TraceEviction
 from app.store.models import SharedJob
 from app.web import answers, joberrors
-from app.web.eta import Biases, LaneClock
+from app.web.eta import Biases, LaneClock, machine_load
 from app.web.simproc import LanePool, Limits, Recycle, Usage
 from app.web.simworker import Answer, InheritedFd, Ran, init_worker, sim_context, simulate
 from app.web.tracecache import (  # noqa: F401 - decode_trace_sized, MEMORY_PER_…: the API of runs
@@ -237,7 +237,8 @@ class RunService:
         self._busy = dict.fromkeys(self._lanes, 0)  # runs handed to each lane's workers
         biases = Biases()  # each explainer's CPU per predicted second, for every lane
         self._clocks = {
-            lane: LaneClock(workers, biases) for lane, (workers, _, _) in self._lanes.items()
+            lane: LaneClock(workers, biases, load=machine_load)
+            for lane, (workers, _, _) in self._lanes.items()
         }
         self._order = 0
         self._jobs: dict[str, Job] = {}
