@@ -73,12 +73,14 @@ def test_a_free_process_means_no_wait() -> None:
 
 def test_a_run_its_client_waits_for_goes_before_queued_jobs(tmp_path: Path) -> None:
     """A run short enough to be answered in its request (its client's connection held) waits
-    ahead of every job, however long the jobs have waited; among each, shortest first."""
+    ahead of the jobs submitted in the half minute before it, not of one that has waited
+    longer (a stream of such runs would hold it back for good); among each, shortest first."""
     engine = make_engine(f"sqlite:///{tmp_path / 'due.db'}")
     runs = RunService(Settings(database_url=str(engine.url), job_threshold_s=1.5), engine)
-    held_later = runs._due(now=100.0, expected=1.0)
+    held_later = runs._due(now=25.0, expected=1.0)
     job_earlier = runs._due(now=0.0, expected=2.0)
     assert held_later < job_earlier
+    assert runs._due(now=40.0, expected=1.0) > job_earlier  # that job has waited 40 s
     assert runs._due(0.0, 0.5) < runs._due(0.0, 1.0)  # held: shortest first
     assert runs._due(0.0, 2.0) < runs._due(0.0, 3.0)  # jobs: shortest first
     assert runs._due(0.0, 3.0) < runs._due(2.0, 2.0)  # a job's wait counts against its length
