@@ -853,6 +853,20 @@ def _p50(xs: list[float]) -> float:
     return xs[(len(xs) - 1) // 2]
 
 
+def eta_misses_line(records: list[dict[str, Any]]) -> str:
+    """The runs outside 2× of their eta by lane, and which way: over it (slower than told) or
+    under half of it (faster)."""
+    by_lane: dict[str, list[float]] = defaultdict(list)
+    for r in records:
+        if r.get("cpu_s") is not None:
+            by_lane[str(r.get("lane", "?"))].append(_eta_ratio(float(r["wall_s"]), _eta(r)))
+    return "wall time outside 2× of the eta, by lane: " + "; ".join(
+        f"{lane} {sum(1 for x in xs if x > OVER)} slower, "
+        f"{sum(1 for x in xs if x < 1 / OVER)} faster, of {len(xs)}"
+        for lane, xs in sorted(by_lane.items())
+    )
+
+
 def run_log_lines(records: list[dict[str, Any]]) -> list[str]:
     """What the server's own run log says, per explainer: each run's CPU time in its simulation
     process against ``expected_seconds`` (the prediction of its work: CPU time does not count
@@ -894,6 +908,7 @@ def run_log_lines(records: list[dict[str, Any]]) -> list[str]:
             f"wall/predicted p50 {_p50(wall):.2f}, max {wall[-1]:.2f}; waited for a process "
             f"p50 {_p50(queued):.2f}, max {queued[-1]:.2f} s"
         )
+    lines.append("   " + eta_misses_line(records))
     lines.append(
         f"   runs whose CPU time is over {OVER:g}× their predicted work: {cpu_over} of {timed}; "
         f"whose wall time is outside {OVER:g}× of the eta they were given: {eta_over}; over "

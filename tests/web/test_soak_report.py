@@ -69,6 +69,20 @@ def test_runs_over_twice_their_prediction_are_counted_on_cpu_and_on_wall(
     assert "40-300 MB of their own" in lines[-1] and "3 processes" in lines[-1]
 
 
+def test_the_eta_misses_are_told_by_lane_and_way(soak: ModuleType) -> None:
+    records = [
+        rec("cwnd", 4.0, 3.0, 30.0),  # long lane: slower than told
+        rec("cwnd", 4.0, 3.0, 1.0),  # faster than half of it
+        rec("cwnd", 4.0, 3.0, 5.0),  # within
+        {**rec("skb", 0.2, 0.1, 1.0), "lane": "quick"},
+        rec("cwnd", 4.0, None, 1.0),  # never ran: not counted
+    ]
+    assert soak.eta_misses_line(records) == (
+        "wall time outside 2× of the eta, by lane: long 1 slower, 1 faster, of 3; "
+        "quick 1 slower, 0 faster, of 1"
+    )
+
+
 def test_no_run_over_is_met(soak: ModuleType) -> None:
     lines = soak.run_log_lines([rec("skb", 0.2, 0.3, 5.0), rec("skb", 0.2, None, 0.1)])
     assert "CPU time is over 2× their predicted work: 0 of 1;" in lines[-2]
