@@ -317,6 +317,23 @@ def tree_rss_by_role(pid: int) -> dict[str, float]:
     the export browser (Playwright's driver and the Chromium it starts for a PNG, and theirs).
     Summed resident sizes count a page shared by several processes (a simulation process and
     the app worker it was forked from) once per process: see PSS for each page once."""
+    return tree_mem_by_role(pid, pss=False)
+
+
+def _proc_kb(pid: int, pss: bool) -> int:
+    """A process's resident (``VmRSS``) or proportional (``Pss``: each page shared by n
+    processes counted 1/n in each) size in kB; reading PSS walks the process's page tables."""
+    path, pattern = (
+        (f"/proc/{pid}/smaps_rollup", r"^Pss:\s+(\d+)")
+        if pss
+        else (f"/proc/{pid}/status", r"VmRSS:\s+(\d+)")
+    )
+    found = re.search(pattern, Path(path).read_text(), re.M)
+    return int(found.group(1)) if found else 0
+
+
+def tree_mem_by_role(pid: int, *, pss: bool) -> dict[str, float]:
+    """MB of the server's process tree by role (:func:`tree_rss_by_role`), resident or PSS."""
     out = {
         "supervisor": 0.0,
         "app workers": 0.0,
@@ -331,16 +348,15 @@ def tree_rss_by_role(pid: int) -> dict[str, float]:
             continue
         seen.add(p)
         try:
-            status = Path(f"/proc/{p}/status").read_text()
-            rss = int(re.search(r"VmRSS:\s+(\d+)", status).group(1))  # type: ignore[union-attr]
+            kb = _proc_kb(p, pss)
             if depth >= 2 and not browser:
                 cmd = Path(f"/proc/{p}/cmdline").read_bytes()
                 browser = b"chromium" in cmd or b"playwright" in cmd
-            out["export browser" if browser else roles[min(depth, 2)]] += rss / 1024
+            out["export browser" if browser else roles[min(depth, 2)]] += kb / 1024
             for task in Path(f"/proc/{p}/task").iterdir():
                 kids = (task / "children").read_text().split()
                 todo += [(int(c), depth + 1, browser) for c in kids]
-        except (OSError, AttributeError):
+        except OSError:
             continue
     return out
 

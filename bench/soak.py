@@ -18,8 +18,11 @@ integers like 10**400 and lone surrogates in params, ``/s/<60 KB id>`` and
 
 Prints: app worker deaths (worker pids sampled every second) and processes left in the
 server's session that are no longer its descendants; every status per request kind, any 500 or
-answer outside the documented codes; cheap-request p50/p95/p99 (target p99 ≤ 500 ms); server
-RSS every 10 s and whether it stays within 20 % after the first minute; and each run's measured
+answer outside the documented codes; cheap-request p50/p95/p99 (target p99 ≤ 500 ms); the
+server's memory (resident MB summed over its processes every second, PSS every 5 s, each by
+role: supervisor, app workers, simulation processes, export browser) and "RSS flat within 20 %
+after the first minute" judged two ways from 60 s to the clients' end, each its own verdict:
+by each minute's floor (growth) and by every 10-s sample (spikes too); and each run's measured
 time against its prediction (``expected_s`` of a 202, else the explainer's own
 ``expected_seconds``), flagging those over 2×. Bounded: loopback only, at most 300 clients,
 every request and phase has a hard time limit. Asserts nothing: it prints figures.
@@ -629,24 +632,11 @@ def report_cheap(stats: list[L.Stats]) -> None:
         verdict(f"cheap requests p99 ≤ {CHEAP_P99_MS:.0f} ms", "no cheap request", None)
 
 
-def pss_mb(pids: list[int]) -> float:
-    """Proportional set size of ``pids`` together (MB): each page counted once, however many of
-    them map it (a simulation process's resident size counts every page of its app worker's it
-    was forked with; summed resident sizes count those twice)."""
-    kb = 0
-    for pid in pids:
-        try:
-            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-                if line.startswith("Pss:"):
-                    kb += int(line.split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-    return kb / 1024
-
-
-async def sample_pss(server: L.Server | None, out: list[tuple[float, float]], t0: float) -> None:
+async def sample_pss(server: L.Server | None, out: list[L.Sample], t0: float) -> None:
+    """PSS by role every 5 s (reading it walks each process's page tables: not every second)."""
     while server is not None and server.proc is not None:
-        out.append((time.perf_counter() - t0, pss_mb(L.tree_pids(server.proc.pid))))
+        roles = L.tree_mem_by_role(server.proc.pid, pss=True)
+        out.append((time.perf_counter() - t0, sum(roles.values()), roles))
         await asyncio.sleep(5.0)
 
 
@@ -661,30 +651,26 @@ def flatness(points: list[tuple[float, float]], after_s: float) -> str:
     return f"{low:.0f}-{top:.0f} MB, within {spread:.0f} % ({verdict}; target 20 %)"
 
 
-def floors(points: list[tuple[float, float]], after_s: float, window_s: float = 60.0) -> str:
-    """The lowest figure of each ``window_s`` from ``after_s`` on: memory between large runs
-    (a run may hold a few hundred MB while it runs; a leak raises the floor)."""
+def floor_values(
+    points: list[tuple[float, float]], after_s: float, window_s: float = 60.0
+) -> list[tuple[float, float]]:
+    """(window start, lowest figure) of each ``window_s`` from ``after_s`` on: memory between
+    large runs and exports (a run may hold a few hundred MB while it runs; a leak raises the
+    floor)."""
     low: dict[int, float] = {}
     for t, mb in points:
         if t >= after_s:
             w = int((t - after_s) // window_s)
             low[w] = min(low.get(w, mb), mb)
+    return [(after_s + w * window_s, mb) for w, mb in sorted(low.items())]
+
+
+def floors(points: list[tuple[float, float]], after_s: float, window_s: float = 60.0) -> str:
+    """:func:`floor_values` as "60-120 s 900, 120-180 s 980"."""
     return ", ".join(
-        f"{after_s + w * window_s:.0f}-{after_s + (w + 1) * window_s:.0f} s {mb:.0f}"
-        for w, mb in sorted(low.items())
+        f"{start:.0f}-{start + window_s:.0f} s {mb:.0f}"
+        for start, mb in floor_values(points, after_s, window_s)
     )
-
-
-def report_pss(points: list[tuple[float, float]]) -> None:
-    if not points:
-        return
-    every = max(1, len(points) // 12)
-    print(
-        "   PSS (each shared page counted once), MB: "
-        + ", ".join(f"{t:.0f}s {mb:.0f}" for t, mb in points[::every])
-    )
-    print(f"   PSS after the first {L.WARM_UP_S:.0f} s: {flatness(points, L.WARM_UP_S)}")
-    print(f"   PSS floor of each minute, MB: {floors(points, L.WARM_UP_S)}")
 
 
 def ten_second_samples(samples: list[L.Sample]) -> list[L.Sample]:
@@ -701,51 +687,130 @@ def spread(points: list[float]) -> tuple[float, float, float]:
     return low, top, (100 * (top - low) / low if low > 0 else float("inf"))
 
 
-def report_rss(samples: list[L.Sample]) -> None:
-    print(
-        "\n== server RSS: resident MB of every process in the server's tree (master, app "
-        "workers, simulation processes, export browser), summed; sampled every second, shown "
-        "every 10 s"
+FLAT_PCT = 20.0
+ROLES = ("supervisor", "app workers", "simulation processes", "export browser")
+
+
+def judged(samples: list[L.Sample], until_s: float) -> list[L.Sample]:
+    """The samples "RSS flat" is judged on: from the end of the first minute to the clients'
+    end (after it the server idles and lets go of what it held)."""
+    return [s for s in samples if L.WARM_UP_S <= s[0] < until_s]
+
+
+def _floors_of(samples: list[L.Sample], role: str | None = None) -> list[float]:
+    points = [(t, mb if role is None else roles.get(role, 0.0)) for t, mb, roles in samples]
+    return [mb for _, mb in floor_values(points, L.WARM_UP_S)]
+
+
+def _arrow(values: list[float]) -> str:
+    return " → ".join(f"{v:.0f}" for v in values)
+
+
+def _pct(values: list[float]) -> float:
+    return spread(values)[2] if values else float("nan")
+
+
+def memory_judgement(
+    rss: list[L.Sample], pss: list[L.Sample], until_s: float
+) -> tuple[list[str], list[tuple[str, str, bool | None]]]:
+    """How "RSS flat within 20 % after the first minute" is judged, both ways, on the samples
+    from 60 s to ``until_s``: (a) **growth**, each minute's floor (its lowest sample: what the
+    server keeps between large runs and exports), and (b) **spikes**, every 10-s sample of the
+    summed RSS (one per 10 s of the 1-s samples) and every 5-s PSS sample; each of them for the
+    whole tree (summed RSS, and PSS: each shared page counted once) and by role. Answers the
+    report's lines and the two verdicts (criterion, figure, met), met on the summed RSS."""
+    r, p = judged(rss, until_s), judged(pss, until_s)
+    crit_a = "RSS flat within 20 % after the first minute, by each minute's floor (growth)"
+    crit_b = "RSS flat within 20 % after the first minute, by every 10-s sample (spikes too)"
+    tens = ten_second_samples(r)
+    if len(tens) < 2:
+        why = f"shorter than {L.WARM_UP_S:.0f} s: not judged"
+        return [f"   {why}"], [(crit_a, why, None), (crit_b, why, None)]
+    lines = [f"   judged from {L.WARM_UP_S:.0f} s to the clients' end at {until_s:.0f} s"]
+    fr, fp = _floors_of(r), _floors_of(p)
+    lines.append(
+        f"   (a) growth, each minute's floor, MB: summed RSS {_arrow(fr)} (+{_pct(fr):.0f} %); "
+        f"PSS {_arrow(fp)} (+{_pct(fp):.0f} %)"
     )
-    if not samples:
+    lines.append(
+        "       by role, RSS floors: "
+        + "; ".join(f"{role} {_arrow(_floors_of(r, role))}" for role in ROLES)
+    )
+    if p:
+        lines.append(
+            "       by role, PSS floors: "
+            + "; ".join(f"{role} {_arrow(_floors_of(p, role))}" for role in ROLES)
+        )
+    lo, hi, pct = spread([mb for _, mb, _ in tens])
+    lo_p, hi_p, pct_p = spread([mb for _, mb, _ in p]) if p else (0.0, 0.0, float("nan"))
+    lo1, hi1, pct1 = spread([mb for _, mb, _ in r])
+    bare = [mb - roles.get("export browser", 0.0) for _, mb, roles in tens]
+    lo2, hi2, pct2 = spread(bare)
+    bare_p = [mb - roles.get("export browser", 0.0) for _, mb, roles in p] or [0.0]
+    lo3, hi3, pct3 = spread(bare_p)
+    lines.append(
+        f"   (b) spikes, every 10-s sample: summed RSS {lo:.0f}-{hi:.0f} MB (+{pct:.0f} %; "
+        f"every 1-s sample {lo1:.0f}-{hi1:.0f}, +{pct1:.0f} %); PSS every 5 s {lo_p:.0f}-"
+        f"{hi_p:.0f} MB (+{pct_p:.0f} %)"
+    )
+    lines.append(
+        "       by role, RSS min-max: "
+        + "; ".join(
+            f"{role} {min(s[2].get(role, 0.0) for s in r):.0f}-"
+            f"{max(s[2].get(role, 0.0) for s in r):.0f}"
+            for role in ROLES
+        )
+    )
+    lines.append(
+        f"       without the export browser: summed RSS {lo2:.0f}-{hi2:.0f} MB (+{pct2:.0f} %), "
+        f"PSS {lo3:.0f}-{hi3:.0f} MB (+{pct3:.0f} %)"
+    )
+    t_top, mb_top, roles_top = max(r, key=lambda sample: sample[1])
+    lines.append(
+        f"       the highest 1-s sample, {mb_top:.0f} MB at {t_top:.0f} s: "
+        + "; ".join(f"{role} {mb:.0f}" for role, mb in roles_top.items())
+    )
+    verdicts: list[tuple[str, str, bool | None]] = [
+        (
+            crit_a,
+            f"floors of the summed RSS {_arrow(fr)} MB (+{_pct(fr):.0f} %), of PSS "
+            f"{_arrow(fp)} MB (+{_pct(fp):.0f} %)",
+            _pct(fr) <= FLAT_PCT,
+        ),
+        (
+            crit_b,
+            f"summed RSS {lo:.0f}-{hi:.0f} MB (+{pct:.0f} %), PSS {lo_p:.0f}-{hi_p:.0f} MB "
+            f"(+{pct_p:.0f} %); without the export browser (0-"
+            f"{max(s[2].get('export browser', 0.0) for s in r):.0f} MB) RSS +{pct2:.0f} %, "
+            f"PSS +{pct3:.0f} %",
+            pct <= FLAT_PCT,
+        ),
+    ]
+    return lines, verdicts
+
+
+def report_memory(rss: list[L.Sample], pss: list[L.Sample], until_s: float) -> None:
+    print(
+        "\n== server memory: every process of the server's tree (master, app workers, simulation "
+        "processes, export browser); RSS = resident MB summed over them, sampled every second "
+        "(a page mapped by n processes counted n times), PSS every 5 s (counted once)"
+    )
+    if not rss:
         print("   not measured (--url)")
         verdict("RSS flat within 20 % after the first minute", "not measured (--url)", None)
         return
-    tens = ten_second_samples(samples)
-    print("   " + ", ".join(f"{t:.0f}s {mb:.0f}" for t, mb, _ in tens))
-    print("   " + rss_roles_line(samples))
-    t_top, mb_top, roles_top = max(samples, key=lambda sample: sample[1])
     print(
-        f"   the highest sample, {mb_top:.0f} MB at {t_top:.0f} s: "
-        + "; ".join(f"{role} {mb:.0f}" for role, mb in roles_top.items())
+        "   RSS every 10 s: "
+        + ", ".join(f"{t:.0f}s {mb:.0f}" for t, mb, _ in ten_second_samples(rss))
     )
-    points = [(t, mb) for t, mb, _ in samples]
-    print(f"   after the first {L.WARM_UP_S:.0f} s: {flatness(points, L.WARM_UP_S)}")
-    print(f"   floor of each minute, MB: {floors(points, L.WARM_UP_S)}")
-    later = [s for s in tens if s[0] >= L.WARM_UP_S]
-    every = [s for s in samples if s[0] >= L.WARM_UP_S]
-    if len(later) < 2:
-        verdict(
-            "RSS flat within 20 % after the first minute",
-            f"shorter than {L.WARM_UP_S:.0f} s: not judged",
-            None,
-        )
-        return
-    low, top, pct = spread([mb for _, mb, _ in later])
-    low1, top1, pct1 = spread([mb for _, mb, _ in every])
-    no_browser = [mb - roles.get("export browser", 0.0) for _, mb, roles in every]
-    low2, top2, pct2 = spread(no_browser)
-    print(
-        f"   every 1-s sample after {L.WARM_UP_S:.0f} s: {low1:.0f}-{top1:.0f} MB (+{pct1:.0f} %); "
-        f"without the export browser: {low2:.0f}-{top2:.0f} MB (+{pct2:.0f} %)"
-    )
-    verdict(
-        "RSS flat within 20 % after the first minute",
-        f"10-s samples after {L.WARM_UP_S:.0f} s: min {low:.0f}, max {top:.0f} MB, max/min "
-        f"{top / low:.2f} (+{pct:.0f} %; every 1-s sample +{pct1:.0f} %, without the export "
-        f"browser +{pct2:.0f} %)",
-        pct <= 20,
-    )
+    if pss:
+        every = max(1, len(pss) // 16)
+        print("   PSS: " + ", ".join(f"{t:.0f}s {mb:.0f}" for t, mb, _ in pss[::every]))
+    lines, verdicts = memory_judgement(rss, pss, until_s)
+    for line in lines:
+        print(line)
+    for criterion, figure, met in verdicts:
+        verdict(criterion, figure, met)
 
 
 def read_run_log(path: Path, since: float) -> list[dict[str, Any]]:
@@ -786,6 +851,20 @@ def _eta(r: dict[str, Any]) -> float:
 
 def _p50(xs: list[float]) -> float:
     return xs[(len(xs) - 1) // 2]
+
+
+def eta_misses_line(records: list[dict[str, Any]]) -> str:
+    """The runs outside 2× of their eta by lane, and which way: over it (slower than told) or
+    under half of it (faster)."""
+    by_lane: dict[str, list[float]] = defaultdict(list)
+    for r in records:
+        if r.get("cpu_s") is not None:
+            by_lane[str(r.get("lane", "?"))].append(_eta_ratio(float(r["wall_s"]), _eta(r)))
+    return "wall time outside 2× of the eta, by lane: " + "; ".join(
+        f"{lane} {sum(1 for x in xs if x > OVER)} slower, "
+        f"{sum(1 for x in xs if x < 1 / OVER)} faster, of {len(xs)}"
+        for lane, xs in sorted(by_lane.items())
+    )
 
 
 def run_log_lines(records: list[dict[str, Any]]) -> list[str]:
@@ -829,6 +908,7 @@ def run_log_lines(records: list[dict[str, Any]]) -> list[str]:
             f"wall/predicted p50 {_p50(wall):.2f}, max {wall[-1]:.2f}; waited for a process "
             f"p50 {_p50(queued):.2f}, max {queued[-1]:.2f} s"
         )
+    lines.append("   " + eta_misses_line(records))
     lines.append(
         f"   runs whose CPU time is over {OVER:g}× their predicted work: {cpu_over} of {timed}; "
         f"whose wall time is outside {OVER:g}× of the eta they were given: {eta_over}; over "
@@ -881,17 +961,6 @@ def report_run_log(path: Path | None, since: float) -> None:
         kept = Path(tempfile.gettempdir()) / f"stepscope-soak-runs-{os.getpid()}.jsonl"
         shutil.copyfile(path, kept)
         print(f"   the run log is kept in {kept}")
-
-
-def rss_roles_line(samples: list[L.Sample]) -> str:
-    """Each role's resident MB at the end of the first minute, at its peak and at the end."""
-    after = [s for s in samples if s[0] >= L.WARM_UP_S] or samples
-    first, last = after[0][2], after[-1][2]
-    return f"by role at {after[0][0]:.0f} s / peak / end: " + "; ".join(
-        f"{role} {first[role]:.0f} / {max(s[2].get(role, 0.0) for s in after):.0f} / "
-        f"{last[role]:.0f}"
-        for role in first
-    )
 
 
 def report_runs(adv: Adversary) -> None:
@@ -1028,6 +1097,14 @@ def memory_log_lines(records: list[dict[str, Any]], t0: float) -> list[str]:
             a, b = float(first[name]), float(last[name])
             parts.append(f"{name} {a:g} → {b:g}")
         lines.append(f"   app worker {pid} at 60 s → end: " + "; ".join(parts))
+        minutes: dict[int, dict[str, Any]] = {}
+        for r in recs:  # the last record of each minute
+            minutes[int((float(r["time"]) - t0) // 60)] = r
+        trend = [
+            f"{float(r.get('rss_mb', 0)):.0f}/{float(r.get('private_mb', 0)):.0f}"
+            for _, r in sorted(minutes.items())
+        ]
+        lines.append(f"     resident/private MB at the end of each minute: {' → '.join(trend)}")
     return lines
 
 
@@ -1057,7 +1134,7 @@ async def soak(args: argparse.Namespace, base: str, server: L.Server | None) -> 
     samples: list[L.Sample] = []
     stop = asyncio.Event()
     watch = ProcWatch(server.proc.pid) if server and server.proc else None
-    pss: list[tuple[float, float]] = []
+    pss: list[L.Sample] = []
     bg = [
         asyncio.create_task(L.sample_rss(server, samples, t0)),
         asyncio.create_task(sample_pss(server, pss, t0)),
@@ -1086,8 +1163,7 @@ async def soak(args: argparse.Namespace, base: str, server: L.Server | None) -> 
         watch.report()
     report_statuses([stats, adv.stats])
     report_cheap([stats, adv.stats])
-    report_rss(samples)
-    report_pss(pss)
+    report_memory(samples, pss, args.duration)
     report_runs(adv)
     report_run_log(run_log(server), since)
     report_memory_log(memory_log(server), since)

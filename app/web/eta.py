@@ -37,6 +37,13 @@ lane's *slowdown* (wall seconds per CPU second in its processes: what else share
 each a moving average; the running runs' own pace corrects the slowdown now. An explainer not
 measured yet goes at the lane's pace, as before.
 
+Before a lane has measured any run (a server just started, and its long lane until the first
+large run ends), its pace is the machine's load per CPU (the 1-minute load average over the CPU
+count, at least 1: :func:`machine_load`) rather than 1.0, and the first run it measures sets
+it (then a moving average, as before): the soak's first burst of eight large
+runs, submitted within a second of each other at load 15 on 2 CPUs, was told 1.3-10.2 s and
+took 5-33 s (its process's wall time per CPU second was 4-8 then).
+
 A queued job counts as its client follows it (``RunService._eta``): fully if someone waits for
 it or asked about it since its 202, not at all if nobody has for a few seconds after it (it will
 be cancelled unrun), the lane's recent kept share while too new to tell.
@@ -44,8 +51,9 @@ be cancelled unrun), the lane's recent kept share while too new to tell.
 
 from __future__ import annotations
 
+import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 ALPHA = 0.3  # weight of the latest run in the moving averages
 MIN_EXPECTED_S = 0.02  # runs predicted shorter than this say little about the pace
@@ -63,6 +71,17 @@ Running = tuple[float, float] | tuple[float, float, float] | tuple[float, float,
 # … and how much of a queued run's work counts (1: someone follows it; 0: its client left; None:
 # not known, the lane's recent kept share)
 Ahead = float | tuple[float, str] | tuple[float, str, float | None]
+
+
+def machine_load() -> float:
+    """Runnable processes per CPU lately (the 1-minute load average over the CPU count), at
+    least 1.0: how many times longer than its CPU time a run takes on shared CPUs, roughly (1.0
+    where the load average is not known)."""
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        return 1.0
+    return min(MAX_PACE, max(1.0, load / (os.cpu_count() or 1)))
 
 
 class Biases:
@@ -86,8 +105,15 @@ class Biases:
 class LaneClock:
     """What one lane's recent runs measured, and the wait a new run can expect from it."""
 
-    def __init__(self, workers: int, biases: Biases | None = None) -> None:
+    def __init__(
+        self,
+        workers: int,
+        biases: Biases | None = None,
+        load: Callable[[], float] | None = None,
+    ) -> None:
         self.workers = max(1, workers)
+        self.load = load  # the pace until a run has measured it (None: 1.0; machine_load)
+        self.measured = False  # a run of the lane has told the pace
         self.pace = 1.0  # wall seconds per predicted second in the lane's processes, lately
         self.slow = 1.0  # wall seconds per CPU second in the lane's processes, lately
         self.slow_known = False  # a run has measured it
@@ -114,7 +140,9 @@ class LaneClock:
         with self._lock:
             if expected_s >= MIN_EXPECTED_S and run_s > 0:
                 ratio = min(MAX_PACE, max(MIN_PACE, run_s / expected_s))
-                self.pace += ALPHA * (ratio - self.pace)
+                # the first measured run sets it (as the slowdown's), whatever was guessed
+                self.pace = ratio if not self.measured else self.pace + ALPHA * (ratio - self.pace)
+                self.measured = True
                 if cpu_s is not None and cpu_s >= MIN_CPU_S and explainer:
                     slow = min(MAX_PACE, max(MIN_PACE, run_s / cpu_s))
                     self.slow = (
@@ -151,6 +179,8 @@ class LaneClock:
                 self.store_s,
                 self.kept,
             )
+            if not self.measured and self.load is not None:
+                pace = self.load()
         busy = [_running(r) for r in running]
         queue = [_ahead(a) for a in ahead]
         names = {explainer, *(b[3] for b in busy), *(q[1] for q in queue)}

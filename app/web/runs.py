@@ -52,7 +52,7 @@ from app.store import repo
 from app.store.eviction import TraceEviction
 from app.store.models import SharedJob
 from app.web import answers, joberrors
-from app.web.eta import Biases, LaneClock
+from app.web.eta import Biases, LaneClock, machine_load
 from app.web.simproc import LanePool, Limits, Recycle, Usage
 from app.web.simworker import Answer, InheritedFd, Ran, init_worker, sim_context, simulate
 from app.web.tracecache import (  # noqa: F401 - decode_trace_sized, MEMORY_PER_…: the API of runs
@@ -132,7 +132,10 @@ def _stored() -> Future[bytes]:
     return done
 
 
-HELD_AHEAD_S = 86_400.0  # a run answered in its request waits ahead of every job (see _due)
+# A run answered in its request goes ahead of the jobs submitted up to this long before it (see
+# _due); ahead of every job, a stream of them (the largest cwnd runs, under job_threshold_s
+# since the compiled modules) held a 2.8-s tcp job back 110 s in a soak (told 11.5 s).
+HELD_AHEAD_S = 30.0
 WARM_CLAIM_S = 600  # a worker's claim to warm a preset at start-up holds this long
 
 
@@ -237,7 +240,8 @@ class RunService:
         self._busy = dict.fromkeys(self._lanes, 0)  # runs handed to each lane's workers
         biases = Biases()  # each explainer's CPU per predicted second, for every lane
         self._clocks = {
-            lane: LaneClock(workers, biases) for lane, (workers, _, _) in self._lanes.items()
+            lane: LaneClock(workers, biases, load=machine_load)
+            for lane, (workers, _, _) in self._lanes.items()
         }
         self._order = 0
         self._jobs: dict[str, Job] = {}
@@ -435,9 +439,11 @@ class RunService:
         """Where a run submitted ``now`` waits among its lane's (lowest first): its submission
         plus its expected work, so shorter runs go first but a run that has waited is not
         passed by every shorter one after it; a run short enough to be answered in its request
-        (at most ``job_threshold_s``: its client's connection is held) ahead of every job. A
-        soak's short runs of 0.9 s waited in the long lane behind queued jobs of minutes' work
-        until their clients gave up (60 s)."""
+        (at most ``job_threshold_s``: its client's connection is held) :data:`HELD_AHEAD_S`
+        earlier still, ahead of the jobs submitted in the half minute before it (a soak's short
+        runs of 0.9 s waited in the long lane behind queued jobs of minutes' work until their
+        clients gave up at 60 s) but not of a job that has waited longer (ahead of every job,
+        a stream of them held a job back for minutes)."""
         held = expected <= self.settings.job_threshold_s
         return now + expected - (HELD_AHEAD_S if held else 0.0)
 

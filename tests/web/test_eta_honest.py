@@ -9,6 +9,7 @@ import pytest
 
 from app.settings import Settings
 from app.store.db import make_engine
+from app.web import eta
 from app.web.eta import LaneClock
 from app.web.runs import RunService
 
@@ -19,6 +20,28 @@ def test_the_pace_is_wall_time_per_predicted_second() -> None:
         clock.record(expected_s=4.0, run_s=2.0, store_s=0.0)
     assert clock.pace == pytest.approx(0.5, rel=0.01)
     assert clock.eta(4.0) == pytest.approx(2.0, rel=0.01)
+
+
+def test_before_any_run_the_pace_is_the_machines_load() -> None:
+    """A lane that has measured nothing goes at the machine's load per CPU; the first run it
+    measures sets the pace, and from then on the measured pace rules."""
+    load = [7.5]
+    clock = LaneClock(workers=1, load=lambda: load[0])
+    assert clock.eta(2.0) == pytest.approx(15.0)
+    assert clock.eta(2.0, ahead=[2.0, 2.0]) == pytest.approx(45.0)
+    clock.record(expected_s=2.0, run_s=6.0, store_s=0.0)  # pace 3 measured
+    assert clock.pace == pytest.approx(3.0)
+    load[0] = 100.0  # no longer asked
+    assert clock.eta(2.0) == pytest.approx(2.0 * clock.pace)
+    assert LaneClock(workers=1).eta(2.0) == pytest.approx(2.0)  # no load given: 1.0
+
+
+def test_the_machines_load_is_per_cpu_and_at_least_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(eta.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(eta.os, "getloadavg", lambda: (15.0, 9.0, 4.0))
+    assert eta.machine_load() == pytest.approx(7.5)
+    monkeypatch.setattr(eta.os, "getloadavg", lambda: (0.3, 0.2, 0.1))
+    assert eta.machine_load() == 1.0
 
 
 def test_queued_work_counts_as_much_as_the_lane_has_lately_done() -> None:
@@ -50,12 +73,14 @@ def test_a_free_process_means_no_wait() -> None:
 
 def test_a_run_its_client_waits_for_goes_before_queued_jobs(tmp_path: Path) -> None:
     """A run short enough to be answered in its request (its client's connection held) waits
-    ahead of every job, however long the jobs have waited; among each, shortest first."""
+    ahead of the jobs submitted in the half minute before it, not of one that has waited
+    longer (a stream of such runs would hold it back for good); among each, shortest first."""
     engine = make_engine(f"sqlite:///{tmp_path / 'due.db'}")
     runs = RunService(Settings(database_url=str(engine.url), job_threshold_s=1.5), engine)
-    held_later = runs._due(now=100.0, expected=1.0)
+    held_later = runs._due(now=25.0, expected=1.0)
     job_earlier = runs._due(now=0.0, expected=2.0)
     assert held_later < job_earlier
+    assert runs._due(now=40.0, expected=1.0) > job_earlier  # that job has waited 40 s
     assert runs._due(0.0, 0.5) < runs._due(0.0, 1.0)  # held: shortest first
     assert runs._due(0.0, 2.0) < runs._due(0.0, 3.0)  # jobs: shortest first
     assert runs._due(0.0, 3.0) < runs._due(2.0, 2.0)  # a job's wait counts against its length

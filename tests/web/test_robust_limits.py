@@ -24,6 +24,7 @@ from fastapi.testclient import TestClient
 from app.main import create_app
 from app.settings import Settings
 from app.web import gctune
+from app.web import runs as web_runs
 from app.web.eta import LaneClock
 from app.web.exporting import PngRenderer, lower_thread_priority
 from app.web.loopwatch import LoopWatch
@@ -123,10 +124,12 @@ def test_the_eta_counts_the_runs_ahead_and_the_recent_pace() -> None:
 
 
 def test_a_job_is_told_the_wait_of_the_runs_ahead_of_it(
-    make_runs: Callable[..., RunService],
+    make_runs: Callable[..., RunService], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A long run submitted behind another in the only process is given an eta_s that counts
     the one ahead, and the run log records it."""
+    # no run measured yet: the pace is the machine's load per CPU, here as on idle CPUs
+    monkeypatch.setattr(web_runs, "machine_load", lambda: 1.0)
     runs = make_runs()
     first = runs.submit(LongHog(), HogParams(sleep_s=1.0, tag=1), "a")
     second = runs.submit(LongHog(), HogParams(sleep_s=1.0, tag=2), "b")

@@ -69,6 +69,20 @@ def test_runs_over_twice_their_prediction_are_counted_on_cpu_and_on_wall(
     assert "40-300 MB of their own" in lines[-1] and "3 processes" in lines[-1]
 
 
+def test_the_eta_misses_are_told_by_lane_and_way(soak: ModuleType) -> None:
+    records = [
+        rec("cwnd", 4.0, 3.0, 30.0),  # long lane: slower than told
+        rec("cwnd", 4.0, 3.0, 1.0),  # faster than half of it
+        rec("cwnd", 4.0, 3.0, 5.0),  # within
+        {**rec("skb", 0.2, 0.1, 1.0), "lane": "quick"},
+        rec("cwnd", 4.0, None, 1.0),  # never ran: not counted
+    ]
+    assert soak.eta_misses_line(records) == (
+        "wall time outside 2× of the eta, by lane: long 1 slower, 1 faster, of 3; "
+        "quick 1 slower, 0 faster, of 1"
+    )
+
+
 def test_no_run_over_is_met(soak: ModuleType) -> None:
     lines = soak.run_log_lines([rec("skb", 0.2, 0.3, 5.0), rec("skb", 0.2, None, 0.1)])
     assert "CPU time is over 2× their predicted work: 0 of 1;" in lines[-2]
@@ -96,3 +110,42 @@ def test_each_minutes_floor(soak: ModuleType) -> None:
     """The lowest figure of each minute after the first: a large run's peak does not hide it."""
     points = [(60.0, 900.0), (70.0, 2400.0), (119.0, 950.0), (120.0, 1000.0), (150.0, 980.0)]
     assert soak.floors(points, 60.0) == "60-120 s 900, 120-180 s 980"
+
+
+def _sample(t: float, workers: float, sims: float, browser: float = 0.0) -> Any:
+    roles = {
+        "supervisor": 20.0,
+        "app workers": workers,
+        "simulation processes": sims,
+        "export browser": browser,
+    }
+    return (t, sum(roles.values()), roles)
+
+
+def test_memory_is_judged_by_floors_and_by_every_sample(soak: ModuleType) -> None:
+    """Two verdicts: a PNG's browser for a few seconds raises no minute's floor (growth: met)
+    but is a spike (every 10-s sample: not met); the samples of the first minute and after the
+    clients' end count for neither, and PSS is reported beside the summed RSS."""
+    rss = [_sample(t, 400.0, 600.0) for t in range(0, 200)]
+    rss[5] = _sample(5.0, 400.0, 3000.0)  # the first minute: not judged
+    rss[100] = _sample(100.0, 400.0, 600.0, browser=900.0)  # a PNG
+    rss[190] = _sample(190.0, 400.0, 600.0, browser=900.0)  # after the end (180 s)
+    pss = [_sample(t, 300.0, 200.0, browser=350.0 if t == 100 else 0.0) for t in range(0, 200, 5)]
+    lines, verdicts = soak.memory_judgement(rss, pss, 180.0)
+    (crit_a, fig_a, met_a), (crit_b, fig_b, met_b) = verdicts
+    assert "floor" in crit_a and met_a is True
+    assert fig_a == "floors of the summed RSS 1020 → 1020 MB (+0 %), of PSS 520 → 520 MB (+0 %)"
+    assert "10-s sample" in crit_b and met_b is False
+    assert fig_b.startswith("summed RSS 1020-1920 MB (+88 %), PSS 520-870 MB (+67 %)")
+    assert "without the export browser (0-900 MB) RSS +0 %, PSS +0 %" in fig_b
+    assert any("export browser 0 → 0" in line for line in lines)  # its floors
+    assert any("export browser 0-900" in line for line in lines)  # its spike
+    assert any("1920 MB at 100 s" in line for line in lines)
+
+
+def test_growth_raises_the_floors(soak: ModuleType) -> None:
+    rss = [_sample(t, 400.0 + 2 * t, 600.0) for t in range(0, 241)]
+    _, ((_, fig, met), _) = soak.memory_judgement(rss, [], 240.0)
+    assert met is False and "1140 → 1260 → 1380 MB (+21 %)" in fig
+    _, ((_, why, met), _) = soak.memory_judgement(rss[:50], [], 240.0)
+    assert met is None and "not judged" in why
