@@ -138,7 +138,8 @@ def dsack_undo_retrans(sk: Sock, block: tuple[int, int], prior_snd_una: int) -> 
     """A D-SACK shows retransmissions needless: undo_retrans counts down by the segments it
     covers, for a block at or below snd_una (tcp_check_dsack's count of tcp_dsack_seen's
     segments, at line 1280 of v6.4's net/ipv4/tcp_input.c) or over retransmitted segments above it
-    (tcp_sacktag_one, line 1355); only above the undo marker."""
+    (tcp_sacktag_one, line 1355); only above the undo marker. tcp_dsack_seen's check of the
+    D-SACKed count against total_retrans (a dubious D-SACK is skipped) is not modelled."""
     start, end = block
     if sk.undo_marker is None or sk.undo_retrans <= 0 or end <= sk.undo_marker:
         return
@@ -146,7 +147,8 @@ def dsack_undo_retrans(sk: Sock, block: tuple[int, int], prior_snd_una: int) -> 
         mss = max(sk.mss_cache, 1)
         dup = max(1, -(-(end - start) // mss))
     else:
-        dup = sum(1 for o in sk.rtx if o.retrans and start <= o.seq and o.end <= end)
+        marker = sk.undo_marker
+        dup = sum(1 for o in sk.rtx if o.retrans and start <= o.seq and marker < o.end <= end)
     sk.undo_retrans = max(0, sk.undo_retrans - dup)
 
 
