@@ -39,6 +39,7 @@ KERNEL_PASSES = (
     "ping-pong",
     "rst-challenge-ack",
     "send-buffer",
+    "spurious-rto",
 )
 # The kernel differs from the script here: a TSO burst split by tcp_tso_autosize, a
 # zero window split by tcp_write_xmit. Every line before the first difference must match.

@@ -28,7 +28,9 @@ from app.sim.tcp.state import TcpState
 # 8: the request sock is freed, not moved to TCP_SYN_RECV; 9: who drops a request sock;
 # 10: segments as 6.4 sends them (options, scaled windows, 1460 MSS, tail loss probes, SACK)
 # ... 15: the send buffer (tcp_wmem, SO_SNDBUF, sk_stream_wait_memory; params gain sndbuf)
-SIM_VERSION = "tcp-15"
+# 16: F-RTO and undo after an RTO (sysctl gains tcp_frto; the other presets' frames are
+# unchanged, their traces differ only by the new field in the params they echo)
+SIM_VERSION = "tcp-16"
 ERRNOS = (
     "ECONNREFUSED",
     "ECONNRESET",

@@ -89,6 +89,9 @@ class Sysctls:
     tcp_retries2: int = 15
     tcp_early_retrans: int = 3
     tcp_ecn: int = 2
+    # F-RTO after an RTO (tcp_enter_loss; any non-zero value turns it on); 6.4's default
+    # (tcp_sk_init, net/ipv4/tcp_ipv4.c:3228)
+    tcp_frto: int = 2
     # tcp_cwnd_restart after an idle RTO (tcp_slow_start_after_idle_check) and the least
     # segments per TSO packet (tcp_tso_autosize); 6.4's defaults (tcp_sk_init)
     tcp_slow_start_after_idle: int = 1
@@ -120,13 +123,14 @@ SYSCTL_INT_LIMITS: dict[str, tuple[int, int]] = {
     "tcp_retries2": (0, 255),
     "tcp_early_retrans": (0, 4),
     "tcp_ecn": (0, 2),
+    "tcp_frto": (0, 255),  # a u8 with no bounds (proc_dou8vec_minmax, sysctl_net_ipv4.c:1215)
     "tcp_slow_start_after_idle": (0, 1),
     "tcp_min_tso_segs": (1, 65535),  # SYSCTL_ONE to gso_max_segs
     "tcp_notsent_lowat": (0, 4294967295),
 }
 SYSCTL_TRIPLES = frozenset({"tcp_rmem", "tcp_wmem"})  # min, default, max bytes
-# Not knobs, because nothing the model does depends on them: tcp_frto (no F-RTO after an RTO), tcp_retries1 (it only makes the kernel re-check
-# the route). A packetdrill script that sets them is told the model has no knob for them.
+# Not knobs, because nothing the model does depends on them: tcp_retries1 (it only makes the
+# kernel re-check the route). A packetdrill script that sets them is told the model has no knob for them.
 SYSCTL_FLOAT_LIMITS: dict[str, tuple[float, float]] = {
     "tcp_fin_timeout_s": (1, 120),
     "tcp_keepalive_time_s": (1, 32767),

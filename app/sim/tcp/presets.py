@@ -290,6 +290,32 @@ _RAW: list[tuple[str, Any, dict[str, Any]]] = [
         },
     ),
     (
+        "spurious-rto",
+        msg("A delay spike fires the RTO for nothing: F-RTO sees it was spurious"),
+        {
+            "script": [
+                *_OPEN,
+                _c(50, "client", "send", bytes=4344),
+                _c(50, "server", "recv"),
+                _c(330, "client", "send", bytes=5792),
+            ],
+            # a queue on the client's path stalls until 330 ms and then lets everything go,
+            # in order: the three segments, the loss probe (sent at 92 ms) and the RTO's
+            # retransmission (sent at 312 ms)
+            "network": [
+                {"delay": {"from": "client", "nth": 3, "ms": 270}},
+                {"delay": {"from": "client", "nth": 4, "ms": 270}},
+                {"delay": {"from": "client", "nth": 5, "ms": 270}},
+                {"delay": {"from": "client", "nth": 6, "ms": 229}},
+                {"delay": {"from": "client", "nth": 7, "ms": 10}},
+            ],
+            # without timestamps, so that F-RTO alone decides (with them, tcp_packet_delayed
+            # proves the timeout spurious at the first ACK)
+            "sysctl": {"tcp_timestamps": 0},
+            "until_ms": 800,
+        },
+    ),
+    (
         "challenge-ack",
         msg("A SYN on a live connection gets a challenge ACK (RFC 5961)"),
         {

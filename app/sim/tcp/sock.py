@@ -433,6 +433,23 @@ class TimeWait(Obj):
 
 class Sock(Obj):
     kind = "sock"
+    # Loss recovery's undo state, empty until an RTO (instances assign their own)
+    # tp->retrans_stamp as 6.4 keeps it for undo (tcp_packet_delayed): the TS clock (ms,
+    # without the offset) of the first retransmission (tcp_retransmit_skb,
+    # net/ipv4/tcp_output.c:3277), cleared only when tcp_fastretrans_alert runs in Open
+    # (net/ipv4/tcp_input.c:2982), tcp_try_to_open (2702) or
+    # tcp_is_non_sack_preventing_reopen (2526) find nothing retransmitted. The model's
+    # retrans_stamp (set in __init__) is retransmits_timed_out's start, cleared by every ACK.
+    retrans_stamp_ts: int | None = None
+    # the undo state of a loss episode (tcp_init_undo, net/ipv4/tcp_input.c:2089):
+    # undo_marker (snd_una then; None for 0), undo_retrans (retransmissions not yet shown
+    # needless by a D-SACK; -1 for none), prior_ssthresh (tcp_current_ssthresh then), and
+    # tp->frto (F-RTO running in Loss, tcp_enter_loss)
+    undo_marker: int | None = None
+    undo_retrans: int = -1
+    prior_ssthresh: int = 0
+    frto: bool = False
+    rcv_tsecr: int = 0  # tp->rx_opt.rcv_tsecr of the ACK being processed, less ts_off
 
     def __init__(self, sim: Sim, ep: Endpoint) -> None:
         super().__init__(sim, ep, "CLOSE")

@@ -130,6 +130,11 @@ SOURCES: dict[str, SourceRef] = {
     "tcp_rack_reo_timeout": _r("tcp_rack_reo_timeout", _REC, 149),
     "tcp_newreno_mark_lost": _r("tcp_newreno_mark_lost", _REC, 217),
     "tcp_xmit_retransmit_queue": _r("tcp_xmit_retransmit_queue", _OUT, 3291),
+    # F-RTO and undo after an RTO (issue 25; read in the v6.4 tree)
+    "tcp_process_loss": _r("tcp_process_loss", _IN, 2827),
+    "tcp_try_undo_loss": _r("tcp_try_undo_loss", _IN, 2578),
+    "tcp_try_undo_recovery": _r("tcp_try_undo_recovery", _IN, 2533),
+    "tcp_try_undo_dsack": _r("tcp_try_undo_dsack", _IN, 2562),
 }
 
 

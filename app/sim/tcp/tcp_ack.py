@@ -18,6 +18,7 @@ from app.sim.tcp.tcp_sack import (
     FLAG_DATA_ACKED,
     FLAG_DSACKING_ACK,
     FLAG_NOT_DUP,
+    FLAG_ORIG_SACK_ACKED,
     FLAG_RETRANS_DATA_ACKED,
     FLAG_SET_XMIT_TIMER,
     FLAG_SND_UNA_ADVANCED,
@@ -43,6 +44,13 @@ def ts_rtt_sample(sim: Sim, sk: Sock, tsecr: int) -> None:
     rtt_sample(sk, delta * 1000)
 
 
+def _spurious_retrans(sk: Sock, o: OutSeg) -> bool:
+    """tcp_skb_spurious_retrans (net/ipv4/tcp_input.c:2409): a retransmitted segment whose
+    ACK echoes a timestamp from before its last transmission was acknowledged by the
+    original; RACK does not take its (re)transmission time."""
+    return bool(o.retrans and sk.rcv_tsecr and (sk.rcv_tsecr - int(o.sent_ms)) % 2**32 >= 2**31)
+
+
 def _acked_marks(
     sim: Sim, sk: Sock, acked: list[OutSeg], ack: int, prior_fack: int
 ) -> tuple[int, int]:
@@ -55,15 +63,20 @@ def _acked_marks(
     for o in acked:
         if o.retrans:
             flag |= FLAG_RETRANS_DATA_ACKED
-        elif not o.sacked and o.seq < reord:
-            reord = o.seq
+        elif not o.sacked:
+            reord = min(reord, o.seq)
+            if o.end <= sk.high_seq:
+                flag |= FLAG_ORIG_SACK_ACKED  # never retransmitted data is acknowledged
         if not o.sacked and sk.sack_ok:
             delivered += 1
-            tcp_recovery.rack_advance(sim, sk, o.retrans > 0, o.tx, o.sent_ms)
+            if not _spurious_retrans(sk, o):
+                tcp_recovery.rack_advance(sim, sk, o.retrans > 0, o.tx, o.sent_ms)
         flag |= FLAG_SYN_ACKED if o.syn else FLAG_DATA_ACKED
     sk.rtx = [o for o in sk.rtx if o.end > ack]
     if not sk.sack_ok:
         delivered = tcp_sack.remove_reno_sacks(sk, len(acked))
+        if flag & FLAG_RETRANS_DATA_ACKED:  # without SACK the progress may be the retransmission's
+            flag &= ~FLAG_ORIG_SACK_ACKED
     elif reord < prior_fack:
         tcp_sack.check_sack_reordering(sk, reord)
     return flag, delivered
@@ -127,6 +140,8 @@ def rcv_ack(sim: Sim, sk: Sock, seg: Seg) -> bool:
     """tcp_ack (net/ipv4/tcp_input.c:3760): False when the ACK is not acceptable."""
     ack = seg.ack
     prior = sk.snd_una
+    # tp->rx_opt.rcv_tsecr, less the connection's offset (tcp_fast_parse_options)
+    sk.rcv_tsecr = (seg.tsecr - sk.ts_off) % 2**32 if sk.ts_ok and seg.tsecr else 0
     if ack < prior:
         _old_ack(sim, sk, seg, prior)
         return sk.state == "ESTABLISHED"  # old ACK: ignored (tcp_ack returns 0)
@@ -153,7 +168,7 @@ def rcv_ack(sim: Sim, sk: Sock, seg: Seg) -> bool:
     delivered += cdelivered
     sk.snd_una = max(sk.snd_una, ack)
     tcp_output.process_tlp_ack(sk, ack, ack > prior, not flag & FLAG_NOT_DUP)
-    rexmit = False
+    rexmit = tcp_input_loss.REXMIT_NONE
     lost_before = sk.lost_count
     reno_before = sk.reno_delivered
     if not flag & FLAG_NOT_DUP or flag & FLAG_CA_ALERT or sk.ca_state != "Open":

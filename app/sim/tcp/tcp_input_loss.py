@@ -6,8 +6,12 @@ Rate Reduction (``tcp_init_cwnd_reduction``, ``tcp_cwnd_reduction``,
 ``tcp_end_cwnd_reduction``, RFC 6937 with the slow-start reduction bound), and
 ``tcp_cong_control``'s growth with CUBIC's ssthresh (``cubictcp_recalc_ssthresh``).
 
-Simplifications: no undo (``tcp_try_undo_*``: a spurious retransmission keeps the reduced
-window), no F-RTO, no ECN (CWR), no SACK reneging; above ssthresh the window grows by one
+After an RTO, Loss runs 6.4's F-RTO (RFC 5682, ``tcp_frto``, default 2) and undo
+(``tcp_process_loss``, ``tcp_try_undo_loss``, ``tcp_try_undo_recovery``, ``tcp_may_undo``,
+``tcp_packet_delayed``, ``tcp_undo_cwnd_reduction`` with CUBIC's ``undo_cwnd``,
+``tcp_reno_undo_cwnd``). Simplifications: Recovery's undo is not modelled (``tcp_enter_recovery``
+leaves no undo marker here, so ``tcp_try_undo_partial`` / ``tcp_try_undo_dsack`` never fire and a
+spurious fast retransmission keeps the reduced window), no ECN (CWR), no SACK reneging; above ssthresh the window grows by one
 segment per window of ACKed segments (``tcp_cong_avoid_ai``; CUBIC's curve,
 ``bictcp_update``, is app.sim.congestion's, not this model's); the window grows only while the
 sender is cwnd-limited as ``tcp_is_cwnd_limited`` tells (``tcp_cwnd_validate`` keeps the record;
@@ -19,13 +23,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from app.sim.congestion.cubic import recalc_ssthresh
-from app.sim.core.i18n import msg
+from app.sim.core.i18n import Message, msg
 from app.sim.core.tcp import TCP_INFINITE_SSTHRESH
 from app.sim.tcp import tcp_output, tcp_recovery, tcp_sack
 from app.sim.tcp.tcp_sack import (
     FLAG_DATA_ACKED,
+    FLAG_DATA_SACKED,
     FLAG_FORWARD_PROGRESS,
     FLAG_LOST_RETRANS,
+    FLAG_ORIG_SACK_ACKED,
     FLAG_SET_XMIT_TIMER,
     FLAG_SND_UNA_ADVANCED,
 )
@@ -35,6 +41,10 @@ if TYPE_CHECKING:
     from app.sim.tcp.sock import Sock
 
 TCP_FASTRETRANS_THRESH = 3  # net.ipv4.tcp_reordering's default
+# what tcp_xmit_recovery sends (REXMIT_*, lines 113-115 of v6.4's net/ipv4/tcp_input.c)
+REXMIT_NONE = 0
+REXMIT_LOST = 1  # the segments marked lost
+REXMIT_NEW = 2  # F-RTO: new data (tcp_process_loss's step 2.b)
 
 
 def in_cwnd_reduction(sk: Sock) -> bool:
@@ -63,6 +73,8 @@ def init_cwnd_reduction(sim: Sim, sk: Sock) -> None:
 
 def enter_recovery(sim: Sim, sk: Sock) -> None:
     """tcp_enter_recovery (net/ipv4/tcp_input.c:2801): start a window reduction (unless one runs) and enter Recovery."""
+    sk.undo_marker = None  # the model's simplification: 6.4 calls tcp_init_undo here
+    sk.prior_ssthresh = 0
     if not in_cwnd_reduction(sk):
         init_cwnd_reduction(sim, sk)
     sk.ca_state = "Recovery"
@@ -134,6 +146,8 @@ def try_to_open(sk: Sock) -> None:
     """tcp_try_to_open (net/ipv4/tcp_input.c:2695) / tcp_try_keep_open (net/ipv4/tcp_input.c:2681): Disorder while anything is SACKed, lost or
     retransmitted, else Open (high_seq = snd_nxt on a change)."""
     left_out = tcp_sack.sacked_out(sk) + tcp_sack.lost_out(sk)
+    if not any_retrans_done(sk):
+        sk.retrans_stamp_ts = None  # tcp_try_to_open clears retrans_stamp (line 2701)
     state = "Disorder" if left_out or any_retrans_done(sk) else "Open"
     if sk.ca_state != state:
         sk.ca_state = state
@@ -175,13 +189,35 @@ def _exit_recovery(sim: Sim, sk: Sock) -> bool:
     return False
 
 
+def try_undo_dsack(sim: Sim, sk: Sock) -> bool:
+    """tcp_try_undo_dsack (net/ipv4/tcp_input.c:2562): D-SACKs have shown every
+    retransmission of the episode needless (undo_retrans 0): undo the reduction. In the model
+    only a Loss episode leaves an undo marker, so this undoes an RTO whose D-SACKs came after
+    Loss ended (RACK's reo_wnd_persist is not modelled)."""
+    if sk.undo_marker is None or sk.undo_retrans:
+        return False
+    undo_cwnd_reduction(sim, sk, False)
+    _undo_note(
+        sim,
+        sk,
+        msg(
+            "D-SACKs show that every retransmission reached the peer twice: the timeout was spurious."
+        ),
+        "tcp_try_undo_dsack",
+    )
+    return True
+
+
 def _open_states(sim: Sim, sk: Sock, flag: int, num_dupack: int) -> tuple[int, bool]:
     """Step E for Open and Disorder (and Loss once it is over): count a Reno duplicate ACK,
-    look for loss, and enter Recovery when it is proven."""
+    try a D-SACK undo (Open and Disorder), look for loss, and enter Recovery when it is
+    proven."""
     if not sk.sack_ok:
         if flag & FLAG_SND_UNA_ADVANCED:
             sk.reno_sacked = 0
         tcp_sack.add_reno_sack(sk, num_dupack)
+    if sk.ca_state in ("Open", "Disorder"):
+        try_undo_dsack(sim, sk)
     flag = identify_packet_loss(sim, sk, flag)
     if not time_to_recover(sk):
         try_to_open(sk)
@@ -190,45 +226,190 @@ def _open_states(sim: Sim, sk: Sock, flag: int, num_dupack: int) -> tuple[int, b
     return flag, True
 
 
-def _loss_state(sk: Sock, flag: int, num_dupack: int) -> bool | None:
-    """tcp_process_loss (net/ipv4/tcp_input.c:2827) without undo and F-RTO: all up to high_seq acknowledged ends Loss
-    (tcp_try_undo_recovery; True), held without SACK until something above it is (None);
-    else the lost segments go again (False, REXMIT_LOST)."""
-    if sk.snd_una >= sk.high_seq:
-        if not sk.sack_ok and sk.snd_una == sk.high_seq:
-            return None
-        sk.ca_state = "Open"
+def ts_before(a: int, b: int) -> bool:
+    """before() (include/net/tcp.h): a is earlier than b in 32-bit sequence space."""
+    return (a - b) % 2**32 >= 2**31
+
+
+def packet_delayed(sk: Sock) -> bool:
+    """tcp_packet_delayed (net/ipv4/tcp_input.c:2419) with tcp_tsopt_ecr_before
+    (net/ipv4/tcp_input.c:2400): the ACK echoes a timestamp from before the first
+    retransmission, so what it acknowledges is the original transmission (Eifel
+    detection, RFC 3522)."""
+    stamp = sk.retrans_stamp_ts
+    tsecr = sk.rcv_tsecr
+    return bool(stamp is not None and tsecr and ts_before(tsecr, stamp))
+
+
+def may_undo(sk: Sock) -> bool:
+    """tcp_may_undo (net/ipv4/tcp_input.c:2512): an undo marker, and either every
+    retransmission was shown needless by a D-SACK (undo_retrans 0) or the packet was only
+    delayed."""
+    return sk.undo_marker is not None and (sk.undo_retrans == 0 or packet_delayed(sk))
+
+
+def undo_cwnd_reduction(sim: Sim, sk: Sock, unmark_loss: bool) -> None:
+    """tcp_undo_cwnd_reduction (net/ipv4/tcp_input.c:2483): forget the lost marks (for
+    Loss); with a prior ssthresh, cwnd comes back through CUBIC's undo_cwnd
+    (tcp_reno_undo_cwnd, net/ipv4/tcp_cong.c:525: max(cwnd, prior_cwnd)) and ssthresh to
+    the prior one when that was higher; the undo marker is spent and RACK re-examines losses."""
+    if unmark_loss:
+        for o in sk.rtx:
+            o.lost = False
+    if sk.prior_ssthresh:
+        sk.cwnd = max(sk.cwnd, sk.prior_cwnd)
+        if sk.prior_ssthresh > sk.ssthresh:
+            sk.ssthresh = sk.prior_ssthresh
+    sk.undo_marker = None
+    sk.rack_advanced = True
+
+
+def non_sack_preventing_reopen(sk: Sock) -> bool:
+    """tcp_is_non_sack_preventing_reopen (net/ipv4/tcp_input.c:2517): without SACK the
+    state is held until something above high_seq is acknowledged."""
+    if sk.snd_una == sk.high_seq and not sk.sack_ok:
+        if not any_retrans_done(sk):
+            sk.retrans_stamp_ts = None
         return True
+    return False
+
+
+def _undo_note(sim: Sim, sk: Sock, why: Message, src: str) -> None:
+    sim.note(
+        msg(
+            "{why} The RTO's reduction is undone: cwnd = {cw}, ssthresh = {ss}.",
+            why=why,
+            cw=sk.cwnd,
+            ss=sk.ssthresh if sk.ssthresh < TCP_INFINITE_SSTHRESH else "∞",
+        ),
+        src,
+    )
+
+
+def try_undo_recovery(sim: Sim, sk: Sock) -> bool:
+    """tcp_try_undo_recovery (net/ipv4/tcp_input.c:2533) for Loss: everything up to high_seq
+    is acknowledged; undo if tcp_may_undo allows; back to Open unless NewReno holds the
+    state (True)."""
+    if may_undo(sk):
+        undo_cwnd_reduction(sim, sk, False)
+        _undo_note(
+            sim,
+            sk,
+            msg(
+                "The ACK echoes a timestamp from before the retransmission: the timeout was spurious."
+            ),
+            "tcp_try_undo_recovery",
+        )
+    if non_sack_preventing_reopen(sk):
+        return True
+    sk.ca_state = "Open"
+    return False
+
+
+def try_undo_loss(sim: Sim, sk: Sock, frto_undo: bool) -> bool:
+    """tcp_try_undo_loss (net/ipv4/tcp_input.c:2578): in Loss, undo when F-RTO found the
+    timeout spurious (frto_undo) or tcp_may_undo allows: the lost marks are dropped, the
+    window restored, icsk_retransmits reset, and the state is Open (with SACK, or after
+    F-RTO)."""
+    if not (frto_undo or may_undo(sk)):
+        return False
+    undo_cwnd_reduction(sim, sk, True)
+    if frto_undo:
+        why = msg(
+            "F-RTO: this ACK covers data that was never retransmitted, so the original "
+            "transmission arrived: the timeout was spurious."
+        )
+    else:
+        why = msg(
+            "The ACK echoes a timestamp from before the retransmission: the original "
+            "arrived, the timeout was spurious."
+        )
+    _undo_note(sim, sk, why, "tcp_try_undo_loss")
+    sk.retransmits = 0
+    if non_sack_preventing_reopen(sk):
+        return True
+    if frto_undo or sk.sack_ok:
+        sk.ca_state = "Open"
+    return True
+
+
+def _frto(sim: Sim, sk: Sock, flag: int, num_dupack: int, recovered: bool) -> int | None:
+    """tcp_process_loss's F-RTO branches (RFC 5682 3.1, SACK-enhanced): the REXMIT_ value
+    when they decide the ACK, else None (conventional loss recovery goes on)."""
+    if flag & FLAG_ORIG_SACK_ACKED and try_undo_loss(sim, sk, True):
+        return REXMIT_NONE
+    if sk.snd_nxt > sk.high_seq:
+        if flag & FLAG_DATA_SACKED or num_dupack:
+            sk.frto = False  # step 3.a: the loss was real
+            sim.note(
+                msg(
+                    "F-RTO: a duplicate ACK or SACK after the new data: the loss was real; "
+                    "conventional loss recovery goes on."
+                ),
+                "tcp_process_loss",
+            )
+    elif flag & FLAG_SND_UNA_ADVANCED and not recovered:
+        sk.high_seq = sk.snd_nxt
+        if sk.has_unsent() and sk.snd_una + sk.snd_wnd > sk.snd_nxt:
+            sim.note(
+                msg(
+                    "F-RTO: the retransmission is acknowledged; instead of retransmitting "
+                    "more, new data goes out to test whether the timeout was spurious."
+                ),
+                "tcp_process_loss",
+            )
+            return REXMIT_NEW
+        sk.frto = False
+    return None
+
+
+def process_loss(sim: Sim, sk: Sock, flag: int, num_dupack: int) -> int:
+    """tcp_process_loss (net/ipv4/tcp_input.c:2827): an ACK in Loss. An advancing ACK may
+    undo (tcp_try_undo_loss); F-RTO's steps while tp->frto; all up to high_seq acknowledged
+    ends Loss (tcp_try_undo_recovery); else the lost segments go again (REXMIT_LOST)."""
+    recovered = sk.snd_una >= sk.high_seq
+    if flag & FLAG_SND_UNA_ADVANCED and try_undo_loss(sim, sk, False):
+        return REXMIT_NONE
+    if sk.frto:
+        rexmit = _frto(sim, sk, flag, num_dupack, recovered)
+        if rexmit is not None:
+            return rexmit
+    if recovered:
+        try_undo_recovery(sim, sk)
+        return REXMIT_NONE
     if not sk.sack_ok:
         if sk.snd_nxt > sk.high_seq and num_dupack:
             tcp_sack.add_reno_sack(sk, num_dupack)
         elif flag & FLAG_SND_UNA_ADVANCED:
             sk.reno_sacked = 0
-    return False
+    return REXMIT_LOST
 
 
 def fastretrans_alert(
     sim: Sim, sk: Sock, prior_snd_una: int, num_dupack: int, flag: int
-) -> tuple[int, bool]:
-    """tcp_fastretrans_alert (net/ipv4/tcp_input.c:2953): run the recovery state machine for a dubious ACK (a duplicate,
-    one with SACK blocks, or any ACK outside Open). Returns (flags, whether lost segments
-    are to be retransmitted: REXMIT_LOST)."""
+) -> tuple[int, int]:
+    """tcp_fastretrans_alert (net/ipv4/tcp_input.c:2953): run the recovery state machine for a
+    dubious ACK (a duplicate, one with SACK blocks, or any ACK outside Open). Returns (flags,
+    what tcp_xmit_recovery is to send: REXMIT_NONE, REXMIT_LOST or F-RTO's REXMIT_NEW)."""
     if not sk.rtx and sk.reno_sacked:
         sk.reno_sacked = 0
+    if sk.ca_state == "Open":
+        sk.retrans_stamp_ts = None  # step D clears retrans_stamp in Open (line 2982)
     if sk.ca_state == "Recovery" and sk.snd_una >= sk.high_seq:
         if _exit_recovery(sim, sk):
-            return flag, False
+            return flag, REXMIT_NONE
     if sk.ca_state == "Recovery":
         if not flag & FLAG_SND_UNA_ADVANCED and not sk.sack_ok:
             tcp_sack.add_reno_sack(sk, num_dupack)
-        return identify_packet_loss(sim, sk, flag), True
+        return identify_packet_loss(sim, sk, flag), REXMIT_LOST
+    rexmit = REXMIT_NONE
     if sk.ca_state == "Loss":
-        over = _loss_state(sk, flag, num_dupack)
+        rexmit = process_loss(sim, sk, flag, num_dupack)
         flag = identify_packet_loss(sim, sk, flag)
-        if not over and not flag & FLAG_LOST_RETRANS:
-            return flag, over is False
+        if sk.ca_state != "Open" and not flag & FLAG_LOST_RETRANS:
+            return flag, rexmit
     flag, recover = _open_states(sim, sk, flag, num_dupack)
-    return flag, recover
+    return flag, REXMIT_LOST if recover else rexmit
 
 
 def may_raise_cwnd(sk: Sock, flag: int) -> bool:
@@ -281,8 +462,15 @@ def cong_control(sim: Sim, sk: Sock, delivered: int, newly_lost: int, flag: int)
         cong_avoid(sk, delivered)
 
 
-def xmit_recovery(sim: Sim, sk: Sock, rexmit: bool) -> None:
-    """tcp_xmit_recovery (net/ipv4/tcp_input.c:3727): retransmit what is marked lost, within cwnd."""
-    if not rexmit or sk.state == "SYN_SENT":
+def xmit_recovery(sim: Sim, sk: Sock, rexmit: int) -> None:
+    """tcp_xmit_recovery (net/ipv4/tcp_input.c:3727): retransmit what is marked lost, within
+    cwnd; for F-RTO's REXMIT_NEW, new data first (__tcp_push_pending_frames, Nagle off), and
+    when none could go, F-RTO ends and the lost segments go instead."""
+    if rexmit == REXMIT_NONE or sk.state == "SYN_SENT":
         return
+    if rexmit == REXMIT_NEW:
+        tcp_output.push(sim, sk, nagle=False)
+        if sk.snd_nxt > sk.high_seq:
+            return
+        sk.frto = False
     tcp_output.xmit_retransmit_queue(sim, sk)

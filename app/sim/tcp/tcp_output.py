@@ -563,6 +563,10 @@ def retransmit(sim: Sim, sk: Sock, o: OutSeg, why: str) -> None:
     o.rexmit = why != "tlp"
     if sk.retrans_stamp is None:
         sk.retrans_stamp = o.first_ms
+    if why != "tlp":  # tcp_retransmit_skb's (a loss probe is __tcp_retransmit_skb alone)
+        if sk.retrans_stamp_ts is None:
+            sk.retrans_stamp_ts = int(sim.now)
+        sk.undo_retrans = max(sk.undo_retrans, 0) + 1
     if o.syn:
         sk.syn_retrans += 1
         send_syn(sim, sk, retrans=True)

@@ -8,8 +8,9 @@ retrans_out, ``tcp_packets_in_flight``) are read from the queue's per-segment ma
 
 The model's queue holds one segment (at most one MSS) per entry, so a block tags whole
 entries and nothing is split or shifted (``tcp_match_skb_to_sack``, ``tcp_shift_skb_data``):
-the counts are the same. D-SACK blocks are recognised and left out of the tagging; the undo
-they may allow (``tcp_try_undo_dsack``) is not modelled.
+the counts are the same. D-SACK blocks are recognised and left out of the tagging; they
+count retransmissions shown needless (undo_retrans, for ``tcp_may_undo`` in Loss), but Recovery's
+D-SACK undo (``tcp_try_undo_dsack``) is not modelled.
 """
 
 from __future__ import annotations
@@ -133,6 +134,24 @@ def check_dsack(sim: Sim, sk: Sock, sp: list[tuple[int, int]], ack: int) -> bool
     return True
 
 
+def dsack_undo_retrans(sk: Sock, block: tuple[int, int], prior_snd_una: int) -> None:
+    """A D-SACK shows retransmissions needless: undo_retrans counts down by the segments it
+    covers, for a block at or below snd_una (tcp_check_dsack's count of tcp_dsack_seen's
+    segments, at line 1280 of v6.4's net/ipv4/tcp_input.c) or over retransmitted segments above it
+    (tcp_sacktag_one, line 1355); only above the undo marker. tcp_dsack_seen's check of the
+    D-SACKed count against total_retrans (a dubious D-SACK is skipped) is not modelled."""
+    start, end = block
+    if sk.undo_marker is None or sk.undo_retrans <= 0 or end <= sk.undo_marker:
+        return
+    if end <= prior_snd_una:
+        mss = max(sk.mss_cache, 1)
+        dup = max(1, -(-(end - start) // mss))
+    else:
+        marker = sk.undo_marker
+        dup = sum(1 for o in sk.rtx if o.retrans and start <= o.seq and marker < o.end <= end)
+    sk.undo_retrans = max(0, sk.undo_retrans - dup)
+
+
 def sacktag_one(sim: Sim, sk: Sock, o: OutSeg, state: dict[str, int]) -> None:
     """tcp_sacktag_one (net/ipv4/tcp_input.c:1345) for a segment newly inside a SACK block: RACK advances, a lost
     segment is no longer lost (a lost retransmission no longer in flight), a never
@@ -167,6 +186,7 @@ def sacktag_write_queue(sim: Sim, sk: Sock, seg: Seg, prior_snd_una: int) -> tup
     found_dup = check_dsack(sim, sk, sp, seg.ack)
     if found_dup:
         state["flag"] |= FLAG_DSACKING_ACK
+        dsack_undo_retrans(sk, sp[0], prior_snd_una)
     if not sk.rtx:
         return state["flag"], 0
     used = [

@@ -113,10 +113,22 @@ def timed_out(sim: Sim, sk: Sock, boundary: int, rto_base: float) -> bool:
     return sim.now - sk.retrans_stamp - timeout >= 0
 
 
+def current_ssthresh(sk: Sock) -> int:
+    """tcp_current_ssthresh (include/net/tcp.h:1260): ssthresh during a window reduction,
+    else at least 3/4 of cwnd."""
+    if tcp_input_loss.in_cwnd_reduction(sk):
+        return sk.ssthresh
+    return max(sk.ssthresh, (sk.cwnd >> 1) + (sk.cwnd >> 2))
+
+
 def enter_loss(sim: Sim, sk: Sock) -> None:
     """tcp_enter_loss (net/ipv4/tcp_input.c:2137) with tcp_timeout_mark_lost (net/ipv4/tcp_input.c:2106): every segment not
     SACKed is lost, except (RACK) those sent less than the last RTT ago, the head always;
-    ssthresh is recomputed unless this loss episode already did; cwnd = in flight + 1."""
+    ssthresh is recomputed unless this loss episode already did (the undo state saved then:
+    prior_ssthresh, tcp_init_undo); cwnd = in flight + 1. F-RTO (tp->frto) runs when
+    tcp_frto is set and no recovery was under way, or this is a repeated timeout (RFC 5682
+    3.1 step 1, 3.2; path MTU probing, which also disables it, is not modelled)."""
+    new_recovery = tcp_recovery.CA_ORDER[sk.ca_state] < tcp_recovery.CA_ORDER["Recovery"]
     if not sk.sack_ok:
         sk.reno_sacked = 0
     for i, o in enumerate(sk.rtx):
@@ -129,12 +141,24 @@ def enter_loss(sim: Sim, sk: Sock) -> None:
         or sk.high_seq <= sk.snd_una
         or (sk.ca_state == "Loss" and not sk.retransmits)
     ):
+        sk.prior_ssthresh = current_ssthresh(sk)
         sk.prior_cwnd = sk.cwnd
         sk.ssthresh = tcp_input_loss.cubic_ssthresh(sk)
+        sk.undo_marker = sk.snd_una  # tcp_init_undo (net/ipv4/tcp_input.c:2089)
+        sk.undo_retrans = tcp_sack.retrans_out(sk) or -1
     sk.cwnd = tcp_sack.packets_in_flight(sk) + 1
     sk.snd_cwnd_cnt = 0
     sk.ca_state = "Loss"
     sk.high_seq = sk.snd_nxt
+    sk.frto = bool(sim.p.sysctl.tcp_frto) and (new_recovery or sk.retransmits > 0)
+    if sk.frto and sk.state not in ("SYN_SENT", "SYN_RECV"):
+        sim.note(
+            msg(
+                "tcp_enter_loss arms F-RTO (tcp_frto = {v}): the ACKs after this "
+                "retransmission will tell whether the timeout was spurious.",
+                v=sim.p.sysctl.tcp_frto,
+            )
+        )  # no source of its own: the frame keeps citing tcp_retransmit_timer
 
 
 def timer_retransmit(sim: Sim, sk: Sock) -> None:

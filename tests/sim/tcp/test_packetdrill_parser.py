@@ -193,10 +193,12 @@ def test_set_sysctls_py_settings_are_sysctls_and_its_restore_line_is_read() -> N
 
 def test_sysctls_map_to_the_model_knobs() -> None:
     """A sysctl that is a field of Sysctls is applied; others are listed as having no knob."""
-    s = parse("`sysctl -q net.ipv4.tcp_syn_retries=3 net.ipv4.tcp_frto=0`\n")
+    s = parse("`sysctl -q net.ipv4.tcp_syn_retries=3 net.ipv4.tcp_retries1=4`\n")
     k = knobs(s)
     assert k.sysctls.tcp_syn_retries == 3
-    assert k.per_line[1]["no_model_knob"] == ["tcp_frto=0"]
+    assert k.per_line[1]["no_model_knob"] == ["tcp_retries1=4"]
+    k = knobs(parse("`sysctl -q net.ipv4.tcp_frto=0`\n"))  # F-RTO's knob (tcp_enter_loss)
+    assert k.sysctls.tcp_frto == 0 and k.per_line[1]["no_model_knob"] == []
     k = knobs(parse("`./defaults.sh`\n"))
     assert k.sysctls.tcp_synack_retries == 5
     assert len(k.per_line[1]["applied"]) + len(k.per_line[1]["no_model_knob"]) == len(DEFAULTS_SH)

@@ -118,6 +118,11 @@ CHECKED: frozenset[tuple[str, str, int]] = frozenset(
         ("tcp_rack_reo_timeout", "net/ipv4/tcp_recovery.c", 149),
         ("tcp_newreno_mark_lost", "net/ipv4/tcp_recovery.c", 217),
         ("tcp_xmit_retransmit_queue", "net/ipv4/tcp_output.c", 3291),
+        # F-RTO and undo after an RTO: read in the v6.4 tree
+        ("tcp_process_loss", "net/ipv4/tcp_input.c", 2827),
+        ("tcp_try_undo_loss", "net/ipv4/tcp_input.c", 2578),
+        ("tcp_try_undo_recovery", "net/ipv4/tcp_input.c", 2533),
+        ("tcp_try_undo_dsack", "net/ipv4/tcp_input.c", 2562),
     }
 )
 

@@ -46,6 +46,7 @@ EXPECTED: dict[str, tuple[list[str], list[str]]] = {
     "keepalive": (OPEN_C + ["CLOSED"], OPEN_S + ["LISTEN"]),
     "zero-window": (OPEN_C, OPEN_S),
     "sack-recovery": (OPEN_C, OPEN_S),
+    "spurious-rto": (OPEN_C, OPEN_S),
     "challenge-ack": (
         OPEN_C + ["CLOSED", "SYN_SENT", "ESTABLISHED"],
         OPEN_S + ["LISTEN"] + OPEN_S[2:],

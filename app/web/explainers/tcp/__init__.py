@@ -94,6 +94,7 @@ _SYSCTL_FIELDS = (
     _sysctl("tcp_retries2", msg("tcp_retries2")),
     _sysctl("tcp_early_retrans", msg("tcp_early_retrans"), msg("0–4; 3, 4: tail loss probe")),
     _sysctl("tcp_ecn", msg("tcp_ecn"), msg("0–2; 1: ask for ECN")),
+    _sysctl("tcp_frto", msg("tcp_frto"), msg("0–255; 0: no F-RTO after an RTO")),
     FieldSpec(key="tcp_abort_on_overflow", label=msg("tcp_abort_on_overflow"), kind="bool"),
 )
 

@@ -61,6 +61,7 @@ EXAMPLES: dict[str, Message] = {
     "zero-window": msg("Zero window and the persist timer"),
     "send-buffer": msg("A write bigger than the send buffer blocks (SO_SNDBUF)"),
     "fast-retransmit": msg("Fast retransmit after three duplicate ACKs"),
+    "spurious-rto": msg("A spurious RTO found out by F-RTO (tcp_frto)"),
 }
 
 router = APIRouter()
