@@ -133,8 +133,8 @@ def _stored() -> Future[bytes]:
 
 
 # A run answered in its request goes ahead of the jobs submitted up to this long before it (see
-# _due); ahead of every job, a stream of them (the largest cwnd runs, under job_threshold_s
-# since the compiled modules) held a 2.8-s tcp job back 110 s in a soak (told 11.5 s).
+# _due); ahead of every job, a stream of them (one explainer's largest runs, under
+# job_threshold_s since the compiled modules) held a 2.8-s job back 110 s in a soak (told 11.5 s).
 HELD_AHEAD_S = 30.0
 WARM_CLAIM_S = 600  # a worker's claim to warm a preset at start-up holds this long
 
