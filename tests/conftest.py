@@ -16,6 +16,7 @@ from sqlalchemy.pool import NullPool
 
 from app.main import create_app
 from app.settings import Settings
+from tests.native import pytest_collection_finish  # noqa: F401 - its hook: the selected tests
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -103,16 +104,48 @@ DIGEST = (
 )
 
 
-def test_every_preset_digest_is_the_same_both_ways() -> None:
+@pytest.fixture(scope="module")
+def native_traces() -> dict[str, dict[str, tuple[Any, str]]]:
+    """Every preset's trace of the explainers that run compiled code, run in this process, and
+    its digest: {explainer: {slug: (trace, digest)}}. Run once for the tests below that read
+    them (each preset run and digested again per test cost seconds of CPU)."""
+    from app.explainers import builtin
+    from tests.contract.trace_digest import digest
+
+    out: dict[str, dict[str, tuple[Any, str]]] = {}
+    for plugin in builtin():
+        sim = plugin.sim
+        if sim.name in EXPLAINERS:
+            traces = [(p.slug, sim.run(sim.parse(dict(p.params)))) for p in sim.presets]
+            out[sim.name] = {slug: (trace, digest(trace)) for slug, trace in traces}
+    return out
+
+
+def _native_here() -> bool:
+    """Whether every compiled module is its extension in this process (not under APP_NATIVE=0)."""
+    return all(compiled(importlib.import_module(m)) for m in COMPILED)
+
+
+def test_every_preset_digest_is_the_same_both_ways(
+    native_traces: dict[str, dict[str, tuple[Any, str]]],
+) -> None:
     """Every preset of the explainers that run compiled code gives the recorded trace digest
-    with the compiled modules and with the pure ones (two fresh processes)."""
-    results = []
-    for native in (True, False):
-        out = _child(DIGEST, native)
+    with the compiled modules and with the pure ones (a fresh process). The compiled side is
+    this process's own run when it has every compiled module loaded (as the test run has,
+    unless APP_NATIVE=0), else a fresh process's."""
+    pure_out = _child(DIGEST, native=False)
+    assert pure_out.returncode == 0, pure_out.stderr
+    pure = json.loads(pure_out.stdout)
+    if _native_here():
+        with_native: dict[str, Any] = {
+            name: {slug: d for slug, (_, d) in rows.items()} for name, rows in native_traces.items()
+        }
+    else:
+        out = _child(DIGEST, native=True)
         assert out.returncode == 0, out.stderr
-        results.append(json.loads(out.stdout))
-    with_native, pure = results
-    assert with_native.pop("compiled") is True and pure.pop("compiled") is False
+        with_native = json.loads(out.stdout)
+        assert with_native.pop("compiled") is True
+    assert pure.pop("compiled") is False
     assert with_native == pure
     recorded = json.loads(DIGESTS.read_text(encoding="utf-8"))
     for name in EXPLAINERS:
@@ -190,26 +223,25 @@ def test_an_edited_source_falls_back_to_pure_python(tmp_path: Path) -> None:
     assert "app/sim/congestion/flow.py changed" in edited.stderr
 
 
-def test_stored_traces_name_no_compiled_class() -> None:
+def test_stored_traces_name_no_compiled_class(
+    native_traces: dict[str, dict[str, tuple[Any, str]]],
+) -> None:
     """A stored trace (the pickle the store keeps, app.web.tracecache) of every preset decodes
     to the same trace and refers to no class of a compiled module, so a stored trace reads the
     same with or without the build; one stored before Narration moved out of the compiled
     flow module (``app.sim.congestion.flow.Narration``) still reads."""
-    from app.explainers import builtin
     from app.sim.congestion.narration import Narration
     from app.sim.core import msg
     from app.web.tracecache import decode_trace, encode_trace
     from tests.contract.trace_digest import digest
 
-    for plugin in builtin():
-        sim = plugin.sim
-        if sim.name not in EXPLAINERS:
-            continue
-        for preset in sim.presets:
-            trace = sim.run(sim.parse(dict(preset.params)))
+    assert set(native_traces) == set(EXPLAINERS)
+    for name, rows in native_traces.items():
+        assert rows, name
+        for slug, (trace, traced) in rows.items():
             raw = pickle.dumps(trace, protocol=pickle.HIGHEST_PROTOCOL)
-            assert not any(m.encode() in raw for m in COMPILED), (sim.name, preset.slug)
-            assert digest(decode_trace(encode_trace(trace))) == digest(trace)
+            assert not any(m.encode() in raw for m in COMPILED), (name, slug)
+            assert digest(decode_trace(encode_trace(trace))) == traced
     old = pickle.dumps(Narration(msg("ssthresh = {ssthresh}", ssthresh=7)), protocol=2)
     old = old.replace(b"app.sim.congestion.narration", b"app.sim.congestion.flow")
     assert b"app.sim.congestion.flow" in old

@@ -134,7 +134,8 @@ def test_a_run_over_the_memory_limit_fails_alone(make_runs: Callable[..., RunSer
 def test_a_run_over_the_cpu_limit_fails_alone(make_runs: Callable[..., RunService]) -> None:
     """A run that spends more CPU than APP_SIM_CPU_S is stopped (SIGXCPU) and fails with the CPU
     limit named; the limit counts per run, so the same process runs the next one."""
-    runs = make_runs(sim_cpu_s=1)
+    # its wait is CPU time: at nice 0, not starved by a loaded machine
+    runs = make_runs(sim_cpu_s=1, sim_nice=0)
     before = sim_pids(runs)
     with pytest.raises(SimLimitExceeded) as failed:
         runs.trace(HOG, HogParams(cpu_s=30))
@@ -149,7 +150,10 @@ def test_over_the_cpu_limit_the_api_answers_422_naming_it(tmp_path: Path) -> Non
     """Through the API the limit is a 422 whose detail names APP_SIM_CPU_S, not a 500; the
     server goes on serving."""
     settings = Settings(
-        database_url=f"sqlite:///{tmp_path / 'api.db'}", sim_cpu_s=1, job_threshold_s=1000
+        database_url=f"sqlite:///{tmp_path / 'api.db'}",
+        sim_cpu_s=1,
+        sim_nice=0,  # its wait is CPU time: not starved by a loaded machine
+        job_threshold_s=1000,
     )
     body = {
         "link": {"rate_mbps": 100, "rtt_ms": 40, "buffer_bdp": 1},
