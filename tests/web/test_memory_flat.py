@@ -42,9 +42,11 @@ def test_the_soak_names_what_grew_per_worker() -> None:
         {"pid": 7, "time": 100.0 + t, "rss_mb": 300.0 + t, "page_cache_mb": t / 10}
         for t in range(0, 300, 10)
     ]
-    (line,) = memory_log_lines(recs, t0=100.0)
+    line, trend = memory_log_lines(recs, t0=100.0)
     assert "app worker 7" in line
     assert "rss_mb 360 → 590" in line and "page_cache_mb 6 → 29" in line
+    # each minute's last sample: 0-59 s ends at 350, 60-119 at 410, ... 240-299 at 590
+    assert trend.rstrip().endswith("350/0 → 410/0 → 470/0 → 530/0 → 590/0")
 
 
 def test_recordings_traces_are_bounded_by_their_frames_not_only_their_count() -> None:

@@ -38,8 +38,12 @@ def _eventually(condition: Callable[[], bool], what: str, limit_s: float = 60.0)
         time.sleep(0.1)
 
 
-def _nice_of(tid: int, pid: int) -> int:
-    stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+def _nice_of(tid: int, pid: int) -> int | None:
+    """A thread's nice value, or None for a thread that ended since its task was listed."""
+    try:
+        stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+    except FileNotFoundError:
+        return None
     return int(stat.rsplit(")", 1)[1].split()[16])
 
 
@@ -145,12 +149,13 @@ def test_chromium_runs_at_the_export_priority(renderers: Callable[..., PngRender
         pid = todo.pop()
         tree.add(pid)
         todo += [int(c) for c in _children(pid)]
-    nices = {
+    listed = {
         (pid, int(tid)): _nice_of(int(tid), pid)
         for pid in tree
         if alive(pid)
         for tid in os.listdir(f"/proc/{pid}/task")
     }
+    nices = {key: nice for key, nice in listed.items() if nice is not None}
     assert len({pid for pid, _ in nices}) >= 3  # the driver, the browser, its helpers
     low = {key: nice for key, nice in nices.items() if nice < min(19, base + 5)}
     assert not low, f"threads above the export priority: {low}"
