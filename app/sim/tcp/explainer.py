@@ -30,7 +30,9 @@ from app.sim.tcp.state import TcpState
 # ... 15: the send buffer (tcp_wmem, SO_SNDBUF, sk_stream_wait_memory; params gain sndbuf)
 # 16: F-RTO and undo after an RTO (sysctl gains tcp_frto; the other presets' frames are
 # unchanged, their traces differ only by the new field in the params they echo)
-SIM_VERSION = "tcp-16"
+# 17: retrans_stamp as 6.4 keeps it: the SYN's send or the first retransmission, one field
+# for give-up and undo (a silent peer's connection gives up later; the presets are unchanged)
+SIM_VERSION = "tcp-17"
 ERRNOS = (
     "ECONNREFUSED",
     "ECONNRESET",

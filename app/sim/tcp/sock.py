@@ -434,13 +434,15 @@ class TimeWait(Obj):
 class Sock(Obj):
     kind = "sock"
     # Loss recovery's undo state, empty until an RTO (instances assign their own)
-    # tp->retrans_stamp as 6.4 keeps it for undo (tcp_packet_delayed): the TS clock (ms,
-    # without the offset) of the first retransmission (tcp_retransmit_skb,
-    # net/ipv4/tcp_output.c:3277), cleared only when tcp_fastretrans_alert runs in Open
-    # (net/ipv4/tcp_input.c:2982), tcp_try_to_open (2702) or
-    # tcp_is_non_sack_preventing_reopen (2526) find nothing retransmitted. The model's
-    # retrans_stamp (set in __init__) is retransmits_timed_out's start, cleared by every ACK.
-    retrans_stamp_ts: int | None = None
+    # tp->retrans_stamp (include/linux/tcp.h:369), one field for undo (tcp_packet_delayed)
+    # and for retransmits_timed_out's start: the TS clock (ms, without the offset) of the SYN
+    # (tcp_connect, net/ipv4/tcp_output.c:3858) or of the first retransmission, read from the
+    # skb after __tcp_transmit_skb moved its stamp to now (tcp_retransmit_skb,
+    # net/ipv4/tcp_output.c:3277). Not set by a loss probe; cleared (None for 0) only when the
+    # SYN is acknowledged (tcp_clean_rtx_queue, net/ipv4/tcp_input.c:3320), SYN_RECV becomes
+    # ESTABLISHED (6559), or tcp_fastretrans_alert runs in Open (2982), tcp_try_to_open
+    # (2702) or tcp_is_non_sack_preventing_reopen (2526) find nothing retransmitted.
+    retrans_stamp: int | None = None
     # the undo state of a loss episode (tcp_init_undo, net/ipv4/tcp_input.c:2089):
     # undo_marker (snd_una then; None for 0), undo_retrans (retransmissions not yet shown
     # needless by a D-SACK; -1 for none), prior_ssthresh (tcp_current_ssthresh then), and
@@ -501,7 +503,6 @@ class Sock(Obj):
         self.rtx_after = 0.0  # the retransmit timer's interval when it is not the RTO (else 0)
         self.backoff = 0
         self.retransmits = 0
-        self.retrans_stamp: float | None = None
         self.cwnd = TCP_INIT_CWND
         # congestion control and loss recovery (tcp_sock's fields; app.sim.tcp.tcp_sack,
         # tcp_recovery, tcp_input_loss)

@@ -103,7 +103,8 @@ def clean_rtx(
         ts_rtt_sample(sim, sk, seg.tsecr)
     sk.backoff = 0
     sk.retransmits = 0
-    sk.retrans_stamp = None
+    if any(o.syn for o in acked):  # tcp_clean_rtx_queue, net/ipv4/tcp_input.c line 3320
+        sk.retrans_stamp = None
     if set_timer:
         tcp_output.set_xmit_timer(sim, sk)
     return flag | FLAG_SET_XMIT_TIMER, delivered

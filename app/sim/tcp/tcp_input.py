@@ -447,6 +447,7 @@ def ack_state_change(sim: Sim, sk: Sock, seg: Seg) -> bool:
                 "tcp_ack_update_rtt",
             )
         sim.set_state(sk, "ESTABLISHED", "ACK", "tcp_rcv_state_process")
+        sk.retrans_stamp = None  # net/ipv4/tcp_input.c:6559
         init_transfer(sim, sk)
         sk.snd_wnd = seg.window << sk.snd_wscale
         tcp_output.update_pacing_rate(sk)  # tcp_rcv_state_process, v6.4 line 6583

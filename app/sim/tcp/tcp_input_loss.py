@@ -147,7 +147,7 @@ def try_to_open(sk: Sock) -> None:
     retransmitted, else Open (high_seq = snd_nxt on a change)."""
     left_out = tcp_sack.sacked_out(sk) + tcp_sack.lost_out(sk)
     if not any_retrans_done(sk):
-        sk.retrans_stamp_ts = None  # tcp_try_to_open clears retrans_stamp (line 2701)
+        sk.retrans_stamp = None  # tcp_try_to_open clears retrans_stamp (line 2702)
     state = "Disorder" if left_out or any_retrans_done(sk) else "Open"
     if sk.ca_state != state:
         sk.ca_state = state
@@ -236,7 +236,7 @@ def packet_delayed(sk: Sock) -> bool:
     (net/ipv4/tcp_input.c:2400): the ACK echoes a timestamp from before the first
     retransmission, so what it acknowledges is the original transmission (Eifel
     detection, RFC 3522)."""
-    stamp = sk.retrans_stamp_ts
+    stamp = sk.retrans_stamp
     tsecr = sk.rcv_tsecr
     return bool(stamp is not None and tsecr and ts_before(tsecr, stamp))
 
@@ -269,7 +269,7 @@ def non_sack_preventing_reopen(sk: Sock) -> bool:
     state is held until something above high_seq is acknowledged."""
     if sk.snd_una == sk.high_seq and not sk.sack_ok:
         if not any_retrans_done(sk):
-            sk.retrans_stamp_ts = None
+            sk.retrans_stamp = None
         return True
     return False
 
@@ -394,7 +394,7 @@ def fastretrans_alert(
     if not sk.rtx and sk.reno_sacked:
         sk.reno_sacked = 0
     if sk.ca_state == "Open":
-        sk.retrans_stamp_ts = None  # step D clears retrans_stamp in Open (line 2982)
+        sk.retrans_stamp = None  # step D clears retrans_stamp in Open (line 2982)
     if sk.ca_state == "Recovery" and sk.snd_una >= sk.high_seq:
         if _exit_recovery(sim, sk):
             return flag, REXMIT_NONE

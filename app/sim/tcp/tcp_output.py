@@ -174,6 +174,8 @@ def send_syn(sim: Sim, sk: Sock, retrans: bool) -> None:
     if not retrans:
         sk.rtx = [OutSeg(sk.iss, 0, True, False, sim.now)]
         sk.snd_nxt = sk.iss + 1
+        if sk.state == "SYN_SENT":  # tcp_connect, net/ipv4/tcp_output.c line 3858
+            sk.retrans_stamp = int(sim.now)
     flags: tuple[str, ...] = ("SYN", "ACK") if sk.state == "SYN_RECV" else ("SYN",)
     if sk.state == "SYN_SENT" and sim.p.sysctl.tcp_ecn == 1:
         flags = ("SYN", "ECE", "CWR")  # tcp_ecn_send_syn: ask for ECN
@@ -561,11 +563,9 @@ def retransmit(sim: Sim, sk: Sock, o: OutSeg, why: str) -> None:
     sk.tx_count += 1
     o.tx = sk.tx_count
     o.rexmit = why != "tlp"
-    if sk.retrans_stamp is None:
-        sk.retrans_stamp = o.first_ms
     if why != "tlp":  # tcp_retransmit_skb's (a loss probe is __tcp_retransmit_skb alone)
-        if sk.retrans_stamp_ts is None:
-            sk.retrans_stamp_ts = int(sim.now)
+        if sk.retrans_stamp is None:  # the skb's stamp after sending: now, in ms
+            sk.retrans_stamp = int(sim.now)
         sk.undo_retrans = max(sk.undo_retrans, 0) + 1
     if o.syn:
         sk.syn_retrans += 1

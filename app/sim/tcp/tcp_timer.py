@@ -102,7 +102,8 @@ def write_err(sim: Sim, sk: Sock, event: str) -> None:
 
 
 def timed_out(sim: Sim, sk: Sock, boundary: int, rto_base: float) -> bool:
-    """retransmits_timed_out with tcp_model_timeout."""
+    """retransmits_timed_out (net/ipv4/tcp_timer.c:209) with tcp_model_timeout: the
+    TS clock (whole ms) less retrans_stamp, the SYN's send or the first retransmission."""
     if not sk.retransmits or sk.retrans_stamp is None:
         return False
     thresh = (int(RTO_MAX / rto_base)).bit_length() - 1
@@ -110,7 +111,7 @@ def timed_out(sim: Sim, sk: Sock, boundary: int, rto_base: float) -> bool:
         timeout = ((2 << boundary) - 1) * rto_base
     else:
         timeout = ((2 << thresh) - 1) * rto_base + (boundary - thresh) * RTO_MAX
-    return sim.now - sk.retrans_stamp - timeout >= 0
+    return int(sim.now) - sk.retrans_stamp - timeout >= 0
 
 
 def current_ssthresh(sk: Sock) -> int:

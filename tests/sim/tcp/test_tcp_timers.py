@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from tcphelp import OPEN, c, returns, run, segments, transitions
 
-from app.sim.tcp.sock import RTO_MAX
+from app.sim.tcp.packetdrill.parser import parse
+from app.sim.tcp.packetdrill.runner import run as run_script
+from app.sim.tcp.sock import RTO_INIT, RTO_MAX, RTO_MIN
 
 
 def test_rto_backoff_doubles_caps_and_gives_up() -> None:
     """The first resend of a lone lost segment is the tail loss probe (tcp_send_loss_probe,
     SACK being on); after it tcp_retransmit_timer doubles the RTO up to TCP_RTO_MAX (120 s);
     tcp_write_timeout gives up when retransmits_timed_out(tcp_retries2 = 15) with an RTO_MIN
-    base: 924.6 s after the first transmission of the lost segment."""
+    base: 924.6 s after retrans_stamp, the first retransmission by tcp_retransmit_skb (the
+    loss probe does not set it)."""
     tr = run(
         {
             "script": [*OPEN, c(100, "client", "send", bytes=500), c(100, "client", "recv")],
@@ -38,7 +43,66 @@ def test_rto_backoff_doubles_caps_and_gives_up() -> None:
     assert max(gaps) == RTO_MAX
     ((t_err, err),) = returns(tr, "client", "recv")
     assert err == "ETIMEDOUT"
-    assert t_err >= times[0] + 924_600 and t_err - times[0] < 924_600 + RTO_MAX
+    assert t_err >= times[2] + 924_600 and t_err - times[2] < 924_600 + RTO_MAX
+
+
+def test_give_up_counts_from_the_first_retransmission() -> None:
+    """retransmits_timed_out measures from tp->retrans_stamp, which tcp_retransmit_skb sets
+    to the skb's stamp after __tcp_transmit_skb moved it to now: the first retransmission,
+    not the segment's first send (nor the loss probe, __tcp_retransmit_skb alone). With
+    tcp_retries2 = 2 the budget is (2^3 - 1) x TCP_RTO_MIN = 1400 ms: the third
+    retransmission still goes, though it is more than 1400 ms after the first send."""
+    raw = {
+        "script": [*OPEN, c(100, "client", "send", bytes=500), c(100, "client", "recv")],
+        "network": [{"drop": {"from": "client", "nth": 3, "count": 100}}],
+        "sysctl": {"tcp_retries2": 2},
+        "until_ms": 60_000,
+    }
+    tr = run(raw)
+    sends = [
+        (f.state["segment"]["sent_ms"], f.source.function if f.source else "")
+        for f in tr.frames
+        if f.state["segment"] is not None and f.state["segment"]["len"] == 500
+    ]
+    first = sends[0][0]
+    rtx = [t for t, fn in sends if fn == "tcp_retransmit_skb"]
+    budget = ((2 << 2) - 1) * RTO_MIN
+    assert sends[1][1] == "tcp_send_loss_probe" and sends[1][0] < rtx[0]
+    assert len(rtx) >= 2
+    assert int(rtx[-1]) - int(first) >= budget  # counted from the first send it would stop
+    assert int(rtx[-1]) - int(rtx[0]) < budget
+    ((t_err, err),) = returns(tr, "client", "recv")
+    assert err == "ETIMEDOUT" and int(t_err) - int(rtx[0]) >= budget
+    assert t_err - rtx[-1] == pytest.approx(2 * (rtx[-1] - rtx[-2]))  # the next expiry
+
+
+def test_syn_give_up_counts_from_the_syn() -> None:
+    """tcp_connect sets retrans_stamp when the SYN leaves, so a SYN that is never answered
+    gives up (tcp_syn_retries 6, the default; an RTO base of TCP_TIMEOUT_INIT) after the six
+    retransmissions, (2^7 - 1) x 1 s after the SYN."""
+    tr = run(
+        {
+            "script": [c(0, "server", "listen"), c(5, "client", "connect")],
+            "network": [{"drop": {"from": "client", "nth": 1, "count": 100}}],
+            "until_ms": 200_000,
+        }
+    )
+    syns = [s["sent_ms"] for s in segments(tr, "client") if s["flags"] == ["SYN"]]
+    assert len(syns) == 7
+    ((t_err, err),) = returns(tr, "client", "connect")
+    assert err == "ETIMEDOUT" and t_err - syns[0] == ((2 << 6) - 1) * RTO_INIT
+
+
+def test_the_give_up_packetdrill_script_passes_on_the_model() -> None:
+    """tests/sim/tcp/pkt/retries2-give-up.pkt (also run on a real kernel: content/
+    tcp-packetdrill-kernel-check.md): with tcp_retries2 = 1 the second retransmission goes
+    and the socket is still alive at 1.2 s; ETIMEDOUT by 2.6 s."""
+    script = parse((Path(__file__).parent / "pkt" / "retries2-give-up.pkt").read_text())
+    res = run_script(script)
+    assert res.verdict.passed, res.verdict
+    times = [ln.t_ms for ln in res.lines if ln.kind == "packet"]
+    write, rtx1, rtx2 = times[-3:]
+    assert rtx2 - rtx1 == 2 * (rtx1 - write)  # one backoff apart: no give-up at rtx2
 
 
 def test_synack_retries_then_request_dropped() -> None:
