@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -34,14 +35,6 @@ def _rss_mb(pid: int) -> float:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     raise AssertionError("no VmRSS")
-
-
-def _anon_mb() -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("RssAnon:"):
-                return int(line.split()[1]) / 1024
-    raise AssertionError("no RssAnon")
 
 
 @pytest.mark.skipif(
@@ -81,24 +74,50 @@ def test_an_inherited_fd_is_the_same_number_when_not_pickled() -> None:
         simworker._fds.clear()
 
 
-@pytest.mark.skipif(not memory.fix_mmap_threshold(), reason="not glibc")
+# Run in a fresh interpreter: the measure is this process's anonymous memory, which a test
+# worker's other threads and earlier tests (their heaps, their malloc settings) disturb.
+LARGE_BLOCKS_PROBE = """
+import sys
+from app.web import memory
+
+def anon_mb():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) / 1024
+
+if not memory.fix_mmap_threshold():
+    print("not-glibc")
+    sys.exit(0)
+big = bytes(40 << 20)  # freed below: glibc alone would raise its threshold to 40 MB
+del big
+base = anon_mb()
+blocks, pins = [], []
+for i in range(40):
+    blocks.append(bytes([i % 250 + 1]) * (2 << 20))  # 2 MB each, written
+    pins.append(bytes([i % 250 + 1]) * 100_000)  # a live block after each (not mapped)
+held = anon_mb()
+del blocks
+print(base, held, anon_mb())
+"""
+
+
+@pytest.mark.skipif(memory._LIBC is None, reason="not glibc")
 def test_large_blocks_go_back_to_the_system_when_freed_without_a_trim() -> None:
     """After one large block was freed, glibc would serve the next blocks of megabytes from
     its heap and keep them resident when freed below a live block; with the threshold fixed
     they are mapped on their own and their memory goes back as each is freed."""
-    big = bytes(40 << 20)  # freed below: glibc alone would raise its threshold to 40 MB
-    del big
-    base = _anon_mb()
-    blocks, pins = [], []
-    for i in range(40):
-        blocks.append(bytes([i % 250 + 1]) * (2 << 20))  # 2 MB each, written
-        pins.append(bytes([i % 250 + 1]) * 100_000)  # a live block after each (not mapped)
-    held = _anon_mb()
-    del blocks
-    freed = _anon_mb()
+    out = subprocess.run(
+        [sys.executable, "-c", LARGE_BLOCKS_PROBE],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+        env={**os.environ, "APP_NATIVE": "0"},
+    ).stdout
+    base, held, freed = map(float, out.split())
     assert held - base > 60
     assert freed - base < 20, (base, held, freed)
-    del pins
 
 
 # --- one export browser in the server ----------------------------------------------------------

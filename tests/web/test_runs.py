@@ -488,6 +488,7 @@ def test_a_shared_job_is_not_cancelled_while_the_store_cannot_say_who_asked(
     assert runs.peek(key).state == "cancelled"
 
 
+@pure_python  # the job must outlive the cancel's trip through the store: the pure modules' pace
 def test_a_job_can_be_cancelled_through_another_worker(
     make_client: Callable[..., TestClient],
 ) -> None:
