@@ -40,5 +40,6 @@ fi
 .venv/bin/pybabel compile -d app/locale --use-fuzzy >/dev/null
 # The simulations' hot modules compiled by mypyc into .native/ (skipped when current; without a
 # compiler it warns and the pure-Python modules run): scripts/build_native.py, app/sim/native.py.
-.venv/bin/python scripts/build_native.py
+# scripts/test sets NATIVE_LATER=1 and builds them itself, beside its type check.
+[ "${NATIVE_LATER:-0}" = 1 ] || .venv/bin/python scripts/build_native.py
 mkdir -p data
