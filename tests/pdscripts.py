@@ -72,3 +72,15 @@ RESET_BEFORE_COPY = _RESET_OPEN + (
     "   +0 write(3, ..., 1000) = -1 EPIPE (Broken pipe)\n"
     "   +0 write(3, ..., 1000) = -1 EPIPE (Broken pipe)\n"
 )
+
+# A listener that accepts one connection whose SYN offers SACK and window scaling (MSS 1000).
+OPEN_SACK = """
+    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
+   +0 setsockopt(3, SOL_SOCKET, SO_REUSEADDR, [1], 4) = 0
+   +0 bind(3, ..., ...) = 0
+   +0 listen(3, 1) = 0
+   +0 < S 0:0(0) win 65535 <mss 1000,sackOK,nop,nop,nop,wscale 7>
+   +0 > S. 0:0(0) ack 1 <...>
+ +.04 < . 1:1(0) ack 1 win 500
+   +0 accept(3, ..., ...) = 4
+"""

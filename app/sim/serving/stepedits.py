@@ -191,6 +191,16 @@ def _id_map(keys: list[bytes], idx: Sequence[int], values: Sequence[int]) -> byt
     return b"{" + b",".join(items) + b"}"
 
 
+def _queue_by_priority(
+    ordered: list[tuple[int, float, str, int]], waiting: _Edit, item: tuple[int, float, str, int]
+) -> None:
+    """A request arriving or preempted under the priority policy takes its place in the
+    waiting queue by (priority, arrival, id), the order the step loop keeps it in."""
+    k = bisect.bisect(ordered, item)
+    ordered.insert(k, item)
+    waiting.insert(k, item[3])
+
+
 def edit_steps_bytes(params: SchedulerParams, se: SchedulerSeries) -> bytes:
     """The compact ``steps`` as JSON (a list of step objects, see the module's doc)."""
     ids = se["request_ids"]
@@ -221,10 +231,7 @@ def edit_steps_bytes(params: SchedulerParams, se: SchedulerSeries) -> bytes:
             at = reqs[i].arrival_time
             arrival_key[i] = t_start[s] if at is None else at
             if priority:
-                item = (reqs[i].priority, arrival_key[i], ids[i], i)
-                k = bisect.bisect(ordered, item)
-                ordered.insert(k, item)
-                waiting.insert(k, i)
+                _queue_by_priority(ordered, waiting, (reqs[i].priority, arrival_key[i], ids[i], i))
             else:
                 waiting.insert(waiting.length, i)
         pa, pb = preempt_off[s], preempt_off[s + 1]
@@ -234,10 +241,7 @@ def edit_steps_bytes(params: SchedulerParams, se: SchedulerSeries) -> bytes:
             del running[k]
             running_edit.delete(k)
             if priority:
-                item = (reqs[i].priority, arrival_key[i], ids[i], i)
-                k = bisect.bisect(ordered, item)
-                ordered.insert(k, item)
-                waiting.insert(k, i)
+                _queue_by_priority(ordered, waiting, (reqs[i].priority, arrival_key[i], ids[i], i))
             else:
                 waiting.insert(0, i)
         aa, ab = admit_off[s], admit_off[s + 1]

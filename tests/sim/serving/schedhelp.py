@@ -50,3 +50,28 @@ def req(rid: str, prompt: int, max_tokens: int = 4, **kw: Any) -> dict[str, Any]
 
 def result(se: SchedulerSeries, rid: str) -> Any:
     return next(r for r in se["requests"] if r["id"] == rid)
+
+
+def pressure(policy: str, n: int, *, prefix: bool) -> dict[str, Any]:
+    """Few KV blocks for many long requests arriving over time: preemptions all along."""
+    return {
+        "config": {
+            "num_gpu_blocks": 40,
+            "max_model_len": 256,
+            "block_size": 16,
+            "max_num_batched_tokens": 256,
+            "max_num_seqs": 8,
+            "policy": policy,
+            "enable_prefix_caching": prefix,
+        },
+        "requests": [
+            {
+                "id": f"q{i}",
+                "prompt_tokens": 40 + 7 * (i % 5),
+                "max_tokens": 30 + 11 * (i % 4),
+                "arrival_step": i // 3,
+                "priority": i % 3 if policy == "priority" else 0,
+            }
+            for i in range(n)
+        ],
+    }

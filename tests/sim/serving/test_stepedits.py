@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from schedhelp import EX
+from schedhelp import EX, pressure
 
 from app.sim.core import EncodedJSON
 from app.sim.serving import stepedits
@@ -30,31 +30,6 @@ def compact_and_full(raw: dict[str, Any]) -> tuple[list[Any], list[Any]]:
     p = EX.parse(raw)
     se = simulate(p).series
     return json.loads(edit_steps_bytes(p, se)), json.loads(json.dumps(steps_json(p, se)))
-
-
-def pressure(policy: str, n: int, *, prefix: bool) -> dict[str, Any]:
-    """Few KV blocks for many long requests arriving over time: preemptions all along."""
-    return {
-        "config": {
-            "num_gpu_blocks": 40,
-            "max_model_len": 256,
-            "block_size": 16,
-            "max_num_batched_tokens": 256,
-            "max_num_seqs": 8,
-            "policy": policy,
-            "enable_prefix_caching": prefix,
-        },
-        "requests": [
-            {
-                "id": f"q{i}",
-                "prompt_tokens": 40 + 7 * (i % 5),
-                "max_tokens": 30 + 11 * (i % 4),
-                "arrival_step": i // 3,
-                "priority": (i * 7) % 3 if policy == "priority" else 0,
-            }
-            for i in range(n)
-        ],
-    }
 
 
 @pytest.mark.parametrize("slug", [p.slug for p in EX.presets])

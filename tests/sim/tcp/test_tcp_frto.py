@@ -28,6 +28,7 @@ from app.sim.tcp.packetdrill.runner import DEFAULT_TOLERANCE_US, MAX_EVENTS, Run
 from app.sim.tcp.params import parse as parse_params
 from app.sim.tcp.sock import Sock
 from app.sim.tcp.state import TcpState
+from tests.pdscripts import OPEN_SACK
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "content" / "packetdrill" / "spurious-rto.pkt"
 
@@ -155,16 +156,10 @@ def test_the_example_script_passes_and_fails_where_frto_is_off() -> None:
     assert (sk.cwnd, sk.ssthresh) != (11, 2147483647)
 
 
-STEP_3A = """`sysctl -q net.ipv4.tcp_early_retrans=0`
-    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
-   +0 setsockopt(3, SOL_SOCKET, SO_REUSEADDR, [1], 4) = 0
-   +0 bind(3, ..., ...) = 0
-   +0 listen(3, 1) = 0
-   +0 < S 0:0(0) win 65535 <mss 1000,sackOK,nop,nop,nop,wscale 7>
-   +0 > S. 0:0(0) ack 1 <...>
- +.04 < . 1:1(0) ack 1 win 500
-   +0 accept(3, ..., ...) = 4
-   +0 write(4, ..., 2000) = 2000
+STEP_3A = (
+    "`sysctl -q net.ipv4.tcp_early_retrans=0`"
+    + OPEN_SACK
+    + """   +0 write(4, ..., 2000) = 2000
    +0 > P. 1:2001(2000) ack 1
     * > . 1:1001(1000) ack 1
 0.600 write(4, ..., 2000) = 2000
@@ -175,6 +170,7 @@ STEP_3A = """`sysctl -q net.ipv4.tcp_early_retrans=0`
  +.04 < . 1:1(0) ack 1001 win 500 <sack 2001:3001,nop,nop>
    +0 > P. 1001:2001(1000) ack 1
 """
+)
 
 
 def test_a_sack_after_the_new_data_shows_the_loss_was_real() -> None:

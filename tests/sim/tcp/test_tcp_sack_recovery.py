@@ -19,17 +19,8 @@ from app.sim.tcp.packetdrill.parser import parse
 from app.sim.tcp.packetdrill.runner import DEFAULT_TOLERANCE_US, MAX_EVENTS, Result, Runner
 from app.sim.tcp.sock import Sock
 from tests.linux_v64 import require_v6_4, v6_4_file
+from tests.pdscripts import OPEN_SACK
 
-OPEN_SACK = """
-    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
-   +0 setsockopt(3, SOL_SOCKET, SO_REUSEADDR, [1], 4) = 0
-   +0 bind(3, ..., ...) = 0
-   +0 listen(3, 1) = 0
-   +0 < S 0:0(0) win 65535 <mss 1000,sackOK,nop,nop,nop,wscale 7>
-   +0 > S. 0:0(0) ack 1 <...>
- +.04 < . 1:1(0) ack 1 win 500
-   +0 accept(3, ..., ...) = 4
-"""
 OPEN_NO_SACK = OPEN_SACK.replace("sackOK,nop,nop,nop,wscale 7", "nop,wscale 7")
 
 
