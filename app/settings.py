@@ -21,6 +21,12 @@ class Settings(BaseSettings):
     page_cache_mb: int = 24  # rendered pages, frame chunks and exports kept per app process
     malloc_arenas: int = 2  # glibc malloc arenas per process (0: glibc's default, 8 per core)
     malloc_trim_s: float = 10.0  # free memory is given back to the system this often (0: never)
+    # An app worker (under uvicorn's --workers) holding over this many MB of its own is replaced
+    # by a fresh one, not before worker_recycle_after_s from its start (app.web.recycle; 0:
+    # never); it first lets its jobs end, for at most worker_recycle_drain_s.
+    worker_recycle_mb: float = 320.0
+    worker_recycle_after_s: float = 120.0
+    worker_recycle_drain_s: float = 120.0
     sim_workers: int = 1  # simulation processes per app process, for longer runs
     sim_nice: int = 15  # their CPU priority is lowered this much (pages and small runs first)
     sim_quick_workers: int = 1  # processes for small runs only (0: small runs share the above)
@@ -36,6 +42,8 @@ class Settings(BaseSettings):
     # memory_log_s seconds (app.web.memory.MemoryLog; bench/soak.py reads it; None: off).
     memory_log: Path | None = None
     memory_log_s: float = 10.0
+    # ... and a tracemalloc snapshot beside it this often (0: off; tracing slows the worker).
+    memory_snapshot_s: float = 0.0
     # Log each time an app worker's event loop is held longer than this (ms), with where it
     # was held (app.web.loopwatch; bench/soak.py turns it on). 0: off.
     loop_stall_ms: float = 0.0

@@ -44,6 +44,13 @@ it (then a moving average, as before): the soak's first burst of eight large
 runs, submitted within a second of each other at load 15 on 2 CPUs, was told 1.3-10.2 s and
 took 5-33 s (its process's wall time per CPU second was 4-8 then).
 
+Runs submitted *after* a run can still start before it (shortest first, and a run its client
+waits for ahead of the jobs of the last half minute): a job told 4.8 s in the soak waited
+11 s for a process behind the larger runs of another explainer submitted after it. So a run's wait is stretched
+as a priority queue's is: over one less the share of the lane's processes that the runs of a
+lower rank submitted in the last minute took (:meth:`LaneClock.arrived`, at most 1/2: twice
+the wait).
+
 A queued job counts as its client follows it (``RunService._eta``): fully if someone waits for
 it or asked about it since its 202, not at all if nobody has for a few seconds after it (it will
 be cancelled unrun), the lane's recent kept share while too new to tell.
@@ -53,6 +60,8 @@ from __future__ import annotations
 
 import os
 import threading
+import time
+from collections import deque
 from collections.abc import Callable, Iterable
 
 ALPHA = 0.3  # weight of the latest run in the moving averages
@@ -63,6 +72,11 @@ LIVE_MIN_DONE = 0.05  # …and done this share of its work
 
 
 MIN_CPU_S = 0.01  # runs that used less CPU say little about the slowdown
+# Runs that will pass a waiting one: the work submitted to the lane over this long lately, of
+# the runs that would start before it, tells how much more will come while it waits...
+ARRIVAL_WINDOW_S = 60.0
+MIN_ARRIVAL_SPAN_S = 10.0  # (a lane younger than this: as if it were this old)
+MAX_PASSING_SHARE = 0.5  # ...up to this share of the lane's processes' time (its wait × 2)
 
 # A running run: its predicted work, seconds since it started in a process, the share of it done
 # (-1: not known) and its explainer ("": not known); a queued one: its predicted work (and
@@ -110,6 +124,7 @@ class LaneClock:
         workers: int,
         biases: Biases | None = None,
         load: Callable[[], float] | None = None,
+        born: float | None = None,
     ) -> None:
         self.workers = max(1, workers)
         self.load = load  # the pace until a run has measured it (None: 1.0; machine_load)
@@ -121,6 +136,30 @@ class LaneClock:
         self.kept = 1.0  # share of the work queued in the lane that was done, lately
         self.biases = biases if biases is not None else Biases()
         self._lock = threading.Lock()
+        self._born = time.monotonic() if born is None else born  # (time.monotonic's)
+        # runs submitted lately: when, their rank (lower starts first), predicted work, explainer
+        self._arrivals: deque[tuple[float, float, float, str]] = deque()
+
+    def arrived(self, rank: float, expected_s: float, explainer: str = "", now: float = -1) -> None:
+        """A run of ``expected_s`` of work (of ``explainer``) entered the lane's queue, where
+        runs of a lower ``rank`` start first (app.web.runs: its expected work, less the head
+        start of a run its client waits for)."""
+        now = time.monotonic() if now < 0 else now
+        with self._lock:
+            self._arrivals.append((now, rank, expected_s, explainer))
+            while self._arrivals and self._arrivals[0][0] < now - ARRIVAL_WINDOW_S:
+                self._arrivals.popleft()
+
+    def _passing(self, rank: float, now: float, pace_of: Callable[[str], float]) -> float:
+        """The share of the lane's processes' time that runs submitted after one of ``rank``,
+        but started before it, will take while it waits: the work of the lane's recent
+        arrivals of a lower rank per second, at their pace and the lane's kept share."""
+        with self._lock:
+            recent = [a for a in self._arrivals if a[0] >= now - ARRIVAL_WINDOW_S]
+            kept = self.kept
+        span = max(MIN_ARRIVAL_SPAN_S, min(ARRIVAL_WINDOW_S, now - self._born))
+        work = sum(e * pace_of(name) for _, r, e, name in recent if r < rank)
+        return min(MAX_PASSING_SHARE, work * kept / (span * self.workers))
 
     @property
     def slowdown(self) -> float:  # the name of earlier versions
@@ -165,12 +204,17 @@ class LaneClock:
         running: Iterable[Running] = (),
         ahead: Iterable[Ahead] = (),
         explainer: str = "",
+        rank: float | None = None,
+        now: float = -1,
     ) -> float:
         """Seconds until the result of a run of ``expected_s`` of work (of ``explainer``, where
         known) submitted now, with ``running`` runs in the lane's processes (their predicted
         work, seconds since they started there and, where known, the share of it done and
         their explainer) and the ``ahead`` runs (their predicted work, and explainer) to be
-        started before it."""
+        started before it; with its ``rank`` among the lane's runs, the runs that will be
+        submitted while it waits and start before it (the recent ones' rate: :meth:`arrived`)
+        make its wait longer, as a priority queue's (its wait over one less their share of the
+        processes' time)."""
         with self._lock:
             pace, slow, known, store, kept = (
                 self.pace,
@@ -199,6 +243,8 @@ class LaneClock:
             slow = (slow + min(MAX_PACE, max(MIN_PACE, sum(live_slow) / len(live_slow)))) / 2
 
         def pace_of(name: str) -> float:
+            if name not in bias:  # a recent arrival's explainer (app.web.eta.LaneClock._passing)
+                bias[name] = self.biases.get(name)
             b = bias.get(name) if known else None
             return pace if b is None else b * slow
 
@@ -209,6 +255,9 @@ class LaneClock:
         queued = sum(e * pace_of(name) * (kept if w is None else w) for e, name, w in queue)
         # a free process at once; else the work ahead shared out over the lane's processes
         wait = 0.0 if len(busy) < self.workers and not queued else (left + queued) / self.workers
+        if wait > 0 and rank is not None:
+            now = time.monotonic() if now < 0 else now
+            wait /= 1.0 - self._passing(rank, now, pace_of)
         return wait + expected_s * pace_of(explainer) + store
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
@@ -35,8 +36,10 @@ from app.web.pagecache import PageFront
 from app.web.pagewarm import PageWarm, PageWarmer
 from app.web.plugin import Plugin
 from app.web.pngbrowser import Recycle, server_lock_path
+from app.web.recycle import Recycler
 from app.web.routes import api, handout, jobs, pages
 from app.web.runs import cross_site, current_client
+from app.web.simworker import stop_fork_server
 from app.web.site import Site
 from app.web.staticcache import StaticFront
 
@@ -112,10 +115,15 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
         app.state.site.recording_builder.start()
         trimmer = memory.Trimmer(settings.malloc_trim_s)
         trimmer.start()
+        recycler = Recycler(settings.worker_recycle_mb, settings.worker_recycle_after_s)
+        recycler.start()
         loop_watch = LoopWatch(settings.loop_stall_ms / 1000)
         loop_watch.start()
         memory_log = memory.MemoryLog(
-            settings.memory_log, settings.memory_log_s, app.state.site.memory_probes()
+            settings.memory_log,
+            settings.memory_log_s,
+            app.state.site.memory_probes(),
+            settings.memory_snapshot_s,
         )
         memory_log.start()
         if settings.warm_presets:
@@ -132,6 +140,12 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
         try:
             yield
         finally:
+            recycler.stop()
+            if recycler.fired.is_set():  # replaced, not stopped: its jobs end first (off the
+                # event loop: a job's end may still need it)
+                await asyncio.to_thread(
+                    recycler.drain, app.state.site.runs, settings.worker_recycle_drain_s
+                )
             trimmer.stop()
             loop_watch.stop()
             memory_log.stop()
@@ -140,6 +154,8 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
                 writer.close()
             classes.close(app)
             app.state.site.runs.stop()
+            if recycler.fired.is_set():
+                stop_fork_server()  # nothing of a replaced worker outlives it
             app.state.site.recording_builder.close()
             app.state.pngs.close()
             app.state.engine.dispose()

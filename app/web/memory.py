@@ -23,6 +23,7 @@ import os
 import sys
 import threading
 import time
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
@@ -35,6 +36,7 @@ M_MMAP_THRESHOLD = -3
 # to 32 MB): after one answer of megabytes, every later one came from the heap, where a block
 # freed below a live one stays resident until a trim finds its pages wholly free.
 MMAP_THRESHOLD = 1 << 20
+SNAPSHOT_FRAMES = 8  # a snapshot's stack depth: enough to tell who called the allocator
 
 
 _LIBC = LIBC if has("mallopt", "malloc_trim") else None  # glibc only
@@ -107,14 +109,30 @@ def _proc_kb(path: str, fields: tuple[bytes, ...]) -> int:
     return total
 
 
+def private_mb() -> float:
+    """This process's private memory (not shared with other processes), MB."""
+    return _proc_kb("/proc/self/smaps_rollup", (b"Private_Clean:", b"Private_Dirty:")) / 1024
+
+
 class MemoryLog:
     """A daemon thread that appends one JSON line every ``every_s`` seconds to ``path``: this
     process's resident and private memory (MB), Python's allocated blocks and what each of
     ``probes`` answers (a cache's bytes, a map's entries): what ``bench/soak.py`` reads to tell
     what grows in an app worker (``APP_MEMORY_LOG``)."""
 
-    def __init__(self, path: Path | None, every_s: float, probes: dict[str, Callable[[], float]]):
+    def __init__(
+        self,
+        path: Path | None,
+        every_s: float,
+        probes: dict[str, Callable[[], float]],
+        snapshot_s: float = 0.0,
+    ):
         self.path, self.every_s, self.probes = path, every_s, probes
+        # Every snapshot_s seconds (0: never) a tracemalloc snapshot is written beside the
+        # log, "<log>.<pid>.<seconds>.tracemalloc": which lines hold what grew between two.
+        self.snapshot_s = snapshot_s
+        self._started = time.monotonic()
+        self._snapped = 0.0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -130,10 +148,7 @@ class MemoryLog:
             "pid": os.getpid(),
             "time": round(time.time(), 1),
             "rss_mb": round(_proc_kb("/proc/self/status", (b"VmRSS:",)) / 1024, 1),
-            "private_mb": round(
-                _proc_kb("/proc/self/smaps_rollup", (b"Private_Clean:", b"Private_Dirty:")) / 1024,
-                1,
-            ),
+            "private_mb": round(private_mb(), 1),
             "py_blocks": sys.getallocatedblocks(),
         }
         for name, probe in self.probes.items():
@@ -151,8 +166,21 @@ class MemoryLog:
             try:
                 with self.path.open("a", encoding="utf-8") as f:
                     f.write(json.dumps(self.sample(), separators=(",", ":")) + "\n")
+                self._snapshot()
             except OSError:
                 return
+
+    def _snapshot(self) -> None:
+        age = time.monotonic() - self._started
+        if self.snapshot_s <= 0 or age - self._snapped < self.snapshot_s:
+            return
+        self._snapped = age
+        if not tracemalloc.is_tracing():  # from the first interval on: not the start-up's work
+            tracemalloc.start(SNAPSHOT_FRAMES)
+            return
+        assert self.path is not None
+        name = f"{self.path.name}.{os.getpid()}.{age:05.0f}.tracemalloc"
+        tracemalloc.take_snapshot().dump(str(self.path.with_name(name)))
 
     def stop(self) -> None:
         self._stop.set()

@@ -304,6 +304,16 @@ class RunService:
             self._watchdog = None
         self._answers.close()
 
+    def drain(self, limit_s: float, every_s: float = 0.25) -> int:
+        """Wait until every job of this worker has ended (nothing new comes in: its server has
+        stopped taking connections), at most ``limit_s``; answers how many had not."""
+        end = time.monotonic() + limit_s
+        while True:
+            left = self.running
+            if not left or time.monotonic() >= end:
+                return left
+            time.sleep(every_s)
+
     # --- traces ------------------------------------------------------------------------------
 
     @property
@@ -463,12 +473,15 @@ class RunService:
             if job.lane == lane and job.handed and job.state == "running"
         ]
         due = self._due(now, expected)
+        clock = self._clocks[lane]
         ahead = [
             (job.expected_s, job.explainer, _followed(job, now))
             for d, _, job, _, _ in self._pending[lane]
             if d <= due and not self._cancel[job.slot]  # a cancelled one leaves unrun
         ]
-        return self._clocks[lane].eta(expected, running, ahead, explainer)
+        eta = clock.eta(expected, running, ahead, explainer, rank=due - now, now=now)
+        clock.arrived(due - now, expected, explainer, now=now)
+        return eta
 
     # --- jobs every worker can answer for ----------------------------------------------------
     # A client polls its job through any of the app's workers (each keep-alive connection lands

@@ -22,6 +22,7 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
+import signal
 import sys
 import zlib
 from collections.abc import Callable, Sequence
@@ -65,6 +66,23 @@ def sim_context() -> BaseContext:
         )
         ctx.set_forkserver_preload([*PRELOAD, *loaded])
     return ctx
+
+
+def stop_fork_server() -> bool:
+    """End this process's fork server, if it started one (its simulation processes stopped
+    first): for an app worker being replaced (app.web.recycle), whose fork server outlived it in
+    a soak (found alive minutes later, outside the server's tree). The next run here, if any,
+    starts a new one (multiprocessing finds the old one gone). Answers whether there was one."""
+    from multiprocessing import forkserver
+
+    pid = getattr(forkserver._forkserver, "_forkserver_pid", None)  # noqa: SLF001 - no public way
+    if not pid:
+        return False
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 class InheritedFd:

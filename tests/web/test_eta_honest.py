@@ -84,3 +84,24 @@ def test_a_run_its_client_waits_for_goes_before_queued_jobs(tmp_path: Path) -> N
     assert runs._due(0.0, 0.5) < runs._due(0.0, 1.0)  # held: shortest first
     assert runs._due(0.0, 2.0) < runs._due(0.0, 3.0)  # jobs: shortest first
     assert runs._due(0.0, 3.0) < runs._due(2.0, 2.0)  # a job's wait counts against its length
+
+
+def test_runs_that_will_pass_a_waiting_one_stretch_its_wait() -> None:
+    """Runs of a lower rank submitted lately will keep starting before a waiting run: its wait
+    is stretched by their share of the lane's time (a priority queue's), and runs of a higher
+    rank, which start after it, change nothing."""
+    clock = LaneClock(workers=1, born=0.0)
+    busy = [(4.0, 0.0, 0.0)]  # one process, busy with 4 s of work
+    base = clock.eta(1.0, running=busy, rank=5.0, now=1000.0)
+    assert base == pytest.approx(5.0)  # no arrivals yet: the work left, then its own
+    for i in range(20):  # 20 s of work submitted in 60 s, each ranked before it: a third
+        clock.arrived(rank=1.0, expected_s=1.0, now=940.0 + 3 * i)
+    got = clock.eta(1.0, running=busy, rank=5.0, now=1000.0)
+    assert got == pytest.approx(4.0 / (1 - 1 / 3) + 1.0)
+    assert clock.eta(1.0, running=busy, rank=0.5, now=1000.0) == pytest.approx(base)
+    for _ in range(200):  # more than the lane can take: capped at twice the wait
+        clock.arrived(rank=1.0, expected_s=5.0, now=999.0)
+    assert clock.eta(1.0, running=busy, rank=5.0, now=1000.0) == pytest.approx(4.0 * 2 + 1.0)
+    # a free process: no wait to stretch; a minute later the arrivals are forgotten
+    assert clock.eta(1.0, rank=5.0, now=1000.0) == pytest.approx(1.0)
+    assert clock.eta(1.0, running=busy, rank=5.0, now=1100.0) == pytest.approx(base)

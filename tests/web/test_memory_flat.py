@@ -4,7 +4,10 @@ soak's summary of it (bench/soak.py)."""
 from __future__ import annotations
 
 import json
+import os
+import re
 import time
+import tracemalloc
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -15,7 +18,7 @@ from app.web.classes.hub import Hub
 from app.web.memo import Memo
 from app.web.memory import MemoryLog
 from app.web.recordings import TRACES
-from bench.soak import memory_log_lines
+from bench.soak import memory_log_lines, report_snapshots
 
 
 def test_a_memory_log_line_has_the_process_figures_and_each_probe(tmp_path: Path) -> None:
@@ -27,7 +30,9 @@ def test_a_memory_log_line_has_the_process_figures_and_each_probe(tmp_path: Path
     log.start()
     try:
         for _ in range(200):
-            if (tmp_path / "m.jsonl").exists() and (tmp_path / "m.jsonl").read_text().count("\n") >= 2:
+            if (tmp_path / "m.jsonl").exists() and (tmp_path / "m.jsonl").read_text().count(
+                "\n"
+            ) >= 2:
                 break
             held[0] += 1
             time.sleep(0.02)
@@ -35,6 +40,30 @@ def test_a_memory_log_line_has_the_process_figures_and_each_probe(tmp_path: Path
         log.stop()
     recs = [json.loads(x) for x in (tmp_path / "m.jsonl").read_text().splitlines()]
     assert len(recs) >= 2 and all(r["pid"] == recs[0]["pid"] for r in recs)
+
+
+def test_snapshots_beside_the_log_tell_what_grew(tmp_path: Path, capsys: Any) -> None:
+    """With snapshot_s set, the log starts tracing at its first interval and then writes a
+    tracemalloc snapshot beside itself each interval; the soak names the sites that grew."""
+    path = tmp_path / "m.jsonl"
+    log = MemoryLog(path, 0.05, {}, snapshot_s=0.05)
+    kept: list[bytes] = []
+    log.start()
+    try:
+        for _ in range(400):
+            kept.append(b"x" * 100_000)  # what grows between two snapshots
+            if len(list(tmp_path.glob("m.jsonl.*.tracemalloc"))) >= 2:
+                break
+            time.sleep(0.01)
+    finally:
+        log.stop()
+        tracemalloc.stop()
+    snaps = sorted(tmp_path.glob("m.jsonl.*.tracemalloc"))
+    assert len(snaps) >= 2 and all(s.name.split(".")[-3] == str(os.getpid()) for s in snaps)
+    report_snapshots(path, top=3)
+    out = capsys.readouterr().out
+    assert f"worker {os.getpid()}" in out and "test_memory_flat.py" in out
+    assert re.search(r"\+\s*\d+\.\d\d MB", out)
 
 
 def test_the_soak_names_what_grew_per_worker() -> None:

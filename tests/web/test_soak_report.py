@@ -134,7 +134,10 @@ def test_memory_is_judged_by_floors_and_by_every_sample(soak: ModuleType) -> Non
     lines, verdicts = soak.memory_judgement(rss, pss, 180.0)
     (crit_a, fig_a, met_a), (crit_b, fig_b, met_b) = verdicts
     assert "floor" in crit_a and met_a is True
-    assert fig_a == "floors of the summed RSS 1020 → 1020 MB (+0 %), of PSS 520 → 520 MB (+0 %)"
+    assert fig_a == (
+        "floors of the summed RSS 1020 → 1020 MB (highest +0 % over the first minute's), "
+        "of PSS 520 → 520 MB (+0 %)"
+    )
     assert "10-s sample" in crit_b and met_b is False
     assert fig_b.startswith("summed RSS 1020-1920 MB (+88 %), PSS 520-870 MB (+67 %)")
     assert "without the export browser (0-900 MB) RSS +0 %, PSS +0 %" in fig_b
@@ -146,6 +149,15 @@ def test_memory_is_judged_by_floors_and_by_every_sample(soak: ModuleType) -> Non
 def test_growth_raises_the_floors(soak: ModuleType) -> None:
     rss = [_sample(t, 400.0 + 2 * t, 600.0) for t in range(0, 241)]
     _, ((_, fig, met), _) = soak.memory_judgement(rss, [], 240.0)
-    assert met is False and "1140 → 1260 → 1380 MB (+21 %)" in fig
+    assert met is False and "1140 → 1260 → 1380 MB (highest +21 % over" in fig
     _, ((_, why, met), _) = soak.memory_judgement(rss[:50], [], 240.0)
     assert met is None and "not judged" in why
+
+
+def test_a_floor_below_the_first_is_no_growth(soak: ModuleType) -> None:
+    """A worker replaced for its memory lowers a minute's floor (it and its processes gone a
+    moment): growth is the highest floor over the first minute's, not the range."""
+    rss = [_sample(t, 400.0 if not 150 <= t < 160 else 150.0, 600.0) for t in range(0, 240)]
+    rss += [_sample(t, 440.0, 600.0) for t in range(240, 300)]
+    _, ((_, fig, met), _) = soak.memory_judgement(rss, [], 299.0)
+    assert met is True and "1020 → 770 → 1020 → 1060 MB (highest +4 % over" in fig

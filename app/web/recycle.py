@@ -1,0 +1,166 @@
+"""Replacing an app worker whose memory has grown, the way a process manager does (gunicorn's
+``--max-requests``, Celery's ``--max-memory-per-child``), without losing a request or a job.
+
+What an app worker holds after its caches have filled still grew under the adversarial soak of
+issue 24 while the objects it keeps did not: Python's allocated blocks 1.61 M → 1.53 M and its
+bounded caches full from the first minute, while its private memory went 218 → 395 MB in seven
+minutes. That is memory freed but not given back (Python's small-object arenas are returned only
+when wholly empty; the transient work of a large export or a long walk's layout, interleaved with
+what stays, keeps many partly used), and a heap trim cannot reach it. So a bound is kept instead:
+
+:class:`Recycler` reads the worker's private memory (not shared with its siblings) every few
+seconds; over ``limit_mb``, after the first ``after_s``, it logs why and asks the worker to stop
+(SIGTERM, as uvicorn's supervisor does): the worker stops taking connections (its siblings take
+them), finishes the requests under way, then, in the app's shutdown, lets the jobs it runs end
+(:meth:`app.web.runs.RunService.drain`, at most ``drain_s``) before its simulation processes
+stop; uvicorn's supervisor starts a fresh worker in its place. Only a worker with a supervisor
+does this (a spawned child of uvicorn's ``--workers``): a single-process server has nobody to
+start it again. And one at a time, so that the others serve meanwhile: a worker goes only while
+it holds a lock its siblings share (an abstract Unix socket named after the supervisor: no file,
+let go when its holder ends) and once every sibling is at least ``after_s`` old (a worker just
+started in another's place is still warming up).
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import signal
+import socket
+import threading
+import time
+from typing import Protocol
+
+from app.web.memory import private_mb
+
+log = logging.getLogger("stepscope.recycle")
+
+CHECK_S = 5.0  # private memory read this often (one read of /proc/self/smaps_rollup)
+
+
+class Draining(Protocol):
+    """What a worker's jobs are run by (app.web.runs.RunService)."""
+
+    @property
+    def running(self) -> int: ...
+
+    def drain(self, limit_s: float) -> int: ...
+
+
+def _age_s(pid: int) -> float:
+    """Seconds since process ``pid`` started (0 if it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            start_ticks = int(f.read().rsplit(b")", 1)[1].split()[19])
+        with open("/proc/uptime", "rb") as f:
+            uptime = float(f.read().split()[0])
+    except (OSError, IndexError, ValueError):
+        return 0.0
+    return uptime - start_ticks / os.sysconf("SC_CLK_TCK")
+
+
+def siblings() -> list[int]:
+    """The other processes of this one's parent (uvicorn's other workers; its resource tracker,
+    if any, too: it is as old as the first workers)."""
+    parent = os.getppid()
+    try:
+        with open(f"/proc/{parent}/task/{parent}/children", encoding="ascii") as f:
+            pids = [int(p) for p in f.read().split()]
+    except (OSError, ValueError):
+        return []
+    return [p for p in pids if p != os.getpid()]
+
+
+def take_turn(after_s: float) -> socket.socket | None:
+    """The siblings' lock (held while the socket is open), if no sibling holds it and none is
+    younger than ``after_s``; else None."""
+    if any(_age_s(p) < after_s for p in siblings()):
+        return None
+    lock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        lock.bind(f"\0stepscope-recycle-{os.getppid()}")
+    except OSError:  # a sibling is being replaced
+        lock.close()
+        return None
+    return lock
+
+
+def supervised() -> bool:
+    """This process was started by a supervisor that replaces it when it ends (uvicorn's
+    ``--workers`` spawns each worker as a multiprocessing child)."""
+    return multiprocessing.parent_process() is not None
+
+
+class Recycler:
+    """A daemon thread that ends this worker gracefully once its private memory is over
+    ``limit_mb`` (0: never), not before ``after_s`` seconds from its start."""
+
+    def __init__(self, limit_mb: float, after_s: float, every_s: float = CHECK_S) -> None:
+        self.limit_mb, self.after_s, self.every_s = limit_mb, after_s, every_s
+        self.fired = threading.Event()  # the worker is being replaced: drain, then stop
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._born = time.monotonic()
+        self._turn: socket.socket | None = None  # held until this process ends
+
+    def start(self, *, supervised_only: bool = True) -> bool:
+        """Start watching; answers whether it does (not with no limit, nor, unless told,
+        without a supervisor to start a new worker)."""
+        if self.limit_mb <= 0 or self._thread is not None:
+            return False
+        if supervised_only and not supervised():
+            return False
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="recycle", daemon=True)
+        self._thread.start()
+        return True
+
+    def over(self) -> float | None:
+        """This worker's private MB if it is over the limit and old enough to be replaced."""
+        if time.monotonic() - self._born < self.after_s:
+            return None
+        held = private_mb()
+        return held if held > self.limit_mb else None
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every_s):
+            held = self.over()
+            if held is None:
+                continue
+            self._turn = take_turn(self.after_s)
+            if self._turn is None:  # a sibling goes first, or has just been replaced
+                continue
+            self.fired.set()
+            # one line an operator (and bench/soak.py) can find: which pid, and why
+            log.warning(
+                "recycling app worker %d: %.0f MB of its own memory, over APP_WORKER_RECYCLE_MB"
+                " %.0f; it finishes its requests and jobs, then a fresh worker takes its place",
+                os.getpid(),
+                held,
+                self.limit_mb,
+            )
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+
+    def drain(self, runs: Draining, limit_s: float) -> int:
+        """In the replaced worker's shutdown: wait for its jobs to end (at most ``limit_s``);
+        logs how many there were and how many did not end; answers the latter."""
+        started, jobs = time.monotonic(), runs.running
+        left = runs.drain(limit_s)
+        log.warning(
+            "app worker %d: %d jobs were running or queued; %d ended in %.1f s, %d cancelled",
+            os.getpid(),
+            jobs,
+            jobs - left,
+            time.monotonic() - started,
+            left,
+        )
+        return left
+
+    def stop(self) -> None:
+        """Stop watching (the lock, if taken, is kept: it goes with the process)."""
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=2)
+        self._thread = None

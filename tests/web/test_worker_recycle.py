@@ -1,0 +1,182 @@
+"""An app worker whose memory has grown is replaced (app.web.recycle): one at a time, only under
+a supervisor, after its jobs have ended; no request and no job is lost on the way."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from app.web import recycle
+from app.web.recycle import Recycler, take_turn
+from app.web.runs import RunService
+from tests.web.test_robust_processes import (
+    HOG,
+    ROOT,
+    HogParams,
+    _free_port,
+    _get,
+    _kill_session,
+    _serve,
+    _session,
+    _wait_healthy,
+)
+
+
+def test_a_worker_without_a_supervisor_or_a_limit_is_never_replaced() -> None:
+    assert not recycle.supervised()  # pytest's own process: nobody would start it again
+    assert not Recycler(limit_mb=1, after_s=0).start()
+    assert not Recycler(limit_mb=0, after_s=0).start(supervised_only=False)
+
+
+def test_over_the_limit_only_once_old_enough(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(recycle, "private_mb", lambda: 500.0)
+    young = Recycler(limit_mb=400, after_s=3600)
+    assert young.over() is None  # not within its first hour
+    old = Recycler(limit_mb=400, after_s=0)
+    assert old.over() == 500.0
+    assert Recycler(limit_mb=600, after_s=0).over() is None
+
+
+def test_one_worker_at_a_time_and_not_while_another_is_new(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The turn is a lock the siblings share (taken by one, refused to the next until its holder
+    lets go), and nobody takes it while a sibling is younger than ``after_s``."""
+    monkeypatch.setattr(recycle, "siblings", lambda: [])
+    first = take_turn(after_s=60)
+    assert first is not None
+    try:
+        assert take_turn(after_s=60) is None  # held
+    finally:
+        first.close()
+    again = take_turn(after_s=60)
+    assert again is not None  # let go with its socket (its process's end)
+    again.close()
+    monkeypatch.setattr(recycle, "siblings", lambda: [os.getpid()])
+    assert take_turn(after_s=3600) is None  # a sibling started under an hour ago (this one)
+    mine = take_turn(after_s=0)
+    assert mine is not None
+    mine.close()
+
+
+def test_a_replaced_worker_lets_its_jobs_end(make_runs: Callable[..., RunService]) -> None:
+    """The drain waits for the worker's running and queued jobs to end (their results kept),
+    up to its limit; past it, it answers how many had not."""
+    runs = make_runs()
+    jobs = [
+        runs.submit(HOG, p, runs.key(HOG, p))
+        for p in (HogParams(sleep_s=1.0, tag=t) for t in (1, 2))
+    ]
+    assert runs.running == 2
+    assert Recycler(limit_mb=1, after_s=0).drain(runs, limit_s=60) == 0
+    assert [job.state for job in jobs] == ["done", "done"]
+    slow = HogParams(sleep_s=30.0, tag=3)
+    runs.submit(HOG, slow, runs.key(HOG, slow))
+    started = time.monotonic()
+    assert runs.drain(limit_s=0.5) == 1  # still running at the limit
+    assert time.monotonic() - started < 5
+
+
+def _outside_tree(master: int) -> list[int]:
+    """Live processes of the server's session that are not its master's descendants."""
+    procs = _session(master)
+    inside = {master}
+    grew = True
+    while grew:
+        more = {p for p, (ppid, _) in procs.items() if ppid in inside} - inside
+        grew = bool(more)
+        inside |= more
+    return sorted(set(procs) - inside)
+
+
+def _post(port: int, path: str, body: object) -> tuple[int, dict[str, object]]:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as r:  # noqa: S310 - loopback
+        return int(r.status), json.loads(r.read())
+
+
+def test_replaced_workers_finish_their_jobs_and_the_server_keeps_answering(
+    tmp_path: Path,
+) -> None:
+    """A server (2 workers) whose workers are always over the limit: once old enough, each is
+    replaced in turn; jobs submitted before finish (those of a replaced worker before it goes),
+    the server answers every request meanwhile, and no process is left behind."""
+    port = _free_port()
+    after_s = 15  # a new worker is serving by then
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "APP_DATABASE_URL": f"sqlite:///{tmp_path / 'serve.db'}",
+        "APP_JOB_IDLE_S": "600",
+        "APP_NATIVE": "0",  # runs of seconds, still going when their worker is replaced
+        "APP_WORKER_RECYCLE_MB": "1",
+        "APP_WORKER_RECYCLE_AFTER_S": str(after_s),
+    }
+    subprocess.run(
+        [sys.executable, "-m", "app.store.migrate"], cwd=ROOT, env=env, check=True, timeout=120
+    )
+    log = tmp_path / "server.log"
+    server = _serve(port, env, log)
+    try:
+        _wait_healthy(port, server, log)
+        jobs = []
+        for seed in range(6):  # each on a connection of its own (six: a client's quota a minute)
+            status, job = _post(
+                port,
+                "/api/v1/explainers/cwnd/run",
+                {
+                    "link": {"rate_mbps": 1000, "rtt_ms": 40, "buffer_packets": 1000},
+                    "flows": [{"cc": "cubic"}],
+                    "duration_s": 20,  # ~3 s of CPU each at nice 15, one at a time per worker
+                    "seed": 100 + seed,
+                },
+            )
+            assert status == 202, job
+            jobs.append(str(job["status_url"]))
+        states: dict[str, str] = {}
+        answers: dict[int, int] = {}
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            code = _get(f"http://127.0.0.1:{port}/api/v1/health")[0]
+            answers[code] = answers.get(code, 0) + 1
+            for url in jobs:
+                if states.get(url, "running") == "running":
+                    code, body = _get(f"http://127.0.0.1:{port}{url}")
+                    if code == 200:
+                        states[url] = json.loads(body)["state"]
+            text = log.read_text()
+            drains = re.findall(r"ended in [\d.]+ s, 0 cancelled", text)
+            if len(drains) >= 2 and len(states) == len(jobs) and "running" not in states.values():
+                break
+            time.sleep(0.3)
+        text = log.read_text()
+        assert states == {url: "done" for url in jobs}, (states, text[-3000:])
+        assert answers.keys() == {200}, answers
+        replaced = re.findall(r"recycling app worker (\d+)", text)
+        assert len(replaced) >= 2 and len(set(replaced)) == len(replaced), text[-3000:]
+        # each replaced worker let its jobs end (how many it had depends on where they landed)
+        assert len(re.findall(r"ended in [\d.]+ s, 0 cancelled", text)) >= 2, text[-3000:]
+        # nothing of a replaced worker outlives it (its fork server included)
+        deadline = time.monotonic() + 15
+        while _outside_tree(server.pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _outside_tree(server.pid) == []
+        server.send_signal(signal.SIGTERM)
+        server.wait(60)
+        deadline = time.monotonic() + 30
+        while _session(server.pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _session(server.pid) == {}
+    finally:
+        _kill_session(server.pid)
