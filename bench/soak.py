@@ -180,7 +180,7 @@ class ProcWatch:
         (app.web.recycle): planned, each finishing its requests and jobs, not deaths."""
         recycled = recycled or set()
         planned = [(t, p) for t, p in self.worker_deaths if p in recycled]
-        self.worker_deaths = [(t, p) for t, p in self.worker_deaths if p not in recycled]
+        deaths = [(t, p) for t, p in self.worker_deaths if p not in recycled]
         ws = [n for _, n, _ in self.counts]
         ss = [n for _, _, n in self.counts]
         print("\n== processes (sampled every second)")
@@ -191,14 +191,14 @@ class ProcWatch:
         left = {p: c for p, c in self.orphans.items() if proc_stat(p) is not None}
         verdict(
             "0 worker deaths, no process left outside the server's tree",
-            f"{len(self.worker_deaths)} app worker deaths ({len(planned)} replaced for their "
+            f"{len(deaths)} app worker deaths ({len(planned)} replaced for their "
             f"memory, as planned); {len(left)} processes of its session "
             f"outside its master's tree still alive at the end ({len(self.orphans)} seen)",
-            not self.worker_deaths and not left,
+            not deaths and not left,
         )
         print(
-            f"   app workers: {min(ws)}-{max(ws)} alive; worker deaths: {len(self.worker_deaths)}"
-            + "".join(f" (pid {p} at {t:.0f} s)" for t, p in self.worker_deaths[:8])
+            f"   app workers: {min(ws)}-{max(ws)} alive; worker deaths: {len(deaths)}"
+            + "".join(f" (pid {p} at {t:.0f} s)" for t, p in deaths[:8])
             + " (target: 0)"
         )
         print(
@@ -1166,29 +1166,34 @@ def report_memory_log(path: Path | None, t0: float) -> None:
 SNAPSHOT_DEPTH = 6  # frames printed per growing allocation site
 
 
+def _snapshot_of(path: Path) -> tuple[str, int]:
+    """The worker's pid and its age in seconds from a snapshot's name,
+    ``<log>.<pid>.<seconds>.tracemalloc`` (app.web.memory.MemoryLog)."""
+    pid, age = path.name.split(".")[-3:-1]
+    return pid, int(age)
+
+
 def report_snapshots(path: Path | None, top: int = 12) -> None:
     """Per app worker, the lines whose tracemalloc-traced memory grew most between its first
     snapshot past 60 s and its last (``--memory-snapshots``)."""
     if path is None:
         return
-    by_pid: dict[str, list[Path]] = defaultdict(list)
-    for snap in sorted(path.parent.glob(path.name + ".*.tracemalloc")):
-        by_pid[snap.name.split(".")[-3]].append(snap)
+    by_pid: dict[str, list[tuple[int, Path]]] = defaultdict(list)
+    for snap in path.parent.glob(path.name + ".*.tracemalloc"):
+        pid, age = _snapshot_of(snap)
+        by_pid[pid].append((age, snap))
     if not by_pid:
         return
     print("\n== what grew in each app worker (tracemalloc, first snapshot after 60 s → last)")
     for pid, snaps in sorted(by_pid.items()):
-        later = [s for s in snaps if int(s.name.split(".")[-2]) >= 60] or snaps
-        first, last = (
-            tracemalloc.Snapshot.load(str(later[0])),
-            tracemalloc.Snapshot.load(str(later[-1])),
+        snaps.sort()
+        later = [s for s in snaps if s[0] >= 60] or snaps
+        (age0, first), (age1, last) = later[0], later[-1]
+        diff = tracemalloc.Snapshot.load(str(last)).compare_to(
+            tracemalloc.Snapshot.load(str(first)), "traceback"
         )
-        diff = last.compare_to(first, "traceback")
         total = sum(d.size_diff for d in diff)
-        print(
-            f"   worker {pid}: {later[0].name.split('.')[-2]} s → {later[-1].name.split('.')[-2]} s,"
-            f" traced {total / 1e6:+.1f} MB"
-        )
+        print(f"   worker {pid}: {age0} s → {age1} s, traced {total / 1e6:+.1f} MB")
         for d in diff[:top]:
             print(f"     {d.size_diff / 1e6:+8.2f} MB {d.count_diff:+8d} blocks")
             for frame in d.traceback.format(limit=SNAPSHOT_DEPTH, most_recent_first=True):

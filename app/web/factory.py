@@ -154,11 +154,11 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
                 writer.close()
             classes.close(app)
             app.state.site.runs.stop()
-            if recycler.fired.is_set():
-                stop_fork_server()  # nothing of a replaced worker outlives it
             app.state.site.recording_builder.close()
             app.state.pngs.close()
             app.state.engine.dispose()
+            if recycler.fired.is_set():  # last: the runs and recordings used it
+                stop_fork_server()  # nothing of a replaced worker outlives it
 
     app = FastAPI(
         title="Stepscope",

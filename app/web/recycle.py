@@ -161,6 +161,6 @@ class Recycler:
     def stop(self) -> None:
         """Stop watching (the lock, if taken, is kept: it goes with the process)."""
         self._stop.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
+        if self._thread is not None:
             self._thread.join(timeout=2)
         self._thread = None

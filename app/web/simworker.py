@@ -70,9 +70,11 @@ def sim_context() -> BaseContext:
 
 def stop_fork_server() -> bool:
     """End this process's fork server, if it started one (its simulation processes stopped
-    first): for an app worker being replaced (app.web.recycle), whose fork server outlived it in
-    a soak (found alive minutes later, outside the server's tree). The next run here, if any,
-    starts a new one (multiprocessing finds the old one gone). Answers whether there was one."""
+    first): for an app worker being replaced (app.web.recycle). A soak that replaced workers
+    found a process of its server's session still alive at its end outside the server's tree
+    (fork servers of replaced workers among those seen); the fork server is what a worker does
+    not stop with its pools. The next run here, if any, starts a new one (multiprocessing finds
+    the old one gone). Answers whether there was one."""
     from multiprocessing import forkserver
 
     pid = getattr(forkserver._forkserver, "_forkserver_pid", None)  # noqa: SLF001 - no public way

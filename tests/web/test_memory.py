@@ -4,8 +4,6 @@ cache bounded in the memory traces really take once decoded."""
 from __future__ import annotations
 
 import gc
-import subprocess
-import sys
 import textwrap
 import tracemalloc
 from pathlib import Path
@@ -17,6 +15,7 @@ from app.settings import Settings
 from app.store.db import init_db, make_engine
 from app.web import memory
 from app.web.runs import RunService, decode_trace_sized, encode_trace
+from tests.probes import probe_output
 
 GLIBC = memory._LIBC is not None
 
@@ -45,13 +44,7 @@ TRIM_PROBE = textwrap.dedent(
 
 @pytest.mark.skipif(not GLIBC, reason="malloc_trim and mallopt are glibc's")
 def test_trim_gives_freed_heap_back_to_the_system() -> None:
-    out = subprocess.run(
-        [sys.executable, "-c", TRIM_PROBE],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=Path(__file__).resolve().parents[2],
-    ).stdout
+    out = probe_output(TRIM_PROBE)
     before, after = map(int, out.split())
     assert before > 150, f"the probe should hold its freed heap before trimming ({before} MB)"
     assert after < before - 150, f"trim gave back too little: {before} → {after} MB"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -26,6 +25,7 @@ from app.web.pngbrowser import BrowserBusy, Recycle, ServerLock
 from app.web.runs import Job, RunService
 from app.web.simworker import InheritedFd
 from app.web.tracecache import TraceCache
+from tests.probes import probe_output
 from tests.web.test_robust_processes import HOG, HogParams, sim_pids, wait_for
 
 
@@ -107,14 +107,7 @@ def test_large_blocks_go_back_to_the_system_when_freed_without_a_trim() -> None:
     """After one large block was freed, glibc would serve the next blocks of megabytes from
     its heap and keep them resident when freed below a live block; with the threshold fixed
     they are mapped on their own and their memory goes back as each is freed."""
-    out = subprocess.run(
-        [sys.executable, "-c", LARGE_BLOCKS_PROBE],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=Path(__file__).resolve().parents[2],
-        env={**os.environ, "APP_NATIVE": "0"},
-    ).stdout
+    out = probe_output(LARGE_BLOCKS_PROBE, APP_NATIVE="0")
     base, held, freed = map(float, out.split())
     assert held - base > 60
     assert freed - base < 20, (base, held, freed)
