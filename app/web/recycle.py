@@ -17,8 +17,13 @@ stop; uvicorn's supervisor starts a fresh worker in its place. Only a worker wit
 does this (a spawned child of uvicorn's ``--workers``): a single-process server has nobody to
 start it again. And one at a time, so that the others serve meanwhile: a worker goes only while
 it holds a lock its siblings share (an abstract Unix socket named after the supervisor: no file,
-let go when its holder ends) and once every sibling is at least ``after_s`` old (a worker just
-started in another's place is still warming up).
+let go when its holder ends), and only while every other worker it has seen serving serves
+(a worker serving holds an abstract socket named after the supervisor and itself from its start
+on; a worker that has ended, or one started in its place that is still importing the app, holds
+none) and is at least ``after_s`` old (a new one is still warming up). The lock goes with its
+holder's end, before the supervisor has noticed and started another (it looks every half second,
+and the new one takes seconds to start): a sibling that took its turn in that gap left the server
+with no worker at all (a CI run's health check went unanswered for 5 s that way).
 """
 
 from __future__ import annotations
@@ -60,22 +65,56 @@ def _age_s(pid: int) -> float:
     return uptime - start_ticks / os.sysconf("SC_CLK_TCK")
 
 
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (not ended: gone, or a zombie its parent has not reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            state = f.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in (b"Z", b"X")
+
+
 def siblings() -> list[int]:
-    """The other processes of this one's parent (uvicorn's other workers; its resource tracker,
-    if any, too: it is as old as the first workers)."""
+    """The other live processes of this one's parent (uvicorn's other workers; its resource
+    tracker, if any, too)."""
     parent = os.getppid()
     try:
         with open(f"/proc/{parent}/task/{parent}/children", encoding="ascii") as f:
             pids = [int(p) for p in f.read().split()]
     except (OSError, ValueError):
         return []
-    return [p for p in pids if p != os.getpid()]
+    return [p for p in pids if p != os.getpid() and _alive(p)]
 
 
-def take_turn(after_s: float) -> socket.socket | None:
-    """The siblings' lock (held while the socket is open), if no sibling holds it and none is
-    younger than ``after_s``; else None."""
-    if any(_age_s(p) < after_s for p in siblings()):
+def _serving_name(pid: int) -> str:
+    return f"stepscope-serving-{os.getppid()}-{pid}"
+
+
+def serve() -> socket.socket:
+    """Say that this worker serves (held until its end: the socket's name is the sign)."""
+    sign = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sign.bind("\0" + _serving_name(os.getpid()))
+    return sign
+
+
+def serving() -> list[int]:
+    """The live siblings that serve (their sign is bound: /proc/net/unix lists it). The sign's
+    socket may outlive its worker in a child it forked: only live siblings count."""
+    try:
+        with open("/proc/net/unix", encoding="ascii", errors="replace") as f:
+            names = {line.rsplit(None, 1)[-1] for line in f if "@stepscope-serving-" in line}
+    except OSError:
+        return []
+    return [p for p in siblings() if "@" + _serving_name(p) in names]
+
+
+def take_turn(after_s: float, seen: int = 0) -> socket.socket | None:
+    """The siblings' lock (held while the socket is open), if no sibling holds it, at least
+    ``seen`` siblings serve (one that has ended, or is starting in its place, does not) and
+    no sibling is younger than ``after_s``; else None."""
+    others = siblings()
+    if len(serving()) < seen or any(_age_s(p) < after_s for p in others):
         return None
     lock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -103,6 +142,8 @@ class Recycler:
         self._thread: threading.Thread | None = None
         self._born = time.monotonic()
         self._turn: socket.socket | None = None  # held until this process ends
+        self.seen = 0  # the most siblings seen serving at once (all of them, once all started)
+        self._sign: socket.socket | None = None  # this worker serves (see serve())
 
     def start(self, *, supervised_only: bool = True) -> bool:
         """Start watching; answers whether it does (not with no limit, nor, unless told,
@@ -116,6 +157,12 @@ class Recycler:
         self._thread.start()
         return True
 
+    def serve(self) -> None:
+        """At the end of the worker's start, if watching: say that it serves (its siblings
+        count it; see :func:`serving`)."""
+        if self._thread is not None and self._sign is None:
+            self._sign = serve()
+
     def over(self) -> float | None:
         """This worker's private MB if it is over the limit and old enough to be replaced."""
         if time.monotonic() - self._born < self.after_s:
@@ -125,10 +172,11 @@ class Recycler:
 
     def _run(self) -> None:
         while not self._stop.wait(self.every_s):
+            self.seen = max(self.seen, len(serving()))
             held = self.over()
             if held is None:
                 continue
-            self._turn = take_turn(self.after_s)
+            self._turn = take_turn(self.after_s, self.seen)
             if self._turn is None:  # a sibling goes first, or has just been replaced
                 continue
             self.fired.set()
