@@ -137,7 +137,7 @@ def build_app(settings: Settings, plugins: Iterable[Plugin]) -> FastAPI:
                 name="warm",
                 daemon=True,
             ).start()
-        recycler.serve()  # last: connections are taken from here on
+        recycler.accept()  # last: connections are taken from here on
         try:
             yield
         finally:

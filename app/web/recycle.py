@@ -17,8 +17,8 @@ stop; uvicorn's supervisor starts a fresh worker in its place. Only a worker wit
 does this (a spawned child of uvicorn's ``--workers``): a single-process server has nobody to
 start it again. And one at a time, so that the others serve meanwhile: a worker goes only while
 it holds a lock its siblings share (an abstract Unix socket named after the supervisor: no file,
-let go when its holder ends), and only while every other worker it has seen serving serves
-(a worker serving holds an abstract socket named after the supervisor and itself from its start
+let go when its holder ends), and only while every other worker it has seen taking connections takes them
+(a worker taking them holds an abstract socket named after the supervisor and itself from its start
 on; a worker that has ended, or one started in its place that is still importing the app, holds
 none) and is at least ``after_s`` old (a new one is still warming up). The lock goes with its
 holder's end, before the supervisor has noticed and started another (it looks every half second,
@@ -87,26 +87,26 @@ def siblings() -> list[int]:
     return [p for p in pids if p != os.getpid() and _alive(p)]
 
 
-def _serving_name(pid: int) -> str:
-    return f"stepscope-serving-{os.getppid()}-{pid}"
+def _accepting_name(pid: int) -> str:
+    return f"stepscope-accepting-{os.getppid()}-{pid}"
 
 
-def serve() -> socket.socket:
+def accept() -> socket.socket:
     """Say that this worker serves (held until its end: the socket's name is the sign)."""
     sign = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sign.bind("\0" + _serving_name(os.getpid()))
+    sign.bind("\0" + _accepting_name(os.getpid()))
     return sign
 
 
-def serving() -> list[int]:
+def accepting() -> list[int]:
     """The live siblings that serve (their sign is bound: /proc/net/unix lists it). The sign's
     socket may outlive its worker in a child it forked: only live siblings count."""
     try:
         with open("/proc/net/unix", encoding="ascii", errors="replace") as f:
-            names = {line.rsplit(None, 1)[-1] for line in f if "@stepscope-serving-" in line}
+            names = {line.rsplit(None, 1)[-1] for line in f if "@stepscope-accepting-" in line}
     except OSError:
         return []
-    return [p for p in siblings() if "@" + _serving_name(p) in names]
+    return [p for p in siblings() if "@" + _accepting_name(p) in names]
 
 
 def take_turn(after_s: float, seen: int = 0) -> socket.socket | None:
@@ -114,7 +114,7 @@ def take_turn(after_s: float, seen: int = 0) -> socket.socket | None:
     ``seen`` siblings serve (one that has ended, or is starting in its place, does not) and
     no sibling is younger than ``after_s``; else None."""
     others = siblings()
-    if len(serving()) < seen or any(_age_s(p) < after_s for p in others):
+    if len(accepting()) < seen or any(_age_s(p) < after_s for p in others):
         return None
     lock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -142,8 +142,10 @@ class Recycler:
         self._thread: threading.Thread | None = None
         self._born = time.monotonic()
         self._turn: socket.socket | None = None  # held until this process ends
-        self.seen = 0  # the most siblings seen serving at once (all of them, once all started)
-        self._sign: socket.socket | None = None  # this worker serves (see serve())
+        self.seen = (
+            0  # the most siblings seen taking connections at once (all of them, once all started)
+        )
+        self._sign: socket.socket | None = None  # this worker takes connections (see accept())
 
     def start(self, *, supervised_only: bool = True) -> bool:
         """Start watching; answers whether it does (not with no limit, nor, unless told,
@@ -157,11 +159,11 @@ class Recycler:
         self._thread.start()
         return True
 
-    def serve(self) -> None:
+    def accept(self) -> None:
         """At the end of the worker's start, if watching: say that it serves (its siblings
-        count it; see :func:`serving`)."""
+        count it; see :func:`accepting`)."""
         if self._thread is not None and self._sign is None:
-            self._sign = serve()
+            self._sign = accept()
 
     def over(self) -> float | None:
         """This worker's private MB if it is over the limit and old enough to be replaced."""
@@ -172,7 +174,7 @@ class Recycler:
 
     def _run(self) -> None:
         while not self._stop.wait(self.every_s):
-            self.seen = max(self.seen, len(serving()))
+            self.seen = max(self.seen, len(accepting()))
             held = self.over()
             if held is None:
                 continue

@@ -20,9 +20,12 @@ each simulation process, as it starts (:func:`init_process`):
   ``APP_SIM_RUN_MB`` more than the process had when the run began (``RLIMIT_AS``'s soft limit,
   set before each run to the address space in use plus the allowance, back to the hard one
   after: a run cannot grow its process by more, however large the process already is) and
-  ``APP_SIM_CPU_S`` seconds of CPU (``RLIMIT_CPU`` counts the process's whole life, so its soft
-  limit is set before each run to the CPU used so far plus the allowance; the kernel sends
-  SIGXCPU past it, which fails that run). A run over any fails alone with
+  ``APP_SIM_CPU_S`` seconds of CPU: a profiling timer (``ITIMER_PROF``: the process's CPU, to
+  the millisecond) is set for each run and its SIGPROF fails the run; ``RLIMIT_CPU`` (whole
+  seconds of the process's whole life) is set a second past that, its SIGXCPU failing the run
+  too, as a backstop (a hard limit set on the process ends it outright). Whole seconds alone
+  let a run of a 1-s allowance take up to 2 s, and a test's run over it passed on a faster
+  machine. A run over any fails alone with
   :class:`SimLimitExceeded` (HTTP 422 naming the limit); the process goes on to the next run.
 
 ``PR_SET_PDEATHSIG`` fires when the *thread* that forked the process ends, not the process, so
@@ -97,7 +100,7 @@ class SimLimitExceeded(Exception):
         return msg(
             "this simulation needs more than the {s} s of CPU time a run may use "
             "(APP_SIM_CPU_S); choose smaller parameters",
-            s=round(self.amount),
+            s=f"{self.amount:g}",
         )
 
     def __str__(self) -> str:
@@ -122,7 +125,7 @@ class SimProcessDied(Exception):
 
 
 class _CpuExceeded(BaseException):
-    """Raised by the SIGXCPU handler (a BaseException: no ``except Exception`` swallows it)."""
+    """Raised by the CPU limits' handler (a BaseException: no ``except Exception`` swallows it)."""
 
 
 # --- dying with the parent -----------------------------------------------------------------------
@@ -251,10 +254,10 @@ class Recycle:
 
 
 _limits = Limits(0, 0.0)
-_running = False  # a run is under way (SIGXCPU fails it)
+_running = False  # a run is under way (SIGPROF or SIGXCPU fails it)
 
 
-def _on_sigxcpu(_sig: int, _frame: Any) -> None:
+def _on_cpu_limit(_sig: int, _frame: Any) -> None:
     if _running:
         raise _CpuExceeded
 
@@ -308,7 +311,8 @@ def init_process(
     restore_signals()
     release_sockets()
     _limits = limits
-    signal.signal(signal.SIGXCPU, _on_sigxcpu)
+    signal.signal(signal.SIGXCPU, _on_cpu_limit)
+    signal.signal(signal.SIGPROF, _on_cpu_limit)
     apply_memory_limit(limits.memory_mb)
     if then is not None:
         then(*args)
@@ -390,7 +394,8 @@ def limited(fn: Callable[..., T], *args: Any) -> tuple[T, Usage]:
     mark = rss_mark()
     cpu0, wall0 = _cpu_used(), time.monotonic()
     if cpu > 0:
-        _set_cpu_soft(math.ceil(cpu0 + cpu))
+        _set_cpu_soft(math.ceil(cpu0 + cpu) + 1)  # the backstop
+        signal.setitimer(signal.ITIMER_PROF, cpu)
     grow_mb = _limits.run_mb
     if grow_mb > 0 and (size := _status_mb(b"VmSize:")) > 0:
         _set_memory_soft(int((size + grow_mb) * 1024 * 1024))
@@ -411,6 +416,7 @@ def limited(fn: Callable[..., T], *args: Any) -> tuple[T, Usage]:
     finally:
         _running = False
         if cpu > 0:
+            signal.setitimer(signal.ITIMER_PROF, 0)
             _set_cpu_soft(None)
         if grow_mb > 0:
             _set_memory_soft(None)

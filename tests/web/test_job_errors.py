@@ -17,8 +17,8 @@ from app.web import joberrors
 from app.web.simproc import SimLimitExceeded, SimProcessDied
 from tests.native import pure_python
 
-ZH_CPU = "这个模拟需要的 CPU 时间超过单次运行允许的 1 秒（APP_SIM_CPU_S）；请选择更小的参数"
-EN_CPU = "this simulation needs more than the 1 s of CPU time a run may use (APP_SIM_CPU_S)"
+ZH_CPU = "这个模拟需要的 CPU 时间超过单次运行允许的 0.5 秒（APP_SIM_CPU_S）；请选择更小的参数"
+EN_CPU = "this simulation needs more than the 0.5 s of CPU time a run may use (APP_SIM_CPU_S)"
 
 
 def test_each_failure_is_stored_as_its_message_and_rendered_per_language() -> None:
@@ -64,7 +64,7 @@ def test_a_failed_job_reads_in_the_pages_language_on_every_worker(tmp_path: Path
     in English, in English."""
     settings = Settings(
         database_url=f"sqlite:///{tmp_path / 'jobs.db'}",
-        sim_cpu_s=1,
+        sim_cpu_s=0.5,  # the run below takes ~1.8 s of CPU on a fast machine
         sim_nice=0,  # its wait is CPU time: not starved by a loaded machine
         job_threshold_s=0.5,
         job_idle_s=60,

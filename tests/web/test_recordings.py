@@ -430,7 +430,9 @@ def test_the_cwnd_overlay_runs_the_model_again_for_the_link_the_user_types(
 
 
 def _href(page: str, anchor_id: str) -> str:
-    found = re.search(rf'id="{anchor_id}"[^>]*?href="([^"]+)"|href="([^"]+)"[^>]*?id="{anchor_id}"', page)
+    found = re.search(
+        rf'id="{anchor_id}"[^>]*?href="([^"]+)"|href="([^"]+)"[^>]*?id="{anchor_id}"', page
+    )
     assert found is not None, anchor_id
     return (found.group(1) or found.group(2)).replace("&amp;", "&")
 
@@ -446,7 +448,9 @@ EDITED = "rate_mbit=20&rtt_ms=80&buffer_bytes=100000&cc=reno"
 
 
 def _link_form_rtt(html: str) -> str:
-    found = re.search(r'<form class="recorded-link".*?name="rtt_ms"[^>]*value="([^"]+)"', html, re.S)
+    found = re.search(
+        r'<form class="recorded-link".*?name="rtt_ms"[^>]*value="([^"]+)"', html, re.S
+    )
     assert found is not None
     return found.group(1)
 
@@ -465,8 +469,9 @@ def test_exports_and_embed_of_a_recording_page_carry_its_overrides(client: TestC
     assert _link_form_rtt(exported.text) == "80"
     assert '<option value="reno" selected>' in exported.text
     png = _href(page, "recording-export-png")
-    assert png.startswith(f"/r/{rid}/export/png?o=") and png.split("?o=")[1].split("&")[0] == (
-        html.split("?o=")[1].split("&")[0]
+    assert (
+        png.startswith(f"/r/{rid}/export/png?o=")
+        and png.split("?o=")[1].split("&")[0] == (html.split("?o=")[1].split("&")[0])
     )
     embed_path = re.search(r'id="embed-ready" data-path="([^"]+)"', page)
     assert embed_path is not None and embed_path.group(1).startswith(f"/embed/r/{rid}?o=")
@@ -501,9 +506,11 @@ HEAVY = "rate_mbit=100&rtt_ms=40&buffer_bytes=500000&cc=cubic&duration_ms=160000
 def test_a_recordings_build_over_the_cpu_limit_is_a_422_naming_it(db_url: str) -> None:
     """A recording's view is built within a run's limits: the cwnd overlay asked to run the
     model for 160 s at 100 Mbit/s (inside the explainer's work limit, over 1 s of CPU) with
-    APP_SIM_CPU_S=1 answers 422 naming APP_SIM_CPU_S, in JSON and as a page; the recording's
+    APP_SIM_CPU_S=0.5 answers 422 naming APP_SIM_CPU_S, in JSON and as a page; the recording's
     own view still opens afterwards, and nothing of the refused build is kept."""
-    settings = Settings(database_url=db_url, sim_cpu_s=1, sim_nice=0)  # its wait is wall time: not starved by a loaded machine
+    settings = Settings(
+        database_url=db_url, sim_cpu_s=0.5, sim_nice=0
+    )  # its wait is wall time: not starved by a loaded machine
     with TestClient(create_app(settings), raise_server_exceptions=False) as client:
         rid = _cwnd_rid(client)
         page = client.get(f"/r/{rid}?{HEAVY}")

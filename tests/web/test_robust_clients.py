@@ -22,8 +22,11 @@ from app.settings import Settings
 from app.store import repo
 from app.store.models import VisitorSession
 from app.web.pagewarm import PageWarmer
+from app.web.plugin import Plugin
 from app.web.security import forwarded_client, proxy_networks
 from app.web.sessions import PROBE_COOKIE
+from tests.contract.toy import VIEW
+from tests.web.test_robust_limits import ApiLongHog
 
 SKB = {"ops": [{"op": "alloc_skb", "size": 1500}, {"op": "skb_reserve", "len": 64}]}
 NGINX = ("10.9.0.2", 40000)  # the proxy's address in these tests
@@ -36,16 +39,33 @@ def cwnd(seed: int) -> dict[str, Any]:
     return {"link": link, "flows": [{"cc": "cubic"}], "duration_s": 160, "seed": seed}
 
 
+# A job that runs until it is cancelled, taking no CPU (however fast the machine, it is still
+# running when a test's next requests reach it): the long hog, sleeping, behind the run API.
+LONG_JOB = "/api/v1/explainers/longhog/run"
+
+
+def long_job(tag: int) -> dict[str, Any]:
+    return {"sleep_s": 300.0, "tag": tag}
+
+
+def hog_app(settings: Settings) -> Any:
+    return create_app(settings, [Plugin(sim=ApiLongHog(), web=VIEW)])
+
+
 @pytest.fixture
 def make_client(tmp_path: Path) -> Iterator[Callable[..., TestClient]]:
-    """Clients of one app per settings (several clients may share one app: ``app=``)."""
+    """Clients of one app per settings (several clients may share one app: ``app=``; the long
+    hog's app: ``hog=True``)."""
     opened: list[TestClient] = []
 
-    def make(*, peer: tuple[str, int] = VISITOR, app: Any = None, **overrides: Any) -> TestClient:
+    def make(
+        *, peer: tuple[str, int] = VISITOR, app: Any = None, hog: bool = False, **overrides: Any
+    ) -> TestClient:
         if app is not None:  # another client of a running app (its lifespan is started)
             return TestClient(app, raise_server_exceptions=False, client=peer)
         settings = Settings(database_url=f"sqlite:///{tmp_path / 'robust.db'}", **overrides)
-        client = TestClient(create_app(settings), raise_server_exceptions=False, client=peer)
+        made = hog_app(settings) if hog else create_app(settings)
+        client = TestClient(made, raise_server_exceptions=False, client=peer)
         client.__enter__()
         opened.append(client)
         return client
@@ -177,18 +197,18 @@ def test_only_the_jobs_clients_may_cancel_it(tmp_path: Path) -> None:
         job_threshold_s=0.5,
         job_idle_s=60,
     )
-    one, two = create_app(settings), create_app(settings)
+    one, two = hog_app(settings), hog_app(settings)
     with (
         TestClient(one, client=VISITOR) as owner,
         TestClient(one, client=("203.0.113.40", 1)) as stranger,
         TestClient(two, client=("203.0.113.40", 2)) as stranger_elsewhere,
         TestClient(two, client=VISITOR) as owner_elsewhere,
     ):
-        started = owner.post("/api/v1/explainers/cwnd/run", json=cwnd(7))
+        started = owner.post(LONG_JOB, json=long_job(7))
         assert started.status_code == 202
         job = started.json()["job"]
-        sim = one.state.site.get("cwnd").sim
-        assert job == one.state.site.runs.key(sim, sim.parse(cwnd(7)))  # anyone can compute it
+        sim = one.state.site.get("longhog").sim
+        assert job == one.state.site.runs.key(sim, sim.parse(long_job(7)))  # anyone can compute it
         for other in (stranger, stranger_elsewhere):
             assert other.delete(f"/api/v1/jobs/{job}").status_code == 404
         assert owner.get(f"/api/v1/jobs/{job}").json()["state"] == "running"
@@ -209,7 +229,7 @@ def test_only_the_jobs_clients_may_read_its_state(tmp_path: Path) -> None:
         job_threshold_s=0.5,
         job_idle_s=60,
     )
-    one, two = create_app(settings), create_app(settings)
+    one, two = hog_app(settings), hog_app(settings)
     with (
         TestClient(one, client=VISITOR) as owner,
         TestClient(two, client=VISITOR) as owner_elsewhere,
@@ -217,7 +237,7 @@ def test_only_the_jobs_clients_may_read_its_state(tmp_path: Path) -> None:
         TestClient(two, client=("203.0.113.43", 2)) as stranger_elsewhere,
         TestClient(one, client=("203.0.113.44", 1)) as joiner,
     ):
-        started = owner.post("/api/v1/explainers/cwnd/run", json=cwnd(9))
+        started = owner.post(LONG_JOB, json=long_job(9))
         assert started.status_code == 202
         job = started.json()["job"]
         for other in (stranger, stranger_elsewhere):
@@ -228,7 +248,7 @@ def test_only_the_jobs_clients_may_read_its_state(tmp_path: Path) -> None:
         assert owner.get(f"/api/v1/jobs/{job}").json()["state"] == "running"
         assert owner_elsewhere.get(f"/api/v1/jobs/{job}").json()["state"] == "running"
         assert owner.get(f"/api/v1/jobs/{job}/result").status_code == 202
-        assert joiner.post("/api/v1/explainers/cwnd/run", json=cwnd(9)).json()["job"] == job
+        assert joiner.post(LONG_JOB, json=long_job(9)).json()["job"] == job
         assert joiner.get(f"/api/v1/jobs/{job}").json()["state"] == "running"
         assert owner.delete(f"/api/v1/jobs/{job}").status_code == 204  # drops the owner's ask
         one.state.site.runs.cancel(job)  # the test's own clean-up
@@ -242,10 +262,10 @@ def test_a_client_sharing_a_run_cannot_cancel_it_for_the_other(
 ) -> None:
     """A second client that asks for the same params joins the same job (same id) and may
     DELETE it, but that only drops its own interest: the run goes on for the first client."""
-    first = make_client(job_threshold_s=0.5, job_idle_s=60)
+    first = make_client(hog=True, job_threshold_s=0.5, job_idle_s=60)
     second = make_client(peer=("203.0.113.42", 1), app=first.app)
-    started = first.post("/api/v1/explainers/cwnd/run", json=cwnd(8))
-    joined = second.post("/api/v1/explainers/cwnd/run", json=cwnd(8))
+    started = first.post(LONG_JOB, json=long_job(8))
+    joined = second.post(LONG_JOB, json=long_job(8))
     assert started.status_code == joined.status_code == 202
     job = started.json()["job"]
     assert joined.json()["job"] == job

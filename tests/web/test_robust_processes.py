@@ -142,6 +142,8 @@ def test_a_run_over_the_cpu_limit_fails_alone(make_runs: Callable[..., RunServic
     assert failed.value.limit == "cpu"
     for tag in (1, 2):  # each under the limit, together over it
         assert len(runs.trace(HOG, HogParams(cpu_s=0.6, tag=tag)).frames) == 1
+    with pytest.raises(SimLimitExceeded):  # the limit is not rounded up to whole seconds
+        runs.trace(HOG, HogParams(cpu_s=1.6, tag=3))
     assert sim_pids(runs) == before
 
 
@@ -151,7 +153,7 @@ def test_over_the_cpu_limit_the_api_answers_422_naming_it(tmp_path: Path) -> Non
     server goes on serving."""
     settings = Settings(
         database_url=f"sqlite:///{tmp_path / 'api.db'}",
-        sim_cpu_s=1,
+        sim_cpu_s=0.5,  # the run below takes ~1.8 s of CPU on a fast machine
         sim_nice=0,  # its wait is CPU time: not starved by a loaded machine
         job_threshold_s=1000,
     )

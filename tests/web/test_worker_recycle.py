@@ -67,10 +67,12 @@ def test_one_worker_at_a_time_and_not_while_another_is_new(monkeypatch: pytest.M
     mine.close()
 
 
-def test_only_while_every_sibling_seen_serving_serves(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A sibling serves from the end of its start until it ends (its sign); one that has ended
+def test_only_while_every_sibling_seen_taking_connections_takes_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A sibling takes connections from the end of its start until it ends (its sign); one that ended
     (a zombie until its supervisor reaps it, then gone) or is starting in its place does not. With
-    fewer serving than once seen, nobody takes the turn: else the server could be left with no
+    fewer doing so than once seen, nobody takes the turn: else the server could be left with no
     worker taking connections."""
     here = os.getpid()
     monkeypatch.setattr(recycle.os, "getppid", lambda: here)  # siblings: this one's children
@@ -84,34 +86,34 @@ def test_only_while_every_sibling_seen_serving_serves(monkeypatch: pytest.Monkey
         monkeypatch.setattr(
             recycle, "siblings", lambda: [child.pid] if recycle._alive(child.pid) else []
         )
-        assert recycle.serving() == []  # starting
-        assert child.stdout is not None and child.stdout.readline() == b"serving\n"
-        assert recycle.serving() == [child.pid]
+        assert recycle.accepting() == []  # starting
+        assert child.stdout is not None and child.stdout.readline() == b"accepting\n"
+        assert recycle.accepting() == [child.pid]
         assert child.stdin is not None
         child.stdin.close()  # it ends
         deadline = time.monotonic() + 30
         while recycle._alive(child.pid) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert Path(f"/proc/{child.pid}").exists()  # not reaped yet: a zombie
-        assert recycle.serving() == []
+        assert recycle.accepting() == []
     finally:
         child.kill()
         child.wait()
     monkeypatch.setattr(recycle, "_age_s", lambda pid: 3600.0)
     monkeypatch.setattr(recycle, "siblings", lambda: [101, 102])
-    monkeypatch.setattr(recycle, "serving", lambda: [101])  # 102 ended, or is starting
+    monkeypatch.setattr(recycle, "accepting", lambda: [101])  # 102 ended, or is starting
     assert take_turn(after_s=60, seen=2) is None
     turn = take_turn(after_s=60, seen=1)
     assert turn is not None
     turn.close()
     watcher = Recycler(limit_mb=1, after_s=0, every_s=0.01)
     monkeypatch.setattr(recycle, "private_mb", lambda: 0.0)  # under the limit: only watches
-    monkeypatch.setattr(recycle, "serving", lambda: [101, 102])
+    monkeypatch.setattr(recycle, "accepting", lambda: [101, 102])
     assert watcher.start(supervised_only=False)
     deadline = time.monotonic() + 10
     while watcher.seen < 2 and time.monotonic() < deadline:
         time.sleep(0.01)
-    monkeypatch.setattr(recycle, "serving", lambda: [101])
+    monkeypatch.setattr(recycle, "accepting", lambda: [101])
     time.sleep(0.05)
     watcher.stop()
     assert watcher.seen == 2  # the most seen at once is kept
@@ -120,8 +122,8 @@ def test_only_while_every_sibling_seen_serving_serves(monkeypatch: pytest.Monkey
 CHILD_SERVES = """
 import sys
 from app.web import recycle
-sign = recycle.serve()
-print("serving", flush=True)
+sign = recycle.accept()
+print("accepting", flush=True)
 sys.stdin.read()
 """
 
@@ -176,7 +178,7 @@ def test_replaced_workers_finish_their_jobs_and_the_server_keeps_answering(
     replaced in turn; jobs submitted before finish (those of a replaced worker before it goes),
     the server answers every request meanwhile, and no process is left behind."""
     port = _free_port()
-    after_s = 15  # a new worker is serving by then
+    after_s = 15  # a new worker takes connections by then
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "APP_DATABASE_URL": f"sqlite:///{tmp_path / 'serve.db'}",
