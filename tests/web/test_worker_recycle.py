@@ -168,9 +168,6 @@ def _post(port: int, path: str, body: object) -> tuple[int, dict[str, object]]:
         return int(r.status), json.loads(r.read())
 
 
-JOBS = 10  # long runs a client may start in a minute here (6 by default)
-
-
 def test_replaced_workers_finish_their_jobs_and_the_server_keeps_answering(
     tmp_path: Path,
 ) -> None:
@@ -178,7 +175,7 @@ def test_replaced_workers_finish_their_jobs_and_the_server_keeps_answering(
     replaced in turn; jobs submitted before finish (those of a replaced worker before it goes),
     the server answers every request meanwhile, and no process is left behind."""
     port = _free_port()
-    after_s = 15  # a new worker takes connections by then
+    after_s = 10  # a new one is warm by then (one still starting holds its siblings back anyway)
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "APP_DATABASE_URL": f"sqlite:///{tmp_path / 'serve.db'}",
@@ -186,7 +183,6 @@ def test_replaced_workers_finish_their_jobs_and_the_server_keeps_answering(
         "APP_NATIVE": "0",  # runs of seconds, still going when their worker is replaced
         "APP_WORKER_RECYCLE_MB": "1",
         "APP_WORKER_RECYCLE_AFTER_S": str(after_s),
-        "APP_EXPENSIVE_RUNS_PER_MINUTE": str(JOBS),
         "APP_LOOP_STALL_MS": "1000",  # a slow answer says in the log where its worker was held
     }
     subprocess.run(
@@ -200,7 +196,7 @@ def test_replaced_workers_finish_their_jobs_and_the_server_keeps_answering(
         # the jobs start a little before the workers may go: they are running when they do
         time.sleep(max(0.0, launched + after_s - 4 - time.monotonic()))
         jobs = []
-        for seed in range(JOBS):  # each on a connection of its own
+        for seed in range(6):  # each on a connection of its own (six: a client's quota a minute)
             status, job = _post(
                 port,
                 "/api/v1/explainers/cwnd/run",
@@ -241,14 +237,13 @@ def test_replaced_workers_finish_their_jobs_and_the_server_keeps_answering(
         assert answers.keys() == {200}, answers
         replaced = re.findall(r"recycling app worker (\d+)", text)
         assert len(replaced) >= 2 and len(set(replaced)) == len(replaced), text[-3000:]
-        # each replaced worker let its jobs end (how many it had depends on where they landed;
-        # ~15 s of CPU each if half and half; if most landed on one, it has them still when
-        # it goes, second or first)
+        # each replaced worker let its jobs end. How many it had is up to the kernel, which
+        # hands a new connection to either worker (a CI run's ten all went to the one replaced
+        # last, after they had ended): the drain itself is test_a_replaced_worker_lets_its_jobs_end's
         drained = re.findall(
             r"(\d+) jobs were running or queued; (\d+) ended in [\d.]+ s, 0 ", text
         )
         assert len(drained) >= 2 and all(had == ended for had, ended in drained), text[-3000:]
-        assert sum(int(had) for had, _ in drained) >= 1, text[-3000:]
         # nothing of a replaced worker outlives it (its fork server included)
         deadline = time.monotonic() + 15
         while _outside_tree(server.pid) and time.monotonic() < deadline:
