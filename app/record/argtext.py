@@ -32,6 +32,7 @@ class Formatter(argparse.RawDescriptionHelpFormatter):
             prefix += "" if prefix.endswith("：") else " "  # a full-width colon has its space
         super().add_usage(usage, actions, groups, prefix)
 
+
     def format_help(self) -> str:
         # argparse ends a section heading with an ASCII ':'; a Chinese heading takes '：'
         return _CJK_HEADING.sub("\\1：", super().format_help())
@@ -88,9 +89,8 @@ _ERRORS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Message]], ...] 
     ),
     (
         re.compile(r"ambiguous option: (\S+) could match (.+)", re.S),
-        lambda m: msg(
-            "ambiguous option: {option} could match {matches}", option=m[1], matches=m[2]
-        ),
+        lambda m: msg("ambiguous option: {option} could match {matches}", option=m[1],
+                      matches=m[2]),
     ),
     (re.compile(r"argument (\S+?): (.+)", re.S), _argument),
 )

@@ -67,7 +67,9 @@ Language: --lang en|zh-CN, else LC_ALL, LC_MESSAGES or LANG (zh* → Chinese), e
     )
 
 
-def _sub(sub: argparse._SubParsersAction[Any], name: str, **kw: Any) -> argparse.ArgumentParser:
+def _sub(
+    sub: argparse._SubParsersAction[Any], name: str, **kw: Any
+) -> argparse.ArgumentParser:
     """A subcommand's parser: translated words, the format epilog and --lang."""
     p: argparse.ArgumentParser = sub.add_parser(name, epilog=_format_help(), **kw)
     _lang_option(p, argparse.SUPPRESS)
@@ -77,14 +79,9 @@ def _sub(sub: argparse._SubParsersAction[Any], name: str, **kw: Any) -> argparse
 def _lang_option(p: argparse.ArgumentParser, default: str) -> None:
     # Read before parsing (app.record.lang.asked); declared so that help lists it and a wrong
     # value is an error. Subcommands' default is SUPPRESS so theirs never hides the top one.
-    p.add_argument(
-        "--lang",
-        choices=list(LANGUAGES),
-        default=default,
-        help=str(
-            msg("language of the messages (default: from LC_ALL, LC_MESSAGES, LANG; else en)")
-        ),
-    )
+    p.add_argument("--lang", choices=list(LANGUAGES), default=default,
+                   help=str(msg("language of the messages (default: from LC_ALL, LC_MESSAGES, "
+                                "LANG; else en)")))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -99,18 +96,13 @@ def _parser() -> argparse.ArgumentParser:
         sub,
         "record",
         help=str(msg("record tracepoints into a JSON file")),
-        description=str(
-            msg(
-                "Record tracepoints of a flow into one JSON file. stepscope record "
-                "KIND [options] [-- CMD ...] records while CMD runs."
-            )
-        ),
+        description=str(msg("Record tracepoints of a flow into one JSON file. stepscope record "
+                            "KIND [options] [-- CMD ...] records while CMD runs.")),
     )
     kinds = rec.add_subparsers(dest="kind", required=True)
     blurbs = {
-        "cwnd": msg(
-            "tcp:tcp_probe per ACK (cwnd, ssthresh, srtt, ...) and the flows' cc, mss, pacing rate"
-        ),
+        "cwnd": msg("tcp:tcp_probe per ACK (cwnd, ssthresh, srtt, ...) and the flows' cc, mss, "
+                    "pacing rate"),
         "tcp": msg("socket state changes, retransmits and resets"),
         "path": msg("the functions each packet goes through (stack traces)"),
     }
@@ -120,56 +112,28 @@ def _parser() -> argparse.ArgumentParser:
             kind,
             help=str(blurb),
             usage=str(msg("stepscope record {kind} [options] [-- CMD ...]", kind=kind)),
-            description=str(
-                msg(
-                    "{what}. With -- CMD ..., records while CMD runs and stops when "
-                    "it exits; otherwise until --seconds or Ctrl-C.",
-                    what=blurb,
-                )
-            ),
+            description=str(msg("{what}. With -- CMD ..., records while CMD runs and stops when "
+                                "it exits; otherwise until --seconds or Ctrl-C.", what=blurb)),
         )
         _common(k, msg("until Ctrl-C, or until CMD exits"))
         if kind == "path":  # its events print no address: a device is what tracefs can match
-            k.add_argument(
-                "--dev",
-                type=_devs,
-                help=str(
-                    msg(
-                        "only packets queued on or received by these devices (comma-separated), and "
-                        "the skbs and socket wake-ups that follow them"
-                    )
-                ),
-            )
-            k.add_argument(
-                "--port",
-                type=_port,
-                help=str(
-                    msg(
-                        "only the packets of the flow(s) with this local or remote port: received "
-                        "ones by skb address where tcp:tcp_probe prints it (else by the CPU that "
-                        "delivered them to the flow), sent ones by the CPU that handled the flow's "
-                        "segment just before (a sent skb is a clone no tracepoint names beside a "
-                        "port); see docs/recording-format.md"
-                    )
-                ),
-            )
-            k.add_argument(
-                "--dst",
-                type=_addr,
-                help=str(
-                    msg(
-                        "only the packets of the flow(s) with this address at either end, matched "
-                        "as for --port"
-                    )
-                ),
-            )
+            k.add_argument("--dev", type=_devs, help=str(msg(
+                "only packets queued on or received by these devices (comma-separated), and "
+                "the skbs and socket wake-ups that follow them")))
+            k.add_argument("--port", type=_port, help=str(msg(
+                "only the packets of the flow(s) with this local or remote port: received "
+                "ones by skb address where tcp:tcp_probe prints it (else by the CPU that "
+                "delivered them to the flow), sent ones by the CPU that handled the flow's "
+                "segment just before (a sent skb is a clone no tracepoint names beside a "
+                "port); see docs/recording-format.md")))
+            k.add_argument("--dst", type=_addr, help=str(msg(
+                "only the packets of the flow(s) with this address at either end, matched "
+                "as for --port")))
             continue
-        k.add_argument(
-            "--port", type=_port, help=str(msg("only the flow(s) with this local or remote port"))
-        )
-        k.add_argument(
-            "--dst", type=_addr, help=str(msg("only the flow(s) with this address at either end"))
-        )
+        k.add_argument("--port", type=_port, help=str(msg(
+            "only the flow(s) with this local or remote port")))
+        k.add_argument("--dst", type=_addr, help=str(msg(
+            "only the flow(s) with this address at either end")))
     _demo_parsers(kinds)
     return ap
 
@@ -179,80 +143,36 @@ def _demo_parsers(kinds: argparse._SubParsersAction[Any]) -> None:
         kinds,
         "demo",
         help=str(msg("record a transfer between two network namespaces this command creates")),
-        description=str(
-            msg(
-                "Build two network namespaces joined by veth (with a tbf bottleneck "
-                "for cwnd), run traffic between them while recording, delete "
-                "everything on exit."
-            )
-        ),
+        description=str(msg("Build two network namespaces joined by veth (with a tbf bottleneck "
+                            "for cwnd), run traffic between them while recording, delete "
+                            "everything on exit.")),
     )
     dk = demo.add_subparsers(dest="demo", required=True)
-    dc = _sub(
-        dk,
-        "cwnd",
-        help=str(msg("one bulk TCP flow through a bottleneck")),
-        description=str(
-            msg(
-                "One bulk TCP flow from one namespace to another through a "
-                "tbf bottleneck and a delay, recorded like record cwnd."
-            )
-        ),
-    )
+    dc = _sub(dk, "cwnd", help=str(msg("one bulk TCP flow through a bottleneck")),
+              description=str(msg("One bulk TCP flow from one namespace to another through a "
+                                  "tbf bottleneck and a delay, recorded like record cwnd.")))
     _common(dc, "10")
-    dc.add_argument(
-        "--cc", default="cubic", help=str(msg("congestion control (default {cc})", cc="cubic"))
-    )
-    dc.add_argument(
-        "--rate-mbit",
-        type=_positive,
-        default=20.0,
-        help=str(msg("bottleneck rate in Mbit/s (default {v})", v=20)),
-    )
-    dc.add_argument(
-        "--rtt-ms",
-        type=_nonneg,
-        default=40.0,
-        help=str(msg("base round-trip time in ms (default {v})", v=40)),
-    )
-    dc.add_argument(
-        "--buffer-bdp",
-        type=_positive,
-        default=1.0,
-        help=str(msg("bottleneck buffer in bandwidth-delay products (default {v})", v=1)),
-    )
+    dc.add_argument("--cc", default="cubic",
+                    help=str(msg("congestion control (default {cc})", cc="cubic")))
+    dc.add_argument("--rate-mbit", type=_positive, default=20.0,
+                    help=str(msg("bottleneck rate in Mbit/s (default {v})", v=20)))
+    dc.add_argument("--rtt-ms", type=_nonneg, default=40.0,
+                    help=str(msg("base round-trip time in ms (default {v})", v=40)))
+    dc.add_argument("--buffer-bdp", type=_positive, default=1.0,
+                    help=str(msg("bottleneck buffer in bandwidth-delay products (default {v})",
+                                 v=1)))
     from app.record.tcpcalls import DEMO_PRESETS
 
-    dt = _sub(
-        dk,
-        "tcp",
-        help=str(msg("the socket calls of a TCP explainer preset")),
-        description=str(
-            msg(
-                "The socket calls of one of the TCP explainer's presets, on "
-                "127.0.0.1 in a new namespace, recorded like record tcp. "
-                "Presets: {presets}.",
-                presets=", ".join(DEMO_PRESETS),
-            )
-        ),
-    )
+    dt = _sub(dk, "tcp", help=str(msg("the socket calls of a TCP explainer preset")),
+              description=str(msg("The socket calls of one of the TCP explainer's presets, on "
+                                  "127.0.0.1 in a new namespace, recorded like record tcp. "
+                                  "Presets: {presets}.", presets=", ".join(DEMO_PRESETS))))
     _common(dt, "1")
-    dt.add_argument(
-        "--preset",
-        default="handshake",
-        help=str(msg("preset name (default {name})", name="handshake")),
-    )
-    dp = _sub(
-        dk,
-        "path",
-        help=str(msg("a few TCP segments across a veth pair")),
-        description=str(
-            msg(
-                "Three small TCP segments from one namespace to another over "
-                "a veth pair, recorded like record path --dev (both ends)."
-            )
-        ),
-    )
+    dt.add_argument("--preset", default="handshake",
+                    help=str(msg("preset name (default {name})", name="handshake")))
+    dp = _sub(dk, "path", help=str(msg("a few TCP segments across a veth pair")),
+              description=str(msg("Three small TCP segments from one namespace to another over "
+                                  "a veth pair, recorded like record path --dev (both ends).")))
     _common(dp, msg("when the segments are through, at most {n}", n=10))
 
 
@@ -264,12 +184,10 @@ def _addr(v: str) -> str:
 
 
 def _common(p: argparse.ArgumentParser, default: Message | str) -> None:
-    p.add_argument(
-        "--seconds",
-        type=_positive,
-        help=str(msg("stop after this many seconds (default: {default})", default=default)),
-    )
-    p.add_argument("--out", default="-", help=str(msg("output file, - for stdout (default -)")))
+    p.add_argument("--seconds", type=_positive, help=str(msg(
+        "stop after this many seconds (default: {default})", default=default)))
+    p.add_argument("--out", default="-", help=str(msg(
+        "output file, - for stdout (default -)")))
 
 
 def _port(v: str) -> int:
@@ -331,9 +249,8 @@ class FlowWatch:
 
 def run_record(kind: str, args: argparse.Namespace, cmd: list[str]) -> int:
     kernel_ok()
-    flt = FlowFilter(
-        getattr(args, "port", None), getattr(args, "dst", None), getattr(args, "dev", None)
-    )
+    flt = FlowFilter(getattr(args, "port", None), getattr(args, "dst", None),
+                     getattr(args, "dev", None))
     deadline = time.monotonic() + args.seconds if args.seconds else None
     proc: list[subprocess.Popen[bytes]] = []
     watch = FlowWatch(flt.port, flt.dst) if kind == "cwnd" else None
@@ -388,13 +305,8 @@ def run_record(kind: str, args: argparse.Namespace, cmd: list[str]) -> int:
 def _finish(doc: dict[str, Any], out: str, got: Collected) -> int:
     size = output.write(doc, out)
     where: Message | str = msg("stdout") if out == "-" else out
-    done = msg(
-        "{n} events in {seconds:.1f} s, {size} bytes to {where}",
-        n=len(got.events),
-        seconds=got.duration_ms / 1000,
-        size=size,
-        where=where,
-    )
+    done = msg("{n} events in {seconds:.1f} s, {size} bytes to {where}", n=len(got.events),
+               seconds=got.duration_ms / 1000, size=size, where=where)
     print(f"stepscope: {done}", file=sys.stderr)
     if size > output.MAX_BYTES:
         warning = msg("warning: over 5 MB, the app will refuse it; record fewer seconds")
@@ -443,6 +355,7 @@ def _run(argv: list[str]) -> int:
         print(f"stepscope: {error}", file=sys.stderr)
         return 2
     except Interrupted as e:
-        stopped = msg("interrupted ({signal}) before recording; everything removed", signal=str(e))
+        stopped = msg("interrupted ({signal}) before recording; everything removed",
+                      signal=str(e))
         print(f"stepscope: {stopped}", file=sys.stderr)
         return 130

@@ -36,8 +36,6 @@ from app.sim.core.i18n import msg
 PKG_ROOT = str(Path(app.__file__).resolve().parent.parent)
 MTU = 1500
 BURST = 3028  # tbf burst: two full frames
-
-
 def _sh(*cmd: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     try:
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
@@ -45,11 +43,8 @@ def _sh(*cmd: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         raise RecordError(msg("{command} not found (install iproute2)", command=cmd[0])) from e
     if check and res.returncode != 0:
         raise RecordError(
-            msg(
-                "{command} failed: {error}",
-                command=" ".join(cmd),
-                error=res.stderr.strip() or str(res.returncode),
-            )
+            msg("{command} failed: {error}", command=" ".join(cmd),
+                error=res.stderr.strip() or str(res.returncode))
         )
     return res
 
@@ -75,17 +70,8 @@ class Lab:
         self.namespaces.append(name)
         _sh("ip", "-n", name, "link", "set", "lo", "up")
         # no IPv6 router/multicast chatter on the demo's links: only the demo's packets
-        _sh(
-            "ip",
-            "netns",
-            "exec",
-            name,
-            "sysctl",
-            "-qw",
-            "net.ipv6.conf.all.disable_ipv6=1",
-            "net.ipv6.conf.default.disable_ipv6=1",
-            check=False,
-        )
+        _sh("ip", "netns", "exec", name, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
+            "net.ipv6.conf.default.disable_ipv6=1", check=False)
         return name
 
     def spawn(self, ns: str, args: list[str], ready: str | None = None) -> subprocess.Popen[str]:
@@ -107,10 +93,8 @@ class Lab:
             if ready not in line:
                 err = p.stderr.read() if p.stderr and p.poll() is not None else ""
                 raise RecordError(
-                    msg(
-                        "demo helper did not start: {output}",
-                        output=f"{line.strip()} {err.strip()}".strip(),
-                    )
+                    msg("demo helper did not start: {output}",
+                        output=f"{line.strip()} {err.strip()}".strip())
                 )
         return p
 
@@ -174,62 +158,20 @@ def _link_cwnd(lab: Lab, args: argparse.Namespace) -> tuple[str, str, str, dict[
     for ns, dev, ip, peer_ns, peer_dev in ((snd, s, rcv_ip, rcv, r), (rcv, r, snd_ip, snd, s)):
         mac = _sh("ip", "-n", peer_ns, "-j", "link", "show", peer_dev).stdout
         lladdr = json.loads(mac)[0]["address"]
-        _sh(
-            "ip", "-n", ns, "neigh", "replace", ip, "lladdr", lladdr, "dev", dev, "nud", "permanent"
-        )
+        _sh("ip", "-n", ns, "neigh", "replace", ip, "lladdr", lladdr, "dev", dev, "nud",
+            "permanent")
     _sh("ip", "netns", "exec", snd, "sysctl", "-qw", "net.ipv4.tcp_no_metrics_save=1")
     # the namespace's default says what the flow uses (which sets it per socket anyway);
     # outside the initial namespace only tcp_allowed_congestion_control may be set: best effort
-    _sh(
-        "ip",
-        "netns",
-        "exec",
-        snd,
-        "sysctl",
-        "-qw",
-        f"net.ipv4.tcp_congestion_control={args.cc}",
-        check=False,
-    )
+    _sh("ip", "netns", "exec", snd, "sysctl", "-qw",
+        f"net.ipv4.tcp_congestion_control={args.cc}", check=False)
     rate, rtt = float(args.rate_mbit), float(args.rtt_ms)
     bdp = rate * 1e6 / 8 * rtt / 1000
     limit = max(int(bdp * args.buffer_bdp), 3 * (MTU + 14))
-    _sh(
-        "ip",
-        "netns",
-        "exec",
-        mid,
-        "tc",
-        "qdisc",
-        "add",
-        "dev",
-        m1,
-        "root",
-        "tbf",
-        "rate",
-        f"{rate:g}mbit",
-        "burst",
-        str(BURST),
-        "limit",
-        str(limit),
-    )
-    netem = _sh(
-        "ip",
-        "netns",
-        "exec",
-        mid,
-        "tc",
-        "qdisc",
-        "add",
-        "dev",
-        m0,
-        "root",
-        "netem",
-        "delay",
-        f"{rtt:g}ms",
-        "limit",
-        "100000",
-        check=False,
-    )
+    _sh("ip", "netns", "exec", mid, "tc", "qdisc", "add", "dev", m1, "root", "tbf", "rate",
+        f"{rate:g}mbit", "burst", str(BURST), "limit", str(limit))
+    netem = _sh("ip", "netns", "exec", mid, "tc", "qdisc", "add", "dev", m0, "root", "netem",
+                "delay", f"{rtt:g}ms", "limit", "100000", check=False)
     if netem.returncode == 0 or rtt == 0:
         br = _ifname("x")
         _sh("ip", "-n", mid, "link", "add", br, "type", "bridge")
@@ -238,22 +180,9 @@ def _link_cwnd(lab: Lab, args: argparse.Namespace) -> tuple[str, str, str, dict[
         _sh("ip", "-n", mid, "link", "set", br, "up")
         method = "netem" if netem.returncode == 0 else "none"
     else:
-        lab.spawn(
-            mid,
-            [
-                "-m",
-                "app.record.relay",
-                "--a",
-                m0,
-                "--b",
-                m1,
-                "--delay-ms",
-                repr(rtt / 2),
-                "--seconds",
-                repr(float(args.seconds) + 30),
-            ],
-            ready="relay ready",
-        )
+        lab.spawn(mid, ["-m", "app.record.relay", "--a", m0, "--b", m1, "--delay-ms",
+                        repr(rtt / 2), "--seconds", repr(float(args.seconds) + 30)],
+                  ready="relay ready")
         method = "relay"
     link = {"rate_mbit": rate, "rtt_ms": rtt, "buffer_bytes": limit, "mtu": MTU}
     return snd, rcv, snd_ip + " " + rcv_ip, link, method
@@ -263,11 +192,8 @@ def _check_cc(cc: str) -> None:
     avail = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
     if cc not in avail:
         raise RecordError(
-            msg(
-                "--cc {cc}: not available here (available: {available})",
-                cc=cc,
-                available=", ".join(avail),
-            )
+            msg("--cc {cc}: not available here (available: {available})", cc=cc,
+                available=", ".join(avail))
         )
 
 
@@ -282,61 +208,22 @@ def demo_cwnd(args: argparse.Namespace) -> tuple[dict[str, Any], Collected]:
         with _recording() as (stopper, new_instance):
             snd, rcv, ips, link, method = _link_cwnd(lab, args)
             snd_ip, rcv_ip = ips.split()
-            notes.append(
-                f"demo: {args.cc} through tbf {link['rate_mbit']:g} Mbit/s, buffer "
-                f"{link['buffer_bytes']} B, RTT {link['rtt_ms']:g} ms by {method}"
-            )
-            lab.spawn(
-                rcv,
-                [
-                    "-m",
-                    "app.record.flow",
-                    "recv",
-                    "--bind",
-                    rcv_ip,
-                    "--port",
-                    str(port),
-                    "--seconds",
-                    repr(seconds + 15),
-                ],
-                ready="recv ready",
-            )
+            notes.append(f"demo: {args.cc} through tbf {link['rate_mbit']:g} Mbit/s, buffer "
+                         f"{link['buffer_bytes']} B, RTT {link['rtt_ms']:g} ms by {method}")
+            lab.spawn(rcv, ["-m", "app.record.flow", "recv", "--bind", rcv_ip, "--port",
+                            str(port), "--seconds", repr(seconds + 15)], ready="recv ready")
             out_json = lab.tmp() / "send.json"
             sender: list[subprocess.Popen[str]] = []
 
             def start() -> None:
-                sender.append(
-                    lab.spawn(
-                        snd,
-                        [
-                            "-m",
-                            "app.record.flow",
-                            "send",
-                            "--dst",
-                            rcv_ip,
-                            "--port",
-                            str(port),
-                            "--cc",
-                            args.cc,
-                            "--seconds",
-                            repr(seconds),
-                            "--interval-ms",
-                            "50",
-                            "--out",
-                            str(out_json),
-                        ],
-                    )
-                )
+                sender.append(lab.spawn(snd, [
+                    "-m", "app.record.flow", "send", "--dst", rcv_ip, "--port", str(port),
+                    "--cc", args.cc, "--seconds", repr(seconds), "--interval-ms", "50",
+                    "--out", str(out_json)]))
 
-            got = record(
-                new_instance(),
-                "cwnd",
-                FlowFilter(port, rcv_ip),
-                lambda: bool(sender) and sender[0].poll() is not None,
-                stopper,
-                notes,
-                on_ready=start,
-            )
+            got = record(new_instance(), "cwnd", FlowFilter(port, rcv_ip),
+                         lambda: bool(sender) and sender[0].poll() is not None, stopper, notes,
+                         on_ready=start)
             flows: list[dict[str, Any]] = []
             if sender and sender[0].poll() is None:  # stopped by a signal: ask ss, then stop
                 flows = output.ss_flows(port, rcv_ip, netns=snd)[:1]
@@ -346,23 +233,13 @@ def demo_cwnd(args: argparse.Namespace) -> tuple[dict[str, Any], Collected]:
             sysctls = output.read_sysctls(snd)
             default = sysctls.get("net.ipv4.tcp_congestion_control")
             if default and default != args.cc:
-                notes.append(
-                    f"the flow sets {args.cc} on its socket (TCP_CONGESTION); the "
-                    f"namespace default stays {default}"
-                )
+                notes.append(f"the flow sets {args.cc} on its socket (TCP_CONGESTION); the "
+                             f"namespace default stays {default}")
     finally:
         lab.close()
-    doc = output.build(
-        "cwnd",
-        got.events,
-        duration_ms=got.duration_ms,
-        sysctls=sysctls,
-        flows=flows,
-        link=link,
-        flt={"port": port, "dst": rcv_ip},
-        command=_argv(),
-        notes=got.notes,
-    )
+    doc = output.build("cwnd", got.events, duration_ms=got.duration_ms, sysctls=sysctls,
+                       flows=flows, link=link, flt={"port": port, "dst": rcv_ip},
+                       command=_argv(), notes=got.notes)
     return doc, got
 
 
@@ -373,15 +250,13 @@ def _flows(path: Path, snd_ip: str, rcv_ip: str, port: int, cc: str) -> list[dic
     except (OSError, ValueError):
         return []
     last = snd["samples"][-1] if snd.get("samples") else {}
-    return [
-        {
-            "src": f"{snd_ip}:{snd.get('sport')}",
-            "dst": f"{rcv_ip}:{port}",
-            "cc": cc,
-            "mss": last.get("snd_mss"),
-            "pacing_rate_bps": int(last["pacing_rate"]) * 8 if "pacing_rate" in last else None,
-        }
-    ]
+    return [{
+        "src": f"{snd_ip}:{snd.get('sport')}",
+        "dst": f"{rcv_ip}:{port}",
+        "cc": cc,
+        "mss": last.get("snd_mss"),
+        "pacing_rate_bps": int(last["pacing_rate"]) * 8 if "pacing_rate" in last else None,
+    }]
 
 
 def _argv() -> list[str]:
@@ -392,11 +267,8 @@ def preset_script(name: str) -> list[dict[str, Any]]:
     """The socket calls of the TCP explainer's preset ``name`` (one this demo runs)."""
     if name not in DEMO_PRESETS:
         raise RecordError(
-            msg(
-                "--preset {name}: the demo runs {presets}",
-                name=name,
-                presets=", ".join(DEMO_PRESETS),
-            )
+            msg("--preset {name}: the demo runs {presets}", name=name,
+                presets=", ".join(DEMO_PRESETS))
         )
     from app.sim.tcp.presets import PRESETS  # the explainer's own list
 
@@ -406,11 +278,8 @@ def preset_script(name: str) -> list[dict[str, Any]]:
             bad = {c["call"] for c in script} - CALLS
             if bad:
                 raise RecordError(
-                    msg(
-                        "--preset {name}: calls the demo cannot make: {calls}",
-                        name=name,
-                        calls=", ".join(sorted(bad)),
-                    )
+                    msg("--preset {name}: calls the demo cannot make: {calls}", name=name,
+                        calls=", ".join(sorted(bad)))
                 )
             return script
     raise RecordError(msg("--preset {name}: no such TCP preset", name=name))
@@ -442,23 +311,15 @@ def demo_tcp(args: argparse.Namespace) -> tuple[dict[str, Any], Collected]:
                     return True
                 return _line_ready(proc[0], line)
 
-            got = record(
-                new_instance(), "tcp", FlowFilter(base), done, stopper, notes, on_ready=start
-            )
+            got = record(new_instance(), "tcp", FlowFilter(base), done, stopper, notes,
+                         on_ready=start)
             if line:
                 calls = json.loads(line[0])["results"]
             sysctls = output.read_sysctls(ns)
     finally:
         lab.close()
-    doc = output.build(
-        "tcp",
-        got.events,
-        duration_ms=got.duration_ms,
-        sysctls=sysctls,
-        flt={"port": base},
-        command=_argv(),
-        notes=got.notes,
-    )
+    doc = output.build("tcp", got.events, duration_ms=got.duration_ms, sysctls=sysctls,
+                       flt={"port": base}, command=_argv(), notes=got.notes)
     doc["demo"] = {"preset": args.preset, "ports": ports, "calls": calls}
     return doc, got
 
@@ -521,25 +382,11 @@ def demo_path(args: argparse.Namespace) -> tuple[dict[str, Any], Collected]:
                     bool(sender) and sender[0].poll() is not None
                 )
 
-            got = record(
-                new_instance(),
-                "path",
-                FlowFilter(dev=f"{da},{db}"),
-                done,
-                stopper,
-                notes,
-                on_ready=start,
-            )
+            got = record(new_instance(), "path", FlowFilter(dev=f"{da},{db}"), done, stopper,
+                         notes, on_ready=start)
             sysctls = output.read_sysctls(a)
     finally:
         lab.close()
-    doc = output.build(
-        "path",
-        got.events,
-        duration_ms=got.duration_ms,
-        sysctls=sysctls,
-        flt={"dev": f"{da},{db}"},
-        command=_argv(),
-        notes=got.notes,
-    )
+    doc = output.build("path", got.events, duration_ms=got.duration_ms, sysctls=sysctls,
+                       flt={"dev": f"{da},{db}"}, command=_argv(), notes=got.notes)
     return doc, got

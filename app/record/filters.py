@@ -12,9 +12,7 @@ import re
 import sys
 from dataclasses import dataclass
 
-_FIELD = re.compile(
-    r"^\s*field:(?P<type>.+?)\s+(?P<name>\w+)(?:\[(?P<n>\d+)\])?;.*size:(?P<size>\d+);"
-)
+_FIELD = re.compile(r"^\s*field:(?P<type>.+?)\s+(?P<name>\w+)(?:\[(?P<n>\d+)\])?;.*size:(?P<size>\d+);")
 
 
 @dataclass(frozen=True)

@@ -112,13 +112,8 @@ def parse_ss(text: str, known_cc: set[str] | None = None) -> list[dict[str, Any]
             cols = line.split()
             cur = None
             if len(cols) >= 5:
-                cur = {
-                    "src": cols[3],
-                    "dst": cols[4],
-                    "cc": None,
-                    "mss": None,
-                    "pacing_rate_bps": None,
-                }
+                cur = {"src": cols[3], "dst": cols[4], "cc": None, "mss": None,
+                       "pacing_rate_bps": None}
                 flows.append(cur)
             continue
         if cur is None:
@@ -206,11 +201,8 @@ def validate(doc: Any) -> list[str]:
     """What is wrong with ``doc`` as a schema-1 recording ([] when nothing), naming fields."""
     if not isinstance(doc, dict):
         return ["the recording is not a JSON object"]
-    errs = [
-        f"{k}: missing or not {_tname(t)}"
-        for k, t in _REQUIRED.items()
-        if not isinstance(doc.get(k), t) or isinstance(doc.get(k), bool)
-    ]
+    errs = [f"{k}: missing or not {_tname(t)}" for k, t in _REQUIRED.items()
+            if not isinstance(doc.get(k), t) or isinstance(doc.get(k), bool)]
     if errs:
         return errs
     if doc["format"] != FORMAT or doc["schema"] != SCHEMA:
@@ -222,8 +214,7 @@ def validate(doc: Any) -> list[str]:
             errs.append(f"{k}: not an object or null")
     cmd = doc.get("command")
     if cmd is not None and not (
-        isinstance(cmd, list)
-        and len(cmd) <= MAX_COMMAND
+        isinstance(cmd, list) and len(cmd) <= MAX_COMMAND
         and all(isinstance(a, str) and len(a) <= MAX_TEXT for a in cmd)
     ):
         errs.append(f"command: not a list of at most {MAX_COMMAND} short strings or null")
@@ -268,11 +259,8 @@ def _event_errors(i: int, ev: Any, last: float) -> list[str]:
 
 
 def _tname(t: type | tuple[type, ...]) -> str:
-    return (
-        "a number"
-        if isinstance(t, tuple)
-        else {dict: "an object", list: "a list", str: "a string", int: "an integer"}[t]
-    )
+    return "a number" if isinstance(t, tuple) else {dict: "an object", list: "a list",
+                                                      str: "a string", int: "an integer"}[t]
 
 
 def dumps(doc: dict[str, Any]) -> str:

@@ -164,11 +164,8 @@ def setup_instance(
         if not inst.has_event(event):
             if essential:
                 raise RecordError(
-                    msg(
-                        "the kernel has no tracepoint {event} (needed by {kind})",
-                        event=event,
-                        kind=kind,
-                    )
+                    msg("the kernel has no tracepoint {event} (needed by {kind})", event=event,
+                        kind=kind)
                 )
             notes.append(f"{event}: not on this kernel; skipped")
             continue

@@ -10,7 +10,9 @@ waits for its stdin to close. ``stepscope record demo tcp`` and tests/kernel/ us
 from __future__ import annotations
 
 # Calls the runner knows; a script with any other call is refused before it runs.
-CALLS = frozenset({"listen", "connect", "accept", "send", "recv", "shutdown", "close", "abort"})
+CALLS = frozenset(
+    {"listen", "connect", "accept", "send", "recv", "shutdown", "close", "abort"}
+)
 
 # The TCP explainer's presets whose socket calls run as they are on a real kernel (their
 # state chains are compared with the model's in tests/kernel/test_tcp_kernel.py).

@@ -117,11 +117,8 @@ class Instance:
             ) from e
         except OSError as e:
             raise RecordError(
-                msg(
-                    "cannot create tracefs instance {path}: {error}",
-                    path=str(self.path),
-                    error=str(e),
-                )
+                msg("cannot create tracefs instance {path}: {error}", path=str(self.path),
+                    error=str(e))
             ) from e
         self.created = True
         self._write("buffer_size_kb", str(buffer_kb))
@@ -145,12 +142,8 @@ class Instance:
             (self.event_dir(event) / "filter").write_text(expr + "\n")
         except OSError as e:
             raise RecordError(
-                msg(
-                    "{event}: the kernel refused the filter {expr} ({error})",
-                    event=event,
-                    expr=repr(expr),
-                    error=str(e),
-                )
+                msg("{event}: the kernel refused the filter {expr} ({error})", event=event,
+                    expr=repr(expr), error=str(e))
             ) from e
 
     def set_stacktrace(self) -> None:

@@ -94,7 +94,9 @@ def use_native(package: str, path: list[str]) -> list[str]:
     used: list[str] = []
     for group, entry in sorted(groups.items()):
         sources = entry.get("sources") if isinstance(entry, dict) else None
-        if not isinstance(sources, dict) or not any(Path(s).parent == rel for s in sources):
+        if not isinstance(sources, dict) or not any(
+            Path(s).parent == rel for s in sources
+        ):
             continue
         if not _current(group, entry, base):
             continue

@@ -49,13 +49,8 @@ def _our_mounts() -> int:
 def _leftovers(pid: int) -> list[str]:
     """What the run with this pid left: its namespaces and its tracefs instance."""
     tag = f"stepscope-{pid}"
-    out = [
-        ns
-        for ns in subprocess.run(
-            ["ip", "netns", "list"], capture_output=True, text=True
-        ).stdout.split()
-        if ns.startswith(tag + "-")
-    ]
+    out = [ns for ns in subprocess.run(["ip", "netns", "list"], capture_output=True,
+                                       text=True).stdout.split() if ns.startswith(tag + "-")]
     try:
         tfs = Tracefs.open()
     except RecordError:
@@ -87,12 +82,8 @@ def _run(args: list[str], out: Path, timeout: float) -> tuple[dict[str, Any], in
     mounts = _our_mounts()
     cut = args.index("--") if "--" in args else len(args)  # --out before a command's words
     argv = [*args[:cut], "--out", str(out), *args[cut:]]
-    p = subprocess.Popen(
-        [sys.executable, "-m", "app.record", "record", *argv],
-        cwd=ROOT,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    p = subprocess.Popen([sys.executable, "-m", "app.record", "record", *argv], cwd=ROOT,
+                         stderr=subprocess.PIPE, text=True)
     try:
         _, err = p.communicate(timeout=timeout)
     finally:
@@ -111,24 +102,8 @@ def test_demo_cwnd_grows_and_backs_off(tmp_path: Path) -> None:
     cwnd well past its initial 10, the first losses bring it down, and the flow's facts and
     the link are in the file."""
     _skip()
-    doc, _ = _run(
-        [
-            "demo",
-            "cwnd",
-            "--cc",
-            "cubic",
-            "--rate-mbit",
-            "20",
-            "--rtt-ms",
-            "40",
-            "--buffer-bdp",
-            "1",
-            "--seconds",
-            "4",
-        ],
-        tmp_path / "cwnd.json",
-        60,
-    )
+    doc, _ = _run(["demo", "cwnd", "--cc", "cubic", "--rate-mbit", "20", "--rtt-ms", "40",
+                   "--buffer-bdp", "1", "--seconds", "4"], tmp_path / "cwnd.json", 60)
     assert doc["kind"] == "cwnd"
     assert doc["link"]["rate_mbit"] == 20 and doc["link"]["rtt_ms"] == 40
     assert doc["link"]["buffer_bytes"] == 100_000  # 20 Mbit/s x 40 ms
@@ -157,11 +132,8 @@ def test_demo_tcp_handshake_states(tmp_path: Path) -> None:
     for e in doc["events"]:
         f = e["fields"]
         assert e["event"] == "sock:inet_sock_set_state"
-        key = (
-            "listener"
-            if f["dport"] == "0"
-            else ("client" if f["sport"] == client else "child" if f["sport"] == server else "?")
-        )
+        key = "listener" if f["dport"] == "0" else ("client" if f["sport"] == client else
+                                                     "child" if f["sport"] == server else "?")
         chains.setdefault(key, []).append(f["oldstate"][4:] + ">" + f["newstate"][4:])
     assert chains["listener"][0] == "CLOSE>LISTEN"
     assert chains["client"][:2] == ["CLOSE>SYN_SENT", "SYN_SENT>ESTABLISHED"]
@@ -193,23 +165,9 @@ def test_sigint_while_recording_cleans_up(tmp_path: Path) -> None:
     _skip()
     out = tmp_path / "int.json"
     mounts = _our_mounts()
-    p = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "app.record",
-            "record",
-            "demo",
-            "cwnd",
-            "--seconds",
-            "30",
-            "--out",
-            str(out),
-        ],
-        cwd=ROOT,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    p = subprocess.Popen([sys.executable, "-m", "app.record", "record", "demo", "cwnd",
+                          "--seconds", "30", "--out", str(out)], cwd=ROOT,
+                         stderr=subprocess.PIPE, text=True)
     tfs = Tracefs.open()
     try:
         deadline = time.monotonic() + 30
@@ -228,11 +186,8 @@ def test_sigint_while_recording_cleans_up(tmp_path: Path) -> None:
     doc = json.loads(out.read_text())
     assert validate(doc) == [] and doc["events"]  # (the receiver's probes are left out)
     assert doc["duration_ms"] < 10_000
-    helpers = subprocess.run(
-        ["pgrep", "-f", f"app.record.(flow|relay).*{doc['filter']['port']}"],
-        capture_output=True,
-        text=True,
-    ).stdout.split()
+    helpers = subprocess.run(["pgrep", "-f", f"app.record.(flow|relay).*{doc['filter']['port']}"],
+                             capture_output=True, text=True).stdout.split()
     assert helpers == []
 
 
@@ -287,24 +242,9 @@ def test_record_path_keeps_the_port_s_packets(tmp_path: Path) -> None:
     script = tmp_path / "flows.py"
     script.write_text(FLOWS)
     port, other = 20000 + os.getpid() % 20000, 40000 + os.getpid() % 20000
-    doc, _ = _run(
-        [
-            "path",
-            "--port",
-            str(port),
-            "--dev",
-            "lo",
-            "--seconds",
-            "20",
-            "--",
-            sys.executable,
-            str(script),
-            str(port),
-            str(other),
-        ],
-        tmp_path / "flow.json",
-        90,
-    )
+    doc, _ = _run(["path", "--port", str(port), "--dev", "lo", "--seconds", "20", "--",
+                   sys.executable, str(script), str(port), str(other)],
+                  tmp_path / "flow.json", 90)
     note = next(n for n in doc["notes"] if n.startswith("--port/--dst:"))
     kept, total = (int(x) for x in note.split()[1:4:2])
     assert 0 < kept < total, note

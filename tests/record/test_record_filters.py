@@ -12,14 +12,9 @@ from app.record.filters import Field, FlowFilter, kernel_filter, matches, parse_
 
 def fmt(*fields: str) -> str:
     """A tracefs ``format`` file with these ``type name`` fields after the common ones."""
-    lines = [
-        "name: x",
-        "ID: 1",
-        "format:",
-        "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;",
-        "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;",
-        "",
-    ]
+    lines = ["name: x", "ID: 1", "format:",
+             "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;",
+             "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;", ""]
     off = 8
     for f in fields:
         typ, name = f.rsplit(" ", 1)
@@ -34,19 +29,9 @@ def fmt(*fields: str) -> str:
     return "\n".join(lines)
 
 
-STATE = fmt(
-    "const void * skaddr",
-    "int oldstate",
-    "int newstate",
-    "__u16 sport",
-    "__u16 dport",
-    "__u16 family",
-    "__u16 protocol",
-    "__u8 saddr[4]",
-    "__u8 daddr[4]",
-    "__u8 saddr_v6[16]",
-    "__u8 daddr_v6[16]",
-)
+STATE = fmt("const void * skaddr", "int oldstate", "int newstate", "__u16 sport",
+            "__u16 dport", "__u16 family", "__u16 protocol", "__u8 saddr[4]", "__u8 daddr[4]",
+            "__u8 saddr_v6[16]", "__u8 daddr_v6[16]")
 PROBE = fmt("__u8 saddr[28]", "__u8 daddr[28]", "__u16 sport", "__u16 dport", "__u32 snd_cwnd")
 DEVQ = fmt("const void * skbaddr", "unsigned int len", "__data_loc char[] name")
 
@@ -62,9 +47,8 @@ def test_parse_format_skips_common_fields() -> None:
 def test_port_and_dst_on_an_event_with_both() -> None:
     expr, rest = kernel_filter(FlowFilter(port=5201, dst="10.0.0.2"), parse_format(STATE))
     want = int.from_bytes(bytes([10, 0, 0, 2]), sys.byteorder)
-    assert expr == (
-        f"(sport == 5201 || dport == 5201) && (saddr == {want:#x} || daddr == {want:#x})"
-    )
+    assert expr == (f"(sport == 5201 || dport == 5201) && "
+                    f"(saddr == {want:#x} || daddr == {want:#x})")
     assert rest is False
 
 

@@ -45,12 +45,8 @@ def test_lang_option_is_read_before_parsing() -> None:
     assert lang.choose(["--lang", "fr"], zh) == "zh-CN"  # not ours: argparse refuses it
 
 
-def _run(
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-    lang_env: str,
-    argv: list[str],
-) -> tuple[int | str | None, str, str]:
+def _run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], lang_env: str,
+         argv: list[str]) -> tuple[int | str | None, str, str]:
     monkeypatch.setenv("LANG", lang_env)
     try:
         code: int | str | None = cli.main(argv)
@@ -119,11 +115,7 @@ def test_help_imports_no_web_framework() -> None:
     env = {**os.environ, "LANG": "zh_CN.UTF-8"}
     res = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "app.record", "record", "--help"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
+        cwd=ROOT, capture_output=True, text=True, timeout=60, env=env,
     )
     assert res.returncode == 0 and "显示本帮助并退出" in res.stdout
     imported = {ln.rsplit("|", 1)[-1].strip() for ln in res.stderr.splitlines() if "|" in ln}

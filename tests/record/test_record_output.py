@@ -14,14 +14,10 @@ from app.record import output
 
 
 def doc(events: list[dict[str, Any]] | None = None, **kw: Any) -> dict[str, Any]:
-    evs = (
-        events
-        if events is not None
-        else [
-            {"t_ms": 0.0, "event": "tcp:tcp_probe", "fields": {"snd_cwnd": "10"}},
-            {"t_ms": 1.5, "event": "tcp:tcp_probe", "fields": {"snd_cwnd": "11"}},
-        ]
-    )
+    evs = events if events is not None else [
+        {"t_ms": 0.0, "event": "tcp:tcp_probe", "fields": {"snd_cwnd": "10"}},
+        {"t_ms": 1.5, "event": "tcp:tcp_probe", "fields": {"snd_cwnd": "11"}},
+    ]
     return output.build(
         kw.pop("kind", "cwnd"),
         evs,
@@ -33,12 +29,8 @@ def doc(events: list[dict[str, Any]] | None = None, **kw: Any) -> dict[str, Any]
 
 
 def test_built_document_follows_the_format_page() -> None:
-    d = doc(
-        link={"rate_mbit": 20, "rtt_ms": 40, "buffer_bytes": 100000, "mtu": 1500},
-        flt={"port": 5201},
-        command=["iperf3", "-c", "x"],
-        notes=["n"],
-    )
+    d = doc(link={"rate_mbit": 20, "rtt_ms": 40, "buffer_bytes": 100000, "mtu": 1500},
+            flt={"port": 5201}, command=["iperf3", "-c", "x"], notes=["n"])
     assert output.validate(d) == []
     assert (d["format"], d["schema"], d["kind"]) == ("stepscope-recording", 1, "cwnd")
     assert d["recorded_at"] == "2026-12-04T23:40:00Z"
@@ -61,10 +53,8 @@ def test_built_document_follows_the_format_page() -> None:
         (lambda d: d["events"][0].update(event="tcp_probe"), "events[0].event"),
         (lambda d: d["events"][0].update(fields={"a": 1}), "events[0].fields"),
         (lambda d: d["events"][0].update(stack=["f"] * 65), "events[0].stack"),
-        (
-            lambda d: d["events"][0].update(fields={str(i): "" for i in range(65)}),
-            "events[0].fields",
-        ),
+        (lambda d: d["events"][0].update(fields={str(i): "" for i in range(65)}),
+         "events[0].fields"),
     ],
 )
 def test_validation_names_the_field(change: Any, field: str) -> None:
@@ -101,41 +91,22 @@ def ss_text(cc: str, mss: int, rate: str) -> str:
     )
 
 
-@pytest.mark.parametrize(
-    "rate,bps",
-    [("25.3Mbps", 25_300_000), ("880Kbps", 880_000), ("1.2Gbps", 1_200_000_000), ("912bps", 912)],
-)
+@pytest.mark.parametrize("rate,bps", [("25.3Mbps", 25_300_000), ("880Kbps", 880_000),
+                                      ("1.2Gbps", 1_200_000_000), ("912bps", 912)])
 def test_parse_ss(rate: str, bps: int) -> None:
     flows = output.parse_ss(ss_text("bbr", 1448, rate), {"reno", "cubic", "bbr"})
-    assert flows[0] == {
-        "src": "10.0.0.1:40312",
-        "dst": "10.0.0.2:5201",
-        "cc": "bbr",
-        "mss": 1448,
-        "pacing_rate_bps": bps,
-    }
+    assert flows[0] == {"src": "10.0.0.1:40312", "dst": "10.0.0.2:5201", "cc": "bbr",
+                        "mss": 1448, "pacing_rate_bps": bps}
     assert flows[1]["cc"] == "cubic" and flows[1]["pacing_rate_bps"] is None
 
 
 def test_sysctl_lines() -> None:
     text = "net/ipv4/tcp_rmem=4096 131072  6291456\nnet/ipv4/tcp_sack=1\njunk\n"
     assert output.parse_sysctl_lines(text) == {
-        "net.ipv4.tcp_rmem": "4096 131072 6291456",
-        "net.ipv4.tcp_sack": "1",
-    }
-    for key in (
-        "tcp_congestion_control",
-        "tcp_timestamps",
-        "tcp_sack",
-        "tcp_window_scaling",
-        "tcp_rmem",
-        "tcp_wmem",
-        "tcp_ecn",
-        "tcp_early_retrans",
-        "tcp_frto",
-        "tcp_syncookies",
-        "tcp_fin_timeout",
-    ):
+        "net.ipv4.tcp_rmem": "4096 131072 6291456", "net.ipv4.tcp_sack": "1"}
+    for key in ("tcp_congestion_control", "tcp_timestamps", "tcp_sack", "tcp_window_scaling",
+                "tcp_rmem", "tcp_wmem", "tcp_ecn", "tcp_early_retrans", "tcp_frto",
+                "tcp_syncookies", "tcp_fin_timeout"):
         assert "net.ipv4." + key in output.SYSCTLS
 
 

@@ -26,9 +26,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def fmt(fields: list[str]) -> str:
-    body = "".join(
-        f"\tfield:{f};\toffset:0;\tsize:{4 if 'addr' in f else 2};\tsigned:0;\n" for f in fields
-    )
+    body = "".join(f"\tfield:{f};\toffset:0;\tsize:{4 if 'addr' in f else 2};\tsigned:0;\n"
+                   for f in fields)
     return "name: x\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\n" + body
 
 
@@ -40,26 +39,17 @@ def line(cpu: int, ts: float, name: str, body: str) -> str:
 
 
 def state(ts: float, sport: int, dport: int, old: str, new: str) -> str:
-    return line(
-        0,
-        ts,
-        "inet_sock_set_state",
-        f"family=AF_INET protocol=IPPROTO_TCP sport={sport} dport={dport} "
-        f"saddr=127.0.0.1 daddr=127.0.0.1 oldstate=TCP_{old} newstate=TCP_{new}",
-    )
+    return line(0, ts, "inet_sock_set_state",
+                f"family=AF_INET protocol=IPPROTO_TCP sport={sport} dport={dport} "
+                f"saddr=127.0.0.1 daddr=127.0.0.1 oldstate=TCP_{old} newstate=TCP_{new}")
 
 
 PIPE = (
     state(100.0, 5000, 0, "CLOSE", "LISTEN")
     + state(100.0015, 41000, 5000, "CLOSE", "SYN_SENT")
     + state(100.002, 41000, 6000, "CLOSE", "SYN_SENT")  # another flow: the kernel filter's job
-    + line(
-        1,
-        100.003,
-        "tcp_retransmit_skb",
-        "skbaddr=01 skaddr=02 family=AF_INET sport=41000 "
-        "dport=5000 saddr=127.0.0.1 daddr=127.0.0.1 state=TCP_SYN_SENT",
-    )
+    + line(1, 100.003, "tcp_retransmit_skb", "skbaddr=01 skaddr=02 family=AF_INET sport=41000 "
+           "dport=5000 saddr=127.0.0.1 daddr=127.0.0.1 state=TCP_SYN_SENT")
 )
 
 
@@ -89,9 +79,8 @@ class FakeRoot:
                 for cpu, overrun in ((0, 0), (1, fake.overrun)):
                     d = self.path / f"per_cpu/cpu{cpu}"
                     d.mkdir(parents=True)
-                    (d / "stats").write_text(
-                        f"entries: 0\noverrun: {overrun}\ncommit overrun: 0\ndropped events: 0\n"
-                    )
+                    (d / "stats").write_text(f"entries: 0\noverrun: {overrun}\n"
+                                             "commit overrun: 0\ndropped events: 0\n")
 
         def remove(path: Path) -> None:
             for f in path.glob("events/*/*/enable"):
@@ -141,12 +130,8 @@ def test_record_enables_filters_then_cleans_up(tmp_path: Path) -> None:
         (3.0, "tcp:tcp_retransmit_skb", None),
     ]
     assert all("stack" not in e for e in got.events)
-    assert fake.at_removal == {
-        "sock:inet_sock_set_state": "0\n",
-        "tcp:tcp_retransmit_skb": "0\n",
-        "tcp:tcp_send_reset": "0\n",
-        "stacktrace": "0",
-    }
+    assert fake.at_removal == {"sock:inet_sock_set_state": "0\n", "tcp:tcp_retransmit_skb": "0\n",
+                               "tcp:tcp_send_reset": "0\n", "stacktrace": "0"}
     assert leftover_instances(tmp_path) == []
 
 
@@ -183,23 +168,15 @@ def test_cleanup_after_an_exception(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 def test_path_turns_stacks_on_and_off(tmp_path: Path) -> None:
     events = {e: fmt(["__u16 x"]) for e, _ in recorder.EVENTS["path"]}
-    pipe = (
-        line(0, 5.0, "net_dev_queue", "dev=a skbaddr=01 len=74")
-        + "          python-77      [000] ..s1. 5.000010: <stack trace>\n"
-        + " => __dev_queue_xmit+0x1/0x2\n => ip_finish_output2+0x1/0x2\n"
-    )
+    pipe = (line(0, 5.0, "net_dev_queue", "dev=a skbaddr=01 len=74")
+            + "          python-77      [000] ..s1. 5.000010: <stack trace>\n"
+            + " => __dev_queue_xmit+0x1/0x2\n => ip_finish_output2+0x1/0x2\n")
     fake = FakeRoot(tmp_path, events, pipe)
     inst = fake.tracefs().instance("stepscope-2")
     stack_on: list[str] = []
     try:
-        got = record(
-            inst,
-            "path",
-            FlowFilter(),
-            lambda: not stack_on.append((inst.path / "options/stacktrace").read_text()),
-            Stopper(),
-            [],
-        )
+        got = record(inst, "path", FlowFilter(), lambda: not stack_on.append(
+            (inst.path / "options/stacktrace").read_text()), Stopper(), [])
     finally:
         inst.close()
     assert stack_on == ["1\n"] and fake.at_removal["stacktrace"] == "0\n"
@@ -283,13 +260,8 @@ def test_entry_point_is_declared_and_resolves_to_main() -> None:
 
     target: Callable[..., Any] = getattr(importlib.import_module(module), attr)
     assert target is cli.main
-    res = subprocess.run(
-        [sys.executable, "-m", "app.record", "record", "--help"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    res = subprocess.run([sys.executable, "-m", "app.record", "record", "--help"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
     assert res.returncode == 0 and "stepscope record" in res.stdout
 
 
@@ -299,10 +271,7 @@ def test_demo_tcp_presets_exist_and_others_are_refused() -> None:
     slugs = {p.slug for p in PRESETS}
     assert set(demo.DEMO_PRESETS) <= slugs
     assert [c["call"] for c in demo.preset_script("handshake")][:3] == [
-        "listen",
-        "accept",
-        "connect",
-    ]
+        "listen", "accept", "connect"]
     other = sorted(slugs - set(demo.DEMO_PRESETS))[0]
     with pytest.raises(RecordError) as e:
         demo.preset_script(other)
@@ -310,11 +279,8 @@ def test_demo_tcp_presets_exist_and_others_are_refused() -> None:
 
 
 def test_bad_flags_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
-    for argv in (
-        ["record", "cwnd", "--port", "70000"],
-        ["record", "path", "--dev", 'a"b'],
-        ["record", "demo", "cwnd", "--rate-mbit", "0"],
-    ):
+    for argv in (["record", "cwnd", "--port", "70000"], ["record", "path", "--dev", 'a"b'],
+                 ["record", "demo", "cwnd", "--rate-mbit", "0"]):
         with pytest.raises(SystemExit) as e:
             cli.main(argv)
         assert e.value.code == 2

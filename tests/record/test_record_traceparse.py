@@ -30,12 +30,8 @@ PROBE = (
 
 @pytest.mark.parametrize(
     "task,flags,tgid",
-    [
-        ("iperf3", "..s1.", ""),
-        ("kworker/u4:2-events", "d.h2.", ""),
-        ("my task", "b....", "42"),
-        ("<idle>", "..s.", ""),
-    ],
+    [("iperf3", "..s1.", ""), ("kworker/u4:2-events", "d.h2.", ""), ("my task", "b....", "42"),
+     ("<idle>", "..s.", "")],
 )
 def test_event_line(task: str, flags: str, tgid: str) -> None:
     line = head(task, 1234, 1, 22466.384173, flags, tgid) + "tcp_probe: " + PROBE.format(cwnd=17)
@@ -80,9 +76,7 @@ def _stack(cpu: int, ts: float, funcs: list[str]) -> list[str]:
 def test_reader_attaches_each_stack_to_its_event() -> None:
     lines = [
         head("python", 9, 0, 1.0) + "net_dev_queue: dev=a skbaddr=01 len=74",
-        *_stack(
-            0, 1.0, ["trace_event_raw_event_net_dev_template", "__dev_queue_xmit", "ip_output"]
-        ),
+        *_stack(0, 1.0, ["trace_event_raw_event_net_dev_template", "__dev_queue_xmit", "ip_output"]),
         head("python", 9, 0, 1.1) + "netif_receive_skb: dev=b skbaddr=01 len=60",
         *_stack(0, 1.1, ["__netif_receive_skb_core", "process_backlog"]),
         head("python", 9, 1, 1.2) + "consume_skb: skbaddr=01 location=tcp_rcv+0x1/0x2",

@@ -51,3 +51,4 @@ def test_the_builders_process_holds_no_pipe_of_the_app(tmp_path: Path) -> None:
         builder.close()
         os.close(read_end)
         os.close(write_end)
+

@@ -87,9 +87,7 @@ def test_over_the_run_allowance_the_api_answers_422_and_goes_on(tmp_path: Path) 
         assert ok.status_code == 200, ok.text
 
 
-def test_a_run_logs_the_memory_it_added(
-    make_runs: Callable[..., RunService], tmp_path: Path
-) -> None:
+def test_a_run_logs_the_memory_it_added(make_runs: Callable[..., RunService], tmp_path: Path) -> None:
     """The run log says how far a run raised its process's resident memory at its peak."""
     log = tmp_path / "runs.jsonl"
     runs = make_runs(run_log=log)
