@@ -11,7 +11,8 @@ what stays, keeps many partly used), and a heap trim cannot reach it. So a bound
 :class:`Recycler` reads the worker's private memory (not shared with its siblings) every few
 seconds; over ``limit_mb``, after the first ``after_s``, it logs why and asks the worker to stop
 (SIGTERM, as uvicorn's supervisor does): the worker stops taking connections (its siblings take
-them), finishes the requests under way, then, in the app's shutdown, lets the jobs it runs end
+them; it stops a second before the signal, see :func:`stop_accepting`), finishes the requests
+under way, then, in the app's shutdown, lets the jobs it runs end
 (:meth:`app.web.runs.RunService.drain`, at most ``drain_s``) before its simulation processes
 stop; uvicorn's supervisor starts a fresh worker in its place. Only a worker with a supervisor
 does this (a spawned child of uvicorn's ``--workers``): a single-process server has nobody to
@@ -28,6 +29,7 @@ with no worker at all (a CI run's health check went unanswered for 5 s that way)
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import multiprocessing
 import os
@@ -35,13 +37,14 @@ import signal
 import socket
 import threading
 import time
-from typing import Protocol
+from typing import Any, Protocol
 
 from app.web.memory import private_mb
 
 log = logging.getLogger("stepscope.recycle")
 
 CHECK_S = 5.0  # private memory read this often (one read of /proc/self/smaps_rollup)
+SETTLE_S = 1.0  # from taking no more connections to the shutdown (see stop_accepting)
 
 
 class Draining(Protocol):
@@ -125,6 +128,36 @@ def take_turn(after_s: float, seen: int = 0) -> socket.socket | None:
     return lock
 
 
+def _listeners() -> list[Any]:
+    """The listening servers of this worker's uvicorn, found by its SIGTERM handler (a method
+    of uvicorn's ``Server``, which keeps them in ``servers``); none where there is no such."""
+    owner = getattr(signal.getsignal(signal.SIGTERM), "__self__", None)
+    return list(getattr(owner, "servers", None) or [])
+
+
+def stop_accepting(loop: asyncio.AbstractEventLoop | None) -> bool:
+    """Have this worker stop taking connections, keeping those it has (on its event loop
+    ``loop``, as uvicorn's own shutdown does first); answers whether it did.
+
+    uvicorn's shutdown then closes every connection without a request under way, and a
+    connection it had just taken whose request was not read yet is among them: closed with
+    unread data, it is reset (a CI run's poll got "Connection reset by peer" as a worker was
+    replaced). Taking no more connections a moment before the shutdown lets those requests be
+    read, and then answered like any other under way."""
+    listeners = _listeners()
+    if loop is None or loop.is_closed() or not listeners:
+        return False
+    closed = threading.Event()
+
+    def close() -> None:
+        for listener in listeners:
+            listener.close()
+        closed.set()
+
+    loop.call_soon_threadsafe(close)
+    return closed.wait(5.0)
+
+
 def supervised() -> bool:
     """This process was started by a supervisor that replaces it when it ends (uvicorn's
     ``--workers`` spawns each worker as a multiprocessing child)."""
@@ -146,6 +179,7 @@ class Recycler:
             0  # the most siblings seen taking connections at once (all of them, once all started)
         )
         self._sign: socket.socket | None = None  # this worker takes connections (see accept())
+        self._loop: asyncio.AbstractEventLoop | None = None  # the worker's, where it has one
 
     def start(self, *, supervised_only: bool = True) -> bool:
         """Start watching; answers whether it does (not with no limit, nor, unless told,
@@ -155,6 +189,10 @@ class Recycler:
         if supervised_only and not supervised():
             return False
         self._stop.clear()
+        try:
+            self._loop = asyncio.get_running_loop()
+        except RuntimeError:  # started outside the worker's loop (a test)
+            self._loop = None
         self._thread = threading.Thread(target=self._run, name="recycle", daemon=True)
         self._thread.start()
         return True
@@ -190,6 +228,8 @@ class Recycler:
                 held,
                 self.limit_mb,
             )
+            if stop_accepting(self._loop):
+                time.sleep(SETTLE_S)  # what it has taken is read: then answered, not reset
             os.kill(os.getpid(), signal.SIGTERM)
             return
 
