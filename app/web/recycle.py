@@ -18,13 +18,14 @@ stop; uvicorn's supervisor starts a fresh worker in its place. Only a worker wit
 does this (a spawned child of uvicorn's ``--workers``): a single-process server has nobody to
 start it again. And one at a time, so that the others serve meanwhile: a worker goes only while
 it holds a lock its siblings share (an abstract Unix socket named after the supervisor: no file,
-let go when its holder ends), and only while every other worker it has seen taking connections takes them
-(a worker taking them holds an abstract socket named after the supervisor and itself from its start
-on; a worker that has ended, or one started in its place that is still importing the app, holds
-none) and is at least ``after_s`` old (a new one is still warming up). The lock goes with its
-holder's end, before the supervisor has noticed and started another (it looks every half second,
-and the new one takes seconds to start): a sibling that took its turn in that gap left the server
-with no worker at all (a CI run's health check went unanswered for 5 s that way).
+let go when its holder ends), only while every other worker it has seen taking connections
+takes them (a worker that does holds an abstract socket named after the supervisor and itself
+from its start on; one that has ended, or one started in its place that is still importing the
+app, holds none), and once every sibling is at least ``after_s`` old (a new one is still warming
+up). The lock goes with its holder's end, before the supervisor has noticed and started another
+(it looks every half second, and the new one takes seconds to start): a sibling that took its
+turn in that gap left the server with no worker at all (a CI run's health check went
+unanswered for 5 s that way).
 """
 
 from __future__ import annotations
@@ -56,11 +57,19 @@ class Draining(Protocol):
     def drain(self, limit_s: float) -> int: ...
 
 
+def _stat(pid: int) -> list[bytes]:
+    """The fields of ``/proc/<pid>/stat`` after the command name (state first; none if gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return []
+
+
 def _age_s(pid: int) -> float:
     """Seconds since process ``pid`` started (0 if it is gone)."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            start_ticks = int(f.read().rsplit(b")", 1)[1].split()[19])
+        start_ticks = int(_stat(pid)[19])
         with open("/proc/uptime", "rb") as f:
             uptime = float(f.read().split()[0])
     except (OSError, IndexError, ValueError):
@@ -70,12 +79,8 @@ def _age_s(pid: int) -> float:
 
 def _alive(pid: int) -> bool:
     """Whether process ``pid`` runs (not ended: gone, or a zombie its parent has not reaped)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            state = f.read().rsplit(b")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in (b"Z", b"X")
+    state = _stat(pid)[:1]
+    return bool(state) and state[0] not in (b"Z", b"X")
 
 
 def siblings() -> list[int]:
@@ -94,30 +99,34 @@ def _accepting_name(pid: int) -> str:
     return f"stepscope-accepting-{os.getppid()}-{pid}"
 
 
-def accept() -> socket.socket:
-    """Say that this worker serves (held until its end: the socket's name is the sign)."""
+def sign_accepting() -> socket.socket:
+    """Say that this worker takes connections (held until its end: the socket's name is the
+    sign)."""
     sign = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sign.bind("\0" + _accepting_name(os.getpid()))
     return sign
 
 
-def accepting() -> list[int]:
-    """The live siblings that serve (their sign is bound: /proc/net/unix lists it). The sign's
-    socket may outlive its worker in a child it forked: only live siblings count."""
+def accepting(others: list[int] | None = None) -> list[int]:
+    """The live siblings (``others``, or :func:`siblings`) that take connections (their sign is
+    bound: /proc/net/unix lists it). The sign's socket may outlive its worker in a child it
+    forked: only live siblings count."""
     try:
         with open("/proc/net/unix", encoding="ascii", errors="replace") as f:
             names = {line.rsplit(None, 1)[-1] for line in f if "@stepscope-accepting-" in line}
     except OSError:
         return []
-    return [p for p in siblings() if "@" + _accepting_name(p) in names]
+    return [
+        p for p in (siblings() if others is None else others) if "@" + _accepting_name(p) in names
+    ]
 
 
 def take_turn(after_s: float, seen: int = 0) -> socket.socket | None:
     """The siblings' lock (held while the socket is open), if no sibling holds it, at least
-    ``seen`` siblings serve (one that has ended, or is starting in its place, does not) and
-    no sibling is younger than ``after_s``; else None."""
+    ``seen`` siblings take connections (one that has ended, or is starting in its place, does
+    not) and no sibling is younger than ``after_s``; else None."""
     others = siblings()
-    if len(accepting()) < seen or any(_age_s(p) < after_s for p in others):
+    if len(accepting(others)) < seen or any(_age_s(p) < after_s for p in others):
         return None
     lock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -175,10 +184,9 @@ class Recycler:
         self._thread: threading.Thread | None = None
         self._born = time.monotonic()
         self._turn: socket.socket | None = None  # held until this process ends
-        self.seen = (
-            0  # the most siblings seen taking connections at once (all of them, once all started)
-        )
-        self._sign: socket.socket | None = None  # this worker takes connections (see accept())
+        # the most siblings seen taking connections at once (all of them, once all started)
+        self.seen = 0
+        self._sign: socket.socket | None = None  # this worker takes connections (see accept)
         self._loop: asyncio.AbstractEventLoop | None = None  # the worker's, where it has one
 
     def start(self, *, supervised_only: bool = True) -> bool:
@@ -198,10 +206,10 @@ class Recycler:
         return True
 
     def accept(self) -> None:
-        """At the end of the worker's start, if watching: say that it serves (its siblings
-        count it; see :func:`accepting`)."""
+        """At the end of the worker's start, if watching: say that it takes connections (its
+        siblings count it; see :func:`accepting`)."""
         if self._thread is not None and self._sign is None:
-            self._sign = accept()
+            self._sign = sign_accepting()
 
     def over(self) -> float | None:
         """This worker's private MB if it is over the limit and old enough to be replaced."""

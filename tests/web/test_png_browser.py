@@ -167,13 +167,9 @@ def _children(pid: int) -> list[str]:
     """The children of every thread of ``pid`` (none once it has ended: Chromium's short-lived
     helpers end while they are listed)."""
     out: list[str] = []
-    try:
-        tasks = list(Path(f"/proc/{pid}/task").iterdir())
-    except OSError:
-        return out
-    for task in tasks:
+    for task in _tasks(pid):
         try:
-            out += (task / "children").read_text().split()
+            out += Path(f"/proc/{pid}/task/{task}/children").read_text().split()
         except OSError:
             continue
     return out

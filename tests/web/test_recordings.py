@@ -508,9 +508,8 @@ def test_a_recordings_build_over_the_cpu_limit_is_a_422_naming_it(db_url: str) -
     model for 160 s at 100 Mbit/s (inside the explainer's work limit, over 1 s of CPU) with
     APP_SIM_CPU_S=0.5 answers 422 naming APP_SIM_CPU_S, in JSON and as a page; the recording's
     own view still opens afterwards, and nothing of the refused build is kept."""
-    settings = Settings(
-        database_url=db_url, sim_cpu_s=0.5, sim_nice=0
-    )  # its wait is wall time: not starved by a loaded machine
+    # its wait is wall time: at nice 0, not starved by a loaded machine
+    settings = Settings(database_url=db_url, sim_cpu_s=0.5, sim_nice=0)
     with TestClient(create_app(settings), raise_server_exceptions=False) as client:
         rid = _cwnd_rid(client)
         page = client.get(f"/r/{rid}?{HEAVY}")

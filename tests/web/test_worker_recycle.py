@@ -104,19 +104,19 @@ def test_only_while_every_sibling_seen_taking_connections_takes_them(
         child.wait()
     monkeypatch.setattr(recycle, "_age_s", lambda pid: 3600.0)
     monkeypatch.setattr(recycle, "siblings", lambda: [101, 102])
-    monkeypatch.setattr(recycle, "accepting", lambda: [101])  # 102 ended, or is starting
+    monkeypatch.setattr(recycle, "accepting", lambda *_: [101])  # 102 ended, or is starting
     assert take_turn(after_s=60, seen=2) is None
     turn = take_turn(after_s=60, seen=1)
     assert turn is not None
     turn.close()
     watcher = Recycler(limit_mb=1, after_s=0, every_s=0.01)
     monkeypatch.setattr(recycle, "private_mb", lambda: 0.0)  # under the limit: only watches
-    monkeypatch.setattr(recycle, "accepting", lambda: [101, 102])
+    monkeypatch.setattr(recycle, "accepting", lambda *_: [101, 102])
     assert watcher.start(supervised_only=False)
     deadline = time.monotonic() + 10
     while watcher.seen < 2 and time.monotonic() < deadline:
         time.sleep(0.01)
-    monkeypatch.setattr(recycle, "accepting", lambda: [101])
+    monkeypatch.setattr(recycle, "accepting", lambda *_: [101])
     time.sleep(0.05)
     watcher.stop()
     assert watcher.seen == 2  # the most seen at once is kept
@@ -125,7 +125,7 @@ def test_only_while_every_sibling_seen_taking_connections_takes_them(
 CHILD_SERVES = """
 import sys
 from app.web import recycle
-sign = recycle.accept()
+sign = recycle.sign_accepting()
 print("accepting", flush=True)
 sys.stdin.read()
 """
